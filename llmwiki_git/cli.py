@@ -1,0 +1,195 @@
+"""The `llmwiki` command line: parse, call one service, render; errors translated here only."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import github
+from .checks import CheckResult
+from .errors import LlmwikiError, UsageError
+from .workspace import Workspace
+
+EXIT_INTERNAL = 3
+
+
+class LlmwikiGroup(click.Group):
+    """Translates the one exception tree into messages and exit codes, in one place."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LlmwikiError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception:  # noqa: BLE001 - the last line of defence
+            if ctx.find_root().params.get("traceback"):
+                raise
+            click.echo(traceback.format_exc(), err=True) if os.environ.get("LLMWIKI_DEBUG") else None
+            exc_type, exc_value, _ = sys.exc_info()
+            click.echo(
+                f"Internal error: {exc_type.__name__ if exc_type else 'error'}: {exc_value}\n"
+                "This is a bug in llmwiki. Re-run with --traceback and report it.",
+                err=True,
+            )
+            ctx.exit(EXIT_INTERNAL)
+
+
+@click.group(cls=LlmwikiGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-C", "--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run as if started in this folder (like git -C).")
+@click.option("--wiki-dir", default=None, metavar="DIR",
+              help="Wiki root, relative to the project folder (the nearest folder holding .llmwiki/, else the repository root). Default: wiki/ if it exists, else the project folder; or wiki_dir in .llmwiki/config.toml.")
+@click.option("--traceback", is_flag=True, help="Show the Python traceback of an internal error.")
+@click.version_option(package_name="llmwiki-git", prog_name="llmwiki")
+@click.pass_context
+def cli(ctx: click.Context, repo: Path | None, wiki_dir: str | None, traceback: bool) -> None:
+    """Keep an LLM-maintained markdown wiki in git honest.
+
+    \b
+    Examples:
+      llmwiki check                      broken [[wikilinks]] in the work tree
+      llmwiki check --staged --base HEAD what the pre-commit hook runs
+      llmwiki links draft.md             which links of a draft resolve
+    """
+    ctx.obj = {"repo": repo, "wiki_dir": wiki_dir}
+
+
+def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
+    return Workspace.open(ctx.obj["repo"], wiki_dir=ctx.obj["wiki_dir"], **kwargs)
+
+
+def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
+    for p in result.problems:
+        prefix = "" if p.severity == "error" else "warning: "
+        click.echo(f"{p.location}: {prefix}{p.message}")
+    errors, warnings = len(result.errors), len(result.warnings)
+    what = f"new in {scope} since {base}" if base else f"in {scope}"
+    if errors:
+        next_step = "fix the links, or create the missing pages" if errors else ""
+        click.echo(f"{result.checked} pages checked: {errors} broken link{'s' * (errors != 1)} {what}, {warnings} warning{'s' * (warnings != 1)}; {next_step}.", err=True)
+    else:
+        click.echo(f"{result.checked} pages checked: no broken links {what}, {warnings} warning{'s' * (warnings != 1)}.", err=True)
+
+
+def _write_github_files(result: CheckResult) -> None:
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        with open(summary_path, "a", encoding="utf-8") as handle:
+            handle.write(github.summary(result.problems, result.checked))
+    output_path = os.environ.get("GITHUB_OUTPUT")
+    if output_path:
+        with open(output_path, "a", encoding="utf-8") as handle:
+            handle.write(f"broken={len(result.errors)}\nwarnings={len(result.warnings)}\nchecked={result.checked}\n")
+
+
+@cli.command()
+@click.option("--staged", is_flag=True, help="Check the git index: exactly what the next commit will contain.")
+@click.option("--rev", default=None, metavar="COMMIT", help="Check the tree of a commit instead of the work tree.")
+@click.option("--base", default=None, metavar="COMMIT",
+              help="Report only problems that are new since this commit (links newly broken, including by renames and deletions).")
+@click.option("--head", default=None, metavar="COMMIT", help="With --base: the commit to compare (default: the work tree, or the index with --staged).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="text: path:line:col lines; json: the v1 envelope; github: workflow annotations plus a step summary.")
+@click.option("--json", "as_json", is_flag=True, help="Shorthand for --format json.")
+@click.option("--no-cache", is_flag=True, help="Do not use or update the scan cache in the git directory.")
+@click.pass_context
+def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, head: str | None,
+          fmt: str, as_json: bool, no_cache: bool) -> None:
+    """Report broken [[wikilinks]] with path:line:col.
+
+    Exit 0 when no link is broken, 1 when some are, 2 on a usage error. Broken heading
+    anchors, malformed frontmatter and unreadable pages are warnings: reported, not fatal.
+
+    \b
+    Examples:
+      llmwiki check
+      llmwiki check --json
+      llmwiki check --staged --base HEAD
+      llmwiki check --base origin/main --head HEAD --format github
+    """
+    if sum(bool(x) for x in (staged, rev, head)) > 1:
+        raise UsageError("use only one of --staged, --rev and --head")
+    if head and not base:
+        raise UsageError("--head needs --base", hint="to check one commit use --rev")
+    scope = "index" if staged else (rev or head or "worktree")
+    ws = _workspace(ctx, use_cache=not no_cache)
+    result = ws.check(scope, base)
+    fmt = "json" if as_json else fmt
+    if fmt == "json":
+        click.echo(json.dumps({"version": 1, "checked": result.checked,
+                               "problems": [p.to_json() for p in result.problems]}, indent=2, ensure_ascii=False))
+    elif fmt == "github":
+        for line in github.annotations(result.problems):
+            click.echo(line)
+        _write_github_files(result)
+        _render_summary_line(result)
+    else:
+        _render_text(result, base, {"index": "the index", "worktree": "the work tree"}.get(scope, scope))
+    ctx.exit(1 if result.errors else 0)
+
+
+def _render_summary_line(result: CheckResult) -> None:
+    click.echo(f"{result.checked} pages checked: {len(result.errors)} broken, {len(result.warnings)} warnings.", err=True)
+
+
+@cli.command()
+@click.argument("file", type=click.File("r", encoding="utf-8", errors="replace"), default="-")
+@click.option("--json", "as_json", is_flag=True, help="Print the v1 citation envelope as JSON.")
+@click.pass_context
+def links(ctx: click.Context, file: Any, as_json: bool) -> None:
+    """The citation report for FILE (or standard input): each unique [[link]] resolved,
+    pending review, or broken, in order of first appearance.
+
+    Exit 0 when nothing is broken, 1 otherwise.
+
+    \b
+    Examples:
+      llmwiki links draft-answer.md
+      echo 'See [[alpha]] and [[missing]].' | llmwiki links --json
+    """
+    from .wiki.citations import BROKEN, citation_report, format_report
+
+    text = file.read()
+    ws = _workspace(ctx)
+    report = citation_report(text, ws.wiki("worktree"))
+    if as_json:
+        click.echo(json.dumps({"version": 1, "citations": [c.to_json() for c in report]}, indent=2, ensure_ascii=False))
+    else:
+        for line in format_report(report):
+            click.echo(line)
+    ctx.exit(1 if any(c.status == BROKEN for c in report) else 0)
+
+
+@cli.group()
+def hooks() -> None:
+    """Git hooks that keep broken links out of commits."""
+
+
+@hooks.command("install")
+@click.option("--force", is_flag=True, help="Replace an existing pre-commit hook that is not llmwiki's.")
+@click.pass_context
+def hooks_install(ctx: click.Context, force: bool) -> None:
+    """Install the plain git pre-commit hook (no pre-commit framework needed).
+
+    The hook runs `llmwiki check --staged --base HEAD` and refuses the commit when it adds
+    broken links. With the pre-commit framework, use the `llmwiki-check` hook instead.
+    """
+    from .hooks import install
+
+    ws = _workspace(ctx)
+    path = install(ws.require_git("installing a hook"), force=force)
+    click.echo(f"Installed the pre-commit hook at {path}.")
+    click.echo("Commits that add broken [[wikilinks]] will now be refused; skip once with `git commit --no-verify`.")
+
+
+def main() -> None:
+    cli(prog_name="llmwiki")

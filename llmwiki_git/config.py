@@ -1,0 +1,51 @@
+"""Settings from ``.llmwiki/config.toml`` (committed) with command-line overrides."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_PATH = ".llmwiki/config.toml"
+
+
+@dataclass(frozen=True)
+class Settings:
+    wiki_dir: str | None = None
+    max_page_mb: int = 8
+
+
+def load(root: Path, *, wiki_dir: str | None = None) -> Settings:
+    """Read the repository's config; ``wiki_dir`` from the command line wins."""
+    path = root / CONFIG_PATH
+    data: dict = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{CONFIG_PATH}: {exc}", hint="fix the file or delete it") from exc
+    configured = data.get("wiki_dir")
+    if configured is not None and not isinstance(configured, str):
+        raise ConfigError(f"{CONFIG_PATH}: wiki_dir must be a string, not {configured!r}")
+    chosen = wiki_dir if wiki_dir is not None else configured
+    if chosen is not None:
+        chosen = _safe_dir(chosen)
+    max_mb = data.get("max_page_mb", 8)
+    if not isinstance(max_mb, int) or max_mb <= 0:
+        raise ConfigError(f"{CONFIG_PATH}: max_page_mb must be a positive integer")
+    return Settings(wiki_dir=chosen, max_page_mb=max_mb)
+
+
+def _safe_dir(value: str) -> str:
+    cleaned = value.replace("\\", "/").strip().strip("/")
+    parts = [p for p in cleaned.split("/") if p not in ("", ".")]
+    if value.startswith("/") or ".." in parts:
+        raise ConfigError(f"wiki_dir {value!r} must be a folder inside the repository")
+    return "/".join(parts)

@@ -1,0 +1,169 @@
+"""The git adapter: plumbing commands through subprocess, errors converted to GitError.
+
+Plain subprocess rather than GitPython on this path because `llmwiki check` runs in every
+pre-commit hook: GitPython adds ~60 ms of imports and has no batched blob read, while
+``git cat-file --batch`` reads thousands of blobs in one process (see docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import GitError, NotARepository
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One file of a tree or of the index: git mode, blob id and repo-relative path."""
+
+    mode: str
+    blob: str
+    path: str
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.mode == "120000"
+
+    @property
+    def is_file(self) -> bool:
+        return self.mode in ("100644", "100755")
+
+
+def _clean_env(environ: Mapping[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ if environ is None else environ)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env.setdefault("LC_ALL", "C")
+    return env
+
+
+class Git:
+    """Runs git in one work tree. Inherits GIT_INDEX_FILE and friends on purpose: inside a
+    pre-commit hook they name the index being committed."""
+
+    def __init__(self, root: Path, environ: Mapping[str, str] | None = None) -> None:
+        self.root = root
+        self._env = _clean_env(environ)
+
+    def run(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        cmd = ["git", *args]
+        try:
+            proc = subprocess.run(
+                cmd, cwd=self.root, input=input, capture_output=True, env=self._env
+            )
+        except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
+            raise GitError(cmd, 127, "git is not installed or not on PATH") from exc
+        if check and proc.returncode != 0:
+            raise GitError(cmd, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+        return proc.stdout
+
+    def text(self, *args: str) -> str:
+        return self.run(*args).decode("utf-8", "surrogateescape").strip()
+
+    def rev_parse(self, rev: str) -> str | None:
+        """The commit id ``rev`` names, or None when it does not exist (an unborn HEAD)."""
+        out = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        value = out.decode().strip()
+        return value or None
+
+    def common_dir(self) -> Path:
+        path = Path(self.text("rev-parse", "--git-common-dir"))
+        return path if path.is_absolute() else (self.root / path).resolve()
+
+    def ls_tree(self, rev: str) -> list[TreeEntry]:
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev)
+        entries = []
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path = record.partition(b"\t")
+            mode, kind, blob = meta.decode().split(" ")
+            if kind == "blob":
+                entries.append(TreeEntry(mode, blob, path.decode("utf-8", "surrogateescape")))
+        return entries
+
+    def ls_index(self) -> list[TreeEntry]:
+        out = self.run("ls-files", "-s", "-z")
+        entries: dict[str, TreeEntry] = {}
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path = record.partition(b"\t")
+            mode, blob, stage = meta.decode().split(" ")
+            name = path.decode("utf-8", "surrogateescape")
+            # During a merge conflict keep "ours" (stage 2) over the base (stage 1).
+            if stage in ("0", "2") or name not in entries:
+                entries[name] = TreeEntry(mode, blob, name)
+        return list(entries.values())
+
+    def ls_worktree(self) -> list[str]:
+        """Tracked and untracked-but-not-ignored paths of the work tree."""
+        out = self.run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        return sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
+
+    def read_blobs(self, blobs: Iterable[str]) -> dict[str, bytes]:
+        """Read many blobs with one ``cat-file --batch`` process."""
+        wanted = list(dict.fromkeys(blobs))
+        if not wanted:
+            return {}
+        out = self.run("cat-file", "--batch", input=("\n".join(wanted) + "\n").encode())
+        result: dict[str, bytes] = {}
+        pos = 0
+        for blob in wanted:
+            header_end = out.index(b"\n", pos)
+            header = out[pos:header_end].split()
+            pos = header_end + 1
+            if len(header) < 3 or header[1] == b"missing":
+                continue
+            size = int(header[2])
+            result[blob] = out[pos : pos + size]
+            pos += size + 1
+        return result
+
+
+def find_root(start: Path, environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
+    """The work-tree root above ``start`` and whether it is a git repository.
+
+    Outside git, the nearest folder holding ``.llmwiki/`` or ``wiki/`` is the root, else
+    ``start`` itself, so a plain folder of markdown can still be checked.
+    """
+    start = start.resolve()
+    if not start.is_dir():
+        raise NotARepository(f"{start} is not a directory")
+    proc = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=start,
+        capture_output=True,
+        env=_clean_env(environ),
+    )
+    if proc.returncode == 0:
+        return Path(proc.stdout.decode("utf-8", "surrogateescape").strip()), True
+    for folder in (start, *start.parents):
+        if (folder / ".llmwiki").is_dir() or (folder / "wiki").is_dir():
+            return folder, False
+    return start, False
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives ``data`` as a blob (so work-tree files share the scan cache)."""
+    digest = hashlib.sha1(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def find_project(start: Path, root: Path) -> Path:
+    """The nearest folder from ``start`` up to ``root`` that holds ``.llmwiki/`` (a wiki
+    kept in a subfolder of a larger repository), else ``root``."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".llmwiki").is_dir():
+            return folder
+        if folder == root:
+            break
+    return root

@@ -1,0 +1,61 @@
+"""GitHub workflow commands and the step summary, as plain strings (no I/O here)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from .problems import ERROR, Problem
+
+PER_FILE = 10
+TOTAL = 50
+SUMMARY_LIMIT = 1024 * 1024 - 4096  # GitHub rejects step summaries over 1 MiB
+
+
+def escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotations(problems: Sequence[Problem]) -> list[str]:
+    """At most 10 per file and 50 in all (GitHub drops the rest silently)."""
+    per_file: Counter[str] = Counter()
+    lines: list[str] = []
+    for p in problems:
+        if len(lines) >= TOTAL:
+            break
+        if per_file[p.path] >= PER_FILE:
+            continue
+        per_file[p.path] += 1
+        kind = "error" if p.severity == ERROR else "warning"
+        props = ",".join(
+            f"{k}={escape_property(str(v))}"
+            for k, v in (("file", p.path), ("line", p.line), ("col", p.col), ("title", f"llmwiki {p.code}"))
+        )
+        lines.append(f"::{kind} {props}::{escape_data(p.message)}")
+    return lines
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def summary(problems: Sequence[Problem], checked: int) -> str:
+    """A markdown table of every problem, cut to stay under GitHub's 1 MiB limit."""
+    errors = sum(1 for p in problems if p.severity == ERROR)
+    head = f"### llmwiki check\n\n{checked} pages checked: {errors} errors, {len(problems) - errors} warnings.\n\n"
+    if not problems:
+        return head
+    rows = ["| file | line | col | severity | problem |", "|---|---|---|---|---|"]
+    size = len(head) + sum(len(r) + 1 for r in rows)
+    for index, p in enumerate(problems):
+        row = f"| `{_cell(p.path)}` | {p.line} | {p.col} | {p.severity} | {_cell(p.message)} |"
+        if size + len(row) + 200 > SUMMARY_LIMIT:
+            rows.append(f"\n_{len(problems) - index} more problems not shown (summary size limit)._")
+            break
+        rows.append(row)
+        size += len(row) + 1
+    return head + "\n".join(rows) + "\n"

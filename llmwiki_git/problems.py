@@ -1,0 +1,43 @@
+"""`Problem`: one finding of the checker, with where it is and how bad it is."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+ERROR = "error"
+WARNING = "warning"
+
+#: code -> severity. Only errors fail a check (exit 1).
+CODES = {
+    "broken-link": ERROR,
+    "empty-link": ERROR,
+    "broken-anchor": WARNING,
+    "ambiguous-link": WARNING,
+    "malformed-frontmatter": WARNING,
+    "unreadable-page": WARNING,
+    "invalid-utf8": WARNING,
+    "page-too-large": WARNING,
+    "symlink-escape": WARNING,
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    col: int
+    code: str
+    severity: str
+    target: str | None
+    message: str
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+def make(path: str, line: int, col: int, code: str, message: str, target: str | None = None) -> Problem:
+    return Problem(path, line, col, code, CODES[code], target, message)

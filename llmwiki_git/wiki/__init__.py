@@ -1,0 +1,1 @@
+"""The wiki model: pages, frontmatter, the wikilink scanner, slugs and link resolution."""

@@ -1,0 +1,100 @@
+"""The citation report: each unique wikilink target of a text, resolved, pending or broken.
+
+This is what `llmwiki links` prints and what `query` calls after an answer (DESIGN §3).
+"Pending" means no page resolves the target but an open review candidate would create
+exactly that slug; the candidates come from a `PendingIndex` (review branches, later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from .model import Wiki
+from .scanner import scan_links
+from .frontmatter import split
+from .slug import parse_target
+
+RESOLVED = "resolved"
+PENDING = "pending"
+BROKEN = "broken"
+
+
+class PendingIndex(Protocol):
+    def candidates_for(self, slug: str) -> Sequence[str]:
+        """Ids of open review candidates that would create a page with this slug."""
+        ...
+
+
+class NoPending:
+    """No review candidates: nothing is ever pending."""
+
+    def candidates_for(self, slug: str) -> Sequence[str]:
+        return ()
+
+
+@dataclass(frozen=True)
+class StaticPending:
+    """Candidates given as a mapping slug -> candidate ids (tests, and the review store)."""
+
+    by_slug: Mapping[str, Sequence[str]]
+
+    def candidates_for(self, slug: str) -> Sequence[str]:
+        return self.by_slug.get(slug, ())
+
+
+@dataclass(frozen=True)
+class Citation:
+    target: str
+    status: str
+    page_id: str | None = None
+    candidate_ids: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"target": self.target, "status": self.status}
+        if self.page_id is not None:
+            out["pageId"] = self.page_id
+        if self.candidate_ids:
+            out["candidateIds"] = list(self.candidate_ids)
+        return out
+
+
+def citation_report(text: str, wiki: Wiki, pending: PendingIndex | None = None) -> list[Citation]:
+    """Classify every unique target of ``text`` (frontmatter skipped), in first-occurrence
+    order. Self-anchors (``[[#heading]]``) are not citations and are left out."""
+    pending = pending or NoPending()
+    _, _, body_line = split(text)
+    report: list[Citation] = []
+    seen: set[str] = set()
+    for occ in scan_links(text, body_line):
+        target = parse_target(occ.target)
+        if target.is_self_anchor or target.key in seen:
+            continue
+        seen.add(target.key)
+        found = wiki.resolve(target)
+        if found.resolved:
+            report.append(Citation(target.key, RESOLVED, page_id=found.ref))
+            continue
+        ids = tuple(sorted(set(pending.candidates_for(target.slug)))) if target.slug else ()
+        if ids and target.hint in ((), ("queries",), ("wiki", "queries")):
+            report.append(Citation(target.key, PENDING, candidate_ids=ids))
+        else:
+            report.append(Citation(target.key, BROKEN))
+    return report
+
+
+def format_report(citations: Sequence[Citation]) -> list[str]:
+    """The ``Answer citations: …`` lines of DESIGN §3."""
+    if not citations:
+        return ["Answer citations: none recognized (not a factual-support assessment)"]
+    counts = {s: sum(1 for c in citations if c.status == s) for s in (RESOLVED, PENDING, BROKEN)}
+    lines = [f"Answer citations: {counts[RESOLVED]} resolved, {counts[PENDING]} pending, {counts[BROKEN]} broken"]
+    for c in citations:
+        if c.status == RESOLVED:
+            lines.append(f"resolved: {c.target} -> {c.page_id}")
+        elif c.status == PENDING:
+            lines.append(f"pending: {c.target}")
+        else:
+            lines.append(f"broken: {c.target}")
+    return lines

@@ -1,0 +1,93 @@
+"""`slugify` and the parsing of a wikilink's inner text into a normalized target."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_DROP = re.compile(r"['\u2019]")
+# \w is Unicode letters, numbers and "_"; "_" is dropped too, as the reference tool does.
+_NOT_KEPT = re.compile(r"[^\w\s-]|_")
+_SPACES = re.compile(r"\s+")
+_DASHES = re.compile(r"-{2,}")
+# A last path component that names a non-markdown file: `diagram.png`, `paper.PDF`.
+_FILE_EXT = re.compile(r"\.([A-Za-z0-9]{1,8})$")
+
+
+def slugify(text: str) -> str:
+    """Normalize a page name or link target the way every reader compares them.
+
+    Lowercase; drop ' and ’; keep Unicode letters, numbers, whitespace and -; whitespace
+    runs become -; runs of - collapse; leading and trailing - are trimmed. Input is first
+    NFC-normalized so that decomposed accents (as macOS file names have) compare equal.
+    """
+    text = unicodedata.normalize("NFC", text).lower()
+    text = _DROP.sub("", text)
+    text = _NOT_KEPT.sub("", text)
+    text = _SPACES.sub("-", text)
+    text = _DASHES.sub("-", text)
+    return text.strip("-")
+
+
+@dataclass(frozen=True)
+class LinkTarget:
+    """A wikilink's target after normalization.
+
+    ``slug`` is the slugified page name; ``hint`` the slugified folder components of a
+    path-style target (``[[concepts/alpha]]``); ``anchor`` the text after ``#`` (a heading,
+    or ``^id`` for a block); ``file_name`` the last component when it names a non-markdown
+    file (``diagram.png``).
+    """
+
+    text: str
+    slug: str
+    hint: tuple[str, ...] = ()
+    anchor: str | None = None
+    file_name: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The identity used to deduplicate targets in reports (anchors ignored)."""
+        if self.file_name is not None and not self.slug:
+            return "/".join((*self.hint, self.file_name))
+        return "/".join((*self.hint, self.slug))
+
+    @property
+    def is_self_anchor(self) -> bool:
+        """``[[#heading]]``: a link to a heading of the page it is written in."""
+        return not self.text.split("#", 1)[0].strip() and self.anchor is not None
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.slug and self.file_name is None and not self.is_self_anchor
+
+
+def split_label(inner: str) -> tuple[str, str | None]:
+    """Split ``target|label`` at the first pipe; ``target\\|label`` (tables) counts too."""
+    pipe = inner.find("|")
+    if pipe < 0:
+        return inner, None
+    target = inner[:pipe]
+    if target.endswith("\\"):
+        target = target[:-1]
+    return target, inner[pipe + 1 :].strip()
+
+
+def parse_target(target_text: str) -> LinkTarget:
+    """Normalize the part of a wikilink before ``|``."""
+    text = target_text.strip()
+    name_part, sep, anchor = text.partition("#")
+    anchor_value = anchor.strip() if sep else None
+    name_part = name_part.strip()
+    if name_part.lower().endswith(".md"):
+        name_part = name_part[:-3]
+    parts = [p for p in name_part.replace("\\", "/").split("/")]
+    last = parts[-1].strip() if parts else ""
+    hint = tuple(
+        s for s in (slugify(p) for p in parts[:-1] if p.strip() not in ("", ".", "..")) if s
+    )
+    file_name = last if _FILE_EXT.search(last) else None
+    return LinkTarget(
+        text=text, slug=slugify(last), hint=hint, anchor=anchor_value, file_name=file_name
+    )

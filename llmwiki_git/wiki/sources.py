@@ -1,0 +1,155 @@
+"""Where a wiki's files come from: the work tree, the git index, or a commit.
+
+Each snapshot lists its files (with blob ids where git already knows them) and reads their
+bytes; symlinks that leave the repository are refused here, before anything reads them.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..git import Git, TreeEntry
+
+_SKIP_DIRS = {"node_modules", "__pycache__"}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str
+    blob: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceIssue:
+    path: str
+    code: str
+    message: str
+
+
+class Snapshot(Protocol):
+    """A set of files at one point in time."""
+
+    label: str
+
+    def files(self) -> tuple[list[SourceFile], list[SourceIssue]]: ...
+
+    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]: ...
+
+
+def _escapes(root: Path, real: str) -> bool:
+    return os.path.commonpath([str(root), real]) != str(root)
+
+
+class WorktreeSnapshot:
+    """The files on disk. In a git repository, tracked and untracked-but-not-ignored files
+    (so build output in .gitignore is not checked); elsewhere every file under the root."""
+
+    label = "work tree"
+
+    def __init__(self, root: Path, git: Git | None) -> None:
+        self.root = root.resolve()
+        self.git = git
+
+    def _listing(self) -> list[str]:
+        if self.git is not None:
+            return self.git.ls_worktree()
+        found: list[str] = []
+        for folder, dirs, names in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+            rel = os.path.relpath(folder, self.root)
+            for name in names:
+                found.append(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
+        return sorted(found)
+
+    def files(self) -> tuple[list[SourceFile], list[SourceIssue]]:
+        files: list[SourceFile] = []
+        issues: list[SourceIssue] = []
+        root = str(self.root)
+        for rel in self._listing():
+            full = os.path.join(root, rel)
+            if os.path.islink(full):
+                real = os.path.realpath(full)
+                if _escapes(self.root, real):
+                    issues.append(
+                        SourceIssue(rel, "symlink-escape", f"symlink points outside the repository ({os.readlink(full)}); not read")
+                    )
+                    continue
+                if not os.path.isfile(real):
+                    continue
+            elif not os.path.isfile(full):
+                continue  # deleted but still tracked, or a submodule
+            files.append(SourceFile(rel))
+        return files, issues
+
+    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]:
+        result: dict[str, bytes | OSError] = {}
+        for item in files:
+            try:
+                with open(os.path.join(self.root, item.path), "rb") as handle:
+                    result[item.path] = handle.read()
+            except OSError as exc:
+                result[item.path] = exc
+        return result
+
+
+class _GitSnapshot:
+    label = "git"
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+
+    def _entries(self) -> list[TreeEntry]:
+        raise NotImplementedError
+
+    def files(self) -> tuple[list[SourceFile], list[SourceIssue]]:
+        entries = self._entries()
+        by_path = {e.path: e for e in entries if e.is_file}
+        files = [SourceFile(e.path, e.blob) for e in entries if e.is_file]
+        issues: list[SourceIssue] = []
+        links = [e for e in entries if e.is_symlink]
+        targets = self.git.read_blobs(e.blob for e in links)
+        for entry in links:
+            raw = targets.get(entry.blob, b"").decode("utf-8", "replace")
+            joined = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), raw))
+            if raw.startswith("/") or joined == ".." or joined.startswith("../"):
+                issues.append(
+                    SourceIssue(entry.path, "symlink-escape", f"symlink points outside the repository ({raw}); not read")
+                )
+            elif joined in by_path:
+                files.append(SourceFile(entry.path, by_path[joined].blob))
+        return files, issues
+
+    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]:
+        wanted = [f for f in files if f.blob]
+        blobs = self.git.read_blobs(f.blob for f in wanted if f.blob)
+        result: dict[str, bytes | OSError] = {}
+        for item in wanted:
+            data = blobs.get(item.blob or "")
+            result[item.path] = data if data is not None else OSError(f"blob {item.blob} is missing")
+        return result
+
+
+class IndexSnapshot(_GitSnapshot):
+    """The git index: exactly what the next commit will contain."""
+
+    label = "index"
+
+    def _entries(self) -> list[TreeEntry]:
+        return self.git.ls_index()
+
+
+class RevisionSnapshot(_GitSnapshot):
+    """The tree of one commit."""
+
+    def __init__(self, git: Git, rev: str) -> None:
+        super().__init__(git)
+        self.rev = rev
+        self.label = rev
+
+    def _entries(self) -> list[TreeEntry]:
+        return self.git.ls_tree(self.rev)

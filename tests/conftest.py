@@ -1,0 +1,85 @@
+"""Hermetic environment and real git repositories for every test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    monkeypatch.setenv("TZ", "UTC")
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Test User")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@example.com")
+        monkeypatch.setenv(f"GIT_{who}_DATE", "2026-01-01T00:00:00Z")
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT",
+                "LLMWIKI_NO_CACHE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+
+
+class Repo:
+    """A real git repository in tmp_path with helpers to write pages and commit."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def git(self, *args: str, check: bool = True) -> str:
+        proc = subprocess.run(["git", *args], cwd=self.root, capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+        return proc.stdout
+
+    def write(self, rel: str, text: str | bytes) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+        return path
+
+    def commit(self, message: str = "change") -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD").strip()
+
+    def llmwiki(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """Run the real CLI in a fresh process, as a user would."""
+        return subprocess.run(
+            [sys.executable, "-m", "llmwiki_git", *args],
+            cwd=self.root, capture_output=True, text=True, input=input,
+            env={**os.environ, **(env or {})},
+        )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[Repo]:
+    root = tmp_path / "repo"
+    root.mkdir()
+    r = Repo(root)
+    r.git("init", "-q", "-b", "main")
+    yield r
+
+
+def page(title: str, body: str, **extra: object) -> str:
+    """A page with frontmatter."""
+    lines = ["---", f"title: {title}"]
+    for key, value in extra.items():
+        lines.append(f"{key}: {value}")
+    lines += ["---", body]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,153 @@
+"""`llmwiki check` end to end: real git repositories, the CLI in fresh processes."""
+
+from __future__ import annotations
+
+import json
+
+from .conftest import Repo, page
+
+
+def problems(repo: Repo, *args: str) -> tuple[int, list[dict]]:
+    proc = repo.llmwiki("check", "--json", *args)
+    return proc.returncode, json.loads(proc.stdout)["problems"]
+
+
+def seed(repo: Repo) -> None:
+    repo.write("wiki/concepts/alpha.md", page("Alpha", "# Alpha\n\nLinks to [[beta]].\n\n## Usage\n"))
+    repo.write("wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]].\n"))
+    repo.commit("seed")
+
+
+def test_clean_wiki_exits_0_with_summary(repo: Repo) -> None:
+    seed(repo)
+    proc = repo.llmwiki("check")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert "2 pages checked: no broken links" in proc.stderr
+
+
+def test_broken_link_text_format_and_exit_1(repo: Repo) -> None:
+    seed(repo)
+    repo.write("wiki/concepts/gamma.md", page("Gamma", "See [[Nowhere]] and [[alpha#No Such]].\n"))
+    proc = repo.llmwiki("check")
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        "wiki/concepts/gamma.md:4:5: broken link [[Nowhere]]",
+        'wiki/concepts/gamma.md:4:21: warning: broken anchor [[alpha#No Such]]: no heading "No Such" in concepts/alpha',
+    ]
+    assert "1 broken link" in proc.stderr
+
+
+def test_json_envelope(repo: Repo) -> None:
+    seed(repo)
+    repo.write("wiki/concepts/gamma.md", "[[nope|label]]\n")
+    proc = repo.llmwiki("check", "--json")
+    data = json.loads(proc.stdout)
+    assert data == {
+        "version": 1,
+        "checked": 3,
+        "problems": [
+            {"path": "wiki/concepts/gamma.md", "line": 1, "col": 1, "code": "broken-link",
+             "severity": "error", "target": "nope", "message": "broken link [[nope|label]]"}
+        ],
+    }
+    assert proc.returncode == 1
+
+
+def test_warnings_alone_exit_0(repo: Repo) -> None:
+    seed(repo)
+    repo.write("wiki/concepts/gamma.md", "[[alpha#missing-heading]]\n")
+    code, found = problems(repo)
+    assert code == 0 and [p["code"] for p in found] == ["broken-anchor"]
+
+
+def test_staged_sees_index_not_work_tree(repo: Repo) -> None:
+    seed(repo)
+    repo.write("wiki/concepts/gamma.md", "[[broken-in-index]]\n")
+    repo.git("add", "wiki/concepts/gamma.md")
+    repo.write("wiki/concepts/gamma.md", "fixed on disk but not staged: [[alpha]]\n")
+    code, found = problems(repo, "--staged")
+    assert code == 1 and [p["target"] for p in found] == ["broken-in-index"]
+    code, found = problems(repo)
+    assert code == 0 and found == []
+
+
+def test_rev_checks_a_commit(repo: Repo) -> None:
+    seed(repo)
+    repo.write("wiki/concepts/beta.md", "[[gone]]\n")
+    bad = repo.commit("break")
+    repo.write("wiki/concepts/beta.md", "[[alpha]]\n")
+    repo.commit("fix")
+    assert problems(repo)[0] == 0
+    code, found = problems(repo, "--rev", bad)
+    assert code == 1 and found[0]["target"] == "gone"
+
+
+def test_base_head_reports_only_newly_broken_including_renames(repo: Repo) -> None:
+    repo.write("wiki/concepts/alpha.md", "[[old-broken]] and [[beta]]\n")
+    repo.write("wiki/concepts/beta.md", "beta\n")
+    repo.write("wiki/concepts/untouched.md", "I link to [[beta]] too.\n")
+    base = repo.commit("base")
+    repo.git("mv", "wiki/concepts/beta.md", "wiki/concepts/beta-renamed.md")
+    repo.write("wiki/concepts/alpha.md", "moved down\n\n[[old-broken]] and [[beta-renamed]]\n")
+    head = repo.commit("rename")
+    code, found = problems(repo, "--base", base, "--head", head)
+    assert code == 1
+    assert [(p["path"], p["line"], p["target"]) for p in found] == [("wiki/concepts/untouched.md", 1, "beta")]
+    code, found = problems(repo, "--base", head, "--head", head)
+    assert (code, found) == (0, [])
+
+
+def test_staged_base_head_on_first_commit(repo: Repo) -> None:
+    repo.write("wiki/concepts/a.md", "[[b]]\n")
+    repo.git("add", "-A")
+    code, found = problems(repo, "--staged", "--base", "HEAD")
+    assert code == 1 and found[0]["target"] == "b"
+
+
+def test_usage_errors_exit_2(repo: Repo) -> None:
+    seed(repo)
+    assert repo.llmwiki("check", "--staged", "--rev", "HEAD").returncode == 2
+    assert repo.llmwiki("check", "--head", "HEAD").returncode == 2
+    proc = repo.llmwiki("check", "--rev", "no-such-branch")
+    assert proc.returncode == 2 and "unknown revision 'no-such-branch'" in proc.stderr
+    assert repo.llmwiki("check", "--format", "xml").returncode == 2
+
+
+def test_staged_outside_git_is_a_clear_error(tmp_path) -> None:
+    folder = tmp_path / "plain"
+    (folder / "wiki").mkdir(parents=True)
+    (folder / "wiki" / "a.md").write_text("[[b]]\n")
+    r = Repo(folder)
+    proc = r.llmwiki("check")
+    assert proc.returncode == 1 and "wiki/a.md:1:1: broken link [[b]]" in proc.stdout
+    proc = r.llmwiki("check", "--staged")
+    assert proc.returncode == 2 and "needs a git repository" in proc.stderr
+
+
+def test_github_format_annotations_summary_outputs(repo: Repo, tmp_path) -> None:
+    seed(repo)
+    lines = "\n".join(f"[[missing-{i}]]" for i in range(12))
+    repo.write("wiki/concepts/many.md", lines + "\n")
+    repo.write("wiki/concepts/odd, name.md", "[[50%: off]]\n")
+    summary, output = tmp_path / "summary.md", tmp_path / "output"
+    proc = repo.llmwiki("check", "--format", "github", env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)})
+    assert proc.returncode == 1
+    annotations = proc.stdout.splitlines()
+    assert len([a for a in annotations if "many.md" in a]) == 10  # at most 10 per file
+    assert annotations[0] == "::error file=wiki/concepts/many.md,line=1,col=1,title=llmwiki broken-link::broken link [[missing-0]]"
+    assert "::error file=wiki/concepts/odd%2C name.md,line=1,col=1,title=llmwiki broken-link::broken link [[50%25: off]]" in annotations
+    table = summary.read_text()
+    assert table.count("| `wiki/concepts/many.md` |") == 12  # the summary has them all
+    assert output.read_text() == "broken=13\nwarnings=0\nchecked=4\n"
+
+
+def test_cache_gives_same_answer_and_lives_in_git_dir(repo: Repo) -> None:
+    seed(repo)
+    repo.write("wiki/concepts/gamma.md", "[[nope]]\n")
+    first = problems(repo)
+    assert (repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").is_file()
+    assert repo.git("status", "--porcelain") == "?? wiki/concepts/gamma.md\n"
+    assert problems(repo) == first == problems(repo, "--no-cache")
+    (repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").write_bytes(b"garbage")
+    assert problems(repo) == first

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from llmwiki_git.wiki.scanner import scan_anchors, scan_links
+
+
+def targets(text: str) -> list[str]:
+    return [o.target for o in scan_links(text)]
+
+
+def test_forms_of_links_with_positions() -> None:
+    text = "# T\nsee [[Alpha]], [[beta|Beta!]], [[gamma#Intro]], [[delta#^blk]] and ![[pic.png]]\n"
+    found = scan_links(text)
+    assert [(o.line, o.col, o.target, o.label, o.embed) for o in found] == [
+        (2, 5, "Alpha", None, False),
+        (2, 16, "beta", "Beta!", False),
+        (2, 32, "gamma#Intro", None, False),
+        (2, 49, "delta#^blk", None, False),
+        (2, 68, "pic.png", None, True),
+    ]
+
+
+def test_table_escaped_pipe() -> None:
+    found = scan_links("| a | [[target\\|label]] |\n")
+    assert [(o.target, o.label) for o in found] == [("target", "label")]
+
+
+def test_code_is_not_links() -> None:
+    text = (
+        "inline `[[no1]]` and ``x [[no2]] ` y`` ok [[yes1]]\n"
+        "```md\n[[no3]]\n```\n"
+        "~~~~\n[[no4]]\n```\n[[no5]]\n~~~~\n"
+        "> ```\n> [[no6]]\n> ```\n"
+        "\n    [[no7]] indented code\n\n"
+        "[[yes2]]\n"
+    )
+    assert targets(text) == ["yes1", "yes2"]
+
+
+def test_list_continuation_indent_is_not_code() -> None:
+    text = "- item\n\n    continued [[yes]]\n"
+    assert targets(text) == ["yes"]
+
+
+def test_escapes_comments_and_link_text() -> None:
+    text = (
+        "\\[[no1]] but \\\\[[yes1]]\n"
+        "<!-- [[no2]] --> [[yes2]]\n"
+        "<!-- spans\n[[no3]]\nlines --> [[yes3]]\n"
+        "[see [[no4]]](http://x) and [[yes4]](http://y)\n"
+        "![alt [[yes5]]](img.png)\n"
+    )
+    assert targets(text) == ["yes1", "yes2", "yes3", "yes5"]
+
+
+def test_frontmatter_skipped_by_start_line_and_line_numbers_kept() -> None:
+    text = "---\nrelated: '[[no]]'\n---\nbody [[yes]]\n"
+    found = scan_links(text, 3)
+    assert [(o.target, o.line) for o in found] == [("yes", 4)]
+
+
+def test_brackets_and_empty() -> None:
+    assert targets("[[[alpha]]] [[]] [[a [[b]] c]] [[line\nbreak]]") == ["alpha", "", "b"]
+
+
+def test_crlf_and_lone_cr_line_numbers() -> None:
+    found = scan_links("a\r\nb\rc [[x]]\u2028[[y]]")
+    assert [(o.target, o.line) for o in found] == [("x", 3), ("y", 3)]
+
+
+def test_anchors_atx_setext_blocks_not_in_code() -> None:
+    text = "# Main Title #\n\nSub Title\n---------\n\n```\n# Not A Heading\n```\npara ^blk-1\n"
+    anchors = scan_anchors(text)
+    assert anchors.headings == {"main-title", "sub-title"}
+    assert anchors.blocks == {"blk-1"}
