@@ -33,6 +33,8 @@ _WIKILINK = re.compile(r"(!?)\[\[([^\[\n]*?)\]\]")
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
+# Lines that start a new block, so an inline code span cannot run into them.
+_BLOCK_START = re.compile(r" {0,3}(?:[-*+][ \t]|\d{1,9}[.)][ \t]|#{1,6}(?:[ \t]|$)|>|```|~~~)")
 _BLOCK_ID = re.compile(r"(?:^|\s)\^([A-Za-z0-9-]+)[ \t]*$")
 
 
@@ -59,14 +61,21 @@ def split_lines(text: str) -> list[str]:
 
 
 def _text_lines(lines: list[str], start: int) -> Iterator[tuple[int, str]]:
-    """Yield (index, line) for lines outside fenced and indented code blocks."""
+    """Yield (index, line) for lines outside fenced and indented code blocks, with HTML
+    comments (also those spanning lines) blanked out. A comment is tracked before fences
+    are looked for, so a fence written inside a comment opens nothing."""
     fence_char = ""
     fence_len = 0
     prev_blank = True
     in_indented = False
     in_list = False
+    comments = _CommentState()
     for index in range(start, len(lines)):
         line = lines[index]
+        if comments.open:
+            line = comments.mask(line)
+            if not line.strip():
+                continue
         lead = line.lstrip(" \t>")
         if fence_char:
             if lead.startswith(fence_char * 3):
@@ -96,6 +105,8 @@ def _text_lines(lines: list[str], start: int) -> Iterator[tuple[int, str]]:
         elif prev_blank and line[:1] not in (" ", "\t"):
             in_list = False
         prev_blank = False
+        if "<!--" in line:
+            line = comments.mask(_mask_code_spans(line)[0])
         yield index, line
 
 
@@ -103,11 +114,23 @@ def _mask_span(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
 
-def _mask_code_spans(line: str) -> str:
-    if line.count("`") < 2:
-        return line
+def _mask_code_spans(line: str, open_width: int = 0) -> tuple[str, tuple[int, int] | None]:
+    """Blank out inline code spans. ``open_width`` > 0 means a span of that many backticks
+    opened on an earlier line of the paragraph. Returns the masked line and the position
+    and width of a run left open at its end (None when all are closed or literal)."""
+    if "`" not in line:
+        return (" " * len(line), (0, open_width)) if open_width else (line, None)
     runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(line)]
     i = 0
+    if open_width:
+        for j, (start, end) in enumerate(runs):
+            if end - start == open_width:
+                line = " " * end + line[end:]
+                i = j + 1
+                break
+        else:
+            return " " * len(line), (0, open_width)
+    unclosed: tuple[int, int] | None = None
     while i < len(runs):
         start, end = runs[i]
         width = end - start
@@ -116,8 +139,22 @@ def _mask_code_spans(line: str) -> str:
                 line = _mask_span(line, start, runs[j][1])
                 i = j
                 break
+        else:
+            if unclosed is None:
+                unclosed = (start, width)
         i += 1
-    return line
+    return line, unclosed
+
+
+def _closes_later(lines: list[str], index: int, width: int) -> bool:
+    """Whether a later line of the same paragraph holds a run of exactly ``width`` backticks."""
+    for later in lines[index + 1 :]:
+        if not later.strip() or _BLOCK_START.match(later):
+            return False
+        for m in _BACKTICKS.finditer(later):
+            if m.end() - m.start() == width:
+                return True
+    return False
 
 
 class _CommentState:
@@ -153,19 +190,29 @@ def scan_links(text: str, start_line: int = 0) -> list[Occurrence]:
     if "[[" not in text:
         return []
     lines = split_lines(text)
-    comments = _CommentState()
     found: list[Occurrence] = []
-    track_comments = "<!--" in text
+    open_width = 0  # an inline code span still open from the previous line
+    previous = -2
     for index, line in _text_lines(lines, start_line):
-        if track_comments and (comments.open or "<!--" in line):
-            has_link = "[[" in line
-            masked = comments.mask(_mask_code_spans(line))
-            if not has_link:
+        if open_width and (index != previous + 1 or _BLOCK_START.match(line)):
+            open_width = 0  # a paragraph break or a new block ends an unclosed span
+        previous = index
+        if "`" not in line and not open_width:
+            if "[[" not in line:
                 continue
-        elif "[[" not in line:
-            continue
+            masked = line
         else:
-            masked = _mask_code_spans(line)
+            masked, unclosed = _mask_code_spans(line, open_width)
+            open_width = 0
+            if unclosed is not None:
+                start, width = unclosed
+                if start == 0 and masked.strip() == "":
+                    open_width = width  # the whole line is inside a span from above
+                elif _closes_later(lines, index, width):
+                    masked = masked[:start] + " " * (len(masked) - start)
+                    open_width = width
+            if "[[" not in masked:
+                continue
         if "\\" in masked:
             masked = _ESCAPE.sub("  ", masked)
         if "](" in masked:
