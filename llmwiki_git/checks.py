@@ -63,9 +63,10 @@ def _link_problems(wiki: Wiki, page: Page, targets: dict[str, LinkTarget]) -> It
             continue
         if found.alternatives:
             others = ", ".join(found.alternatives)
+            fix = f"use a path like [[{found.ref}]]" if "/" in (found.ref or "") else "rename one of the pages"
             yield P.make(
                 page.path, occ.line, occ.col, "ambiguous-link",
-                f"ambiguous link {occ.source_text}: resolved to {found.ref}, also matches {others}; use a path like [[{found.ref}]]",
+                f"ambiguous link {occ.source_text}: resolved to {found.ref}, also matches {others}; {fix}",
                 target.key,
             )
         if found.page is not None and target.anchor:

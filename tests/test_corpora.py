@@ -248,7 +248,7 @@ def test_foam_probe_path_style_case_and_attachments(tmp_path: Path) -> None:
     probe = [(p.line, p.col, p.code, p.target) for p in result.problems if p.path == "probe.md"]
     assert probe == [
         (10, 1, "broken-link", "features/cli/grep"),  # the folder hint matches no grep.md
-        (15, 1, "broken-link", "missingpng"),
+        (15, 1, "broken-link", "missing.png"),
         (16, 1, "ambiguous-link", "index"),  # index.md and user/index.md
         (19, 1, "broken-anchor", "search"),
     ]
@@ -411,7 +411,7 @@ MISSED_AFTER_COMMENT: list[Finding] = [
     ("dendron.guides.troubleshooting.md", 339, 3, "broken-link", "plugin-logs"),
     ("dendron.guides.troubleshooting.md", 340, 3, "broken-link", "server-logs"),
     ("dendron.guides.troubleshooting.md", 341, 20, "broken-link", "workspace-settings"),
-    ("dendron.guides.troubleshooting.md", 342, 15, "broken-link", "dendronyml"),
+    ("dendron.guides.troubleshooting.md", 342, 15, "broken-link", "dendron.yml"),
     # (before the comment: reported today, must stay reported)
     ("dendron.roadmap.project.n.2020.multi-vault.md", 135, 1, "broken-link", "dendron/dendrondendron-site/dendrontopicrefactoringcommandsmove-note"),
     ("dendron.roadmap.project.n.2020.multi-vault.md", 293, 3, "broken-link", "name-collision-thread"),

@@ -43,3 +43,9 @@ def test_parse_target_anchor_path_extension() -> None:
     assert parse_target("#Heading").is_self_anchor
     assert parse_target("").is_empty and parse_target("  ").is_empty
     assert not parse_target("x").is_empty
+
+
+def test_key_of_attachments_and_dotted_names() -> None:
+    assert parse_target("missing.png").key == "missing.png"
+    assert parse_target("assets/Missing.PDF").key == "assets/Missing.PDF"
+    assert parse_target("dendron.topic.lookup").key == "dendrontopiclookup"

@@ -13,6 +13,12 @@ _SPACES = re.compile(r"\s+")
 _DASHES = re.compile(r"-{2,}")
 # A last path component that names a non-markdown file: `diagram.png`, `paper.PDF`.
 _FILE_EXT = re.compile(r"\.([A-Za-z0-9]{1,8})$")
+# Extensions that are surely attachments, not dotted page names like Dendron's `a.b.c`:
+# a missing one is reported by its file name.
+ATTACHMENT_EXTS = frozenset(
+    "png jpg jpeg gif svg webp bmp avif ico pdf mp3 mp4 m4a webm wav ogg mov mkv csv tsv "
+    "xlsx xls docx doc pptx ppt zip canvas excalidraw txt json yaml yml html htm".split()
+)
 
 
 def slugify(text: str) -> str:
@@ -49,7 +55,9 @@ class LinkTarget:
     @property
     def key(self) -> str:
         """The identity used to deduplicate targets in reports (anchors ignored)."""
-        if self.file_name is not None and not self.slug:
+        if self.file_name is not None and (
+            not self.slug or self.file_name.rsplit(".", 1)[1].lower() in ATTACHMENT_EXTS
+        ):
             return "/".join((*self.hint, self.file_name))
         return "/".join((*self.hint, self.slug))
 
