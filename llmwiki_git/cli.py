@@ -11,7 +11,6 @@ from typing import Any
 
 import click
 
-from . import github
 from .checks import CheckResult
 from .errors import LlmwikiError, UsageError
 from .workspace import Workspace
@@ -81,6 +80,8 @@ def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
 
 
 def _write_github_files(result: CheckResult) -> None:
+    from . import github
+
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         with open(summary_path, "a", encoding="utf-8") as handle:
@@ -128,6 +129,8 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
         click.echo(json.dumps({"version": 1, "checked": result.checked,
                                "problems": [p.to_json() for p in result.problems]}, indent=2, ensure_ascii=False))
     elif fmt == "github":
+        from . import github
+
         for line in github.annotations(result.problems):
             click.echo(line)
         _write_github_files(result)
@@ -167,6 +170,92 @@ def links(ctx: click.Context, file: Any, as_json: bool) -> None:
         for line in format_report(report):
             click.echo(line)
     ctx.exit(1 if any(c.status == BROKEN for c in report) else 0)
+
+
+@cli.command()
+@click.option("--full", is_flag=True, help="Re-embed every chunk instead of reusing unchanged ones.")
+@click.option("--fast", is_flag=True,
+              help="Lexical index only (BM25, no embeddings): for very large wikis; semantic ranking is off.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
+    """Build or refresh the search index and regenerate wiki/index.md.
+
+    Chunks whose content did not change are never re-embedded. The store lives in
+    .llmwiki/ (embeddings.json, embeddings.bin, bm25/), which git ignores.
+
+    \b
+    Examples:
+      llmwiki index
+      llmwiki index --full
+      LLMWIKI_EMBEDDING_PROVIDER=none llmwiki index   # same as --fast
+    """
+    ws = _workspace(ctx)
+    retrieval = ws.retrieval()
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if as_json:
+            return
+        if bar is None:
+            bar = click.progressbar(length=total, label="Embedding chunks", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        summary, written = retrieval.index(full=full, fast=fast, progress=progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if as_json:
+        click.echo(json.dumps({"version": 1, "pages": summary.pages, "chunks": summary.chunks,
+                               "embedded": summary.embedded, "reused": summary.reused,
+                               "seconds": round(summary.seconds, 3), "backend": summary.backend,
+                               "indexPage": written}, indent=2))
+        return
+    click.echo(f"Indexed {summary.pages} pages: {summary.chunks} chunks ({summary.embedded} embedded, "
+               f"{summary.reused} reused) in {summary.seconds:.1f} s [{summary.backend}].")
+    if written:
+        click.echo(f"Regenerated {written}.")
+
+
+@cli.command()
+@click.argument("prompt")
+@click.option("--json", "as_json", is_flag=True, help="Print the v1 JSON envelope (wins over --format).")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True,
+              help="Output format.")
+@click.option("--budget", type=click.IntRange(min=100), default=8000, show_default=True,
+              help="Token budget (characters / 4); over it, neighbours, source windows, chunks, then pages are trimmed.")
+@click.option("--depth", type=click.IntRange(0, 2, clamp=True), default=1, show_default=True,
+              help="Wikilink graph expansion depth (0 to 2).")
+@click.option("--top-pages", type=click.IntRange(0, 20, clamp=True), default=5, show_default=True,
+              help="Primary pages to include (at most 20).")
+@click.option("--top-chunks", type=click.IntRange(0, 50, clamp=True), default=8, show_default=True,
+              help="Excerpts to include across the primary pages (at most 50).")
+@click.option("--include-sources", is_flag=True,
+              help="Add line windows of cited files under sources/ (paths confined to that folder).")
+@click.option("--omit-root", is_flag=True, help="Leave the absolute project path out (project.root = null).")
+@click.pass_context
+def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: int, depth: int,
+            top_pages: int, top_chunks: int, include_sources: bool, omit_root: bool) -> None:
+    """The evidence pack for PROMPT, without generating an answer: primary pages with
+    excerpts, graph neighbours, gaps, warnings and next actions.
+
+    \b
+    Examples:
+      llmwiki context "how are review candidates approved?"
+      llmwiki context "trailers" --json --budget 4000 --depth 2
+    """
+    from .retrieval.context import ContextOptions, render_markdown
+
+    ws = _workspace(ctx)
+    options = ContextOptions(budget, depth, top_pages, top_chunks, include_sources, omit_root)
+    pack = ws.retrieval().context(prompt, options)
+    if as_json or fmt == "json":
+        click.echo(json.dumps(pack, indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_markdown(pack), nl=False)
 
 
 @cli.group()

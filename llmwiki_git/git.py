@@ -102,10 +102,14 @@ class Git:
                 entries[name] = TreeEntry(mode, blob, name)
         return list(entries.values())
 
-    def ls_worktree(self) -> list[str]:
-        """Tracked and untracked-but-not-ignored paths of the work tree."""
-        out = self.run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        return sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
+    def modified_paths(self) -> set[str]:
+        """Tracked paths whose work-tree file differs from the index (or is gone)."""
+        out = self.run("diff-files", "--name-only", "-z", "--no-ext-diff")
+        return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+    def untracked_paths(self) -> list[str]:
+        out = self.run("ls-files", "-z", "--others", "--exclude-standard")
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
     def read_blobs(self, blobs: Iterable[str]) -> dict[str, bytes]:
         """Read many blobs with one ``cat-file --batch`` process."""

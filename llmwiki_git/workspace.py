@@ -6,14 +6,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import config
-from .checks import CheckResult, check_wiki, new_problems
+from .checks import CheckResult, check_wiki, new_problems, result_from_record, result_to_record
 from .errors import NotARepository, UsageError
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
 from .wiki.scancache import ScanCache
 from .wiki.sources import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
+
+if TYPE_CHECKING:
+    from .retrieval.service import Retrieval
 
 
 @dataclass
@@ -85,10 +89,69 @@ class Workspace:
             max_page_bytes=self.settings.max_page_mb * 1024 * 1024,
         )
 
-    def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
-        """Check ``head``; with ``base``, report only what is newly wrong since ``base``."""
+    @property
+    def state_dir(self) -> Path:
+        """``.llmwiki/`` of the project: derived data and local state."""
+        return (self.project or self.root) / ".llmwiki"
+
+    def retrieval(self, environ: Mapping[str, str] | None = None) -> Retrieval:
+        """The retrieval service (imported here, lazily: it needs numpy, the checker does not)."""
+        from .retrieval.service import Retrieval
+
+        return Retrieval(
+            root=self.root,
+            project=self.project or self.root,
+            state=self.state_dir,
+            load_wiki=self._cached_worktree_wiki,
+            environ=os.environ if environ is None else environ,
+            provider=self.settings.embedding_provider,
+            model=self.settings.embedding_model,
+            mode=self.settings.retrieval,
+        )
+
+    def _cached_worktree_wiki(self) -> Wiki:
         cache = self._cache()
-        result = check_wiki(self.wiki(head, cache))
-        if base is None:
-            return result
-        return new_problems(check_wiki(self.wiki(base, cache)), result)
+        wiki = self.wiki("worktree", cache)
+        if cache is not None:
+            cache.save()
+        return wiki
+
+    def _tree_id(self, scope: str) -> str | None:
+        """The git tree a scope stands for (None for the work tree, or when unknown)."""
+        if self.git is None or scope == "worktree":
+            return None
+        if scope == "index":
+            # write-tree only adds the tree object the next commit would add anyway
+            out = self.git.run("write-tree", check=False).decode().strip()
+            return out or None
+        commit = self.git.rev_parse(scope)
+        if commit is None:
+            return EMPTY_TREE if scope == "HEAD" else None
+        return self.git.run("rev-parse", f"{commit}^{{tree}}").decode().strip() or None
+
+    def _check_scope(self, scope: str, cache: ScanCache | None) -> CheckResult:
+        limit = self.settings.max_page_mb * 1024 * 1024
+        tree = self._tree_id(scope) if cache is not None else None
+        key = f"{tree}\0{self.base}\0{self.settings.wiki_dir}\0{limit}" if tree else None
+        if key is not None and cache is not None:
+            record = cache.tree_get(key)
+            if record is not None:
+                return result_from_record(record)
+        result = check_wiki(self.wiki(scope, cache), cache, limit)
+        if key is not None and cache is not None:
+            cache.tree_put(key, result_to_record(result))
+        return result
+
+    def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
+        """Check ``head``; with ``base``, report only what is newly wrong since ``base``.
+
+        Whole results are cached per git tree: the hook's base (HEAD) is usually the tree
+        the previous commit's hook already checked.
+        """
+        cache = self._cache()
+        result = self._check_scope(head, cache)
+        if base is not None:
+            result = new_problems(self._check_scope(base, cache), result)
+        if cache is not None:
+            cache.save()
+        return result

@@ -151,3 +151,22 @@ def test_cache_gives_same_answer_and_lives_in_git_dir(repo: Repo) -> None:
     assert problems(repo) == first == problems(repo, "--no-cache")
     (repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").write_bytes(b"garbage")
     assert problems(repo) == first
+
+
+def test_cache_survives_runs_answered_from_the_tree_cache(repo: Repo) -> None:
+    """Regression: scans read straight from the cache were not marked used, and a run
+    answered from the tree cache used none, so saving pruned them: the next hook run
+    rescanned every page. Pruning only starts above 1,000 records, hence 1,100 pages."""
+    import marshal
+
+    for i in range(1100):
+        repo.write(f"wiki/concepts/p{i}.md", f"# P{i}\n[[p{(i + 1) % 1100}]]\n")
+    repo.commit("many pages")
+    for _ in range(2):
+        assert repo.llmwiki("check", "--staged", "--base", "HEAD").returncode == 0
+    repo.write("wiki/concepts/p5.md", "# P5\n[[p6]] and [[new-broken]]\n")
+    repo.git("add", "-A")
+    proc = repo.llmwiki("check", "--staged", "--base", "HEAD")
+    assert proc.returncode == 1 and "new-broken" in proc.stdout
+    payload = marshal.loads((repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").read_bytes())
+    assert len(payload[1]) >= 1100  # every page's scan is still cached

@@ -15,12 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 
-try:  # libyaml is ~10x faster; fall back to the pure-Python loader where it is missing.
-    _Loader: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.SafeLoader
+
+def _yaml() -> tuple[Any, type]:
+    """PyYAML and its fastest safe loader, imported on first use: a check served from the
+    scan cache parses no YAML and should not pay for the import."""
+    import yaml
+
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
@@ -65,8 +67,9 @@ def parse(text: str) -> Frontmatter:
     raw, offset, body_line = split(text)
     if raw is None:
         return Frontmatter(None, {}, None, None, 0, 0)
+    yaml, loader = _yaml()
     try:
-        data = yaml.load(raw, Loader=_Loader) if raw.strip() else {}
+        data = yaml.load(raw, Loader=loader) if raw.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1  # +1 for the fence, +1 to 1-based
@@ -91,6 +94,7 @@ def string_list(value: Any) -> list[str]:
 
 
 def _dump_field(key: str, value: Any) -> str:
+    yaml, _ = _yaml()
     if isinstance(value, (_dt.date, _dt.datetime)):
         value = value.isoformat()
     dumped = yaml.safe_dump(

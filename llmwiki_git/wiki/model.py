@@ -9,10 +9,11 @@ A target naming a non-markdown file (``diagram.png``) resolves to a file of that
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..git import blob_id
-from .pages import MAX_PAGE_BYTES, Issue, PageScan, page_anchors, scan_page
+from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .scancache import ScanCache
 from .scanner import Anchors
 from .slug import LinkTarget, slugify
@@ -22,10 +23,10 @@ CONCEPTS = "concepts"
 QUERIES = "queries"
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(NamedTuple):
     """A markdown page: ``path`` from the repository root, ``id`` from the wiki root
-    without ``.md`` (``concepts/alpha``), ``kind`` concept, query or page."""
+    without ``.md`` (``concepts/alpha``), ``kind`` concept, query or page. (A NamedTuple:
+    the checker builds ten thousand of them per run.)"""
 
     path: str
     id: str
@@ -33,7 +34,10 @@ class Page:
     kind: str
     blob: str | None
     scan: PageScan
-    folders: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        return _folder_slugs(self.path)
 
 
 @dataclass(frozen=True)
@@ -50,10 +54,6 @@ class Resolution:
     def ref(self) -> str | None:
         """What the target resolved to: a page id, or a file path."""
         return self.page.id if self.page is not None else self.file
-
-
-def _is_hidden(path: str) -> bool:
-    return any(part.startswith(".") for part in path.split("/"))
 
 
 def _hint_matches(folders: tuple[str, ...], hint: tuple[str, ...]) -> bool:
@@ -73,16 +73,21 @@ class Wiki:
     ) -> None:
         self.root_dir = root_dir
         self.pages = sorted(pages, key=lambda p: (p.path.count("/"), p.path))
-        self.issues = issues
+        self.source_issues = issues  # files refused before reading (symlinks leaving the repo)
+        self.other_files = list(other_files)
         self._snapshot = snapshot
-        self._anchors: dict[str, Anchors] = {}
         self.by_id = {p.id: p for p in self.pages}
         self.by_path = {p.path: p for p in self.pages}
-        self._steps: list[dict[str, list[Page]]] = [{}, {}, {}, {}, {}]
+        # Lookup tables are built on the first resolve(): a check served entirely from the
+        # cache never needs them.
+        self._steps: list[dict[str, list[Page]]] = []
+        self._files: dict[str, list[str]] = {}
+
+    def _build_tables(self) -> None:
+        self._steps = [{}, {}, {}, {}, {}]
         for page in self.pages:
             self._index(page)
-        self._files: dict[str, list[str]] = {}
-        for path in sorted(other_files, key=lambda p: (p.count("/"), p)):
+        for path in sorted(self.other_files, key=lambda p: (p.count("/"), p)):
             self._files.setdefault(path.rsplit("/", 1)[-1].lower(), []).append(path)
 
     def _index(self, page: Page) -> None:
@@ -93,12 +98,13 @@ class Wiki:
             query_exact.setdefault(page.stem, []).append(page)
         if page.kind in ("concept", "query"):
             table = concept_alias if page.kind == "concept" else query_alias
-            for alias in dict.fromkeys(slugify(a) for a in page.scan.aliases):
-                if alias:
-                    table.setdefault(alias, []).append(page)
+            for alias in page.scan.alias_slugs:
+                table.setdefault(alias, []).append(page)
         by_slug.setdefault(slugify(page.stem), []).append(page)
 
     def resolve(self, target: LinkTarget) -> Resolution:
+        if not self._steps:
+            self._build_tables()
         if target.file_name is not None:
             paths = self._files.get(target.file_name.lower(), [])
             paths = [p for p in paths if _hint_matches(_folder_slugs(p), target.hint)]
@@ -118,28 +124,12 @@ class Wiki:
         return Resolution()
 
     def anchors(self, page: Page) -> Anchors:
-        """Heading slugs and block ids of ``page``, read on first use."""
-        cached = self._anchors.get(page.path)
-        if cached is None:
-            cached = Anchors(frozenset(), frozenset())
-            if self._snapshot is not None:
-                data = self._snapshot.read([SourceFile(page.path, page.blob)]).get(page.path)
-                if isinstance(data, bytes):
-                    cached = page_anchors(data, page.scan.body_line)
-            self._anchors[page.path] = cached
-        return cached
+        """Heading slugs and block ids of ``page`` (found by the same scan as its links)."""
+        return page.scan.anchors
 
 
 def _folder_slugs(path: str) -> tuple[str, ...]:
     return tuple(slugify(part) for part in path.split("/")[:-1])
-
-
-def _page_kind(rel: str) -> str:
-    if rel.startswith(CONCEPTS + "/"):
-        return "concept"
-    if rel.startswith(QUERIES + "/"):
-        return "query"
-    return "page"
 
 
 def detect_root(paths: Iterable[str], base: str = "") -> str:
@@ -172,20 +162,24 @@ def load_wiki(
     page_files: list[SourceFile] = []
     others: list[str] = []
     for item in files:
-        if _is_hidden(item.path):
-            continue
-        if item.path.startswith(prefix) and item.path.lower().endswith(".md"):
+        path = item.path
+        if path[:1] == "." or "/." in path:
+            continue  # folders and files starting with "." are never pages
+        if path.startswith(prefix) and path[-3:].lower() == ".md":
             page_files.append(item)
         else:
-            others.append(item.path)
+            others.append(path)
+    records = cache.records if cache is not None else {}
     scans: dict[str, tuple[str | None, PageScan]] = {}
     to_read: list[SourceFile] = []
     for item in page_files:
-        hit = cache.get(item.blob) if (cache is not None and item.blob) else None
-        if hit is not None:
-            scans[item.path] = (item.blob, hit)
+        record = records.get(item.blob) if item.blob else None
+        if record is not None:
+            scans[item.path] = (item.blob, PageScan._make(record))
         else:
             to_read.append(item)
+    if cache is not None:
+        cache.touch([blob for blob, _ in scans.values() if blob])
     for path, data in snapshot.read(to_read).items():
         if isinstance(data, OSError):
             scans[path] = (None, PageScan(None, (), (), 0, (Issue("unreadable-page", f"cannot read: {data}"),)))
@@ -198,22 +192,11 @@ def load_wiki(
                 cache.put(blob, scan)
         scans[path] = (blob, scan)
     pages: list[Page] = []
+    cut = len(prefix)
+    concepts, queries = CONCEPTS + "/", QUERIES + "/"
     for item in page_files:
         blob, scan = scans[item.path]
-        rel = item.path[len(prefix) :]
-        page_id = rel[:-3]
-        pages.append(
-            Page(
-                path=item.path,
-                id=page_id,
-                stem=page_id.rsplit("/", 1)[-1],
-                kind=_page_kind(rel),
-                blob=blob,
-                scan=scan,
-                folders=_folder_slugs(item.path),
-            )
-        )
-        issues.extend((item.path, issue) for issue in scan.issues)
-    if cache is not None:
-        cache.save()
+        page_id = item.path[cut:-3]
+        kind = "concept" if page_id.startswith(concepts) else "query" if page_id.startswith(queries) else "page"
+        pages.append(Page(item.path, page_id, page_id.rsplit("/", 1)[-1], kind, blob, scan))
     return Wiki(root, pages, others, issues, snapshot)

@@ -183,56 +183,6 @@ class _CommentState:
             pos = start + 4
 
 
-def scan_links(text: str, start_line: int = 0) -> list[Occurrence]:
-    """All wikilink occurrences of ``text`` from line index ``start_line`` on (pass the
-    frontmatter's ``body_line`` so that frontmatter is skipped and numbering stays that of
-    the file)."""
-    if "[[" not in text:
-        return []
-    lines = split_lines(text)
-    found: list[Occurrence] = []
-    open_width = 0  # an inline code span still open from the previous line
-    previous = -2
-    for index, line in _text_lines(lines, start_line):
-        if open_width and (index != previous + 1 or _BLOCK_START.match(line)):
-            open_width = 0  # a paragraph break or a new block ends an unclosed span
-        previous = index
-        if "`" not in line and not open_width:
-            if "[[" not in line:
-                continue
-            masked = line
-        else:
-            masked, unclosed = _mask_code_spans(line, open_width)
-            open_width = 0
-            if unclosed is not None:
-                start, width = unclosed
-                if start == 0 and masked.strip() == "":
-                    open_width = width  # the whole line is inside a span from above
-                elif _closes_later(lines, index, width):
-                    masked = masked[:start] + " " * (len(masked) - start)
-                    open_width = width
-            if "[[" not in masked:
-                continue
-        if "\\" in masked:
-            masked = _ESCAPE.sub("  ", masked)
-        if "](" in masked:
-            masked = _MD_LINK.sub(lambda m: " " * (m.end() - m.start()), masked)
-        for match in _WIKILINK.finditer(masked):
-            inner = line[match.start(2) : match.end(2)]
-            target, label = split_label(inner)
-            found.append(
-                Occurrence(
-                    line=index + 1,
-                    col=match.start() + 1,
-                    inner=inner,
-                    target=target.strip(),
-                    label=label,
-                    embed=bool(match.group(1)),
-                )
-            )
-    return found
-
-
 @dataclass(frozen=True)
 class Anchors:
     """Heading slugs and block ids a page defines (for ``#heading`` / ``#^id`` links)."""
@@ -241,21 +191,76 @@ class Anchors:
     blocks: frozenset[str]
 
 
-def scan_anchors(text: str, start_line: int = 0) -> Anchors:
+@dataclass(frozen=True)
+class Scan:
+    links: list[Occurrence]
+    anchors: Anchors
+
+
+def _links_of(line: str, masked: str, index: int, found: list[Occurrence]) -> None:
+    if "\\" in masked:
+        masked = _ESCAPE.sub("  ", masked)
+    if "](" in masked:
+        masked = _MD_LINK.sub(lambda m: " " * (m.end() - m.start()), masked)
+    for match in _WIKILINK.finditer(masked):
+        inner = line[match.start(2) : match.end(2)]
+        target, label = split_label(inner)
+        found.append(Occurrence(index + 1, match.start() + 1, inner, target.strip(), label, bool(match.group(1))))
+
+
+def scan(text: str, start_line: int = 0) -> Scan:
+    """Links and anchors of ``text`` in one pass, from line index ``start_line`` on (pass
+    the frontmatter's ``body_line``: frontmatter is skipped, numbering stays the file's)."""
     lines = split_lines(text)
+    want_links = "[[" in text
+    found: list[Occurrence] = []
     headings: set[str] = set()
     blocks: set[str] = set()
-    previous: tuple[int, str] | None = None
+    open_width = 0  # an inline code span still open from the previous line
+    previous = -2
+    previous_line = ""
     for index, line in _text_lines(lines, start_line):
-        atx = _ATX.match(line)
-        if atx:
-            headings.add(slugify(atx.group(2) or ""))
-        elif previous is not None and previous[0] == index - 1 and _SETEXT.match(line):
-            if not _ATX.match(previous[1]) and not _LIST_ITEM.match(previous[1]):
-                headings.add(slugify(previous[1]))
+        first = line.lstrip(" ")[:1]
+        if first == "#":
+            atx = _ATX.match(line)
+            if atx:
+                headings.add(slugify(atx.group(2) or ""))
+        elif (first == "=" or first == "-") and previous == index - 1 and _SETEXT.match(line):
+            if not _ATX.match(previous_line) and not _LIST_ITEM.match(previous_line):
+                headings.add(slugify(previous_line))
         if "^" in line:
             block = _BLOCK_ID.search(line)
             if block:
                 blocks.add(block.group(1))
-        previous = (index, line)
-    return Anchors(frozenset(headings), frozenset(blocks))
+        if open_width and (index != previous + 1 or _BLOCK_START.match(line)):
+            open_width = 0  # a paragraph break or a new block ends an unclosed span
+        previous, previous_line = index, line
+        if not want_links:
+            continue
+        if "`" not in line and not open_width:
+            if "[[" in line:
+                _links_of(line, line, index, found)
+            continue
+        masked, unclosed = _mask_code_spans(line, open_width)
+        open_width = 0
+        if unclosed is not None:
+            start, width = unclosed
+            if start == 0 and masked.strip() == "":
+                open_width = width  # the whole line is inside a span from above
+            elif _closes_later(lines, index, width):
+                masked = masked[:start] + " " * (len(masked) - start)
+                open_width = width
+        if "[[" in masked:
+            _links_of(line, masked, index, found)
+    return Scan(found, Anchors(frozenset(headings), frozenset(blocks)))
+
+
+def scan_links(text: str, start_line: int = 0) -> list[Occurrence]:
+    """All wikilink occurrences of ``text`` (see `scan`)."""
+    if "[[" not in text:
+        return []
+    return scan(text, start_line).links
+
+
+def scan_anchors(text: str, start_line: int = 0) -> Anchors:
+    return scan(text, start_line).anchors

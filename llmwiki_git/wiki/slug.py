@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 _DROP = re.compile(r"['\u2019]")
 # \w is Unicode letters, numbers and "_"; "_" is dropped too, as the reference tool does.
@@ -21,6 +22,7 @@ ATTACHMENT_EXTS = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
 def slugify(text: str) -> str:
     """Normalize a page name or link target the way every reader compares them.
 

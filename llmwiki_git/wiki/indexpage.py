@@ -1,0 +1,43 @@
+"""``wiki/index.md``: the generated table of contents (the reference tool's format)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+_FOOTER = re.compile(r"^_\d+ pages \| Generated .*_$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Entry:
+    slug: str
+    title: str
+    summary: str
+    kind: str  # concept | query
+
+
+def _plain(summary: str) -> str:
+    return _LINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), summary).replace("\n", " ").strip()
+
+
+def render(entries: Sequence[Entry], generated_at: str) -> str:
+    def section(title: str, kind: str) -> list[str]:
+        items = sorted((e for e in entries if e.kind == kind), key=lambda e: (e.title.casefold(), e.slug))
+        lines = ["", f"## {title}", ""]
+        for e in items:
+            line = f"- **[[{e.slug}|{e.title}]]**"
+            lines.append(f"{line} — {_plain(e.summary)}" if e.summary else line)
+        return lines
+
+    lines = ["# Knowledge Wiki", *section("Concepts", "concept")]
+    if any(e.kind == "query" for e in entries):
+        lines += section("Saved Queries", "query")
+    lines += ["", f"_{len(entries)} pages | Generated {generated_at}_", ""]
+    return "\n".join(lines)
+
+
+def same_content(old: str, new: str) -> bool:
+    """Equal but for the generated-at footer (so an unchanged wiki is not rewritten)."""
+    return _FOOTER.sub("", old) == _FOOTER.sub("", new)
