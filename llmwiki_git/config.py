@@ -20,6 +20,9 @@ CONFIG_PATH = ".llmwiki/config.toml"
 class Settings:
     wiki_dir: str | None = None
     max_page_mb: int = 8
+    embedding_provider: str | None = None
+    embedding_model: str | None = None
+    retrieval: str | None = None
 
 
 def load(root: Path, *, wiki_dir: str | None = None) -> Settings:
@@ -40,7 +43,13 @@ def load(root: Path, *, wiki_dir: str | None = None) -> Settings:
     max_mb = data.get("max_page_mb", 8)
     if not isinstance(max_mb, int) or max_mb <= 0:
         raise ConfigError(f"{CONFIG_PATH}: max_page_mb must be a positive integer")
-    return Settings(wiki_dir=chosen, max_page_mb=max_mb)
+    strings = {}
+    for key in ("embedding_provider", "embedding_model", "retrieval"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{CONFIG_PATH}: {key} must be a string, not {value!r}")
+        strings[key] = value
+    return Settings(wiki_dir=chosen, max_page_mb=max_mb, **strings)
 
 
 def _safe_dir(value: str) -> str:

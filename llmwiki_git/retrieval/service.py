@@ -1,0 +1,149 @@
+"""The retrieval service: build the index, load it, search, and build context packs."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..git import blob_id
+from ..wiki.indexpage import Entry, render, same_content
+from ..wiki.model import Wiki
+from ..wiki.pages import decode
+from . import indexer
+from . import store as store_mod
+from .context import ContextOptions, LivePage, PackInputs, build_pack
+from .embedders import Embedder, make_embedder, provider_name
+from .lexical import LexicalIndex, LexicalIndexError
+from .search import DEFAULT_MODE, MODES, SearchResult, search
+from .store import PageEntry, Store, StoreError
+
+
+@dataclass
+class Loaded:
+    store: Store
+    lexical: LexicalIndex | None
+    embedder: Embedder | None
+    warnings: list[dict[str, str]]
+
+
+class Retrieval:
+    def __init__(
+        self,
+        *,
+        root: Path,
+        project: Path,
+        state: Path,
+        load_wiki: Callable[[], Wiki],
+        environ: Mapping[str, str],
+        provider: str | None = None,
+        model: str | None = None,
+        mode: str | None = None,
+    ) -> None:
+        self.root = root
+        self.project = project
+        self.state = state
+        self._load_wiki = load_wiki
+        self.environ = environ
+        self.provider = provider
+        self.model = model
+        chosen = (environ.get("LLMWIKI_RETRIEVAL") or mode or DEFAULT_MODE).lower()
+        self.mode = chosen if chosen in MODES else DEFAULT_MODE
+
+    def embedder(self, fast: bool = False) -> Embedder | None:
+        return make_embedder(provider_name(self.environ, self.provider, fast), self.environ, self.model)
+
+    # -- building -------------------------------------------------------------------------
+
+    def index(self, *, full: bool = False, fast: bool = False,
+              progress: Callable[[int, int], object] | None = None) -> tuple[indexer.IndexSummary, str | None]:
+        wiki = self._load_wiki()
+        index_path = self._index_page_path(wiki)
+        skip = {index_path} if index_path else set()
+        pages = indexer.read_pages(wiki, skip)
+        summary = indexer.build(self.state, pages, self.embedder(fast), full=full, progress=progress)
+        written = self._write_index_page(wiki, pages, index_path) if index_path else None
+        return summary, written
+
+    def _index_page_path(self, wiki: Wiki) -> str | None:
+        """Only wikis in the reference layout (concepts/ or queries/) get a generated index."""
+        if not any(p.kind in ("concept", "query") for p in wiki.pages):
+            return None
+        return f"{wiki.root_dir}/index.md" if wiki.root_dir else "index.md"
+
+    def _write_index_page(self, wiki: Wiki, pages: list[indexer.IndexedPage], rel: str) -> str | None:
+        kinds = {p.id: p.kind for p in wiki.pages}
+        entries = [Entry(p.page_id.rsplit("/", 1)[-1], p.title, p.summary, kinds[p.page_id])
+                   for p in pages if kinds.get(p.page_id) in ("concept", "query")]
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = render(entries, now)
+        path = self.root / rel
+        if path.is_file() and same_content(path.read_text(encoding="utf-8", errors="replace"), text):
+            return None
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index.md.")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+        return rel
+
+    # -- reading --------------------------------------------------------------------------
+
+    def load(self) -> Loaded:
+        """The store, lexical index and embedder, degrading with warnings, never raising
+        for a missing or unusable store (an empty lexical-only store is returned instead)."""
+        warnings: list[dict[str, str]] = []
+        try:
+            store = store_mod.load(self.state)
+        except StoreError as exc:
+            warnings.append({"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages. "
+                                                          "Run `llmwiki index` for semantic ranking"})
+            wiki = self._load_wiki()
+            index_path = self._index_page_path(wiki)
+            memory, lexical = indexer.memory_index(indexer.read_pages(wiki, {index_path} if index_path else set()))
+            return Loaded(memory, lexical, None, warnings)
+        embedder: Embedder | None = None
+        if store.dimensions:
+            try:
+                embedder = self.embedder()
+            except Exception as exc:  # a misconfigured provider degrades to lexical search
+                warnings.append({"code": "embedding-degraded", "message": str(exc)})
+            if embedder is not None and embedder.fingerprint != store.fingerprint:
+                warnings.append({"code": "embedding-model-mismatch",
+                                 "message": f"the store was built with {store.fingerprint!r}, the active model is "
+                                            f"{embedder.fingerprint!r}; ranking lexically until `llmwiki index` rebuilds it"})
+                embedder = None
+        lexical: LexicalIndex | None = None
+        try:
+            lexical = LexicalIndex.load(self.state / indexer.LEXICAL_DIR)
+            if len(lexical) != store.rows:
+                raise LexicalIndexError("it does not match the embedding store")
+        except LexicalIndexError as exc:
+            warnings.append({"code": "lexical-index-unavailable", "message": f"{exc}; run `llmwiki index`"})
+            lexical = None
+        return Loaded(store, lexical, embedder, warnings)
+
+    def search(self, question: str, *, keep: int = 12, max_pages: int = 5, mode: str | None = None) -> tuple[Loaded, SearchResult]:
+        loaded = self.load()
+        result = search(question, loaded.store, loaded.lexical, loaded.embedder,
+                        mode=mode or self.mode, keep=keep, max_pages=max_pages)
+        return loaded, result
+
+    def read_live(self, entry: PageEntry) -> LivePage:
+        path = (self.root / entry.path).resolve()
+        if os.path.commonpath([str(self.root.resolve()), str(path)]) != str(self.root.resolve()):
+            return LivePage(None, None)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return LivePage(None, None)
+        text, _ = decode(data)
+        return LivePage(text, blob_id(data))
+
+    def context(self, prompt: str, options: ContextOptions) -> dict:
+        loaded, result = self.search(prompt, keep=max(50, options.top_chunks), max_pages=options.top_pages)
+        inputs = PackInputs(prompt, loaded.store, result, self.read_live, self.project / "sources",
+                            self.project, list(loaded.warnings))
+        return build_pack(inputs, options)
