@@ -1,0 +1,63 @@
+"""The default local model end to end: index, reuse, incremental refresh, semantic context."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from ..conftest import REPO_ROOT, Repo
+
+pytest.importorskip("onnxruntime")
+LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
+
+
+@pytest.fixture
+def demo(repo: Repo) -> Repo:
+    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    repo.commit("demo wiki")
+    return repo
+
+
+def index(repo: Repo, *args: str) -> dict:
+    proc = repo.llmwiki("index", "--json", *args, env=LOCAL)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_unchanged_chunks_are_never_reembedded(demo: Repo) -> None:
+    first = index(demo)
+    assert first["backend"] == "onnx-minilm" and first["embedded"] == first["chunks"] > 0
+    again = index(demo)
+    assert (again["embedded"], again["reused"]) == (0, first["chunks"])
+    demo.write("wiki/concepts/trees.md", (demo.root / "wiki/concepts/trees.md").read_text() + "\nOne more paragraph about trees.\n")
+    edited = index(demo)
+    assert edited["embedded"] == 1 and edited["reused"] == first["chunks"] - 1
+    full = index(demo, "--full")
+    assert full["embedded"] == full["chunks"]
+
+
+def test_semantic_context_finds_a_paraphrase(demo: Repo) -> None:
+    index(demo)
+    proc = demo.llmwiki("context", "two programs moving the same branch at once: who wins?", "--json", env=LOCAL)
+    assert proc.returncode == 0, proc.stderr
+    pack = json.loads(proc.stdout)
+    ids = [p["id"] for p in pack["primary"]]
+    assert "concepts/compare-and-swap" in ids[:2]
+    assert "semantic-chunk" in pack["primary"][0]["reasons"]
+    assert pack["warnings"] == []
+
+
+def test_store_of_another_model_is_not_mixed(demo: Repo) -> None:
+    index(demo)
+    store = demo.root / ".llmwiki" / "embeddings.json"
+    meta = json.loads(store.read_text())
+    meta["fingerprint"] = "someone-else:model:1"
+    store.write_text(json.dumps(meta))
+    proc = demo.llmwiki("context", "blob", "--json", env=LOCAL)
+    pack = json.loads(proc.stdout)
+    assert pack["warnings"][0]["code"] == "embedding-model-mismatch"
+    assert all("semantic-chunk" not in p["reasons"] for p in pack["primary"])
+    again = index(demo)
+    assert again["embedded"] == again["chunks"]  # vectors of the other model were not reused
