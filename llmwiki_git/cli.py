@@ -159,11 +159,12 @@ def links(ctx: click.Context, file: Any, as_json: bool) -> None:
       llmwiki links draft-answer.md
       echo 'See [[alpha]] and [[missing]].' | llmwiki links --json
     """
+    from .review.candidates import pending_index
     from .wiki.citations import BROKEN, citation_report, format_report
 
     text = file.read()
     ws = _workspace(ctx)
-    report = citation_report(text, ws.wiki("worktree"))
+    report = citation_report(text, ws.wiki("worktree"), pending_index(ws.git) if ws.git else None)
     if as_json:
         click.echo(json.dumps({"version": 1, "citations": [c.to_json() for c in report]}, indent=2, ensure_ascii=False))
     else:
@@ -256,6 +257,150 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
         click.echo(json.dumps(pack, indent=2, ensure_ascii=False))
     else:
         click.echo(render_markdown(pack), nl=False)
+
+
+@cli.command()
+@click.argument("question")
+@click.option("--save", is_flag=True, help="Publish the answer as wiki/queries/<slug>.md in one git commit (after a fresh citation check under the project lock).")
+@click.option("--review", is_flag=True, help="With --save: stage the answer as a review candidate branch instead of publishing.")
+@click.option("--lang", default=None, metavar="CODE", help="Answer language (e.g. ja, zh-CN, German); wins over LLMWIKI_OUTPUT_LANG.")
+@click.option("--debug", is_flag=True, help="After the answer, print the retrieval snapshot (pages, chunks, scores, rerank).")
+@click.option("--provider", default=None, metavar="NAME", help="openai, anthropic, ollama or extractive (default: LLMWIKI_PROVIDER, config, first with credentials, else extractive).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON result instead of streaming text.")
+@click.pass_context
+def query(ctx: click.Context, question: str, save: bool, review: bool, lang: str | None, debug: bool,
+          provider: str | None, as_json: bool) -> None:
+    """Answer QUESTION from the wiki, citing pages with [[wikilinks]], then report which
+    links resolve, are pending review, or are broken.
+
+    \b
+    Examples:
+      llmwiki query "how is a candidate approved?"
+      llmwiki query "what is a blob?" --save
+      llmwiki query "what is a tree?" --provider ollama --debug
+    """
+    from .answer.service import run_query
+
+    if review and not save:
+        raise UsageError("--review requires --save", hint='use `llmwiki query "..." --save --review`')
+    ws = _workspace(ctx)
+    code = run_query(ws, question, save=save, review=review, lang=lang, debug=debug,
+                     provider=provider, as_json=as_json, out=_Printer())
+    ctx.exit(code)
+
+
+class _Printer:
+    """Where the query service writes: answer text to stdout, diagnostics to stderr."""
+
+    def text(self, chunk: str) -> None:
+        click.echo(chunk, nl=False)
+        sys.stdout.flush()
+
+    def line(self, text: str = "") -> None:
+        click.echo(text)
+
+    def note(self, text: str) -> None:
+        click.echo(text, err=True)
+
+
+@cli.group()
+def review() -> None:
+    """Review candidates: answers staged as `llmwiki/review/<id>` branches by `query --save --review`."""
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+@review.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
+@click.pass_context
+def review_list(ctx: click.Context, as_json: bool) -> None:
+    """Open candidates, oldest first: id, target, age, citation status now, base."""
+    import time
+
+    from .review.service import list_view
+
+    ws = _workspace(ctx)
+    rows = list_view(ws)
+    if as_json:
+        click.echo(json.dumps({"version": 1, "candidates": rows}, indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        click.echo("No pending candidates.")
+        return
+    now = time.time()
+    for row in rows:
+        status = row["citationStatus"]
+        click.echo(f"{row['id']}  {row['target'] or '?'}  {_age(now - row['committedAt'])}  {status}  base {row['base'][:12] if row['base'] else '?'}")
+    click.echo("Inspect one with `llmwiki review show <id>`.", err=True)
+
+
+@review.command("show")
+@click.argument("candidate_id")
+@click.option("--json", "as_json", is_flag=True, help="Print metadata, citation report, diff and verdict as JSON.")
+@click.pass_context
+def review_show(ctx: click.Context, candidate_id: str, as_json: bool) -> None:
+    """Metadata, the citation report as it stands now, the diff against the current tip, and
+    whether approval would pass (and why not)."""
+    from .review.service import show_view
+    from .wiki.citations import Citation, format_report
+
+    ws = _workspace(ctx)
+    view = show_view(ws, candidate_id)
+    if as_json:
+        click.echo(json.dumps(view, indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"Candidate {view['id']}")
+        for key in ("branch", "commit", "target", "precondition", "bodyDigest", "base", "question"):
+            click.echo(f"{key}: {view[key]}")
+        click.echo("")
+        citations = view["verdict"]["citations"]
+        if citations is not None:
+            for line in format_report([Citation(c["target"], c["status"], c.get("pageId"), tuple(c.get("candidateIds", ()))) for c in citations]):
+                click.echo(line)
+        click.echo("")
+        click.echo(view["diff"].rstrip("\n"))
+        click.echo("")
+        verdict = view["verdict"]
+        click.echo(("Approval would pass: " if verdict["ok"] else f"Approval would be refused ({verdict['code']}): ") + verdict["message"])
+    ctx.exit(0)
+
+
+@review.command("approve")
+@click.argument("candidate_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None:
+    """Publish a candidate: a validated fast-forward of the current branch (the candidate
+    commit itself, or the same change replayed on the new tip), then a commit refreshing
+    wiki/index.md and log.md. Any refusal changes nothing and exits 1."""
+    from .review.service import approve_candidate
+
+    ws = _workspace(ctx)
+    done = approve_candidate(ws, candidate_id)
+    if as_json:
+        click.echo(json.dumps({"version": 1, "approved": candidate_id, "commit": done.commit, "replayed": done.replayed,
+                               "followup": done.followup, "target": done.target}, indent=2))
+        return
+    how = "replayed on the current tip" if done.replayed else "fast-forward"
+    click.echo(f"Approved {candidate_id} → {done.target} ({how}, commit {done.commit[:12]}).")
+    click.echo(f"Candidate {candidate_id} cleared.")
+
+
+@review.command("reject")
+@click.argument("candidate_id")
+@click.pass_context
+def review_reject(ctx: click.Context, candidate_id: str) -> None:
+    """Close a candidate: its branch moves to refs/llmwiki/rejected/<id> (the commit is kept)."""
+    from .review.candidates import reject
+
+    ws = _workspace(ctx)
+    ref = reject(ws.require_git("rejecting candidates"), candidate_id)
+    click.echo(f"Rejected {candidate_id}; its commit is kept at {ref}.")
 
 
 @cli.group()

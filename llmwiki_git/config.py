@@ -23,6 +23,7 @@ class Settings:
     embedding_provider: str | None = None
     embedding_model: str | None = None
     retrieval: str | None = None
+    chat_provider: str | None = None
 
 
 def load(root: Path, *, wiki_dir: str | None = None) -> Settings:
@@ -44,7 +45,7 @@ def load(root: Path, *, wiki_dir: str | None = None) -> Settings:
     if not isinstance(max_mb, int) or max_mb <= 0:
         raise ConfigError(f"{CONFIG_PATH}: max_page_mb must be a positive integer")
     strings = {}
-    for key in ("embedding_provider", "embedding_model", "retrieval"):
+    for key in ("embedding_provider", "embedding_model", "retrieval", "chat_provider"):
         value = data.get(key)
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{CONFIG_PATH}: {key} must be a string, not {value!r}")

@@ -12,6 +12,7 @@ CODES = {
     "broken-link": ERROR,
     "empty-link": ERROR,
     "broken-anchor": WARNING,
+    "pending-link": WARNING,
     "ambiguous-link": WARNING,
     "malformed-frontmatter": WARNING,
     "unreadable-page": WARNING,

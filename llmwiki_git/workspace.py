@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from . import config
 from .checks import CheckResult, check_wiki, new_problems, result_from_record, result_to_record
 from .errors import NotARepository, UsageError
+from .problems import make
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
 from .wiki.scancache import ScanCache
@@ -91,8 +92,11 @@ class Workspace:
 
     @property
     def state_dir(self) -> Path:
-        """``.llmwiki/`` of the project: derived data and local state."""
-        return (self.project or self.root) / ".llmwiki"
+        """``.llmwiki/`` of the project: derived data and local state (created, with its
+        ``.gitignore``, the first time anything is written there)."""
+        from .statedir import ensure
+
+        return ensure((self.project or self.root) / ".llmwiki")
 
     def retrieval(self, environ: Mapping[str, str] | None = None) -> Retrieval:
         """The retrieval service (imported here, lazily: it needs numpy, the checker does not)."""
@@ -154,4 +158,25 @@ class Workspace:
             result = new_problems(self._check_scope(base, cache), result)
         if cache is not None:
             cache.save()
-        return result
+        return self._mark_pending(result)
+
+    def _mark_pending(self, result: CheckResult) -> CheckResult:
+        """A broken link to a page an open review candidate would create is pending: a
+        warning, not an error (DESIGN §3)."""
+        if self.git is None or not any(p.code == "broken-link" for p in result.problems):
+            return result
+        from .review.candidates import pending_index
+
+        pending = pending_index(self.git)
+        if not pending.by_slug:
+            return result
+        marked = []
+        for p in result.problems:
+            slug = (p.target or "").rsplit("/", 1)[-1]
+            ids = pending.candidates_for(slug) if p.code == "broken-link" else ()
+            if ids:
+                p = make(p.path, p.line, p.col, "pending-link",
+                         p.message.replace("broken link", "pending link", 1) + f" (review candidate {', '.join(ids)})",
+                         p.target)
+            marked.append(p)
+        return CheckResult(result.checked, marked)

@@ -27,7 +27,10 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@example.com")
         monkeypatch.setenv(f"GIT_{who}_DATE", "2026-01-01T00:00:00Z")
     for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT",
-                "LLMWIKI_NO_CACHE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+                "LLMWIKI_NO_CACHE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OLLAMA_HOST", "OLLAMA_API_KEY", "LLMWIKI_PROVIDER",
+                "LLMWIKI_MODEL", "LLMWIKI_EMBEDDING_PROVIDER", "LLMWIKI_EMBEDDING_MODEL", "LLMWIKI_RETRIEVAL",
+                "LLMWIKI_OUTPUT_LANG", "GITHUB_HEAD_REF", "GITHUB_BASE_REF", "GITHUB_EVENT_PATH"):
         monkeypatch.delenv(var, raising=False)
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
 

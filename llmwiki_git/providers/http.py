@@ -3,15 +3,20 @@ and errors that say what to set or start."""
 
 from __future__ import annotations
 
+import email.utils
+import json
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import httpx
+from ..errors import ConfigError, LlmwikiError
 
-from ..errors import LlmwikiError
+if TYPE_CHECKING:  # httpx is imported where a request is made: importing this module stays light
+    import httpx
 
-RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+# 529 is Anthropic's "overloaded".
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 
 
 class ProviderError(LlmwikiError):
@@ -36,6 +41,8 @@ def post_json(
     client: httpx.Client | None = None,
 ) -> Any:
     """POST JSON and return the decoded JSON body, retrying transient failures."""
+    import httpx
+
     owned = client is None
     client = client or httpx.Client(timeout=timeout)
     try:
@@ -68,3 +75,363 @@ def post_json(
     finally:
         if owned:
             client.close()
+
+
+# ------------------------------------------------------------------ chat requests (streamed)
+#
+# The chat providers share one request loop: POST, read the body as it arrives, hand its
+# lines to the provider's parser, yield text deltas. Transient failures (429, 5xx,
+# dropped or refused connections, a retryable error event) are retried with exponential
+# backoff -- but only while nothing has been yielded: once text has reached the caller a
+# retry would duplicate it, so a stream that breaks after output raises a ProviderError
+# saying how much arrived. ``Retry-After`` / ``retry-after-ms`` are honoured up to a cap.
+
+#: Yielded by a stream parser when the server marked the end of the answer
+#: (``[DONE]``, ``message_stop``, ``"done": true``).
+STREAM_END = None
+
+StreamParser = Callable[[Iterator[str]], Iterator["str | None"]]
+
+
+class RetryableStreamError(ProviderError):
+    """An error event inside a stream that is worth retrying if no text was yielded yet."""
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """Timeouts (seconds) and retry policy of chat requests."""
+
+    connect_timeout: float = 10.0
+    read_timeout: float = 120.0
+    retries: int = 3
+    backoff: float = 1.0
+    max_retry_after: float = 30.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], *variables: str) -> HttpSettings:
+        """Defaults, with the read timeout taken from the first of ``variables`` that is set
+        (milliseconds, as in ``LLMWIKI_REQUEST_TIMEOUT_MS``)."""
+        for name in variables:
+            raw = (environ.get(name) or "").strip()
+            if not raw:
+                continue
+            try:
+                millis = float(raw)
+            except ValueError:
+                millis = -1.0
+            if not millis > 0 or millis != millis or millis == float("inf"):
+                raise ConfigError(f"{name} must be a positive number of milliseconds, not {raw!r}",
+                                  hint=f"e.g. {name}=300000 for five minutes")
+            return cls(read_timeout=millis / 1000.0)
+        return cls()
+
+    def backoff_delay(self, attempt: int) -> float:
+        return self.backoff * 2**attempt
+
+    def timeout(self) -> httpx.Timeout:
+        import httpx
+
+        return httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
+
+    def client(self) -> httpx.Client:
+        """A client with these timeouts (TLS settings loaded once per process)."""
+        import httpx
+
+        return httpx.Client(timeout=self.timeout(), verify=_tls_context())
+
+
+_TLS: list[Any] = []
+
+
+def _tls_context() -> Any:
+    """httpx's default TLS context (certifi, honouring SSL_CERT_FILE / SSL_CERT_DIR), built
+    once: loading the CA bundle costs ~0.2 s, which every new client would pay again."""
+    if not _TLS:
+        import httpx
+
+        make = getattr(httpx, "create_ssl_context", None)
+        _TLS.append(make() if make is not None else True)
+    return _TLS[0]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a provider's requests go, and how its failures are explained.
+
+    ``key_var`` is the variable named when the server refuses the credentials;
+    ``unreachable`` says what to start or check when nothing answers at ``url``;
+    ``explain`` may turn a provider-specific refusal (status, detail) into a message and
+    hint (a missing model, say), or return None for the generic wording.
+    """
+
+    provider: str
+    url: str
+    headers: Mapping[str, str]
+    settings: HttpSettings
+    key_var: str | None
+    unreachable: str
+    explain: Callable[[int, str], tuple[str, str | None] | None] | None = None
+    timeout_var: str = "LLMWIKI_REQUEST_TIMEOUT_MS"
+
+
+def error_detail(body: str) -> str:
+    """The human part of an error body: ``error.message`` (OpenAI, Anthropic), ``error``
+    (Ollama), else the text itself, shortened."""
+    text = body.strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data.get("message"))
+        if isinstance(err, dict):
+            err = err.get("message") or err.get("type")
+        if isinstance(err, str) and err.strip():
+            text = err.strip()
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def http_error(endpoint: Endpoint, status: int, body: str, attempts: int) -> ProviderError:
+    """The ProviderError for an HTTP refusal, naming what to set or check."""
+    name = endpoint.provider
+    detail = error_detail(body) or "(empty body)"
+    special = endpoint.explain(status, detail) if endpoint.explain else None
+    if special is not None:
+        message, hint = special
+        return ProviderError(name, message, hint=hint, status=status)
+    if status in (401, 403):
+        var = endpoint.key_var or "the API key"
+        verb = "authentication failed" if status == 401 else "access denied"
+        return ProviderError(name, f"{verb} (HTTP {status}): {detail} -- check {var}",
+                             hint=f"set {var} to a valid key", status=status)
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if status == 429:
+        return ProviderError(name, f"rate limited (HTTP 429){tries}: {detail}",
+                             hint="wait a little and try again, or use another model", status=status)
+    if status >= 500:
+        return ProviderError(name, f"server error (HTTP {status}){tries}: {detail}", status=status)
+    if status == 404:
+        return ProviderError(name, f"not found (HTTP 404) at {endpoint.url}: {detail}",
+                             hint="check the base URL and the model name", status=status)
+    return ProviderError(name, f"request refused (HTTP {status}): {detail}", status=status)
+
+
+def retry_after(headers: Mapping[str, str], cap: float) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date),
+    capped at ``cap``; None when absent or unreadable."""
+    raw_ms = headers.get("retry-after-ms")
+    seconds: float | None = None
+    if raw_ms:
+        try:
+            seconds = float(raw_ms) / 1000.0
+        except ValueError:
+            seconds = None
+    raw = headers.get("retry-after")
+    if seconds is None and raw:
+        try:
+            seconds = float(raw)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(raw)
+            except (TypeError, ValueError, IndexError):
+                when = None
+            if when is not None and when.tzinfo is not None:
+                seconds = when.timestamp() - time.time()
+    if seconds is None or seconds != seconds:  # absent or NaN
+        return None
+    return min(max(seconds, 0.0), cap)
+
+
+def _transport_error(endpoint: Endpoint, exc: Exception, attempts: int) -> ProviderError:
+    import httpx
+
+    name = endpoint.provider
+    if isinstance(exc, httpx.ReadTimeout):
+        seconds = endpoint.settings.read_timeout
+        return ProviderError(name, f"no answer from {endpoint.url} within {seconds:g} s",
+                             hint=f"set {endpoint.timeout_var} (milliseconds) to wait longer")
+    if isinstance(exc, httpx.ConnectError):
+        what = "connection refused" if "refused" in str(exc).lower() else (str(exc) or "cannot connect")
+        return ProviderError(name, f"cannot connect to {endpoint.url} ({what}): {endpoint.unreachable}",
+                             hint=endpoint.unreachable)
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return ProviderError(name, f"cannot use the URL {endpoint.url!r} ({exc})",
+                             hint="the base URL must start with http:// or https://")
+    tries = f" ({attempts} attempts)" if attempts > 1 else ""
+    return ProviderError(name, f"the connection to {endpoint.url} failed{tries}: {exc.__class__.__name__}"
+                         + (f": {exc}" if str(exc) else ""), hint=endpoint.unreachable)
+
+
+def _retryable_transport(exc: Exception) -> bool:
+    import httpx
+
+    # A read timeout means the model is slow, not that the request was lost: waiting
+    # another read_timeout per retry would only multiply the wait.
+    return isinstance(exc, httpx.TransportError) and not isinstance(
+        exc, (httpx.ReadTimeout, httpx.UnsupportedProtocol, httpx.LocalProtocolError))
+
+
+def _body_text(response: httpx.Response) -> str:
+    try:
+        return response.read().decode("utf-8", errors="replace")
+    except Exception:  # noqa: BLE001 - the status is what matters; the body is a courtesy
+        return ""
+
+
+_PARTIAL_HINT = "try again: an answer is never retried automatically once text has arrived"
+
+
+def stream_request(
+    endpoint: Endpoint,
+    payload: Mapping[str, Any],
+    parse: StreamParser,
+    parse_full: Callable[[Any], str] | None = None,
+) -> Iterator[str]:
+    """POST ``payload`` and yield the text deltas that ``parse`` finds in the body's lines.
+
+    ``parse`` yields strings and :data:`STREAM_END` when the server marks the end; a body
+    that ends without that mark is a broken stream. ``parse_full`` reads a plain JSON
+    answer, for servers that ignore ``"stream": true``.
+    """
+    import httpx
+
+    settings = endpoint.settings
+    attempt = 0
+    with settings.client() as client:
+        while True:
+            emitted = 0
+            delay: float | None = None
+            try:
+                with client.stream("POST", endpoint.url, json=dict(payload), headers=dict(endpoint.headers)) as response:
+                    status = response.status_code
+                    if not 200 <= status < 300:
+                        body = _body_text(response)
+                        if status in RETRY_STATUS and attempt < settings.retries:
+                            delay = retry_after(response.headers, settings.max_retry_after)
+                            if delay is None:
+                                delay = settings.backoff_delay(attempt)
+                        else:
+                            raise http_error(endpoint, status, body, attempt + 1)
+                    elif parse_full is not None and response.headers.get("content-type", "").startswith("application/json"):
+                        body = _body_text(response)
+                        text = _parse_full_body(endpoint, body, parse_full)
+                        if text:
+                            yield text
+                        return
+                    else:
+                        finished = False
+                        for item in parse(response.iter_lines()):
+                            if item is STREAM_END:
+                                finished = True
+                                break
+                            if item:
+                                emitted += len(item)
+                                yield item
+                        if finished:
+                            return
+                        if emitted:
+                            raise ProviderError(
+                                endpoint.provider,
+                                f"the stream broke after {emitted} characters: the server closed it before the end "
+                                "of the answer, which is incomplete",
+                                hint=_PARTIAL_HINT)
+                        if attempt >= settings.retries:
+                            raise ProviderError(endpoint.provider,
+                                                f"the server closed the stream without an answer ({attempt + 1} attempts)",
+                                                hint=endpoint.unreachable)
+                        delay = settings.backoff_delay(attempt)
+            except RetryableStreamError as exc:
+                if emitted:
+                    raise ProviderError(endpoint.provider,
+                                        f"the stream broke after {emitted} characters: {exc.message.split(': ', 1)[-1]}"
+                                        " -- the answer is incomplete", hint=_PARTIAL_HINT) from exc
+                if attempt >= settings.retries:
+                    raise
+                delay = settings.backoff_delay(attempt)
+            except httpx.DecodingError as exc:
+                raise ProviderError(endpoint.provider, f"the server sent a body that cannot be decoded ({exc})") from exc
+            except httpx.TransportError as exc:
+                if emitted:
+                    raise ProviderError(
+                        endpoint.provider,
+                        f"the stream broke after {emitted} characters ({exc.__class__.__name__}): "
+                        "the answer is incomplete",
+                        hint=_PARTIAL_HINT) from exc
+                if attempt >= settings.retries or not _retryable_transport(exc):
+                    raise _transport_error(endpoint, exc, attempt + 1) from exc
+                delay = settings.backoff_delay(attempt)
+            time.sleep(delay)
+            attempt += 1
+
+
+def json_request(endpoint: Endpoint, payload: Mapping[str, Any], parse_full: Callable[[Any], str]) -> str:
+    """POST ``payload`` (not streamed) and return the text ``parse_full`` finds in the JSON
+    answer, with the same retries and error messages as :func:`stream_request`."""
+    import httpx
+
+    settings = endpoint.settings
+    with settings.client() as client:
+        for attempt in range(settings.retries + 1):
+            try:
+                response = client.post(endpoint.url, json=dict(payload), headers=dict(endpoint.headers))
+            except httpx.TransportError as exc:
+                if attempt >= settings.retries or not _retryable_transport(exc):
+                    raise _transport_error(endpoint, exc, attempt + 1) from exc
+                time.sleep(settings.backoff_delay(attempt))
+                continue
+            except httpx.DecodingError as exc:
+                raise ProviderError(endpoint.provider, f"the server sent a body that cannot be decoded ({exc})") from exc
+            status = response.status_code
+            if not 200 <= status < 300:
+                if status in RETRY_STATUS and attempt < settings.retries:
+                    delay = retry_after(response.headers, settings.max_retry_after)
+                    time.sleep(settings.backoff_delay(attempt) if delay is None else delay)
+                    continue
+                raise http_error(endpoint, status, response.text, attempt + 1)
+            return _parse_full_body(endpoint, response.text, parse_full)
+    raise ProviderError(endpoint.provider, "gave up after retries")  # pragma: no cover
+
+
+def _parse_full_body(endpoint: Endpoint, body: str, parse_full: Callable[[Any], str]) -> str:
+    try:
+        return parse_full(json.loads(body))
+    except ProviderError:
+        raise
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise ProviderError(endpoint.provider, f"the server sent a malformed answer: {body[:200]!r}") from exc
+
+
+def malformed(provider: str, what: str, line: str) -> ProviderError:
+    """The error for a stream chunk that does not parse."""
+    shown = line if len(line) <= 200 else line[:197] + "..."
+    return ProviderError(provider, f"the server sent a malformed {what}: {shown!r}",
+                         hint="is the base URL pointing at the right kind of server?")
+
+
+def sse_events(provider: str, lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+    """Server-sent events as ``(event, data)`` pairs from the body's lines: ``data:``
+    lines join with newlines, a blank line dispatches, ``:`` comments are ignored; a last
+    event without its blank line is still dispatched. A line that is no SSE field at all
+    (an HTML page, a JSON body) is a malformed stream, not something to skip silently."""
+    event = ""
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield event or "message", "\n".join(data)
+            event, data = "", []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            event = value
+        elif field not in ("id", "retry"):
+            raise malformed(provider, "event stream line", line)
+    if data:
+        yield event or "message", "\n".join(data)

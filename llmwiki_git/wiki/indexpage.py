@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import Wiki
 
 _LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
 _FOOTER = re.compile(r"^_\d+ pages \| Generated .*_$", re.MULTILINE)
@@ -41,3 +45,26 @@ def render(entries: Sequence[Entry], generated_at: str) -> str:
 def same_content(old: str, new: str) -> bool:
     """Equal but for the generated-at footer (so an unchanged wiki is not rewritten)."""
     return _FOOTER.sub("", old) == _FOOTER.sub("", new)
+
+
+def entries_of(wiki: Wiki, overrides: dict[str, str] | None = None) -> list[Entry]:
+    """Index entries for the concept and query pages of ``wiki`` (titles and summaries from
+    their frontmatter); ``overrides`` maps a path to text that replaces the file's."""
+    from .frontmatter import parse
+    from .pages import decode
+    from .sources import SourceFile
+
+    overrides = overrides or {}
+    wanted = [p for p in wiki.pages if p.kind in ("concept", "query")]
+    data = wiki.read([SourceFile(p.path, p.blob) for p in wanted if p.path not in overrides])
+    entries = []
+    for page in wanted:
+        raw = overrides.get(page.path)
+        if raw is None:
+            blob = data.get(page.path)
+            raw = decode(blob)[0] if isinstance(blob, bytes) else None
+        meta = parse(raw).data if raw else {}
+        title = meta.get("title") if isinstance(meta.get("title"), str) else page.stem
+        summary = meta.get("summary") if isinstance(meta.get("summary"), str) else ""
+        entries.append(Entry(page.stem, title, summary, page.kind))
+    return entries

@@ -123,6 +123,23 @@ class Wiki:
             return Resolution(page=found[0], alternatives=tuple(p.id for p in found[1:]))
         return Resolution()
 
+    def read(self, files: list[SourceFile]) -> dict[str, bytes | OSError]:
+        """Bytes of some files of the snapshot this wiki was loaded from."""
+        if self._snapshot is None:
+            return {}
+        return self._snapshot.read(files)
+
+    def with_page(self, path: str, text: str) -> Wiki:
+        """This wiki as it will be after ``path`` is written with ``text`` (the page being
+        replaced keeps its file name; its old aliases are gone)."""
+        prefix = f"{self.root_dir}/" if self.root_dir else ""
+        page_id = path[len(prefix) : -3]
+        kind = "concept" if page_id.startswith(CONCEPTS + "/") else "query" if page_id.startswith(QUERIES + "/") else "page"
+        data = text.encode("utf-8")
+        page = Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob_id(data), scan_page(data))
+        pages = [p for p in self.pages if p.path != path] + [page]
+        return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot)
+
     def anchors(self, page: Page) -> Anchors:
         """Heading slugs and block ids of ``page`` (found by the same scan as its links)."""
         return page.scan.anchors

@@ -120,3 +120,15 @@ def test_markdown_output_and_bad_options(demo: Repo) -> None:
 def test_schema_ships_in_package() -> None:
     text = resources.files("llmwiki_git.retrieval").joinpath("context-pack.schema.json").read_text()
     assert json.loads(text)["title"].startswith("llmwiki context pack")
+
+
+def test_state_dir_is_created_ignored_by_git(repo: Repo) -> None:
+    """A wiki that never had .llmwiki/: indexing and asking leave `git status` clean."""
+    repo.write("wiki/concepts/alpha.md", "# Alpha\nAlpha is the first letter.\n")
+    repo.commit("wiki")
+    assert repo.llmwiki("index", env=FAST).returncode == 0
+    assert repo.llmwiki("query", "what is alpha?", env=FAST).returncode == 0
+    assert (repo.root / ".llmwiki" / "embeddings.json").is_file()
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
+    repo.write(".llmwiki/config.toml", 'wiki_dir = "wiki"\n')
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == "?? .llmwiki/config.toml\n"

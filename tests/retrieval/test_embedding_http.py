@@ -55,7 +55,8 @@ def test_ollama_wire_format() -> None:
         assert emb.embed(["x"]).shape == (1, 8)
 
 
-def test_retries_429_and_500_then_succeeds() -> None:
+def test_retries_429_and_500_then_succeeds(monkeypatch) -> None:
+    monkeypatch.setattr("llmwiki_git.providers.http.time.sleep", lambda s: None)
     calls = {"n": 0}
 
     def handler(path, body, headers):

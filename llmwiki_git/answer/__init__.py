@@ -1,0 +1,1 @@
+"""Answers: the query pipeline, citation policy and publication."""

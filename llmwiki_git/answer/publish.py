@@ -1,0 +1,121 @@
+"""``query --save``: the publication policy, re-validated under the project lock against the
+wiki as it will be after the write, then one git commit touching only the written paths."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..git import Git
+from ..wiki.citations import BROKEN, PENDING, Citation, PendingIndex, citation_report
+from ..wiki.indexpage import entries_of, render
+from ..wiki.model import Wiki
+from .document import log_entry, now_iso, page_list, query_slug, render_page
+from .gitwrite import commit_paths
+from .lock import ProjectLock
+
+DIRECT = "direct"
+PROPOSAL = "proposal"
+
+
+@dataclass
+class Refusal:
+    code: str  # broken | pending | unavailable | profile-disabled
+    targets: list[str]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "targets": self.targets, "message": self.message}
+
+
+@dataclass
+class Published:
+    path: str
+    commit: str
+    slug: str
+
+
+def profile_refusal(state_dir: Path) -> Refusal | None:
+    """Direct saves need the default profile (the reference tool's ``profile-disabled``)."""
+    path = state_dir / "profile.json"
+    if not path.is_file():
+        return None
+    try:
+        profile = json.loads(path.read_text(encoding="utf-8")).get("profileId", "default")
+    except (OSError, ValueError, AttributeError):
+        profile = "unknown"
+    if profile == "default":
+        return None
+    return Refusal("profile-disabled", [],
+                   f"Saving queries is disabled in profile-enabled projects (profile {profile!r}): the direct write "
+                   "path is not trust-routed. Run without --save, or stage it with --save --review.")
+
+
+def policy_refusal(citations: list[Citation] | None, error: str | None, mode: str) -> Refusal | None:
+    """The publication policy table of DESIGN §5 for one citation report."""
+    if citations is None:
+        return Refusal("unavailable", [], f"Answer publication refused: citation validation unavailable ({error})")
+    broken = [c.target for c in citations if c.status == BROKEN]
+    pending = [c.target for c in citations if c.status == PENDING]
+    if broken:
+        message = f"Answer publication refused: broken citation targets: {', '.join(broken)}"
+        if pending and mode == DIRECT:
+            message += f"; pending citation targets: {', '.join(pending)}"
+        return Refusal("broken", broken, message)
+    if pending and mode == DIRECT:
+        return Refusal("pending", pending, f"Answer publication refused: pending citation targets: {', '.join(pending)}"
+                                           " (approve those review candidates first)")
+    return None
+
+
+def body_of(document: str) -> str:
+    from ..wiki.frontmatter import split
+
+    _, offset, _ = split(document)
+    return document[offset:]
+
+
+def target_path(wiki: Wiki, slug: str) -> str:
+    return f"{wiki.root_dir}/queries/{slug}.md" if wiki.root_dir else f"queries/{slug}.md"
+
+
+def publish(
+    *,
+    git: Git,
+    state_dir: Path,
+    project_prefix: str,
+    load_wiki: Any,
+    question: str,
+    answer: str,
+    page_ids: list[str],
+    pending: PendingIndex | None,
+) -> Published | Refusal:
+    """Validate under the lock and commit the page, ``index.md`` and ``log.md``."""
+    slug = query_slug(question)
+    document = render_page(question, answer, now_iso())
+    with ProjectLock(state_dir):
+        head = git.rev_parse("HEAD")
+        try:
+            current = load_wiki()
+            path = target_path(current, slug)
+            after = current.with_page(path, document)
+            citations, error = citation_report(body_of(document), after, pending), None
+        except Exception as exc:  # validation must not crash the save: it refuses it
+            citations, error = None, f"{exc.__class__.__name__}: {exc}"
+        refusal = policy_refusal(citations, error, DIRECT)
+        if refusal is not None:
+            return refusal
+        index_rel = f"{after.root_dir}/index.md" if after.root_dir else "index.md"
+        index_text = render(entries_of(after, {path: document}), now_iso(ms=False))
+        files: dict[str, bytes | None] = {path: document.encode("utf-8"), index_rel: index_text.encode("utf-8")}
+        log_rel = f"{project_prefix}/log.md" if project_prefix else "log.md"
+        log_path = git.root / log_rel
+        old_log = log_path.read_bytes() if log_path.is_file() else b"# Log\n\n"
+        entry = log_entry("query", question, [f"Saved: [[{slug}]]", f"Pages: {page_list(page_ids)}"])
+        files[log_rel] = old_log + entry.encode("utf-8")
+        first = " ".join(question.split())
+        message = f"llmwiki: save query \"{first[:60]}{'…' if len(first) > 60 else ''}\"\n\nQuestion: {first}\nPage: {path}\n"
+        commit = commit_paths(git, files, message, expected_head=head)
+    return Published(path, commit, slug)

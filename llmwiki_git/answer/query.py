@@ -1,0 +1,180 @@
+"""The query pipeline: retrieve evidence, stream a grounded answer, report its citations.
+
+Publication (``--save``, ``--save --review``) lives in `publish`; this module never writes
+wiki pages. Unsaved queries are journaled to ``.llmwiki/activity.log`` so reading the wiki
+never dirties the work tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..providers.base import AnswerRequest, ChatProvider, Evidence
+from ..retrieval.search import SearchResult
+from ..retrieval.service import Loaded, Retrieval
+from ..retrieval.store import PageEntry
+from ..wiki import frontmatter
+from ..wiki.citations import Citation, PendingIndex, citation_report
+from ..wiki.model import Wiki
+from .document import now_iso
+
+NO_MATCH = "No matching pages found."
+
+
+@dataclass
+class Retrieved:
+    evidence: list[Evidence]
+    result: SearchResult | None
+    source: str  # "chunk-level" | "page-level" | "lexical"
+    warnings: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class QueryResult:
+    question: str
+    answer: str
+    provider: str
+    model: str
+    page_ids: list[str]
+    source: str
+    warnings: list[dict[str, str]]
+    citations: list[Citation] | None = None
+    citations_error: str | None = None
+    debug: SearchResult | None = None
+    saved: str | None = None
+    candidate_id: str | None = None
+    refusal: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "version": 1,
+            "question": self.question,
+            "answer": self.answer,
+            "provider": {"name": self.provider, "model": self.model},
+            "pageIds": self.page_ids,
+            "source": self.source,
+            "warnings": self.warnings,
+        }
+        if self.citations is not None:
+            out["answerCitations"] = {"version": 1, "citations": [c.to_json() for c in self.citations]}
+        else:
+            out["answerCitations"] = None
+            out["citationsError"] = self.citations_error
+        if self.debug is not None:
+            out["debug"] = debug_json(self.debug)
+        out["saved"] = self.saved
+        out["candidateId"] = self.candidate_id
+        out["publicationRefusal"] = self.refusal
+        return out
+
+
+def debug_json(result: SearchResult) -> dict[str, Any]:
+    return {
+        "mode": result.mode,
+        "reranked": result.reranked,
+        "pages": [{"pageId": p, "score": round(s, 4)} for p, s in result.pages],
+        "chunks": [{"pageId": c.page_id, "chunk": c.chunk_index, "score": round(c.score, 4),
+                    "cosine": None if c.cosine is None else round(c.cosine, 4), "bm25": round(c.bm25, 4)}
+                   for c in result.chunks],
+    }
+
+
+def _select_with_llm(provider: ChatProvider, question: str, loaded: Loaded, limit: int = 5) -> list[str]:
+    """Let the model pick pages from titles and summaries (the no-store fallback)."""
+    listing = "\n".join(f"- **{p.page_id}**: {p.title} — {p.summary}".rstrip(" —") for p in loaded.store.pages)
+    system = ("You choose the wiki pages most relevant to a question. Reply with a JSON array of at most "
+              f"{limit} page ids taken from the list, most relevant first, and nothing else.")
+    reply = provider.complete(system, f"Wiki pages:\n{listing}\n\nQuestion: {question}")
+    match = re.search(r"\[.*\]", reply, re.S)
+    try:
+        chosen = json.loads(match.group(0)) if match else []
+    except ValueError:
+        return []
+    known = {p.page_id for p in loaded.store.pages}
+    return [c for c in dict.fromkeys(chosen) if isinstance(c, str) and c in known][:limit]
+
+
+def _link_for(entry: PageEntry) -> str:
+    return entry.page_id.rsplit("/", 1)[-1]
+
+
+def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Retrieved:
+    loaded, result = retrieval.search(question)
+    warnings = list(loaded.warnings)
+    degraded = [w for w in warnings + result.warnings if w["code"] in
+                ("embedding-store-missing", "embedding-store-corrupt", "embedding-model-mismatch",
+                 "embedding-index-outdated", "embedding-degraded")]
+    source = "chunk-level" if (loaded.embedder is not None and not result.warnings) else "lexical"
+    page_ids = [p for p, _ in result.pages]
+    if degraded:
+        warnings = [w for w in warnings if w not in degraded] + [{
+            "code": "embedding-degraded",
+            "message": "; ".join(w["message"] for w in degraded),
+        }]
+        if provider.name != "extractive" and loaded.store.pages:
+            try:
+                picked = _select_with_llm(provider, question, loaded)
+            except Exception as exc:  # selection is best effort: fall back to lexical ranking
+                warnings.append({"code": "page-selection-failed", "message": str(exc)})
+                picked = []
+            if picked:
+                page_ids, source = picked, "page-level"
+    by_id = {p.page_id: p for p in loaded.store.pages}
+    evidence: list[Evidence] = []
+    for page_id in page_ids:
+        entry = by_id.get(page_id)
+        if entry is None:
+            continue
+        live = retrieval.read_live(entry)
+        if live.text is None:
+            warnings.append({"code": "page-unreadable", "message": f"{entry.path} could not be read; left out of the grounding"})
+            continue
+        meta = frontmatter.parse(live.text)
+        body = live.text[meta.body_offset:]
+        chunk_texts = _excerpts(entry, body, result, page_id)
+        evidence.append(Evidence(page_id, _link_for(entry), entry.title, body.strip(), tuple(chunk_texts)))
+    return Retrieved(evidence, result, source, warnings)
+
+
+def _excerpts(entry: PageEntry, body: str, result: SearchResult | None, page_id: str) -> list[str]:
+    from ..retrieval.chunking import content_hash, split_into_chunks
+
+    if result is None:
+        return []
+    live = {content_hash(f"{entry.title}\n\n{c.text}"): c.text for c in split_into_chunks(body)}
+    out = []
+    for hit in result.chunks:
+        if hit.page_id == page_id and hit.chunk_index < len(entry.hashes):
+            text = live.get(entry.hashes[hit.chunk_index])
+            if text:
+                out.append(text)
+    return out
+
+
+def answer_stream(provider: ChatProvider, question: str, retrieved: Retrieved, language: str | None) -> Iterator[str]:
+    return provider.stream_answer(AnswerRequest(question, tuple(retrieved.evidence), language))
+
+
+def report(answer: str, load_wiki: Callable[[], Wiki], pending: PendingIndex | None) -> tuple[list[Citation] | None, str | None]:
+    """The citation report on a fresh snapshot, or (None, error) when it cannot be collected."""
+    try:
+        return citation_report(answer, load_wiki(), pending), None
+    except Exception as exc:  # the answer stays; the report is "unavailable"
+        return None, f"{exc.__class__.__name__}: {exc}"
+
+
+def log_activity(state_dir: os.PathLike[str] | str, question: str, page_ids: list[str], provider: str) -> None:
+    """Append one JSON line to ``.llmwiki/activity.log`` (never in git, never fatal)."""
+    try:
+        os.makedirs(state_dir, exist_ok=True)
+        line = json.dumps({"at": now_iso(ms=False), "operation": "query", "question": question,
+                           "pages": page_ids, "provider": provider}, ensure_ascii=False)
+        with open(os.path.join(state_dir, "activity.log"), "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+    except OSError:
+        pass

@@ -1,0 +1,139 @@
+"""`llmwiki query`, end to end: provider, retrieval, streamed answer, citation report,
+debug snapshot, and publication. Output goes through a small printer interface so the
+service stays free of click."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Protocol
+
+from ..providers.http import ProviderError
+from ..providers.registry import select_provider
+from ..wiki.citations import PendingIndex, format_report
+from .publish import Published, profile_refusal, publish
+from .query import NO_MATCH, QueryResult, answer_stream, debug_json, log_activity, report, retrieve
+
+
+class Printer(Protocol):
+    def text(self, chunk: str) -> None: ...
+    def line(self, text: str = "") -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+def pending_index(ws) -> PendingIndex | None:  # type: ignore[no-untyped-def]
+    """Open review candidates (branches); none outside git."""
+    from ..review.candidates import pending_index as from_branches
+
+    return from_branches(ws.git) if ws.git is not None else None
+
+
+def _debug_lines(result: QueryResult) -> list[str]:
+    if result.debug is None:
+        return ["--- Retrieval debug ---", "Source: none"]
+    d = debug_json(result.debug)
+    lines = ["--- Retrieval debug ---",
+             f"Source: {result.source}; mode: {d['mode']}; reranked: {'yes' if d['reranked'] else 'no'}"]
+    lines += [f"• {p['pageId']} (best chunk score {p['score']:.3f})" for p in d["pages"]]
+    previews = {}
+    for c in d["chunks"]:
+        previews.setdefault((c["pageId"], c["chunk"]), c)
+    for (page_id, index), c in previews.items():
+        lines.append(f"· {page_id}#{index} score={c['score']:.3f} cosine={c['cosine']} bm25={c['bm25']:.3f}")
+    return lines
+
+
+def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, debug: bool,  # type: ignore[no-untyped-def]
+              provider: str | None, as_json: bool, out: Printer) -> int:
+    environ = os.environ
+    language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
+    chat = select_provider(provider, environ, ws.settings.chat_provider)
+    retrieval = ws.retrieval()
+    retrieved = retrieve(retrieval, question, chat)
+    result = QueryResult(question, "", chat.name, chat.model, [e.page_id for e in retrieved.evidence],
+                         retrieved.source, retrieved.warnings, debug=retrieved.result if debug else None)
+    if not retrieved.evidence:
+        if as_json:
+            out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        else:
+            out.line(NO_MATCH)
+            for w in result.warnings:
+                out.note(f"warning: {w['code']}: {w['message']}")
+        return 0
+    if not as_json:
+        out.note(f"Answering with {chat.name} ({chat.model}) from {len(retrieved.evidence)} page(s): "
+                 + ", ".join(result.page_ids))
+    pieces: list[str] = []
+    try:
+        for chunk in answer_stream(chat, question, retrieved, language):
+            pieces.append(chunk)
+            if not as_json:
+                out.text(chunk)
+    except ProviderError:
+        if pieces and not as_json:
+            out.line()
+        raise
+    result.answer = "".join(pieces)
+    if not as_json:
+        out.line()
+    pending = pending_index(ws)
+    result.citations, result.citations_error = report(result.answer, lambda: ws.wiki("worktree"), pending)
+    code = 0
+    if save:
+        code = _save(ws, result, pending, review)
+    else:
+        log_activity(ws.state_dir, question, result.page_ids, chat.name)
+    if as_json:
+        out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return code
+    out.line()
+    if result.citations is None:
+        out.line("Answer citations: unavailable")
+        out.note(f"citation report failed: {result.citations_error}")
+    else:
+        for line in format_report(result.citations):
+            out.line(line)
+    for w in result.warnings:
+        out.note(f"warning: {w['code']}: {w['message']}")
+    if debug:
+        out.line()
+        for line in _debug_lines(result):
+            out.line(line)
+    if result.refusal is not None:
+        out.note(result.refusal["message"])
+    elif result.saved:
+        out.note(f"Saved query → {result.saved}")
+    elif result.candidate_id:
+        out.note(f"Staged review candidate {result.candidate_id}")
+    else:
+        out.note("Tip: use --save to add this answer to your wiki")
+    return code
+
+
+def _save(ws, result: QueryResult, pending: PendingIndex | None, review: bool) -> int:  # type: ignore[no-untyped-def]
+    if review:
+        from ..review.stage import stage_candidate  # the review feature
+
+        outcome = stage_candidate(ws, result.question, result.answer, pending)
+        if hasattr(outcome, "candidate_id"):
+            result.candidate_id = outcome.candidate_id
+            return 0
+        result.refusal = outcome.to_json()
+        return 1
+    refusal = profile_refusal(ws.state_dir)
+    if refusal is not None:
+        result.refusal = refusal.to_json()
+        return 0
+    git = ws.require_git("saving an answer")
+    outcome = publish(git=git, state_dir=ws.state_dir, project_prefix=ws.base,
+                      load_wiki=lambda: ws.wiki("worktree"), question=result.question, answer=result.answer,
+                      page_ids=result.page_ids, pending=pending)
+    if isinstance(outcome, Published):
+        result.saved = outcome.path
+        try:
+            ws.retrieval().index()
+        except Exception as exc:  # the commit stands; the index catches up on the next run
+            result.warnings.append({"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"})
+        return 0
+    result.refusal = outcome.to_json()
+    return 1

@@ -1,0 +1,141 @@
+"""The chat provider interface and the grounded-answer prompt every model receives.
+
+A provider turns an :class:`AnswerRequest` (a question plus the evidence pages retrieval
+chose) into a stream of text deltas. The HTTP providers send :func:`build_prompt`'s
+system and user messages in their own wire format; the offline ``extractive`` answerer
+reads the evidence directly. Importing this module imports no HTTP client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+#: Longest page body sent to a model; longer bodies are cut with :data:`TRUNCATION_MARKER`.
+PAGE_CHAR_LIMIT = 12_000
+#: Longest excerpt sent (chunks are at most ~1,400 characters; this only guards odd input).
+EXCERPT_CHAR_LIMIT = 2_000
+TRUNCATION_MARKER = "[... page truncated: {n} more characters not shown ...]"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One grounding page.
+
+    ``page_id`` is the qualified identity (``concepts/alpha``); ``link`` is what to write
+    inside ``[[...]]`` to cite it (``alpha``); ``text`` the page body without frontmatter;
+    ``excerpts`` the retrieved chunks of this page, best first.
+    """
+
+    page_id: str
+    link: str
+    title: str
+    text: str
+    excerpts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AnswerRequest:
+    """A question, its evidence pages (most relevant first) and an optional output language."""
+
+    question: str
+    evidence: tuple[Evidence, ...]
+    language: str | None = None
+
+
+class ChatProvider(Protocol):
+    """What the answer service needs from a model.
+
+    ``name`` is one of ``openai``, ``anthropic``, ``ollama``, ``extractive``.
+    ``stream_answer`` yields text deltas of the grounded answer; ``complete`` returns one
+    non-streamed reply (used for page selection). Failures raise
+    :class:`~llmwiki_git.providers.http.ProviderError` (a ``LlmwikiError``).
+    """
+
+    name: str
+    model: str
+
+    def stream_answer(self, request: AnswerRequest) -> Iterator[str]: ...
+
+    def complete(self, system: str, user: str) -> str: ...
+
+
+SYSTEM_PROMPT = (
+    "You are a knowledge assistant answering questions from a wiki.\n"
+    "Answer ONLY from the wiki pages provided in the user message; do not use outside knowledge.\n"
+    "Cite the pages you use with [[link]] wikilinks, writing exactly the link name given after "
+    '"cite as" for each page (for example [[alpha]]). Never cite a page that was not provided '
+    "and never invent a link.\n"
+    "If the pages do not contain the answer, say so plainly instead of guessing; if they answer "
+    "only part of the question, answer that part and say what is missing.\n"
+    "Be concise and factual."
+)
+
+
+def _cap(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters at a line or word boundary, with a marker."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", limit - 1_000, limit)
+    if cut < 0:
+        cut = text.rfind(" ", limit - 200, limit)
+    if cut < 0:
+        cut = limit
+    head = text[:cut].rstrip()
+    return f"{head}\n{TRUNCATION_MARKER.format(n=len(text) - len(head))}"
+
+
+def build_prompt(request: AnswerRequest) -> tuple[str, str]:
+    """The ``(system, user)`` messages for a grounded answer.
+
+    The system message asks for an answer from the given pages only, ``[[link]]``
+    citations with the exact link names, and a plain statement when the pages do not
+    answer; ``Write the answer in <language>.`` is appended only when ``language`` is set,
+    so prompts without it are byte-identical. The user message is ``Question: <q>``, the
+    pages (``--- Page: <page_id> (cite as [[<link>]]) ---``, ``# <title>``, body capped at
+    :data:`PAGE_CHAR_LIMIT` characters), then ``Most relevant excerpts:`` when any page has
+    excerpts.
+    """
+    system = SYSTEM_PROMPT
+    language = (request.language or "").strip()
+    if language:
+        system = f"{system}\nWrite the answer in {language}."
+
+    parts = [f"Question: {request.question.strip()}", "", "Relevant wiki pages:"]
+    if not request.evidence:
+        parts += ["", "(no pages)"]
+    for page in request.evidence:
+        parts += ["", f"--- Page: {page.page_id} (cite as [[{page.link}]]) ---"]
+        if page.title.strip():
+            parts.append(f"# {page.title.strip()}")
+        body = _cap(page.text.strip("\n"), PAGE_CHAR_LIMIT)
+        if body.strip():
+            parts.append(body)
+    excerpts = [(page, i, text) for page in request.evidence for i, text in enumerate(page.excerpts, 1) if text.strip()]
+    if excerpts:
+        parts += ["", "Most relevant excerpts:"]
+        for page, i, text in excerpts:
+            parts += ["", f"--- {page.page_id} (excerpt {i}, cite as [[{page.link}]]) ---",
+                      _cap(text.strip("\n"), EXCERPT_CHAR_LIMIT)]
+    return system, "\n".join(parts)
+
+
+def model_from_env(environ: Mapping[str, str], provider_var: str, default: str, explicit: str | None = None) -> str:
+    """The model to use: ``explicit`` > ``LLMWIKI_MODEL`` > ``provider_var`` > ``default``."""
+    for value in (explicit, environ.get("LLMWIKI_MODEL"), environ.get(provider_var)):
+        if value and value.strip():
+            return value.strip()
+    return default
+
+
+@lru_cache(maxsize=1)
+def user_agent() -> str:
+    """``llmwiki-git/<version>``, sent as User-Agent."""
+    try:
+        from importlib.metadata import version
+
+        return f"llmwiki-git/{version('llmwiki-git')}"
+    except Exception:  # noqa: BLE001 - an uninstalled checkout still works
+        return "llmwiki-git"

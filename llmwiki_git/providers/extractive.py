@@ -1,0 +1,391 @@
+"""The offline answerer: no model, no network -- sentences of the evidence, cited.
+
+It composes a short answer (up to 6 sentences, about 900 characters) from the sentences
+of the evidence pages that best match the question: the retrieved excerpts first, then
+the page bodies. Sentences are scored BM25-style against the question's terms (the wiki
+tokenizer of :mod:`llmwiki_git.retrieval.lexical` when importable: Unicode words, stemming,
+stopwords, CJK bigrams), with statistics over the sentences of the evidence. Headings,
+code blocks, tables, frontmatter-like ``key: value`` lines, short list fragments and
+sentences that are mostly links are never used. Wikilink and markdown link syntax inside a
+chosen sentence is reduced to its text (``[[x|label]]`` -> ``label``), so the only links
+in the answer are its citations: ``[[link]]`` of the page a sentence came from, at the end
+of the sentence(s) taken from it, and only links given in the evidence.
+
+If no sentence shares a meaningful term with the question the answer is exactly
+``The wiki does not say.`` The output is deterministic (same evidence, same answer) and is
+streamed sentence by sentence.
+
+It quotes, it does not write: the answer is in the wiki's own words and therefore in the
+wiki's language, whatever ``AnswerRequest.language`` asks for (it cannot translate).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from .base import AnswerRequest, Evidence
+from .http import ProviderError
+
+NAME = "extractive"
+NO_ANSWER = "The wiki does not say."
+MAX_SENTENCES = 6
+MIN_SENTENCES = 3
+MAX_CHARS = 900
+_MIN_WORDS = 4
+_MAX_SENTENCE_CHARS = 600
+_K1, _B = 1.2, 0.75
+
+# Words of the question that say what kind of answer is wanted, not what it is about.
+_QUESTION_WORDS = """
+what which who whom whose when where why how does do did doe done can could should would
+may might must shall explain describe tell define definition mean means meant give list
+show name wiki page pages about please difference between happen happens
+""".split()
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
+_SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
+_RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
+_TABLE = re.compile(r"^\s*\|")
+_LINK_DEFINITION = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*\S")
+_FRONTMATTERISH = re.compile(r"^\s*[a-z_][a-z0-9_-]*:(\s|$)")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_WIKILINK = re.compile(r"!?\[\[([^\[\]\n]*?)\]\]")
+_MDIMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
+_MDLINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
+_REFLINK = re.compile(r"\[([^\]\n]+)\]\[[^\]\n]*\]")
+_FOOTNOTE = re.compile(r"\[\^[^\]\n]*\]")
+_URL = re.compile(r"<?https?://[^\s>)\]]+>?")
+_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
+_EMPHASIS = re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\3(?![\w*])")
+_CODESPAN = re.compile(r"`([^`\n]*)`")
+_BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
+_SPACE = re.compile(r"\s+")
+_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|vs|cf|approx|al|[Ee]q|Dr|Mr|Mrs|Ms|Prof|St|Fig|Vol)|(?<![\w.])[A-Z])\.$")
+# A sentence ends at . ! ? (plus closing quotes or brackets) before whitespace and a
+# capital, digit or opening mark; or right after a CJK full stop.
+_BOUNDARY = re.compile(
+    r"([.!?]+[\"'\u201d\u2019)\]*_]*)(\s+)(?=[\"'\u201c\u2018(\[*_`]*[A-Z0-9\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF])"
+    r"|([\u3002\uff01\uff1f]+[\u300d\u300f\u201d)]*)"
+)
+_CLOSERS = ".!?。！？"
+_DENSE_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
+
+
+def _fallback_tokenize(text: str) -> list[str]:
+    return [t for t in re.findall(r"[^\W_]+", text.casefold()) if len(t) > 1]
+
+
+def _tokenizer() -> Callable[[str], list[str]]:
+    try:
+        from ..retrieval.lexical import tokenize
+    except ImportError:  # pragma: no cover - the retrieval package ships with this one
+        return _fallback_tokenize
+    return tokenize
+
+
+@dataclass
+class _Sentence:
+    text: str  # cleaned, links reduced to text
+    page: int  # index in the evidence
+    order: tuple[int, int]  # reading position: (0, i) in the page body, (1, i) excerpt-only
+    in_excerpt: bool
+    terms: list[str] = field(default_factory=list)
+    score: float = 0.0
+
+
+def _link_text(match: re.Match[str]) -> str:
+    if match.group(0).startswith("!"):
+        return ""  # an embed
+    inner = match.group(1)
+    target, _, label = inner.replace("\\|", "|").partition("|")
+    if label.strip():
+        return label.strip()
+    page, _, anchor = target.partition("#")
+    return (page.strip() or anchor.strip().lstrip("^")).rsplit("/", 1)[-1]
+
+
+def _link_chars(text: str) -> int:
+    spans = [m.group(0) for rx in (_WIKILINK, _MDLINK, _MDIMAGE, _URL) for m in rx.finditer(text)]
+    return sum(len(s) for s in spans)
+
+
+def clean_sentence(raw: str) -> str:
+    """``raw`` with markdown reduced to plain text and no ``[[``/``]]`` left."""
+    text = _HTML_COMMENT.sub(" ", raw)
+    text = _MDIMAGE.sub("", text)
+    text = _WIKILINK.sub(_link_text, text)
+    text = _MDLINK.sub(r"\1", text)
+    text = _REFLINK.sub(r"\1", text)
+    text = _FOOTNOTE.sub("", text)
+    text = _URL.sub(lambda m: m.group(0).strip("<>"), text)
+    text = _TAG.sub("", text)
+    text = _CODESPAN.sub(r"\1", text)
+    for _ in range(2):
+        text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(4), text)
+    text = _BLOCK_ID.sub("", text)
+    text = text.replace("[[", "[").replace("]]", "]")
+    text = _SPACE.sub(" ", text).strip()
+    return re.sub(r"\s+([,.;:!?])(?=\s|$)", r"\1", text)
+
+
+def _blocks(text: str) -> Iterator[tuple[str, bool]]:
+    """The prose paragraphs and list items of a markdown text, as ``(text, is_list_item)``
+    (code, headings, tables, rules and frontmatter-like lines left out)."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[0].strip() == "---":  # a frontmatter block that was not stripped
+        for end in range(1, min(len(lines), 200)):
+            if lines[end].strip() in ("---", "..."):
+                lines = lines[end + 1 :]
+                break
+    fence: str | None = None
+    current: list[str] = []
+    item = False
+    for line in lines:
+        opening = _FENCE.match(line)
+        if fence is not None:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = None
+            continue
+        indented_code = not current and line.startswith(("    ", "\t")) and not _BULLET.match(line)
+        if (opening or not line.strip() or indented_code or _HEADING.match(line) or _SETEXT.match(line)
+                or _RULE.match(line) or _TABLE.match(line) or _FRONTMATTERISH.match(line)
+                or _LINK_DEFINITION.match(line)):
+            if opening:
+                fence = opening.group(1)
+            if current:
+                yield " ".join(current), item
+                current = []
+            continue
+        line = _QUOTE.sub("", line)
+        bullet = _BULLET.match(line)
+        if bullet:
+            if current:
+                yield " ".join(current), item
+            current, item = [line[bullet.end() :].strip()], True
+            continue
+        if not current:
+            item = False
+        current.append(line.strip())
+    if current:
+        yield " ".join(current), item
+
+
+def _split_sentences(block: str) -> Iterator[str]:
+    start = 0
+    for m in _BOUNDARY.finditer(block):
+        end = m.end(1) if m.group(1) else m.end(3)
+        candidate = block[start:end].strip()
+        if m.group(1) and _ABBREV.search(candidate):
+            continue  # "e.g. Foo", "J. Smith": not the end of a sentence
+        if candidate:
+            yield candidate
+        start = m.end()
+    tail = block[start:].strip()
+    if tail:
+        yield tail
+
+
+def _usable(raw: str, cleaned: str) -> bool:
+    dense = _DENSE_SCRIPT.search(cleaned) is not None  # CJK: no spaces, few characters per idea
+    if len(cleaned) < (6 if dense else 20) or len(cleaned) > _MAX_SENTENCE_CHARS:
+        return False
+    if cleaned.endswith((":", "\uff1a")):
+        return False  # it introduces a list or a code block that is not quoted
+    if len(cleaned.split()) < _MIN_WORDS and not dense:
+        return False
+    if _link_chars(raw) > 0.5 * len(raw.strip()):
+        return False
+    letters = sum(ch.isalpha() for ch in cleaned)
+    return letters >= 0.5 * len(cleaned.replace(" ", ""))
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[\W_]+", " ", text.casefold()).strip()
+
+
+def _cite(sentence: str, link: str) -> str:
+    citation = f"[[{link}]]"
+    end = len(sentence)
+    while end and sentence[end - 1] in "\"')”’":
+        end -= 1
+    if end and sentence[end - 1] in _CLOSERS and end == len(sentence):
+        return f"{sentence[: end - 1]} {citation}{sentence[end - 1 :]}"
+    if sentence and sentence[-1] not in _CLOSERS + "\"')”’":
+        return f"{sentence} {citation}."
+    return f"{sentence} {citation}"
+
+
+class ExtractiveProvider:
+    """The offline answerer (see the module docstring). ``name = "extractive"``,
+    ``model = "offline"``; ``generative`` is False: it cannot :meth:`complete` a prompt."""
+
+    name = NAME
+    model = "offline"
+    generative = False
+
+    def __init__(self, max_sentences: int = MAX_SENTENCES, max_chars: int = MAX_CHARS) -> None:
+        self.max_sentences = max_sentences
+        self.max_chars = max_chars
+
+    def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
+        """Yield the answer sentence by sentence (with their separating spaces)."""
+        previous = ""
+        for piece in self.compose(request):
+            # CJK text runs on after its full stop; everything else takes a space.
+            yield piece if not previous or previous[-1] in "\u3002\uff01\uff1f" else f" {piece}"
+            previous = piece
+
+    def answer(self, request: AnswerRequest) -> str:
+        """The whole answer as one string."""
+        return "".join(self.stream_answer(request))
+
+    def complete(self, system: str, user: str) -> str:
+        """Not available: there is no language model. Callers select pages lexically when
+        ``provider.generative`` is False."""
+        raise ProviderError(NAME, "the offline answerer has no language model to complete a prompt",
+                            hint="select pages lexically, or configure openai, anthropic or ollama")
+
+    # ------------------------------------------------------------------ composition
+
+    def compose(self, request: AnswerRequest) -> list[str]:
+        """The answer's sentences, each with its citation where one is due."""
+        tokenize = _tokenizer()
+        ignore = {t for word in _QUESTION_WORDS for t in tokenize(word)}
+        query = [t for t in tokenize(request.question) if t not in ignore]
+        sentences = self._sentences(request.evidence, tokenize)
+        if not query or not sentences:
+            return [NO_ANSWER]
+        self._score(sentences, query)
+        ranked = sorted((s for s in sentences if s.score > 0),
+                        key=lambda s: (-s.score, s.page, s.order))
+        if not ranked:
+            return [NO_ANSWER]
+        chosen = self._choose(ranked, sentences, request.evidence)
+        return self._render(chosen, request.evidence)
+
+    def _sentences(self, evidence: tuple[Evidence, ...], tokenize: Callable[[str], list[str]]) -> list[_Sentence]:
+        seen: dict[str, _Sentence] = {}
+        out: list[_Sentence] = []
+        for p, page in enumerate(evidence):
+            if not page.link.strip():
+                continue  # a page that cannot be cited cannot be quoted
+            sources = [(True, text) for text in page.excerpts] + [(False, page.text)]
+            position = excerpt_position = 0
+            for from_excerpt, text in sources:
+                for block, is_item in _blocks(text):
+                    for raw in _split_sentences(block):
+                        cleaned = clean_sentence(raw)
+                        if not _usable(raw, cleaned):
+                            continue
+                        if is_item and cleaned[-1] not in _CLOSERS and len(cleaned.split()) < 6:
+                            continue  # a list fragment ("- Fast startup"), not a sentence
+                        key = _key(cleaned)
+                        known = seen.get(key)
+                        if known is not None:
+                            if not from_excerpt and known.page == p and known.order[0] == 1:
+                                known.order = (0, position)  # read in page order, not excerpt order
+                                position += 1
+                            continue
+                        if from_excerpt:
+                            order = (1, excerpt_position)
+                            excerpt_position += 1
+                        else:
+                            order = (0, position)
+                            position += 1
+                        sentence = _Sentence(cleaned, p, order, from_excerpt, tokenize(cleaned))
+                        seen[key] = sentence
+                        out.append(sentence)
+        return out
+
+    def _score(self, sentences: list[_Sentence], query: list[str]) -> None:
+        n = len(sentences)
+        avg = sum(len(s.terms) for s in sentences) / n or 1.0
+        df: dict[str, int] = {}
+        for s in sentences:
+            for term in set(s.terms):
+                df[term] = df.get(term, 0) + 1
+        wanted = list(dict.fromkeys(query))
+        for s in sentences:
+            if not s.terms:
+                continue
+            tf: dict[str, int] = {}
+            for term in s.terms:
+                tf[term] = tf.get(term, 0) + 1
+            score = 0.0
+            matched = 0
+            for term in wanted:
+                f = tf.get(term, 0)
+                if not f:
+                    continue
+                matched += 1
+                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+                score += idf * f * (_K1 + 1) / (f + _K1 * (1 - _B + _B * len(s.terms) / avg))
+            if not matched:
+                continue
+            coverage = matched / len(wanted)
+            score *= 0.5 + coverage  # sentences that cover more of the question come first
+            score *= 1.15 if s.in_excerpt else 1.0  # retrieval found this passage
+            score *= 1.0 / (1.0 + 0.08 * s.page)  # retrieval ranked this page higher
+            score *= 1.0 / (1.0 + 0.01 * min(s.order[1], 50)) if s.order[0] == 0 else 1.0
+            s.score = score
+
+    def _choose(self, ranked: list[_Sentence], everything: list[_Sentence],
+                evidence: tuple[Evidence, ...]) -> list[_Sentence]:
+        best = ranked[0].score
+        chosen: list[_Sentence] = []
+        budget = self.max_chars
+        bags: list[set[str]] = []
+
+        def take(s: _Sentence) -> None:
+            nonlocal budget
+            cost = len(s.text) + len(evidence[s.page].link.strip()) + 7  # space, " [[...]]"
+            if len(chosen) >= self.max_sentences or (chosen and cost > budget) or s in chosen:
+                return
+            bag = set(s.terms)
+            if any(len(bag & other) >= 0.7 * max(1, min(len(bag), len(other))) for other in bags):
+                return  # a near-duplicate of a chosen sentence (excerpts repeat the page)
+            chosen.append(s)
+            bags.append(bag)
+            budget -= cost
+
+        strong = [s for s in ranked if s.score >= 0.25 * best]
+        for s in strong:
+            take(s)
+        if len(chosen) < MIN_SENTENCES:
+            # Too short: the sentence that follows a chosen one in its page gives context ...
+            following = {(s.page, s.order[0], s.order[1] - 1): s for s in everything}
+            for s in list(chosen):
+                if len(chosen) >= MIN_SENTENCES:
+                    break
+                nxt = following.get((s.page, *s.order))
+                if nxt is not None:
+                    take(nxt)
+        for s in ranked:  # ... and weaker matches fill what is still missing
+            if len(chosen) >= MIN_SENTENCES:
+                break
+            take(s)
+        return chosen
+
+    def _render(self, chosen: list[_Sentence], evidence: tuple[Evidence, ...]) -> list[str]:
+        # Pages in the order of their best sentence; a page's sentences in reading order.
+        pages: list[int] = []
+        for s in chosen:
+            if s.page not in pages:
+                pages.append(s.page)
+        out: list[str] = []
+        for p in pages:
+            group = sorted((s for s in chosen if s.page == p), key=lambda s: s.order)
+            for i, s in enumerate(group):
+                text = s.text
+                if len(out) == 0 and len(text) > self.max_chars:
+                    text = text[: self.max_chars - 20].rsplit(" ", 1)[0] + " \u2026"
+                if i == len(group) - 1:
+                    text = _cite(text, evidence[p].link.strip())
+                out.append(text)
+        return out

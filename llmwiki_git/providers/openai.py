@@ -1,0 +1,161 @@
+"""OpenAI chat completions, or any OpenAI-compatible server (``OPENAI_BASE_URL``).
+
+Wire format: ``POST {base}/chat/completions`` with ``{"model", "messages", "stream": true}``
+and ``Authorization: Bearer $OPENAI_API_KEY``; the answer arrives as server-sent events
+whose ``data:`` is a JSON chunk (text in ``choices[0].delta.content``) until
+``data: [DONE]``. ``OPENAI_BASE_URL`` includes the version path, as the official clients
+expect (``http://127.0.0.1:8080/v1``); with it set the key is optional, for local servers.
+Model: ``LLMWIKI_MODEL`` > ``OPENAI_MODEL`` > ``gpt-4o-mini``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..errors import ConfigError
+from .base import AnswerRequest, build_prompt, model_from_env, user_agent
+from .http import (
+    STREAM_END,
+    Endpoint,
+    HttpSettings,
+    ProviderError,
+    RetryableStreamError,
+    error_detail,
+    json_request,
+    malformed,
+    sse_events,
+    stream_request,
+)
+
+NAME = "openai"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
+KEY_VAR = "OPENAI_API_KEY"
+# Error types an OpenAI-compatible server reports inside a stream that are worth a retry.
+_RETRYABLE_TYPES = {"server_error", "rate_limit_error", "rate_limit_exceeded", "overloaded_error", "timeout"}
+
+
+class OpenAIProvider:
+    """Chat completions over HTTP with streaming (no SDK)."""
+
+    name = NAME
+    generative = True
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, base_url: str = DEFAULT_BASE_URL,
+                 api_key: str | None = None, settings: HttpSettings | None = None) -> None:
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.settings = settings or HttpSettings()
+        custom = self.base_url != DEFAULT_BASE_URL
+        headers = {"accept": "text/event-stream", "user-agent": user_agent()}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._endpoint = Endpoint(
+            provider=NAME,
+            url=f"{self.base_url}/chat/completions",
+            headers=headers,
+            settings=self.settings,
+            key_var=KEY_VAR,
+            unreachable=("is the server at OPENAI_BASE_URL running?" if custom
+                         else "check the network connection to api.openai.com"),
+            explain=self._explain,
+        )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], model: str | None = None,
+                 settings: HttpSettings | None = None) -> OpenAIProvider:
+        """Configured from ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``LLMWIKI_MODEL`` /
+        ``OPENAI_MODEL`` and ``LLMWIKI_REQUEST_TIMEOUT_MS``; ConfigError without a key
+        unless ``OPENAI_BASE_URL`` names a (local) server."""
+        key = (environ.get(KEY_VAR) or "").strip() or None
+        base = (environ.get("OPENAI_BASE_URL") or "").strip()
+        if not key and not base:
+            raise ConfigError("openai needs OPENAI_API_KEY",
+                              hint="set OPENAI_API_KEY, or OPENAI_BASE_URL for a local OpenAI-compatible server")
+        return cls(model_from_env(environ, "OPENAI_MODEL", DEFAULT_MODEL, model),
+                   base_url=base or DEFAULT_BASE_URL, api_key=key,
+                   settings=settings or HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"))
+
+    def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "stream": stream,
+        }
+
+    def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
+        """Yield the grounded answer's text as the server streams it."""
+        system, user = build_prompt(request)
+        return self.stream(system, user)
+
+    def stream(self, system: str, user: str) -> Iterator[str]:
+        """Yield the reply to ``system`` + ``user`` as it streams."""
+        return stream_request(self._endpoint, self._payload(system, user, True), _parse_stream, _parse_full)
+
+    def complete(self, system: str, user: str) -> str:
+        """One non-streamed reply."""
+        return json_request(self._endpoint, self._payload(system, user, False), _parse_full)
+
+    def _explain(self, status: int, detail: str) -> tuple[str, str | None] | None:
+        if status != 404:
+            return None
+        if "model" in detail.lower():
+            return (f"model {self.model!r} not found (HTTP 404): {detail}",
+                    "set LLMWIKI_MODEL (or OPENAI_MODEL) to a model this server offers")
+        return (f"nothing answers at {self._endpoint.url} (HTTP 404): {detail}",
+                "OPENAI_BASE_URL must include the version path, e.g. http://127.0.0.1:8080/v1")
+
+
+def _error_of(chunk: dict[str, Any]) -> ProviderError:
+    err = chunk.get("error")
+    kind = err.get("type") or err.get("code") if isinstance(err, dict) else None
+    detail = error_detail(json.dumps(chunk))
+    cls = RetryableStreamError if kind in _RETRYABLE_TYPES else ProviderError
+    return cls(NAME, f"the server reported an error in the stream: {detail}")
+
+
+def _parse_stream(lines: Iterator[str]) -> Iterator[str | None]:
+    finished = False
+    for _event, data in sse_events(NAME, lines):
+        if data.strip() == "[DONE]":
+            yield STREAM_END
+            return
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise malformed(NAME, "stream chunk", data) from None
+        if not isinstance(chunk, dict):
+            raise malformed(NAME, "stream chunk", data)
+        if chunk.get("error"):
+            raise _error_of(chunk)
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            raise malformed(NAME, "stream chunk (no choices)", data)
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise malformed(NAME, "stream chunk", data)
+            if choice.get("index", 0) != 0:  # only one completion is asked for
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if not isinstance(delta, dict) or (content is not None and not isinstance(content, str)):
+                raise malformed(NAME, "stream chunk", data)
+            if content:
+                yield content
+            if choice.get("finish_reason"):
+                finished = True
+    if finished:  # some compatible servers end with finish_reason and no [DONE]
+        yield STREAM_END
+
+
+def _parse_full(body: Any) -> str:
+    if isinstance(body, dict) and body.get("error"):
+        raise _error_of(body)
+    content = body["choices"][0]["message"]["content"]
+    if content is None:
+        return ""
+    if not isinstance(content, str):
+        raise TypeError("content is not text")
+    return content

@@ -1,0 +1,92 @@
+"""Which chat provider answers.
+
+Order: the ``--provider`` flag > ``LLMWIKI_PROVIDER`` > the configured provider > the
+first provider whose credentials are present (``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` ->
+openai; ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN`` -> anthropic; ``OLLAMA_HOST`` ->
+ollama) > ``extractive``, the offline answerer. A running Ollama without ``OLLAMA_HOST`` is
+not probed for: nothing here touches the network. A provider chosen by name whose
+credentials are missing is a ConfigError naming the variable to set; an unknown name is a
+ConfigError listing the valid ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..errors import ConfigError
+from .base import ChatProvider
+
+PROVIDERS = ("openai", "anthropic", "ollama", "extractive")
+
+
+def _clean(value: str | None) -> str | None:
+    value = (value or "").strip().lower()
+    return value or None
+
+
+def _set(environ: Mapping[str, str], name: str) -> bool:
+    return bool((environ.get(name) or "").strip())
+
+
+def detect_provider(environ: Mapping[str, str]) -> str:
+    """The first provider with credentials in ``environ``, else ``extractive``."""
+    if _set(environ, "OPENAI_API_KEY") or _set(environ, "OPENAI_BASE_URL"):
+        return "openai"
+    if _set(environ, "ANTHROPIC_API_KEY") or _set(environ, "ANTHROPIC_AUTH_TOKEN"):
+        return "anthropic"
+    if _set(environ, "OLLAMA_HOST"):
+        return "ollama"
+    return "extractive"
+
+
+def provider_name(flag: str | None, environ: Mapping[str, str], configured: str | None) -> tuple[str, str]:
+    """``(name, source)``: the chosen provider and where the choice came from
+    (``--provider``, ``LLMWIKI_PROVIDER``, ``config``, ``credentials`` or ``default``)."""
+    for value, source in ((flag, "--provider"), (environ.get("LLMWIKI_PROVIDER"), "LLMWIKI_PROVIDER"),
+                          (configured, "config")):
+        name = _clean(value)
+        if name is None:
+            continue
+        if name not in PROVIDERS:
+            raise ConfigError(
+                f"unknown provider {value.strip()!r} (from {source}); valid providers: {', '.join(PROVIDERS)}",
+                hint=f"use one of {', '.join(PROVIDERS)}",
+            )
+        return name, source
+    name = detect_provider(environ)
+    return name, "credentials" if name != "extractive" else "default"
+
+
+def make_provider(name: str, environ: Mapping[str, str], model: str | None = None) -> ChatProvider:
+    """The provider called ``name``, configured from ``environ`` (ConfigError when its
+    credentials are missing). ``model`` wins over ``LLMWIKI_MODEL`` and the provider's own
+    model variable."""
+    if name == "openai":
+        from .openai import OpenAIProvider
+
+        return OpenAIProvider.from_env(environ, model)
+    if name == "anthropic":
+        from .anthropic import AnthropicProvider
+
+        return AnthropicProvider.from_env(environ, model)
+    if name == "ollama":
+        from .ollama import OllamaProvider
+
+        return OllamaProvider.from_env(environ, model)
+    if name == "extractive":
+        from .extractive import ExtractiveProvider
+
+        return ExtractiveProvider()
+    raise ConfigError(f"unknown provider {name!r}; valid providers: {', '.join(PROVIDERS)}")
+
+
+def select_provider(
+    flag: str | None,
+    environ: Mapping[str, str],
+    configured: str | None,
+    *,
+    model: str | None = None,
+) -> ChatProvider:
+    """The chat provider to answer with (see the module docstring for the order)."""
+    name, _source = provider_name(flag, environ, configured)
+    return make_provider(name, environ, model)

@@ -1,0 +1,58 @@
+"""Views and actions behind `llmwiki review`: list, show, approve (also used by the Action)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..wiki.citations import BROKEN, PENDING
+from .approve import Approved, approve, evaluate
+from .candidates import get, list_candidates, pending_index
+
+
+def _status(citations: list[Any] | None) -> str:
+    if citations is None:
+        return "unavailable"
+    broken = sum(1 for c in citations if c.status == BROKEN)
+    pending = sum(1 for c in citations if c.status == PENDING)
+    return f"{len(citations) - broken - pending} resolved, {pending} pending, {broken} broken"
+
+
+def list_view(ws) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    git = ws.require_git("listing candidates")
+    pending = pending_index(git)
+    rows = []
+    for candidate in list_candidates(git):
+        t = candidate.trailers
+        status = "malformed"
+        if t is not None and not candidate.notes:
+            status = _status(evaluate(ws, candidate.id, pending).citations)
+        rows.append({"id": candidate.id, "target": t.target if t else None, "committedAt": candidate.committed_at,
+                     "citationStatus": status, "base": t.base if t else None, "commit": candidate.commit,
+                     "notes": candidate.notes})
+    return rows
+
+
+def show_view(ws, candidate_id: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    git = ws.require_git("showing candidates")
+    candidate = get(git, candidate_id)
+    verdict = evaluate(ws, candidate_id, pending_index(git))
+    t = candidate.trailers
+    diff = ""
+    if t is not None and verdict.tip:
+        diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
+                       check=False).decode("utf-8", "replace")
+    question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
+    return {"version": 1, "id": candidate.id, "branch": candidate.ref.removeprefix("refs/heads/"), "commit": candidate.commit,
+            "target": t.target if t else None, "precondition": t.precondition if t else None,
+            "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": question,
+            "notes": candidate.notes, "diff": diff, "verdict": verdict.to_json()}
+
+
+def approve_candidate(ws, candidate_id: str) -> Approved:  # type: ignore[no-untyped-def]
+    git = ws.require_git("approving candidates")
+    done = approve(ws, candidate_id, pending_index(git))
+    try:
+        ws.retrieval().index()
+    except Exception:  # the approval stands; `llmwiki index` catches up
+        pass
+    return done

@@ -1,0 +1,54 @@
+"""``query --save --review``: stage an answer as a candidate branch, built with plumbing so
+the user's work tree, index and HEAD are untouched."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..answer.document import now_iso, query_slug, render_page
+from ..answer.gitwrite import build_commit, current_branch
+from ..answer.lock import ProjectLock
+from ..answer.publish import PROPOSAL, Refusal, body_of, policy_refusal, target_path
+from ..wiki.citations import PendingIndex, citation_report
+from . import trailers as T
+from .candidates import PREFIX, body_digest, new_id
+
+
+@dataclass(frozen=True)
+class Staged:
+    candidate_id: str
+    branch: str
+    commit: str
+    target: str
+    precondition: str
+
+
+def stage_candidate(ws, question: str, answer: str, pending: PendingIndex | None) -> Staged | Refusal:  # type: ignore[no-untyped-def]
+    git = ws.require_git("staging a review candidate")
+    slug = query_slug(question)
+    document = render_page(question, answer, now_iso())
+    with ProjectLock(ws.state_dir):
+        current_branch(git)  # refuse on a detached HEAD
+        base = git.rev_parse("HEAD")
+        if base is None:
+            return Refusal("unavailable", [], "Staging refused: the branch has no commit yet; commit the wiki first")
+        try:
+            wiki = ws.wiki(base)
+            target = target_path(wiki, slug)
+            citations, error = citation_report(body_of(document), wiki.with_page(target, document), pending), None
+        except Exception as exc:  # validation failure refuses, never crashes
+            citations, error, target = None, f"{exc.__class__.__name__}: {exc}", ""
+        refusal = policy_refusal(citations, error, PROPOSAL)
+        if refusal is not None:
+            refusal.message = refusal.message.replace("publication", "staging")
+            return refusal
+        old = git.run("rev-parse", "--verify", "--quiet", f"{base}:{target}", check=False).decode().strip()
+        precondition = f"blob {old}" if old else T.ABSENT
+        candidate_id = new_id(git, slug)
+        trailers = T.Trailers(candidate_id, T.KIND, target, precondition, body_digest(document), base)
+        first = " ".join(question.split())
+        message = T.message(f"llmwiki: review candidate \"{first[:60]}{'…' if len(first) > 60 else ''}\"",
+                            f"Question: {first}", trailers)
+        commit = build_commit(git, base, {target: document.encode("utf-8")}, message)
+        git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")
+    return Staged(candidate_id, f"llmwiki/review/{candidate_id}", commit, target, precondition)

@@ -1,0 +1,307 @@
+"""The project lock, with real processes: exclusion, stale reclaim, bounded waits, safe release."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llmwiki_git.answer.lock import LockBusy, ProjectLock, parse_owner, pid_alive, process_start_time
+from llmwiki_git.errors import LlmwikiError
+
+HAS_PROC = process_start_time(os.getpid()) is not None
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    return project / ".llmwiki"
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    assert not pid_alive(proc.pid)
+    return proc.pid
+
+
+def _write_record(state: Path, **record: object) -> Path:
+    state.mkdir(parents=True, exist_ok=True)
+    lock = state / "lock"
+    lock.write_text(json.dumps(record))
+    return lock
+
+
+def _record(lock: Path) -> dict[str, object]:
+    data = json.loads(lock.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from llmwiki_git.answer.lock import ProjectLock
+with ProjectLock(Path(sys.argv[1]), timeout=30, command=sys.argv[2]):
+    print("held", flush=True)
+    sys.stdin.read()  # hold until the test closes stdin (or kills us)
+"""
+
+
+def _spawn_holder(state: Path, command: str = "llmwiki query --save demo") -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(state), command],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "held\n"
+    return proc
+
+
+def _stop(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
+    """Kill (if still running), reap, and close the pipes of a helper process."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def test_record_names_owner_and_release_removes_it(state: Path) -> None:
+    with ProjectLock(state, command="llmwiki query --save x") as lock:
+        assert lock.held
+        record = _record(state / "lock")
+        assert list(record) == ["pid", "startTime", "host", "command"]
+        assert record["pid"] == os.getpid()
+        assert record["host"] == socket.gethostname()
+        assert record["command"] == "llmwiki query --save x"
+        if HAS_PROC:
+            assert record["startTime"] == process_start_time(os.getpid())
+    assert not (state / "lock").exists()
+    assert not lock.held
+
+
+def test_exclusive_between_processes(state: Path, tmp_path: Path) -> None:
+    journal = tmp_path / "journal"
+    worker = (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from llmwiki_git.answer.lock import ProjectLock\n"
+        "with ProjectLock(Path(sys.argv[1]), timeout=60):\n"
+        "    with open(sys.argv[2], 'a') as fh:\n"
+        "        fh.write(f'start {os.getpid()}\\n'); fh.flush()\n"
+        "    time.sleep(0.05)\n"
+        "    with open(sys.argv[2], 'a') as fh:\n"
+        "        fh.write(f'end {os.getpid()}\\n')\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", worker, str(state), str(journal)]) for _ in range(8)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 8
+    lines = journal.read_text().splitlines()
+    assert len(lines) == 16
+    for start, end in zip(lines[::2], lines[1::2]):  # never two holders at once
+        assert start.startswith("start ") and end == "end " + start.split()[1]
+    assert {int(line.split()[1]) for line in lines} == {p.pid for p in procs}
+    assert not (state / "lock").exists()
+
+
+def test_stale_lock_of_dead_pid_is_reclaimed(state: Path) -> None:
+    dead = _dead_pid()
+    _write_record(state, pid=dead, startTime=1, host=socket.gethostname(), command="llmwiki query --save old")
+    started = time.monotonic()
+    with ProjectLock(state, timeout=5):
+        assert _record(state / "lock")["pid"] == os.getpid()
+    assert time.monotonic() - started < 2
+    assert sorted(p.name for p in state.iterdir()) == ["lock.guard"]  # no lock.stale.* left
+
+
+@pytest.mark.skipif(not HAS_PROC, reason="needs /proc to read process start times")
+def test_live_pid_with_other_start_time_is_reclaimed(state: Path) -> None:
+    mine = process_start_time(os.getpid())
+    assert mine is not None
+    _write_record(state, pid=os.getpid(), startTime=mine + 12345, host=socket.gethostname(), command="ghost")
+    with ProjectLock(state, timeout=5):
+        assert _record(state / "lock")["startTime"] == mine
+
+
+@pytest.mark.skipif(not HAS_PROC, reason="needs /proc to see zombies")
+def test_zombie_owner_counts_as_dead(state: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        _write_record(state, pid=proc.pid, startTime=process_start_time(proc.pid), host=socket.gethostname(), command="z")
+        with ProjectLock(state, timeout=5):
+            assert _record(state / "lock")["pid"] == os.getpid()
+    finally:
+        proc.wait()
+
+
+@pytest.mark.parametrize("content", [b"garbage{", b"", b"[1, 2]", b'{"pid": -3}', b'{"pid": "12"}',
+                                     b"\xff\xfe", b'{"pid": 1}' + b" " * 5000])
+def test_garbage_lock_is_reclaimed(state: Path, content: bytes) -> None:
+    state.mkdir()
+    (state / "lock").write_bytes(content)
+    with ProjectLock(state, timeout=5):
+        assert _record(state / "lock")["pid"] == os.getpid()
+
+
+def test_symlinked_lock_is_replaced_never_followed(state: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    state.mkdir()
+    (state / "lock").symlink_to(victim)
+    with ProjectLock(state, timeout=5):
+        assert not (state / "lock").is_symlink()
+        assert _record(state / "lock")["pid"] == os.getpid()
+    assert victim.read_text() == "precious"
+    assert not (state / "lock").exists()
+
+
+def test_dangling_symlinked_lock_creates_nothing_at_its_target(state: Path, tmp_path: Path) -> None:
+    target = tmp_path / "nowhere" / "lockfile"
+    state.mkdir()
+    (state / "lock").symlink_to(target)
+    with ProjectLock(state, timeout=5):
+        assert not (state / "lock").is_symlink()
+    assert not target.exists() and not target.parent.exists()
+
+
+def test_state_dir_symlink_escaping_the_project_is_refused(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / ".llmwiki").symlink_to(elsewhere)
+    with pytest.raises(LlmwikiError, match="outside the project"):
+        with ProjectLock(project / ".llmwiki", timeout=1):
+            pass
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_state_dir_symlink_inside_the_project_is_fine(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "state").mkdir(parents=True)
+    (project / ".llmwiki").symlink_to(project / "state")
+    with ProjectLock(project / ".llmwiki", timeout=1):
+        assert (project / "state" / "lock").is_file()
+
+
+def test_timeout_names_the_holder_and_says_what_to_do(state: Path) -> None:
+    holder = _spawn_holder(state)
+    try:
+        started = time.monotonic()
+        with pytest.raises(LockBusy) as info:
+            with ProjectLock(state, timeout=0.3):
+                pytest.fail("acquired a lock held by a live process")
+        waited = time.monotonic() - started
+        assert 0.3 <= waited < 5
+        text = str(info.value)
+        assert f"pid {holder.pid}" in text
+        assert "llmwiki query --save demo" in text
+        assert "since " in text
+        assert "wait, or if that process is gone delete" in text
+        assert str(state / "lock") in text and ".llmwiki/lock" in text
+        assert info.value.owner is not None and info.value.owner.pid == holder.pid
+        assert _record(state / "lock")["pid"] == holder.pid  # the waiter left it alone
+    finally:
+        _stop(holder)
+    # The holder was SIGKILLed while holding the lock: the next writer reclaims it.
+    assert (state / "lock").exists()
+    with ProjectLock(state, timeout=5):
+        assert _record(state / "lock")["pid"] == os.getpid()
+
+
+def test_waiter_gets_the_lock_when_the_holder_releases(state: Path) -> None:
+    holder = _spawn_holder(state)
+    try:
+        assert holder.stdin is not None
+        holder.stdin.close()  # the holder releases and exits
+        with ProjectLock(state, timeout=30):
+            assert _record(state / "lock")["pid"] == os.getpid()
+        assert holder.wait(timeout=30) == 0
+    finally:
+        _stop(holder)
+
+
+def test_zero_timeout_fails_fast_and_lock_is_not_reentrant(state: Path) -> None:
+    with ProjectLock(state):
+        started = time.monotonic()
+        with pytest.raises(LockBusy, match=f"pid {os.getpid()}"):
+            ProjectLock(state, timeout=0).acquire()
+        assert time.monotonic() - started < 2
+
+
+def test_release_does_not_delete_someone_elses_lock(state: Path) -> None:
+    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        with ProjectLock(state):
+            # Someone deleted our lock by hand and another process took it.
+            (state / "lock").unlink()
+            _write_record(state, pid=other.pid, startTime=process_start_time(other.pid) or 0,
+                          host=socket.gethostname(), command="other")
+        assert _record(state / "lock")["pid"] == other.pid
+    finally:
+        _stop(other)
+
+
+def test_release_keeps_a_rewritten_lock_even_with_our_pid(state: Path) -> None:
+    with ProjectLock(state):
+        lock = state / "lock"
+        record = _record(lock)
+        lock.unlink()
+        lock.write_text(json.dumps({**record, "command": "someone else"}))
+    assert _record(state / "lock")["command"] == "someone else"
+
+
+def test_other_host_is_never_judged_stale(state: Path) -> None:
+    _write_record(state, pid=_dead_pid(), startTime=1, host="another-machine.example", command="llmwiki review approve")
+    with pytest.raises(LockBusy, match="on host another-machine.example"):
+        ProjectLock(state, timeout=0.1).acquire()
+
+
+def test_legacy_bare_pid_record(state: Path) -> None:
+    state.mkdir()
+    (state / "lock").write_text(str(os.getpid()))
+    with pytest.raises(LockBusy):
+        ProjectLock(state, timeout=0.05).acquire()
+    (state / "lock").write_text(str(_dead_pid()))
+    with ProjectLock(state, timeout=5):
+        assert _record(state / "lock")["pid"] == os.getpid()
+
+
+def test_parse_owner() -> None:
+    owner = parse_owner(b'{"pid": 12, "startTime": 99, "host": "h", "command": "c"}')
+    assert owner is not None and (owner.pid, owner.start_time, owner.host, owner.command) == (12, 99, "h", "c")
+    assert parse_owner(b"42\n") is not None
+    assert parse_owner(b'{"pid": true}') is None
+    assert parse_owner(b"") is None
+
+
+def test_killed_holder_is_reclaimed_by_a_waiting_process(state: Path) -> None:
+    holder = _spawn_holder(state)
+    with subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, os\nfrom pathlib import Path\nfrom llmwiki_git.answer.lock import ProjectLock\n"
+         "with ProjectLock(Path(sys.argv[1]), timeout=30):\n    print('got', os.getpid(), flush=True)\n",
+         str(state)],
+        stdout=subprocess.PIPE, text=True,
+    ) as waiter:
+        try:
+            time.sleep(0.3)
+            assert waiter.poll() is None  # still waiting for the live holder
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.wait()
+            out, _ = waiter.communicate(timeout=30)
+        finally:
+            _stop(holder)
+    assert waiter.returncode == 0 and out.startswith("got ")
+    assert not (state / "lock").exists()

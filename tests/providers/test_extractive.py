@@ -1,0 +1,193 @@
+"""The offline extractive answerer: deterministic, grounded, cites only the evidence."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from llmwiki_git.providers.base import AnswerRequest, Evidence
+from llmwiki_git.providers.extractive import NO_ANSWER, ExtractiveProvider, clean_sentence
+from llmwiki_git.providers.http import ProviderError
+
+from ..conftest import REPO_ROOT
+
+ALPHA_TEXT = """# Alpha
+
+Alpha is a consensus protocol for replicated logs. It elects a leader with randomized
+timeouts, e.g. 150 ms, so that split votes are rare. See [[beta|the storage layer]] for
+where the log lives.
+
+## Details
+
+title: not frontmatter but looks like it
+
+```python
+# Alpha elects a leader in code, which must never be quoted.
+def elect_leader(): return "leader"
+```
+
+- Fast
+- Leader election
+- Alpha followers redirect clients to the leader when they receive a write.
+
+| Alpha | leader |
+|-------|--------|
+| elects | leader |
+
+Related: [[gamma]], [[delta]], [[epsilon|Epsilon]], [[concepts/zeta]].
+"""
+BETA_TEXT = """Beta stores the replicated log on disk in an append-only file. Alpha relies on **Beta**
+for durability, and [[alpha|Alpha's]] leader flushes every entry before acknowledging it.
+Compaction happens in the background."""
+EVIDENCE = (
+    Evidence("concepts/alpha", "alpha", "Alpha", ALPHA_TEXT,
+             ("Alpha is a consensus protocol for replicated logs. It elects a leader with randomized\n"
+              "timeouts, e.g. 150 ms, so that split votes are rare.",)),
+    Evidence("concepts/beta", "beta", "Beta", BETA_TEXT),
+)
+LINK = re.compile(r"\[\[([^\]]*)\]\]")
+
+
+def ask(question: str, evidence: tuple[Evidence, ...] = EVIDENCE, language: str | None = None) -> list[str]:
+    return list(ExtractiveProvider().stream_answer(AnswerRequest(question, evidence, language)))
+
+
+def test_answer_is_composed_from_matching_sentences_and_cited() -> None:
+    deltas = ask("How does Alpha elect a leader?")
+    assert deltas == [
+        "Alpha is a consensus protocol for replicated logs.",
+        " It elects a leader with randomized timeouts, e.g. 150 ms, so that split votes are rare.",
+        " Alpha followers redirect clients to the leader when they receive a write [[alpha]].",
+        " Alpha relies on Beta for durability, and Alpha's leader flushes every entry before acknowledging it [[beta]].",
+    ]
+
+
+def test_another_question_another_answer() -> None:
+    assert "".join(ask("Where is the replicated log stored?")) == (
+        "Beta stores the replicated log on disk in an append-only file. Alpha relies on Beta for durability, "
+        "and Alpha's leader flushes every entry before acknowledging it [[beta]]. "
+        "Alpha is a consensus protocol for replicated logs [[alpha]]."
+    )
+
+
+def test_deterministic() -> None:
+    first = ask("How does Alpha elect a leader?")
+    assert all(ask("How does Alpha elect a leader?") == first for _ in range(5))
+    provider = ExtractiveProvider()
+    assert provider.answer(AnswerRequest("How does Alpha elect a leader?", EVIDENCE)) == "".join(first)
+
+
+def test_only_evidence_links_are_emitted() -> None:
+    for question in ("How does Alpha elect a leader?", "Where is the log stored?", "gamma delta epsilon zeta",
+                     "What is related to Alpha?", "storage layer"):
+        answer = "".join(ask(question))
+        assert set(LINK.findall(answer)) <= {"alpha", "beta"}, answer
+        assert "[[" not in LINK.sub("", answer) and "]]" not in LINK.sub("", answer)
+
+
+def test_skipped_material_is_never_quoted() -> None:
+    answer = "".join(ask("alpha leader elects election fast code title frontmatter related"))
+    for never in ("elect_leader", "must never be quoted", "Fast", "Leader election", "| ", "title:",
+                  "Related", "Epsilon", "# Alpha", "Details"):
+        assert never not in answer, never
+
+
+def test_nothing_matching_says_so() -> None:
+    assert ask("What is the capital of France?") == [NO_ANSWER]
+    assert ask("What is it?") == [NO_ANSWER]  # only question words
+    assert ask("") == [NO_ANSWER]
+    assert ask("How does Alpha elect a leader?", evidence=()) == [NO_ANSWER]
+    assert NO_ANSWER == "The wiki does not say."
+
+
+def test_language_does_not_change_the_answer() -> None:
+    # It quotes the wiki, so it answers in the wiki's language whatever --lang asks.
+    assert ask("How does Alpha elect a leader?", language="ja") == ask("How does Alpha elect a leader?")
+
+
+def test_non_english_wiki_and_question() -> None:
+    page = Evidence("concepts/raft", "raft", "Raft",
+                    "Raft est un algorithme de consensus. Le leader réplique le journal sur les suiveurs. "
+                    "Les élections utilisent des délais aléatoires.")
+    answer = "".join(ask("Comment le leader réplique-t-il le journal ?", evidence=(page,)))
+    assert answer.startswith("Le leader réplique le journal sur les suiveurs")
+    assert LINK.findall(answer) == ["raft"]
+    cjk = Evidence("concepts/kv", "kv", "键值存储", "键值存储把数据保存在磁盘上。复制日志由领导者管理。")
+    answer = "".join(ask("键值存储如何保存数据？", evidence=(cjk,)))
+    assert answer.startswith("键值存储把数据保存在磁盘上") and LINK.findall(answer) == ["kv"]
+
+
+def test_markdown_is_reduced_to_text() -> None:
+    assert clean_sentence("See [[beta|the storage layer]] and [[gamma]] or [[delta#Part]].") == \
+        "See the storage layer and gamma or delta."
+    assert clean_sentence("Read [the docs](https://example.com) and **bold** or `code` text.") == \
+        "Read the docs and bold or code text."
+    assert clean_sentence("An ![[diagram.png]] embed and a note[^1] here.") == "An embed and a note here."
+
+
+def test_mostly_links_sentences_are_skipped() -> None:
+    page = Evidence("concepts/hub", "hub", "Hub",
+                    "See also [[consensus]], [[raft-protocol]], [[paxos-protocol]] and [[leader-election]]. "
+                    "The hub page lists consensus protocols used by the team.")
+    assert "".join(ask("consensus protocols", evidence=(page,))) == \
+        "The hub page lists consensus protocols used by the team [[hub]]."
+
+
+def test_streams_sentence_by_sentence_within_limits() -> None:
+    words = ("amber basil cedar dune ember fjord grove heath inlet juniper kelp larch marsh nettle oasis prairie "
+             "quarry reef sorrel tundra upland valley willow yarrow").split()
+    sentences = [f"The leader of {a} {b} {c} cluster stays near {d} {e}." for a, b, c, d, e in
+                 zip(words, words[5:] + words[:5], words[10:] + words[:10], words[15:] + words[:15],
+                     words[20:] + words[:20])]
+    page = Evidence("concepts/many", "many", "Many", " ".join(sentences))
+    deltas = ask("Which leader is in the cluster?", evidence=(page,))
+    assert 3 <= len(deltas) <= 6
+    assert len("".join(deltas)) <= 900
+    assert "".join(deltas).count("[[many]]") == 1
+
+
+def test_a_long_single_sentence_is_capped() -> None:
+    page = Evidence("concepts/long", "long", "Long", "The leader " + "keeps going " * 45 + "until the end.")
+    answer = "".join(ExtractiveProvider(max_chars=300).stream_answer(AnswerRequest("leader", (page,))))
+    assert len(answer) <= 300 and answer.endswith(" \u2026 [[long]].")
+
+
+def test_short_answers_take_the_following_sentence_for_context() -> None:
+    page = Evidence("concepts/raft", "raft", "Raft",
+                    "Raft is a consensus algorithm designed for understandability. "
+                    "It separates the problem into three parts that are solved independently. "
+                    "Clusters usually have five servers in production.")
+    assert "".join(ask("What is Raft?", evidence=(page,))) == (
+        "Raft is a consensus algorithm designed for understandability. "
+        "It separates the problem into three parts that are solved independently [[raft]]."
+    )
+
+
+def test_identity_and_no_completion() -> None:
+    provider = ExtractiveProvider()
+    assert (provider.name, provider.model, provider.generative) == ("extractive", "offline", False)
+    with pytest.raises(ProviderError, match="extractive: the offline answerer has no language model"):
+        provider.complete("system", "user")
+
+
+CORPUS = REPO_ROOT.parent / "shared" / "corpora" / "foam-docs"
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpora not present")
+def test_real_pages_give_short_cited_answers() -> None:
+    def page(rel: str) -> Evidence:
+        text = (CORPUS / rel).read_text(encoding="utf-8")
+        if text.startswith("---"):
+            text = text.split("---", 2)[2]
+        return Evidence(rel[:-3], Path(rel).stem, Path(rel).stem, text)
+
+    evidence = (page("user/features/daily-notes.md"), page("user/features/templates.md"),
+                page("user/features/wikilinks.md"))
+    for question in ("How do I create a daily note?", "What is a wikilink?", "How do templates work?"):
+        deltas = ask(question, evidence)
+        answer = "".join(deltas)
+        assert 1 <= len(deltas) <= 6 and len(answer) <= 900, answer
+        assert LINK.findall(answer) and set(LINK.findall(answer)) <= {"daily-notes", "templates", "wikilinks"}
+        assert "```" not in answer and "\n" not in answer
