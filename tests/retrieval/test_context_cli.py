@@ -127,6 +127,9 @@ def test_state_dir_is_created_ignored_by_git(repo: Repo) -> None:
     repo.write("wiki/concepts/alpha.md", "# Alpha\nAlpha is the first letter.\n")
     repo.commit("wiki")
     assert repo.llmwiki("index", env=FAST).returncode == 0
+    # the generated table of contents is the only new file the user sees
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == "?? wiki/index.md\n"
+    repo.commit("generated index")
     assert repo.llmwiki("query", "what is alpha?", env=FAST).returncode == 0
     assert (repo.root / ".llmwiki" / "embeddings.json").is_file()
     assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
