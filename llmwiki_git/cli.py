@@ -342,15 +342,17 @@ def review_list(ctx: click.Context, as_json: bool) -> None:
 @review.command("show")
 @click.argument("candidate_id")
 @click.option("--json", "as_json", is_flag=True, help="Print metadata, citation report, diff and verdict as JSON.")
+@click.option("--onto", default=None, metavar="REF",
+              help="Judge approval onto this branch or commit instead of the current branch (CI checkouts are detached).")
 @click.pass_context
-def review_show(ctx: click.Context, candidate_id: str, as_json: bool) -> None:
+def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str | None) -> None:
     """Metadata, the citation report as it stands now, the diff against the current tip, and
     whether approval would pass (and why not)."""
     from .review.service import show_view
     from .wiki.citations import Citation, format_report
 
     ws = _workspace(ctx)
-    view = show_view(ws, candidate_id)
+    view = show_view(ws, candidate_id, onto)
     if as_json:
         click.echo(json.dumps(view, indent=2, ensure_ascii=False))
     else:

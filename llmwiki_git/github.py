@@ -20,6 +20,13 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
+def command(kind: str, message: str, **properties: object) -> str:
+    """One workflow command line, ``::kind k=v,...::message``, escaped so that no value (a
+    branch name, an input) can end the line early and smuggle in a command of its own."""
+    props = ",".join(f"{k}={escape_property(str(v))}" for k, v in properties.items())
+    return f"::{kind}{' ' + props if props else ''}::{escape_data(message)}"
+
+
 def annotations(problems: Sequence[Problem]) -> list[str]:
     """At most 10 per file and 50 in all (GitHub drops the rest silently)."""
     per_file: Counter[str] = Counter()
@@ -31,11 +38,7 @@ def annotations(problems: Sequence[Problem]) -> list[str]:
             continue
         per_file[p.path] += 1
         kind = "error" if p.severity == ERROR else "warning"
-        props = ",".join(
-            f"{k}={escape_property(str(v))}"
-            for k, v in (("file", p.path), ("line", p.line), ("col", p.col), ("title", f"llmwiki {p.code}"))
-        )
-        lines.append(f"::{kind} {props}::{escape_data(p.message)}")
+        lines.append(command(kind, p.message, file=p.path, line=p.line, col=p.col, title=f"llmwiki {p.code}"))
     return lines
 
 
@@ -46,7 +49,9 @@ def _cell(text: str) -> str:
 def summary(problems: Sequence[Problem], checked: int) -> str:
     """A markdown table of every problem, cut to stay under GitHub's 1 MiB limit."""
     errors = sum(1 for p in problems if p.severity == ERROR)
-    head = f"### llmwiki check\n\n{checked} pages checked: {errors} errors, {len(problems) - errors} warnings.\n\n"
+    warnings = len(problems) - errors
+    head = (f"### llmwiki check\n\n{checked} pages checked: {errors} error{'s' * (errors != 1)}, "
+            f"{warnings} warning{'s' * (warnings != 1)}.\n\n")
     if not problems:
         return head
     rows = ["| file | line | col | severity | problem |", "|---|---|---|---|---|"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from . import config
 from .checks import CheckResult, check_wiki, new_problems, result_from_record, result_to_record
-from .errors import NotARepository, UsageError
+from .errors import ConfigError, NotARepository, UsageError
 from .problems import make
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
@@ -82,6 +82,11 @@ class Workspace:
         return RevisionSnapshot(git, commit)
 
     def wiki(self, scope: str = "worktree", cache: ScanCache | None = None) -> Wiki:
+        if scope == "worktree" and self.settings.wiki_dir is not None:
+            folder = (self.project or self.root) / self.settings.wiki_dir
+            if not folder.is_dir():
+                raise ConfigError(f"the wiki folder {self.settings.wiki_dir!r} does not exist in {self.project or self.root}",
+                                  hint="fix --wiki-dir or wiki_dir in .llmwiki/config.toml")
         return load_wiki(
             self.snapshot(scope),
             wiki_dir=self.settings.wiki_dir,

@@ -170,3 +170,10 @@ def test_cache_survives_runs_answered_from_the_tree_cache(repo: Repo) -> None:
     assert proc.returncode == 1 and "new-broken" in proc.stdout
     payload = marshal.loads((repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").read_bytes())
     assert len(payload[1]) >= 1100  # every page's scan is still cached
+
+
+def test_missing_wiki_dir_is_a_usage_error(repo: Repo) -> None:
+    """It used to report "0 pages checked" and pass, hiding a typo in CI."""
+    seed(repo)
+    proc = repo.llmwiki("--wiki-dir", "wikki", "check")
+    assert proc.returncode == 2 and "the wiki folder 'wikki' does not exist" in proc.stderr

@@ -210,7 +210,7 @@ class ProjectLock:
     def __init__(
         self,
         state_dir: Path,
-        timeout: float = 10.0,
+        timeout: float = 60.0,
         poll: float = 0.025,
         *,
         root: Path | None = None,

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..git import blob_id
-from ..wiki.indexpage import Entry, render, same_content
+from ..wiki.indexpage import entries_of, render, same_content
 from ..wiki.model import Wiki
 from ..wiki.pages import decode
 from . import indexer
@@ -60,12 +60,17 @@ class Retrieval:
 
     def index(self, *, full: bool = False, fast: bool = False,
               progress: Callable[[int, int], object] | None = None) -> tuple[indexer.IndexSummary, str | None]:
-        wiki = self._load_wiki()
-        index_path = self._index_page_path(wiki)
-        skip = {index_path} if index_path else set()
-        pages = indexer.read_pages(wiki, skip)
-        summary = indexer.build(self.state, pages, self.embedder(fast), full=full, progress=progress)
-        written = self._write_index_page(wiki, pages, index_path) if index_path else None
+        from ..answer.lock import ProjectLock
+
+        embedder = self.embedder(fast)
+        # Under the project lock: two writers must not interleave the store's files.
+        with ProjectLock(self.state):
+            wiki = self._load_wiki()
+            index_path = self._index_page_path(wiki)
+            skip = {index_path} if index_path else set()
+            pages = indexer.read_pages(wiki, skip)
+            summary = indexer.build(self.state, pages, embedder, full=full, progress=progress)
+            written = self._write_index_page(wiki, index_path) if index_path else None
         return summary, written
 
     def _index_page_path(self, wiki: Wiki) -> str | None:
@@ -74,12 +79,9 @@ class Retrieval:
             return None
         return f"{wiki.root_dir}/index.md" if wiki.root_dir else "index.md"
 
-    def _write_index_page(self, wiki: Wiki, pages: list[indexer.IndexedPage], rel: str) -> str | None:
-        kinds = {p.id: p.kind for p in wiki.pages}
-        entries = [Entry(p.page_id.rsplit("/", 1)[-1], p.title, p.summary, kinds[p.page_id])
-                   for p in pages if kinds.get(p.page_id) in ("concept", "query")]
+    def _write_index_page(self, wiki: Wiki, rel: str) -> str | None:
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        text = render(entries, now)
+        text = render(entries_of(wiki), now)
         path = self.root / rel
         if path.is_file() and same_content(path.read_text(encoding="utf-8", errors="replace"), text):
             return None

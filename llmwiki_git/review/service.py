@@ -32,10 +32,10 @@ def list_view(ws) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
     return rows
 
 
-def show_view(ws, candidate_id: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def show_view(ws, candidate_id: str, onto: str | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     git = ws.require_git("showing candidates")
     candidate = get(git, candidate_id)
-    verdict = evaluate(ws, candidate_id, pending_index(git))
+    verdict = evaluate(ws, candidate_id, pending_index(git), branch=onto)
     t = candidate.trailers
     diff = ""
     if t is not None and verdict.tip:

@@ -1,0 +1,202 @@
+"""The GitHub Action's entry point (``action.yml``): ``python -m llmwiki_git.action check|candidate``.
+
+Every input arrives through an environment variable that ``action.yml`` sets with ``env:``
+(``LLMWIKI_INPUT_PATH``, ``_BASE``, ``_HEAD``, ``_FAIL_ON``, ``_SUMMARY``; the pull
+request's branches as ``LLMWIKI_HEAD_REF`` and ``LLMWIKI_BASE_REF``), never pasted into a
+shell line, and is validated here. The check itself is the ``llmwiki check --format github`` command, run in a child
+process on resolved commit ids; this module adds what only the Action needs: defaults for
+push events, a clear error when a shallow clone lacks the base commit, ``fail-on``, the
+``summary`` switch, and the review-candidate step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from . import github
+from .errors import LlmwikiError, UsageError
+from .workspace import Workspace
+
+FAIL_ON = ("broken", "warnings", "never")
+CANDIDATE_PREFIX = "llmwiki/review/"
+# review.candidates' id rule (<slug>-<8 hex>, a safe ref component), and no leading "-" so an
+# id can never be read as an option
+CANDIDATE_ID = re.compile(r"[^\x00-\x20\x7f/\\~^:?*\[.\-][^\x00-\x20\x7f/\\~^:?*\[]{0,200}-[0-9a-f]{8}")
+FETCH_HINT = "use actions/checkout with fetch-depth: 0, so that the clone holds the commits to compare"
+TITLE = "llmwiki action"
+
+
+def _input(environ: Mapping[str, str], name: str) -> str:
+    value = environ.get("LLMWIKI_INPUT_" + name.upper().replace("-", "_"), "").strip()
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise UsageError(f"input {name} {value!r} contains control characters")
+    return value
+
+
+def _choice(environ: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = _input(environ, name).lower() or default
+    if value not in allowed:
+        raise UsageError(f"input {name} is {value!r}: use one of {', '.join(allowed)}")
+    return value
+
+
+def _shallow(ws: Workspace) -> bool:
+    return ws.require_git("the action").run("rev-parse", "--is-shallow-repository", check=False).decode().strip() == "true"
+
+
+def _commit(ws: Workspace, value: str, name: str) -> str:
+    commit = ws.require_git("the action").rev_parse(value)  # --end-of-options: "--output=x" is no flag
+    if commit is None:
+        raise UsageError(f"{name} commit {value!r} is not in this clone{' (a shallow clone)' if _shallow(ws) else ''}",
+                         hint=FETCH_HINT)
+    return commit
+
+
+def _range(ws: Workspace, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """(base, head) commit ids; base None for a root commit (then every problem is new)."""
+    head = _commit(ws, _input(environ, "head") or "HEAD", "head")
+    base = _input(environ, "base")
+    if base:
+        return _commit(ws, base, "base"), head
+    if ws.require_git("the action").rev_parse(f"{head}~1") is None and not _shallow(ws):
+        return None, head  # the first commit of a repository
+    return _commit(ws, f"{head}~1", "base"), head
+
+
+def _outputs(text: str) -> dict[str, int]:
+    found = {}
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if value.isdigit():
+            found[key] = int(value)
+    return found
+
+
+def check(environ: Mapping[str, str]) -> int:
+    fail_on = _choice(environ, "fail-on", "broken", FAIL_ON)
+    summary = _choice(environ, "summary", "true", ("true", "false")) == "true"
+    path = _input(environ, "path")
+    ws = Workspace.open(Path.cwd(), wiki_dir=path or None)  # ConfigError for "/abs" or "../x"
+    ws.require_git("the action")
+    if path and not ((ws.project or ws.root) / (ws.settings.wiki_dir or "")).is_dir():
+        raise UsageError(f"input path {path!r} is not a folder in the checkout", hint="give the wiki folder relative to the repository root")
+    base, head = _range(ws, environ)
+    args = [sys.executable, "-m", "llmwiki_git", *([f"--wiki-dir={path}"] if path else []), "check", "--format", "github"]
+    args += [f"--base={base}", f"--head={head}"] if base else [f"--rev={head}"]
+    env = dict(environ)
+    if not summary:
+        env.pop("GITHUB_STEP_SUMMARY", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        env["GITHUB_OUTPUT"] = os.path.join(tmp, "output")
+        sys.stdout.flush()
+        code = subprocess.run(args, env=env).returncode
+        written = Path(env["GITHUB_OUTPUT"]).read_text(encoding="utf-8") if os.path.exists(env["GITHUB_OUTPUT"]) else ""
+    if code not in (0, 1):
+        print(github.command("error", f"llmwiki check failed with exit code {code}; see the log above", title=TITLE))
+        return code
+    if environ.get("GITHUB_OUTPUT"):
+        with open(environ["GITHUB_OUTPUT"], "a", encoding="utf-8") as handle:
+            handle.write(written)
+    counts = _outputs(written)
+    broken, warnings = counts.get("broken", 0), counts.get("warnings", 0)
+    errors = broken > 0 or code == 1
+    failed = {"broken": errors, "warnings": errors or warnings > 0, "never": False}[fail_on]
+    what = f"new in {head[:12]} since {base[:12]}" if base else f"in {head[:12]}"
+    print(f"llmwiki: {broken} broken, {warnings} warnings {what}; fail-on: {fail_on} -> {'fail' if failed else 'pass'}")
+    return 1 if failed else 0
+
+
+def _summary(environ: Mapping[str, str], text: str) -> None:
+    if environ.get("GITHUB_STEP_SUMMARY") and _choice(environ, "summary", "true", ("true", "false")) == "true":
+        with open(environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as handle:
+            handle.write(text)
+
+
+def _onto(ws: Workspace, environ: Mapping[str, str]) -> str:
+    """What an approval would move: the pull request's base branch as fetched
+    (``refs/remotes/origin/<base_ref>``, its newest tip), else the base commit."""
+    git = ws.require_git("the action")
+    base_ref = environ.get("LLMWIKI_BASE_REF", "").strip()
+    if base_ref and base_ref.isprintable() and git.rev_parse(f"refs/remotes/origin/{base_ref}"):
+        return f"refs/remotes/origin/{base_ref}"
+    base = _input(environ, "base")
+    if not base:
+        raise UsageError("no base branch to judge the candidate's approval onto", hint="run the action on pull_request events")
+    return _commit(ws, base, "base")
+
+
+def _not_validated(environ: Mapping[str, str], cid: str, why: str) -> int:
+    print(github.command("notice", f"candidate validation needs a newer llmwiki: {why}, so candidate {cid} was not validated", title="llmwiki review"))
+    _summary(environ, f"\nReview candidate `{cid}`: not validated (needs a newer llmwiki).\n")
+    return 0
+
+
+def candidate(environ: Mapping[str, str]) -> int:
+    """Would ``llmwiki review approve`` accept the candidate this pull request comes from?"""
+    fail_on = _choice(environ, "fail-on", "broken", FAIL_ON)
+    ref = environ.get("LLMWIKI_HEAD_REF", "")
+    if not ref.startswith(CANDIDATE_PREFIX):
+        print("not a review candidate branch: nothing to validate")
+        return 0
+    cid = ref[len(CANDIDATE_PREFIX):]
+    if not CANDIDATE_ID.fullmatch(cid):
+        raise UsageError(f"branch {ref!r} does not name a review candidate (llmwiki/review/<slug>-<8 hex>)")
+    cli = [sys.executable, "-m", "llmwiki_git"]
+    probe = subprocess.run([*cli, "review", "show", "--help"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return _not_validated(environ, cid, "this version has no `llmwiki review`")
+    if "--onto" not in probe.stdout:  # CI checks out a detached merge commit: no current branch
+        return _not_validated(environ, cid, "`llmwiki review show` has no --onto option, which a detached checkout needs")
+    ws = Workspace.open(Path.cwd())
+    git = ws.require_git("the action")
+    head = _commit(ws, _input(environ, "head") or "HEAD", "head")
+    onto = _onto(ws, environ)
+    # actions/checkout fetches branches as refs/remotes/origin/*: give review its local branch
+    git.run("update-ref", f"refs/heads/{ref}", head, "", check=False)
+    sys.stdout.flush()
+    proc = subprocess.run([*cli, "review", "show", cid, "--json", f"--onto={onto}"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        detail = " ".join(proc.stderr.split()) or "no output"
+        print(github.command("error", f"llmwiki review show {cid} failed ({proc.returncode}): {detail}", title="llmwiki review"))
+        return 1
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        data = None
+    # the verdict of review.approve.evaluate: {"ok": bool, "code": ..., "message": ...}
+    verdict = data.get("verdict") if isinstance(data, dict) else None
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("ok"), bool):
+        print(github.command("warning", f"cannot tell whether candidate {cid} would be approved: `llmwiki review show --json` gave no verdict", title="llmwiki review"))
+        return 0
+    if verdict["ok"]:
+        print(github.command("notice", f"review candidate {cid}: approval would pass", title="llmwiki review"))
+        _summary(environ, f"\nReview candidate `{cid}`: approval would pass.\n")
+        return 0
+    why = str(verdict.get("message") or verdict.get("code") or "no reason given")
+    print(github.command("error", f"review candidate {cid}: approval would be refused: {why}", title="llmwiki review"))
+    _summary(environ, f"\nReview candidate `{cid}`: approval would be refused: {why}\n")
+    return 0 if fail_on == "never" else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    steps = {"check": check, "candidate": candidate}
+    if len(args) != 1 or args[0] not in steps:
+        print("usage: python -m llmwiki_git.action check|candidate  (inputs come from LLMWIKI_INPUT_* variables)", file=sys.stderr)
+        return 2
+    try:
+        return steps[args[0]](os.environ)
+    except LlmwikiError as exc:
+        print(github.command("error", str(exc), title=TITLE))
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
