@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import ConfigError
-from .base import AnswerRequest, build_prompt, model_from_env, user_agent
+from .base import PromptedProvider, chat_messages, model_from_env, user_agent
 from .http import (
     STREAM_END,
     Endpoint,
@@ -39,7 +39,7 @@ KEY_VAR = "ANTHROPIC_API_KEY"
 _RETRYABLE_TYPES = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 
 
-class AnthropicProvider:
+class AnthropicProvider(PromptedProvider):
     """Messages API over HTTP with streaming (no SDK)."""
 
     name = NAME
@@ -94,11 +94,6 @@ class AnthropicProvider:
             "messages": [{"role": "user", "content": user}],
             "stream": stream,
         }
-
-    def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
-        """Yield the grounded answer's text as the server streams it."""
-        system, user = build_prompt(request)
-        return self.stream(system, user)
 
     def stream(self, system: str, user: str) -> Iterator[str]:
         """Yield the reply to ``system`` + ``user`` as it streams."""

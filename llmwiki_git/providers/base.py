@@ -139,3 +139,20 @@ def user_agent() -> str:
         return f"llmwiki-git/{version('llmwiki-git')}"
     except Exception:  # noqa: BLE001 - an uninstalled checkout still works
         return "llmwiki-git"
+
+
+class PromptedProvider:
+    """What the HTTP providers share: a grounded answer is `build_prompt` then `stream`."""
+
+    def stream(self, system: str, user: str) -> Iterator[str]:
+        raise NotImplementedError
+
+    def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
+        """Yield the grounded answer's text as the server streams it."""
+        system, user = build_prompt(request)
+        return self.stream(system, user)
+
+
+def chat_messages(system: str, user: str) -> list[dict[str, str]]:
+    """The OpenAI / Ollama chat shape: a system message, then the user message."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .base import AnswerRequest, build_prompt, model_from_env, user_agent
+from .base import PromptedProvider, chat_messages, model_from_env, user_agent
 from .http import STREAM_END, Endpoint, HttpSettings, ProviderError, json_request, malformed, stream_request
 
 NAME = "ollama"
@@ -47,7 +47,7 @@ def ollama_base_url(host: str | None) -> str:
     return f"{scheme}://{hostport}{path}"
 
 
-class OllamaProvider:
+class OllamaProvider(PromptedProvider):
     """Ollama's ``/api/chat`` over HTTP with NDJSON streaming (no SDK)."""
 
     name = NAME
@@ -84,14 +84,9 @@ class OllamaProvider:
     def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
         return {
             "model": self.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "messages": chat_messages(system, user),
             "stream": stream,
         }
-
-    def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
-        """Yield the grounded answer's text as the server streams it."""
-        system, user = build_prompt(request)
-        return self.stream(system, user)
 
     def stream(self, system: str, user: str) -> Iterator[str]:
         """Yield the reply to ``system`` + ``user`` as it streams."""

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import ConfigError
-from .base import AnswerRequest, build_prompt, model_from_env, user_agent
+from .base import PromptedProvider, chat_messages, model_from_env, user_agent
 from .http import (
     STREAM_END,
     Endpoint,
@@ -37,7 +37,7 @@ KEY_VAR = "OPENAI_API_KEY"
 _RETRYABLE_TYPES = {"server_error", "rate_limit_error", "rate_limit_exceeded", "overloaded_error", "timeout"}
 
 
-class OpenAIProvider:
+class OpenAIProvider(PromptedProvider):
     """Chat completions over HTTP with streaming (no SDK)."""
 
     name = NAME
@@ -81,14 +81,9 @@ class OpenAIProvider:
     def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
         return {
             "model": self.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "messages": chat_messages(system, user),
             "stream": stream,
         }
-
-    def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
-        """Yield the grounded answer's text as the server streams it."""
-        system, user = build_prompt(request)
-        return self.stream(system, user)
 
     def stream(self, system: str, user: str) -> Iterator[str]:
         """Yield the reply to ``system`` + ``user`` as it streams."""
