@@ -213,10 +213,12 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
         click.echo(json.dumps({"version": 1, "pages": summary.pages, "chunks": summary.chunks,
                                "embedded": summary.embedded, "reused": summary.reused,
                                "seconds": round(summary.seconds, 3), "backend": summary.backend,
-                               "indexPage": written}, indent=2))
+                               "indexPage": written, "notes": list(summary.notes)}, indent=2))
         return
     click.echo(f"Indexed {summary.pages} pages: {summary.chunks} chunks ({summary.embedded} embedded, "
                f"{summary.reused} reused) in {summary.seconds:.1f} s [{summary.backend}].")
+    for note in summary.notes:
+        click.echo(f"note: {note}", err=True)
     if written:
         click.echo(f"Regenerated {written}.")
 
@@ -403,6 +405,22 @@ def review_reject(ctx: click.Context, candidate_id: str) -> None:
     ws = _workspace(ctx)
     ref = reject(ws.require_git("rejecting candidates"), candidate_id)
     click.echo(f"Rejected {candidate_id}; its commit is kept at {ref}.")
+
+
+@cli.command()
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="The wiki to serve: any folder inside its repository (default: -C, else the current folder).")
+@click.pass_context
+def serve(ctx: click.Context, root: Path | None) -> None:
+    """Serve the wiki to AI agents over MCP on stdio: context packs, cited answers, search,
+    pages, link checks, review candidates and status.
+
+    Needs the optional MCP SDK: pip install 'llmwiki-git[mcp]'. Register the command
+    `llmwiki serve --root /path/to/wiki` with your agent client (see docs/mcp.md).
+    """
+    from .mcp_server import main as serve_stdio
+
+    serve_stdio(root or ctx.obj["repo"] or Path.cwd(), wiki_dir=ctx.obj["wiki_dir"])
 
 
 @cli.group()

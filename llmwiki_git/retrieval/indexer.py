@@ -45,6 +45,7 @@ class IndexSummary:
     reused: int
     seconds: float
     backend: str
+    notes: tuple[str, ...] = ()
 
 
 def page_title(meta: frontmatter.Frontmatter, body: str, stem: str) -> str:

@@ -60,8 +60,17 @@ class Retrieval:
 
     def index(self, *, full: bool = False, fast: bool = False,
               progress: Callable[[int, int], object] | None = None) -> tuple[indexer.IndexSummary, str | None]:
+        from dataclasses import replace
+
         from ..answer.lock import ProjectLock
 
+        notes: list[str] = []
+        explicit = bool(self.environ.get("LLMWIKI_EMBEDDING_PROVIDER") or self.provider)
+        if not fast and not full and not explicit and self._store_fingerprint() == indexer.NO_EMBEDDINGS:
+            # A lexical-only store stays lexical: silently embedding a wiki that was indexed
+            # with --fast could take an hour. --full (or a provider setting) opts in.
+            fast = True
+            notes.append("the index is lexical-only (built with --fast); run `llmwiki index --full` to embed it")
         embedder = self.embedder(fast)
         # Under the project lock: two writers must not interleave the store's files.
         with ProjectLock(self.state):
@@ -71,7 +80,13 @@ class Retrieval:
             pages = indexer.read_pages(wiki, skip)
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress)
             written = self._write_index_page(wiki, index_path) if index_path else None
-        return summary, written
+        return replace(summary, notes=tuple(notes)), written
+
+    def _store_fingerprint(self) -> str | None:
+        try:
+            return store_mod.load(self.state).fingerprint
+        except StoreError:
+            return None
 
     def _index_page_path(self, wiki: Wiki) -> str | None:
         """Only wikis in the reference layout (concepts/ or queries/) get a generated index."""

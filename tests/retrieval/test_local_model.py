@@ -61,3 +61,13 @@ def test_store_of_another_model_is_not_mixed(demo: Repo) -> None:
     assert all("semantic-chunk" not in p["reasons"] for p in pack["primary"])
     again = index(demo)
     assert again["embedded"] == again["chunks"]  # vectors of the other model were not reused
+
+
+def test_a_fast_index_stays_fast_unless_asked(demo: Repo) -> None:
+    """Regression: `index` after `index --fast` re-embedded everything without a word."""
+    proc = demo.llmwiki("index", "--fast", "--json")
+    assert json.loads(proc.stdout)["backend"] == "none"
+    again = json.loads(demo.llmwiki("index", "--json").stdout)
+    assert again["backend"] == "none" and "index --full" in again["notes"][0]
+    full = json.loads(demo.llmwiki("index", "--full", "--json").stdout)
+    assert full["backend"] == "onnx-minilm" and full["embedded"] == full["chunks"]

@@ -1,0 +1,230 @@
+"""`llmwiki serve`: the MCP server in a real subprocess, driven by the SDK's own stdio client
+(plus one in-process check that an unexpected exception is a tool error, not a dead server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+mcp = pytest.importorskip("mcp", reason="the MCP SDK is an optional extra: pip install 'llmwiki-git[mcp]'")
+if int(version("mcp").split(".")[0]) != 2:
+    pytest.skip(f"llmwiki serve targets mcp 2.x, found {version('mcp')}", allow_module_level=True)
+
+import anyio  # noqa: E402
+import jsonschema  # noqa: E402
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+from .conftest import REPO_ROOT, Repo  # noqa: E402
+
+FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
+TOOLS = {"get_context_pack", "query_wiki", "search_pages", "read_page", "check_links", "review_list", "wiki_status"}
+PACK_SCHEMA = json.loads((REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pack.schema.json").read_text())
+
+
+@pytest.fixture
+def demo(repo: Repo) -> Repo:
+    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    repo.commit("demo wiki")
+    proc = repo.llmwiki("index", env=FAST)
+    assert proc.returncode == 0, proc.stderr
+    assert repo.git("status", "--porcelain") == ""
+    return repo
+
+
+@asynccontextmanager
+async def session(root: Path, log: Path) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "llmwiki_git", "serve", "--root", str(root)],
+        env={**os.environ, **FAST},
+        cwd=str(root),
+    )
+    with open(log, "w", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                yield s
+
+
+async def ok(s: ClientSession, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await s.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
+
+
+async def refused(s: ClientSession, tool: str, args: dict[str, Any]) -> str:
+    result = await s.call_tool(tool, args)
+    assert result.is_error, result
+    return result.content[0].text
+
+
+def run(fn: Any) -> None:
+    """anyio.run, re-raising a lone failure out of the task groups that wrap it."""
+    try:
+        anyio.run(fn)
+    except BaseException as exc:  # noqa: BLE001
+        leaf = exc
+        while len(getattr(leaf, "exceptions", ())) == 1:
+            leaf = leaf.exceptions[0]
+        if leaf is exc:
+            raise
+        raise leaf from None
+
+
+def test_tools_resources_and_confinement(demo: Repo, tmp_path: Path) -> None:
+    root = demo.root
+    (root / "notes.md").write_text("# Outside the wiki root\n")
+    (root / "wiki" / "concepts" / "leak.md").symlink_to("../../notes.md")  # in the repo, out of the wiki
+    (root / "wiki" / "concepts" / "escape.md").symlink_to("/etc/hostname")  # out of the repo
+    (root / "wiki" / "diagram.txt").write_text("not a page\n")
+
+    async def body() -> None:
+        async with session(root, tmp_path / "server.log") as s:
+            listed = (await s.list_tools()).tools
+            assert {t.name for t in listed} == TOOLS
+            for t in listed:
+                assert t.input_schema["type"] == "object" and t.description and t.output_schema
+
+            status = await ok(s, "wiki_status", {})
+            assert status["root"] == str(root) and status["wikiRoot"] == "wiki"
+            assert status["concepts"] == 9  # 8 + leak.md; escape.md leaves the repo: no page and status["queries"] == 0 and status["indexed"] is True
+            assert status["pendingCandidates"] == 0 and status["brokenLinks"] == 0
+
+            pack = await ok(s, "get_context_pack", {"prompt": "how are review candidates approved?", "budget": 4000,
+                                                   "topPages": 3})
+            jsonschema.validate(pack, PACK_SCHEMA)
+            assert pack["version"] == 1 and pack["primary"] and pack["budget"]["requestedTokens"] == 4000
+
+            found = await ok(s, "search_pages", {"query": "blob id hash of the content", "limit": 3})
+            assert 0 < len(found["pages"]) <= 3
+            assert {"pageId", "title", "summary", "score", "path"} <= set(found["pages"][0])
+            assert "concepts/blobs" in [p["pageId"] for p in found["pages"]]
+
+            page = await ok(s, "read_page", {"pageId": "concepts/blobs"})
+            assert page["path"] == "wiki/concepts/blobs.md" and page["title"] == "Blobs"
+            assert page["frontmatter"]["aliases"] == ["blob", "blob id"] and page["body"].startswith("# Blobs")
+            assert (await ok(s, "read_page", {"pageId": "blob id"}))["pageId"] == "concepts/blobs"  # an alias
+            assert (await ok(s, "read_page", {"path": "wiki/concepts/trees.md"}))["pageId"] == "concepts/trees"
+            assert (await ok(s, "read_page", {"path": "concepts/trees.md"}))["pageId"] == "concepts/trees"
+
+            assert "'..'" in await refused(s, "read_page", {"path": "../../etc/passwd"})
+            assert "'..'" in await refused(s, "read_page", {"pageId": "../../etc/passwd"})
+            assert "absolute path" in await refused(s, "read_page", {"path": "/etc/passwd"})
+            assert "absolute path" in await refused(s, "read_page", {"pageId": "/etc/passwd"})
+            assert "outside the wiki root" in await refused(s, "read_page", {"path": "notes.md"})
+            assert "resolves outside the wiki root" in await refused(s, "read_page", {"pageId": "concepts/leak"})
+            assert "no page at" in await refused(s, "read_page", {"path": "wiki/concepts/escape.md"})
+            assert "not a markdown page" in await refused(s, "read_page", {"path": "wiki/diagram.txt"})
+            assert "not a markdown page" in await refused(s, "read_page", {"path": ".llmwiki/config.toml"})
+            assert "page not found" in await refused(s, "read_page", {"pageId": "no-such-page"})
+            assert "exactly one of pageId or path" in await refused(s, "read_page", {})
+
+            links = await ok(s, "check_links", {"text": "See [[blobs]], [[Trees|the trees]] and [[missing]]."})
+            assert links == {"version": 1, "citations": [
+                {"target": "blobs", "status": "resolved", "pageId": "concepts/blobs"},
+                {"target": "trees", "status": "resolved", "pageId": "concepts/trees"},
+                {"target": "missing", "status": "broken"}]}
+            assert await ok(s, "review_list", {}) == {"version": 1, "candidates": []}
+
+            # Bad arguments are tool errors, and the server answers the next call.
+            assert "'budget': -5 is less than the minimum of 100" in await refused(
+                s, "get_context_pack", {"prompt": "blobs", "budget": -5})
+            assert "missing required argument 'prompt'" in await refused(s, "get_context_pack", {"budget": 2000})
+            assert "'depth'" in await refused(s, "get_context_pack", {"prompt": "blobs", "depth": "deep"})
+            assert "unknown argument 'top_pages'" in await refused(s, "get_context_pack", {"prompt": "x", "top_pages": 2})
+            assert "'limit'" in await refused(s, "search_pages", {"query": "x", "limit": 0})
+            assert "'provider'" in await refused(s, "query_wiki", {"question": "x", "provider": "bogus"})
+            assert "unknown tool" in await refused(s, "drop_tables", {})
+            assert (await ok(s, "check_links", {"text": "[[commits]]"}))["citations"][0]["status"] == "resolved"
+
+            resources = (await s.list_resources()).resources
+            uris = [str(r.uri) for r in resources]
+            assert uris[0] == "llmwiki://index" and "llmwiki://page/concepts/blobs" in uris
+            templates = (await s.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == ["llmwiki://page/{+pageId}"]
+            index = (await s.read_resource("llmwiki://index")).contents[0]
+            assert index.text.startswith("# Knowledge Wiki") and index.mime_type == "text/markdown"
+            blob = (await s.read_resource("llmwiki://page/concepts/blobs")).contents[0]
+            assert blob.text == (root / "wiki" / "concepts" / "blobs.md").read_text()
+            with pytest.raises(mcp.MCPError, match="'..' segment"):
+                await s.read_resource("llmwiki://page/../../etc/passwd")
+            with pytest.raises(mcp.MCPError, match="resolves outside the wiki root"):
+                await s.read_resource("llmwiki://page/concepts/leak")
+            assert (await ok(s, "wiki_status", {}))["pages"] == status["pages"]  # still serving
+
+    run(body)
+
+
+def test_query_wiki_answers_saves_and_stages(demo: Repo, tmp_path: Path) -> None:
+    root = demo.root
+    before = demo.git("rev-parse", "HEAD").strip()
+
+    async def body() -> None:
+        async with session(root, tmp_path / "server.log") as s:
+            answer = await ok(s, "query_wiki", {"question": "what does a blob store?"})
+            assert answer["version"] == 1 and answer["provider"] == {"name": "extractive", "model": "offline"}
+            assert "[[blobs]]" in answer["answer"]
+            cited = answer["answerCitations"]["citations"]
+            assert {"target": "blobs", "status": "resolved", "pageId": "concepts/blobs"} in cited
+            assert all(c["status"] == "resolved" for c in cited)
+            assert answer["saved"] is None and answer["publicationRefusal"] is None
+            assert demo.git("rev-parse", "HEAD").strip() == before and demo.git("status", "--porcelain") == ""
+
+            assert "review=true requires save=true" in await refused(
+                s, "query_wiki", {"question": "what does a blob store?", "review": True})
+
+            saved = await ok(s, "query_wiki", {"question": "what does a blob store?", "save": True})
+            assert saved["saved"] == "wiki/queries/what-does-a-blob-store.md" and saved["publicationRefusal"] is None
+            assert demo.git("rev-list", "--count", f"{before}..HEAD").strip() == "1"
+            changed = demo.git("show", "--name-only", "--format=", "HEAD").split()
+            assert saved["saved"] in changed and set(changed) <= {saved["saved"], "wiki/index.md", "log.md"}
+            assert (await ok(s, "read_page", {"pageId": "what-does-a-blob-store"}))["frontmatter"]["type"] == "query"
+
+            staged = await ok(s, "query_wiki", {"question": "what is a tree?", "save": True, "review": True})
+            assert staged["candidateId"] and staged["saved"] is None
+            rows = (await ok(s, "review_list", {}))["candidates"]
+            assert [r["id"] for r in rows] == [staged["candidateId"]]
+            assert rows[0]["target"] == "wiki/queries/what-is-a-tree.md"
+            assert (await ok(s, "wiki_status", {}))["pendingCandidates"] == 1
+            assert demo.git("rev-list", "--count", f"{before}..HEAD").strip() == "1"  # staging leaves HEAD alone
+
+    run(body)
+
+
+def test_unexpected_exception_is_a_tool_error(demo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmwiki_git import mcp_server
+
+    def boom(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(mcp_server, "_search", boom)
+    monkeypatch.setenv("LLMWIKI_EMBEDDING_PROVIDER", "none")
+    server = mcp_server.build_server(demo.root)
+
+    async def body() -> None:
+        async with mcp.Client(server) as client:
+            result = await client.call_tool("search_pages", {"query": "blobs"})
+            assert result.is_error and result.content[0].text == "internal error: ZeroDivisionError: division by zero"
+            again = await client.call_tool("check_links", {"text": "[[blobs]]"})
+            assert not again.is_error and again.structured_content["citations"][0]["status"] == "resolved"
+
+    run(body)
+
+
+def test_missing_sdk_is_a_clear_error(demo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmwiki_git import mcp_server
+    from llmwiki_git.errors import LlmwikiError
+
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` now raises ImportError
+    with pytest.raises(LlmwikiError, match=r"llmwiki serve needs the MCP SDK: pip install 'llmwiki-git\[mcp\]'"):
+        mcp_server.build_server(demo.root)
