@@ -271,3 +271,34 @@ def test_two_sibling_approvals_at_once_exactly_one_wins(demo: Repo) -> None:
     assert "now exists since" in loser_err
     assert demo.git("fsck", "--no-progress").strip() == ""
     assert demo.git("status", "--porcelain") == ""
+
+
+def _break_tree(repo: Repo, folder: str) -> None:
+    """Delete the loose object of ``folder``'s tree at HEAD: listing the tree then fails, so
+    citation validation is unavailable (the work tree and the answer are unaffected)."""
+    tree = repo.git("rev-parse", f"HEAD:{folder}").strip()
+    (repo.root / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+
+
+def test_validation_unavailable_refuses_staging_and_approval(demo: Repo) -> None:
+    cid = stage(demo, "What is a tree object?", "Trees [[trees]].")
+    _break_tree(demo, "wiki/concepts")
+    with serve(sse_answer("Blobs [[blobs]].")) as (url, _):
+        proc = demo.llmwiki("query", "What is a blob?", "--save", "--review", env=openai_env(url))
+    assert proc.returncode == 1 and proc.stdout.startswith("Blobs [[blobs]].")  # the answer is kept
+    assert "citation validation unavailable" in proc.stderr
+    assert demo.git("for-each-ref", "--format=%(refname)", "refs/heads/llmwiki/review/").split() == [f"refs/heads/llmwiki/review/{cid}"]
+    proc = approve(demo, cid)
+    assert proc.returncode == 1 and "citation validation unavailable" in proc.stderr and "kept" in proc.stderr
+    assert demo.git("rev-parse", "--verify", "--quiet", f"llmwiki/review/{cid}").strip()
+
+
+def test_query_without_save_reports_pending(demo: Repo) -> None:
+    cid = stage(demo, "What is a tree object?", "Trees [[trees]].")
+    with serve(sse_answer("See [[what-is-a-tree-object]].")) as (url, _):
+        proc = demo.llmwiki("query", "How do trees work?", env=openai_env(url))
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[-2:] == ["Answer citations: 0 resolved, 1 pending, 0 broken", "pending: what-is-a-tree-object"]
+    with serve(sse_answer("See [[what-is-a-tree-object]].")) as (url, _):
+        data = json.loads(demo.llmwiki("query", "How do trees work?", "--json", env=openai_env(url)).stdout)
+    assert data["answerCitations"]["citations"] == [{"target": "what-is-a-tree-object", "status": "pending", "candidateIds": [cid]}]
