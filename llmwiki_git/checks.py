@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from . import problems as P
 from .problems import Problem
-from .wiki.model import Page, Resolution, Wiki
+from .wiki.model import Page, Wiki
+from .wiki.pages import PageScan
 from .wiki.scancache import ScanCache
 from .wiki.slug import LinkTarget, parse_target, slugify
 
@@ -48,61 +50,79 @@ def _source_text(inner: str, embed: bool) -> str:
     return f"{'!' if embed else ''}[[{inner}]]"
 
 
-class _Checker:
-    def __init__(self, wiki: Wiki) -> None:
-        self.wiki = wiki
-        self.targets: dict[str, tuple[LinkTarget, Resolution | None]] = {}
+def _anchor_what(scan: PageScan, target: LinkTarget) -> str | None:
+    """Why ``target``'s anchor is missing from the page scanned as ``scan`` (None if present)."""
+    anchor = (target.anchor or "").split("#")[-1].strip()
+    if not anchor:
+        return None
+    if anchor.startswith("^"):
+        return None if anchor[1:] in scan.blocks else f"no block ^{anchor[1:]}"
+    return None if slugify(anchor) in scan.headings else f'no heading "{anchor}"'
 
-    def _target(self, text: str) -> tuple[LinkTarget, Resolution | None]:
-        known = self.targets.get(text)
+
+# What a link's target text means in one wiki, independent of where the link stands:
+#   ("self",) | ("empty",) | ("broken", key) | ("ok", key, ref, alternatives, page_id, anchor_problem)
+Outcome = tuple
+
+
+class Checker:
+    """Resolves each distinct target text once and renders a page's problems from that."""
+
+    def __init__(self, wiki: Wiki | None, outcomes: dict[str, Outcome] | None = None) -> None:
+        self.wiki = wiki
+        self.outcomes: dict[str, Outcome] = outcomes if outcomes is not None else {}
+
+    def outcome(self, text: str) -> Outcome | None:
+        known = self.outcomes.get(text)
         if known is None:
+            if self.wiki is None:
+                return None
             target = parse_target(text)
-            found = None if (target.is_self_anchor or target.is_empty) else self.wiki.resolve(target)
-            known = self.targets[text] = (target, found)
+            if target.is_self_anchor:
+                known = ("self",)
+            elif target.is_empty:
+                known = ("empty",)
+            else:
+                found = self.wiki.resolve(target)
+                if not found.resolved:
+                    known = ("broken", target.key)
+                else:
+                    what = _anchor_what(found.page.scan, target) if (found.page is not None and target.anchor) else None
+                    known = ("ok", target.key, found.ref, tuple(found.alternatives),
+                             found.page.id if found.page is not None else None, what)
+            self.outcomes[text] = known
         return known
 
-    def _anchor(self, page: Page, target: LinkTarget, here: Page, line: int, col: int, text: str) -> Problem | None:
-        anchor = (target.anchor or "").split("#")[-1].strip()
-        if not anchor:
-            return None
-        anchors = page.scan.anchors
-        if anchor.startswith("^"):
-            if anchor[1:] in anchors.blocks:
-                return None
-            what = f"no block ^{anchor[1:]}"
-        else:
-            if slugify(anchor) in anchors.headings:
-                return None
-            what = f'no heading "{anchor}"'
-        where = "this page" if page is here else page.id
-        return P.make(here.path, line, col, "broken-anchor", f"broken anchor {text}: {what} in {where}", target.key)
-
-    def page_problems(self, page: Page) -> list[Problem]:
+    def page_problems(self, page: Page, fallback: Any = None) -> list[Problem] | None:
+        """The problems of ``page``; None when a target's outcome is unknown (fast path only)."""
         out = [P.make(page.path, issue.line, 1, issue.code, issue.message) for issue in page.scan.issues]
         for line, col, inner, target_text, _label, embed in page.scan.raw_links:
-            target, found = self._target(target_text)
-            if target.is_self_anchor:
-                bad = self._anchor(page, target, page, line, col, _source_text(inner, embed))
-                if bad:
-                    out.append(bad)
-                continue
-            if found is None:
-                out.append(P.make(page.path, line, col, "empty-link",
-                                  f"empty link {_source_text(inner, embed)}: it names no page", ""))
-                continue
-            if not found.resolved:
-                out.append(P.make(page.path, line, col, "broken-link", f"broken link {_source_text(inner, embed)}", target.key))
-                continue
-            if found.alternatives:
-                others = ", ".join(found.alternatives)
-                fix = f"use a path like [[{found.ref}]]" if "/" in (found.ref or "") else "rename one of the pages"
-                out.append(P.make(page.path, line, col, "ambiguous-link",
-                                  f"ambiguous link {_source_text(inner, embed)}: resolved to {found.ref}, also matches {others}; {fix}",
-                                  target.key))
-            if found.page is not None and target.anchor:
-                bad = self._anchor(found.page, target, page, line, col, _source_text(inner, embed))
-                if bad:
-                    out.append(bad)
+            known = self.outcome(target_text)
+            if known is None and fallback is not None:
+                known = fallback(target_text)
+            if known is None:
+                return None
+            source = _source_text(inner, embed)
+            kind = known[0]
+            if kind == "self":
+                target = parse_target(target_text)
+                what = _anchor_what(page.scan, target)
+                if what:
+                    out.append(P.make(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in this page", target.key))
+            elif kind == "empty":
+                out.append(P.make(page.path, line, col, "empty-link", f"empty link {source}: it names no page", ""))
+            elif kind == "broken":
+                out.append(P.make(page.path, line, col, "broken-link", f"broken link {source}", known[1]))
+            else:
+                _, key, ref, alternatives, page_id, what = known
+                if alternatives:
+                    fix = f"use a path like [[{ref}]]" if "/" in (ref or "") else "rename one of the pages"
+                    out.append(P.make(page.path, line, col, "ambiguous-link",
+                                      f"ambiguous link {source}: resolved to {ref}, also matches {', '.join(alternatives)}; {fix}",
+                                      key))
+                if what:
+                    where = "this page" if page_id == page.id else page_id
+                    out.append(P.make(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in {where}", key))
         return out
 
 
@@ -116,8 +136,11 @@ def _from_record(path: str, record: tuple) -> list[Problem]:
 
 def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int = 0) -> CheckResult:
     """All problems of ``wiki``: unreadable files, then each page's link problems."""
+    return check_wiki_with(wiki, Checker(wiki), cache, max_page_bytes)
+
+
+def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int) -> CheckResult:
     found = [P.make(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
-    checker = _Checker(wiki)
     fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
     for page in wiki.pages:
         key = f"{page.path}\0{page.blob}\0{fingerprint}" if (cache is not None and page.blob) else None
@@ -125,7 +148,7 @@ def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int =
         if record is not None:
             found.extend(_from_record(page.path, record))
             continue
-        problems = checker.page_problems(page)
+        problems = checker.page_problems(page) or []
         if key is not None:
             cache.problems_put(key, _to_record(problems))  # type: ignore[union-attr]
         found.extend(problems)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from .conftest import Repo, page
 
 
@@ -170,6 +172,11 @@ def test_cache_survives_runs_answered_from_the_tree_cache(repo: Repo) -> None:
     assert proc.returncode == 1 and "new-broken" in proc.stdout
     payload = marshal.loads((repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").read_bytes())
     assert len(payload[1]) >= 1100  # every page's scan is still cached
+    repo.write("wiki/concepts/p7.md", "# P7\n[[p8]] and [[another-broken]]\n")
+    repo.git("add", "-A")
+    assert repo.llmwiki("check", "--staged").returncode == 1
+    payload = marshal.loads((repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").read_bytes())
+    assert len(payload[1]) >= 1100
 
 
 def test_missing_wiki_dir_is_a_usage_error(repo: Repo) -> None:
@@ -177,3 +184,28 @@ def test_missing_wiki_dir_is_a_usage_error(repo: Repo) -> None:
     seed(repo)
     proc = repo.llmwiki("--wiki-dir", "wikki", "check")
     assert proc.returncode == 2 and "the wiki folder 'wikki' does not exist" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "# Alpha\n\nLinks to [[beta]] and [[brand-new-missing]].\n\n## Usage\n",      # new broken target
+        "# Alpha\n\nLinks to [[beta#nope]] and [[alpha#usage]].\n\n## Usage\n",         # anchors, one missing
+        "# Alpha\n\nLinks to [[Beta|the beta page]] and [[#usage]] [[#gone]].\n\n## Usage\n",  # label, self anchors
+        "# Alpha\n\n[[]] and ![[missing.png]] and [[gamma]].\n\n## Usage\n",           # empty, attachment, existing page
+        "# Alpha\n\nno links now\n\n## Renamed heading\n",                               # names change: full path
+    ],
+)
+def test_staged_delta_matches_a_full_check(repo: Repo, edit: str) -> None:
+    """The hook's fast path (HEAD's cached result + the changed pages) must say exactly what
+    a full, uncached check of the index says."""
+    seed(repo)
+    repo.write("wiki/concepts/gamma.md", page("Gamma", "[[alpha#usage]] and [[old-broken]]\n"))
+    repo.commit("more")
+    assert repo.llmwiki("check", "--rev", "HEAD").returncode in (0, 1)  # HEAD's tree result is cached
+    repo.write("wiki/concepts/alpha.md", page("Alpha", edit))
+    repo.git("add", "-A")
+    fast = problems(repo, "--staged")
+    full = problems(repo, "--staged", "--no-cache")
+    assert fast == full
+    assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")

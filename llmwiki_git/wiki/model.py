@@ -102,6 +102,21 @@ class Wiki:
                 table.setdefault(alias, []).append(page)
         by_slug.setdefault(slugify(page.stem), []).append(page)
 
+    def name_slugs(self) -> set[str]:
+        """Every slug some page answers to (stems, slugified stems, aliases): a target whose
+        slug is not here can only be a broken link or an attachment."""
+        if not self._steps:
+            self._build_tables()
+        names: set[str] = set()
+        for table in self._steps:
+            names.update(table)
+        return names
+
+    def file_names(self) -> set[str]:
+        if not self._steps:
+            self._build_tables()
+        return set(self._files)
+
     def resolve(self, target: LinkTarget) -> Resolution:
         if not self._steps:
             self._build_tables()
