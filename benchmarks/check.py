@@ -402,7 +402,8 @@ def console_script() -> str | None:
     return shutil.which("llmwiki")
 
 
-def machine_info() -> list[str]:
+def cpu_and_nproc() -> tuple[str, str]:
+    """The CPU model and the cores this process may use (shared with benchmarks/retrieval.py)."""
     cpu = "unknown"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -415,6 +416,11 @@ def machine_info() -> list[str]:
         nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     except OSError:
         nproc = str(os.cpu_count())
+    return cpu, nproc
+
+
+def machine_info() -> list[str]:
+    cpu, nproc = cpu_and_nproc()
     try:
         gitv = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
     except OSError:

@@ -90,18 +90,7 @@ def loadavg() -> str:
 
 
 def machine_info() -> list[str]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith(("model name", "hardware")):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        nproc = str(os.cpu_count())
+    cpu, nproc = load_check_module().cpu_and_nproc()
     import platform
     from importlib.metadata import PackageNotFoundError, version
 

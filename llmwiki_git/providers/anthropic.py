@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import ConfigError
-from .base import PromptedProvider, chat_messages, model_from_env, user_agent
+from .base import PromptedProvider, model_from_env, user_agent
 from .http import (
     STREAM_END,
     Endpoint,
