@@ -160,14 +160,14 @@ class Workspace:
                 for link in page.scan.raw_links:
                     checker.outcome(link[3])
             facts = (wiki.root_dir, names_fingerprint(wiki, limit), sorted(wiki.name_slugs()),
-                     sorted(wiki.file_names()), checker.outcomes,
+                     sorted(wiki.other_files), checker.outcomes,
                      {page.path: page.scan.names_key for page in wiki.pages})
             cache.tree_put(key, (*result_to_record(result), facts))
         return result
 
     def _tree_key(self, tree: str) -> str:
         limit = self.settings.max_page_mb * 1024 * 1024
-        return f"v3\0{tree}\0{self.base}\0{self.settings.wiki_dir}\0{limit}"
+        return f"v4\0{tree}\0{self.base}\0{self.settings.wiki_dir}\0{limit}"
 
     def _index_delta(self, cache: ScanCache, limit: int) -> tuple[CheckResult, tuple] | None:
         """The index checked as HEAD's cached result plus the pages the index changes.
@@ -179,18 +179,28 @@ class Workspace:
         turns a staged one-page edit on 10,000 pages from ~1.1 s into a few hundred ms.
         """
         from .checks import Checker
-        from .wiki.model import Page
+        from .wiki.model import Page, names_wiki
         from .wiki.pages import scan_page
         from .wiki.slug import parse_target
 
         git = self.git
-        head = self._tree_id("HEAD")
-        record = cache.tree_get(self._tree_key(head)) if (git is not None and head) else None
-        if git is None or record is None or len(record) < 3 or record[2] is None:
+        if git is None:
+            return None
+        base_tree = self._tree_id("HEAD")
+        record = cache.tree_get(self._tree_key(base_tree)) if base_tree else None
+        if record is None:
+            # HEAD was never checked as a tree (e.g. only `--staged` runs): compare with the
+            # most recent tree that was, such as the index of the previous run.
+            suffix = self._tree_key("")
+            for key, candidate in reversed(list(cache.trees().items())):
+                if key.endswith(suffix[len("v4\0"):]) and key.startswith("v4\0"):
+                    base_tree, record = key.split("\0")[1], candidate
+                    break
+        if record is None or len(record) < 3 or record[2] is None:
             return None
         checked, rows, facts = record
-        root_dir, _fingerprint, names, files, outcomes, names_by_path = facts
-        out = git.run("diff-index", "--cached", "-z", "--no-renames", "HEAD", check=False)
+        root_dir, _fingerprint, names, other_files, outcomes, names_by_path = facts
+        out = git.run("diff-index", "--cached", "-z", "--no-renames", base_tree, check=False)
         fields = out.split(b"\0")
         changed: dict[str, tuple[str, str]] = {}
         for meta, path in zip(fields[0::2], fields[1::2]):
@@ -216,22 +226,26 @@ class Workspace:
             page_id = path[len(prefix):-3]
             kind = "concept" if page_id.startswith("concepts/") else "query" if page_id.startswith("queries/") else "page"
             pages.append(Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, new_blob, scan))
-        known_names, known_files = set(names), set(files)
+        known_names = set(names)
+        known_files = {path.rsplit("/", 1)[-1].lower() for path in other_files}
+        resolver: list[Checker] = []
 
-        def prove_broken(text: str) -> tuple | None:
+        def outcome(text: str) -> tuple | None:
             target = parse_target(text)
             if target.is_self_anchor:
                 return ("self",)
             if target.is_empty:
                 return ("empty",)
-            if target.slug in known_names or (target.file_name and target.file_name.lower() in known_files):
-                return None  # might resolve: only the full check can say
-            return ("broken", target.key)
+            if target.slug not in known_names and not (target.file_name and target.file_name.lower() in known_files):
+                return ("broken", target.key)  # no page or attachment has that name
+            if not resolver:  # a new link to an existing name: resolve against HEAD's names
+                resolver.append(Checker(names_wiki(root_dir, names_by_path, other_files)))
+            return resolver[0].outcome(text)
 
         checker = Checker(None, dict(outcomes))
         fresh: list = []
         for page in pages:
-            problems = checker.page_problems(page, fallback=prove_broken)
+            problems = checker.page_problems(page, fallback=outcome)
             if problems is None:
                 return None
             fresh.extend(problems)

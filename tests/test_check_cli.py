@@ -194,6 +194,7 @@ def test_missing_wiki_dir_is_a_usage_error(repo: Repo) -> None:
         "# Alpha\n\nLinks to [[Beta|the beta page]] and [[#usage]] [[#gone]].\n\n## Usage\n",  # label, self anchors
         "# Alpha\n\n[[]] and ![[missing.png]] and [[gamma]].\n\n## Usage\n",           # empty, attachment, existing page
         "# Alpha\n\nno links now\n\n## Renamed heading\n",                               # names change: full path
+        "# Alpha\n\n[[concepts/beta]] [[GAMMA#nope]] [[Beta#^blk]] [[nowhere/beta]]\n\n## Usage\n",  # new texts, known names
     ],
 )
 def test_staged_delta_matches_a_full_check(repo: Repo, edit: str) -> None:
@@ -208,4 +209,7 @@ def test_staged_delta_matches_a_full_check(repo: Repo, edit: str) -> None:
     fast = problems(repo, "--staged")
     full = problems(repo, "--staged", "--no-cache")
     assert fast == full
+    repo.write("wiki/concepts/alpha.md", page("Alpha", edit + "\nmore [[another-missing]]\n"))
+    repo.git("add", "-A")  # a second staged edit: compared with the previous index's tree
+    assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
     assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")

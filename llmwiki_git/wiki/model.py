@@ -164,6 +164,21 @@ def _folder_slugs(path: str) -> tuple[str, ...]:
     return tuple(slugify(part) for part in path.split("/")[:-1])
 
 
+def names_wiki(root_dir: str, names_by_path: dict[str, str], other_files: list[str]) -> Wiki:
+    """A wiki rebuilt from page names alone (alias slugs, headings, block ids, as
+    `PageScan.names_key` joins them): enough to resolve links and check anchors, without
+    reading or scanning a page (the staged delta of the checker)."""
+    prefix = f"{root_dir}/" if root_dir else ""
+    pages = []
+    for path, key in names_by_path.items():
+        aliases, headings, blocks = (tuple(p for p in part.split("\x02") if p) for part in key.split("\x01"))
+        page_id = path[len(prefix) : -3]
+        kind = "concept" if page_id.startswith(CONCEPTS + "/") else "query" if page_id.startswith(QUERIES + "/") else "page"
+        scan = PageScan(None, (), (), 0, (), headings, blocks, aliases)
+        pages.append(Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, None, scan))
+    return Wiki(root_dir, pages, other_files, [], None)
+
+
 def detect_root(paths: Iterable[str], base: str = "") -> str:
     """``<base>/wiki`` when the snapshot has that folder, else ``base`` (the folder holding
     ``.llmwiki/``, or the repository root)."""

@@ -126,6 +126,10 @@ class ScanCache:
             self._trees = loaded[0] if loaded else {}
         return self._trees
 
+    def trees(self) -> dict[str, tuple]:
+        """All cached tree results, oldest first."""
+        return self._tree_map()
+
     def tree_get(self, key: str) -> tuple | None:
         """A whole check result for one git tree (trees are immutable, so it never goes stale)."""
         return self._tree_map().get(key)
