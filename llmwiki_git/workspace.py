@@ -149,27 +149,29 @@ class Workspace:
             if scope == "index":
                 fast = self._index_delta(cache, limit)
                 if fast is not None:
-                    result, facts = fast
-                    cache.tree_put(key, (*result_to_record(result), facts))
+                    result, fingerprint = fast
+                    cache.tree_put(key, (*result_to_record(result), fingerprint))
                     return result
         wiki = self.wiki(scope, cache)
         checker = Checker(wiki)
         result = check_wiki_with(wiki, checker, cache, limit)
         if key is not None and cache is not None:
-            for page in wiki.pages:  # every target's outcome, for the next staged delta
-                for link in page.scan.raw_links:
-                    checker.outcome(link[3])
-            facts = (wiki.root_dir, names_fingerprint(wiki, limit), sorted(wiki.name_slugs()),
-                     sorted(wiki.other_files), checker.outcomes,
-                     {page.path: page.scan.names_key for page in wiki.pages})
-            cache.tree_put(key, (*result_to_record(result), facts))
+            fingerprint = names_fingerprint(wiki, limit)
+            if cache.facts_get(fingerprint) is None:
+                for page in wiki.pages:  # every target's outcome, for the next staged delta
+                    for link in page.scan.raw_links:
+                        checker.outcome(link[3])
+                cache.facts_put(fingerprint, (wiki.root_dir, fingerprint, sorted(wiki.name_slugs()),
+                                              sorted(wiki.other_files), checker.outcomes,
+                                              {page.path: page.scan.names_key for page in wiki.pages}))
+            cache.tree_put(key, (*result_to_record(result), fingerprint))
         return result
 
     def _tree_key(self, tree: str) -> str:
         limit = self.settings.max_page_mb * 1024 * 1024
-        return f"v4\0{tree}\0{self.base}\0{self.settings.wiki_dir}\0{limit}"
+        return f"v5\0{tree}\0{self.base}\0{self.settings.wiki_dir}\0{limit}"
 
-    def _index_delta(self, cache: ScanCache, limit: int) -> tuple[CheckResult, tuple] | None:
+    def _index_delta(self, cache: ScanCache, limit: int) -> tuple[CheckResult, str] | None:
         """The index checked as HEAD's cached result plus the pages the index changes.
 
         Only when HEAD's tree was checked before and the index merely modifies files whose
@@ -181,7 +183,7 @@ class Workspace:
         from .checks import Checker
         from .wiki.model import Page, names_wiki
         from .wiki.pages import scan_page
-        from .wiki.slug import parse_target
+        from .wiki.slug import parse_target, slugify
 
         git = self.git
         if git is None:
@@ -193,12 +195,15 @@ class Workspace:
             # most recent tree that was, such as the index of the previous run.
             suffix = self._tree_key("")
             for key, candidate in reversed(list(cache.trees().items())):
-                if key.endswith(suffix[len("v4\0"):]) and key.startswith("v4\0"):
+                if key.endswith(suffix[len("v5\0"):]) and key.startswith("v5\0"):
                     base_tree, record = key.split("\0")[1], candidate
                     break
-        if record is None or len(record) < 3 or record[2] is None:
+        if record is None or len(record) < 3 or not isinstance(record[2], str):
             return None
-        checked, rows, facts = record
+        checked, rows, fingerprint = record
+        facts = cache.facts_get(fingerprint)
+        if facts is None:
+            return None
         root_dir, _fingerprint, names, other_files, outcomes, names_by_path = facts
         out = git.run("diff-index", "--cached", "-z", "--no-renames", base_tree, check=False)
         fields = out.split(b"\0")
@@ -228,7 +233,6 @@ class Workspace:
             pages.append(Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, new_blob, scan))
         known_names = set(names)
         known_files = {path.rsplit("/", 1)[-1].lower() for path in other_files}
-        resolver: list[Checker] = []
 
         def outcome(text: str) -> tuple | None:
             target = parse_target(text)
@@ -238,9 +242,14 @@ class Workspace:
                 return ("empty",)
             if target.slug not in known_names and not (target.file_name and target.file_name.lower() in known_files):
                 return ("broken", target.key)  # no page or attachment has that name
-            if not resolver:  # a new link to an existing name: resolve against HEAD's names
-                resolver.append(Checker(names_wiki(root_dir, names_by_path, other_files)))
-            return resolver[0].outcome(text)
+            # A new link to an existing name: resolve it against the pages that answer to
+            # that slug (by stem or alias), rebuilt from their names alone; resolution never
+            # looks at other pages, and this avoids building tables for the whole wiki.
+            wanted = f"\x02{target.slug}\x02"
+            relevant = {path: key for path, key in names_by_path.items()
+                        if slugify(path.rsplit("/", 1)[-1][:-3]) == target.slug
+                        or wanted in f"\x02{key.split(chr(1), 1)[0]}\x02"}
+            return Checker(names_wiki(root_dir, relevant, other_files)).outcome(text)
 
         checker = Checker(None, dict(outcomes))
         fresh: list = []
@@ -253,7 +262,7 @@ class Workspace:
         kept = [r for r in rows if r[0] not in changed_paths]
         result = result_from_record((checked, kept))
         problems = sorted(result.problems + fresh, key=lambda p: (p.path, p.line, p.col, p.code))
-        return CheckResult(checked, problems), facts
+        return CheckResult(checked, problems), fingerprint
 
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``.

@@ -3,7 +3,7 @@ the work tree), in two files loaded only when needed:
 
 * ``scan-cache-v1.marshal``: page scans by blob id, and page problems by (path, blob, names
   fingerprint). An unchanged page is neither read nor scanned again.
-* ``tree-cache-v1.marshal``: whole results per git tree, with the facts a staged delta
+* ``tree-cache-v2.marshal``: whole results per git tree, with the facts a staged delta
   needs (the names fingerprint, every link target's outcome, each page's names). The
   pre-commit hook usually touches only this file.
 
@@ -64,7 +64,10 @@ def _write(path: Path, payload: Any) -> None:
 class ScanCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.tree_path = path.with_name("tree-cache-v1.marshal") if path is not None else None
+        self.tree_path = path.with_name("tree-cache-v2.marshal") if path is not None else None
+        self.facts_path = path.with_name("facts-cache-v1.marshal") if path is not None else None
+        self._facts: dict[str, tuple] | None = None
+        self._facts_dirty = False
         self._scans: tuple[dict[str, tuple], dict[str, tuple]] | None = None
         self._trees: dict[str, tuple] | None = None
         self._used: set[str] = set()
@@ -142,6 +145,23 @@ class ScanCache:
             trees.pop(next(iter(trees)))
         self._trees_dirty = True
 
+    def facts_get(self, fingerprint: str) -> tuple | None:
+        """What a staged delta needs about a wiki's names (shared by every tree with the same
+        names fingerprint; kept apart so saving a tree result does not rewrite it)."""
+        if self._facts is None:
+            loaded = _read(self.facts_path, 1)
+            self._facts = loaded[0] if loaded else {}
+        return self._facts.get(fingerprint)
+
+    def facts_put(self, fingerprint: str, facts: tuple) -> None:
+        if self.facts_get(fingerprint) is not None:
+            return
+        assert self._facts is not None
+        self._facts[fingerprint] = facts
+        while len(self._facts) > 2:
+            self._facts.pop(next(iter(self._facts)))
+        self._facts_dirty = True
+
     # -- saving -------------------------------------------------------------------------------
 
     def save(self) -> None:
@@ -158,3 +178,6 @@ class ScanCache:
         if self.tree_path is not None and self._trees_dirty and self._trees is not None:
             _write(self.tree_path, (_VERSION, self._trees))
             self._trees_dirty = False
+        if self.facts_path is not None and self._facts_dirty and self._facts is not None:
+            _write(self.facts_path, (_VERSION, self._facts))
+            self._facts_dirty = False
