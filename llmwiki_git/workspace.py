@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ class Workspace:
     settings: config.Settings
     use_cache: bool = True
     project: Path | None = None
+    _trees: dict[str, str] = field(default_factory=dict, repr=False)  # revision -> tree id
 
     @property
     def base(self) -> str:
@@ -133,10 +134,12 @@ class Workspace:
             # write-tree only adds the tree object the next commit would add anyway
             out = self.git.run("write-tree", check=False).decode().strip()
             return out or None
-        commit = self.git.rev_parse(scope)
-        if commit is None:
-            return EMPTY_TREE if scope == "HEAD" else None
-        return self.git.run("rev-parse", f"{commit}^{{tree}}").decode().strip() or None
+        known = self._trees.get(scope)
+        if known is None:
+            out = self.git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{scope}^{{tree}}",
+                               check=False).decode().strip()
+            known = self._trees[scope] = out or (EMPTY_TREE if scope == "HEAD" else "")
+        return known or None
 
     def _check_scope(self, scope: str, cache: ScanCache | None) -> CheckResult:
         limit = self.settings.max_page_mb * 1024 * 1024
@@ -270,6 +273,7 @@ class Workspace:
         Whole results are cached per git tree: the hook's base (HEAD) is usually the tree
         the previous commit's hook already checked.
         """
+        self._trees.clear()  # a long-lived workspace (the MCP server) sees branches move
         cache = self._cache()
         result = self._check_scope(head, cache)
         if base is not None:
