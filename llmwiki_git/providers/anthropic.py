@@ -24,10 +24,8 @@ from .http import (
     HttpSettings,
     ProviderError,
     RetryableStreamError,
-    json_request,
     malformed,
     sse_events,
-    stream_request,
 )
 
 NAME = "anthropic"
@@ -95,13 +93,11 @@ class AnthropicProvider(PromptedProvider):
             "stream": stream,
         }
 
-    def stream(self, system: str, user: str) -> Iterator[str]:
-        """Yield the reply to ``system`` + ``user`` as it streams."""
-        return stream_request(self._endpoint, self._payload(system, user, True), _parse_stream, _parse_full)
+    def _parse_stream(self, lines: Iterator[str]) -> Iterator[str | None]:
+        return _parse_stream(lines)
 
-    def complete(self, system: str, user: str) -> str:
-        """One non-streamed reply."""
-        return json_request(self._endpoint, self._payload(system, user, False), _parse_full)
+    def _parse_full(self, body: Any) -> str:
+        return _parse_full(body)
 
     def _explain(self, status: int, detail: str) -> tuple[str, str | None] | None:
         if status == 404 and "model" in detail.lower():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 #: Longest page body sent to a model; longer bodies are cut with :data:`TRUNCATION_MARKER`.
 PAGE_CHAR_LIMIT = 12_000
@@ -142,10 +142,32 @@ def user_agent() -> str:
 
 
 class PromptedProvider:
-    """What the HTTP providers share: a grounded answer is `build_prompt` then `stream`."""
+    """What the HTTP providers share: a grounded answer is `build_prompt` then `stream`;
+    each provider supplies its endpoint, its request body and the parsers of its wire format
+    (a streamed body, and a plain JSON reply)."""
+
+    _endpoint: Any
+
+    def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _parse_stream(self, lines: Iterator[str]) -> Iterator[str | None]:
+        raise NotImplementedError
+
+    def _parse_full(self, body: Any) -> str:
+        raise NotImplementedError
 
     def stream(self, system: str, user: str) -> Iterator[str]:
-        raise NotImplementedError
+        """Yield the reply to ``system`` + ``user`` as it streams."""
+        from .http import stream_request
+
+        return stream_request(self._endpoint, self._payload(system, user, True), self._parse_stream, self._parse_full)
+
+    def complete(self, system: str, user: str) -> str:
+        """One non-streamed reply."""
+        from .http import json_request
+
+        return json_request(self._endpoint, self._payload(system, user, False), self._parse_full)
 
     def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
         """Yield the grounded answer's text as the server streams it."""

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .base import PromptedProvider, chat_messages, model_from_env, user_agent
-from .http import STREAM_END, Endpoint, HttpSettings, ProviderError, json_request, malformed, stream_request
+from .http import STREAM_END, Endpoint, HttpSettings, ProviderError, malformed
 
 NAME = "ollama"
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -87,14 +87,6 @@ class OllamaProvider(PromptedProvider):
             "messages": chat_messages(system, user),
             "stream": stream,
         }
-
-    def stream(self, system: str, user: str) -> Iterator[str]:
-        """Yield the reply to ``system`` + ``user`` as it streams."""
-        return stream_request(self._endpoint, self._payload(system, user, True), self._parse_stream)
-
-    def complete(self, system: str, user: str) -> str:
-        """One non-streamed reply."""
-        return json_request(self._endpoint, self._payload(system, user, False), self._parse_full)
 
     def _missing_model(self, detail: str) -> bool:
         low = detail.lower()

@@ -23,10 +23,8 @@ from .http import (
     ProviderError,
     RetryableStreamError,
     error_detail,
-    json_request,
     malformed,
     sse_events,
-    stream_request,
 )
 
 NAME = "openai"
@@ -85,13 +83,11 @@ class OpenAIProvider(PromptedProvider):
             "stream": stream,
         }
 
-    def stream(self, system: str, user: str) -> Iterator[str]:
-        """Yield the reply to ``system`` + ``user`` as it streams."""
-        return stream_request(self._endpoint, self._payload(system, user, True), _parse_stream, _parse_full)
+    def _parse_stream(self, lines: Iterator[str]) -> Iterator[str | None]:
+        return _parse_stream(lines)
 
-    def complete(self, system: str, user: str) -> str:
-        """One non-streamed reply."""
-        return json_request(self._endpoint, self._payload(system, user, False), _parse_full)
+    def _parse_full(self, body: Any) -> str:
+        return _parse_full(body)
 
     def _explain(self, status: int, detail: str) -> tuple[str, str | None] | None:
         if status != 404:

@@ -60,9 +60,8 @@ def page_title(meta: frontmatter.Frontmatter, body: str, stem: str) -> str:
 
 def read_pages(wiki: Wiki, skip: set[str]) -> list[IndexedPage]:
     """Live text of every page (the generated index page excluded), chunked."""
-    assert wiki._snapshot is not None
     wanted = [p for p in wiki.pages if p.path not in skip]
-    data = wiki._snapshot.read([SourceFile(p.path, p.blob) for p in wanted])
+    data = wiki.read([SourceFile(p.path, p.blob) for p in wanted])
     pages: list[IndexedPage] = []
     for page in wanted:
         raw = data.get(page.path)

@@ -12,7 +12,6 @@ With no vectors (the fast option, or a failed query embedding) every mode is ``b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -123,7 +122,3 @@ def search(
             if len(pages) >= max_pages:
                 break
     return SearchResult(hits, pages, mode, reranked, warnings)
-
-
-def rank_pages(result: SearchResult) -> Sequence[str]:
-    return [p for p, _ in result.pages]

@@ -199,10 +199,6 @@ def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarr
     return np.memmap(bin_path, dtype="<f4", mode="r", offset=HEADER.size, shape=(rows, dims))
 
 
-def empty(fingerprint: str, backend: str, model: str, dimensions: int) -> Store:
-    return Store(fingerprint, backend, model, dimensions, [], np.zeros((0, dimensions), dtype="<f4"))
-
-
 def build(fingerprint: str, backend: str, model: str, dimensions: int, pages: Sequence[PageEntry],
           vectors: np.ndarray, updated_at: str) -> Store:
     return Store(fingerprint, backend, model, dimensions, list(pages), vectors, updated_at)

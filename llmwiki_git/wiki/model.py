@@ -15,7 +15,6 @@ from typing import NamedTuple
 from ..git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .scancache import ScanCache
-from .scanner import Anchors
 from .slug import LinkTarget, slugify
 from .sources import Snapshot, SourceFile
 
@@ -154,10 +153,6 @@ class Wiki:
         page = Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob_id(data), scan_page(data))
         pages = [p for p in self.pages if p.path != path] + [page]
         return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot)
-
-    def anchors(self, page: Page) -> Anchors:
-        """Heading slugs and block ids of ``page`` (found by the same scan as its links)."""
-        return page.scan.anchors
 
 
 def _folder_slugs(path: str) -> tuple[str, ...]:
