@@ -63,7 +63,22 @@ def cli(ctx: click.Context, repo: Path | None, wiki_dir: str | None, traceback: 
 
 
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
-    return Workspace.open(ctx.obj["repo"], wiki_dir=ctx.obj["wiki_dir"], **kwargs)
+    ws = Workspace.open(ctx.obj["repo"], wiki_dir=ctx.obj["wiki_dir"], **kwargs)
+    if ws.git is not None:  # an interrupted write is finished or rolled back first (one stat if none)
+        from .gitstore.transaction import pending
+
+        state = (ws.project or ws.root) / ".llmwiki"
+        if pending(state):
+            from .publication.write import recover_pending
+
+            said = recover_pending(ws.git, ws.root, state)
+            if said:
+                _note(said)
+    return ws
+
+
+def _note(text: str) -> None:
+    click.echo(text, err=True)
 
 
 def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
@@ -159,7 +174,7 @@ def links(ctx: click.Context, file: Any, as_json: bool) -> None:
       llmwiki links draft-answer.md
       echo 'See [[alpha]] and [[missing]].' | llmwiki links --json
     """
-    from .review.candidates import pending_index
+    from .publication.candidates import pending_index
     from .wiki.citations import BROKEN, citation_report, format_report
 
     text = file.read()
@@ -286,8 +301,14 @@ def query(ctx: click.Context, question: str, save: bool, review: bool, lang: str
     if review and not save:
         raise UsageError("--review requires --save", hint='use `llmwiki query "..." --save --review`')
     ws = _workspace(ctx)
+    stage = None
+    if review:
+        from .review.stage import stage_candidate
+
+        def stage(q: str, answer: str, pending: Any) -> Any:
+            return stage_candidate(ws, q, answer, pending, note=None if as_json else _note)
     code = run_query(ws, question, save=save, review=review, lang=lang, debug=debug,
-                     provider=provider, as_json=as_json, out=_Printer())
+                     provider=provider, as_json=as_json, out=_Printer(), stage=stage)
     ctx.exit(code)
 
 
@@ -385,10 +406,15 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
     from .review.service import approve_candidate
 
     ws = _workspace(ctx)
-    done = approve_candidate(ws, candidate_id)
+    done = approve_candidate(ws, candidate_id, None if as_json else _note)
     if as_json:
         click.echo(json.dumps({"version": 1, "approved": candidate_id, "commit": done.commit, "replayed": done.replayed,
-                               "followup": done.followup, "target": done.target}, indent=2))
+                               "followup": done.followup, "target": done.target, "alreadyOnBranch": done.already},
+                              indent=2))
+        return
+    if done.already:
+        click.echo(f"{candidate_id} was already on the branch (commit {done.commit[:12]}); finished its remaining steps.")
+        click.echo(f"Candidate {candidate_id} cleared.")
         return
     how = "replayed on the current tip" if done.replayed else "fast-forward"
     click.echo(f"Approved {candidate_id} → {done.target} ({how}, commit {done.commit[:12]}).")
@@ -400,7 +426,7 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
 @click.pass_context
 def review_reject(ctx: click.Context, candidate_id: str) -> None:
     """Close a candidate: its branch moves to refs/llmwiki/rejected/<id> (the commit is kept)."""
-    from .review.candidates import reject
+    from .publication.candidates import reject
 
     ws = _workspace(ctx)
     ref = reject(ws.require_git("rejecting candidates"), candidate_id)

@@ -39,6 +39,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import LlmwikiError
+from ..git import Git
 
 try:
     import fcntl
@@ -450,3 +451,13 @@ class ProjectLock:
 def read_owner(state_dir: Path) -> LockOwner | None:
     """Who holds ``<state_dir>/lock`` right now, as its record says (None: free or unreadable)."""
     return ProjectLock(state_dir).owner()
+
+
+def repository_lock(git: Git | None, state_dir: Path, timeout: float = 60.0) -> ProjectLock:
+    """The one lock of a repository: ``<common git dir>/llmwiki/lock``, shared by every
+    worktree, ``GIT_DIR`` setup and clone sharing that git dir; the project's state folder
+    outside git."""
+    if git is None:
+        return ProjectLock(state_dir, timeout)
+    common = git.common_dir()
+    return ProjectLock(common / "llmwiki", timeout, root=common)
