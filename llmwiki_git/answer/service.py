@@ -147,7 +147,7 @@ def _save(ws, result: QueryResult, pending: PendingIndex | None, stage: Stager |
     if isinstance(outcome, Published):
         result.saved = outcome.path
         try:
-            ws.retrieval().index()
+            ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
         except Exception as exc:  # the commit stands; the index catches up on the next run
             result.warnings.append({"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"})
         return 0

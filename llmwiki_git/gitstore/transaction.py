@@ -21,8 +21,8 @@ A crash (kill -9, power loss) anywhere leaves either the old state (the branch n
 :func:`recover` completes ("completed"). Every llmwiki command runs :func:`recover` first, so
 the user sees one line saying which, and never a half-applied write.
 
-``LLMWIKI_TEST_KILL_AT=<point>`` makes the process kill itself with SIGKILL at that point
-(the crash tests use it; see ``POINTS``).
+``LLMWIKI_TEST_KILL_AT=<point>[:<n>]`` makes the process kill itself with SIGKILL the n-th
+time it passes that point (the crash tests use it; see ``POINTS``).
 """
 
 from __future__ import annotations
@@ -42,15 +42,24 @@ from ..errors import GitError, LlmwikiError
 from ..git import Git
 
 JOURNAL = "transaction.json"
-POINTS = ("journal", "ref", "file", "files", "index", "refs")
+POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 TEMP_RE = re.compile(r"^\.llmwiki-[0-9a-f]{12}\.tmp$")
 
 
+_passed: dict[str, int] = {}
+
+
 def crash_point(name: str) -> None:
-    """Kill this process with SIGKILL at ``name`` when LLMWIKI_TEST_KILL_AT says so (tests)."""
-    if os.environ.get("LLMWIKI_TEST_KILL_AT") == name:
+    """Kill this process with SIGKILL when LLMWIKI_TEST_KILL_AT is ``name`` or ``name:N`` (the
+    N-th time this point is passed); the crash tests use it. A no-op otherwise."""
+    wanted = os.environ.get("LLMWIKI_TEST_KILL_AT")
+    if not wanted:
+        return
+    _passed[name] = _passed.get(name, 0) + 1
+    point, _, count = wanted.partition(":")
+    if point == name and _passed[name] == int(count or 1):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -353,6 +362,7 @@ def apply(git: Git, top: Path, state_dir: Path, intent: Intent, reflog: str) -> 
     holds the repository lock and has run :func:`check_worktree`."""
     intent.pid = os.getpid()
     zero = "0" * len(intent.new)
+    crash_point("built")
     _write_journal(state_dir, intent)
     crash_point("journal")
     try:
@@ -381,6 +391,7 @@ def recover(git: Git, top: Path, state_dir: Path) -> str | None:
     """Finish or roll back an interrupted write found in the journal; None when there is none.
     The caller holds the repository lock."""
     path = journal_path(state_dir)
+    sweep_temp_files(state_dir, [])
     if not path.is_file():
         sweep_temp_files(top, [])
         return None
@@ -407,4 +418,9 @@ def recover(git: Git, top: Path, state_dir: Path) -> str | None:
 
 
 def pending(state_dir: Path) -> bool:
-    return journal_path(state_dir).is_file()
+    """A journal, or a temp file a killed writer left in the state folder (one listdir)."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return False
+    return JOURNAL in names or any(TEMP_RE.match(name) for name in names)

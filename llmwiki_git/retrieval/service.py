@@ -61,7 +61,7 @@ class Retrieval:
     # -- building -------------------------------------------------------------------------
 
     def index(self, *, full: bool = False, fast: bool = False,
-              progress: Callable[[int, int], object] | None = None) -> tuple[indexer.IndexSummary, str | None]:
+              progress: Callable[[int, int], object] | None = None, page: bool = True) -> tuple[indexer.IndexSummary, str | None]:
         from dataclasses import replace
 
         from ..gitstore.lock import repository_lock
@@ -81,7 +81,7 @@ class Retrieval:
             skip = {index_path} if index_path else set()
             pages = indexer.read_pages(wiki, skip)
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress)
-            written = self._write_index_page(wiki, index_path, notes) if index_path else None
+            written = self._write_index_page(wiki, index_path, notes) if index_path and page else None
         return replace(summary, notes=tuple(notes)), written
 
     def _store_fingerprint(self) -> str | None:

@@ -53,7 +53,7 @@ def approve_candidate(ws, candidate_id: str, note: Callable[[str], None] | None 
     git = ws.require_git("approving candidates")
     done = approve(ws, candidate_id, pending_index(git), note)
     try:
-        ws.retrieval().index()
+        ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
     except Exception:  # the approval stands; `llmwiki index` catches up
         pass
     return done
