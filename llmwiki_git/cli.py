@@ -195,7 +195,9 @@ def links(ctx: click.Context, file: Any, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
-    """Build or refresh the search index and regenerate wiki/index.md.
+    """Build or refresh the search index and regenerate wiki/index.md (only where llmwiki
+    owns it: absent or generated; a hand-written index.md is never touched, llmwiki's table
+    of contents then goes to .llmwiki/index.md).
 
     Chunks whose content did not change are never re-embedded. The store lives in
     .llmwiki/ (embeddings.json, embeddings.bin, bm25/), which git ignores.
@@ -401,8 +403,10 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
 @click.pass_context
 def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None:
     """Publish a candidate: a validated fast-forward of the current branch (the candidate
-    commit itself, or the same change replayed on the new tip), then a commit refreshing
-    wiki/index.md and log.md. Any refusal changes nothing and exits 1."""
+    commit itself, or the same change replayed on the new tip) plus a commit refreshing
+    wiki/index.md and log.md where llmwiki owns them, moved onto the branch at once as one
+    transaction. Any refusal changes nothing and exits 1; after a crash, the next llmwiki
+    command finishes or rolls back the approval."""
     from .review.service import approve_candidate
 
     ws = _workspace(ctx)

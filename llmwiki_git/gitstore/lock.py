@@ -1,4 +1,7 @@
-"""The project lock ``.llmwiki/lock``: one writer at a time for publication and approval.
+"""The repository lock: one llmwiki writer at a time (saving, staging, approving, indexing).
+
+``repository_lock`` places it at ``<git common dir>/llmwiki/lock``, so every worktree, ``GIT_DIR``
+setup and clone sharing one git dir serializes; outside git it is ``.llmwiki/lock``.
 
 The lock is a file created exclusively (``O_CREAT|O_EXCL|O_NOFOLLOW``) holding a JSON owner
 record ``{"pid", "startTime", "host", "command"}``. ``startTime`` is field 22 of
