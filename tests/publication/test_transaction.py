@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from ..conftest import REPO_ROOT, Repo
+from ..review.test_review import stage
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 
@@ -28,14 +29,6 @@ def fresh(repo: Repo) -> Repo:
 
 def run(repo: Repo, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return repo.llmwiki(*args, env={**FAST, **(env or {})})
-
-
-def stage(repo: Repo, question: str) -> str:
-    proc = run(repo, "query", question, "--save", "--review")
-    assert proc.returncode == 0, proc.stderr
-    match = re.search(r"Staged review candidate (\S+)", proc.stderr)
-    assert match, proc.stderr
-    return match.group(1)
 
 
 def head(repo: Repo) -> str:
