@@ -13,7 +13,7 @@ from ..errors import LlmwikiError
 from ..providers.http import ProviderError
 from ..providers.registry import select_provider
 from ..wiki.citations import PendingIndex, format_report
-from ..publication.save import Published, profile_refusal, publish
+from ..publication.save import Published, precheck, profile_refusal, publish
 from ..publication.write import Site
 from .query import NO_MATCH, QueryResult, answer_stream, debug_json, log_activity, report, retrieve
 
@@ -59,6 +59,8 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     environ = os.environ
     language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
     chat = select_provider(provider, environ, ws.settings.chat_provider)
+    if save and not review and profile_refusal(ws.state_dir) is None:
+        precheck(site_of(ws), question)  # a page in the way refuses before the model is paid
     retrieval = ws.retrieval()
     retrieved = retrieve(retrieval, question, chat)
     result = QueryResult(question, "", chat.name, chat.model, [e.page_id for e in retrieved.evidence],

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..gitstore.commits import current_branch
+from ..gitstore.transaction import Intent, check_worktree
 from ..wiki.citations import BROKEN, PENDING, Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki
 from .document import log_entry, now_iso, page_list, query_slug, render_page
@@ -77,6 +78,16 @@ def body_of(document: str) -> str:
 
 def target_path(wiki: Wiki, slug: str) -> str:
     return f"{wiki.root_dir}/queries/{slug}.md" if wiki.root_dir else f"queries/{slug}.md"
+
+
+def precheck(site: Site, question: str) -> None:
+    """Refuse a save before any answer is generated (and paid for) when the page it would
+    write has uncommitted edits; repeated under the lock by :func:`publish`."""
+    git = site.git
+    current_branch(git)  # a detached HEAD refuses now, not after the answer
+    path = target_path(site.load_wiki("HEAD"), query_slug(question))
+    head = git.rev_parse("HEAD")
+    check_worktree(git, Intent("", head, head or "", "save", [path]))
 
 
 def publish(

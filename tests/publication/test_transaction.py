@@ -215,3 +215,16 @@ def test_stray_temp_files_of_a_killed_writer_are_swept(fresh: Repo) -> None:
     assert run(fresh, "query", "what is a blob?", "--save").returncode == 0
     assert not stray.exists()
     clean(fresh)
+
+
+def test_a_save_onto_an_edited_page_is_refused_before_the_model_is_asked(fresh: Repo) -> None:
+    from ..answer.test_query_cli import openai_env, sse_answer
+    from ..servers import serve
+
+    fresh.write("wiki/queries/what-is-a-blob.md", "my draft answer\n")
+    before = snapshot(fresh)
+    with serve(sse_answer("Blobs [[blobs]].")) as (url, seen):
+        proc = fresh.llmwiki("query", "what is a blob?", "--save", env=openai_env(url))
+    assert proc.returncode == 1 and "uncommitted changes to wiki/queries/what-is-a-blob.md" in proc.stderr
+    assert seen.requests == []
+    assert snapshot(fresh) == before
