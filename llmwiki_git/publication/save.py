@@ -85,7 +85,10 @@ def precheck(site: Site, question: str) -> None:
     write has uncommitted edits; repeated under the lock by :func:`publish`."""
     git = site.git
     current_branch(git)  # a detached HEAD refuses now, not after the answer
-    path = target_path(site.load_wiki("HEAD"), query_slug(question))
+    try:
+        path = target_path(site.load_wiki("HEAD"), query_slug(question))
+    except Exception:  # an unreadable wiki: publish() refuses it as "validation unavailable"
+        return
     head = git.rev_parse("HEAD")
     check_worktree(git, Intent("", head, head or "", "save", [path]))
 
