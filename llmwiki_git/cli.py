@@ -71,7 +71,10 @@ def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
         if pending(state):
             from .publication.write import recover_pending
 
-            said = recover_pending(ws.git, ws.root, state)
+            try:
+                said = recover_pending(ws.git, ws.root, state)
+            except (LlmwikiError, OSError) as exc:  # never block this command (the hook's, say): say it, go on
+                said = f"llmwiki: could not finish an interrupted write yet ({exc}); the next command retries"
             if said:
                 _note(said)
     return ws

@@ -228,3 +228,17 @@ def test_a_save_onto_an_edited_page_is_refused_before_the_model_is_asked(fresh: 
     assert proc.returncode == 1 and "uncommitted changes to wiki/queries/what-is-a-blob.md" in proc.stderr
     assert seen.requests == []
     assert snapshot(fresh) == before
+
+
+def test_recovery_never_blocks_the_hook_while_git_holds_the_index(fresh: Repo) -> None:
+    killed = run(fresh, "query", "what is a blob?", "--save", env={"LLMWIKI_TEST_KILL_AT": "ref"})
+    assert killed.returncode == -9
+    moved = head(fresh)
+    (fresh.root / ".git" / "index.lock").write_bytes(b"")  # a `git commit` running its pre-commit hook
+    during = run(fresh, "check")
+    assert during.returncode == 0 and "could not finish an interrupted write yet" in during.stderr, during.stderr
+    (fresh.root / ".git" / "index.lock").unlink()
+    after = run(fresh, "check")
+    assert after.returncode == 0 and "completed an interrupted save of wiki/queries/what-is-a-blob.md" in after.stderr
+    assert head(fresh) == moved
+    clean(fresh)
