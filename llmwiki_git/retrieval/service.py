@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..git import Git, blob_id
-from ..gitstore.transaction import write_atomic
+from ..gitstore.transaction import sweep_temp_files, write_atomic
 from ..wiki.indexpage import entries_of, render, same_content
 from ..wiki.model import Wiki
 from ..wiki.pages import decode
@@ -111,6 +111,7 @@ class Retrieval:
             path, rel = self.state / generated.INDEX, f"{self.state.name}/{generated.INDEX}"
         else:
             path = self.root / rel
+        sweep_temp_files(path.parent, [])  # left by a killed writer (we hold the lock)
         if path.is_file() and same_content(path.read_text(encoding="utf-8", errors="replace"), text):
             return None
         write_atomic(path, text.encode("utf-8"))

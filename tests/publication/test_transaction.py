@@ -242,3 +242,12 @@ def test_recovery_never_blocks_the_hook_while_git_holds_the_index(fresh: Repo) -
     assert after.returncode == 0 and "completed an interrupted save of wiki/queries/what-is-a-blob.md" in after.stderr
     assert head(fresh) == moved
     clean(fresh)
+
+
+def test_index_sweeps_what_a_killed_index_write_left(fresh: Repo) -> None:
+    killed = run(fresh, "index", env={"LLMWIKI_TEST_KILL_AT": "file"})  # inside the write of wiki/index.md
+    assert killed.returncode == -9
+    assert list((fresh.root / "wiki").glob(".llmwiki-*.tmp"))
+    assert run(fresh, "index").returncode == 0
+    assert not list(fresh.root.rglob(".llmwiki-*.tmp"))
+    assert fresh.git("status", "--porcelain", "--untracked-files=all") == "?? wiki/index.md\n"
