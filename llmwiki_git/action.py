@@ -26,7 +26,7 @@ from .workspace import Workspace
 
 FAIL_ON = ("broken", "warnings", "never")
 CANDIDATE_PREFIX = "llmwiki/review/"
-# review.candidates' id rule (<slug>-<8 hex>, a safe ref component), and no leading "-" so an
+# publication.candidates' id rule (<slug>-<8 hex>, a safe ref component), and no leading "-" so an
 # id can never be read as an option
 CANDIDATE_ID = re.compile(r"[^\x00-\x20\x7f/\\~^:?*\[.\-][^\x00-\x20\x7f/\\~^:?*\[]{0,200}-[0-9a-f]{8}")
 FETCH_HINT = "use actions/checkout with fetch-depth: 0, so that the clone holds the commits to compare"

@@ -63,7 +63,25 @@ def cli(ctx: click.Context, repo: Path | None, wiki_dir: str | None, traceback: 
 
 
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
-    return Workspace.open(ctx.obj["repo"], wiki_dir=ctx.obj["wiki_dir"], **kwargs)
+    ws = Workspace.open(ctx.obj["repo"], wiki_dir=ctx.obj["wiki_dir"], **kwargs)
+    if ws.git is not None:  # an interrupted write is finished or rolled back first (one stat if none)
+        from .gitstore.transaction import pending
+
+        state = (ws.project or ws.root) / ".llmwiki"
+        if pending(state):
+            from .publication.write import recover_pending
+
+            try:
+                said = recover_pending(ws.git, ws.root, state)
+            except (LlmwikiError, OSError) as exc:  # never block this command (the hook's, say): say it, go on
+                said = f"llmwiki: could not finish an interrupted write yet ({exc}); the next command retries"
+            if said:
+                _note(said)
+    return ws
+
+
+def _note(text: str) -> None:
+    click.echo(text, err=True)
 
 
 def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
@@ -159,7 +177,7 @@ def links(ctx: click.Context, file: Any, as_json: bool) -> None:
       llmwiki links draft-answer.md
       echo 'See [[alpha]] and [[missing]].' | llmwiki links --json
     """
-    from .review.candidates import pending_index
+    from .publication.candidates import pending_index
     from .wiki.citations import BROKEN, citation_report, format_report
 
     text = file.read()
@@ -180,7 +198,9 @@ def links(ctx: click.Context, file: Any, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
-    """Build or refresh the search index and regenerate wiki/index.md.
+    """Build or refresh the search index and regenerate wiki/index.md (only where llmwiki
+    owns it: absent or generated; a hand-written index.md is never touched, llmwiki's table
+    of contents then goes to .llmwiki/index.md).
 
     Chunks whose content did not change are never re-embedded. The store lives in
     .llmwiki/ (embeddings.json, embeddings.bin, bm25/), which git ignores.
@@ -286,8 +306,14 @@ def query(ctx: click.Context, question: str, save: bool, review: bool, lang: str
     if review and not save:
         raise UsageError("--review requires --save", hint='use `llmwiki query "..." --save --review`')
     ws = _workspace(ctx)
+    stage = None
+    if review:
+        from .review.stage import stage_candidate
+
+        def stage(q: str, answer: str, pending: Any) -> Any:
+            return stage_candidate(ws, q, answer, pending, note=None if as_json else _note)
     code = run_query(ws, question, save=save, review=review, lang=lang, debug=debug,
-                     provider=provider, as_json=as_json, out=_Printer())
+                     provider=provider, as_json=as_json, out=_Printer(), stage=stage)
     ctx.exit(code)
 
 
@@ -380,15 +406,22 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
 @click.pass_context
 def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None:
     """Publish a candidate: a validated fast-forward of the current branch (the candidate
-    commit itself, or the same change replayed on the new tip), then a commit refreshing
-    wiki/index.md and log.md. Any refusal changes nothing and exits 1."""
+    commit itself, or the same change replayed on the new tip) plus a commit refreshing
+    wiki/index.md and log.md where llmwiki owns them, moved onto the branch at once as one
+    transaction. Any refusal changes nothing and exits 1; after a crash, the next llmwiki
+    command finishes or rolls back the approval."""
     from .review.service import approve_candidate
 
     ws = _workspace(ctx)
-    done = approve_candidate(ws, candidate_id)
+    done = approve_candidate(ws, candidate_id, None if as_json else _note)
     if as_json:
         click.echo(json.dumps({"version": 1, "approved": candidate_id, "commit": done.commit, "replayed": done.replayed,
-                               "followup": done.followup, "target": done.target}, indent=2))
+                               "followup": done.followup, "target": done.target, "alreadyOnBranch": done.already},
+                              indent=2))
+        return
+    if done.already:
+        click.echo(f"{candidate_id} was already on the branch (commit {done.commit[:12]}); finished its remaining steps.")
+        click.echo(f"Candidate {candidate_id} cleared.")
         return
     how = "replayed on the current tip" if done.replayed else "fast-forward"
     click.echo(f"Approved {candidate_id} → {done.target} ({how}, commit {done.commit[:12]}).")
@@ -400,7 +433,7 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
 @click.pass_context
 def review_reject(ctx: click.Context, candidate_id: str) -> None:
     """Close a candidate: its branch moves to refs/llmwiki/rejected/<id> (the commit is kept)."""
-    from .review.candidates import reject
+    from .publication.candidates import reject
 
     ws = _workspace(ctx)
     ref = reject(ws.require_git("rejecting candidates"), candidate_id)

@@ -117,6 +117,7 @@ class Workspace:
             provider=self.settings.embedding_provider,
             model=self.settings.embedding_model,
             mode=self.settings.retrieval,
+            git=self.git,
         )
 
     def _cached_worktree_wiki(self) -> Wiki:
@@ -287,7 +288,7 @@ class Workspace:
         warning, not an error (DESIGN §3)."""
         if self.git is None or not any(p.code == "broken-link" for p in result.problems):
             return result
-        from .review.candidates import pending_index
+        from .publication.candidates import pending_index
 
         pending = pending_index(self.git)
         if not pending.by_slug:
