@@ -23,6 +23,7 @@ from pathlib import Path
 from . import github
 from .errors import LlmwikiError, UsageError
 from .workspace import Workspace
+from .wording import plural
 
 FAIL_ON = ("broken", "warnings", "never")
 CANDIDATE_PREFIX = "llmwiki/review/"
@@ -109,7 +110,7 @@ def check(environ: Mapping[str, str]) -> int:
     errors = broken > 0 or code == 1
     failed = {"broken": errors, "warnings": errors or warnings > 0, "never": False}[fail_on]
     what = f"new in {head[:12]} since {base[:12]}" if base else f"in {head[:12]}"
-    print(f"llmwiki: {broken} broken, {warnings} warnings {what}; fail-on: {fail_on} -> {'fail' if failed else 'pass'}")
+    print(f"llmwiki: {broken} broken, {plural(warnings, 'warning')} {what}; fail-on: {fail_on} -> {'fail' if failed else 'pass'}")
     return 1 if failed else 0
 
 
