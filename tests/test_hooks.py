@@ -113,3 +113,25 @@ def test_pre_commit_framework_hook(repo: Repo, hook_repo: tuple[Path, str], tmp_
     _scenario(repo, env)
     run = subprocess.run([*PRE_COMMIT, "run", "--all-files"], cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
     assert run.returncode == 1 and "llmwiki check (broken wikilinks)" in run.stdout
+
+
+def test_hook_installed_with_dash_c_checks_the_wiki_check_does(repo: Repo) -> None:
+    """`llmwiki -C sub hooks install`: git runs the hook at the top of the work tree, yet it
+    must check the wiki of sub/ (the folder holding .llmwiki/), as `llmwiki -C sub check` does."""
+    repo.write("README.md", "# Project\n")
+    repo.write("sub/.llmwiki/config.toml", "")
+    repo.write("sub/wiki/concepts/alpha.md", "# Alpha\nSee [[beta]].\n")
+    repo.write("sub/wiki/concepts/beta.md", "# Beta\n")
+    repo.commit("seed")
+    proc = repo.llmwiki("-C", "sub", "hooks", "install")
+    assert proc.returncode == 0 and "it checks the wiki of sub" in proc.stdout, proc.stderr
+    repo.write("README.md", "# Project\nNot a wiki page: [[no-such-page]].\n")
+    outside = _commit(repo, "readme outside the wiki")
+    assert outside.returncode == 0, outside.stdout + outside.stderr
+    repo.write("sub/wiki/concepts/alpha.md", f"# Alpha\nSee [[beta]] and {BROKEN}.\n")
+    inside = _commit(repo, "break the wiki")
+    assert inside.returncode != 0
+    assert "wiki/concepts/alpha.md:2:18: broken link [[does-not-exist]]" in inside.stdout + inside.stderr
+    assert "1 page checked" not in inside.stderr and "2 pages checked" in inside.stderr
+    check = repo.llmwiki("-C", "sub", "check", "--staged", "--base", "HEAD")
+    assert "2 pages checked" in check.stderr
