@@ -464,7 +464,7 @@ def serve(ctx: click.Context, root: Path | None) -> None:
     """Serve the wiki to AI agents over MCP on stdio: context packs, cited answers, search,
     pages, link checks, review candidates and status.
 
-    Needs the optional MCP SDK: pip install 'llmwiki-git[mcp]'. Register the command
+    Needs the optional MCP SDK: pip install '.[local,mcp]' from a clone. Register the command
     `llmwiki serve --root /path/to/wiki` with your agent client (see docs/mcp.md).
     """
     from .mcp_server import main as serve_stdio
