@@ -13,6 +13,7 @@ substitute). How each kind is exercised:
   framework on a wiki (a clean commit passes, a broken link is refused). A workflow that uses
   this action may name only inputs action.yml declares.
 * ``toml``: loaded as ``.llmwiki/config.toml`` by the real settings loader.
+* ``python``: run in a fresh interpreter in the clone's example wiki (``examples/demo``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from llmwiki_git import config
+from llmwiki_git.config import tomllib  # tomli on Python 3.10
 
 from .conftest import REPO_ROOT
 
@@ -91,7 +92,7 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_snippets_are_found_and_no_skip_lacks_a_reason() -> None:
-    assert len(_of("sh")) >= 4 and len(_of("yaml")) >= 3 and _of("toml")
+    assert len(_of("sh")) >= 4 and len(_of("yaml")) >= 3 and _of("toml") and _of("python")
     assert all(s.skip.strip() for s in SNIPPETS if s.skip is not None)
 
 
@@ -192,3 +193,10 @@ def test_toml_snippet_is_a_valid_config(snippet: Snippet, tmp_path: Path) -> Non
     (tmp_path / "wiki").mkdir()
     settings = config.load(tmp_path, environ={})
     assert settings.wiki_dir == "wiki"
+
+
+@pytest.mark.parametrize("snippet", _of("python"), ids=str)
+def test_python_snippet_runs(snippet: Snippet, clone: Path, tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", snippet.body], cwd=clone / "examples" / "demo",
+                          capture_output=True, text=True, env=_env(tmp_path))
+    assert proc.returncode == 0, f"{snippet}\n{proc.stdout}{proc.stderr}"

@@ -139,7 +139,7 @@ def test_hook_installed_with_dash_c_checks_the_wiki_check_does(repo: Repo) -> No
 
 def test_base_install_carries_no_ml_stack() -> None:
     """What the hook's environment and the Action install: the base distribution only."""
-    import tomllib
+    from llmwiki_git.config import tomllib  # tomli on Python 3.10
 
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     names = {re.split(r"[<>=!;\[ ]", dep, maxsplit=1)[0].lower() for dep in project["dependencies"]}
