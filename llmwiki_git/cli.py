@@ -12,8 +12,9 @@ from typing import Any
 import click
 
 from .checks import CheckResult
-from .errors import LlmwikiError, UsageError
+from .errors import LlmwikiError, NotARepository, UsageError, missing_extra
 from .workspace import Workspace
+from .wording import plural
 
 EXIT_INTERNAL = 3
 
@@ -29,7 +30,11 @@ class LlmwikiGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
-        except Exception:  # noqa: BLE001 - the last line of defence
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            missing = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else None
+            if missing is not None:
+                click.echo(f"Error: {missing}", err=True)
+                ctx.exit(missing.exit_code)
             if ctx.find_root().params.get("traceback"):
                 raise
             click.echo(traceback.format_exc(), err=True) if os.environ.get("LLMWIKI_DEBUG") else None
@@ -62,6 +67,19 @@ def cli(ctx: click.Context, repo: Path | None, wiki_dir: str | None, traceback: 
     ctx.obj = {"repo": repo, "wiki_dir": wiki_dir}
 
 
+def _read_text_argument(ctx: click.Context, name: str) -> str:
+    """FILE as text (``-`` = standard input); a relative FILE is taken from -C, like git -C."""
+    if name == "-":
+        return click.get_text_stream("stdin", encoding="utf-8", errors="replace").read()
+    path = Path(name)
+    if ctx.obj["repo"] is not None and not path.is_absolute():
+        path = ctx.obj["repo"] / path
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}", hint="name a file that exists, or - for standard input") from exc
+
+
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
     ws = Workspace.open(ctx.obj["repo"], wiki_dir=ctx.obj["wiki_dir"], **kwargs)
     if ws.git is not None:  # an interrupted write is finished or rolled back first (one stat if none)
@@ -84,6 +102,18 @@ def _note(text: str) -> None:
     click.echo(text, err=True)
 
 
+def _require_some_wiki(ws: Workspace, pages: int | None = None) -> None:
+    """Outside git, a folder with no markdown page is no wiki: say so instead of reporting
+    success on nothing (and before anything is written to .llmwiki/)."""
+    if ws.git is not None:
+        return
+    if pages is None:
+        pages = len(ws.wiki("worktree").pages)
+    if pages == 0:
+        raise NotARepository(f"no wiki here: {ws.root} is not in a git repository and holds no markdown page",
+                             hint="run llmwiki inside your wiki's repository, or point -C at it")
+
+
 def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
     for p in result.problems:
         prefix = "" if p.severity == "error" else "warning: "
@@ -92,9 +122,9 @@ def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
     what = f"new in {scope} since {base}" if base else f"in {scope}"
     if errors:
         next_step = "fix the links, or create the missing pages" if errors else ""
-        click.echo(f"{result.checked} pages checked: {errors} broken link{'s' * (errors != 1)} {what}, {warnings} warning{'s' * (warnings != 1)}; {next_step}.", err=True)
+        click.echo(f"{plural(result.checked, 'page')} checked: {plural(errors, 'broken link')} {what}, {plural(warnings, 'warning')}; {next_step}.", err=True)
     else:
-        click.echo(f"{result.checked} pages checked: no broken links {what}, {warnings} warning{'s' * (warnings != 1)}.", err=True)
+        click.echo(f"{plural(result.checked, 'page')} checked: no broken links {what}, {plural(warnings, 'warning')}.", err=True)
 
 
 def _write_github_files(result: CheckResult) -> None:
@@ -142,6 +172,7 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
     scope = "index" if staged else (rev or head or "worktree")
     ws = _workspace(ctx, use_cache=not no_cache)
     result = ws.check(scope, base)
+    _require_some_wiki(ws, result.checked)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(json.dumps({"version": 1, "checked": result.checked,
@@ -159,18 +190,18 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
 
 
 def _render_summary_line(result: CheckResult) -> None:
-    click.echo(f"{result.checked} pages checked: {len(result.errors)} broken, {len(result.warnings)} warnings.", err=True)
+    click.echo(f"{plural(result.checked, 'page')} checked: {len(result.errors)} broken, {plural(len(result.warnings), 'warning')}.", err=True)
 
 
 @cli.command()
-@click.argument("file", type=click.File("r", encoding="utf-8", errors="replace"), default="-")
+@click.argument("file", default="-", metavar="[FILE]")
 @click.option("--json", "as_json", is_flag=True, help="Print the v1 citation envelope as JSON.")
 @click.pass_context
-def links(ctx: click.Context, file: Any, as_json: bool) -> None:
+def links(ctx: click.Context, file: str, as_json: bool) -> None:
     """The citation report for FILE (or standard input): each unique [[link]] resolved,
     pending review, or broken, in order of first appearance.
 
-    Exit 0 when nothing is broken, 1 otherwise.
+    FILE is relative to -C when -C is given. Exit 0 when nothing is broken, 1 otherwise.
 
     \b
     Examples:
@@ -180,7 +211,10 @@ def links(ctx: click.Context, file: Any, as_json: bool) -> None:
     from .publication.candidates import pending_index
     from .wiki.citations import BROKEN, citation_report, format_report
 
-    text = file.read()
+    if file == "-" and sys.stdin.isatty():
+        raise UsageError("no FILE given, and standard input is a terminal",
+                         hint="name a file (`llmwiki links draft.md`) or pipe the text in (`llmwiki links < draft.md`)")
+    text = _read_text_argument(ctx, file)
     ws = _workspace(ctx)
     report = citation_report(text, ws.wiki("worktree"), pending_index(ws.git) if ws.git else None)
     if as_json:
@@ -194,7 +228,7 @@ def links(ctx: click.Context, file: Any, as_json: bool) -> None:
 @cli.command()
 @click.option("--full", is_flag=True, help="Re-embed every chunk instead of reusing unchanged ones.")
 @click.option("--fast", is_flag=True,
-              help="Lexical index only (BM25, no embeddings): for very large wikis; semantic ranking is off.")
+              help="Lexical index only (BM25, no embeddings): for very large wikis; semantic ranking is off. Sticky: later plain `llmwiki index` runs keep the index lexical until `llmwiki index --full`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
@@ -205,6 +239,10 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
     Chunks whose content did not change are never re-embedded. The store lives in
     .llmwiki/ (embeddings.json, embeddings.bin, bm25/), which git ignores.
 
+    After `--fast`, the index stays lexical: a plain `llmwiki index` refreshes it without
+    embedding (embedding a large wiki can take an hour); `--full`, or setting
+    LLMWIKI_EMBEDDING_PROVIDER, embeds it.
+
     \b
     Examples:
       llmwiki index
@@ -212,6 +250,7 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
       LLMWIKI_EMBEDDING_PROVIDER=none llmwiki index   # same as --fast
     """
     ws = _workspace(ctx)
+    _require_some_wiki(ws)
     retrieval = ws.retrieval()
     bar: Any = None
 
@@ -235,10 +274,13 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
                                "seconds": round(summary.seconds, 3), "backend": summary.backend,
                                "indexPage": written, "notes": list(summary.notes)}, indent=2))
         return
-    click.echo(f"Indexed {summary.pages} pages: {summary.chunks} chunks ({summary.embedded} embedded, "
+    click.echo(f"Indexed {plural(summary.pages, 'page')}: {plural(summary.chunks, 'chunk')} ({summary.embedded} embedded, "
                f"{summary.reused} reused) in {summary.seconds:.1f} s [{summary.backend}].")
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
+    if fast:
+        click.echo("note: the index is now lexical-only, and plain `llmwiki index` runs keep it so; "
+                   "run `llmwiki index --full` to embed it for semantic ranking", err=True)
     if written:
         click.echo(f"Regenerated {written}.")
 
@@ -273,6 +315,7 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
     from .retrieval.context import ContextOptions, render_markdown
 
     ws = _workspace(ctx)
+    _require_some_wiki(ws)
     options = ContextOptions(budget, depth, top_pages, top_chunks, include_sources, omit_root)
     pack = ws.retrieval().context(prompt, options)
     if as_json or fmt == "json":
@@ -282,7 +325,7 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
 
 
 @cli.command()
-@click.argument("question")
+@click.argument("question", nargs=-1, required=True)
 @click.option("--save", is_flag=True, help="Publish the answer as wiki/queries/<slug>.md in one git commit (after a fresh citation check under the project lock).")
 @click.option("--review", is_flag=True, help="With --save: stage the answer as a review candidate branch instead of publishing.")
 @click.option("--lang", default=None, metavar="CODE", help="Answer language (e.g. ja, zh-CN, German); wins over LLMWIKI_OUTPUT_LANG.")
@@ -290,10 +333,13 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
 @click.option("--provider", default=None, metavar="NAME", help="openai, anthropic, ollama or extractive (default: LLMWIKI_PROVIDER, config, first with credentials, else extractive).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON result instead of streaming text.")
 @click.pass_context
-def query(ctx: click.Context, question: str, save: bool, review: bool, lang: str | None, debug: bool,
+def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: bool, lang: str | None, debug: bool,
           provider: str | None, as_json: bool) -> None:
     """Answer QUESTION from the wiki, citing pages with [[wikilinks]], then report which
     links resolve, are pending review, or are broken.
+
+    QUESTION may be quoted or not: `llmwiki query what is a blob` works too (quote it when
+    it holds shell characters such as ? * ' or #).
 
     \b
     Examples:
@@ -306,13 +352,16 @@ def query(ctx: click.Context, question: str, save: bool, review: bool, lang: str
     if review and not save:
         raise UsageError("--review requires --save", hint='use `llmwiki query "..." --save --review`')
     ws = _workspace(ctx)
+    if save:  # before any retrieval or generation: nothing to throw away
+        ws.require_git("saving an answer", flag="--save")
+    _require_some_wiki(ws)
     stage = None
     if review:
         from .review.stage import stage_candidate
 
         def stage(q: str, answer: str, pending: Any) -> Any:
             return stage_candidate(ws, q, answer, pending, note=None if as_json else _note)
-    code = run_query(ws, question, save=save, review=review, lang=lang, debug=debug,
+    code = run_query(ws, " ".join(question), save=save, review=review, lang=lang, debug=debug,
                      provider=provider, as_json=as_json, out=_Printer(), stage=stage)
     ctx.exit(code)
 
@@ -448,7 +497,7 @@ def serve(ctx: click.Context, root: Path | None) -> None:
     """Serve the wiki to AI agents over MCP on stdio: context packs, cited answers, search,
     pages, link checks, review candidates and status.
 
-    Needs the optional MCP SDK: pip install 'llmwiki-git[mcp]'. Register the command
+    Needs the optional MCP SDK: pip install '.[local,mcp]' from a clone. Register the command
     `llmwiki serve --root /path/to/wiki` with your agent client (see docs/mcp.md).
     """
     from .mcp_server import main as serve_stdio
@@ -473,8 +522,12 @@ def hooks_install(ctx: click.Context, force: bool) -> None:
     from .hooks import install
 
     ws = _workspace(ctx)
-    path = install(ws.require_git("installing a hook"), force=force)
-    click.echo(f"Installed the pre-commit hook at {path}.")
+    git = ws.require_git("installing a hook")
+    start = (ctx.obj["repo"] or Path.cwd()).resolve()
+    directory = start.relative_to(ws.root.resolve()).as_posix() if start != ws.root.resolve() else "."
+    path = install(git, force=force, directory=directory, wiki_dir=ctx.obj["wiki_dir"])
+    where = "" if directory == "." else f" (it checks the wiki of {directory}, as `llmwiki -C {directory} check` does)"
+    click.echo(f"Installed the pre-commit hook at {path}{where}.")
     click.echo("Commits that add broken [[wikilinks]] will now be refused; skip once with `git commit --no-verify`.")
 
 

@@ -36,7 +36,7 @@ from urllib.parse import quote, unquote
 
 from .errors import LlmwikiError, UsageError, WikiError
 
-SDK_MISSING = "llmwiki serve needs the MCP SDK: pip install 'llmwiki-git[mcp]'"
+SDK_MISSING = "llmwiki serve needs the MCP SDK: pip install 'llmwiki-git[mcp]' (from a clone: pip install '.[local,mcp]')"
 SERVER_NAME = "llmwiki"
 INDEX_URI = "llmwiki://index"
 PAGE_PREFIX = "llmwiki://page/"

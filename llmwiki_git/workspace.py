@@ -53,11 +53,14 @@ class Workspace:
         root, is_git = find_root(start, environ)
         git = Git(root, environ) if is_git else None
         project = find_project(start, root)
-        return cls(root, git, config.load(project, wiki_dir=wiki_dir), use_cache, project)
+        return cls(root, git, config.load(project, wiki_dir=wiki_dir, environ=environ), use_cache, project)
 
-    def require_git(self, what: str) -> Git:
+    def require_git(self, what: str, *, flag: str | None = None) -> Git:
+        """The repository's git; ``flag`` names the option that asked for it, if one did."""
         if self.git is None:
-            raise NotARepository(f"{what} needs a git repository, and {self.root} is not in one", hint="run `git init` or drop the flag")
+            hint = "run `git init` there, or point -C at a folder inside a git repository"
+            raise NotARepository(f"{what} needs a git repository, and {self.root} is not in one",
+                                 hint=f"{hint}, or drop {flag}" if flag else hint)
         return self.git
 
     def _cache(self) -> ScanCache | None:
@@ -72,7 +75,7 @@ class Workspace:
         """``worktree``, ``index``, or a revision (``HEAD``, a commit id, a branch)."""
         if scope == "worktree":
             return WorktreeSnapshot(self.root, self.git)
-        git = self.require_git("checking the index or a commit")
+        git = self.require_git("checking the index or a commit", flag="--staged/--rev/--base")
         if scope == "index":
             return IndexSnapshot(git)
         commit = git.rev_parse(scope)

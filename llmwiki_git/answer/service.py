@@ -65,6 +65,10 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     retrieved = retrieve(retrieval, question, chat)
     result = QueryResult(question, "", chat.name, chat.model, [e.page_id for e in retrieved.evidence],
                          retrieved.source, retrieved.warnings, debug=retrieved.result if debug else None)
+    if language and not chat.generative:
+        result.warnings.append({"code": "language-ignored", "message": (
+            f"answer language {language!r} ignored: the {chat.name} answerer quotes the wiki as written "
+            "and cannot translate; choose a chat provider (--provider) to answer in another language")})
     if not retrieved.evidence:
         if as_json:
             out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
