@@ -94,3 +94,84 @@ def split_into_chunks(body: str) -> list[Chunk]:
     if len(chunks) >= 2 and len(chunks[-1]) < MIN_CHARS and len(chunks[-2]) + 2 + len(chunks[-1]) <= MAX_CHARS:
         chunks[-2:] = [chunks[-2] + "\n\n" + chunks[-1]]
     return [Chunk(i, text) for i, text in enumerate(chunks)]
+
+
+# ------------------------------------------------------------------ what is indexed
+
+#: Bumped whenever :func:`embedding_input` changes what is embedded: it is part of the
+#: store fingerprint (:func:`store_fingerprint`), so a store embedded from the old input is
+#: re-embedded by the next ``llmwiki index`` instead of mixing two kinds of vectors.
+EMBEDDING_INPUT_VERSION = 2
+
+_FENCE = re.compile(r"^[ \t]*(```|~~~).*$", re.M)
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_REFERENCE_DEFINITION = re.compile(r"^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*\S+.*$", re.M)
+_WIKILINK = re.compile(r"!?\[\[([^\]|\n]*)(?:\|([^\]\n]*))?\]\]")
+_MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
+_URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>)\]]+|\bwww\.[^\s<>)\]]+", re.I)
+_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]*-{3,}[ \t:|-]*$", re.M)
+_LINE_MARKUP = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+|>[ \t>]*|[-*+][ \t]+\[[ xX]\][ \t]+)", re.M)
+_INLINE_MARKUP = re.compile(r"\*\*|__|~~|`+|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
+_BLOCK_ID = re.compile(r"[ \t]\^[A-Za-z0-9-]+[ \t]*$", re.M)
+_SPACES = re.compile(r"[ \t]+")
+_BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
+
+
+def _link_label(match: re.Match[str]) -> str:
+    """What a reader sees for ``[[target|label]]``: the label, else the target's name."""
+    label = match.group(2)
+    if label and label.strip():
+        return label.strip()
+    target = match.group(1).split("#", 1)[0].strip() or match.group(1).lstrip("#^").strip()
+    return target.rsplit("/", 1)[-1]
+
+
+def readable_text(text: str) -> str:
+    """Markdown as a reader reads it: link labels without link syntax, no URLs, no HTML
+    tags or comments, no code-fence lines, no emphasis or heading marks, no table rules,
+    no block ids; whitespace runs collapsed. Code, table cells and words stay."""
+    text = _COMMENT.sub(" ", text)
+    text = _REFERENCE_DEFINITION.sub("", text)
+    text = _FENCE.sub("", text)
+    text = _WIKILINK.sub(_link_label, text)
+    text = _MD_LINK.sub(lambda m: m.group(1), text)
+    text = _URL.sub(" ", text)
+    text = _TAG.sub(" ", text)
+    text = _TABLE_RULE.sub("", text)
+    text = _LINE_MARKUP.sub("", text)
+    text = _INLINE_MARKUP.sub("", text)
+    text = _BLOCK_ID.sub("", text)
+    text = _SPACES.sub(" ", text)
+    return _BLANK_LINES.sub("\n\n", text).strip()
+
+
+def embedding_input(title: str, chunk_text: str) -> str:
+    """What is embedded for a chunk: its page title, then the chunk as a reader reads it."""
+    body = readable_text(chunk_text)
+    return f"{title}\n\n{body}" if body else title
+
+
+def store_fingerprint(embedder_fingerprint: str) -> str:
+    """The store's fingerprint: the model's, plus the version of the embedding input."""
+    return f"{embedder_fingerprint}+input{EMBEDDING_INPUT_VERSION}"
+
+
+def chunk_headings(chunks: list[Chunk]) -> list[str]:
+    """Per chunk, the headings it sits under: its own, and the last one before it when the
+    chunk does not open with a heading of its own."""
+    out: list[str] = []
+    last = ""
+    for chunk in chunks:
+        own = [line.lstrip("#").strip() for line in chunk.text.splitlines() if _HEADING.match(line)]
+        above = [last] if last and not _HEADING.match(chunk.text) else []
+        out.append("\n".join(above + own))
+        if own:
+            last = own[-1]
+    return out
+
+
+def path_words(path: str) -> str:
+    """A page path as words: ``user/features/daily-notes.md`` -> ``user features daily notes``."""
+    stem = path[:-3] if path.lower().endswith(".md") else path
+    return re.sub(r"[/._\-]+", " ", stem).strip()
