@@ -157,20 +157,6 @@ def store_fingerprint(embedder_fingerprint: str) -> str:
     return f"{embedder_fingerprint}+input{EMBEDDING_INPUT_VERSION}"
 
 
-def chunk_headings(chunks: list[Chunk]) -> list[str]:
-    """Per chunk, the headings it sits under: its own, and the last one before it when the
-    chunk does not open with a heading of its own."""
-    out: list[str] = []
-    last = ""
-    for chunk in chunks:
-        own = [line.lstrip("#").strip() for line in chunk.text.splitlines() if _HEADING.match(line)]
-        above = [last] if last and not _HEADING.match(chunk.text) else []
-        out.append("\n".join(above + own))
-        if own:
-            last = own[-1]
-    return out
-
-
 def path_words(path: str) -> str:
     """A page path as words: ``user/features/daily-notes.md`` -> ``user features daily notes``."""
     stem = path[:-3] if path.lower().endswith(".md") else path

@@ -17,7 +17,7 @@ from ..wiki.slug import parse_target
 from ..wiki.pages import decode
 from ..wiki.sources import SourceFile
 from . import store as store_mod
-from .chunking import chunk_headings, content_hash, embedding_input, path_words, readable_text, split_into_chunks
+from .chunking import content_hash, embedding_input, path_words, readable_text, split_into_chunks
 from .chunking import store_fingerprint
 from .embedders import Embedder
 from .lexical import FIELD_WEIGHTS, Document, LexicalIndex
@@ -81,19 +81,25 @@ def read_pages(wiki: Wiki, skip: set[str]) -> list[IndexedPage]:
         texts = tuple(f"{title}\n\n{c.text}" for c in chunks)
         links, dangling = _graph(wiki, page)
         names = "\n".join((title, *page.scan.aliases))
-        lexical = tuple(lexical_fields(names, page.path, headings, c.text)
-                        for c, headings in zip(chunks, chunk_headings(chunks)))
+        about = "\n".join(_descriptions(meta))
+        lexical = tuple(lexical_fields(names, about, page.path, c.text) for c in chunks)
         pages.append(IndexedPage(page.id, page.path, page.blob or "", title,
                                  summary if isinstance(summary, str) else "", texts, links, dangling,
                                  tuple(embedding_input(title, c.text) for c in chunks), lexical))
     return pages
 
 
-def lexical_fields(names: str, path: str, headings: str, chunk_text: str) -> Document:
-    """One chunk for BM25F: title and aliases, path words, headings and body, each weighted
-    by :data:`lexical.FIELD_WEIGHTS`."""
-    return ((names, FIELD_WEIGHTS["title"]), (path_words(path), FIELD_WEIGHTS["path"]),
-            (headings, FIELD_WEIGHTS["headings"]), (readable_text(chunk_text), FIELD_WEIGHTS["body"]))
+def _descriptions(meta: frontmatter.Frontmatter) -> list[str]:
+    """The page's own one-line descriptions in its frontmatter (``summary``, ``description``,
+    Dendron's ``desc``): they say what the page is about, as a title does."""
+    return [v for k in ("summary", "description", "desc") if isinstance(v := meta.data.get(k), str) and v.strip()]
+
+
+def lexical_fields(names: str, about: str, path: str, chunk_text: str) -> Document:
+    """One chunk for BM25F: title and aliases; the frontmatter description; path words;
+    the body as a reader reads it. Each weighted by :data:`lexical.FIELD_WEIGHTS`."""
+    return ((names, FIELD_WEIGHTS["title"]), (about, FIELD_WEIGHTS["description"]),
+            (path_words(path), FIELD_WEIGHTS["path"]), (readable_text(chunk_text), FIELD_WEIGHTS["body"]))
 
 
 def _graph(wiki: Wiki, page: Page) -> tuple[tuple[str, ...], tuple[str, ...]]:
