@@ -146,10 +146,10 @@ def readable_text(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", text).strip()
 
 
-def embedding_input(title: str, chunk_text: str) -> str:
-    """What is embedded for a chunk: its page title, then the chunk as a reader reads it."""
-    body = readable_text(chunk_text)
-    return f"{title}\n\n{body}" if body else title
+def embedding_input(title: str, readable: str) -> str:
+    """What is embedded for a chunk: its page title, then the chunk as a reader reads it
+    (``readable`` is :func:`readable_text` of the chunk)."""
+    return f"{title}\n\n{readable}" if readable else title
 
 
 def store_fingerprint(embedder_fingerprint: str) -> str:

@@ -139,8 +139,9 @@ def test_readable_text_removes_link_syntax_urls_and_markup() -> None:
 
 
 def test_embedding_input_is_title_then_readable_chunk() -> None:
-    assert embedding_input("Lookup", "Use [[lookup.find|find]] here: https://x.y/z") == "Lookup\n\nUse find here:"
-    assert embedding_input("Only links", "https://x.y/z") == "Only links"
+    assert embedding_input("Lookup", readable_text("Use [[lookup.find|find]] here: https://x.y/z")) == \
+        "Lookup\n\nUse find here:"
+    assert embedding_input("Only links", readable_text("https://x.y/z")) == "Only links"
 
 
 def test_store_fingerprint_carries_the_input_version() -> None:
