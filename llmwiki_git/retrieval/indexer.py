@@ -83,7 +83,8 @@ def read_pages(wiki: Wiki, skip: set[str]) -> list[IndexedPage]:
         names = "\n".join((title, *page.scan.aliases))
         about = "\n".join(_descriptions(meta))
         readable = [readable_text(c.text) for c in chunks]
-        lexical = tuple(lexical_fields(names, about, page.path, text) for text in readable)
+        where = path_words(page.path)
+        lexical = tuple(lexical_fields(names, about, where, text) for text in readable)
         pages.append(IndexedPage(page.id, page.path, page.blob or "", title,
                                  summary if isinstance(summary, str) else "", texts, links, dangling,
                                  tuple(embedding_input(title, text) for text in readable), lexical))
@@ -96,12 +97,12 @@ def _descriptions(meta: frontmatter.Frontmatter) -> list[str]:
     return [v for k in ("summary", "description", "desc") if isinstance(v := meta.data.get(k), str) and v.strip()]
 
 
-def lexical_fields(names: str, about: str, path: str, readable: str) -> Document:
-    """One chunk for BM25F: title and aliases; the frontmatter description; path words;
-    the body as a reader reads it (``chunking.readable_text``). Each weighted by
-    :data:`lexical.FIELD_WEIGHTS`."""
+def lexical_fields(names: str, about: str, where: str, readable: str) -> Document:
+    """One chunk for BM25F: title and aliases; the frontmatter description; the page's path
+    words (``chunking.path_words``); the body as a reader reads it (``chunking.readable_text``).
+    Each weighted by :data:`lexical.FIELD_WEIGHTS`."""
     return ((names, FIELD_WEIGHTS["title"]), (about, FIELD_WEIGHTS["description"]),
-            (path_words(path), FIELD_WEIGHTS["path"]), (readable, FIELD_WEIGHTS["body"]))
+            (where, FIELD_WEIGHTS["path"]), (readable, FIELD_WEIGHTS["body"]))
 
 
 def _graph(wiki: Wiki, page: Page) -> tuple[tuple[str, ...], tuple[str, ...]]:
