@@ -213,3 +213,57 @@ def test_staged_delta_matches_a_full_check(repo: Repo, edit: str) -> None:
     repo.git("add", "-A")  # a second staged edit: compared with the previous index's tree
     assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
     assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+
+
+def _branch_switch_wiki(repo: Repo, root: str) -> None:
+    """Two branches whose pages differ by additions, deletions, a rename, changed aliases
+    and headings and an attachment: every way a diff can change what a link means."""
+    at = f"{root}/" if root else ""
+    if not root:
+        repo.write("index.md", "# My own index\n\n[[alpha]] [[moved]]\n")
+    repo.write(f"{at}concepts/alpha.md", page("Alpha", "# Alpha\n\n[[beta]] [[gone]] [[moved#usage]] ![[pic.png]]\n\n## Usage\n"))
+    repo.write(f"{at}concepts/beta.md", page("Beta", "[[alpha#usage]] [[the-alias]] [[fresh]]\n", aliases=["Old Name"]))
+    repo.write(f"{at}concepts/gone.md", page("Gone", "[[alpha]]\n"))
+    repo.write(f"{at}concepts/moved.md", page("Moved", "## Usage\n[[old-name]]\n"))
+    repo.write(f"{at}notes/other.md", "[[beta]] [[gone]] [[never]]\n")
+    repo.commit("main wiki")
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("rm", "-q", f"{at}concepts/gone.md")
+    repo.git("mv", f"{at}concepts/moved.md", f"{at}concepts/moved-away.md")
+    repo.write(f"{at}concepts/beta.md", page("Beta", "[[alpha#usage]] [[the-alias]] [[fresh]]\n", aliases=["The Alias"]))
+    repo.write(f"{at}concepts/fresh.md", page("Fresh", "# Fresh\n[[moved-away#usage]] [[gone]]\n"))
+    repo.write(f"{at}pic.png", b"\x89PNG")
+    repo.commit("feature wiki")
+    repo.git("checkout", "-q", "-")
+
+
+@pytest.mark.parametrize("root", ["wiki", ""])
+def test_delta_after_a_branch_switch_matches_a_full_check(repo: Repo, root: str) -> None:
+    """The first commit after a branch switch or pull (HEAD never checked) derives HEAD and
+    the index from the tree checked last; it must say what an uncached check says."""
+    _branch_switch_wiki(repo, root)
+    at = f"{root}/" if root else ""
+    assert repo.llmwiki("check", "--staged", "--base", "HEAD").returncode == 0  # caches main's tree
+    for branch in ("feature", "-"):
+        repo.git("checkout", "-q", branch)
+        assert problems(repo, "--rev", "HEAD") == problems(repo, "--rev", "HEAD", "--no-cache")
+        repo.write(f"{at}notes/other.md", f"[[beta]] [[gone]] [[never]] [[alpha#usage]] [[fresh]] {branch}\n")
+        repo.git("add", "-A")
+        assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+        assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
+        repo.git("checkout", "-q", "--", ".")
+        repo.git("reset", "-q", "--hard")
+
+
+def test_delta_sees_a_staged_deletion_and_new_page(repo: Repo) -> None:
+    """A staged delete and add (not only modifications) are derived, not fully rechecked,
+    and still report the links they break or mend."""
+    _branch_switch_wiki(repo, "wiki")
+    assert repo.llmwiki("check", "--staged", "--base", "HEAD").returncode == 0
+    repo.git("rm", "-q", "wiki/concepts/beta.md")
+    repo.write("wiki/concepts/never.md", "# Never\n")
+    repo.git("add", "-A")
+    fast = problems(repo, "--staged", "--base", "HEAD")
+    assert fast == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+    assert {p["target"] for p in fast[1]} == {"beta", "old-name"}  # its page and its alias
+    assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")

@@ -25,6 +25,7 @@ from .pages import PageScan
 
 _VERSION = 6
 _MAX_TREES = 8
+_MAX_FACTS = 3  # names fingerprints (a branch switch or a renamed page makes another)
 
 
 def _read(path: Path | None, parts: int) -> tuple | None:
@@ -65,7 +66,7 @@ class ScanCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.tree_path = path.with_name("tree-cache-v2.marshal") if path is not None else None
-        self.facts_path = path.with_name("facts-cache-v1.marshal") if path is not None else None
+        self.facts_path = path.with_name("facts-cache-v2.marshal") if path is not None else None
         self._facts: dict[str, tuple] | None = None
         self._facts_dirty = False
         self._scans: tuple[dict[str, tuple], dict[str, tuple]] | None = None
@@ -153,12 +154,13 @@ class ScanCache:
             self._facts = loaded[0] if loaded else {}
         return self._facts.get(fingerprint)
 
-    def facts_put(self, fingerprint: str, facts: tuple) -> None:
-        if self.facts_get(fingerprint) is not None:
+    def facts_put(self, fingerprint: str, facts: tuple, replace: bool = False) -> None:
+        if self.facts_get(fingerprint) is not None and not replace:
             return
         assert self._facts is not None
+        self._facts.pop(fingerprint, None)
         self._facts[fingerprint] = facts
-        while len(self._facts) > 2:
+        while len(self._facts) > _MAX_FACTS:
             self._facts.pop(next(iter(self._facts)))
         self._facts_dirty = True
 
