@@ -166,13 +166,11 @@ class Workspace:
         if key is not None and cache is not None:
             fingerprint = names_fingerprint(wiki, limit)
             if Facts.from_record(cache.facts_get(fingerprint)) is None:
-                users: dict[str, list[str]] = {}
-                for page in wiki.pages:  # every target's outcome and users, for the next delta
+                for page in wiki.pages:  # every target's outcome, for the next delta
                     for link in page.scan.raw_links:
                         checker.outcome(link[3])
-                        users.setdefault(link[3], []).append(page.path)
-                facts = Facts(wiki.root_dir, fingerprint, wiki.name_slugs(), list(wiki.other_files), checker.outcomes,
-                              {page.path: page.scan.names_key for page in wiki.pages}, users)
+                facts = Facts.build(wiki.root_dir, fingerprint, wiki.name_slugs(), wiki.other_files, checker.outcomes,
+                                    [(page.path, page.scan.names_key, page.scan.raw_links) for page in wiki.pages])
                 cache.facts_put(fingerprint, facts.to_record(), replace=True)
             cache.tree_put(key, (*result_to_record(result), fingerprint))
         return result
