@@ -117,7 +117,15 @@ class Workspace:
             provider=self.settings.embedding_provider,
             model=self.settings.embedding_model,
             mode=self.settings.retrieval,
+            list_pages=self._page_blobs,
         )
+
+    def _page_blobs(self) -> dict[str, str]:
+        """Path -> blob id of every live page (no page scanned): how retrieval notices pages
+        added, changed or deleted since `llmwiki index`."""
+        from .wiki.model import page_blobs
+
+        return page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, base=self.base)
 
     def _cached_worktree_wiki(self) -> Wiki:
         cache = self._cache()

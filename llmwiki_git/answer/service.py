@@ -12,7 +12,7 @@ from ..providers.http import ProviderError
 from ..providers.registry import select_provider
 from ..wiki.citations import PendingIndex, format_report
 from .publish import Published, profile_refusal, publish
-from .query import NO_MATCH, QueryResult, answer_stream, debug_json, log_activity, report, retrieve
+from .query import NO_MATCH, NOTHING_TO_PUBLISH, QueryResult, declines, answer_stream, debug_json, log_activity, report, retrieve
 
 
 class Printer(Protocol):
@@ -53,12 +53,16 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     result = QueryResult(question, "", chat.name, chat.model, [e.page_id for e in retrieved.evidence],
                          retrieved.source, retrieved.warnings, debug=retrieved.result if debug else None)
     if not retrieved.evidence:
+        if save:
+            result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
         if as_json:
             out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         else:
             out.line(NO_MATCH)
             for w in result.warnings:
                 out.note(f"warning: {w['code']}: {w['message']}")
+            if result.refusal is not None:
+                out.note(result.refusal["message"])
         return 0
     if not as_json:
         out.note(f"Answering with {chat.name} ({chat.model}) from {len(retrieved.evidence)} page(s): "
@@ -79,7 +83,10 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     pending = pending_index(ws)
     result.citations, result.citations_error = report(result.answer, lambda: ws.wiki("worktree"), pending)
     code = 0
-    if save:
+    if save and declines(result.answer, chat.name, retrieved.result, result.citations):
+        result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
+        log_activity(ws.state_dir, question, result.page_ids, chat.name)
+    elif save:
         code = _save(ws, result, pending, review)
     else:
         log_activity(ws.state_dir, question, result.page_ids, chat.name)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..wiki import frontmatter
+from ..wiki.generated import is_evidence
 from ..wiki.model import Page, Wiki
 from ..wiki.slug import parse_target
 from ..wiki.pages import decode
@@ -58,17 +59,23 @@ def page_title(meta: frontmatter.Frontmatter, body: str, stem: str) -> str:
     return stem
 
 
-def read_pages(wiki: Wiki, skip: set[str]) -> list[IndexedPage]:
-    """Live text of every page (the generated index page excluded), chunked."""
-    wanted = [p for p in wiki.pages if p.path not in skip]
+def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPage], dict[str, str]]:
+    """Live text of every page that may be evidence (of those in ``only`` when given),
+    chunked; and the pages left out (path -> blob): the generated index, the journal,
+    binary and oversize files. The store records both, so a later call can tell what
+    changed since (see `refresh`)."""
+    wanted = [p for p in wiki.pages if only is None or p.path in only]
     data = wiki.read([SourceFile(p.path, p.blob) for p in wanted])
     pages: list[IndexedPage] = []
+    skipped: dict[str, str] = {}
     for page in wanted:
         raw = data.get(page.path)
         if not isinstance(raw, bytes) or len(raw) > 8 * 1024 * 1024:
+            skipped[page.path] = page.blob or ""
             continue
         text, _ = decode(raw)
-        if text is None:
+        if text is None or not is_evidence(page.path, wiki.root_dir, text):
+            skipped[page.path] = page.blob or ""
             continue
         meta = frontmatter.parse(text)
         body = text[meta.body_offset :]
@@ -78,7 +85,7 @@ def read_pages(wiki: Wiki, skip: set[str]) -> list[IndexedPage]:
         links, dangling = _graph(wiki, page)
         pages.append(IndexedPage(page.id, page.path, page.blob or "", title,
                                  summary if isinstance(summary, str) else "", texts, links, dangling))
-    return pages
+    return pages, skipped
 
 
 def _graph(wiki: Wiki, page: Page) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -104,6 +111,8 @@ def build(
     *,
     full: bool = False,
     progress: Callable[[int, int], object] | None = None,
+    skipped: dict[str, str] | None = None,
+    previous_store: store_mod.Store | None = None,
 ) -> IndexSummary:
     """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``."""
     started = time.perf_counter()
@@ -111,10 +120,13 @@ def build(
     dims = embedder.dimension if embedder else 0
     previous: dict[str, np.ndarray] = {}
     if embedder is not None and not full:
-        try:
-            previous = store_mod.load(folder, expected_fingerprint=fingerprint).vectors_by_hash()
-        except store_mod.StoreError:
-            previous = {}
+        if previous_store is not None and previous_store.fingerprint == fingerprint:
+            previous = previous_store.vectors_by_hash()
+        else:
+            try:
+                previous = store_mod.load(folder, expected_fingerprint=fingerprint).vectors_by_hash()
+            except store_mod.StoreError:
+                previous = {}
     entries: list[store_mod.PageEntry] = []
     all_texts: list[str] = []
     hashes_in_order: list[str] = []
@@ -148,7 +160,7 @@ def build(
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
     LexicalIndex.build(all_texts).save(folder / LEXICAL_DIR)
-    store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now))
+    store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now, skipped))
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend)
 
 

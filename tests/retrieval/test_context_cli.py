@@ -60,7 +60,7 @@ def test_context_without_index_degrades_lexically(demo: Repo) -> None:
     assert pack["suggestedActions"][0]["command"] == "llmwiki index"
 
 
-def test_dangling_links_become_gaps_and_stale_chunks_warn(demo: Repo) -> None:
+def test_dangling_links_become_gaps_and_edits_since_index_are_followed(demo: Repo) -> None:
     demo.write("wiki/concepts/blobs.md", "---\ntitle: Blobs\n---\n# Blobs\n\nA blob links to [[nowhere-page]].\n")
     assert demo.llmwiki("index", env=FAST).returncode == 0
     pack = context(demo, "blob links nowhere")
@@ -70,8 +70,10 @@ def test_dangling_links_become_gaps_and_stale_chunks_warn(demo: Repo) -> None:
     demo.write("wiki/concepts/blobs.md", "---\ntitle: Blobs\n---\n# Blobs\n\nRewritten since indexing: blob links.\n")
     pack = context(demo, "blob links nowhere")
     blobs = next(p for p in pack["primary"] if p["id"] == "concepts/blobs")
-    assert blobs["freshnessStatus"] == "stale"
-    assert blobs["chunks"] == [] and blobs["warnings"][0]["code"] == "embedding-entry-stale"
+    # The edit (uncommitted) is indexed by this call: fresh chunks, no stale gap, no warning.
+    assert blobs["freshnessStatus"] == "fresh" and blobs["warnings"] == [] and pack["warnings"] == []
+    assert [c["text"] for c in blobs["chunks"]] == ["# Blobs\n\nRewritten since indexing: blob links."]
+    assert not any(g["pageId"] == "concepts/blobs" for g in pack["gaps"])
 
 
 def test_budget_trims_in_order(demo: Repo) -> None:

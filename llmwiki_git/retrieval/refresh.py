@@ -1,0 +1,109 @@
+"""The index follows the wiki: pages added, changed or deleted since `llmwiki index`.
+
+Every read (``query``, ``context``, MCP ``search_pages`` and ``get_context_pack``) compares
+the blob id of every live page with the one the store recorded (``staleness``: a listing
+from git, no page is scanned). When they differ, the index is rebuilt from the live pages
+in the same call: the lexical index always; vectors only for chunks whose content is new,
+and only up to ``ON_THE_FLY_CHUNKS`` of them, so that a read stays fast. Within the bound
+the refreshed store is saved (under the project lock) and the next call finds it current.
+Beyond it nothing is saved: this call ranks the new chunks lexically (their vectors are
+zero) and says how many pages are stale and to run ``llmwiki index``.
+
+The bound was measured (benchmarks/refresh.py, docs/query.md): see ``ON_THE_FLY_CHUNKS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import store as store_mod
+from .chunking import content_hash
+from .indexer import IndexedPage
+from .lexical import LexicalIndex
+
+ON_THE_FLY_CHUNKS = 24
+"""Chunks embedded on the fly by a read. The local model embeds one chunk in 40 ms (25
+chunks/s) on an idle 2-core machine and 130 ms under load: 24 chunks add 1-3 s to the
+call, about what one new or edited page costs (a typical page has 1-6 chunks)."""
+
+
+@dataclass(frozen=True)
+class Staleness:
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+    @property
+    def pages(self) -> int:
+        return len(self.added) + len(self.changed) + len(self.deleted)
+
+    def __bool__(self) -> bool:
+        return self.pages > 0
+
+
+def staleness(store: store_mod.Store, live: Mapping[str, str]) -> Staleness:
+    """What changed between the store and the live pages (path -> blob id)."""
+    known = {p.path: p.blob for p in store.pages}
+    for path, blob in store.skipped.items():
+        known.setdefault(path, blob)
+    added = tuple(sorted(p for p in live if p not in known))
+    changed = tuple(sorted(p for p, b in live.items() if p in known and known[p] != b))
+    # A page recorded without a blob could not be read at index time: it is not "deleted"
+    # merely because the listing cannot hash it either.
+    deleted = tuple(sorted(p for p, b in known.items() if p not in live and b))
+    return Staleness(added, changed, deleted)
+
+
+@dataclass
+class Plan:
+    """What a refresh would embed: chunk hash -> text of chunks with no vector yet."""
+
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def plan(pages: list[IndexedPage], previous: Mapping[str, np.ndarray]) -> Plan:
+    missing: dict[str, str] = {}
+    for page in pages:
+        for text in page.texts:
+            chunk_hash = content_hash(text)
+            if chunk_hash not in previous:
+                missing.setdefault(chunk_hash, text)
+    return Plan(missing)
+
+
+def in_memory(old: store_mod.Store, pages: list[IndexedPage], skipped: dict[str, str],
+              previous: Mapping[str, np.ndarray]) -> tuple[store_mod.Store, LexicalIndex]:
+    """A store of the live pages, not saved: vectors where a chunk's content was embedded
+    before, zeros for new chunks (they are found lexically)."""
+    entries: list[store_mod.PageEntry] = []
+    texts: list[str] = []
+    hashes_in_order: list[str] = []
+    for page in pages:
+        hashes = tuple(content_hash(t) for t in page.texts)
+        entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
+                                           len(texts), hashes, page.links, page.dangling))
+        texts.extend(page.texts)
+        hashes_in_order.extend(hashes)
+    vectors = np.zeros((len(texts), old.dimensions), dtype=np.float32)
+    if old.dimensions:
+        for row, chunk_hash in enumerate(hashes_in_order):
+            vector = previous.get(chunk_hash)
+            if vector is not None:
+                vectors[row] = vector
+    store = store_mod.build(old.fingerprint, old.backend, old.model, old.dimensions, entries, vectors,
+                            old.updated_at, skipped)
+    return store, LexicalIndex.build(texts)
+
+
+def stale_warning(stale: Staleness, missing: int, bound: int) -> dict[str, str]:
+    pages = f"{stale.pages} page{'s' if stale.pages != 1 else ''}"
+    if bound <= 0:
+        return {"code": "index-stale",
+                "message": f"{pages} changed since `llmwiki index` and the embedding model is unavailable; new text "
+                           "is ranked lexically until you run `llmwiki index`"}
+    return {"code": "index-stale",
+            "message": f"{pages} changed since `llmwiki index` ({missing} new chunks to embed, more than the "
+                       f"{bound} embedded on the fly); new text is ranked lexically until you run `llmwiki index`"}
