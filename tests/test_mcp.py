@@ -228,3 +228,20 @@ def test_missing_sdk_is_a_clear_error(demo: Repo, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` now raises ImportError
     with pytest.raises(LlmwikiError, match=r"llmwiki serve needs the MCP SDK: pip install 'llmwiki-git\[mcp\]'"):
         mcp_server.build_server(demo.root)
+
+
+def test_search_and_context_pack_follow_the_wiki(demo: Repo, tmp_path: Path) -> None:
+    """A page committed after `index` is found, a deleted one is gone, topPages is exact."""
+    demo.write("wiki/concepts/medlar.md", "---\ntitle: Medlar\n---\nA medlar is bletted until soft.\n")
+    demo.git("rm", "-q", "wiki/concepts/trees.md")
+    demo.commit("after index")
+
+    async def main() -> None:
+        async with session(demo.root, tmp_path / "server.log") as s:
+            found = await ok(s, "search_pages", {"query": "medlar bletted", "limit": 3})
+            assert found["pages"][0]["pageId"] == "concepts/medlar" and found["warnings"] == []
+            pack = await ok(s, "get_context_pack", {"prompt": "tree names modes blobs", "topPages": 2})
+            assert len(pack["primary"]) == 2 and pack["warnings"] == []
+            assert "concepts/trees" not in [p["id"] for p in pack["primary"]]
+
+    run(main)

@@ -293,6 +293,8 @@ def render_markdown(pack: dict[str, Any]) -> str:
         for window in page["sourceWindows"]:
             lines += ["", f"From `{window['file']}:{window['start']}-{window['end']}`:"]
             lines += [f"> {line}" for line in str(window["text"]).splitlines()]
+        if page["warnings"]:
+            lines += [""] + [f"- warning: {w['code']}: {w['message']}" for w in page["warnings"]]
     if pack["neighbors"]:
         lines += ["", "## Graph Neighborhood"]
         lines += [f"- `{n['from']}` -> `{n['to']}` ({n['reason']}, distance {n['distance']})" for n in pack["neighbors"]]

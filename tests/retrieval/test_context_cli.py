@@ -110,6 +110,9 @@ def test_include_sources_is_confined_to_sources_folder(demo: Repo, tmp_path: Pat
     assert {"file": "paper.md"} in blobs["citations"]
     plain = context(demo, "blob facts")
     assert all(p["sourceWindows"] == [] for p in plain["primary"])
+    markdown = demo.llmwiki("context", "blob facts", "--include-sources", env=FAST).stdout
+    section = markdown.split("### Blobs (`concepts/blobs`)")[1].split("\n### ")[0]
+    assert section.count("- warning: source-window-unavailable: ") == 3, section  # per-page warnings shown
 
 
 def test_markdown_output_and_bad_options(demo: Repo) -> None:
