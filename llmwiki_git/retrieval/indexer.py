@@ -88,6 +88,36 @@ def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPa
     return pages, skipped
 
 
+def reread_pages(wiki: Wiki, store: store_mod.Store, changed: set[str]) -> tuple[list[IndexedPage], dict[str, str]]:
+    """``read_pages`` for a wiki of which only the pages in ``changed`` (added or edited)
+    differ from ``store``: the others keep their recorded title, summary and link graph
+    and are only re-chunked (the lexical index needs their text), with no YAML parse and
+    no link resolution. A page whose chunks no longer match the store is read in full."""
+    recorded = {e.path: e for e in store.pages}
+    reuse = [p for p in wiki.pages if p.path not in changed and p.path in recorded
+             and recorded[p.path].blob == (p.blob or "")]
+    data = wiki.read([SourceFile(p.path, p.blob) for p in reuse])
+    kept: dict[str, IndexedPage] = {}
+    for page in reuse:
+        entry = recorded[page.path]
+        raw = data.get(page.path)
+        text = decode(raw)[0] if isinstance(raw, bytes) else None
+        if text is None:
+            continue
+        body = text[frontmatter.split(text)[1]:]
+        texts = tuple(f"{entry.title}\n\n{c.text}" for c in split_into_chunks(body))
+        if tuple(content_hash(t) for t in texts) == tuple(entry.hashes):
+            kept[page.path] = IndexedPage(entry.page_id, entry.path, entry.blob, entry.title, entry.summary, texts,
+                                          tuple(entry.links), tuple(entry.dangling))
+    skipped = {p.path: store.skipped[p.path] for p in wiki.pages
+               if p.path not in changed and store.skipped.get(p.path, None) == (p.blob or "") and p.blob}
+    rest = {p.path for p in wiki.pages if p.path not in kept and p.path not in skipped}
+    fresh, fresh_skipped = read_pages(wiki, rest)
+    by_path = {**kept, **{p.path: p for p in fresh}}
+    pages = [by_path[p.path] for p in wiki.pages if p.path in by_path]
+    return pages, {**skipped, **fresh_skipped}
+
+
 def _graph(wiki: Wiki, page: Page) -> tuple[tuple[str, ...], tuple[str, ...]]:
     links: dict[str, None] = {}
     dangling: dict[str, None] = {}

@@ -24,10 +24,12 @@ from .chunking import content_hash
 from .indexer import IndexedPage
 from .lexical import LexicalIndex
 
-ON_THE_FLY_CHUNKS = 24
-"""Chunks embedded on the fly by a read. The local model embeds one chunk in 40 ms (25
-chunks/s) on an idle 2-core machine and 130 ms under load: 24 chunks add 1-3 s to the
-call, about what one new or edited page costs (a typical page has 1-6 chunks)."""
+ON_THE_FLY_CHUNKS = 8
+"""Chunks embedded on the fly by a read. Measured (benchmarks/refresh.py, docs/query.md):
+the local model embeds a chunk in about 40 ms on an idle 2-core machine and 230-310 ms on
+the same machine under load, so 8 chunks add 0.3 s to 2.5 s to the call. A one-page edit
+changes one or two chunks and a new page of 5,000 characters has six: one page's worth is
+embedded on the fly; more means an `llmwiki index` run."""
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,8 @@ class Retrieval:
             pages, skipped = indexer.read_pages(wiki)
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped)
             written = self._write_index_page(wiki, index_path) if index_path else None
+            if written:  # written after the pages were read: recorded, or the next read finds it "added"
+                store_mod.add_skipped(self.state, {written: blob_id((self.root / written).read_bytes())})
         return replace(summary, notes=tuple(notes)), written
 
     def _store_fingerprint(self) -> str | None:
@@ -162,7 +164,7 @@ class Retrieval:
         if not stale:
             return loaded
         store = loaded.store
-        pages, skipped = indexer.read_pages(self._load_wiki())
+        pages, skipped = indexer.reread_pages(self._load_wiki(), store, set(stale.added) | set(stale.changed))
         can_embed = loaded.embedder is not None or not store.dimensions
         previous = store.vectors_by_hash() if store.dimensions else {}
         missing = refresh.plan(pages, previous).missing if store.dimensions else {}

@@ -145,6 +145,15 @@ def save(folder: Path, store: Store) -> None:
     _atomic_write(folder / JSON_NAME, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
 
 
+def add_skipped(folder: Path, entries: dict[str, str]) -> None:
+    """Record pages that are not evidence (a generated file written after the store was
+    built) in ``embeddings.json``, leaving the vectors alone."""
+    path = folder / JSON_NAME
+    meta = json.loads(path.read_bytes())
+    meta["skipped"] = {**(meta.get("skipped") or {}), **entries}
+    _atomic_write(path, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
+
+
 def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
     """Read the store; raise StoreError (with a warning code) when it cannot be used."""
     json_path, bin_path = folder / JSON_NAME, folder / BIN_NAME
