@@ -202,3 +202,42 @@ def test_top_pages_is_honoured_exactly(vault: tuple[Repo, str]) -> None:
     for n in (1, 2, 3):
         pack = context(repo, "trees", "--top-pages", str(n))
         assert len(pack["primary"]) == n, pack["primary"]
+
+
+def test_changed_chunks_are_embedded_on_the_fly_up_to_the_bound(repo: Repo) -> None:
+    """A real embedding server on 127.0.0.1: one new page is embedded by the read and saved;
+    more new chunks than the bound are found lexically, with a warning that says how many
+    pages are stale and to run `llmwiki index`."""
+    from llmwiki_git.retrieval.refresh import ON_THE_FLY_CHUNKS
+
+    from ..servers import serve
+    from .test_embedding_http import openai_handler
+
+    wiki_layout(repo)
+    with serve(openai_handler) as (url, seen):
+        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1",
+               "OPENAI_API_KEY": "k", "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        assert repo.llmwiki("index", env=env).returncode == 0
+        repo.write("wiki/concepts/medlar.md", page("Medlar", "A medlar is bletted until soft."))
+        repo.commit("one page")
+        before = len(seen.requests)
+        pack = json.loads(repo.llmwiki("context", "medlar bletted", "--json", env=env).stdout)
+        assert pack["primary"][0]["id"] == "concepts/medlar" and pack["warnings"] == []
+        embedded = [t for _, body, _ in seen.requests[before:] for t in body["input"]]
+        assert any("bletted" in t for t in embedded)  # the new chunk, on the fly
+        store = json.loads((repo.root / ".llmwiki" / "embeddings.json").read_text())
+        assert "wiki/concepts/medlar.md" in [p["path"] for p in store["pages"]]
+
+        for i in range(ON_THE_FLY_CHUNKS + 1):
+            repo.write(f"wiki/concepts/fruit-{i}.md", page(f"Fruit {i}", f"Fruit number {i} is a sorbapple of kind {i}."))
+        repo.commit("many pages")
+        pack = json.loads(repo.llmwiki("context", "sorbapple", "--json", env=env).stdout)
+        assert pack["primary"] and pack["primary"][0]["id"].startswith("concepts/fruit-")
+        stale = [w["message"] for w in pack["warnings"] if w["code"] == "index-stale"]
+        assert stale and stale[0].startswith(f"{ON_THE_FLY_CHUNKS + 1} pages changed since `llmwiki index`"), pack["warnings"]
+        assert "run `llmwiki index`" in stale[0]
+        store = json.loads((repo.root / ".llmwiki" / "embeddings.json").read_text())
+        assert not any("fruit-" in p["path"] for p in store["pages"])  # nothing saved beyond the bound
+        assert repo.llmwiki("index", env=env).returncode == 0
+        pack = json.loads(repo.llmwiki("context", "sorbapple", "--json", env=env).stdout)
+        assert pack["warnings"] == []
