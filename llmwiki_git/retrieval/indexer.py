@@ -4,7 +4,7 @@ and the lexical index, regenerate ``wiki/index.md``."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -194,15 +194,30 @@ def build(
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend)
 
 
-def memory_index(pages: list[IndexedPage]) -> tuple[store_mod.Store, LexicalIndex]:
-    """A lexical-only store built in memory from live pages: the fallback when there is no
-    usable store on disk (nothing is written)."""
+def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,
+                 previous: Mapping[str, np.ndarray] | None = None,
+                 skipped: dict[str, str] | None = None) -> tuple[store_mod.Store, LexicalIndex]:
+    """A store built in memory from live pages (nothing is written): lexical-only when there
+    is no usable store on disk; with ``base``, in its model's shape, every chunk whose
+    content ``previous`` has a vector for gets it and new chunks get zeros (they are found
+    lexically: a read that may not embed them all, see `refresh`)."""
     entries: list[store_mod.PageEntry] = []
     texts: list[str] = []
+    hashes_in_order: list[str] = []
     for page in pages:
         hashes = tuple(content_hash(t) for t in page.texts)
         entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
                                            len(texts), hashes, page.links, page.dangling))
         texts.extend(page.texts)
-    empty = np.zeros((len(texts), 0), dtype=np.float32)
-    return store_mod.build(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, 0, entries, empty, ""), LexicalIndex.build(texts)
+        hashes_in_order.extend(hashes)
+    if base is None:
+        empty = np.zeros((len(texts), 0), dtype=np.float32)
+        return store_mod.build(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, 0, entries, empty, ""), LexicalIndex.build(texts)
+    vectors = np.zeros((len(texts), base.dimensions), dtype=np.float32)
+    for row, chunk_hash in enumerate(hashes_in_order):
+        vector = (previous or {}).get(chunk_hash)
+        if vector is not None and base.dimensions:
+            vectors[row] = vector
+    store = store_mod.build(base.fingerprint, base.backend, base.model, base.dimensions, entries, vectors,
+                            base.updated_at, skipped)
+    return store, LexicalIndex.build(texts)

@@ -22,7 +22,6 @@ import numpy as np
 from . import store as store_mod
 from .chunking import content_hash
 from .indexer import IndexedPage
-from .lexical import LexicalIndex
 
 ON_THE_FLY_CHUNKS = 8
 """Chunks embedded on the fly by a read. Measured (benchmarks/refresh.py, docs/query.md):
@@ -74,30 +73,6 @@ def plan(pages: list[IndexedPage], previous: Mapping[str, np.ndarray]) -> Plan:
             if chunk_hash not in previous:
                 missing.setdefault(chunk_hash, text)
     return Plan(missing)
-
-
-def in_memory(old: store_mod.Store, pages: list[IndexedPage], skipped: dict[str, str],
-              previous: Mapping[str, np.ndarray]) -> tuple[store_mod.Store, LexicalIndex]:
-    """A store of the live pages, not saved: vectors where a chunk's content was embedded
-    before, zeros for new chunks (they are found lexically)."""
-    entries: list[store_mod.PageEntry] = []
-    texts: list[str] = []
-    hashes_in_order: list[str] = []
-    for page in pages:
-        hashes = tuple(content_hash(t) for t in page.texts)
-        entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
-                                           len(texts), hashes, page.links, page.dangling))
-        texts.extend(page.texts)
-        hashes_in_order.extend(hashes)
-    vectors = np.zeros((len(texts), old.dimensions), dtype=np.float32)
-    if old.dimensions:
-        for row, chunk_hash in enumerate(hashes_in_order):
-            vector = previous.get(chunk_hash)
-            if vector is not None:
-                vectors[row] = vector
-    store = store_mod.build(old.fingerprint, old.backend, old.model, old.dimensions, entries, vectors,
-                            old.updated_at, skipped)
-    return store, LexicalIndex.build(texts)
 
 
 def stale_warning(stale: Staleness, missing: int, bound: int) -> dict[str, str]:

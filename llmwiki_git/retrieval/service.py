@@ -46,11 +46,10 @@ class Retrieval:
         model: str | None = None,
         mode: str | None = None,
         list_pages: Callable[[], dict[str, str]] | None = None,
-        refresh_bound: int | None = None,
     ) -> None:
         self.root = root
-        self._list_pages = list_pages
-        self.refresh_bound = refresh.ON_THE_FLY_CHUNKS if refresh_bound is None else refresh_bound
+        self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
+        self.refresh_bound = refresh.ON_THE_FLY_CHUNKS
         self.project = project
         self.state = state
         self._load_wiki = load_wiki
@@ -177,7 +176,7 @@ class Retrieval:
             else:
                 warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
                 return Loaded(fresh, lexical, loaded.embedder, warnings)
-        memory, lexical = refresh.in_memory(store, pages, skipped, previous)
+        memory, lexical = indexer.memory_index(pages, store, previous, skipped)
         warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
         if missing:
             warnings.append(refresh.stale_warning(stale, len(missing), self.refresh_bound if can_embed else 0))

@@ -4,7 +4,6 @@ vault with its own hand-written home ``index.md``): part of the corpus suite, wh
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
@@ -13,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ..conftest import Repo
+from ..retrieval.test_follow_wiki import FAST, context, query
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "foam-docs"
-FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 
 
 @pytest.fixture
@@ -32,18 +31,6 @@ def foam(repo: Repo) -> Repo:
     repo.commit("the Foam docs")
     assert repo.llmwiki("index", env=FAST).returncode == 0
     return repo
-
-
-def query(repo: Repo, question: str, *args: str) -> dict:
-    proc = repo.llmwiki("query", question, "--json", *args, env=FAST)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
-def context(repo: Repo, prompt: str, *args: str) -> dict:
-    proc = repo.llmwiki("context", prompt, "--json", *args, env=FAST)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
 
 
 def test_a_page_committed_after_index_is_found_and_a_deleted_one_disappears(foam: Repo) -> None:
