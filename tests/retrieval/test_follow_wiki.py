@@ -241,3 +241,43 @@ def test_changed_chunks_are_embedded_on_the_fly_up_to_the_bound(repo: Repo) -> N
         assert repo.llmwiki("index", env=env).returncode == 0
         pack = json.loads(repo.llmwiki("context", "sorbapple", "--json", env=env).stdout)
         assert pack["warnings"] == []
+
+
+def test_a_model_answer_citing_nothing_for_unmatched_words_is_not_published(repo: Repo) -> None:
+    """Dense retrieval always returns pages; when none of their passages has a word of the
+    question and the model cites nothing, the answer declines: shown, not published. A
+    model answer without links to a question the pages do match is still published."""
+    from ..answer.test_query_cli import sse_answer
+    from ..servers import serve
+    from .test_embedding_http import openai_handler
+
+    wiki_layout(repo)
+    chat = sse_answer("I could not find this in the provided pages.")
+
+    def handler(path: str, body: dict, headers: dict) -> tuple[int, dict[str, str], bytes]:
+        return openai_handler(path, body, headers) if path.endswith("/embeddings") else chat(path, body, headers)
+
+    with serve(handler) as (url, _):
+        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "LLMWIKI_EMBEDDING_MODEL": "tiny", "LLMWIKI_PROVIDER": "openai",
+               "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "k"}
+        assert repo.llmwiki("index", env=env).returncode == 0
+        head = repo.git("rev-parse", "HEAD")
+        proc = repo.llmwiki("query", "Qu'est-ce que la capitale de la France ?", "--save", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("I could not find this") and "Nothing to publish" in proc.stderr
+        assert repo.git("rev-parse", "HEAD") == head
+        proc = repo.llmwiki("query", "What does a blob store?", "--save", env=env)
+        assert proc.returncode == 0 and "Nothing to publish" not in proc.stderr, proc.stderr
+        assert repo.git("rev-parse", "HEAD") != head  # no links, but the pages matched: published
+
+
+def test_the_index_page_written_by_index_does_not_make_the_next_read_refresh(repo: Repo) -> None:
+    wiki_layout(repo)
+    repo.git("rm", "-q", "wiki/index.md")
+    repo.commit("no table of contents yet")
+    assert repo.llmwiki("index", env=FAST).returncode == 0
+    assert (repo.root / "wiki" / "index.md").is_file()  # written after the pages were read
+    store = (repo.root / ".llmwiki" / "embeddings.json").read_bytes()
+    pack = context(repo, "blob")
+    assert pack["warnings"] == [] and "index" not in [p["id"] for p in pack["primary"]]
+    assert (repo.root / ".llmwiki" / "embeddings.json").read_bytes() == store  # nothing was stale
