@@ -104,10 +104,10 @@ def _link_for(entry: PageEntry) -> str:
     return entry.page_id.rsplit("/", 1)[-1]
 
 
-def is_own_target(entry: PageEntry, question: str) -> bool:
-    """``entry`` is the page that saving an answer to ``question`` would write
+def is_own_target(page_id: str, question: str) -> bool:
+    """``page_id`` is the page that saving an answer to ``question`` would write
     (``queries/<slug>.md``): the answer it would replace."""
-    folder, _, stem = entry.page_id.rpartition("/")
+    folder, _, stem = page_id.rpartition("/")
     return stem == query_slug(question) and folder.rsplit("/", 1)[-1] == "queries"
 
 
@@ -138,7 +138,7 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
         entry = by_id.get(page_id)
         if entry is None:
             continue
-        if is_own_target(entry, question):
+        if is_own_target(page_id, question):
             continue  # re-asking a saved question: never grounded on the answer it replaces
         live = retrieval.read_live(entry)
         if live.text is None:
@@ -169,6 +169,16 @@ def _excerpts(entry: PageEntry, body: str, result: SearchResult | None, page_id:
 
 NOTHING_TO_PUBLISH = ("Nothing to publish: the answer says the wiki does not answer this question, so no page "
                       "was written. Add the missing knowledge to the wiki, then ask again.")
+
+
+def self_citation(question: str, citations: list[Citation] | None) -> dict[str, Any] | None:
+    """The refusal for an answer that cites the page it would replace, else None."""
+    own = [c.target for c in citations or [] if c.page_id and is_own_target(c.page_id, question)]
+    if not own:
+        return None
+    return {"code": "self-citation", "targets": own,
+            "message": f"Answer publication refused: the answer cites the page it would replace "
+                       f"({', '.join(f'[[{t}]]' for t in own)}); ask again, or run without --save"}
 
 
 def declines(answer: str, provider: str, result: SearchResult | None, citations: list[Citation] | None) -> bool:

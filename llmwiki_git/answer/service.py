@@ -12,7 +12,7 @@ from ..providers.http import ProviderError
 from ..providers.registry import select_provider
 from ..wiki.citations import PendingIndex, format_report
 from .publish import Published, profile_refusal, publish
-from .query import NO_MATCH, NOTHING_TO_PUBLISH, QueryResult, declines, answer_stream, debug_json, log_activity, report, retrieve
+from .query import NO_MATCH, NOTHING_TO_PUBLISH, QueryResult, declines, self_citation, answer_stream, debug_json, log_activity, report, retrieve
 
 
 class Printer(Protocol):
@@ -83,9 +83,12 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     pending = pending_index(ws)
     result.citations, result.citations_error = report(result.answer, lambda: ws.wiki("worktree"), pending)
     code = 0
+    cites_itself = self_citation(question, result.citations) if save else None
     if save and declines(result.answer, chat.name, retrieved.result, result.citations):
         result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
         log_activity(ws.state_dir, question, result.page_ids, chat.name)
+    elif cites_itself is not None:
+        result.refusal, code = cites_itself, 1
     elif save:
         code = _save(ws, result, pending, review)
     else:

@@ -281,3 +281,19 @@ def test_the_index_page_written_by_index_does_not_make_the_next_read_refresh(rep
     pack = context(repo, "blob")
     assert pack["warnings"] == [] and "index" not in [p["id"] for p in pack["primary"]]
     assert (repo.root / ".llmwiki" / "embeddings.json").read_bytes() == store  # nothing was stale
+
+
+def test_an_answer_citing_the_page_it_would_replace_is_refused(repo: Repo) -> None:
+    from ..answer.test_query_cli import openai_env, sse_answer
+    from ..servers import serve
+
+    wiki_layout(repo)
+    question = "What does a blob store?"
+    assert repo.llmwiki("query", question, "--save", env=FAST).returncode == 0
+    head = repo.git("rev-parse", "HEAD")
+    saved = (repo.root / "wiki" / "queries" / "what-does-a-blob-store.md").read_bytes()
+    with serve(sse_answer("Blobs store file bytes [[what-does-a-blob-store]] [[blobs]].")) as (url, _):
+        proc = repo.llmwiki("query", question, "--save", env=openai_env(url))
+    assert proc.returncode == 1 and "cites the page it would replace ([[what-does-a-blob-store]])" in proc.stderr
+    assert repo.git("rev-parse", "HEAD") == head
+    assert (repo.root / "wiki" / "queries" / "what-does-a-blob-store.md").read_bytes() == saved
