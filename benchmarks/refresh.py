@@ -5,7 +5,9 @@
 
 1. **Freshness check** (every read pays it): listing the live pages' blob ids and comparing
    them with the store, in process, on generated wikis (benchmarks/check.py's generator) of
-   ``--pages`` sizes, committed and indexed with ``--fast``.
+   ``--pages`` sizes, committed and indexed with ``--fast``; and a warm context pack in one
+   long-lived workspace (the MCP server's case, which reuses its listing while no file
+   changes), without and with the check.
 2. **Lexical refresh**: ``llmwiki context --json`` in a fresh process with nothing changed,
    then right after committing one new page (the call rebuilds and saves the index).
 3. **On-the-fly embedding**: the local model's cost per chunk for batches of 1-64 chunks
@@ -71,6 +73,30 @@ def freshness_check(folder: Path, repeat: int) -> float:
     return statistics.median(times)
 
 
+def warm_context(folder: Path, repeat: int) -> tuple[float, float]:
+    """An MCP server's warm `get_context_pack`: in process, one long-lived workspace that
+    reuses its page listing while no file changes; without and with the freshness check."""
+    from llmwiki_git.retrieval.context import ContextOptions
+    from llmwiki_git.workspace import Workspace
+
+    ws = Workspace.open(folder)
+    ws.reuse_listing = True
+
+    def once(follow: bool) -> float:
+        retrieval = ws.retrieval()
+        if not follow:
+            retrieval._list_pages = None
+        started = time.perf_counter()
+        retrieval.context("how are pages linked", ContextOptions())
+        return time.perf_counter() - started
+
+    results = []
+    for follow in (False, True):
+        once(follow)
+        results.append(statistics.median(once(follow) for _ in range(max(repeat, 9))))
+    return results[0], results[1]
+
+
 def context_runs(bench: Any, folder: Path, repeat: int) -> tuple[float, float]:
     env = bench.clean_env()
     cmd = [sys.executable, "-m", "llmwiki_git", "context", "medlar bletted", "--json"]
@@ -120,14 +146,16 @@ def main(argv: list[str] | None = None) -> int:
     for line in bench.machine_info():
         print(line)
     print(f"load average at start: {bench.loadavg()}\n")
-    print("| wiki | freshness check (in process, median) | `context --json`, nothing changed | "
-          "`context --json` after committing one page |")
-    print("|---|---|---|---|")
+    print("| wiki | freshness check (in process, median) | warm context pack (MCP), no check / with check | "
+          "`context --json`, nothing changed | `context --json` after committing one page |")
+    print("|---|---|---|---|---|")
     for n in (int(x) for x in args.pages.split(",")):
         folder = _wiki(bench, args.work, n)
         check = freshness_check(folder, args.repeat)
+        plain, follow = warm_context(folder, args.repeat)
         quiet, refreshed = context_runs(bench, folder, args.repeat)
-        print(f"| {n:,} pages | {check * 1000:.0f} ms | {quiet:.2f} s | {refreshed:.2f} s |")
+        print(f"| {n:,} pages | {check * 1000:.0f} ms | {plain * 1000:.0f} / {follow * 1000:.0f} ms | "
+              f"{quiet:.2f} s | {refreshed:.2f} s |")
     print("\n| chunks embedded on the fly | seconds (median) | ms per chunk |")
     print("|---|---|---|")
     try:

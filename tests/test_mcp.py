@@ -243,5 +243,13 @@ def test_search_and_context_pack_follow_the_wiki(demo: Repo, tmp_path: Path) -> 
             pack = await ok(s, "get_context_pack", {"prompt": "tree names modes blobs", "topPages": 2})
             assert len(pack["primary"]) == 2 and pack["warnings"] == []
             assert "concepts/trees" not in [p["id"] for p in pack["primary"]]
+            # The server reuses its page listing while no file changes, and notices when one does.
+            demo.write("wiki/concepts/quince.md", "---\ntitle: Quince\n---\nA quince is poached in syrup.\n")
+            found = await ok(s, "search_pages", {"query": "quince poached syrup", "limit": 3})
+            assert found["pages"][0]["pageId"] == "concepts/quince"
+            demo.commit("quince")
+            (demo.root / "wiki" / "concepts" / "quince.md").unlink()
+            found = await ok(s, "search_pages", {"query": "quince poached syrup", "limit": 3})
+            assert "concepts/quince" not in [p["pageId"] for p in found["pages"]] and found["warnings"] == []
 
     run(main)
