@@ -56,11 +56,14 @@ class Workspace:
         root, is_git = find_root(start, environ)
         git = Git(root, environ) if is_git else None
         project = find_project(start, root)
-        return cls(root, git, config.load(project, wiki_dir=wiki_dir), use_cache, project)
+        return cls(root, git, config.load(project, wiki_dir=wiki_dir, environ=environ), use_cache, project)
 
-    def require_git(self, what: str) -> Git:
+    def require_git(self, what: str, *, flag: str | None = None) -> Git:
+        """The repository's git; ``flag`` names the option that asked for it, if one did."""
         if self.git is None:
-            raise NotARepository(f"{what} needs a git repository, and {self.root} is not in one", hint="run `git init` or drop the flag")
+            hint = "run `git init` there, or point -C at a folder inside a git repository"
+            raise NotARepository(f"{what} needs a git repository, and {self.root} is not in one",
+                                 hint=f"{hint}, or drop {flag}" if flag else hint)
         return self.git
 
     def _cache(self) -> ScanCache | None:
@@ -75,7 +78,7 @@ class Workspace:
         """``worktree``, ``index``, or a revision (``HEAD``, a commit id, a branch)."""
         if scope == "worktree":
             return WorktreeSnapshot(self.root, self.git)
-        git = self.require_git("checking the index or a commit")
+        git = self.require_git("checking the index or a commit", flag="--staged/--rev/--base")
         if scope == "index":
             return IndexSnapshot(git)
         commit = git.rev_parse(scope)
@@ -120,6 +123,7 @@ class Workspace:
             provider=self.settings.embedding_provider,
             model=self.settings.embedding_model,
             mode=self.settings.retrieval,
+            git=self.git,
             list_pages=self._page_blobs,
         )
 
@@ -310,7 +314,7 @@ class Workspace:
         warning, not an error (DESIGN §3)."""
         if self.git is None or not any(p.code == "broken-link" for p in result.problems):
             return result
-        from .review.candidates import pending_index
+        from .publication.candidates import pending_index
 
         pending = pending_index(self.git)
         if not pending.by_slug:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..git import blob_id
+from ..git import Git, blob_id
+from ..gitstore.transaction import sweep_temp_files, write_atomic
 from ..wiki.indexpage import entries_of, render, same_content
 from ..wiki.model import Wiki
 from ..wiki.pages import decode
@@ -45,8 +45,10 @@ class Retrieval:
         provider: str | None = None,
         model: str | None = None,
         mode: str | None = None,
+        git: Git | None = None,
         list_pages: Callable[[], dict[str, str]] | None = None,
     ) -> None:
+        self.git = git
         self.root = root
         self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
         self.refresh_bound = refresh.ON_THE_FLY_CHUNKS
@@ -65,10 +67,10 @@ class Retrieval:
     # -- building -------------------------------------------------------------------------
 
     def index(self, *, full: bool = False, fast: bool = False,
-              progress: Callable[[int, int], object] | None = None) -> tuple[indexer.IndexSummary, str | None]:
+              progress: Callable[[int, int], object] | None = None, page: bool = True) -> tuple[indexer.IndexSummary, str | None]:
         from dataclasses import replace
 
-        from ..answer.lock import ProjectLock
+        from ..gitstore.lock import repository_lock
 
         notes: list[str] = []
         explicit = bool(self.environ.get("LLMWIKI_EMBEDDING_PROVIDER") or self.provider)
@@ -79,13 +81,14 @@ class Retrieval:
             notes.append("the index is lexical-only (built with --fast); run `llmwiki index --full` to embed it")
         embedder = self.embedder(fast)
         # Under the project lock: two writers must not interleave the store's files.
-        with ProjectLock(self.state):
+        with repository_lock(self.git, self.state):
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
             pages, skipped = indexer.read_pages(wiki)
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped)
-            written = self._write_index_page(wiki, index_path) if index_path else None
-            if written:  # written after the pages were read: recorded, or the next read finds it "added"
+            written = self._write_index_page(wiki, index_path, notes) if index_path and page else None
+            if written and written == index_path:  # a page written after the pages were read: recorded,
+                # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
                 store_mod.add_skipped(self.state, {written: blob_id((self.root / written).read_bytes())})
         return replace(summary, notes=tuple(notes)), written
 
@@ -101,16 +104,25 @@ class Retrieval:
             return None
         return f"{wiki.root_dir}/index.md" if wiki.root_dir else "index.md"
 
-    def _write_index_page(self, wiki: Wiki, rel: str) -> str | None:
+    def _write_index_page(self, wiki: Wiki, rel: str, notes: list[str]) -> str | None:
+        """Regenerate the table of contents where llmwiki owns ``rel`` (absent or generated);
+        a user's own ``index.md`` is never touched: llmwiki's copy goes to the state folder."""
+        from ..wiki import generated
+
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         text = render(entries_of(wiki), now)
-        path = self.root / rel
+        head = self.git.rev_parse("HEAD") if self.git is not None else None
+        if not generated.owned(self.git, self.root, rel, head, "index"):
+            notes += generated.notice(self.state, "index", f"{rel} is your own page, so llmwiki never rewrites it; "
+                                                           f"its generated table of contents goes to "
+                                                           f"{self.state.name}/{generated.INDEX} instead")
+            path, rel = self.state / generated.INDEX, f"{self.state.name}/{generated.INDEX}"
+        else:
+            path = self.root / rel
+        sweep_temp_files(path.parent, [])  # left by a killed writer (we hold the lock)
         if path.is_file() and same_content(path.read_text(encoding="utf-8", errors="replace"), text):
             return None
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index.md.")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        write_atomic(path, text.encode("utf-8"))
         return rel
 
     # -- reading --------------------------------------------------------------------------
@@ -186,11 +198,11 @@ class Retrieval:
                       embedder: Embedder | None) -> bool:
         """Save the refreshed index under the project lock (a short wait at most: a read
         never queues behind a long `llmwiki index`). False when it could not be saved."""
-        from ..answer.lock import ProjectLock
         from ..errors import LlmwikiError
+        from ..gitstore.lock import repository_lock
 
         try:
-            with ProjectLock(self.state, timeout=2.0):
+            with repository_lock(self.git, self.state, timeout=2.0):
                 indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store)
         except (LlmwikiError, OSError):
             return False

@@ -1,48 +1,155 @@
-"""Which pages llmwiki generated: the table of contents and the journal.
+"""Ownership of llmwiki's generated files: the table of contents and the journal.
 
-They are link-checked like any page but are never evidence (DESIGN §2): not retrieved, not
-in context packs, not grounding for an answer. A user's own hand-written ``index.md`` is an
-ordinary page; ``log.md`` at the wiki root, and any page written in the journal's entry
-format, is a journal.
+``index.md`` (at the wiki root) and ``log.md`` (at the project root) are llmwiki's only where
+llmwiki owns them: absent, or in llmwiki's generated format (the TypeScript tool's exact
+index format counts, so its wikis keep working). Every version of the file llmwiki can see
+-- the one at HEAD, the one in the git index and the one in the work tree -- must be
+generated; one human-written version makes the file the user's, and then no command ever
+rewrites it. llmwiki keeps its own copy in the state folder instead (``.llmwiki/index.md``,
+``.llmwiki/log.md``, not committed) and says so once.
 
-The generated index is recognised by llmwiki's marker (``GENERATED_MARKER``, an HTML
-comment) or by the TypeScript tool's exact generated shape: a ``# Knowledge Wiki`` heading
-and the ``_<N> pages | Generated <timestamp>_`` footer as its last line.
+A generated file nobody edited is llmwiki's to overwrite even when it differs from HEAD (an
+``llmwiki index`` run leaves an uncommitted ``index.md``): its own output never blocks it.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
-GENERATED_MARKER = "<!-- llmwiki:generated -->"
-JOURNAL_NAME = "log.md"
+from ..git import Git
+from ..gitstore.transaction import write_atomic
 
-_TS_FOOTER = re.compile(r"^_\d+ pages? \| Generated [^\n]*_$")
-_HEADING2 = re.compile(r"^##\s+(.*)$", re.MULTILINE)
-_JOURNAL_ENTRY = re.compile(r"^\[\d{4}-\d{2}-\d{2}T[\d:.]+Z\] \S+ \| ")
+INDEX = "index.md"
+LOG = "log.md"
+LOG_HEADER = b"# Log\n\n"
+NOTICE = "ownership-notice"
+
+_INDEX_LINE = re.compile(
+    r"^(# Knowledge Wiki|## .+|- \*\*\[\[[^\]\n]+\]\]\*\*( — .*)?|- \*\*\[[^\]\n]+\]\([^)\n]+\)\*\*( — .*)?"
+    r"|_\d+ pages \| Generated [^_\n]+_)$"
+)
+_FOOTER = re.compile(r"^_\d+ pages \| Generated [^_\n]+_$")
+_LOG_LINE = re.compile(r"^(# Log|## \[\d{4}-\d\d-\d\dT[\d:.]+Z\] [^|\n]+ \| .*|- .*)$")
 
 
-def is_generated_index(text: str) -> bool:
-    """``text`` carries llmwiki's generated marker or is in the TypeScript tool's generated
-    index format."""
-    if GENERATED_MARKER in text:
+def is_generated_index(data: bytes) -> bool:
+    """The generated table of contents: ``# Knowledge Wiki``, section headings, entry lines,
+    and the ``_N pages | Generated …_`` footer as its last line; nothing else."""
+    try:
+        lines = [line for line in data.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError:
+        return False
+    return (len(lines) >= 2 and lines[0] == "# Knowledge Wiki" and bool(_FOOTER.match(lines[-1]))
+            and all(_INDEX_LINE.match(line) for line in lines))
+
+
+def is_generated_log(data: bytes) -> bool:
+    """llmwiki's journal: an optional ``# Log`` title, then ``## [time] op | description``
+    entries with ``- detail`` lines; nothing else."""
+    try:
+        lines = [line for line in data.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError:
+        return False
+    if not lines:
         return True
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return bool(lines) and lines[0] == "# Knowledge Wiki" and bool(_TS_FOOTER.match(lines[-1]))
+    body = lines[1:] if lines[0] == "# Log" else lines
+    return (not body or body[0].startswith("## [")) and all(_LOG_LINE.match(line) for line in body)
 
 
-def is_journal_text(text: str) -> bool:
-    """Every second-level heading is a journal entry (``## [ISO] op | description``), and
-    there is at least one."""
-    headings = _HEADING2.findall(text)
-    return bool(headings) and all(_JOURNAL_ENTRY.match(h.strip()) for h in headings)
+def _versions(git: Git | None, top: Path, rel: str, head: str | None) -> list[bytes]:
+    found = []
+    if git is not None:
+        for spec in ([f"{head}:{rel}"] if head else []) + [f":{rel}"]:
+            blob = git.run("rev-parse", "--verify", "--quiet", spec, check=False).decode().strip()
+            if blob:
+                found.append(git.run("cat-file", "blob", blob))
+    path = top / rel
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        found.append(b"\0not a regular file\0")
+    elif path.is_file():
+        found.append(path.read_bytes())
+    return found
+
+
+def owned(git: Git | None, top: Path, rel: str, head: str | None, kind: str) -> bool:
+    """Whether llmwiki owns ``rel`` (``kind`` = "index" | "log") at HEAD, in the index and in
+    the work tree."""
+    check = is_generated_index if kind == "index" else is_generated_log
+    return all(check(v) for v in _versions(git, top, rel, head))
+
+
+@dataclass
+class Generated:
+    """Where the table of contents and the journal go for one write."""
+
+    index_rel: str | None  # committed path, or None: the user owns it
+    log_rel: str | None
+    local_index: Path  # llmwiki's own copies when the user owns the committed ones
+    local_log: Path
+    notes: list[str]
+
+
+def paths_for(git: Git | None, top: Path, state_dir: Path, head: str | None, *, wiki_root: str,
+              project_prefix: str) -> Generated:
+    index_rel = f"{wiki_root}/{INDEX}" if wiki_root else INDEX
+    log_rel = f"{project_prefix}/{LOG}" if project_prefix else LOG
+    notes = []
+    own_index = owned(git, top, index_rel, head, "index")
+    own_log = owned(git, top, log_rel, head, "log")
+    if not own_index:
+        notes += notice(state_dir, "index", f"{index_rel} is your own page, so llmwiki never rewrites it; its "
+                                            f"generated table of contents goes to {state_dir.name}/{INDEX} instead")
+    if not own_log:
+        notes += notice(state_dir, "log", f"{log_rel} is your own file, so llmwiki never writes to it; its journal "
+                                          f"goes to {state_dir.name}/{LOG} instead")
+    return Generated(index_rel if own_index else None, log_rel if own_log else None,
+                     state_dir / INDEX, state_dir / LOG, notes)
+
+
+def notice(state_dir: Path, key: str, text: str) -> list[str]:
+    """``[text]`` the first time ``key`` is noticed in this project, then ``[]``."""
+    marker = state_dir / NOTICE
+    try:
+        seen = set(marker.read_text(encoding="utf-8").split())
+    except OSError:
+        seen = set()
+    if key in seen:
+        return []
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(marker, ("\n".join(sorted(seen | {key})) + "\n").encode())
+    except OSError:
+        pass
+    return [text]
+
+
+def appended_log(old: bytes | None, entry: str) -> bytes:
+    return (old if old else LOG_HEADER) + entry.encode("utf-8")
+
+
+def write_local_log(path: Path, entry: str) -> None:
+    """Append ``entry`` to llmwiki's own journal in the state folder."""
+    old = path.read_bytes() if path.is_file() else None
+    write_atomic(path, appended_log(old, entry))
+
+
+# -- evidence ------------------------------------------------------------------------------
+# The generated table of contents and the journal are link-checked like any page but never
+# evidence (DESIGN §2): not retrieved, not in context packs, not grounding for an answer. A
+# user's own hand-written ``index.md`` is an ordinary page; ``log.md`` at the root of the
+# wiki is the journal whoever wrote it, and so is any page in the journal's format.
 
 
 def is_journal(path: str, wiki_root: str) -> bool:
-    """``path`` (from the repository root) is the journal at the root of the wiki."""
-    return path == (f"{wiki_root}/{JOURNAL_NAME}" if wiki_root else JOURNAL_NAME)
+    """``path`` (from the repository root) is ``log.md`` at the root of the wiki."""
+    return path == (f"{wiki_root}/{LOG}" if wiki_root else LOG)
 
 
 def is_evidence(path: str, wiki_root: str, text: str) -> bool:
     """Whether a page may ground an answer or enter a context pack."""
-    return not (is_journal(path, wiki_root) or is_generated_index(text) or is_journal_text(text))
+    if is_journal(path, wiki_root):
+        return False
+    data = text.encode("utf-8")
+    return not (is_generated_index(data) or (text.strip() and is_generated_log(data)))

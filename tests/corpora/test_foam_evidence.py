@@ -1,27 +1,23 @@
 """Evidence stays clean and the index follows the wiki on the real Foam docs (a root-layout
-vault with its own hand-written home ``index.md``): part of the corpus suite, which reads
-``../shared/corpora`` beside the repository and skips only when that folder is absent."""
+vault with its own hand-written home ``index.md``): part of the corpus suite (see
+conftest.py)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import stat
-from pathlib import Path
 
 import pytest
 
 from ..conftest import Repo
 from ..retrieval.test_follow_wiki import FAST, context, query
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "foam-docs"
+from .conftest import corpus
 
 
 @pytest.fixture
 def foam(repo: Repo) -> Repo:
-    if not CORPUS.is_dir():
-        pytest.skip(f"the corpora are not present at {CORPUS}")
-    shutil.copytree(CORPUS, repo.root, dirs_exist_ok=True)
+    shutil.copytree(corpus("foam-docs"), repo.root, dirs_exist_ok=True)
     for folder, _dirs, files in os.walk(repo.root):
         if "/.git" in folder:
             continue

@@ -21,10 +21,9 @@ HOME = """# Welcome to the Orchard vault
 This home page is written by hand. The orchard keeps its quincewright guild notes here.
 Start with [[trees/apple]] or [[people/ada]].
 """
-USER_LOG = """# Log
+USER_LOG = """# Orchard diary
 
-## [2026-01-02T10:00:00Z] prune | the east row
-- Zanzibarite fertiliser was spread on the east row.
+On the second of January, Zanzibarite fertiliser was spread on the east row.
 """
 GENERATED_INDEX = """# Knowledge Wiki
 
