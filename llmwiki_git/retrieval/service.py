@@ -15,6 +15,7 @@ from ..wiki.model import Wiki
 from ..wiki.pages import decode
 from . import indexer, refresh
 from . import store as store_mod
+from .chunking import store_fingerprint
 from .context import ContextOptions, LivePage, PackInputs, build_pack
 from .embedders import Embedder, make_embedder, provider_name
 from .lexical import LexicalIndex, LexicalIndexError
@@ -144,10 +145,11 @@ class Retrieval:
                 embedder = self.embedder()
             except Exception as exc:  # a misconfigured provider degrades to lexical search
                 warnings.append({"code": "embedding-degraded", "message": str(exc)})
-            if embedder is not None and embedder.fingerprint != store.fingerprint:
+            if embedder is not None and store_fingerprint(embedder.fingerprint) != store.fingerprint:
                 warnings.append({"code": "embedding-model-mismatch",
                                  "message": f"the store was built with {store.fingerprint!r}, the active model is "
-                                            f"{embedder.fingerprint!r}; ranking lexically until `llmwiki index` rebuilds it"})
+                                            f"{store_fingerprint(embedder.fingerprint)!r}; ranking lexically until "
+                                            "`llmwiki index` rebuilds it"})
                 embedder = None
         lexical: LexicalIndex | None = None
         try:
@@ -175,7 +177,7 @@ class Retrieval:
         if not stale:
             return loaded
         store = loaded.store
-        pages, skipped = indexer.reread_pages(self._load_wiki(), store, set(stale.added) | set(stale.changed))
+        pages, skipped = indexer.read_pages(self._load_wiki())
         can_embed = loaded.embedder is not None or not store.dimensions
         previous = store.vectors_by_hash() if store.dimensions else {}
         missing = refresh.plan(pages, previous).missing if store.dimensions else {}

@@ -174,7 +174,7 @@ def test_a_saved_answer_of_the_root_layout_is_not_its_own_evidence(repo: Repo) -
 
 @pytest.mark.parametrize("flags", [("--save",), ("--save", "--review")])
 def test_a_non_answer_is_shown_but_not_published(vault: tuple[Repo, str], flags: tuple[str, ...]) -> None:
-    repo, _ = vault
+    repo, prefix = vault
     head = repo.git("rev-parse", "HEAD")
     branches = repo.git("branch", "-a")
     proc = repo.llmwiki("query", "What is the capital of France?", *flags, env=FAST)
@@ -187,7 +187,7 @@ def test_a_non_answer_is_shown_but_not_published(vault: tuple[Repo, str], flags:
     assert result["saved"] is None and result["candidateId"] is None
     assert result["publicationRefusal"]["code"] == "no-answer"
     # Evidence found (the title matches), yet no sentence answers: the answerer declines.
-    repo.write("stubs/sorbus.md", "# Sorbus\n\nNothing written here yet, come back later please.\n")
+    repo.write(f"{prefix}stubs/sorbus.md", "# Sorbus\n\nNothing written here yet, come back later please.\n")
     repo.commit("a stub")
     head = repo.git("rev-parse", "HEAD")
     result = query(repo, "What is Sorbus?", *flags)
