@@ -267,3 +267,17 @@ def test_delta_sees_a_staged_deletion_and_new_page(repo: Repo) -> None:
     assert fast == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
     assert {p["target"] for p in fast[1]} == {"beta", "old-name"}  # its page and its alias
     assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
+
+
+def test_parallel_cold_scan_says_what_a_serial_scan_says(repo: Repo) -> None:
+    """A cold check of 400+ pages scans them in worker processes; the report must be the
+    serial scan's, byte for byte (links, fenced code, anchors, frontmatter issues)."""
+    for i in range(450):
+        body = f"# P{i}\n\n[[p{(i + 1) % 450}#p{(i + 1) % 450}]] [[gone-{i % 7}]]\n\n```\n[[in-code-{i}]]\n```\n"
+        repo.write(f"wiki/concepts/p{i}.md", body if i % 50 else f"---\ntitle: [unclosed\n---\n{body}")
+    repo.commit("many pages")
+    parallel = repo.llmwiki("check", "--no-cache", "--json")
+    serial = repo.llmwiki("check", "--no-cache", "--json", env={"LLMWIKI_SERIAL_SCAN": "1"})
+    assert parallel.returncode == serial.returncode == 1
+    assert parallel.stdout == serial.stdout
+    assert json.loads(parallel.stdout)["checked"] == 450
