@@ -281,3 +281,18 @@ def test_parallel_cold_scan_says_what_a_serial_scan_says(repo: Repo) -> None:
     assert parallel.returncode == serial.returncode == 1
     assert parallel.stdout == serial.stdout
     assert json.loads(parallel.stdout)["checked"] == 450
+
+
+def test_facts_files_are_pruned_and_the_old_layout_removed(repo: Repo) -> None:
+    """Facts are one file per names fingerprint, the last three kept; the single file of
+    the layout before them (4.6 MB on 10,000 pages) is deleted, not left behind."""
+    seed(repo)
+    cache = repo.root / ".git" / "llmwiki"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "facts-cache-v1.marshal").write_bytes(b"old layout")
+    for i in range(5):  # each commit adds a page: a new names fingerprint
+        repo.write(f"wiki/concepts/extra{i}.md", f"# Extra {i}\n[[alpha]]\n")
+        repo.commit(f"extra {i}")
+        assert repo.llmwiki("check", "--rev", "HEAD").returncode == 0
+    assert not (cache / "facts-cache-v1.marshal").exists()
+    assert len(list(cache.glob("facts-v2-*.marshal"))) == 3

@@ -197,6 +197,7 @@ class ScanCache:
         if self.facts_path is None:
             return
         try:
+            (self.facts_path.parent / "facts-cache-v1.marshal").unlink(missing_ok=True)  # before issue 15
             found = [p for p in self.facts_path.parent.glob("facts-v2-*.marshal") if p != keep]
             found.sort(key=lambda p: p.stat().st_mtime_ns)
             for old in found[: max(0, len(found) - (_MAX_FACTS - 1))]:
