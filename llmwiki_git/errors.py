@@ -5,7 +5,8 @@
     ├── ConfigError                 exit 2: unreadable or invalid .llmwiki/config.toml
     ├── NotARepository              exit 2: no wiki / git work tree where one is needed
     ├── WikiError                   a page or the wiki cannot be read as asked
-    │   └── PageReadError           one page's bytes could not be read
+    │   ├── PageReadError           one page's bytes could not be read
+    │   └── PathRefused             a path the confinement rule refuses (confine.py)
     └── GitError                    a git command failed (cmd, returncode, stderr)
 
 Anything else escaping to the CLI is a bug: exit 3 with a one-line hint to re-run with
@@ -52,6 +53,17 @@ class PageReadError(WikiError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class PathRefused(WikiError):
+    """A path that leaves its root, is not a regular file, is too large, or would be written
+    through a symlink (see confine.py)."""
+
+    def __init__(self, path: str, reason: str, *, code: str = "path-refused", hint: str | None = None) -> None:
+        super().__init__(f"{path}: {reason}", hint=hint)
+        self.path = path
+        self.reason = reason
+        self.code = code  # symlink-escape | not-regular-file | too-large | unreadable | symlink-write | path-refused
 
 
 class GitError(LlmwikiError):

@@ -71,7 +71,7 @@ class Workspace:
     def snapshot(self, scope: str) -> Snapshot:
         """``worktree``, ``index``, or a revision (``HEAD``, a commit id, a branch)."""
         if scope == "worktree":
-            return WorktreeSnapshot(self.root, self.git)
+            return WorktreeSnapshot(self.root, self.git, max_bytes=self.settings.max_page_mb * 1024 * 1024)
         git = self.require_git("checking the index or a commit")
         if scope == "index":
             return IndexSnapshot(git)

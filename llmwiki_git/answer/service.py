@@ -82,7 +82,9 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     if save:
         code = _save(ws, result, pending, review)
     else:
-        log_activity(ws.state_dir, question, result.page_ids, chat.name)
+        refused = log_activity(ws.state_dir, question, result.page_ids, chat.name)
+        if refused is not None:
+            result.warnings.append(refused)
     if as_json:
         out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return code

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .. import confine
+from ..errors import PathRefused
 from ..git import blob_id
 from ..wiki.indexpage import entries_of, render, same_content
 from ..wiki.model import Wiki
@@ -97,13 +97,13 @@ class Retrieval:
     def _write_index_page(self, wiki: Wiki, rel: str) -> str | None:
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         text = render(entries_of(wiki), now)
-        path = self.root / rel
-        if path.is_file() and same_content(path.read_text(encoding="utf-8", errors="replace"), text):
+        try:
+            old = confine.read_confined(self.root, rel)
+        except PathRefused:
+            old = None
+        if old is not None and same_content(old.decode("utf-8", errors="replace"), text):
             return None
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index.md.")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        confine.write_atomic(self.root, rel, text.encode("utf-8"))
         return rel
 
     # -- reading --------------------------------------------------------------------------
@@ -149,12 +149,9 @@ class Retrieval:
         return loaded, result
 
     def read_live(self, entry: PageEntry) -> LivePage:
-        path = (self.root / entry.path).resolve()
-        if os.path.commonpath([str(self.root.resolve()), str(path)]) != str(self.root.resolve()):
-            return LivePage(None, None)
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = confine.read_confined(self.root, entry.path)
+        except PathRefused:
             return LivePage(None, None)
         text, _ = decode(data)
         return LivePage(text, blob_id(data))
