@@ -336,6 +336,8 @@ def review_list(ctx: click.Context, as_json: bool) -> None:
         return
     now = time.time()
     for row in rows:
+        for note in row["notes"]:
+            click.echo(f"warning: {row['id']}: {note}", err=True)
         status = row["citationStatus"]
         click.echo(f"{row['id']}  {row['target'] or '?'}  {_age(now - row['committedAt'])}  {status}  base {row['base'][:12] if row['base'] else '?'}")
     click.echo("Inspect one with `llmwiki review show <id>`.", err=True)
