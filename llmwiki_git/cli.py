@@ -22,6 +22,14 @@ class LlmwikiGroup(click.Group):
     """Translates the one exception tree into messages and exit codes, in one place."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        if ctx.protected_args[:1] == ["serve"]:  # stdout carries JSON-RPC, escaped by its encoder
+            return self._invoke(ctx)
+        from .terminal import safe_streams
+
+        with safe_streams():  # nothing from a file, model, branch or trailer reaches the terminal raw
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except LlmwikiError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ MARKER = "# llmwiki-git pre-commit hook"
 def hook_script(python: str | None = None) -> str:
     """The hook script, with the interpreter that has llmwiki installed baked in."""
     text = (Path(__file__).parent / "data" / "pre-commit").read_text(encoding="utf-8")
-    return text.replace('LLMWIKI_PYTHON=""', f'LLMWIKI_PYTHON="{python or sys.executable}"', 1)
+    return text.replace('LLMWIKI_PYTHON=""', f"LLMWIKI_PYTHON={shlex.quote(python or sys.executable)}", 1)
 
 
 def install(git: Git, *, force: bool = False) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def test_plain_git_hook_installed_by_cli(repo: Repo) -> None:
     assert proc.returncode == 0, proc.stderr
     hook = repo.root / ".git" / "hooks" / "pre-commit"
     assert os.access(hook, os.X_OK)
-    assert f'LLMWIKI_PYTHON="{sys.executable}"' in hook.read_text()
+    assert f'LLMWIKI_PYTHON={shlex.quote(sys.executable)}' in hook.read_text()
     _scenario(repo)
     # a second install replaces our own hook; a foreign hook is refused without --force
     assert repo.llmwiki("hooks", "install").returncode == 0

@@ -11,7 +11,8 @@ from typing import Protocol
 from ..providers.http import ProviderError
 from ..providers.registry import select_provider
 from ..wiki.citations import PendingIndex, format_report
-from .publish import Published, profile_refusal, publish
+from ..wiki.pages import uncheckable
+from .publish import Published, Refusal, profile_refusal, publish
 from .query import NO_MATCH, QueryResult, answer_stream, debug_json, log_activity, report, retrieve
 
 
@@ -45,6 +46,8 @@ def _debug_lines(result: QueryResult) -> list[str]:
 
 def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, debug: bool,  # type: ignore[no-untyped-def]
               provider: str | None, as_json: bool, out: Printer) -> int:
+    # bytes that are not UTF-8 in the command line arrive as lone surrogates: make them U+FFFD
+    question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     environ = os.environ
     language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
     chat = select_provider(provider, environ, ws.settings.chat_provider)
@@ -113,6 +116,11 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
 
 
 def _save(ws, result: QueryResult, pending: PendingIndex | None, review: bool) -> int:  # type: ignore[no-untyped-def]
+    why = uncheckable(result.question + "\n" + result.answer)
+    if why is not None:  # the gate fails closed: never write a page the checker would skip
+        result.refusal = Refusal("uncheckable", [], f"Answer publication refused: {why}, so the saved page could not "
+                                                    "be link-checked; nothing was written").to_json()
+        return 1
     if review:
         from ..review.stage import stage_candidate  # the review feature
 
