@@ -153,10 +153,10 @@ def _render_summary_line(result: CheckResult) -> None:
 
 
 @cli.command()
-@click.argument("file", type=click.File("r", encoding="utf-8", errors="replace"), default="-")
+@click.argument("file", default="-")
 @click.option("--json", "as_json", is_flag=True, help="Print the v1 citation envelope as JSON.")
 @click.pass_context
-def links(ctx: click.Context, file: Any, as_json: bool) -> None:
+def links(ctx: click.Context, file: str, as_json: bool) -> None:
     """The citation report for FILE (or standard input): each unique [[link]] resolved,
     pending review, or broken, in order of first appearance.
 
@@ -170,7 +170,15 @@ def links(ctx: click.Context, file: Any, as_json: bool) -> None:
     from .review.candidates import pending_index
     from .wiki.citations import BROKEN, citation_report, format_report
 
-    text = file.read()
+    from . import confine
+
+    if file == "-":
+        data = sys.stdin.buffer.read(confine.MAX_READ_BYTES + 1)
+        if len(data) > confine.MAX_READ_BYTES:
+            raise UsageError(f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit")
+    else:  # a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
+        data = confine.read_file(file, name=file)
+    text = data.decode("utf-8", errors="replace")
     ws = _workspace(ctx)
     report = citation_report(text, ws.wiki("worktree"), pending_index(ws.git) if ws.git else None)
     if as_json:

@@ -248,3 +248,202 @@ def test_reject_works_when_the_rejected_ref_exists(repo: Repo) -> None:
     assert repo.git("rev-parse", "refs/llmwiki/rejected/why-0000000b").strip() == first
     assert repo.git("rev-parse", "refs/llmwiki/rejected/why-0000000b-2").strip() == second
     assert repo.git("branch", "--list", "llmwiki/review/*") == ""
+
+
+# --- the gate fails closed ----------------------------------------------------------------
+
+UNCHECKABLE = {
+    "nul": b"---\ntitle: Hidden\n---\nSee [[nowhere-hidden]] <!-- \x00 -->\n",
+    "oversize": b"See [[nowhere-hidden]]\n" + b"x" * (9 * 1024 * 1024),
+    "latin1": "caf\xe9 [[nowhere-hidden]]\n".encode("latin-1"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNCHECKABLE))
+def test_hook_refuses_a_page_it_cannot_fully_check(repo: Repo, kind: str) -> None:
+    demo_in(repo, "wiki")
+    repo.write("wiki/concepts/hidden.md", UNCHECKABLE[kind])
+    repo.git("add", "-A")
+    proc = repo.llmwiki("check", "--staged", "--base", "HEAD", "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    errors = [p for p in json.loads(proc.stdout)["problems"] if p["severity"] == "error"]
+    refused = [p for p in errors if p["code"] == "unchecked-page"]
+    assert [p["path"] for p in refused] == ["wiki/concepts/hidden.md"]
+    assert "must be fully checkable" in refused[0]["message"]
+    # an unchanged page that was already there is not the change's fault: no error
+    repo.commit("let it in with --no-verify")
+    repo.write("wiki/concepts/other.md", "fine [[blobs]]\n")
+    repo.git("add", "-A")
+    assert repo.llmwiki("check", "--staged", "--base", "HEAD").returncode == 0
+
+
+def test_action_fails_a_pull_request_adding_a_nul_page(repo: Repo, tmp_path: Path) -> None:
+    from .test_action import pr_event, run_action
+
+    demo_in(repo, "wiki")
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write("wiki/concepts/hidden.md", UNCHECKABLE["nul"])
+    head = repo.commit("a page with a NUL byte")
+    run = run_action(repo, tmp_path / "gh", event=pr_event(base, head, "feature"), inputs={"fail-on": "broken"})
+    assert not run.success and run.outcomes["check"] == "failure"
+    assert any("llmwiki unchecked-page" in line for line in run.commands), run.commands
+
+
+def test_answer_with_a_nul_is_refused_before_any_write(repo: Repo) -> None:
+    from .answer.test_query_cli import openai_env, sse_answer
+    from .servers import serve
+
+    demo_in(repo, "wiki")
+    before = repo.git("rev-parse", "HEAD").strip()
+    with serve(sse_answer("Blobs are content [[blobs]] \x00 hidden [[nowhere]].")) as (url, _):
+        proc = repo.llmwiki("query", "what is a blob?", "--save", env={**openai_env(url), **FAST})
+    assert proc.returncode == 1, proc.stderr
+    assert "contains NUL bytes" in proc.stderr
+    assert repo.git("rev-parse", "HEAD").strip() == before
+    assert not (repo.root / "wiki" / "queries").exists()
+    assert b"\x00" not in (repo.root / "wiki" / "index.md").read_bytes()
+
+
+def test_bad_bytes_in_a_question_never_crash(repo: Repo) -> None:
+    demo_in(repo, "wiki")
+    proc = subprocess.run([*repo.llmwiki_cmd(), "query", b"blob \xff store", "--save"], cwd=repo.root,
+                          capture_output=True, env={**os.environ, **FAST})
+    assert proc.returncode in (0, 1), proc.stderr
+    assert b"Traceback" not in proc.stderr and b"Internal error" not in proc.stderr
+
+
+# --- safe parsing and output --------------------------------------------------------------
+
+BOMB = "---\ntitle: Bomb\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8)) + "---\nBoom.\n"
+
+
+def test_yaml_alias_bomb_is_refused_in_milliseconds() -> None:
+    from llmwiki_git.wiki import frontmatter
+
+    assert len(BOMB) < 1000
+    started = time.perf_counter()
+    meta = frontmatter.parse(BOMB)
+    assert meta.data == {} and "aliases" in (meta.error or "")
+    assert time.perf_counter() - started < 1.0  # unbounded, this walks 9**9 values
+
+
+def test_links_on_a_device_is_a_clear_error(repo: Repo) -> None:
+    demo_in(repo, "wiki")
+    proc = subprocess.run([*repo.llmwiki_cmd(), "links", "/dev/zero"], cwd=repo.root, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1 and "not a regular file" in proc.stderr, proc.stderr
+
+
+ESC = "\x1b]0;pwned\x07\x1b[2J\x1b]8;;https://e.vil\x1b\\\u009b31m"
+
+
+def test_terminal_output_never_carries_control_sequences(repo: Repo) -> None:
+    from .answer.test_query_cli import openai_env, sse_answer
+    from .servers import serve
+
+    demo_in(repo, "wiki")
+    repo.write(f"wiki/concepts/evil{ESC[:3]}.md", f"---\ntitle: Evil {ESC}\n---\nA blob [[x{ESC}]].\n")
+    repo.commit("hostile names")
+    outputs = [repo.llmwiki("check"), repo.llmwiki("context", "evil blob", env=FAST)]
+    with serve(sse_answer(f"A blob {ESC} is [[blobs]] and [[nope{ESC}]].")) as (url, _):
+        outputs.append(repo.llmwiki("query", "what is a blob?", env={**openai_env(url), **FAST}))
+    forge(repo, "evil-0000000c", "wiki/queries/evil.md", content=f"Evil {ESC} [[blobs]]\n".encode())
+    outputs += [repo.llmwiki("review", "show", "evil-0000000c"), repo.llmwiki("review", "list")]
+    for proc in outputs:
+        text = proc.stdout + proc.stderr
+        assert "\x1b" not in text and "\x07" not in text and "\u009b" not in text, text
+    assert "\\x1b" in outputs[0].stdout  # shown, visibly escaped
+
+
+def test_step_summary_escapes_markdown_and_html(repo: Repo, tmp_path: Path) -> None:
+    from .test_action import pr_event, run_action
+
+    demo_in(repo, "wiki")
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write("wiki/concepts/a`b<img src=x>.md", "[[<img src=x onerror=alert(1)>`|`x\r]] [[a|b]]\n")
+    head = repo.commit("hostile names")
+    run = run_action(repo, tmp_path / "gh", event=pr_event(base, head, "feature"))
+    table = [line for line in run.summary.splitlines() if line.startswith("| <code>")]
+    assert table, run.summary
+    for row in table:
+        assert "<img" not in row and "`" not in row and "\r" not in row
+        assert row.count("|") == 6  # the five cells stay five cells
+
+
+def test_hook_install_quotes_the_interpreter_path(repo: Repo, tmp_path: Path) -> None:
+    from llmwiki_git.hooks import hook_script
+
+    marker = tmp_path / "pwned"
+    script = hook_script(f"/opt/py$(touch {marker})/bin/python")
+    (tmp_path / "hook.sh").write_text(script)
+    subprocess.run(["sh", str(tmp_path / "hook.sh")], cwd=repo.root, capture_output=True,
+                   env={**os.environ, "PATH": "/usr/bin:/bin"})
+    assert not marker.exists()
+
+
+# --- the store is verified, not trusted ---------------------------------------------------
+
+LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
+
+
+def _index(repo: Repo) -> dict:
+    proc = repo.llmwiki("index", "--json", env=LOCAL)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _meta(repo: Repo) -> dict:
+    return json.loads((repo.root / ".llmwiki" / "embeddings.json").read_text())
+
+
+@pytest.mark.parametrize("first_row", [999999, -5, "7", True])
+def test_out_of_range_rows_are_detected_and_rebuilt(repo: Repo, first_row: object) -> None:
+    pytest.importorskip("onnxruntime")
+    demo_in(repo, "wiki")
+    chunks = _index(repo)["chunks"]
+    meta = _meta(repo)
+    meta["pages"][0]["firstRow"] = first_row
+    (repo.root / ".llmwiki" / "embeddings.json").write_text(json.dumps(meta))
+    for args in (["query", "what is a blob?"], ["context", "what is a blob?", "--json"]):
+        proc = repo.llmwiki(*args, env=LOCAL)
+        assert proc.returncode == 0, proc.stderr
+        assert "embeddings.json is corrupt" in proc.stderr + proc.stdout
+    rebuilt = _index(repo)
+    assert rebuilt["embedded"] == chunks and rebuilt["notes"], rebuilt
+    assert "corrupt" not in repo.llmwiki("query", "what is a blob?", env=LOCAL).stderr
+
+
+def test_nan_and_random_vectors_are_detected_and_rebuilt(repo: Repo) -> None:
+    pytest.importorskip("onnxruntime")
+    demo_in(repo, "wiki")
+    chunks = _index(repo)["chunks"]
+    path = repo.root / ".llmwiki" / "embeddings.bin"
+    data = bytearray(path.read_bytes())
+    data[32:] = b"\x00\x00\xc0\x7f" * ((len(data) - 32) // 4)  # float32 NaN everywhere
+    path.write_bytes(bytes(data))
+    proc = repo.llmwiki("query", "what is a blob?", env=LOCAL)
+    assert proc.returncode == 0 and "NaN or infinite" in proc.stderr, proc.stderr
+    rebuilt = _index(repo)
+    assert rebuilt["embedded"] == chunks and any("NaN" in n or "digest" in n for n in rebuilt["notes"])
+    data = bytearray(path.read_bytes())
+    data[32:] = bytes(range(256)) * ((len(data) - 32) // 256) + bytes((len(data) - 32) % 256)
+    path.write_bytes(bytes(data))
+    rebuilt = _index(repo)
+    assert rebuilt["embedded"] == chunks and rebuilt["reused"] == 0, rebuilt
+
+
+def test_store_file_replaced_by_a_folder_is_rebuilt(repo: Repo) -> None:
+    pytest.importorskip("onnxruntime")
+    demo_in(repo, "wiki")
+    chunks = _index(repo)["chunks"]
+    path = repo.root / ".llmwiki" / "embeddings.bin"
+    path.unlink()
+    path.mkdir()
+    proc = repo.llmwiki("query", "what is a blob?", env=LOCAL)
+    assert proc.returncode == 0 and "embeddings.bin is not a regular file" in proc.stderr, proc.stderr
+    rebuilt = _index(repo)
+    assert rebuilt["embedded"] == chunks and path.is_file()

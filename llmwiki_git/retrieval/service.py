@@ -80,7 +80,7 @@ class Retrieval:
             pages = indexer.read_pages(wiki, skip)
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress)
             written = self._write_index_page(wiki, index_path) if index_path else None
-        return replace(summary, notes=tuple(notes)), written
+        return replace(summary, notes=tuple(notes) + summary.notes), written
 
     def _store_fingerprint(self) -> str | None:
         try:
