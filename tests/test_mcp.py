@@ -228,3 +228,34 @@ def test_missing_sdk_is_a_clear_error(demo: Repo, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` now raises ImportError
     with pytest.raises(LlmwikiError, match=r"llmwiki serve needs the MCP SDK: pip install 'llmwiki-git\[mcp\]'"):
         mcp_server.build_server(demo.root)
+
+
+def test_hostile_vault_and_candidates_over_mcp(demo: Repo, tmp_path: Path) -> None:
+    """Issue 12 over MCP: a symlink into .git never reaches an agent, a YAML alias bomb is
+    refused at once, and one gitlink candidate does not break review_list."""
+    from .test_security import BOMB, TOKEN, forge
+
+    root = demo.root
+    demo.git("config", "remote.origin.url", f"https://user:{TOKEN}@example.com/r.git")
+    (root / "wiki" / "concepts" / "gitcfg.md").symlink_to("../../.git/config")
+    (root / "wiki" / "concepts" / "bomb.md").write_text(BOMB)
+    tip = demo.git("rev-parse", "HEAD").strip()
+    forge(demo, "sub-00000003", "wiki/queries/sub.md", "160000", sha=tip)
+    forge(demo, "good-0000000a", "wiki/queries/good.md", content=b"A blob [[blobs]].\n")
+
+    async def body() -> None:
+        async with session(root, tmp_path / "server.log") as s:
+            for tool, args in (("get_context_pack", {"prompt": "remote origin url"}),
+                               ("query_wiki", {"question": "remote origin url"}),
+                               ("search_pages", {"query": "remote origin url"})):
+                result = await s.call_tool(tool, args)
+                assert TOKEN not in result.content[0].text
+            assert "page not found" in await refused(s, "read_page", {"pageId": "concepts/gitcfg"})
+            with anyio.fail_after(20):
+                page = await ok(s, "read_page", {"pageId": "concepts/bomb"})
+            assert page["frontmatter"] == {} and page["warnings"][0]["code"] == "malformed-frontmatter"
+            listed = {c["id"]: c for c in (await ok(s, "review_list", {}))["candidates"]}
+            assert listed["good-0000000a"]["citationStatus"] == "1 resolved, 0 pending, 0 broken"
+            assert listed["sub-00000003"]["citationStatus"] == "malformed"
+
+    run(body)

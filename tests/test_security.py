@@ -320,14 +320,13 @@ BOMB = "---\ntitle: Bomb\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8)) + "---\nBoom.\n"
 
 
-def test_yaml_alias_bomb_is_refused_in_milliseconds() -> None:
-    from llmwiki_git.wiki import frontmatter
-
+def test_yaml_alias_bomb_is_refused_in_milliseconds(repo: Repo) -> None:
     assert len(BOMB) < 1000
-    started = time.perf_counter()
-    meta = frontmatter.parse(BOMB)
-    assert meta.data == {} and "aliases" in (meta.error or "")
-    assert time.perf_counter() - started < 1.0  # unbounded, this walks 9**9 values
+    code = ("import sys, time; from llmwiki_git.wiki import frontmatter; t = time.perf_counter(); "
+            "m = frontmatter.parse(sys.stdin.read()); "
+            "print(m.data == {}, 'aliases' in (m.error or ''), time.perf_counter() - t < 1.0)")
+    proc = subprocess.run([os.sys.executable, "-c", code], input=BOMB, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["True", "True", "True"], proc.stdout + proc.stderr  # unbounded: 9**9 values
 
 
 def test_links_on_a_device_is_a_clear_error(repo: Repo) -> None:
@@ -375,14 +374,26 @@ def test_step_summary_escapes_markdown_and_html(repo: Repo, tmp_path: Path) -> N
 
 
 def test_hook_install_quotes_the_interpreter_path(repo: Repo, tmp_path: Path) -> None:
-    from llmwiki_git.hooks import hook_script
+    """An interpreter whose path holds ``$( )``: installed by the real CLI run from that very
+    path, then the hook runs at commit time; the command substitution must never run."""
+    import sys
 
-    marker = tmp_path / "pwned"
-    script = hook_script(f"/opt/py$(touch {marker})/bin/python")
-    (tmp_path / "hook.sh").write_text(script)
-    subprocess.run(["sh", str(tmp_path / "hook.sh")], cwd=repo.root, capture_output=True,
-                   env={**os.environ, "PATH": "/usr/bin:/bin"})
-    assert not marker.exists()
+    venv = Path(sys.prefix)
+    odd = tmp_path / "py$(touch pwned)"  # the hook runs in the repository root
+    odd.mkdir()
+    for name in ("bin", "lib", "pyvenv.cfg"):
+        if (venv / name).exists():
+            (odd / name).symlink_to(venv / name)
+    python = odd / "bin" / Path(sys.executable).name
+    demo_in(repo, "wiki")
+    proc = subprocess.run([str(python), "-m", "llmwiki_git", "hooks", "install"], cwd=repo.root,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    repo.write("wiki/concepts/new.md", "fine [[blobs]]\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "runs the hook")
+    assert not (repo.root / "pwned").exists() and not (tmp_path / "pwned").exists()
+    assert "fine [[blobs]]" in repo.git("show", "HEAD:wiki/concepts/new.md")  # the hook ran and passed
 
 
 # --- the store is verified, not trusted ---------------------------------------------------
@@ -447,3 +458,33 @@ def test_store_file_replaced_by_a_folder_is_rebuilt(repo: Repo) -> None:
     assert proc.returncode == 0 and "embeddings.bin is not a regular file" in proc.stderr, proc.stderr
     rebuilt = _index(repo)
     assert rebuilt["embedded"] == chunks and path.is_file()
+
+
+def test_log_md_symlinked_elsewhere_is_never_copied_into_a_commit(repo: Repo, tmp_path: Path) -> None:
+    demo_in(repo, "wiki")
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY top-secret-env\n")
+    (repo.root / "log.md").unlink()
+    os.symlink(secret, repo.root / "log.md")
+    repo.commit("a hostile log.md")
+    before = repo.git("rev-parse", "HEAD").strip()
+    proc = repo.llmwiki("query", "what is a blob?", "--save", env=FAST)
+    assert proc.returncode == 1 and "log.md" in proc.stderr, proc.stderr
+    assert repo.git("rev-parse", "HEAD").strip() == before
+    assert "PRIVATE KEY" not in repo.git("log", "-p", "--all")
+
+
+def test_candidate_branch_name_and_verdict_are_escaped_in_the_step_summary(repo: Repo, tmp_path: Path) -> None:
+    from .test_action import _shim, pr_event, run_action, seed
+
+    cid = "x`<img>-0123abcd"
+    verdict = {"ok": False, "code": "forged", "message": "bad <img src=x onerror=alert(1)> `code` | cell\r\x1b[2J"}
+    env = _shim(tmp_path, json.dumps({"version": 1, "id": cid, "verdict": verdict}))
+    base = seed(repo)
+    repo.git("checkout", "-q", "-b", f"llmwiki/review/{cid}")
+    repo.write("wiki/queries/x.md", "[[alpha]]\n")
+    head = repo.commit("candidate")
+    run = run_action(repo, tmp_path / "gh", event=pr_event(base, head, f"llmwiki/review/{cid}"), env=env)
+    line = next(line for line in run.summary.splitlines() if line.startswith("Review candidate"))
+    assert "<img" not in line and "`" not in line and "\r" not in line and "\x1b" not in line, line
+    assert "&#60;img&#62;" in line

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shlex
 import shutil
 import stat
@@ -32,14 +31,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..confine import replace_file
 from ..errors import GitError, LlmwikiError
 from ..git import Git, TreeEntry
 from .lock import pid_alive
 
 _TEMP_PREFIX = "llmwiki-index-"
 _TEMP_RE = re.compile(r"^llmwiki-index-(\d+)-")
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
@@ -241,24 +239,7 @@ def _normalize_oid(value: str) -> str:
 
 
 def _write_atomic(target: Path, data: bytes, executable: bool) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".llmwiki-{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o777 if executable else 0o666)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_file(target, data, executable=executable)
 
 
 def _delete(top: Path, rel: str) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..confine import read_optional
 from ..git import Git
 from ..wiki.citations import BROKEN, PENDING, Citation, PendingIndex, citation_report
 from ..wiki.indexpage import entries_of, render
@@ -111,8 +112,7 @@ def publish(
         index_text = render(entries_of(after, {path: document}), now_iso(ms=False))
         files: dict[str, bytes | None] = {path: document.encode("utf-8"), index_rel: index_text.encode("utf-8")}
         log_rel = f"{project_prefix}/log.md" if project_prefix else "log.md"
-        log_path = git.root / log_rel
-        old_log = log_path.read_bytes() if log_path.is_file() else b"# Log\n\n"
+        old_log = read_optional(git.root, log_rel, b"# Log\n\n")  # never through a symlink
         entry = log_entry("query", question, [f"Saved: [[{slug}]]", f"Pages: {page_list(page_ids)}"])
         files[log_rel] = old_log + entry.encode("utf-8")
         first = " ".join(question.split())

@@ -13,6 +13,7 @@ from ..answer.document import log_entry, now_iso
 from ..answer.gitwrite import build_commit, commit_paths, current_branch
 from ..answer.lock import ProjectLock
 from ..answer.publish import body_of, policy_refusal
+from ..confine import read_optional
 from ..errors import LlmwikiError
 from ..git import Git
 from ..wiki.citations import Citation, PendingIndex, citation_report
@@ -133,8 +134,7 @@ def approve(ws, candidate_id: str, pending: PendingIndex | None) -> Approved:  #
         after = ws.wiki("worktree")
         index_rel = f"{after.root_dir}/index.md" if after.root_dir else "index.md"
         log_rel = f"{ws.base}/log.md" if ws.base else "log.md"
-        log_path = git.root / log_rel
-        old_log = log_path.read_bytes() if log_path.is_file() else b"# Log\n\n"
+        old_log = read_optional(git.root, log_rel, b"# Log\n\n")  # never through a symlink
         entry = log_entry("approve", question, [f"Candidate: {candidate_id}", f"Page: {t.target}", f"Commit: {commit}"])
         files = {index_rel: render(entries_of(after), now_iso(ms=False)).encode("utf-8"),
                  log_rel: old_log + entry.encode("utf-8")}
