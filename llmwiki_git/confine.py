@@ -87,13 +87,15 @@ def confined(root: str | os.PathLike[str], rel: str, *, allow_hidden: bool = Fal
     return os.path.realpath(os.path.join(os.path.realpath(root), rel))
 
 
-def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, name: str | None = None) -> bytes:
+def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, name: str | None = None,
+              nofollow: bool = False) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes``; PathRefused for a FIFO,
     device, folder or oversize file — in bounded time (non-blocking open, ``fstat`` first)
-    and memory (never more than ``max_bytes + 1`` bytes read)."""
+    and memory (never more than ``max_bytes + 1`` bytes read). ``nofollow``: refuse a
+    symlink as the last component (for paths listed as plain files)."""
     shown = name or os.fspath(path)
     try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | (_NOFOLLOW if nofollow else 0))
     except OSError as exc:
         raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
     try:

@@ -325,7 +325,8 @@ def test_yaml_alias_bomb_is_refused_in_milliseconds(repo: Repo) -> None:
     code = ("import sys, time; from llmwiki_git.wiki import frontmatter; t = time.perf_counter(); "
             "m = frontmatter.parse(sys.stdin.read()); "
             "print(m.data == {}, 'aliases' in (m.error or ''), time.perf_counter() - t < 1.0)")
-    proc = subprocess.run([os.sys.executable, "-c", code], input=BOMB, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([os.sys.executable, "-c", code], input=BOMB, capture_output=True, text=True, timeout=60,
+                          cwd=repo.root)
     assert proc.stdout.split() == ["True", "True", "True"], proc.stdout + proc.stderr  # unbounded: 9**9 values
 
 

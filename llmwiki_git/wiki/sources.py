@@ -75,6 +75,7 @@ class WorktreeSnapshot:
         self.git = git
         self.max_bytes = max_bytes
         self._links: dict[str, str] = {}
+        self._folders: dict[str, bool] = {}
 
     def _listing(self) -> list[str]:
         found: list[str] = []
@@ -143,12 +144,23 @@ class WorktreeSnapshot:
                 files.append(SourceFile(rel))
         return files, issues
 
+    def _plain_folder(self, folder: str) -> bool:
+        """Whether ``folder`` (relative) is reached through no symlink (remembered per folder)."""
+        known = self._folders.get(folder)
+        if known is None:
+            known = self._folders[folder] = not folder or confine.real_relative(self.root, folder) == folder
+        return known
+
     def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]:
         result: dict[str, bytes | OSError] = {}
         for item in files:
             try:
-                real = confine.confined(self.root, item.path, allow_hidden=True)
-                result[item.path] = confine.read_file(real, max_bytes=self.max_bytes, name=item.path)
+                if item.link_target is None and self._plain_folder(posixpath.dirname(item.path)):
+                    # a plain file in a folder reached through no symlink: no symlink may stand there now
+                    real, plain = os.path.join(self.root, item.path), True
+                else:
+                    real, plain = confine.confined(self.root, item.path, allow_hidden=True), False
+                result[item.path] = confine.read_file(real, max_bytes=self.max_bytes, name=item.path, nofollow=plain)
             except PathRefused as exc:
                 code = {"too-large": "page-too-large", "symlink-escape": "symlink-escape"}.get(exc.code, "unreadable-page")
                 result[item.path] = FileRefused(code, exc.reason)
