@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .checks import CheckResult
-from .errors import LlmwikiError, UsageError
+from .errors import LlmwikiError, PathRefused, UsageError
 from .workspace import Workspace
 
 EXIT_INTERNAL = 3
@@ -176,8 +176,11 @@ def links(ctx: click.Context, file: str, as_json: bool) -> None:
         data = sys.stdin.buffer.read(confine.MAX_READ_BYTES + 1)
         if len(data) > confine.MAX_READ_BYTES:
             raise UsageError(f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit")
-    else:  # a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
-        data = confine.read_file(file, name=file)
+    else:  # a missing file, a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
+        try:
+            data = confine.read_file(file, name=file)
+        except PathRefused as exc:
+            raise UsageError(str(exc), hint="give a markdown file, or - for standard input") from exc
     text = data.decode("utf-8", errors="replace")
     ws = _workspace(ctx)
     report = citation_report(text, ws.wiki("worktree"), pending_index(ws.git) if ws.git else None)

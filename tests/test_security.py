@@ -334,7 +334,7 @@ def test_links_on_a_device_is_a_clear_error(repo: Repo) -> None:
     demo_in(repo, "wiki")
     proc = subprocess.run([*repo.llmwiki_cmd(), "links", "/dev/zero"], cwd=repo.root, capture_output=True,
                           text=True, timeout=60)
-    assert proc.returncode == 1 and "not a regular file" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr, proc.stderr
 
 
 ESC = "\x1b]0;pwned\x07\x1b[2J\x1b]8;;https://e.vil\x1b\\\u009b31m"
