@@ -23,14 +23,17 @@ from pathlib import Path
 from . import github
 from .errors import LlmwikiError, UsageError
 from .workspace import Workspace
+from .wording import plural
 
 FAIL_ON = ("broken", "warnings", "never")
 CANDIDATE_PREFIX = "llmwiki/review/"
-# review.candidates' id rule (<slug>-<8 hex>, a safe ref component), and no leading "-" so an
+# publication.candidates' id rule (<slug>-<8 hex>, a safe ref component), and no leading "-" so an
 # id can never be read as an option
 CANDIDATE_ID = re.compile(r"[^\x00-\x20\x7f/\\~^:?*\[.\-][^\x00-\x20\x7f/\\~^:?*\[]{0,200}-[0-9a-f]{8}")
 FETCH_HINT = "use actions/checkout with fetch-depth: 0, so that the clone holds the commits to compare"
 TITLE = "llmwiki action"
+#: The id GitHub gives github.event.before when there was nothing before (sha1 or sha256).
+NULL_COMMIT = re.compile(r"0{40}|0{64}")
 
 
 def _input(environ: Mapping[str, str], name: str) -> str:
@@ -63,6 +66,12 @@ def _range(ws: Workspace, environ: Mapping[str, str]) -> tuple[str | None, str]:
     """(base, head) commit ids; base None for a root commit (then every problem is new)."""
     head = _commit(ws, _input(environ, "head") or "HEAD", "head")
     base = _input(environ, "base")
+    if base and NULL_COMMIT.fullmatch(base):
+        # github.event.before on the first push of a new branch (or a tag): there is no
+        # "before"; compare with the parent of head, as with no base at all.
+        print(f"::notice title={TITLE}::base is the all-zero commit id (the first push of a branch): "
+              "comparing head with its parent")
+        base = ""
     if base:
         return _commit(ws, base, "base"), head
     if ws.require_git("the action").rev_parse(f"{head}~1") is None and not _shallow(ws):
@@ -86,7 +95,8 @@ def check(environ: Mapping[str, str]) -> int:
     ws = Workspace.open(Path.cwd(), wiki_dir=path or None)  # ConfigError for "/abs" or "../x"
     ws.require_git("the action")
     if path and not ((ws.project or ws.root) / (ws.settings.wiki_dir or "")).is_dir():
-        raise UsageError(f"input path {path!r} is not a folder in the checkout", hint="give the wiki folder relative to the repository root")
+        raise UsageError(f"input path {path!r} is not a folder in the checkout", hint="give the wiki folder relative to the repository root, or leave path out: "
+                         "the default is wiki/ when it exists, else the repository root")
     base, head = _range(ws, environ)
     args = [sys.executable, "-m", "llmwiki_git", *([f"--wiki-dir={path}"] if path else []), "check", "--format", "github"]
     args += [f"--base={base}", f"--head={head}"] if base else [f"--rev={head}"]
@@ -109,7 +119,7 @@ def check(environ: Mapping[str, str]) -> int:
     errors = broken > 0 or code == 1
     failed = {"broken": errors, "warnings": errors or warnings > 0, "never": False}[fail_on]
     what = f"new in {head[:12]} since {base[:12]}" if base else f"in {head[:12]}"
-    print(f"llmwiki: {broken} broken, {warnings} warnings {what}; fail-on: {fail_on} -> {'fail' if failed else 'pass'}")
+    print(f"llmwiki: {broken} broken, {plural(warnings, 'warning')} {what}; fail-on: {fail_on} -> {'fail' if failed else 'pass'}")
     return 1 if failed else 0
 
 

@@ -12,8 +12,9 @@ from typing import Any
 import click
 
 from .checks import CheckResult
-from .errors import LlmwikiError, PathRefused, UsageError
+from .errors import LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
 from .workspace import Workspace
+from .wording import plural
 
 EXIT_INTERNAL = 3
 
@@ -37,7 +38,11 @@ class LlmwikiGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
-        except Exception:  # noqa: BLE001 - the last line of defence
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            missing = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else None
+            if missing is not None:
+                click.echo(f"Error: {missing}", err=True)
+                ctx.exit(missing.exit_code)
             if ctx.find_root().params.get("traceback"):
                 raise
             click.echo(traceback.format_exc(), err=True) if os.environ.get("LLMWIKI_DEBUG") else None
@@ -70,8 +75,56 @@ def cli(ctx: click.Context, repo: Path | None, wiki_dir: str | None, traceback: 
     ctx.obj = {"repo": repo, "wiki_dir": wiki_dir}
 
 
+def _read_text_argument(ctx: click.Context, name: str) -> str:
+    """FILE as text (``-`` = standard input); a relative FILE is taken from -C, like git -C."""
+    from . import confine
+
+    if name == "-":
+        data = sys.stdin.buffer.read(confine.MAX_READ_BYTES + 1)
+        if len(data) > confine.MAX_READ_BYTES:
+            raise UsageError(f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit")
+        return data.decode("utf-8", errors="replace")
+    path = Path(name)
+    if ctx.obj["repo"] is not None and not path.is_absolute():
+        path = ctx.obj["repo"] / path
+    try:  # a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
+        return confine.read_file(path, name=name).decode("utf-8", errors="replace")
+    except PathRefused as exc:
+        raise UsageError(str(exc), hint="name a file that exists, or - for standard input") from exc
+
+
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
-    return Workspace.open(ctx.obj["repo"], wiki_dir=ctx.obj["wiki_dir"], **kwargs)
+    ws = Workspace.open(ctx.obj["repo"], wiki_dir=ctx.obj["wiki_dir"], **kwargs)
+    if ws.git is not None:  # an interrupted write is finished or rolled back first (one stat if none)
+        from .gitstore.transaction import pending
+
+        state = (ws.project or ws.root) / ".llmwiki"
+        if pending(state):
+            from .publication.write import recover_pending
+
+            try:
+                said = recover_pending(ws.git, ws.root, state)
+            except (LlmwikiError, OSError) as exc:  # never block this command (the hook's, say): say it, go on
+                said = f"llmwiki: could not finish an interrupted write yet ({exc}); the next command retries"
+            if said:
+                _note(said)
+    return ws
+
+
+def _note(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def _require_some_wiki(ws: Workspace, pages: int | None = None) -> None:
+    """Outside git, a folder with no markdown page is no wiki: say so instead of reporting
+    success on nothing (and before anything is written to .llmwiki/)."""
+    if ws.git is not None:
+        return
+    if pages is None:
+        pages = len(ws.wiki("worktree").pages)
+    if pages == 0:
+        raise NotARepository(f"no wiki here: {ws.root} is not in a git repository and holds no markdown page",
+                             hint="run llmwiki inside your wiki's repository, or point -C at it")
 
 
 def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
@@ -82,9 +135,9 @@ def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
     what = f"new in {scope} since {base}" if base else f"in {scope}"
     if errors:
         next_step = "fix the links, or create the missing pages" if errors else ""
-        click.echo(f"{result.checked} pages checked: {errors} broken link{'s' * (errors != 1)} {what}, {warnings} warning{'s' * (warnings != 1)}; {next_step}.", err=True)
+        click.echo(f"{plural(result.checked, 'page')} checked: {plural(errors, 'broken link')} {what}, {plural(warnings, 'warning')}; {next_step}.", err=True)
     else:
-        click.echo(f"{result.checked} pages checked: no broken links {what}, {warnings} warning{'s' * (warnings != 1)}.", err=True)
+        click.echo(f"{plural(result.checked, 'page')} checked: no broken links {what}, {plural(warnings, 'warning')}.", err=True)
 
 
 def _write_github_files(result: CheckResult) -> None:
@@ -132,6 +185,7 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
     scope = "index" if staged else (rev or head or "worktree")
     ws = _workspace(ctx, use_cache=not no_cache)
     result = ws.check(scope, base)
+    _require_some_wiki(ws, result.checked)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(json.dumps({"version": 1, "checked": result.checked,
@@ -149,39 +203,31 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
 
 
 def _render_summary_line(result: CheckResult) -> None:
-    click.echo(f"{result.checked} pages checked: {len(result.errors)} broken, {len(result.warnings)} warnings.", err=True)
+    click.echo(f"{plural(result.checked, 'page')} checked: {len(result.errors)} broken, {plural(len(result.warnings), 'warning')}.", err=True)
 
 
 @cli.command()
-@click.argument("file", default="-")
+@click.argument("file", default="-", metavar="[FILE]")
 @click.option("--json", "as_json", is_flag=True, help="Print the v1 citation envelope as JSON.")
 @click.pass_context
 def links(ctx: click.Context, file: str, as_json: bool) -> None:
     """The citation report for FILE (or standard input): each unique [[link]] resolved,
     pending review, or broken, in order of first appearance.
 
-    Exit 0 when nothing is broken, 1 otherwise.
+    FILE is relative to -C when -C is given. Exit 0 when nothing is broken, 1 otherwise.
 
     \b
     Examples:
       llmwiki links draft-answer.md
       echo 'See [[alpha]] and [[missing]].' | llmwiki links --json
     """
-    from .review.candidates import pending_index
+    from .publication.candidates import pending_index
     from .wiki.citations import BROKEN, citation_report, format_report
 
-    from . import confine
-
-    if file == "-":
-        data = sys.stdin.buffer.read(confine.MAX_READ_BYTES + 1)
-        if len(data) > confine.MAX_READ_BYTES:
-            raise UsageError(f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit")
-    else:  # a missing file, a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
-        try:
-            data = confine.read_file(file, name=file)
-        except PathRefused as exc:
-            raise UsageError(str(exc), hint="give a markdown file, or - for standard input") from exc
-    text = data.decode("utf-8", errors="replace")
+    if file == "-" and sys.stdin.isatty():
+        raise UsageError("no FILE given, and standard input is a terminal",
+                         hint="name a file (`llmwiki links draft.md`) or pipe the text in (`llmwiki links < draft.md`)")
+    text = _read_text_argument(ctx, file)
     ws = _workspace(ctx)
     report = citation_report(text, ws.wiki("worktree"), pending_index(ws.git) if ws.git else None)
     if as_json:
@@ -195,14 +241,20 @@ def links(ctx: click.Context, file: str, as_json: bool) -> None:
 @cli.command()
 @click.option("--full", is_flag=True, help="Re-embed every chunk instead of reusing unchanged ones.")
 @click.option("--fast", is_flag=True,
-              help="Lexical index only (BM25, no embeddings): for very large wikis; semantic ranking is off.")
+              help="Lexical index only (BM25, no embeddings): for very large wikis; semantic ranking is off. Sticky: later plain `llmwiki index` runs keep the index lexical until `llmwiki index --full`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
-    """Build or refresh the search index and regenerate wiki/index.md.
+    """Build or refresh the search index and regenerate wiki/index.md (only where llmwiki
+    owns it: absent or generated; a hand-written index.md is never touched, llmwiki's table
+    of contents then goes to .llmwiki/index.md).
 
     Chunks whose content did not change are never re-embedded. The store lives in
     .llmwiki/ (embeddings.json, embeddings.bin, bm25/), which git ignores.
+
+    After `--fast`, the index stays lexical: a plain `llmwiki index` refreshes it without
+    embedding (embedding a large wiki can take an hour); `--full`, or setting
+    LLMWIKI_EMBEDDING_PROVIDER, embeds it.
 
     \b
     Examples:
@@ -211,6 +263,7 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
       LLMWIKI_EMBEDDING_PROVIDER=none llmwiki index   # same as --fast
     """
     ws = _workspace(ctx)
+    _require_some_wiki(ws)
     retrieval = ws.retrieval()
     bar: Any = None
 
@@ -234,10 +287,13 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
                                "seconds": round(summary.seconds, 3), "backend": summary.backend,
                                "indexPage": written, "notes": list(summary.notes)}, indent=2))
         return
-    click.echo(f"Indexed {summary.pages} pages: {summary.chunks} chunks ({summary.embedded} embedded, "
+    click.echo(f"Indexed {plural(summary.pages, 'page')}: {plural(summary.chunks, 'chunk')} ({summary.embedded} embedded, "
                f"{summary.reused} reused) in {summary.seconds:.1f} s [{summary.backend}].")
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
+    if fast:
+        click.echo("note: the index is now lexical-only, and plain `llmwiki index` runs keep it so; "
+                   "run `llmwiki index --full` to embed it for semantic ranking", err=True)
     if written:
         click.echo(f"Regenerated {written}.")
 
@@ -272,6 +328,7 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
     from .retrieval.context import ContextOptions, render_markdown
 
     ws = _workspace(ctx)
+    _require_some_wiki(ws)
     options = ContextOptions(budget, depth, top_pages, top_chunks, include_sources, omit_root)
     pack = ws.retrieval().context(prompt, options)
     if as_json or fmt == "json":
@@ -281,7 +338,7 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
 
 
 @cli.command()
-@click.argument("question")
+@click.argument("question", nargs=-1, required=True)
 @click.option("--save", is_flag=True, help="Publish the answer as wiki/queries/<slug>.md in one git commit (after a fresh citation check under the project lock).")
 @click.option("--review", is_flag=True, help="With --save: stage the answer as a review candidate branch instead of publishing.")
 @click.option("--lang", default=None, metavar="CODE", help="Answer language (e.g. ja, zh-CN, German); wins over LLMWIKI_OUTPUT_LANG.")
@@ -289,10 +346,13 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
 @click.option("--provider", default=None, metavar="NAME", help="openai, anthropic, ollama or extractive (default: LLMWIKI_PROVIDER, config, first with credentials, else extractive).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON result instead of streaming text.")
 @click.pass_context
-def query(ctx: click.Context, question: str, save: bool, review: bool, lang: str | None, debug: bool,
+def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: bool, lang: str | None, debug: bool,
           provider: str | None, as_json: bool) -> None:
     """Answer QUESTION from the wiki, citing pages with [[wikilinks]], then report which
     links resolve, are pending review, or are broken.
+
+    QUESTION may be quoted or not: `llmwiki query what is a blob` works too (quote it when
+    it holds shell characters such as ? * ' or #).
 
     \b
     Examples:
@@ -305,8 +365,17 @@ def query(ctx: click.Context, question: str, save: bool, review: bool, lang: str
     if review and not save:
         raise UsageError("--review requires --save", hint='use `llmwiki query "..." --save --review`')
     ws = _workspace(ctx)
-    code = run_query(ws, question, save=save, review=review, lang=lang, debug=debug,
-                     provider=provider, as_json=as_json, out=_Printer())
+    if save:  # before any retrieval or generation: nothing to throw away
+        ws.require_git("saving an answer", flag="--save")
+    _require_some_wiki(ws)
+    stage = None
+    if review:
+        from .review.stage import stage_candidate
+
+        def stage(q: str, answer: str, pending: Any) -> Any:
+            return stage_candidate(ws, q, answer, pending, note=None if as_json else _note)
+    code = run_query(ws, " ".join(question), save=save, review=review, lang=lang, debug=debug,
+                     provider=provider, as_json=as_json, out=_Printer(), stage=stage)
     ctx.exit(code)
 
 
@@ -401,15 +470,22 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
 @click.pass_context
 def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None:
     """Publish a candidate: a validated fast-forward of the current branch (the candidate
-    commit itself, or the same change replayed on the new tip), then a commit refreshing
-    wiki/index.md and log.md. Any refusal changes nothing and exits 1."""
+    commit itself, or the same change replayed on the new tip) plus a commit refreshing
+    wiki/index.md and log.md where llmwiki owns them, moved onto the branch at once as one
+    transaction. Any refusal changes nothing and exits 1; after a crash, the next llmwiki
+    command finishes or rolls back the approval."""
     from .review.service import approve_candidate
 
     ws = _workspace(ctx)
-    done = approve_candidate(ws, candidate_id)
+    done = approve_candidate(ws, candidate_id, None if as_json else _note)
     if as_json:
         click.echo(json.dumps({"version": 1, "approved": candidate_id, "commit": done.commit, "replayed": done.replayed,
-                               "followup": done.followup, "target": done.target}, indent=2))
+                               "followup": done.followup, "target": done.target, "alreadyOnBranch": done.already},
+                              indent=2))
+        return
+    if done.already:
+        click.echo(f"{candidate_id} was already on the branch (commit {done.commit[:12]}); finished its remaining steps.")
+        click.echo(f"Candidate {candidate_id} cleared.")
         return
     how = "replayed on the current tip" if done.replayed else "fast-forward"
     click.echo(f"Approved {candidate_id} → {done.target} ({how}, commit {done.commit[:12]}).")
@@ -421,7 +497,7 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
 @click.pass_context
 def review_reject(ctx: click.Context, candidate_id: str) -> None:
     """Close a candidate: its branch moves to refs/llmwiki/rejected/<id> (the commit is kept)."""
-    from .review.candidates import reject
+    from .publication.candidates import reject
 
     ws = _workspace(ctx)
     ref = reject(ws.require_git("rejecting candidates"), candidate_id)
@@ -436,7 +512,7 @@ def serve(ctx: click.Context, root: Path | None) -> None:
     """Serve the wiki to AI agents over MCP on stdio: context packs, cited answers, search,
     pages, link checks, review candidates and status.
 
-    Needs the optional MCP SDK: pip install 'llmwiki-git[mcp]'. Register the command
+    Needs the optional MCP SDK: pip install '.[local,mcp]' from a clone. Register the command
     `llmwiki serve --root /path/to/wiki` with your agent client (see docs/mcp.md).
     """
     from .mcp_server import main as serve_stdio
@@ -461,8 +537,12 @@ def hooks_install(ctx: click.Context, force: bool) -> None:
     from .hooks import install
 
     ws = _workspace(ctx)
-    path = install(ws.require_git("installing a hook"), force=force)
-    click.echo(f"Installed the pre-commit hook at {path}.")
+    git = ws.require_git("installing a hook")
+    start = (ctx.obj["repo"] or Path.cwd()).resolve()
+    directory = start.relative_to(ws.root.resolve()).as_posix() if start != ws.root.resolve() else "."
+    path = install(git, force=force, directory=directory, wiki_dir=ctx.obj["wiki_dir"])
+    where = "" if directory == "." else f" (it checks the wiki of {directory}, as `llmwiki -C {directory} check` does)"
+    click.echo(f"Installed the pre-commit hook at {path}{where}.")
     click.echo("Commits that add broken [[wikilinks]] will now be refused; skip once with `git commit --no-verify`.")
 
 

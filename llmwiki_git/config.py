@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,20 @@ else:  # pragma: no cover
 
 CONFIG_PATH = ".llmwiki/config.toml"
 
+# The valid values of the settings that name a choice. They live here, import-light, so that
+# every command validates them at load; tests/test_settings.py asserts that they match what
+# the retrieval and provider modules accept.
+RETRIEVAL_MODES = ("rrf", "rerank", "cosine", "bm25")
+EMBEDDING_PROVIDERS = ("local", "none", "openai", "ollama")
+CHAT_PROVIDERS = ("openai", "anthropic", "ollama", "extractive")
+
+#: setting -> (environment variable that overrides it, valid values)
+CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "retrieval": ("LLMWIKI_RETRIEVAL", RETRIEVAL_MODES),
+    "embedding_provider": ("LLMWIKI_EMBEDDING_PROVIDER", EMBEDDING_PROVIDERS),
+    "chat_provider": ("LLMWIKI_PROVIDER", CHAT_PROVIDERS),
+}
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -26,8 +42,11 @@ class Settings:
     chat_provider: str | None = None
 
 
-def load(root: Path, *, wiki_dir: str | None = None) -> Settings:
-    """Read the repository's config; ``wiki_dir`` from the command line wins."""
+def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the repository's config; ``wiki_dir`` from the command line wins.
+
+    Settings that name a choice are validated here, in the file and in the environment
+    variables that override them, so that every command refuses a typo the same way."""
     path = root / CONFIG_PATH
     data: dict = {}
     if path.is_file():
@@ -50,7 +69,16 @@ def load(root: Path, *, wiki_dir: str | None = None) -> Settings:
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{CONFIG_PATH}: {key} must be a string, not {value!r}")
         strings[key] = value
+    _validate_choices(strings, os.environ if environ is None else environ)
     return Settings(wiki_dir=chosen, max_page_mb=max_mb, **strings)
+
+
+def _validate_choices(strings: Mapping[str, str | None], environ: Mapping[str, str]) -> None:
+    for key, (variable, valid) in CHOICES.items():
+        for value, where in ((environ.get(variable), variable), (strings.get(key), f"{key} in {CONFIG_PATH}")):
+            if (value or "").strip() and value.strip().lower() not in valid:
+                raise ConfigError(f"{where}: unknown value {value.strip()!r}; valid values: {', '.join(valid)}",
+                                  hint=f"use one of {', '.join(valid)}, or unset it for the default")
 
 
 def _safe_dir(value: str) -> str:

@@ -19,7 +19,6 @@ Import-light on purpose: the checker and the hook use it.
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -128,15 +127,6 @@ def read_confined(root: str | os.PathLike[str], rel: str, *, max_bytes: int = MA
     return read_file(confined(root, rel, allow_hidden=allow_hidden), max_bytes=max_bytes, name=rel)
 
 
-def read_optional(root: str | os.PathLike[str], rel: str, default: bytes) -> bytes:
-    """`read_confined`, or ``default`` when nothing (not even a dangling symlink) is there:
-    for files llmwiki appends to and commits (``log.md``), so a symlink planted there can
-    never copy a file from elsewhere into a commit."""
-    if not os.path.lexists(os.path.join(root, rel)):
-        return default
-    return read_confined(root, rel)
-
-
 def _no_symlink_below(root: Path, rel_parts: tuple[str, ...]) -> None:
     """Refuse when any existing component of ``root/rel_parts`` is a symlink or not a folder."""
     current = root
@@ -190,33 +180,11 @@ def append(root: str | os.PathLike[str], rel: str, data: bytes) -> None:
         os.close(fd)
 
 
-def replace_file(target: Path, data: bytes, *, executable: bool = False) -> None:
-    """Replace ``target`` with ``data``: a fresh temp file beside it (``O_EXCL``,
-    ``O_NOFOLLOW``), fsynced, renamed over it. A symlink at ``target`` is replaced, never
-    followed; the caller checks the folders on the way (see `write_atomic`)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".llmwiki-{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o777 if executable else 0o666)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def write_atomic(root: str | os.PathLike[str], rel: str, data: bytes) -> Path:
-    """Replace ``root/rel`` with ``data`` (`replace_file`), after refusing a symlinked folder
-    on the way."""
+    """Replace ``root/rel`` with ``data`` (temp file + rename: a symlink there is replaced,
+    never followed), after refusing a symlinked folder on the way."""
+    from .gitstore.transaction import write_atomic as replace  # the one atomic writer
+
     path = writable(root, rel)
-    replace_file(path, data)
+    replace(path, data)
     return path

@@ -7,7 +7,8 @@
     ├── WikiError                   a page or the wiki cannot be read as asked
     │   ├── PageReadError           one page's bytes could not be read
     │   └── PathRefused             a path the confinement rule refuses (confine.py)
-    └── GitError                    a git command failed (cmd, returncode, stderr)
+    ├── GitError                    a git command failed (cmd, returncode, stderr)
+    └── MissingDependency           exit 2: an optional extra (local, remote, mcp) is missing
 
 Anything else escaping to the CLI is a bug: exit 3 with a one-line hint to re-run with
 ``--traceback``.
@@ -74,3 +75,26 @@ class GitError(LlmwikiError):
         self.cmd = list(cmd)
         self.returncode = returncode
         self.stderr = stderr
+
+
+#: How to install what query, context, index and serve need (the ``local`` extra).
+LOCAL_INSTALL_HINT = "pip install 'llmwiki-git[local]' (from a clone: pip install '.[local]')"
+#: Third-party modules of the retrieval extras: their absence is a missing extra, not a bug.
+RETRIEVAL_MODULES = frozenset({"numpy", "httpx"})
+
+
+class MissingDependency(LlmwikiError):
+    """An optional dependency (an extra of the distribution) is not installed."""
+
+    exit_code = 2
+
+
+def missing_extra(exc: ModuleNotFoundError) -> MissingDependency | None:
+    """The error to show for ``exc`` when it is a retrieval extra that is not installed."""
+    if exc.name not in RETRIEVAL_MODULES:
+        return None
+    return MissingDependency(
+        f"this command needs {exc.name}, which the base install (enough for check, links, "
+        "hooks and review) does not include",
+        hint=LOCAL_INSTALL_HINT,
+    )

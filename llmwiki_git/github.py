@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from .problems import ERROR, Problem
+from .wording import plural
 
 PER_FILE = 10
 TOTAL = 50
@@ -66,8 +67,8 @@ def summary(problems: Sequence[Problem], checked: int) -> str:
     """A markdown table of every problem, cut to stay under GitHub's 1 MiB limit."""
     errors = sum(1 for p in problems if p.severity == ERROR)
     warnings = len(problems) - errors
-    head = (f"### llmwiki check\n\n{checked} pages checked: {errors} error{'s' * (errors != 1)}, "
-            f"{warnings} warning{'s' * (warnings != 1)}.\n\n")
+    head = (f"### llmwiki check\n\n{plural(checked, 'page')} checked: {plural(errors, 'error')}, "
+            f"{plural(warnings, 'warning')}.\n\n")
     if not problems:
         return head
     rows = ["| file | line | col | severity | problem |", "|---|---|---|---|---|"]

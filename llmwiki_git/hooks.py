@@ -13,13 +13,16 @@ from .git import Git
 MARKER = "# llmwiki-git pre-commit hook"
 
 
-def hook_script(python: str | None = None) -> str:
-    """The hook script, with the interpreter that has llmwiki installed baked in."""
+def hook_script(python: str | None = None, directory: str = ".", wiki_dir: str | None = None) -> str:
+    """The hook script, with the interpreter that has llmwiki installed baked in, and the
+    folder (relative to the work-tree root) and ``--wiki-dir`` that ``check`` runs with."""
     text = (Path(__file__).parent / "data" / "pre-commit").read_text(encoding="utf-8")
+    text = text.replace("LLMWIKI_DIR=.", f"LLMWIKI_DIR={shlex.quote(directory)}", 1)
+    text = text.replace('LLMWIKI_WIKI_DIR=""', f"LLMWIKI_WIKI_DIR={shlex.quote(wiki_dir or '')}", 1)
     return text.replace('LLMWIKI_PYTHON=""', f"LLMWIKI_PYTHON={shlex.quote(python or sys.executable)}", 1)
 
 
-def install(git: Git, *, force: bool = False) -> Path:
+def install(git: Git, *, force: bool = False, directory: str = ".", wiki_dir: str | None = None) -> Path:
     """Write the hook to the repository's hooks folder (``core.hooksPath`` respected)."""
     hooks_dir = Path(git.text("rev-parse", "--git-path", "hooks"))
     if not hooks_dir.is_absolute():
@@ -34,7 +37,7 @@ def install(git: Git, *, force: bool = False) -> Path:
             )
     hooks_dir.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(".pre-commit.llmwiki-tmp")
-    tmp.write_text(hook_script(), encoding="utf-8")
+    tmp.write_text(hook_script(directory=directory, wiki_dir=wiki_dir), encoding="utf-8")
     tmp.chmod(0o755)
     os.replace(tmp, target)
     return target

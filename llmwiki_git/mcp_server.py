@@ -36,7 +36,7 @@ from urllib.parse import quote, unquote
 
 from .errors import LlmwikiError, UsageError, WikiError
 
-SDK_MISSING = "llmwiki serve needs the MCP SDK: pip install 'llmwiki-git[mcp]'"
+SDK_MISSING = "llmwiki serve needs the MCP SDK: pip install 'llmwiki-git[mcp]' (from a clone: pip install '.[local,mcp]')"
 SERVER_NAME = "llmwiki"
 INDEX_URI = "llmwiki://index"
 PAGE_PREFIX = "llmwiki://page/"
@@ -279,8 +279,14 @@ def _query(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     if args["review"] and not args["save"]:
         raise UsageError("review=true requires save=true", hint="pass save=true and review=true to stage a review candidate")
     out = _Capture()
+    stage = None
+    if args["review"]:
+        from .review.stage import stage_candidate
+
+        def stage(question: str, answer: str, pending: Any) -> Any:
+            return stage_candidate(ws, question, answer, pending)
     run_query(ws, args["question"], save=args["save"], review=args["review"], lang=args.get("lang"),
-              debug=args["debug"], provider=args.get("provider"), as_json=True, out=out)
+              debug=args["debug"], provider=args.get("provider"), as_json=True, out=out, stage=stage)
     if not out.lines:
         raise RuntimeError("the query produced no result")
     # A refusal (exit code 1 in the CLI) is not a tool error: the answer is kept and
@@ -413,7 +419,7 @@ def _read_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_links(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
-    from .review.candidates import pending_index
+    from .publication.candidates import pending_index
     from .wiki.citations import citation_report
 
     report = citation_report(args["text"], ws.wiki("worktree"), pending_index(ws.git) if ws.git else None)
@@ -445,7 +451,7 @@ def _status(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
         out.update(indexed=True, storeModel=store.model or None, storeBackend=store.backend or None,
                    indexedPages=len(store.pages), storeUpdatedAt=store.updated_at or None)
     if ws.git is not None:
-        from .review.candidates import list_candidates
+        from .publication.candidates import list_candidates
 
         out["pendingCandidates"] = len(list_candidates(ws.git))
     else:

@@ -54,11 +54,14 @@ class Workspace:
         root, is_git = find_root(start, environ)
         git = Git(root, environ) if is_git else None
         project = find_project(start, root)
-        return cls(root, git, config.load(project, wiki_dir=wiki_dir), use_cache, project)
+        return cls(root, git, config.load(project, wiki_dir=wiki_dir, environ=environ), use_cache, project)
 
-    def require_git(self, what: str) -> Git:
+    def require_git(self, what: str, *, flag: str | None = None) -> Git:
+        """The repository's git; ``flag`` names the option that asked for it, if one did."""
         if self.git is None:
-            raise NotARepository(f"{what} needs a git repository, and {self.root} is not in one", hint="run `git init` or drop the flag")
+            hint = "run `git init` there, or point -C at a folder inside a git repository"
+            raise NotARepository(f"{what} needs a git repository, and {self.root} is not in one",
+                                 hint=f"{hint}, or drop {flag}" if flag else hint)
         return self.git
 
     def _cache(self) -> ScanCache | None:
@@ -73,7 +76,7 @@ class Workspace:
         """``worktree``, ``index``, or a revision (``HEAD``, a commit id, a branch)."""
         if scope == "worktree":
             return WorktreeSnapshot(self.root, self.git, max_bytes=self.settings.max_page_mb * 1024 * 1024)
-        git = self.require_git("checking the index or a commit")
+        git = self.require_git("checking the index or a commit", flag="--staged/--rev/--base")
         if scope == "index":
             return IndexSnapshot(git)
         commit = git.rev_parse(scope)
@@ -118,6 +121,7 @@ class Workspace:
             provider=self.settings.embedding_provider,
             model=self.settings.embedding_model,
             mode=self.settings.retrieval,
+            git=self.git,
         )
 
     def _cached_worktree_wiki(self) -> Wiki:
@@ -307,7 +311,7 @@ class Workspace:
         warning, not an error (DESIGN §3)."""
         if self.git is None or not any(p.code == "broken-link" for p in result.problems):
             return result
-        from .review.candidates import pending_index
+        from .publication.candidates import pending_index
 
         pending = pending_index(self.git)
         if not pending.by_slug:

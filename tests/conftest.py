@@ -11,6 +11,16 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+#: The corpus suite (real wikis outside the repository): run only when named, as
+#: `python -m pytest -q tests/corpora` (.ci/run does, after the default suite).
+CORPUS_SUITE = Path(__file__).resolve().parent / "corpora"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path.resolve() != CORPUS_SUITE:
+        return None
+    named = (Path(str(arg).split("::")[0]).resolve() for arg in config.args)
+    return True if not any(p == CORPUS_SUITE or CORPUS_SUITE in p.parents for p in named) else None
 
 
 @pytest.fixture(autouse=True)

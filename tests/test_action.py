@@ -409,7 +409,36 @@ def test_path_input_checks_a_wiki_in_a_subfolder(repo: Repo, tmp_path: Path) -> 
     assert run.outputs == {"broken": "1", "warnings": "0", "checked": "3"}
 
 
+def test_root_layout_wiki_without_path_and_the_path_hint(repo: Repo, tmp_path: Path) -> None:
+    """A vault at the repository root next to the user's index.md and log.md: leaving the
+    path input out checks it; `path: wiki` (the docs' subfolder example) says what to do."""
+    repo.write("index.md", "# My index\n[[alpha]]\n")
+    repo.write("log.md", "# Log\n")
+    repo.write("alpha.md", "# Alpha\n[[index]]\n")
+    base = repo.commit("vault")
+    repo.write("beta.md", "[[alpha]] [[gone]]\n")
+    head = repo.commit("add beta")
+    run = run_action(repo, tmp_path / "gh", event=pr_event(base, head))
+    assert run.commands == ["::error file=beta.md,line=1,col=11,title=llmwiki broken-link::broken link [[gone]]"]
+    assert run.outputs == {"broken": "1", "warnings": "0", "checked": "4"}
+    wrong = run_action(repo, tmp_path / "gh2", inputs={"path": "wiki"}, event=pr_event(base, head))
+    assert not wrong.success and "leave path out" in wrong.commands[0]
+
+
 # --- push events, shallow clones, the first commit ------------------------------------------
+
+def test_new_branch_push_with_all_zero_before_compares_with_the_parent(repo: Repo, tmp_path: Path) -> None:
+    """`base: ${{ github.event.before }}` on the first push of a branch is 40 zeros."""
+    seed(repo)
+    repo.git("checkout", "-q", "-b", "feature/new")
+    repo.write("wiki/concepts/gamma.md", page("Gamma", "See [[Nowhere]] and [[alpha]].\n"))
+    head = repo.commit("break on a new branch")
+    run = run_action(repo, tmp_path / "gh", inputs={"base": "0" * 40},
+                     event={"ref": "refs/heads/feature/new", "before": "0" * 40, "after": head}, event_name="push")
+    assert run.commands[0].startswith("::notice title=llmwiki action::base is the all-zero commit id")
+    assert run.commands[1:] == [BROKEN_ANNOTATION] and run.outputs["broken"] == "1"
+    assert "fetch-depth" not in run.stdout + run.stderr
+
 
 def test_push_event_compares_head_with_its_parent(repo: Repo, tmp_path: Path) -> None:
     seed(repo)

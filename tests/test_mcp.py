@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-mcp = pytest.importorskip("mcp", reason="the MCP SDK is an optional extra: pip install 'llmwiki-git[mcp]'")
+import mcp  # the test extra installs the MCP SDK (pip install -e '.[test]')
+
 if int(version("mcp").split(".")[0]) != 2:
-    pytest.skip(f"llmwiki serve targets mcp 2.x, found {version('mcp')}", allow_module_level=True)
+    raise ImportError(f"llmwiki serve targets mcp 2.x, found {version('mcp')}: pip install -e '.[test]'")
 
 import anyio  # noqa: E402
 import jsonschema  # noqa: E402

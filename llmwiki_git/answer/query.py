@@ -22,7 +22,7 @@ from ..retrieval.store import PageEntry
 from ..wiki import frontmatter
 from ..wiki.citations import Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki
-from .document import now_iso
+from ..publication.document import now_iso
 
 NO_MATCH = "No matching pages found."
 

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
+from ..errors import LlmwikiError
 from ..providers.http import ProviderError
 from ..providers.registry import select_provider
 from ..wiki.citations import PendingIndex, format_report
+from ..publication.save import Published, Refusal, precheck, profile_refusal, publish
+from ..publication.write import Site
 from ..wiki.pages import uncheckable
-from .publish import Published, Refusal, profile_refusal, publish
 from .query import NO_MATCH, QueryResult, answer_stream, debug_json, log_activity, report, retrieve
 
 
@@ -24,7 +27,7 @@ class Printer(Protocol):
 
 def pending_index(ws) -> PendingIndex | None:  # type: ignore[no-untyped-def]
     """Open review candidates (branches); none outside git."""
-    from ..review.candidates import pending_index as from_branches
+    from ..publication.candidates import pending_index as from_branches
 
     return from_branches(ws.git) if ws.git is not None else None
 
@@ -44,17 +47,31 @@ def _debug_lines(result: QueryResult) -> list[str]:
     return lines
 
 
+Stager = Callable[[str, str, "PendingIndex | None"], Any]  # (question, answer, pending) -> Staged | Refusal
+
+
+def site_of(ws) -> Site:  # type: ignore[no-untyped-def]
+    """The write site of a workspace (publication's view of it)."""
+    return Site(ws.require_git("saving an answer"), ws.root, ws.state_dir, ws.base, ws.wiki)
+
+
 def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, debug: bool,  # type: ignore[no-untyped-def]
-              provider: str | None, as_json: bool, out: Printer) -> int:
+              provider: str | None, as_json: bool, out: Printer, stage: Stager | None = None) -> int:
     # bytes that are not UTF-8 in the command line arrive as lone surrogates: make them U+FFFD
     question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     environ = os.environ
     language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
     chat = select_provider(provider, environ, ws.settings.chat_provider)
+    if save and not review and profile_refusal(ws.state_dir) is None:
+        precheck(site_of(ws), question)  # a page in the way refuses before the model is paid
     retrieval = ws.retrieval()
     retrieved = retrieve(retrieval, question, chat)
     result = QueryResult(question, "", chat.name, chat.model, [e.page_id for e in retrieved.evidence],
                          retrieved.source, retrieved.warnings, debug=retrieved.result if debug else None)
+    if language and not chat.generative:
+        result.warnings.append({"code": "language-ignored", "message": (
+            f"answer language {language!r} ignored: the {chat.name} answerer quotes the wiki as written "
+            "and cannot translate; choose a chat provider (--provider) to answer in another language")})
     if not retrieved.evidence:
         if as_json:
             out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
@@ -83,7 +100,9 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     result.citations, result.citations_error = report(result.answer, lambda: ws.wiki("worktree"), pending)
     code = 0
     if save:
-        code = _save(ws, result, pending, review)
+        if review and stage is None:
+            raise LlmwikiError("--save --review needs the review feature to stage the answer", hint="use `llmwiki query --save --review`")
+        code = _save(ws, result, pending, stage if review else None, out, as_json)
     else:
         refused = log_activity(ws.state_dir, question, result.page_ids, chat.name)
         if refused is not None:
@@ -115,16 +134,15 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     return code
 
 
-def _save(ws, result: QueryResult, pending: PendingIndex | None, review: bool) -> int:  # type: ignore[no-untyped-def]
+def _save(ws, result: QueryResult, pending: PendingIndex | None, stage: Stager | None,  # type: ignore[no-untyped-def]
+          out: Printer, as_json: bool) -> int:
     why = uncheckable(result.question + "\n" + result.answer)
     if why is not None:  # the gate fails closed: never write a page the checker would skip
         result.refusal = Refusal("uncheckable", [], f"Answer publication refused: {why}, so the saved page could not "
                                                     "be link-checked; nothing was written").to_json()
         return 1
-    if review:
-        from ..review.stage import stage_candidate  # the review feature
-
-        outcome = stage_candidate(ws, result.question, result.answer, pending)
+    if stage is not None:  # --review: the caller's staging (the review feature), not ours
+        outcome = stage(result.question, result.answer, pending)
         if hasattr(outcome, "candidate_id"):
             result.candidate_id = outcome.candidate_id
             return 0
@@ -134,14 +152,18 @@ def _save(ws, result: QueryResult, pending: PendingIndex | None, review: bool) -
     if refusal is not None:
         result.refusal = refusal.to_json()
         return 0
-    git = ws.require_git("saving an answer")
-    outcome = publish(git=git, state_dir=ws.state_dir, project_prefix=ws.base,
-                      load_wiki=lambda: ws.wiki("worktree"), question=result.question, answer=result.answer,
-                      page_ids=result.page_ids, pending=pending)
+    site = site_of(ws)
+    try:
+        outcome = publish(site, question=result.question, answer=result.answer, page_ids=result.page_ids,
+                          pending=pending)
+    finally:
+        if not as_json:
+            for note in site.notes:
+                out.note(note)
     if isinstance(outcome, Published):
         result.saved = outcome.path
         try:
-            ws.retrieval().index()
+            ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
         except Exception as exc:  # the commit stands; the index catches up on the next run
             result.warnings.append({"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"})
         return 0

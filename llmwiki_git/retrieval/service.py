@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -9,7 +10,8 @@ from pathlib import Path
 
 from .. import confine
 from ..errors import PathRefused
-from ..git import blob_id
+from ..git import Git, blob_id
+from ..gitstore.transaction import sweep_temp_files, write_atomic
 from ..wiki.indexpage import entries_of, render, same_content
 from ..wiki.model import Wiki
 from ..wiki.pages import decode
@@ -42,7 +44,9 @@ class Retrieval:
         provider: str | None = None,
         model: str | None = None,
         mode: str | None = None,
+        git: Git | None = None,
     ) -> None:
+        self.git = git
         self.root = root
         self.project = project
         self.state = state
@@ -59,10 +63,10 @@ class Retrieval:
     # -- building -------------------------------------------------------------------------
 
     def index(self, *, full: bool = False, fast: bool = False,
-              progress: Callable[[int, int], object] | None = None) -> tuple[indexer.IndexSummary, str | None]:
+              progress: Callable[[int, int], object] | None = None, page: bool = True) -> tuple[indexer.IndexSummary, str | None]:
         from dataclasses import replace
 
-        from ..answer.lock import ProjectLock
+        from ..gitstore.lock import repository_lock
 
         notes: list[str] = []
         explicit = bool(self.environ.get("LLMWIKI_EMBEDDING_PROVIDER") or self.provider)
@@ -73,13 +77,13 @@ class Retrieval:
             notes.append("the index is lexical-only (built with --fast); run `llmwiki index --full` to embed it")
         embedder = self.embedder(fast)
         # Under the project lock: two writers must not interleave the store's files.
-        with ProjectLock(self.state):
+        with repository_lock(self.git, self.state):
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
             skip = {index_path} if index_path else set()
             pages = indexer.read_pages(wiki, skip)
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress)
-            written = self._write_index_page(wiki, index_path) if index_path else None
+            written = self._write_index_page(wiki, index_path, notes) if index_path and page else None
         return replace(summary, notes=tuple(notes) + summary.notes), written
 
     def _store_fingerprint(self) -> str | None:
@@ -94,16 +98,25 @@ class Retrieval:
             return None
         return f"{wiki.root_dir}/index.md" if wiki.root_dir else "index.md"
 
-    def _write_index_page(self, wiki: Wiki, rel: str) -> str | None:
+    def _write_index_page(self, wiki: Wiki, rel: str, notes: list[str]) -> str | None:
+        """Regenerate the table of contents where llmwiki owns ``rel`` (absent or generated);
+        a user's own ``index.md`` is never touched: llmwiki's copy goes to the state folder."""
+        from ..wiki import generated
+
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         text = render(entries_of(wiki), now)
-        try:
-            old = confine.read_confined(self.root, rel)
-        except PathRefused:
-            old = None
-        if old is not None and same_content(old.decode("utf-8", errors="replace"), text):
+        head = self.git.rev_parse("HEAD") if self.git is not None else None
+        if not generated.owned(self.git, self.root, rel, head, "index"):
+            notes += generated.notice(self.state, "index", f"{rel} is your own page, so llmwiki never rewrites it; "
+                                                           f"its generated table of contents goes to "
+                                                           f"{self.state.name}/{generated.INDEX} instead")
+            path, rel = self.state / generated.INDEX, f"{self.state.name}/{generated.INDEX}"
+        else:
+            path = self.root / rel
+        sweep_temp_files(path.parent, [])  # left by a killed writer (we hold the lock)
+        if path.is_file() and same_content(path.read_text(encoding="utf-8", errors="replace"), text):
             return None
-        confine.write_atomic(self.root, rel, text.encode("utf-8"))
+        write_atomic(path, text.encode("utf-8"))
         return rel
 
     # -- reading --------------------------------------------------------------------------

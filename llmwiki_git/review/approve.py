@@ -1,25 +1,25 @@
 """``review approve``: a validated fast-forward of the current branch to the candidate.
 
 `evaluate` is the read-only part (also used by ``review show`` and the GitHub Action);
-`approve` runs it under the project lock and then moves the branch with a compare-and-swap.
+`approve` runs it under the repository lock and then moves the branch once, as a
+transaction, to the candidate (or its replay) plus the index/log commit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..answer.document import log_entry, now_iso
-from ..answer.gitwrite import build_commit, commit_paths, current_branch
-from ..answer.lock import ProjectLock
-from ..answer.publish import body_of, policy_refusal
-from ..confine import read_optional
 from ..errors import LlmwikiError
 from ..git import Git
+from ..gitstore.commits import build_commit, current_branch
+from ..publication import trailers as T
+from ..publication.candidates import Candidate, body_digest, get, validate
+from ..publication.document import log_entry
+from ..publication.save import body_of, policy_refusal
+from ..publication.write import Site, commit_and_move, locked
 from ..wiki.citations import Citation, PendingIndex, citation_report
-from ..wiki.indexpage import entries_of, render
-from . import trailers as T
-from .candidates import PREFIX, Candidate, body_digest, get, validate
 
 RESTAGE = "regenerate and restage the answer with `llmwiki query \"…\" --save --review`, then reject this candidate"
 
@@ -103,6 +103,7 @@ class Approved:
     replayed: bool
     followup: str
     target: str
+    already: bool = False  # it was on the branch already: only the remaining steps were done
 
 
 class ApprovalRefused(LlmwikiError):
@@ -111,53 +112,60 @@ class ApprovalRefused(LlmwikiError):
         self.verdict = verdict
 
 
-def approve(ws, candidate_id: str, pending: PendingIndex | None) -> Approved:  # type: ignore[no-untyped-def]
+def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:
+    """The commit on the branch that already carries this candidate (itself, or its replay)."""
+    if tip is None:
+        return None
+    if git.text("rev-list", "--count", f"{tip}..{candidate.commit}") == "0":  # an ancestor of the tip
+        return candidate.commit
+    found = git.text("log", "-n", "1", "--format=%H", "-F", f"--grep={T.REPLAYED}: {candidate.commit}", tip, "--")
+    return found or None
+
+
+def approve(ws, candidate_id: str, pending: PendingIndex | None,  # type: ignore[no-untyped-def]
+            note: Callable[[str], None] | None = None) -> Approved:
+    """Approve ``candidate_id`` onto the current branch as one transaction (see
+    ``publication.write``): every check first, then the page commit (or its replay) and the
+    index/log commit are built, then the branch moves once and the candidate is deleted."""
     git: Git = ws.require_git("approving candidates")
-    with ProjectLock(ws.state_dir):
-        verdict = evaluate(ws, candidate_id, pending)
-        if not verdict.ok:
-            raise ApprovalRefused(verdict)
-        t = verdict.candidate.trailers
-        assert t is not None and verdict.tip is not None and verdict.branch is not None
-        commit = verdict.candidate.commit
-        replayed = t.base != verdict.tip
-        if replayed:
-            raw = git.run("cat-file", "commit", commit).decode("utf-8", "surrogateescape")
-            message = raw.split("\n\n", 1)[1]
-            message = message.rstrip("\n") + f"\n{T.REPLAYED}: {commit}\n"
-            document = git.run("cat-file", "blob", f"{commit}:{t.target}")
-            author = git.text("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit).split("\0")
-            commit = build_commit(git, verdict.tip, {t.target: document}, message,
-                                  author=(author[0], author[1], author[2]))
-        _fast_forward(git, verdict.branch, verdict.tip, commit)
-        question = verdict.candidate.subject
-        after = ws.wiki("worktree")
-        index_rel = f"{after.root_dir}/index.md" if after.root_dir else "index.md"
-        log_rel = f"{ws.base}/log.md" if ws.base else "log.md"
-        old_log = read_optional(git.root, log_rel, b"# Log\n\n")  # never through a symlink
-        entry = log_entry("approve", question, [f"Candidate: {candidate_id}", f"Page: {t.target}", f"Commit: {commit}"])
-        files = {index_rel: render(entries_of(after), now_iso(ms=False)).encode("utf-8"),
-                 log_rel: old_log + entry.encode("utf-8")}
-        followup = commit_paths(git, files, f"llmwiki: index and log for approved {candidate_id}\n", expected_head=commit)
-        git.run("update-ref", "-m", f"llmwiki: approved {candidate_id}", "-d", PREFIX + candidate_id, verdict.candidate.commit)
-    return Approved(candidate_id, commit, replayed, followup, t.target)
+    site = Site(git, ws.root, ws.state_dir, ws.base, ws.wiki)
+    try:
+        with locked(site):
+            return _approve(ws, site, candidate_id, pending)
+    finally:
+        for text in site.notes:
+            if note is not None:
+                note(text)
 
 
-def _fast_forward(git: Git, branch: str, old: str, new: str) -> None:
-    """Move ``branch`` from ``old`` to ``new``: ``merge --ff-only`` when it is checked out
-    (so the work tree follows), else a compare-and-swap ``update-ref``."""
-    head_ref = git.run("symbolic-ref", "-q", "HEAD", check=False).decode().strip()
-    if head_ref == branch:
-        current = git.rev_parse("HEAD")
-        if current != old:
-            raise LlmwikiError(f"{branch} moved to {current} during approval; nothing was changed",
-                               hint="run `llmwiki review approve` again")
-        proc = git.run("merge", "--ff-only", "--quiet", new, check=False)
-        if git.rev_parse("HEAD") != new:
-            raise LlmwikiError(f"could not fast-forward {branch} to the candidate (work tree changes in the way?): "
-                               f"{proc.decode('utf-8', 'replace').strip()}", hint="commit or stash your changes to the target page")
-        return
-    out = git.run("update-ref", "-m", "llmwiki: approve", branch, new, old, check=False)
-    if git.rev_parse(branch) != new:
-        raise LlmwikiError(f"{branch} moved during approval; nothing was changed {out.decode().strip()}",
-                           hint="run `llmwiki review approve` again")
+def _approve(ws, site: Site, candidate_id: str, pending: PendingIndex | None) -> Approved:  # type: ignore[no-untyped-def]
+    git = site.git
+    candidate = get(git, candidate_id)
+    ref = current_branch(git)
+    tip = git.rev_parse(ref)
+    landed = _on_branch(git, candidate, tip)
+    if landed is not None and candidate.trailers is not None:  # a re-run after an interrupted approval
+        git.run("update-ref", "-m", f"llmwiki: approved {candidate_id}", "-d", candidate.ref, candidate.commit)
+        return Approved(candidate_id, landed, landed != candidate.commit, tip or landed, candidate.trailers.target, True)
+    verdict = evaluate(ws, candidate_id, pending)
+    if not verdict.ok:
+        raise ApprovalRefused(verdict)
+    t = verdict.candidate.trailers
+    assert t is not None and verdict.tip is not None and verdict.branch is not None
+    commit = verdict.candidate.commit
+    replayed = t.base != verdict.tip
+    if replayed:
+        raw = git.run("cat-file", "commit", commit).decode("utf-8", "surrogateescape")
+        message = raw.split("\n\n", 1)[1]
+        message = message.rstrip("\n") + f"\n{T.REPLAYED}: {commit}\n"
+        document = git.run("cat-file", "blob", f"{commit}:{t.target}")
+        author = git.text("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit).split("\0")
+        commit = build_commit(git, verdict.tip, {t.target: document}, message, author=(author[0], author[1], author[2]))
+    entry = log_entry("approve", verdict.candidate.subject,
+                      [f"Candidate: {candidate_id}", f"Page: {t.target}", f"Commit: {commit}"])
+    _, final = commit_and_move(
+        site, ref=verdict.branch, head=verdict.tip, page_commit=commit, page=None,
+        message=f"llmwiki: approve {candidate_id}\n",
+        followup_message=f"llmwiki: index and log for approved {candidate_id}\n", entry=entry,
+        drop_refs=[(verdict.candidate.ref, verdict.candidate.commit)], what=f"approval of {candidate_id}")
+    return Approved(candidate_id, commit, replayed, final, t.target)

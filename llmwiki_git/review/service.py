@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import LlmwikiError
+from ..publication.candidates import get, list_candidates, pending_index
 from ..wiki.citations import BROKEN, PENDING
 from .approve import Approved, approve, evaluate
-from .candidates import get, list_candidates, pending_index
 
 
 REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file"})
@@ -61,11 +62,11 @@ def show_view(ws, candidate_id: str, onto: str | None = None) -> dict[str, Any]:
             "notes": candidate.notes, "diff": diff, "verdict": verdict.to_json()}
 
 
-def approve_candidate(ws, candidate_id: str) -> Approved:  # type: ignore[no-untyped-def]
+def approve_candidate(ws, candidate_id: str, note: Callable[[str], None] | None = None) -> Approved:  # type: ignore[no-untyped-def]
     git = ws.require_git("approving candidates")
-    done = approve(ws, candidate_id, pending_index(git))
+    done = approve(ws, candidate_id, pending_index(git), note)
     try:
-        ws.retrieval().index()
+        ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
     except Exception:  # the approval stands; `llmwiki index` catches up
         pass
     return done

@@ -3,15 +3,16 @@ the user's work tree, index and HEAD are untouched."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..answer.document import now_iso, query_slug, render_page
-from ..answer.gitwrite import build_commit, current_branch
-from ..answer.lock import ProjectLock
-from ..answer.publish import PROPOSAL, Refusal, body_of, policy_refusal, target_path
+from ..publication.document import now_iso, query_slug, render_page
+from ..gitstore.commits import build_commit, current_branch
+from ..publication.write import Site, locked
+from ..publication.save import PROPOSAL, Refusal, body_of, policy_refusal, target_path
 from ..wiki.citations import PendingIndex, citation_report
-from . import trailers as T
-from .candidates import PREFIX, body_digest, new_id
+from ..publication import trailers as T
+from ..publication.candidates import PREFIX, body_digest, new_id
 
 
 @dataclass(frozen=True)
@@ -23,11 +24,23 @@ class Staged:
     precondition: str
 
 
-def stage_candidate(ws, question: str, answer: str, pending: PendingIndex | None) -> Staged | Refusal:  # type: ignore[no-untyped-def]
+def stage_candidate(ws, question: str, answer: str, pending: PendingIndex | None,  # type: ignore[no-untyped-def]
+                    note: Callable[[str], None] | None = None) -> Staged | Refusal:
     git = ws.require_git("staging a review candidate")
     slug = query_slug(question)
     document = render_page(question, answer, now_iso())
-    with ProjectLock(ws.state_dir):
+    site = Site(git, ws.root, ws.state_dir, ws.base, ws.wiki)
+    try:
+        return _stage(ws, site, question, slug, document, pending)
+    finally:
+        for text in site.notes:
+            if note is not None:
+                note(text)
+
+
+def _stage(ws, site: Site, question: str, slug: str, document: str, pending: PendingIndex | None) -> Staged | Refusal:  # type: ignore[no-untyped-def]
+    git = site.git
+    with locked(site):
         current_branch(git)  # refuse on a detached HEAD
         base = git.rev_parse("HEAD")
         if base is None:

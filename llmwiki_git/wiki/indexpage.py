@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..wording import plural
+
 if TYPE_CHECKING:
     from .model import Wiki
 
@@ -38,7 +40,7 @@ def render(entries: Sequence[Entry], generated_at: str) -> str:
     lines = ["# Knowledge Wiki", *section("Concepts", "concept")]
     if any(e.kind == "query" for e in entries):
         lines += section("Saved Queries", "query")
-    lines += ["", f"_{len(entries)} pages | Generated {generated_at}_", ""]
+    lines += ["", f"_{plural(len(entries), 'page')} | Generated {generated_at}_", ""]
     return "\n".join(lines)
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from llmwiki_git.answer.gitwrite import DirtyPaths, RefChanged, UnsafePath, build_commit, commit_paths
-from llmwiki_git.answer.lock import ProjectLock
+from llmwiki_git.gitstore.commits import DirtyPaths, RefChanged, UnsafePath, build_commit, commit_paths
+from llmwiki_git.gitstore.lock import ProjectLock
 from llmwiki_git.errors import LlmwikiError
 from llmwiki_git.git import Git
 
@@ -142,7 +142,7 @@ def test_lists_every_dirty_target(base: Repo) -> None:
     base.write("log.md", "y\n")
     with pytest.raises(DirtyPaths) as info:
         commit_paths(Git(base.root), {"wiki/a.md": b"1", "wiki/b.md": b"2", "log.md": b"3"}, "m", expected_head=None)
-    assert info.value.paths == ["wiki/a.md", "log.md"]
+    assert info.value.paths == ["log.md", "wiki/a.md"]
 
 
 def test_stale_expected_head_changes_nothing(base: Repo) -> None:
@@ -321,8 +321,8 @@ def test_build_commit_touches_no_ref_index_or_work_tree(base: Repo) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from llmwiki_git.answer.gitwrite import commit_paths
-from llmwiki_git.answer.lock import ProjectLock
+from llmwiki_git.gitstore.commits import commit_paths
+from llmwiki_git.gitstore.lock import ProjectLock
 from llmwiki_git.git import Git
 root, path, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 git = Git(root)
@@ -382,8 +382,8 @@ def test_eight_concurrent_writers(base: Repo, same_path: bool) -> None:
 KILLED = """
 import sys, time
 from pathlib import Path
-from llmwiki_git.answer import gitwrite
-from llmwiki_git.answer.lock import ProjectLock
+from llmwiki_git.gitstore import commits as gitwrite
+from llmwiki_git.gitstore.lock import ProjectLock
 from llmwiki_git.git import Git
 root = Path(sys.argv[1])
 git = Git(root)
@@ -422,13 +422,16 @@ def test_killed_writer_leaves_a_consistent_repo_and_its_lock_is_reclaimed(base: 
     _assert_consistent(base)  # also: the dead writer's temp index folder was swept
 
 
-def test_index_locked_by_another_git_after_the_commit_says_how_to_recover(base: Repo) -> None:
+def test_index_locked_by_another_git_after_the_commit_is_finished_by_the_next_command(base: Repo) -> None:
     (base.root / ".git" / "index.lock").write_bytes(b"")  # a user's git command holding the index
     with pytest.raises(LlmwikiError) as info:
         commit_paths(Git(base.root), {"wiki/a.md": b"new\n", "wiki/b.md": None}, "m", expected_head=None)
     text = str(info.value)
-    assert "committed" in text and "git reset -q -- wiki/a.md wiki/b.md" in text
+    assert "committed" in text and "run any llmwiki command" in text
     assert _changed(base) == ["M\twiki/a.md", "D\twiki/b.md"]
+    assert (base.root / ".llmwiki" / "transaction.json").is_file()
     (base.root / ".git" / "index.lock").unlink()
-    subprocess.run(["git", "reset", "-q", "--", "wiki/a.md", "wiki/b.md"], cwd=base.root, check=True)
+    proc = base.llmwiki("review", "list")
+    assert "completed an interrupted" in proc.stderr, proc.stderr
     assert base.git("status", "--porcelain", "--untracked-files=all") == ""
+    assert not (base.root / ".llmwiki" / "transaction.json").exists()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from llmwiki_git.answer.lock import LockBusy, ProjectLock, parse_owner, pid_alive, process_start_time
+from llmwiki_git.gitstore.lock import LockBusy, ProjectLock, parse_owner, pid_alive, process_start_time
 from llmwiki_git.errors import LlmwikiError
 
 HAS_PROC = process_start_time(os.getpid()) is not None
@@ -49,7 +49,7 @@ def _record(lock: Path) -> dict[str, object]:
 HOLDER = """
 import sys, time
 from pathlib import Path
-from llmwiki_git.answer.lock import ProjectLock
+from llmwiki_git.gitstore.lock import ProjectLock
 with ProjectLock(Path(sys.argv[1]), timeout=30, command=sys.argv[2]):
     print("held", flush=True)
     sys.stdin.read()  # hold until the test closes stdin (or kills us)
@@ -93,7 +93,7 @@ def test_exclusive_between_processes(state: Path, tmp_path: Path) -> None:
     worker = (
         "import os, sys, time\n"
         "from pathlib import Path\n"
-        "from llmwiki_git.answer.lock import ProjectLock\n"
+        "from llmwiki_git.gitstore.lock import ProjectLock\n"
         "with ProjectLock(Path(sys.argv[1]), timeout=60):\n"
         "    with open(sys.argv[2], 'a') as fh:\n"
         "        fh.write(f'start {os.getpid()}\\n'); fh.flush()\n"
@@ -290,7 +290,7 @@ def test_killed_holder_is_reclaimed_by_a_waiting_process(state: Path) -> None:
     holder = _spawn_holder(state)
     with subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, os\nfrom pathlib import Path\nfrom llmwiki_git.answer.lock import ProjectLock\n"
+         "import sys, os\nfrom pathlib import Path\nfrom llmwiki_git.gitstore.lock import ProjectLock\n"
          "with ProjectLock(Path(sys.argv[1]), timeout=30):\n    print('got', os.getpid(), flush=True)\n",
          str(state)],
         stdout=subprocess.PIPE, text=True,

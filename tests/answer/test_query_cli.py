@@ -134,12 +134,19 @@ def test_save_refuses_broken_links_and_writes_nothing(demo: Repo, answer: str) -
 
 
 def test_validation_unavailable_keeps_answer_and_refuses_save(demo: Repo) -> None:
-    (demo.root / ".git" / "index").write_bytes(b"DIRC garbage")  # the report cannot list pages
+    index = demo.root / ".git" / "index"
+    kept = index.read_bytes()
+    index.write_bytes(b"DIRC garbage")  # the report on the work tree cannot list pages
     with serve(sse_answer("Blobs [[blobs]].")) as (url, _):
         plain = demo.llmwiki("query", "what is a blob?", env=openai_env(url))
-        saved = demo.llmwiki("query", "what is a blob?", "--save", env=openai_env(url))
     assert plain.returncode == 0 and plain.stdout.startswith("Blobs [[blobs]].")
     assert "Answer citations: unavailable" in plain.stdout and "citation report failed" in plain.stderr
+    index.write_bytes(kept)
+    # Saving validates against the tree being committed (HEAD + the page): make a page of HEAD unreadable.
+    blob = demo.git("rev-parse", "HEAD:wiki/concepts").strip()  # a tree object of HEAD
+    (demo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    with serve(sse_answer("Blobs [[blobs]].")) as (url, _):
+        saved = demo.llmwiki("query", "what is a blob?", "--save", env=openai_env(url))
     assert saved.returncode == 1 and saved.stdout.startswith("Blobs [[blobs]].")
     assert "citation validation unavailable" in saved.stderr
     assert not (demo.root / "wiki/queries").exists()

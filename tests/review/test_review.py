@@ -14,10 +14,10 @@ import sys
 
 import pytest
 
-from llmwiki_git.answer.gitwrite import build_commit
+from llmwiki_git.gitstore.commits import build_commit
 from llmwiki_git.errors import LlmwikiError
 from llmwiki_git.git import Git
-from llmwiki_git.review.approve import _fast_forward
+from llmwiki_git.gitstore.commits import move_branch
 
 from ..answer.test_query_cli import openai_env, sse_answer
 from ..conftest import REPO_ROOT, Repo
@@ -250,12 +250,9 @@ def test_compare_and_swap_loses_cleanly(demo: Repo) -> None:
     demo.write("wiki/concepts/y.md", "# Y\n")
     moved = demo.commit("someone else moved main")
     with pytest.raises(LlmwikiError, match="moved"):
-        _fast_forward(git, "refs/heads/main", old, new)  # checked out: merge path
+        move_branch(git, demo.root, "refs/heads/main", old, new, "x\n")  # compare-and-swap
     assert head(demo) == moved and demo.git("status", "--porcelain") == ""
-    demo.git("switch", "-q", "-c", "side")
-    with pytest.raises(LlmwikiError, match="moved"):
-        _fast_forward(git, "refs/heads/main", old, new)  # not checked out: update-ref CAS
-    assert demo.git("rev-parse", "main").strip() == moved
+    assert not (demo.root / ".llmwiki" / "transaction.json").exists()
 
 
 def test_two_sibling_approvals_at_once_exactly_one_wins(demo: Repo) -> None:

@@ -1,70 +1,39 @@
-"""One commit on the current branch that touches only the given paths.
+"""The commit builder: commits made with plumbing and a temporary index, never the user's.
 
-``commit_paths`` never uses the user's index to build the commit: it reads HEAD into a
-temporary index inside the git dir, writes the blobs, the tree and the commit with plumbing,
-and moves the branch with a compare-and-swap ``update-ref``. Only after the branch moved does
-it touch the user's side, and then only the given paths: the work-tree files (written
-atomically) and their entries in the real index, so ``git status`` shows nothing for them and
-every other staged or unstaged change is exactly as it was.
+``build_commit`` writes blobs, a tree and a commit on top of a parent through a temporary
+index inside the git dir; no ref, index or work-tree file changes. ``commit_paths`` builds
+one commit on the current branch touching only the given paths and hands it to the write
+transaction (``gitstore.transaction``), which refuses dirty paths before anything moves,
+records the intent, moves the branch once (compare-and-swap) and brings the work tree and
+the real index along for those paths only: every other staged or unstaged change of the
+user is exactly as it was.
 
-It refuses up front, writing nothing, when a target path has uncommitted edits (staged,
-unstaged, or an untracked or ignored file in the way), when a path is not a plain
-repo-relative POSIX path, when HEAD is detached, or when HEAD is no longer ``expected_head``.
-
-The caller holds the ProjectLock around the whole read-validate-write sequence; the lock
+The caller holds the repository lock around the whole read-validate-write sequence; the lock
 keeps llmwiki writers apart, the compare-and-swap catches everyone else (a user's
 ``git commit`` meanwhile raises RefChanged and leaves HEAD, index and work tree untouched).
-Known window: a user editing a target file between the dirty check and the write loses that
-edit, as with any tool writing the work tree; the lock cannot cover an editor.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import stat
 import tempfile
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..confine import replace_file
 from ..errors import GitError, LlmwikiError
 from ..git import Git, TreeEntry
 from .lock import pid_alive
+from .transaction import DirtyPaths, Intent, RefChanged, apply, changed_paths, check_worktree
+
+__all__ = ["DirtyPaths", "RefChanged", "UnsafePath", "build_commit", "commit_paths", "current_branch", "move_branch"]
 
 _TEMP_PREFIX = "llmwiki-index-"
 _TEMP_RE = re.compile(r"^llmwiki-index-(\d+)-")
 _DRIVE = re.compile(r"^[A-Za-z]:")
-
-
-class DirtyPaths(LlmwikiError):
-    """A path the commit would write has uncommitted edits; nothing was written."""
-
-    def __init__(self, paths: list[str]) -> None:
-        shown = ", ".join(paths)
-        super().__init__(
-            f"refusing to commit: uncommitted changes to {shown}",
-            hint="commit or stash those changes first (git stash push -- <path>), then try again",
-        )
-        self.paths = paths
-
-
-class RefChanged(LlmwikiError):
-    """The branch moved since it was read; nothing was written."""
-
-    def __init__(self, ref: str, expected: str | None, actual: str | None) -> None:
-        super().__init__(
-            f"{ref} moved while llmwiki was writing (expected {expected or 'no commit yet'}, "
-            f"found {actual or 'no commit'}); nothing was written",
-            hint="run the command again",
-        )
-        self.ref = ref
-        self.expected = expected
-        self.actual = actual
 
 
 class UnsafePath(LlmwikiError):
@@ -131,25 +100,6 @@ def _check_tree_shape(entries: Mapping[str, TreeEntry], files: Mapping[str, byte
             prefix = "/".join(parts[:i])
             if prefix in entries:
                 raise UnsafePath(f"{rel}: {prefix} is a file at HEAD, not a folder")
-
-
-def _pathspecs(paths: list[str]) -> list[str]:
-    return [f":(top,literal){p}" for p in paths]
-
-
-def dirty_paths(git: Git, paths: list[str]) -> list[str]:
-    """The given paths that have uncommitted changes relative to HEAD: staged, unstaged,
-    conflicted, or an untracked / ignored file (or files below the path) in the way."""
-    out = git.run(
-        "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all",
-        "--ignored", "--no-renames", "--", *_pathspecs(paths),
-    )
-    changed = [rec[3:].decode("utf-8", "surrogateescape") for rec in out.split(b"\0") if len(rec) > 3]
-    dirty = []
-    for target in paths:
-        if any(name == target or name.startswith(target + "/") for name in changed):
-            dirty.append(target)
-    return dirty
 
 
 # --------------------------------------------------------------------------- git helpers
@@ -235,41 +185,6 @@ def _normalize_oid(value: str) -> str:
     return oid
 
 
-# --------------------------------------------------------------------------- work tree
-
-
-def _write_atomic(target: Path, data: bytes, executable: bool) -> None:
-    replace_file(target, data, executable=executable)
-
-
-def _delete(top: Path, rel: str) -> None:
-    target = top / rel
-    try:
-        os.unlink(target)
-    except FileNotFoundError:
-        pass
-    for parent in target.parents:  # drop folders the deletion emptied, as git does
-        if parent == top or top not in parent.parents:
-            break
-        try:
-            os.rmdir(parent)
-        except OSError:
-            break
-
-
-def _update_real_index(git: Git, info: bytes, attempts: int = 40) -> None:
-    """``update-index --index-info`` on the user's index, waiting briefly (2 s) while
-    another git command holds ``index.lock``."""
-    for attempt in range(attempts):
-        try:
-            git.run("update-index", "-z", "--index-info", input=info)
-            return
-        except GitError as exc:
-            if "index.lock" not in exc.stderr or attempt == attempts - 1:
-                raise
-            time.sleep(0.05)
-
-
 # --------------------------------------------------------------------------- the write
 
 
@@ -346,18 +261,29 @@ def build_commit(
     return built[0]
 
 
-def commit_paths(git: Git, files: Mapping[str, bytes | None], message: str, *, expected_head: str | None) -> str:
+def commit_paths(
+    git: Git,
+    files: Mapping[str, bytes | None],
+    message: str,
+    *,
+    expected_head: str | None,
+    state_dir: Path | None = None,
+    force: Collection[str] = (),
+) -> str:
     """Commit ``files`` (path -> new bytes, None = delete) as one commit on the current
-    branch and bring the work tree and index in line for those paths only.
+    branch, as a transaction (gitstore.transaction): refusals first, then the journal, one
+    compare-and-swap, then the work tree and index follow for those paths only.
 
     ``expected_head`` is the commit the caller validated against (None: HEAD as read now);
-    if the branch is elsewhere, RefChanged. Returns the new commit id, or HEAD itself when
-    the files already hold exactly those contents (no empty commit is made).
+    if the branch is elsewhere, RefChanged. ``force`` names llmwiki's own generated files,
+    overwritten even when they differ from HEAD. ``state_dir`` holds the journal (default
+    ``<top>/.llmwiki``). Returns the new commit id, or HEAD itself when the files already
+    hold exactly those contents (no empty commit is made).
     """
     if not files:
         raise LlmwikiError("nothing to commit: no paths given")
-    paths = [check_path(p) for p in files]
     for rel, data in files.items():
+        check_path(rel)
         if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
             raise LlmwikiError(f"{rel}: content must be bytes or None, not {type(data).__name__}")
     try:
@@ -369,51 +295,40 @@ def commit_paths(git: Git, files: Mapping[str, bytes | None], message: str, *, e
     ref = current_branch(git)
     head = git.rev_parse("HEAD")
     if expected_head is not None:
-        expected = _normalize_oid(expected_head)
-        if set(expected) == {"0"}:
+        expected: str | None = _normalize_oid(expected_head)
+        if expected is not None and set(expected) == {"0"}:
             expected = None  # "the branch must not exist yet"
         if expected != head:
             raise RefChanged(ref, expected, head)
 
     _check_worktree_shape(top, files)
-    dirty = dirty_paths(git, paths)
-    if dirty:
-        raise DirtyPaths(dirty)
-
     built = _build(git, git_dir, head, files, message, allow_unchanged=False)
     if built is None:
-        return head or ""  # nothing changes: the files already hold these bytes at HEAD
-    commit, records = built
-    zero = "0" * (len(head) if head else _oid_length(git))
-    try:
-        git.run("update-ref", "-m", _reflog_message(message), ref, commit, head or zero)
-    except GitError:
-        actual = git.rev_parse(ref)
-        if actual != head:
-            raise RefChanged(ref, head, actual) from None
-        raise
+        # Nothing changes at HEAD; a refusal still applies to a dirty non-generated path.
+        check_worktree(git, Intent(ref, head, head or "", "write", [p for p in files], list(force)))
+        return head or ""
+    commit, _records = built
+    return move_branch(git, top, ref, head, commit, message, state_dir=state_dir, force=force)
 
-    # The branch has moved: make the work tree and the real index agree, for these paths only.
-    try:
-        for mode, _blob, rel in records:
-            data = files[rel]
-            if data is None:
-                _delete(top, rel)
-            else:
-                _write_atomic(top / rel, bytes(data), mode == "100755")
-        _update_real_index(git, _index_info(records))
-    except (OSError, GitError) as exc:
-        written = " ".join(shlex.quote(p) for p in paths if files[p] is not None)
-        deleted = " ".join(shlex.quote(p) for p in paths if files[p] is None)
-        steps = [f"git reset -q -- {' '.join(shlex.quote(p) for p in paths)}"]
-        if written:
-            steps.append(f"git checkout -- {written}")
-        if deleted:
-            steps.append(f"rm -f -- {deleted}")
-        raise LlmwikiError(
-            f"committed {commit[:12]} on {ref}, but could not update the work tree or index for "
-            f"{', '.join(paths)}: {exc}",
-            hint="the commit is made; bring those paths in line with it: " + " && ".join(steps),
-        ) from exc
-    git.run("update-index", "-q", "--refresh", check=False)  # stat info only: keeps diff-files exact
-    return commit
+
+def move_branch(
+    git: Git,
+    top: Path,
+    ref: str,
+    old: str | None,
+    new: str,
+    message: str,
+    *,
+    state_dir: Path | None = None,
+    force: Collection[str] = (),
+    drop_refs: Sequence[tuple[str, str]] = (),
+    what: str | None = None,
+) -> str:
+    """Move the checked-out ``ref`` from ``old`` to the already built ``new`` as one
+    transaction; the work tree and index follow for the paths that differ."""
+    paths = changed_paths(git, old, new)
+    intent = Intent(ref, old, new, what or _reflog_message(message).removeprefix("llmwiki: "), paths,
+                    [p for p in paths if p in set(force)], list(drop_refs))
+    check_worktree(git, intent)
+    apply(git, top, state_dir if state_dir is not None else top / ".llmwiki", intent, _reflog_message(message))
+    return new

@@ -1,4 +1,4 @@
-"""``query --save``: the publication policy, re-validated under the project lock against the
+"""``query --save``: the publication policy, re-validated under the repository lock against the
 wiki as it will be after the write, then one git commit touching only the written paths."""
 
 from __future__ import annotations
@@ -8,14 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..confine import read_optional
-from ..git import Git
+from ..gitstore.commits import current_branch
+from ..gitstore.transaction import Intent, check_worktree
 from ..wiki.citations import BROKEN, PENDING, Citation, PendingIndex, citation_report
-from ..wiki.indexpage import entries_of, render
 from ..wiki.model import Wiki
 from .document import log_entry, now_iso, page_list, query_slug, render_page
-from .gitwrite import commit_paths
-from .lock import ProjectLock
+from .write import Site, commit_and_move, locked
 
 DIRECT = "direct"
 PROPOSAL = "proposal"
@@ -82,24 +80,38 @@ def target_path(wiki: Wiki, slug: str) -> str:
     return f"{wiki.root_dir}/queries/{slug}.md" if wiki.root_dir else f"queries/{slug}.md"
 
 
+def precheck(site: Site, question: str) -> None:
+    """Refuse a save before any answer is generated (and paid for) when the page it would
+    write has uncommitted edits; repeated under the lock by :func:`publish`."""
+    git = site.git
+    current_branch(git)  # a detached HEAD refuses now, not after the answer
+    try:
+        path = target_path(site.load_wiki("HEAD"), query_slug(question))
+    except Exception:  # an unreadable wiki: publish() refuses it as "validation unavailable"
+        return
+    head = git.rev_parse("HEAD")
+    check_worktree(git, Intent("", head, head or "", "save", [path]))
+
+
 def publish(
+    site: Site,
     *,
-    git: Git,
-    state_dir: Path,
-    project_prefix: str,
-    load_wiki: Any,
     question: str,
     answer: str,
     page_ids: list[str],
     pending: PendingIndex | None,
 ) -> Published | Refusal:
-    """Validate under the lock and commit the page, ``index.md`` and ``log.md``."""
+    """Validate under the repository lock against HEAD's tree with the page added, then commit
+    the page, the generated ``index.md`` and the ``log.md`` entry (each where llmwiki owns it)
+    as one commit, moved onto the branch as one transaction."""
     slug = query_slug(question)
     document = render_page(question, answer, now_iso())
-    with ProjectLock(state_dir):
+    git = site.git
+    with locked(site):
+        ref = current_branch(git)
         head = git.rev_parse("HEAD")
         try:
-            current = load_wiki()
+            current = site.load_wiki("HEAD")
             path = target_path(current, slug)
             after = current.with_page(path, document)
             citations, error = citation_report(body_of(document), after, pending), None
@@ -108,14 +120,9 @@ def publish(
         refusal = policy_refusal(citations, error, DIRECT)
         if refusal is not None:
             return refusal
-        index_rel = f"{after.root_dir}/index.md" if after.root_dir else "index.md"
-        index_text = render(entries_of(after, {path: document}), now_iso(ms=False))
-        files: dict[str, bytes | None] = {path: document.encode("utf-8"), index_rel: index_text.encode("utf-8")}
-        log_rel = f"{project_prefix}/log.md" if project_prefix else "log.md"
-        old_log = read_optional(git.root, log_rel, b"# Log\n\n")  # never through a symlink
-        entry = log_entry("query", question, [f"Saved: [[{slug}]]", f"Pages: {page_list(page_ids)}"])
-        files[log_rel] = old_log + entry.encode("utf-8")
         first = " ".join(question.split())
         message = f"llmwiki: save query \"{first[:60]}{'…' if len(first) > 60 else ''}\"\n\nQuestion: {first}\nPage: {path}\n"
-        commit = commit_paths(git, files, message, expected_head=head)
+        entry = log_entry("query", question, [f"Saved: [[{slug}]]", f"Pages: {page_list(page_ids)}"])
+        _, commit = commit_and_move(site, ref=ref, head=head, page_commit=None, page=(path, document),
+                                    message=message, followup_message=message, entry=entry, what=f"save of {path}")
     return Published(path, commit, slug)

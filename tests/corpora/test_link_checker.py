@@ -1,4 +1,4 @@
-"""The link checker against two real public wikis (shared/corpora, see its README).
+"""The link checker against two real public wikis (the corpus suite: see conftest.py).
 
 Every number and location asserted here was verified by reading the pages, and the
 recognition of every ``[[`` in both corpora was cross-checked against an independent
@@ -32,16 +32,14 @@ from llmwiki_git.wiki.scanner import scan_anchors, scan_links
 from llmwiki_git.wiki.slug import parse_target, split_label
 from llmwiki_git.workspace import Workspace
 
-CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+from .conftest import corpus
+
 
 Finding = tuple[str, int, int, str, str | None]  # (path, line, col, code, target)
 
 
 def _source(name: str) -> Path:
-    folder = CORPORA / name
-    if not folder.is_dir():
-        pytest.skip(f"corpus {name} not present at {folder}")
-    return folder
+    return corpus(name)
 
 
 def _copy(name: str, dest: Path) -> Path:

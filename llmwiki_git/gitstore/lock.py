@@ -1,4 +1,7 @@
-"""The project lock ``.llmwiki/lock``: one writer at a time for publication and approval.
+"""The repository lock: one llmwiki writer at a time (saving, staging, approving, indexing).
+
+``repository_lock`` places it at ``<git common dir>/llmwiki/lock``, so every worktree, ``GIT_DIR``
+setup and clone sharing one git dir serializes; outside git it is ``.llmwiki/lock``.
 
 The lock is a file created exclusively (``O_CREAT|O_EXCL|O_NOFOLLOW``) holding a JSON owner
 record ``{"pid", "startTime", "host", "command"}``. ``startTime`` is field 22 of
@@ -39,6 +42,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import LlmwikiError
+from ..git import Git
 
 try:
     import fcntl
@@ -450,3 +454,13 @@ class ProjectLock:
 def read_owner(state_dir: Path) -> LockOwner | None:
     """Who holds ``<state_dir>/lock`` right now, as its record says (None: free or unreadable)."""
     return ProjectLock(state_dir).owner()
+
+
+def repository_lock(git: Git | None, state_dir: Path, timeout: float = 60.0) -> ProjectLock:
+    """The one lock of a repository: ``<common git dir>/llmwiki/lock``, shared by every
+    worktree, ``GIT_DIR`` setup and clone sharing that git dir; the project's state folder
+    outside git."""
+    if git is None:
+        return ProjectLock(state_dir, timeout)
+    common = git.common_dir()
+    return ProjectLock(common / "llmwiki", timeout, root=common)

@@ -1,0 +1,1 @@
+"""Git plumbing below every writer: the repository lock and the commit builder."""

@@ -1,0 +1,426 @@
+"""One write as a transaction: decide, build, record the intent, move the branch once, follow.
+
+Every llmwiki write that moves a branch (``query --save``, ``review approve``) goes through
+:func:`apply`, after its caller has built every commit in the object database:
+
+1. **Decide** (:func:`check_worktree`): every path that differs between the old tip and the
+   new commit must be clean in the work tree *and* the index (as at the old tip), except
+   llmwiki's own generated files (``force``), which are llmwiki's to overwrite. A refusal
+   here leaves everything untouched.
+2. **Record the intent**: ``<state>/transaction.json`` holds the branch, the old tip, the new
+   tip, the paths the work tree must follow and the refs to delete afterwards. It is written
+   atomically before the branch moves.
+3. **Move the branch once**, compare-and-swap from the old tip to the final commit.
+4. **Follow**: the work tree and index take the new content of those paths, each file
+   written atomically; a path that is neither at its old nor at its new content (someone
+   edited it in the meantime) is never overwritten.
+5. Delete the refs the write consumed (a review candidate), then the journal.
+
+A crash (kill -9, power loss) anywhere leaves either the old state (the branch never moved:
+:func:`recover` drops the journal, "rolled back") or a moved branch whose remaining steps
+:func:`recover` completes ("completed"). Every llmwiki command runs :func:`recover` first, so
+the user sees one line saying which, and never a half-applied write.
+
+``LLMWIKI_TEST_KILL_AT=<point>[:<n>]`` makes the process kill itself with SIGKILL the n-th
+time it passes that point (the crash tests use it; see ``POINTS``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import stat
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import GitError, LlmwikiError
+from ..git import Git
+
+JOURNAL = "transaction.json"
+POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+TEMP_RE = re.compile(r"^\.llmwiki-[0-9a-f]{12}\.tmp$")
+
+
+_passed: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    """Kill this process with SIGKILL when LLMWIKI_TEST_KILL_AT is ``name`` or ``name:N`` (the
+    N-th time this point is passed); the crash tests use it. A no-op otherwise."""
+    wanted = os.environ.get("LLMWIKI_TEST_KILL_AT")
+    if not wanted:
+        return
+    _passed[name] = _passed.get(name, 0) + 1
+    point, _, count = wanted.partition(":")
+    if point == name and _passed[name] == int(count or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class DirtyPaths(LlmwikiError):
+    """A path the write would change has uncommitted edits; nothing was written."""
+
+    def __init__(self, paths: list[str], untracked: Sequence[str] = ()) -> None:
+        from shlex import quote
+
+        shown = ", ".join(paths)
+        steps = []
+        tracked = [p for p in paths if p not in untracked]
+        if tracked:
+            steps.append("git stash push -- " + " ".join(quote(p) for p in tracked))
+        steps += [f"mv {quote(p)} {quote(p + '.mine')}" for p in paths if p in untracked]
+        super().__init__(
+            f"refusing to write: uncommitted changes to {shown}; nothing was changed",
+            hint="commit or stash those changes first (" + "; ".join(steps) + "), then run the command again",
+        )
+        self.paths = paths
+
+
+class RefChanged(LlmwikiError):
+    """The branch moved since it was read; nothing was written."""
+
+    def __init__(self, ref: str, expected: str | None, actual: str | None) -> None:
+        super().__init__(
+            f"{ref} moved while llmwiki was writing (expected {expected or 'no commit yet'}, "
+            f"found {actual or 'no commit'}); nothing was written",
+            hint="run the command again",
+        )
+        self.ref = ref
+        self.expected = expected
+        self.actual = actual
+
+
+@dataclass
+class Intent:
+    """What one write will do; also the journal's content."""
+
+    ref: str
+    old: str | None
+    new: str
+    what: str
+    paths: list[str] = field(default_factory=list)  # where old and new differ: the work tree follows
+    force: list[str] = field(default_factory=list)  # llmwiki's generated files: overwrite when dirty
+    drop_refs: list[tuple[str, str]] = field(default_factory=list)  # (ref, expected commit) deleted after
+    follow: bool = True  # the branch is checked out here: bring work tree and index along
+    pid: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {"version": 1, "pid": self.pid, "ref": self.ref, "old": self.old, "new": self.new, "what": self.what,
+                "paths": self.paths, "force": self.force, "dropRefs": [list(p) for p in self.drop_refs],
+                "follow": self.follow}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Intent:
+        def strings(key: str) -> list[str]:
+            value = data.get(key) or []
+            return [str(v) for v in value] if isinstance(value, list) else []
+
+        drops = data.get("dropRefs") or []
+        return cls(str(data["ref"]), str(data["old"]) if data.get("old") else None, str(data["new"]),
+                   str(data.get("what") or "write"), strings("paths"), strings("force"),
+                   [(str(r), str(c)) for r, c in drops] if isinstance(drops, list) else [],
+                   bool(data.get("follow", True)), int(data.get("pid") or 0))  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- files
+
+
+def write_atomic(target: Path, data: bytes, executable: bool = False) -> None:
+    """Write ``target`` through a ``.llmwiki-<hex>.tmp`` sibling and a rename; new files get
+    the user's umask; never follows a symlink at the temp name."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".llmwiki-{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o777 if executable else 0o666)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        crash_point("file")
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def sweep_temp_files(top: Path, paths: Sequence[str]) -> None:
+    """Remove ``.llmwiki-<hex>.tmp`` files a killed writer left next to ``paths`` (callers hold
+    the repository lock, so no live llmwiki writer owns them)."""
+    folders = {(top / p).parent for p in paths} | {top}
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if TEMP_RE.match(name):
+                try:
+                    os.unlink(folder / name)
+                except OSError:
+                    pass
+
+
+def _delete(top: Path, rel: str) -> None:
+    target = top / rel
+    try:
+        os.unlink(target)
+    except FileNotFoundError:
+        pass
+    for parent in target.parents:  # drop folders the deletion emptied, as git does
+        if parent == top or top not in parent.parents:
+            break
+        try:
+            os.rmdir(parent)
+        except OSError:
+            break
+
+
+def _read(path: Path) -> bytes | None:
+    """The file's bytes; None when absent; a sentinel no blob equals for anything else."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return b"\0not a regular file\0"
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b"\0unreadable\0"
+
+
+# --------------------------------------------------------------------------- git side
+
+
+def _entries(git: Git, rev: str | None, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """{path: (mode, blob)} of ``paths`` at ``rev`` (None: no commit)."""
+    if rev is None or not paths:
+        return {}
+    out = git.run("ls-tree", "-z", "--full-tree", rev, "--", *[f":(top,literal){p}" for p in paths])
+    found = {}
+    for record in out.split(b"\0"):
+        if record:
+            meta, _, name = record.partition(b"\t")
+            mode, _kind, blob = meta.decode().split(" ")
+            found[name.decode("utf-8", "surrogateescape")] = (mode, blob)
+    return found
+
+
+def _index_entries(git: Git, paths: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+    out = git.run("ls-files", "-s", "-z", "--", *[f":(top,literal){p}" for p in paths])
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    for record in out.split(b"\0"):
+        if record:
+            meta, _, name = record.partition(b"\t")
+            mode, blob, stage = meta.decode().split(" ")
+            found.setdefault(name.decode("utf-8", "surrogateescape"), []).append((mode, blob, stage))
+    return found
+
+
+def changed_paths(git: Git, old: str | None, new: str) -> list[str]:
+    """Paths whose entry differs between ``old`` and ``new``."""
+    if old is None:
+        out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", new)
+    else:
+        out = git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--no-commit-id", old, new)
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+def _status(git: Git, paths: Sequence[str]) -> list[tuple[str, str]]:
+    if not paths:
+        return []
+    out = git.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored",
+                  "--no-renames", "--", *[f":(top,literal){p}" for p in paths])
+    return [(rec[:2].decode(), rec[3:].decode("utf-8", "surrogateescape")) for rec in out.split(b"\0") if len(rec) > 3]
+
+
+def check_worktree(git: Git, intent: Intent) -> None:
+    """Refuse (DirtyPaths) unless every non-generated path the write changes is clean, as at
+    HEAD, in the index and the work tree. Nothing is written."""
+    if not intent.follow:
+        return
+    wanted = [p for p in intent.paths if p not in intent.force]
+    changed = _status(git, wanted)
+    dirty, untracked = [], []
+    for target in wanted:
+        hits = [(code, name) for code, name in changed if name == target or name.startswith(target + "/")]
+        if hits:
+            dirty.append(target)
+            if all(code in ("??", "!!") for code, _ in hits):
+                untracked.append(target)
+    if dirty:
+        raise DirtyPaths(dirty, untracked)
+
+
+def _follow(git: Git, top: Path, intent: Intent) -> list[str]:
+    """Bring the work tree and index from ``old`` to ``new`` for ``intent.paths``; returns the
+    paths left alone because someone else changed them (never overwritten)."""
+    paths = intent.paths
+    if not paths:
+        return []
+    new_entries = _entries(git, intent.new, paths)
+    old_entries = _entries(git, intent.old, paths)
+    index = _index_entries(git, paths)
+    zero = "0" * len(intent.new)
+    kept: list[str] = []
+    records: list[tuple[str, str, str]] = []
+    for rel in paths:
+        new, old = new_entries.get(rel), old_entries.get(rel)
+        current = _read(top / rel)
+        new_bytes = git.run("cat-file", "blob", new[1]) if new else None
+        old_bytes = git.run("cat-file", "blob", old[1]) if old else None
+        stage = index.get(rel, [])
+        index_ok = (not stage or [(m, b) for m, b, _ in stage] in ([old], [new]))
+        ours = rel in intent.force
+        if not ours and (current not in (old_bytes, new_bytes) or not index_ok):
+            kept.append(rel)
+            continue
+        if current != new_bytes:
+            if new is None:
+                _delete(top, rel)
+            else:
+                write_atomic(top / rel, new_bytes or b"", new[0] == "100755")
+        records.append((new[0], new[1], rel) if new else ("0", zero, rel))
+    crash_point("files")
+    if records:
+        info = b"".join(f"{m} {b}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0" for m, b, p in records)
+        _update_index(git, info)
+        crash_point("index")
+    git.run("update-index", "-q", "--refresh", check=False)  # stat info only: keeps diff-files exact
+    return kept
+
+
+def _update_index(git: Git, info: bytes, attempts: int = 40) -> None:
+    """``update-index --index-info`` on the user's index, waiting briefly (2 s) while another
+    git command holds ``index.lock``."""
+    for attempt in range(attempts):
+        try:
+            git.run("update-index", "-z", "--index-info", input=info)
+            return
+        except GitError as exc:
+            if "index.lock" not in exc.stderr or attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
+
+
+def _head_ref(git: Git) -> str:
+    return git.run("symbolic-ref", "-q", "HEAD", check=False).decode("utf-8", "surrogateescape").strip()
+
+
+# --------------------------------------------------------------------------- journal
+
+
+def journal_path(state_dir: Path) -> Path:
+    return state_dir / JOURNAL
+
+
+def _write_journal(state_dir: Path, intent: Intent) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(journal_path(state_dir), (json.dumps(intent.to_json(), indent=2) + "\n").encode())
+
+
+def _drop_journal(state_dir: Path) -> None:
+    try:
+        os.unlink(journal_path(state_dir))
+    except FileNotFoundError:
+        pass
+
+
+# --------------------------------------------------------------------------- apply / recover
+
+
+class FollowIncomplete(LlmwikiError):
+    """The branch moved, but some work-tree paths were edited meanwhile and were kept."""
+
+
+def _finish(git: Git, top: Path, state_dir: Path, intent: Intent) -> list[str]:
+    kept: list[str] = []
+    if intent.follow and _head_ref(git) == intent.ref:
+        kept = _follow(git, top, intent)
+    for ref, commit in intent.drop_refs:
+        git.run("update-ref", "-m", f"llmwiki: {intent.what}", "-d", ref, commit, check=False)
+    crash_point("refs")
+    _drop_journal(state_dir)
+    sweep_temp_files(top, intent.paths)
+    return kept
+
+
+def apply(git: Git, top: Path, state_dir: Path, intent: Intent, reflog: str) -> None:
+    """Record the intent, move ``intent.ref`` once (compare-and-swap), then follow. The caller
+    holds the repository lock and has run :func:`check_worktree`."""
+    intent.pid = os.getpid()
+    zero = "0" * len(intent.new)
+    crash_point("built")
+    _write_journal(state_dir, intent)
+    crash_point("journal")
+    try:
+        git.run("update-ref", "-m", reflog, intent.ref, intent.new, intent.old or zero)
+    except GitError:
+        _drop_journal(state_dir)
+        actual = git.rev_parse(intent.ref)
+        raise RefChanged(intent.ref, intent.old, actual) from None
+    crash_point("ref")
+    try:
+        kept = _finish(git, top, state_dir, intent)
+    except (OSError, GitError) as exc:
+        raise LlmwikiError(
+            f"committed {intent.new[:12]} on {intent.ref}, but could not bring the work tree along yet: {exc}",
+            hint="run any llmwiki command (e.g. `llmwiki review list`) to finish it once the cause is gone",
+        ) from exc
+    if kept:
+        raise FollowIncomplete(
+            f"committed {intent.new[:12]} on {intent.ref}; {', '.join(kept)} changed in the work tree meanwhile and "
+            "was left as you edited it",
+            hint="compare with `git diff HEAD -- " + " ".join(kept) + "` and keep what you need",
+        )
+
+
+def recover(git: Git, top: Path, state_dir: Path) -> str | None:
+    """Finish or roll back an interrupted write found in the journal; None when there is none.
+    The caller holds the repository lock."""
+    path = journal_path(state_dir)
+    sweep_temp_files(state_dir, [])
+    if not path.is_file():
+        sweep_temp_files(top, [])
+        return None
+    try:
+        intent = Intent.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        _drop_journal(state_dir)
+        return "llmwiki: dropped an unreadable record of an interrupted write (nothing was changed by it)"
+    actual = git.rev_parse(intent.ref)
+    if actual == intent.old:
+        _drop_journal(state_dir)
+        sweep_temp_files(top, intent.paths)
+        return f"llmwiki: an interrupted {intent.what} had not moved {intent.ref}; rolled it back (nothing to undo)"
+    if actual != intent.new:
+        _drop_journal(state_dir)
+        sweep_temp_files(top, intent.paths)
+        return (f"llmwiki: an interrupted {intent.what} was found, but {intent.ref} has moved on since; "
+                "left the work tree as it is")
+    kept = _finish(git, top, state_dir, intent)
+    text = f"llmwiki: completed an interrupted {intent.what} ({intent.ref} at {intent.new[:12]})"
+    if kept:
+        text += f"; kept your edits to {', '.join(kept)} (compare with `git diff HEAD`)"
+    return text
+
+
+def pending(state_dir: Path) -> bool:
+    """A journal, or a temp file a killed writer left in the state folder (one listdir)."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return False
+    return JOURNAL in names or any(TEMP_RE.match(name) for name in names)

@@ -1,0 +1,1 @@
+"""Publication: page documents, candidates, trailers, validation and the one write transaction."""

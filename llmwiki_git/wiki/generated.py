@@ -1,0 +1,135 @@
+"""Ownership of llmwiki's generated files: the table of contents and the journal.
+
+``index.md`` (at the wiki root) and ``log.md`` (at the project root) are llmwiki's only where
+llmwiki owns them: absent, or in llmwiki's generated format (the TypeScript tool's exact
+index format counts, so its wikis keep working). Every version of the file llmwiki can see
+-- the one at HEAD, the one in the git index and the one in the work tree -- must be
+generated; one human-written version makes the file the user's, and then no command ever
+rewrites it. llmwiki keeps its own copy in the state folder instead (``.llmwiki/index.md``,
+``.llmwiki/log.md``, not committed) and says so once.
+
+A generated file nobody edited is llmwiki's to overwrite even when it differs from HEAD (an
+``llmwiki index`` run leaves an uncommitted ``index.md``): its own output never blocks it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..git import Git
+from ..gitstore.transaction import write_atomic
+
+INDEX = "index.md"
+LOG = "log.md"
+LOG_HEADER = b"# Log\n\n"
+NOTICE = "ownership-notice"
+
+_INDEX_LINE = re.compile(
+    r"^(# Knowledge Wiki|## .+|- \*\*\[\[[^\]\n]+\]\]\*\*( — .*)?|- \*\*\[[^\]\n]+\]\([^)\n]+\)\*\*( — .*)?"
+    r"|_\d+ pages \| Generated [^_\n]+_)$"
+)
+_FOOTER = re.compile(r"^_\d+ pages \| Generated [^_\n]+_$")
+_LOG_LINE = re.compile(r"^(# Log|## \[\d{4}-\d\d-\d\dT[\d:.]+Z\] [^|\n]+ \| .*|- .*)$")
+
+
+def is_generated_index(data: bytes) -> bool:
+    """The generated table of contents: ``# Knowledge Wiki``, section headings, entry lines,
+    and the ``_N pages | Generated …_`` footer as its last line; nothing else."""
+    try:
+        lines = [line for line in data.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError:
+        return False
+    return (len(lines) >= 2 and lines[0] == "# Knowledge Wiki" and bool(_FOOTER.match(lines[-1]))
+            and all(_INDEX_LINE.match(line) for line in lines))
+
+
+def is_generated_log(data: bytes) -> bool:
+    """llmwiki's journal: an optional ``# Log`` title, then ``## [time] op | description``
+    entries with ``- detail`` lines; nothing else."""
+    try:
+        lines = [line for line in data.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError:
+        return False
+    if not lines:
+        return True
+    body = lines[1:] if lines[0] == "# Log" else lines
+    return (not body or body[0].startswith("## [")) and all(_LOG_LINE.match(line) for line in body)
+
+
+def _versions(git: Git | None, top: Path, rel: str, head: str | None) -> list[bytes]:
+    found = []
+    if git is not None:
+        for spec in ([f"{head}:{rel}"] if head else []) + [f":{rel}"]:
+            blob = git.run("rev-parse", "--verify", "--quiet", spec, check=False).decode().strip()
+            if blob:
+                found.append(git.run("cat-file", "blob", blob))
+    path = top / rel
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        found.append(b"\0not a regular file\0")
+    elif path.is_file():
+        found.append(path.read_bytes())
+    return found
+
+
+def owned(git: Git | None, top: Path, rel: str, head: str | None, kind: str) -> bool:
+    """Whether llmwiki owns ``rel`` (``kind`` = "index" | "log") at HEAD, in the index and in
+    the work tree."""
+    check = is_generated_index if kind == "index" else is_generated_log
+    return all(check(v) for v in _versions(git, top, rel, head))
+
+
+@dataclass
+class Generated:
+    """Where the table of contents and the journal go for one write."""
+
+    index_rel: str | None  # committed path, or None: the user owns it
+    log_rel: str | None
+    local_index: Path  # llmwiki's own copies when the user owns the committed ones
+    local_log: Path
+    notes: list[str]
+
+
+def paths_for(git: Git | None, top: Path, state_dir: Path, head: str | None, *, wiki_root: str,
+              project_prefix: str) -> Generated:
+    index_rel = f"{wiki_root}/{INDEX}" if wiki_root else INDEX
+    log_rel = f"{project_prefix}/{LOG}" if project_prefix else LOG
+    notes = []
+    own_index = owned(git, top, index_rel, head, "index")
+    own_log = owned(git, top, log_rel, head, "log")
+    if not own_index:
+        notes += notice(state_dir, "index", f"{index_rel} is your own page, so llmwiki never rewrites it; its "
+                                            f"generated table of contents goes to {state_dir.name}/{INDEX} instead")
+    if not own_log:
+        notes += notice(state_dir, "log", f"{log_rel} is your own file, so llmwiki never writes to it; its journal "
+                                          f"goes to {state_dir.name}/{LOG} instead")
+    return Generated(index_rel if own_index else None, log_rel if own_log else None,
+                     state_dir / INDEX, state_dir / LOG, notes)
+
+
+def notice(state_dir: Path, key: str, text: str) -> list[str]:
+    """``[text]`` the first time ``key`` is noticed in this project, then ``[]``."""
+    marker = state_dir / NOTICE
+    try:
+        seen = set(marker.read_text(encoding="utf-8").split())
+    except OSError:
+        seen = set()
+    if key in seen:
+        return []
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(marker, ("\n".join(sorted(seen | {key})) + "\n").encode())
+    except OSError:
+        pass
+    return [text]
+
+
+def appended_log(old: bytes | None, entry: str) -> bytes:
+    return (old if old else LOG_HEADER) + entry.encode("utf-8")
+
+
+def write_local_log(path: Path, entry: str) -> None:
+    """Append ``entry`` to llmwiki's own journal in the state folder."""
+    old = path.read_bytes() if path.is_file() else None
+    write_atomic(path, appended_log(old, entry))
