@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .model import Wiki
 
 _LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
-_FOOTER = re.compile(r"^_\d+ pages \| Generated .*_$", re.MULTILINE)
+_FOOTER = re.compile(r"^_\d+ pages? \| Generated .*_$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
