@@ -28,7 +28,7 @@ NOTICE = "ownership-notice"
 
 _INDEX_LINE = re.compile(
     r"^(# Knowledge Wiki|## .+|- \*\*\[\[[^\]\n]+\]\]\*\*( — .*)?|- \*\*\[[^\]\n]+\]\([^)\n]+\)\*\*( — .*)?"
-    r"|_\d+ pages \| Generated [^_\n]+_)$"
+    r"|_\d+ pages? \| Generated [^_\n]+_)$"
 )
 _FOOTER = re.compile(r"^_\d+ pages? \| Generated [^_\n]+_$")
 _LOG_LINE = re.compile(r"^(# Log|## \[\d{4}-\d\d-\d\dT[\d:.]+Z\] [^|\n]+ \| .*|- .*)$")
