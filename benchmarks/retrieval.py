@@ -2,18 +2,22 @@
 """Benchmark retrieval: quality on labelled questions, index build, and fresh-process speed.
 
     python benchmarks/retrieval.py [--work DIR] [--skip-10k] [--modes rrf,rerank,cosine,bm25]
-                                   [--no-full-build] [--repeat 5]
+                                   [--no-full-build] [--repeat 5] [--baseline REV | --no-baseline]
 
-Sections (each prints a markdown table; rows that miss their target say **FAIL**):
+Sections (each prints a markdown table; rows that miss their target say **FAIL** or **missed**):
 
-1. **Quality.** Each corpus of ``../shared/corpora`` (foam-docs, dendron-vault) is copied
-   into ``--work`` (default ``/tmp/llmwiki-retrieval-bench``; kept between runs so the store
-   reuses unchanged chunks and nothing is re-embedded), indexed with the default local
-   model, and the questions of ``benchmarks/data/questions.jsonl`` are asked in every
-   search mode: page-level recall@5 (an answer page among the first 5 pages) and MRR@10,
-   per corpus and overall; plus the fast option (``--fast``: BM25 only, in separate copies).
-   Variants of the default ``rrf`` mode (``RRF_K`` 60/20 x ``FUSION_DEPTH`` 100/30) come
-   from monkeypatching module constants of ``llmwiki_git.retrieval.search``.
+1. **Quality, before and after.** Each corpus of ``../shared/corpora`` (foam-docs,
+   dendron-vault) is copied into ``--work`` (default ``/tmp/llmwiki-retrieval-bench``; kept
+   between runs so the store reuses unchanged chunks and nothing is re-embedded), indexed
+   with the default local model, and the questions of ``benchmarks/data/questions.jsonl``
+   are asked in every search mode, plus the fast option (``--fast``: BM25 only, in separate
+   copies): page-level recall@5 (an answer page among the first 5 pages) and MRR@10 per
+   corpus and overall. The questions carry a fixed ``split``: the **reporting half**, where
+   the issue-16 targets are checked (hybrid R@5 >= 0.95 and MRR@10 >= 0.85, lexical-only
+   R@5 >= 0.80), and the tuning half the parameters were chosen on. "Before" is the same
+   measurement with the package of git revision ``--baseline`` (``git archive`` into
+   ``--work/baseline-REV/src``, run as a child process of this script with ``PYTHONPATH``
+   pointing there, on its own copies and stores).
 2. **Index build** (dendron-vault, 1,012 pages, default model), in fresh ``llmwiki index``
    processes: full build from a clean store, throughput (chunks embedded per second of
    build), refreshes after a one-page edit (3 different pages) and after editing 1% of the
@@ -25,7 +29,8 @@ Sections (each prints a markdown table; rows that miss their target say **FAIL**
    store size, and ``llmwiki context --json`` in a fresh process (median of ``--repeat``
    runs for several questions) beside the ``python -c pass`` and ``import numpy`` floors.
 4. ``context --json`` in a fresh process on the dendron store built with the local model
-   (the dense path: onnxruntime and the model load), for information.
+   (the dense path: onnxruntime and the model load), before and after, interleaved per
+   question.
 
 Always exits 0: it is a measurement, not a test.
 """
@@ -33,6 +38,7 @@ Always exits 0: it is a measurement, not a test.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import filecmp
 import importlib.util
@@ -59,7 +65,12 @@ SHORT = {"foam-docs": "foam", "dendron-vault": "dendron"}
 ALL_MODES = ("cosine", "bm25", "rerank", "rrf")
 STATE = ".llmwiki"
 
-TARGET_RECALL = 0.85
+SPLITS = ("report", "tune")
+DEFAULT_MODE = "rrf"
+#: Issue 16's targets, on the reporting half: (R@5, MRR@10 or None) per row.
+TARGETS: dict[str, tuple[float, float | None]] = {"rrf": (0.95, 0.85), "bm25": (0.80, None), "fast": (0.80, None)}
+#: "Before" = the last commit before issue 16's retrieval work.
+BASELINE = "93af6c2"
 TARGET_ONE_PAGE = 3.0
 TARGET_FAST_10K = 60.0
 TARGET_CONTEXT = 0.300
@@ -188,8 +199,11 @@ class Proc:
 
 
 def run_timed(cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Proc:
+    """Run ``cmd`` in a fresh process. The default working directory is ``benchmarks/``:
+    ``python -m`` puts the working directory first on ``sys.path``, so from the repository
+    root this tree's ``llmwiki_git`` would shadow a baseline given through ``PYTHONPATH``."""
     start = time.perf_counter()
-    proc = subprocess.run(list(cmd), env=env or clean_env(), cwd=cwd, capture_output=True)
+    proc = subprocess.run(list(cmd), env=env or clean_env(), cwd=cwd or HERE, capture_output=True)
     elapsed = time.perf_counter() - start
     return Proc(elapsed, proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
 
@@ -266,6 +280,7 @@ def index_note(run: IndexRun) -> str:
 class Question:
     id: str
     corpus: str
+    split: str
     question: str
     answers: tuple[str, ...]
 
@@ -275,7 +290,7 @@ def load_questions() -> list[Question]:
     for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
         if line.strip():
             d = json.loads(line)
-            out.append(Question(d["id"], d["corpus"], d["question"], tuple(d["answers"])))
+            out.append(Question(d["id"], d["corpus"], d["split"], d["question"], tuple(d["answers"])))
     return out
 
 
@@ -349,9 +364,13 @@ class CorpusSearcher:
         return [paths.get(pid, pid) for pid, _ in result.pages], result.mode
 
 
+#: One measured row: per split ("tune", "report"), per corpus and "all": (R@5, MRR@10, n).
+Scores = dict[str, dict[str, tuple[float, float, int]]]
+
+
 def evaluate(questions: list[Question], searchers: dict[str, CorpusSearcher],
-             rank: Callable[[CorpusSearcher, str], tuple[list[str], str]]) -> tuple[dict[str, Score], dict[str, list[str]], set[str]]:
-    ranks: dict[str, list[int | None]] = {c: [] for c in searchers}
+             rank: Callable[[CorpusSearcher, str], tuple[list[str], str]]) -> tuple[Scores, dict[str, list[str]], set[str]]:
+    ranks: dict[tuple[str, str], list[int | None]] = {}
     tops: dict[str, list[str]] = {}
     used_modes: set[str] = set()
     for q in questions:
@@ -359,139 +378,195 @@ def evaluate(questions: list[Question], searchers: dict[str, CorpusSearcher],
             continue
         paths, used = rank(searchers[q.corpus], q.question)
         used_modes.add(used)
-        ranks[q.corpus].append(first_rank(paths, q.answers))
+        ranks.setdefault((q.split, q.corpus), []).append(first_rank(paths, q.answers))
         tops[q.id] = paths[:5]
-    scores = {c: score_ranks(r) for c, r in ranks.items()}
-    scores["all"] = score_ranks([x for r in ranks.values() for x in r])
+    scores: Scores = {}
+    for split in SPLITS:
+        row: dict[str, tuple[float, float, int]] = {}
+        for corpus in searchers:
+            s = score_ranks(ranks.get((split, corpus), []))
+            row[corpus] = (s.recall5, s.mrr10, s.n)
+        s = score_ranks([r for (sp, _), rs in ranks.items() if sp == split for r in rs])
+        row["all"] = (s.recall5, s.mrr10, s.n)
+        scores[split] = row
     return scores, tops, used_modes
 
 
-def quality_row(label: str, scores: dict[str, Score], target: bool, note: str = "") -> str:
-    cells = []
-    for key in ("foam-docs", "dendron-vault", "all"):
-        s = scores.get(key)
-        cells += [fmt_f(s.recall5 if s else None), fmt_f(s.mrr10 if s else None)]
-    extra = ""
-    if target:
-        ok = scores["all"].recall5 >= TARGET_RECALL
-        extra = f"target all R@5 >= {TARGET_RECALL}: {verdict(ok)}"
-    if note:
-        extra = f"{extra}; {note}" if extra else note
-    return f"| {label} | " + " | ".join(cells) + f" | {extra} |"
-
-
-QUALITY_HEADER = ("| mode | foam R@5 | foam MRR | dendron R@5 | dendron MRR | all R@5 | all MRR | notes |\n"
-                  "|---|---:|---:|---:|---:|---:|---:|---|")
-
-
-def section_quality(work: Path, modes: list[str], full_build: bool, timings: dict[str, float]) -> dict[str, Any]:
-    """Returns facts later sections use (the dendron copy, whether it is indexed)."""
-    print("## 1. Retrieval quality (labelled questions)\n")
-    facts: dict[str, Any] = {}
+def measure_quality(work: Path, modes: list[str], full_build: bool, timings: dict[str, float]) -> dict[str, Any]:
+    """Index copies of the corpora in ``work`` with the llmwiki_git that is imported (this
+    tree's, or a baseline's when run as a child with ``--quality-json``) and score every mode
+    on both halves of the questions. Returns JSON-able facts."""
     questions = load_questions()
-    counts = {c: sum(1 for q in questions if q.corpus == c) for c in CORPUS_NAMES}
-    print(f"Questions: {len(questions)} ({', '.join(f'{SHORT[c]} {n}' for c, n in counts.items())}) from "
-          f"`{QUESTIONS.relative_to(REPO)}`; corpora copied into `{work}`.\n")
-
-    # Copies: dense (default local model) and fast (BM25 only) stores cannot share a folder.
     dense = {c: work / c for c in CORPUS_NAMES}
     fast = {c: work / "fast" / c for c in CORPUS_NAMES}
     t0 = time.perf_counter()
+    synced = []
     for c in CORPUS_NAMES:
         for folder in (dense[c], fast[c]):
             changed = sync_tree(CORPORA / c, folder)
             if changed:
-                print(f"- synced {folder}: {changed} files copied or removed")
-    timings["copy corpora"] = time.perf_counter() - t0
-    facts["dendron"] = dense["dendron-vault"]
-
-    # Section 2's full build comes first (it leaves a fresh store that quality reuses).
+                synced.append(f"synced {folder}: {changed} files copied or removed")
+    timings["copy corpora"] = timings.get("copy corpora", 0.0) + time.perf_counter() - t0
+    facts: dict[str, Any] = {"synced": synced, "dendron": str(dense["dendron-vault"])}
     if full_build:
-        facts["full_build"] = full_dendron_build(dense["dendron-vault"], timings)
-
-    index_rows: list[TimeRow] = []
+        run = full_dendron_build(dense["dendron-vault"], timings)
+        facts["full_build"] = {"seconds": run.proc.seconds, "returncode": run.proc.returncode,
+                               "summary": run.summary, "tail": run.proc.tail()}
     t0 = time.perf_counter()
+    index_rows: list[tuple[str, float, bool, str]] = []
     indexed: dict[str, bool] = {}
     for c in CORPUS_NAMES:
         run = cli_index(dense[c])
         indexed[c] = run.ok
-        index_rows.append(TimeRow(f"`index` {SHORT[c]} (default local model, store reused between runs)",
-                                  run.proc.seconds, ok=None if run.ok else False, note=index_note(run)))
+        index_rows.append((f"`index` {SHORT[c]} (default local model, store reused between runs)",
+                           run.proc.seconds, run.ok, index_note(run)))
         run = cli_index(fast[c], "--fast")
-        index_rows.append(TimeRow(f"`index --fast` {SHORT[c]}", run.proc.seconds,
-                                  ok=None if run.ok else False, note=index_note(run)))
-    timings["index corpora for quality"] = time.perf_counter() - t0
-    facts["dendron_indexed"] = indexed["dendron-vault"]
-    print_time_table(index_rows, "indexing for the quality runs")
+        index_rows.append((f"`index --fast` {SHORT[c]}", run.proc.seconds, run.ok, index_note(run)))
+    timings["index corpora for quality"] = timings.get("index corpora for quality", 0.0) + time.perf_counter() - t0
+    facts["index_rows"], facts["indexed"] = index_rows, indexed
 
-    env_local = clean_env(LLMWIKI_EMBEDDING_PROVIDER="local")
     searchers: dict[str, CorpusSearcher] = {}
     fast_searchers: dict[str, CorpusSearcher] = {}
+    warnings: list[str] = []
     for c in CORPUS_NAMES:
         if indexed[c]:
-            s = CorpusSearcher(dense[c], env_local)
-            if s.loaded.warnings:
-                print(f"- warnings loading {c}: {s.loaded.warnings}")
-            searchers[c] = s
+            searchers[c] = CorpusSearcher(dense[c], clean_env(LLMWIKI_EMBEDDING_PROVIDER="local"))
+            if searchers[c].loaded.warnings:
+                warnings.append(f"{c}: {searchers[c].loaded.warnings}")
         fast_searchers[c] = CorpusSearcher(fast[c], clean_env())
         if fast_searchers[c].loaded.warnings:
-            print(f"- warnings loading fast {c}: {fast_searchers[c].loaded.warnings}")
+            warnings.append(f"fast {c}: {fast_searchers[c].loaded.warnings}")
+    facts["warnings"] = warnings
 
     t0 = time.perf_counter()
-    print(QUALITY_HEADER)
-    results: dict[str, dict[str, Score]] = {}
-    tops_by_mode: dict[str, dict[str, list[str]]] = {}
+    rows: dict[str, Any] = {}
+    misses: list[list[str]] = []
     for mode in modes:
         scores, tops, used = evaluate(questions, searchers, lambda s, q, m=mode: s.ranked_paths(q, m))
-        results[mode] = scores
-        tops_by_mode[mode] = tops
-        note = "" if used <= {mode} else f"**FAIL**: ran as {sorted(used)}"
-        label = f"{mode} (default)" if mode == "rrf" else mode
-        print(quality_row(label, scores, target=(mode == "rrf"), note=note))
-    fast_scores, _, used = evaluate(questions, fast_searchers, lambda s, q: s.service_paths(q))
-    print(quality_row("fast option (`index --fast`, BM25 only)", fast_scores, target=False,
-                      note=f"searched through `Retrieval.search`, ran as {sorted(used)}"))
-    print()
-    timings["quality: search all modes"] = time.perf_counter() - t0
-
-    # Variants of rrf through module constants.
-    if searchers:
-        from llmwiki_git.retrieval import search as search_mod
-
-        t0 = time.perf_counter()
-        print("RRF variants (module constants `RRF_K`, `FUSION_DEPTH` of `llmwiki_git.retrieval.search`, "
-              f"monkeypatched in-process; shipped: RRF_K={search_mod.RRF_K}, FUSION_DEPTH={search_mod.FUSION_DEPTH}):\n")
-        print(QUALITY_HEADER.replace("| mode |", "| variant |", 1))
-        saved = (search_mod.RRF_K, search_mod.FUSION_DEPTH)
-        try:
-            for k in (60, 20):
-                for depth in (100, 30):
-                    search_mod.RRF_K, search_mod.FUSION_DEPTH = k, depth
-                    scores, _, _ = evaluate(questions, searchers, lambda s, q: s.ranked_paths(q, "rrf"))
-                    shipped = " (shipped)" if (k, depth) == saved else ""
-                    print(quality_row(f"rrf k={k}, depth={depth}{shipped}", scores, target=False))
-        finally:
-            search_mod.RRF_K, search_mod.FUSION_DEPTH = saved
-        print()
-        timings["quality: rrf variants"] = time.perf_counter() - t0
-
-    # Misses of the default mode, for whoever tunes it next.
-    if "rrf" in tops_by_mode:
-        misses = [q for q in questions if q.corpus in searchers
-                  and not set(q.answers) & set(tops_by_mode["rrf"].get(q.id, []))]
-        if misses:
-            print(f"<details><summary>rrf misses at R@5 ({len(misses)})</summary>\n")
-            print("| id | question | expected | rrf top 3 |")
-            print("|---|---|---|---|")
-            for q in misses:
-                top = ", ".join(tops_by_mode["rrf"].get(q.id, [])[:3])
-                text = q.question.replace("|", "\\|")
-                if len(text) > 90:
-                    text = text[:87] + "..."
-                print(f"| {q.id} | {text} | {', '.join(q.answers)} | {top} |")
-            print("\n</details>\n")
-    facts["quality"] = results
+        rows[mode] = {"scores": scores, "used": sorted(used)}
+        if mode == DEFAULT_MODE:
+            for q in questions:
+                if q.split == "report" and q.corpus in searchers and not set(q.answers) & set(tops.get(q.id, [])):
+                    misses.append([q.id, q.question, ", ".join(q.answers), ", ".join(tops.get(q.id, [])[:3])])
+    scores, _, used = evaluate(questions, fast_searchers, lambda s, q: s.service_paths(q))
+    rows["fast"] = {"scores": scores, "used": sorted(used)}
+    facts["rows"], facts["misses"] = rows, misses
+    timings["quality: search all modes"] = timings.get("quality: search all modes", 0.0) + time.perf_counter() - t0
     return facts
+
+
+def baseline_quality(work: Path, rev: str, modes: list[str], timings: dict[str, float]) -> dict[str, Any] | None:
+    """The same measurement with the llmwiki_git of git revision ``rev`` (``git archive`` into
+    ``work``), run as a child process of this script: its own copies and stores, so the two
+    versions never share an index."""
+    src = work / "src"
+    try:
+        sha = git(REPO, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
+        stamp = src / "REV"
+        if not stamp.is_file() or stamp.read_text() != sha:
+            shutil.rmtree(src, ignore_errors=True)
+            src.mkdir(parents=True)
+            data = subprocess.run(["git", "-C", str(REPO), "archive", sha, "llmwiki_git"], capture_output=True,
+                                  check=True, env=clean_env()).stdout
+            subprocess.run(["tar", "-x", "-C", str(src)], input=data, check=True)
+            (src / "REV").write_text(sha)
+    except (subprocess.CalledProcessError, OSError) as exc:
+        print(f"Baseline `{rev}` unavailable ({exc}); before-numbers skipped.\n")
+        return None
+    t0 = time.perf_counter()
+    env = clean_env(PYTHONPATH=str(src))
+    proc = run_timed([sys.executable, str(Path(__file__).resolve()), "--quality-json", "--work", str(work),
+                      "--modes", ",".join(modes)], env=env)
+    timings[f"baseline {rev}: index and search"] = time.perf_counter() - t0
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        print(f"Baseline `{rev}` run failed (rc={proc.returncode}): {proc.tail()}\n")
+        return None
+
+
+def verdict_targets(scores: dict[str, tuple[float, float, int]], target: tuple[float, float] | None) -> str:
+    if target is None:
+        return ""
+    r5, mrr = target
+    parts = []
+    for key in (*CORPUS_NAMES, "all"):
+        got = scores.get(key)
+        if got is None:
+            continue
+        ok = got[0] >= r5 and (mrr is None or got[1] >= mrr)
+        parts.append(f"{SHORT.get(key, key)} {'met' if ok else '**missed**'}")
+    want = f"R@5 >= {r5}" + (f", MRR >= {mrr}" if mrr else "")
+    return f"target {want}: " + ", ".join(parts)
+
+
+ROW_LABELS = {"cosine": "cosine (dense only)", "bm25": "bm25 (lexical only, dense store)",
+              "rerank": "rerank", "rrf": "rrf (hybrid, default)", "fast": "fast option (`index --fast`, lexical only)"}
+
+
+def quality_table(split: str, runs: list[tuple[str, dict[str, Any]]], with_targets: bool) -> None:
+    print("| version | mode | foam R@5 | foam MRR | dendron R@5 | dendron MRR | all R@5 | all MRR | n | target |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for key in (*ALL_MODES, "fast"):
+        for version, facts in runs:
+            row = facts["rows"].get(key)
+            if row is None:
+                continue
+            sc = row["scores"][split]
+            cells = []
+            for c in (*CORPUS_NAMES, "all"):
+                got = sc.get(c)
+                cells += [fmt_f(got[0]), fmt_f(got[1])] if got else ["-", "-"]
+            target = TARGETS.get(key) if with_targets else None
+            note = verdict_targets(sc, target)
+            if key != "fast" and row["used"] and set(row["used"]) != {key}:
+                note += f" **ran as {row['used']}**"
+            print(f"| {version} | {ROW_LABELS[key]} | " + " | ".join(cells) + f" | {sc['all'][2]} | {note} |")
+    print()
+
+
+def section_quality(work: Path, modes: list[str], full_build: bool, baseline: str | None,
+                    timings: dict[str, float]) -> dict[str, Any]:
+    """Returns facts later sections use (the dendron copy, whether it is indexed)."""
+    print("## 1. Retrieval quality (labelled questions)\n")
+    questions = load_questions()
+    counts = {(c, s): sum(1 for q in questions if q.corpus == c and q.split == s) for c in CORPUS_NAMES for s in SPLITS}
+    print(f"Questions: {len(questions)} from `{QUESTIONS.relative_to(REPO)}`, split once and for all in the file: "
+          + "; ".join(f"{SHORT[c]} {counts[(c, 'tune')]} tuning + {counts[(c, 'report')]} reporting" for c in CORPUS_NAMES)
+          + f". Page-level R@5 and MRR@10. Corpora copied into `{work}`.\n")
+    facts = measure_quality(work, modes, full_build, timings)
+    runs: list[tuple[str, dict[str, Any]]] = []
+    if baseline:
+        before = baseline_quality(work / f"baseline-{baseline}", baseline, modes, timings)
+        if before is not None:
+            runs.append((f"before (`{baseline}`)", before))
+    runs.append(("after (this tree)", facts))
+    for line in facts["synced"]:
+        print(f"- {line}")
+    rows = [TimeRow(name, seconds, ok=None if ok else False, note=note) for name, seconds, ok, note in facts["index_rows"]]
+    print_time_table(rows, "indexing for the quality runs (this tree)")
+    for w in facts["warnings"]:
+        print(f"- warnings loading {w}")
+    print("**Reporting half** (never used to choose anything; the targets apply here):\n")
+    quality_table("report", runs, with_targets=True)
+    print("Tuning half (the parameters were chosen on these questions):\n")
+    quality_table("tune", runs, with_targets=False)
+    if facts["misses"]:
+        print(f"<details><summary>rrf misses at R@5, reporting half ({len(facts['misses'])})</summary>\n")
+        print("| id | question | expected | rrf top 3 |")
+        print("|---|---|---|---|")
+        for qid, text, expected, top in facts["misses"]:
+            text = text.replace("|", "\\|")
+            print(f"| {qid} | {text[:87] + '...' if len(text) > 90 else text} | {expected} | {top} |")
+        print("\n</details>\n")
+    out: dict[str, Any] = {"dendron": Path(facts["dendron"]), "dendron_indexed": facts["indexed"].get("dendron-vault", False)}
+    if "full_build" in facts:
+        fb = facts["full_build"]
+        out["full_build"] = IndexRun(Proc(fb["seconds"], fb["returncode"], "", fb["tail"]), fb["summary"])
+    if runs[0][1] is not facts:
+        out["baseline_src"] = work / f"baseline-{baseline}" / "src"
+        out["baseline_dendron"] = Path(runs[0][1]["dendron"])
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -579,11 +654,12 @@ def median_runs(cmd: list[str], repeat: int, env: dict[str, str] | None = None) 
     return statistics.median(times), min(times), last
 
 
-def context_rows(folder: Path, questions: list[str], repeat: int, target: float | None) -> list[TimeRow]:
+def context_rows(folder: Path, questions: list[str], repeat: int, target: float | None,
+                 env: dict[str, str] | None = None, label: str = "") -> list[TimeRow]:
     rows: list[TimeRow] = []
     medians: list[float] = []
     for q in questions:
-        med, mn, last = median_runs(llmwiki(folder, "context", q, "--json"), repeat)
+        med, mn, last = median_runs(llmwiki(folder, "context", q, "--json"), repeat, env)
         short = q if len(q) <= 60 else q[:57] + "..."
         short = short.replace("|", "\\|")
         if last.returncode != 0:
@@ -601,12 +677,12 @@ def context_rows(folder: Path, questions: list[str], repeat: int, target: float 
         except (ValueError, AttributeError) as exc:
             note += f"; **output is not a v1 envelope** ({exc})"
         medians.append(med)
-        rows.append(TimeRow(f"`context --json` \"{short}\" (median of {repeat})", med,
+        rows.append(TimeRow(f"{label}`context --json` \"{short}\" (median of {repeat})", med,
                             "-" if target is None else f"< {target * 1000:g} ms",
                             None if target is None else med < target, note))
     if medians:
         worst = max(medians)
-        rows.append(TimeRow(f"`context --json`: worst question median", worst,
+        rows.append(TimeRow(f"{label}`context --json`: worst question median", worst,
                             "-" if target is None else f"< {target * 1000:g} ms",
                             None if target is None else worst < target))
     return rows
@@ -630,15 +706,22 @@ def pick_context_questions(n_per_corpus: int = 2) -> list[str]:
     return out
 
 
-def section_dense_context(folder: Path, indexed: bool, repeat: int, timings: dict[str, float]) -> None:
-    print("## 4. `context` in a fresh process on dendron-vault, dense store (local model; information)\n")
-    if not indexed:
+def section_dense_context(facts: dict[str, Any], repeat: int, timings: dict[str, float]) -> None:
+    print("## 4. `context` in a fresh process on dendron-vault, dense store (local model)\n")
+    if not facts.get("dendron_indexed"):
         print("Skipped: the dendron store could not be built (see section 1).\n")
         return
     t0 = time.perf_counter()
     rows = floor_rows(repeat, [("floor: `python -c \"import onnxruntime\"`", "import onnxruntime")])
     dendron_qs = [q.question for q in load_questions() if q.corpus == "dendron-vault"][:3]
-    rows += context_rows(folder, dendron_qs, repeat, None)
+    if facts.get("baseline_src"):
+        print("Before and after, interleaved per question (no slower than before is the target):\n")
+        before_env = clean_env(PYTHONPATH=str(facts["baseline_src"]))
+        for q in dendron_qs:
+            rows += context_rows(facts["baseline_dendron"], [q], repeat, None, before_env, "before: ")[:1]
+            rows += context_rows(facts["dendron"], [q], repeat, None, None, "after: ")[:1]
+    else:
+        rows += context_rows(facts["dendron"], dendron_qs, repeat, None)
     timings["dense context timing"] = time.perf_counter() - t0
     print_time_table(rows)
 
@@ -736,12 +819,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-full-build", action="store_true",
                         help="do not rebuild the dendron store from scratch (reuse it; no full-build timing)")
     parser.add_argument("--repeat", type=int, default=5, help="fresh-process runs per context timing (default 5)")
+    parser.add_argument("--baseline", default=BASELINE,
+                        help=f"git revision measured as 'before' in sections 1 and 4 (default {BASELINE}, the last "
+                             "commit before the question handling / BM25F / fusion work)")
+    parser.add_argument("--no-baseline", action="store_true", help="measure this tree only (no before-numbers)")
+    parser.add_argument("--quality-json", action="store_true",
+                        help="internal: run section 1's measurement only and print it as one JSON line "
+                             "(how the baseline is measured, with PYTHONPATH pointing at its source)")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.replace(" ", ",").split(",") if m.strip()]
     bad = [m for m in modes if m not in ALL_MODES]
     if bad:
         print(f"unknown mode(s) {bad}; choose from {', '.join(ALL_MODES)}")
         modes = [m for m in modes if m in ALL_MODES]
+
+    if args.quality_json:
+        work = args.work.resolve()
+        with contextlib.redirect_stdout(sys.stderr):
+            facts = measure_quality(work, modes, False, {})
+        print(json.dumps(facts))
+        return 0
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -758,7 +855,8 @@ def main(argv: list[str] | None = None) -> int:
     if not all((CORPORA / c).is_dir() for c in CORPUS_NAMES):
         print(f"Corpora not found at `{CORPORA}`: sections 1, 2 and 4 skipped.\n")
     else:
-        facts = guarded("1. quality", lambda: section_quality(work, modes, not args.no_full_build, timings)) or {}
+        facts = guarded("1. quality", lambda: section_quality(work, modes, not args.no_full_build,
+                                                              None if args.no_baseline else args.baseline, timings)) or {}
         if facts.get("dendron"):
             guarded("2. index build", lambda: section_build(facts["dendron"], facts.get("full_build"), timings))
     if args.skip_10k:
@@ -766,8 +864,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         guarded("3. 10k pages", lambda: section_10k(work, args.repeat, timings))
     if facts.get("dendron"):
-        guarded("4. dense context", lambda: section_dense_context(facts["dendron"], facts.get("dendron_indexed", False),
-                                                                  args.repeat, timings))
+        guarded("4. dense context", lambda: section_dense_context(facts, args.repeat, timings))
 
     print("## Run\n")
     print("| phase | wall s |")

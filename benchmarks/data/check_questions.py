@@ -6,7 +6,8 @@ Usage:
 
 CORPORA_DIR defaults to ``../shared/corpora`` relative to the repository root
 (the folder two levels above this file). Each line of questions.jsonl must be a
-JSON object with ``id``, ``corpus``, ``question``, ``answers`` (1-3 POSIX paths
+JSON object with ``id``, ``corpus``, ``split`` (``tune``: may be used to choose
+parameters; ``report``: only ever measured), ``question``, ``answers`` (1-3 POSIX paths
 relative to the corpus folder, ending in ``.md``) and ``note``. Every answer
 must exist as a file under ``CORPORA_DIR/<corpus>/``; ids must be unique.
 Exits non-zero on any problem and prints counts per corpus.
@@ -21,7 +22,8 @@ from pathlib import Path, PurePosixPath
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent.parent
 QUESTIONS = HERE / "questions.jsonl"
-REQUIRED = ("id", "corpus", "question", "answers", "note")
+REQUIRED = ("id", "corpus", "split", "question", "answers", "note")
+SPLITS = ("tune", "report")
 MAX_ANSWERS = 3
 MAX_QUESTIONS_PER_PAGE = 3
 
@@ -60,6 +62,8 @@ def main(argv: list[str]) -> int:
             if qid in seen_ids:
                 errors.append(f"{where}: duplicate id")
             seen_ids.add(qid)
+            if row["split"] not in SPLITS:
+                errors.append(f"{where}: split must be one of {SPLITS}, not {row['split']!r}")
             if not isinstance(row["question"], str) or not row["question"].strip():
                 errors.append(f"{where}: empty question")
             if not isinstance(answers, list) or not 1 <= len(answers) <= MAX_ANSWERS:

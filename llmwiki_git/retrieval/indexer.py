@@ -17,9 +17,10 @@ from ..wiki.slug import parse_target
 from ..wiki.pages import decode
 from ..wiki.sources import SourceFile
 from . import store as store_mod
-from .chunking import content_hash, split_into_chunks
+from .chunking import content_hash, embedding_input, path_words, readable_text, split_into_chunks
+from .chunking import store_fingerprint
 from .embedders import Embedder
-from .lexical import LexicalIndex
+from .lexical import FIELD_WEIGHTS, Document, LexicalIndex
 
 LEXICAL_DIR = "bm25"
 NO_EMBEDDINGS = "none"
@@ -32,9 +33,11 @@ class IndexedPage:
     blob: str
     title: str
     summary: str
-    texts: tuple[str, ...]  # what is embedded and indexed: title + chunk
+    texts: tuple[str, ...]  # title + chunk: each chunk's identity (its hash) in the store
     links: tuple[str, ...] = ()
     dangling: tuple[str, ...] = ()
+    embedded: tuple[str, ...] = ()  # what is embedded, per chunk (chunking.embedding_input)
+    lexical: tuple[Document, ...] = ()  # what BM25 indexes, per chunk: weighted fields
 
 
 @dataclass(frozen=True)
@@ -74,11 +77,32 @@ def read_pages(wiki: Wiki, skip: set[str]) -> list[IndexedPage]:
         body = text[meta.body_offset :]
         title = page_title(meta, body, page.stem)
         summary = meta.data.get("summary")
-        texts = tuple(f"{title}\n\n{c.text}" for c in split_into_chunks(body))
+        chunks = split_into_chunks(body)
+        texts = tuple(f"{title}\n\n{c.text}" for c in chunks)
         links, dangling = _graph(wiki, page)
+        names = "\n".join((title, *page.scan.aliases))
+        about = "\n".join(_descriptions(meta))
+        readable = [readable_text(c.text) for c in chunks]
+        where = path_words(page.path)
+        lexical = tuple(lexical_fields(names, about, where, text) for text in readable)
         pages.append(IndexedPage(page.id, page.path, page.blob or "", title,
-                                 summary if isinstance(summary, str) else "", texts, links, dangling))
+                                 summary if isinstance(summary, str) else "", texts, links, dangling,
+                                 tuple(embedding_input(title, text) for text in readable), lexical))
     return pages
+
+
+def _descriptions(meta: frontmatter.Frontmatter) -> list[str]:
+    """The page's own one-line descriptions in its frontmatter (``summary``, ``description``,
+    Dendron's ``desc``): they say what the page is about, as a title does."""
+    return [v for k in ("summary", "description", "desc") if isinstance(v := meta.data.get(k), str) and v.strip()]
+
+
+def lexical_fields(names: str, about: str, where: str, readable: str) -> Document:
+    """One chunk for BM25F: title and aliases; the frontmatter description; the page's path
+    words (``chunking.path_words``); the body as a reader reads it (``chunking.readable_text``).
+    Each weighted by :data:`lexical.FIELD_WEIGHTS`."""
+    return ((names, FIELD_WEIGHTS["title"]), (about, FIELD_WEIGHTS["description"]),
+            (where, FIELD_WEIGHTS["path"]), (readable, FIELD_WEIGHTS["body"]))
 
 
 def _graph(wiki: Wiki, page: Page) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -107,7 +131,7 @@ def build(
 ) -> IndexSummary:
     """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``."""
     started = time.perf_counter()
-    fingerprint = embedder.fingerprint if embedder else NO_EMBEDDINGS
+    fingerprint = store_fingerprint(embedder.fingerprint) if embedder else NO_EMBEDDINGS
     dims = embedder.dimension if embedder else 0
     previous: dict[str, np.ndarray] = {}
     notes: list[str] = []
@@ -125,6 +149,7 @@ def build(
                 previous = old.vectors_by_hash()
     entries: list[store_mod.PageEntry] = []
     all_texts: list[str] = []
+    documents: list[Document] = []
     hashes_in_order: list[str] = []
     row = 0
     for page in pages:
@@ -132,7 +157,8 @@ def build(
         entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary, row,
                                            hashes, page.links, page.dangling))
         row += len(hashes)
-        all_texts.extend(page.texts)
+        all_texts.extend(page.embedded)
+        documents.extend(page.lexical)
         hashes_in_order.extend(hashes)
     vectors = np.zeros((row, dims), dtype=np.float32)
     embedded = reused = 0
@@ -155,7 +181,7 @@ def build(
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
-    LexicalIndex.build(all_texts).save(folder / LEXICAL_DIR)
+    LexicalIndex.build(documents).save(folder / LEXICAL_DIR)
     store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now))
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
 
@@ -164,11 +190,12 @@ def memory_index(pages: list[IndexedPage]) -> tuple[store_mod.Store, LexicalInde
     """A lexical-only store built in memory from live pages: the fallback when there is no
     usable store on disk (nothing is written)."""
     entries: list[store_mod.PageEntry] = []
-    texts: list[str] = []
+    documents: list[Document] = []
     for page in pages:
         hashes = tuple(content_hash(t) for t in page.texts)
         entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
-                                           len(texts), hashes, page.links, page.dangling))
-        texts.extend(page.texts)
-    empty = np.zeros((len(texts), 0), dtype=np.float32)
-    return store_mod.build(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, 0, entries, empty, ""), LexicalIndex.build(texts)
+                                           len(documents), hashes, page.links, page.dangling))
+        documents.extend(page.lexical)
+    empty = np.zeros((len(documents), 0), dtype=np.float32)
+    return (store_mod.build(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, 0, entries, empty, ""),
+            LexicalIndex.build(documents))

@@ -55,17 +55,26 @@ import numpy as np
 
 __all__ = [
     "B",
+    "FIELD_WEIGHTS",
     "FORMAT_VERSION",
     "K1",
     "LexicalIndex",
+    "Document",
     "LexicalIndexError",
+    "QUESTION_STOPWORDS",
     "STOPWORDS",
     "TOKENIZER_VERSION",
+    "query_terms",
     "tokenize",
 ]
 
 K1 = 1.5
 B = 0.75
+#: BM25F field weights of a chunk (indexer.lexical_fields): a term in the page title, an
+#: alias or the frontmatter description counts as two body terms; the words of the page's
+#: path count once more. Chosen on the tuning half of the labelled questions; a separate
+#: headings field did not help (docs/embeddings.md).
+FIELD_WEIGHTS = {"title": 2.0, "description": 1.0, "path": 1.0, "body": 1.0}
 FORMAT = "llmwiki-git/bm25"
 #: Bumped when the files or the scoring change; an index of another version is refused.
 FORMAT_VERSION = 1
@@ -186,6 +195,41 @@ STOPWORDS = frozenset(
     then there these they this to was will with
     """.split()
 )
+
+
+#: Question words and filler, dropped from a *query* (never from the indexed text, never from
+#: the embedded question): "how can I ...", "what does my ... do". Per language for the
+#: scripts the tokenizer splits on spaces; a word that is also a common English content word
+#: ("come", "die", "son", "per") is left out of the other languages' lists. Measured on the
+#: labelled questions (docs/embeddings.md).
+QUESTION_STOPWORDS: dict[str, frozenset[str]] = {
+    "en": frozenset("""
+        how what what's whats which who whom whose why when where whether can could do does did
+        doing done i i'm im me my mine myself we our ours us you your yours would should shall
+        may might must am been being was were has have had having get getting got want wants
+        wanted need needs trying try tried way possible please there's thing things something
+        anything any some also just so too very really about there here its it's
+        one ones s t m ll d ve re don doesn didn isn aren can't cant
+        """.split()),
+    "fr": frozenset("""
+        comment quoi quel quelle quels quelles qui que qu pourquoi quand où est-ce je j me m
+        mon ma mes moi nous notre nos vous votre vos peut peux puis pouvez faire fait dois
+        doit faut il elle ce cet cette ces des du les la une un et ou est sont avec pour dans
+        sur pas ne
+        """.split()),
+    "de": frozenset("""
+        wie was welche welcher welches wer wen wem warum wann wo woher wohin ich mich mir mein
+        meine meinen meiner wir unser kann kannst können muss musst müssen soll sollte
+        möchte will willst ist sind der das den dem des ein eine einen einem und oder mit für
+        auf nicht es
+        """.split()),
+    "es": frozenset("""
+        cómo como qué que cuál cuáles quién quiénes por qué porqué cuándo dónde yo mi mis me
+        nosotros nuestro puedo puede pueden debo hacer hago el la los las un una unos unas
+        es con para en del al se lo
+        """.split()),
+}
+QUERY_STOPWORDS = frozenset().union(*QUESTION_STOPWORDS.values())
 
 
 def _is_consonant(word: str, i: int) -> bool:
@@ -323,6 +367,15 @@ class _Tokenizer:
 _DEFAULT_TOKENIZER = _Tokenizer(stopwords=STOPWORDS, stem=True)
 
 
+_QUERY_TOKENIZER = _Tokenizer(stopwords=STOPWORDS | QUERY_STOPWORDS, stem=True)
+
+
+def query_terms(question: str) -> list[str]:
+    """The BM25 terms of a question: :func:`tokenize` minus question words and filler
+    (:data:`QUESTION_STOPWORDS`). A question made only of such words keeps them all."""
+    return _QUERY_TOKENIZER(question) or tokenize(question)
+
+
 def tokenize(text: str) -> list[str]:
     """The BM25 terms of ``text``, in order.
 
@@ -335,6 +388,10 @@ def tokenize(text: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------- index
+
+
+#: What :meth:`LexicalIndex.build` indexes: a text, or ``(text, weight)`` fields.
+Document = str | Sequence[tuple[str, float]]
 
 
 class _Vocabulary(dict):  # type: ignore[type-arg]
@@ -377,32 +434,45 @@ class LexicalIndex:
     # -- construction ------------------------------------------------------------------
 
     @classmethod
-    def build(cls, docs: Sequence[str], *, k1: float = K1, b: float = B) -> LexicalIndex:
-        """Index ``docs`` (document ``i`` is ``docs[i]``); statistics cover all of them."""
+    def build(cls, docs: Sequence[Document], *, k1: float = K1, b: float = B) -> LexicalIndex:
+        """Index ``docs`` (document ``i`` is ``docs[i]``); statistics cover all of them.
+
+        A document is a string, or a sequence of ``(text, weight)`` fields: BM25F's simple
+        form, where a term's frequency and the document's length are the weighted sums
+        over its fields (a title token with weight 3 counts as three body tokens)."""
         n_docs = len(docs)
         vocab = _Vocabulary()
         term_of = vocab.__getitem__
         token_ids = array("q")  # 8 bytes a token, no per-item objects
-        lengths = np.zeros(n_docs, dtype=np.int64)
+        token_weights = array("d")
+        lengths = np.zeros(n_docs, dtype=np.float64)
+        counts = np.zeros(n_docs, dtype=np.int64)
         for i, doc in enumerate(docs):
-            tokens = tokenize(doc)
-            lengths[i] = len(tokens)
-            token_ids.extend(map(term_of, tokens))
+            fields = ((doc, 1.0),) if isinstance(doc, str) else doc
+            for text, weight in fields:
+                tokens = tokenize(text) if weight > 0 else []
+                if not tokens:
+                    continue
+                lengths[i] += weight * len(tokens)
+                counts[i] += len(tokens)
+                token_ids.extend(map(term_of, tokens))
+                token_weights.extend([float(weight)] * len(tokens))
         # Term ids follow the sorted vocabulary: code point order, which is also the
         # byte order of the UTF-8 blob that load() binary-searches.
         sorted_terms = sorted(vocab)
         remap = np.empty(len(vocab), dtype=np.int64)
         remap[[vocab[t] for t in sorted_terms]] = np.arange(len(sorted_terms), dtype=np.int64)
         term_of_token = remap[np.frombuffer(token_ids, dtype=np.int64)] if token_ids else remap[:0]
-        doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-        keys, tf = np.unique(term_of_token * max(n_docs, 1) + doc_of_token, return_counts=True)
+        doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
+        keys, where = np.unique(term_of_token * max(n_docs, 1) + doc_of_token, return_inverse=True)
+        tf = np.bincount(where.reshape(-1), weights=np.frombuffer(token_weights, dtype=np.float64),
+                         minlength=len(keys))
         term = keys // max(n_docs, 1)
         doc = keys - term * max(n_docs, 1)
         n_terms = len(sorted_terms)
         df = np.bincount(term, minlength=n_terms).astype(np.float64)
         idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
         avg_doc_len = float(lengths.mean()) if n_docs and lengths.any() else 0.0
-        tf = tf.astype(np.float64)
         if len(keys):
             norm = k1 * (1.0 - b + b * lengths[doc] / avg_doc_len)
             weights = idf[term] * tf * (k1 + 1.0) / (tf + norm)
@@ -462,7 +532,7 @@ class LexicalIndex:
         """One float32 score >= 0 per document (0 = no query term in it)."""
         scores = np.zeros(self.n_docs, dtype=np.float32)
         counts: dict[int, int] = {}
-        for token in tokenize(query):
+        for token in query_terms(query):
             tid = self.term_id(token)
             if tid is not None:
                 counts[tid] = counts.get(tid, 0) + 1

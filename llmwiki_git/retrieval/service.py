@@ -17,6 +17,7 @@ from ..wiki.model import Wiki
 from ..wiki.pages import decode
 from . import indexer
 from . import store as store_mod
+from .chunking import store_fingerprint
 from .context import ContextOptions, LivePage, PackInputs, build_pack
 from .embedders import Embedder, make_embedder, provider_name
 from .lexical import LexicalIndex, LexicalIndexError
@@ -140,10 +141,11 @@ class Retrieval:
                 embedder = self.embedder()
             except Exception as exc:  # a misconfigured provider degrades to lexical search
                 warnings.append({"code": "embedding-degraded", "message": str(exc)})
-            if embedder is not None and embedder.fingerprint != store.fingerprint:
+            if embedder is not None and store_fingerprint(embedder.fingerprint) != store.fingerprint:
                 warnings.append({"code": "embedding-model-mismatch",
                                  "message": f"the store was built with {store.fingerprint!r}, the active model is "
-                                            f"{embedder.fingerprint!r}; ranking lexically until `llmwiki index` rebuilds it"})
+                                            f"{store_fingerprint(embedder.fingerprint)!r}; ranking lexically until "
+                                            "`llmwiki index` rebuilds it"})
                 embedder = None
         lexical: LexicalIndex | None = None
         try:
