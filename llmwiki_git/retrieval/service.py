@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .. import confine
+from ..errors import PathRefused
 from ..git import Git, blob_id
 from ..gitstore.transaction import sweep_temp_files, write_atomic
 from ..wiki.indexpage import entries_of, render, same_content
@@ -98,7 +100,7 @@ class Retrieval:
             if written and written == index_path:  # a page written after the pages were read: recorded,
                 # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
                 store_mod.add_skipped(self.state, {written: blob_id((self.root / written).read_bytes())})
-        return replace(summary, notes=tuple(notes)), written
+        return replace(summary, notes=tuple(notes) + summary.notes), written
 
     def _store_fingerprint(self) -> str | None:
         try:
@@ -266,14 +268,11 @@ class Retrieval:
         return loaded, result
 
     def read_live(self, entry: PageEntry) -> LivePage:
-        path = (self.root / entry.path).resolve()
-        if os.path.commonpath([str(self.root.resolve()), str(path)]) != str(self.root.resolve()):
-            return LivePage(None, None)
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return LivePage(None, None, missing=True)  # deleted since it was listed: not an error
-        except OSError:
+            data = confine.read_confined(self.root, entry.path)
+        except PathRefused as exc:
+            if isinstance(exc.__cause__, FileNotFoundError):
+                return LivePage(None, None, missing=True)  # deleted since it was listed: not an error
             return LivePage(None, None)
         text, _ = decode(data)
         return LivePage(text, blob_id(data))

@@ -12,12 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..confine import hidden_part
 from ..git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .parallel import scan_pages
 from .scancache import ScanCache
 from .slug import LinkTarget, slugify
-from .sources import Snapshot, SourceFile
+from .sources import FileRefused, Snapshot, SourceFile
 
 CONCEPTS = "concepts"
 QUERIES = "queries"
@@ -175,6 +176,19 @@ def names_wiki(root_dir: str, names_by_path: dict[str, str], other_files: list[s
     return Wiki(root_dir, pages, other_files, [], None)
 
 
+def _link_leaves(item: SourceFile, prefix: str) -> str | None:
+    """Why the symlinked page ``item`` may not be read (None: not a symlink, or its target
+    stays inside the wiki root and outside hidden folders)."""
+    target = item.link_target
+    if target is None:
+        return None
+    hidden = hidden_part(target)
+    if not target.startswith(prefix) or hidden is not None:
+        where = f"into {hidden!r}" if hidden is not None else "outside the wiki root"
+        return f"symlink leads {where} ({target}); not read"
+    return None
+
+
 def detect_root(paths: Iterable[str], base: str = "") -> str:
     """``<base>/wiki`` when the snapshot has that folder, else ``base`` (the folder holding
     ``.llmwiki/``, or the repository root)."""
@@ -182,8 +196,10 @@ def detect_root(paths: Iterable[str], base: str = "") -> str:
     return wiki if any(p.startswith(wiki + "/") for p in paths) else base
 
 
-def _select_pages(files: list[SourceFile], wiki_dir: str | None, base: str) -> tuple[str, list[SourceFile], list[str]]:
-    """The wiki root, its page files, and every other file of a snapshot's listing."""
+def _select_pages(files: list[SourceFile], wiki_dir: str | None,
+                  base: str) -> tuple[str, list[SourceFile], list[str], list[tuple[str, str]]]:
+    """The wiki root, its page files, every other file of a snapshot's listing, and the
+    symlinked pages that leave the wiki (path, why: never read, reported)."""
     if wiki_dir is not None:
         root = "/".join(p for p in (base, wiki_dir.strip("/")) if p)
     else:
@@ -191,15 +207,20 @@ def _select_pages(files: list[SourceFile], wiki_dir: str | None, base: str) -> t
     prefix = f"{root}/" if root else ""
     page_files: list[SourceFile] = []
     others: list[str] = []
+    escapes: list[tuple[str, str]] = []
     for item in files:
         path = item.path
         if path[:1] == "." or "/." in path:
             continue  # folders and files starting with "." are never pages
         if path.startswith(prefix) and path[-3:].lower() == ".md":
+            leaves = _link_leaves(item, prefix)
+            if leaves:
+                escapes.append((path, leaves))
+                continue
             page_files.append(item)
         else:
             others.append(path)
-    return root, page_files, others
+    return root, page_files, others, escapes
 
 
 def page_blobs(snapshot: Snapshot, *, wiki_dir: str | None = None, base: str = "") -> dict[str, str]:
@@ -207,7 +228,7 @@ def page_blobs(snapshot: Snapshot, *, wiki_dir: str | None = None, base: str = "
     others hashed from the bytes (modified and untracked files). The cheap listing that
     tells whether the search index still matches the wiki."""
     files, _ = snapshot.files()
-    _, page_files, _ = _select_pages(files, wiki_dir, base)
+    _, page_files, _, _ = _select_pages(files, wiki_dir, base)
     out = {f.path: f.blob for f in page_files if f.blob}
     unknown = [f for f in page_files if not f.blob]
     for path, data in snapshot.read(unknown).items():
@@ -230,9 +251,10 @@ def load_wiki(
     ``wiki_dir`` is relative to it.
     """
     files, source_issues = snapshot.files()
-    root, page_files, others = _select_pages(files, wiki_dir, base)
+    root, page_files, others, escapes = _select_pages(files, wiki_dir, base)
     prefix = f"{root}/" if root else ""
     issues: list[tuple[str, Issue]] = [(i.path, Issue(i.code, i.message)) for i in source_issues]
+    issues += [(path, Issue("symlink-escape", why)) for path, why in escapes]
     records = cache.records if cache is not None else {}
     scans: dict[str, tuple[str | None, PageScan]] = {}
     to_read: list[SourceFile] = []
@@ -246,6 +268,9 @@ def load_wiki(
         cache.touch([blob for blob, _ in scans.values() if blob])
     unscanned: list[tuple[str, str, bytes]] = []
     for path, data in snapshot.read(to_read).items():
+        if isinstance(data, FileRefused):
+            scans[path] = (None, PageScan(None, (), (), 0, (Issue(data.code, data.message),)))
+            continue
         if isinstance(data, OSError):
             scans[path] = (None, PageScan(None, (), (), 0, (Issue("unreadable-page", f"cannot read: {data}"),)))
             continue
