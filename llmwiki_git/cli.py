@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -266,14 +267,18 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
     retrieval = ws.retrieval()
     bar: Any = None
 
+    started = time.monotonic()
+
     def progress(done: int, total: int) -> None:
         nonlocal bar
         if as_json:
             return
-        if bar is None:
-            bar = click.progressbar(length=total, label="Embedding chunks", file=sys.stderr)
+        if bar is None:  # chunks done/total, rate and time left (click's ETA)
+            bar = click.progressbar(length=total, label=f"Embedding {total} chunks", file=sys.stderr,
+                                    show_pos=True, show_eta=True, item_show_func=lambda rate: rate)
             bar.__enter__()
-        bar.update(done - bar.pos)
+        rate = done / max(time.monotonic() - started, 1e-6)
+        bar.update(done - bar.pos, f"{rate:.1f} chunks/s")
 
     try:
         summary, written = retrieval.index(full=full, fast=fast, progress=progress)

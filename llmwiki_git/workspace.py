@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import config
+from .checkdelta import Facts, derive
 from .checks import (Checker, CheckResult, check_wiki_with, fail_closed, names_fingerprint, new_problems, result_from_record,
                      result_to_record)
 from .errors import ConfigError, NotARepository, UsageError
@@ -173,28 +174,28 @@ class Workspace:
         limit = self.settings.max_page_mb * 1024 * 1024
         tree = self._tree_id(scope) if cache is not None else None
         key = self._tree_key(tree) if tree else None
-        if key is not None and cache is not None:
+        if key is not None and cache is not None and tree is not None:
             record = cache.tree_get(key)
             if record is not None and len(record) == 3:  # older records lack the facts: redo once
                 return result_from_record(record[:2])
-            if scope == "index":
-                fast = self._index_delta(cache, limit)
-                if fast is not None:
-                    result, fingerprint = fast
-                    cache.tree_put(key, (*result_to_record(result), fingerprint))
-                    return result
+            fast = self._derive(scope, tree, cache, limit)
+            if fast is not None:
+                result, facts = fast
+                cache.facts_put(facts.fingerprint, facts.to_record())
+                cache.tree_put(key, (*result_to_record(result), facts.fingerprint))
+                return result
         wiki = self.wiki(scope, cache)
         checker = Checker(wiki)
         result = check_wiki_with(wiki, checker, cache, limit)
         if key is not None and cache is not None:
             fingerprint = names_fingerprint(wiki, limit)
-            if cache.facts_get(fingerprint) is None:
-                for page in wiki.pages:  # every target's outcome, for the next staged delta
+            if Facts.from_record(cache.facts_get(fingerprint)) is None:
+                for page in wiki.pages:  # every target's outcome, for the next delta
                     for link in page.scan.raw_links:
                         checker.outcome(link[3])
-                cache.facts_put(fingerprint, (wiki.root_dir, fingerprint, sorted(wiki.name_slugs()),
-                                              sorted(wiki.other_files), checker.outcomes,
-                                              {page.path: page.scan.names_key for page in wiki.pages}))
+                facts = Facts.build(wiki.root_dir, fingerprint, wiki.name_slugs(), wiki.other_files, checker.outcomes,
+                                    [(page.path, page.scan.names_key, page.scan.raw_links) for page in wiki.pages])
+                cache.facts_put(fingerprint, facts.to_record(), replace=True)
             cache.tree_put(key, (*result_to_record(result), fingerprint))
         return result
 
@@ -202,98 +203,37 @@ class Workspace:
         limit = self.settings.max_page_mb * 1024 * 1024
         return f"v5\0{tree}\0{self.base}\0{self.settings.wiki_dir}\0{limit}"
 
-    def _index_delta(self, cache: ScanCache, limit: int) -> tuple[CheckResult, str] | None:
-        """The index checked as HEAD's cached result plus the pages the index changes.
-
-        Only when HEAD's tree was checked before and the index merely modifies files whose
-        names, aliases, headings and block ids stay the same (so every other page's problems
-        and every known link target mean what they meant at HEAD); anything else, such as an
-        added, deleted or renamed file, returns None and the full check runs. Measured: this
-        turns a staged one-page edit on 10,000 pages from ~1.1 s into a few hundred ms.
-        """
-        from .checks import Checker
-        from .wiki.model import Page, names_wiki
-        from .wiki.pages import scan_page
-        from .wiki.slug import parse_target, slugify
-
+    def _derive(self, scope: str, tree: str, cache: ScanCache, limit: int) -> tuple[CheckResult, Facts] | None:
+        """``tree`` checked as a cached tree's result plus their diff (see checkdelta):
+        HEAD's tree for the index when known, else the most recently checked tree, such as
+        the other branch before a switch or the index of the previous hook run."""
         git = self.git
         if git is None:
             return None
-        base_tree = self._tree_id("HEAD")
-        record = cache.tree_get(self._tree_key(base_tree)) if base_tree else None
-        if record is None:
-            # HEAD was never checked as a tree (e.g. only `--staged` runs): compare with the
-            # most recent tree that was, such as the index of the previous run.
-            suffix = self._tree_key("")
-            for key, candidate in reversed(list(cache.trees().items())):
-                if key.endswith(suffix[len("v5\0"):]) and key.startswith("v5\0"):
-                    base_tree, record = key.split("\0")[1], candidate
-                    break
-        if record is None or len(record) < 3 or not isinstance(record[2], str):
-            return None
-        checked, rows, fingerprint = record
-        facts = cache.facts_get(fingerprint)
-        if facts is None:
-            return None
-        root_dir, _fingerprint, names, other_files, outcomes, names_by_path = facts
-        out = git.run("diff-index", "--cached", "-z", "--no-renames", base_tree, check=False)
-        fields = out.split(b"\0")
-        changed: dict[str, tuple[str, str]] = {}
-        for meta, path in zip(fields[0::2], fields[1::2]):
-            if not meta:
+        trees = cache.trees()
+        suffix = self._tree_key("")[len("v5\0"):]
+        candidates = [k for k in reversed(list(trees)) if k.startswith("v5\0") and k.endswith(suffix)]
+        if scope == "index":
+            head = self._tree_key(self._tree_id("HEAD") or EMPTY_TREE)
+            if head in trees:
+                candidates.insert(0, head)
+        for base_key in candidates[:3]:
+            record = trees[base_key]
+            if len(record) < 3 or not isinstance(record[2], str):
                 continue
-            parts = meta.decode().lstrip(":").split(" ")
-            if len(parts) != 5 or parts[4] != "M" or parts[0] != parts[1]:
-                return None  # added, deleted, type-changed: names may change
-            changed[path.decode("utf-8", "surrogateescape")] = (parts[2], parts[3])
-        prefix = f"{root_dir}/" if root_dir else ""
-        pages: list[Page] = []
-        for path, (old_blob, new_blob) in changed.items():
-            if not (path.startswith(prefix) and path[-3:].lower() == ".md") or path[:1] == "." or "/." in path:
+            facts = Facts.from_record(cache.facts_get(record[2]))
+            if facts is None:
                 continue
-            # Scanned here, not through the scan cache: loading that (8 MB on 10,000 pages)
-            # would cost more than scanning the few pages a commit changes.
-            data = git.read_blobs([new_blob]).get(new_blob)
-            if data is None:
-                return None
-            scan = scan_page(data, max_bytes=limit)
-            if names_by_path.get(path) != scan.names_key:
-                return None
-            page_id = path[len(prefix):-3]
-            kind = "concept" if page_id.startswith("concepts/") else "query" if page_id.startswith("queries/") else "page"
-            pages.append(Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, new_blob, scan))
-        known_names = set(names)
-        known_files = {path.rsplit("/", 1)[-1].lower() for path in other_files}
-
-        def outcome(text: str) -> tuple | None:
-            target = parse_target(text)
-            if target.is_self_anchor:
-                return ("self",)
-            if target.is_empty:
-                return ("empty",)
-            if target.slug not in known_names and not (target.file_name and target.file_name.lower() in known_files):
-                return ("broken", target.key)  # no page or attachment has that name
-            # A new link to an existing name: resolve it against the pages that answer to
-            # that slug (by stem or alias), rebuilt from their names alone; resolution never
-            # looks at other pages, and this avoids building tables for the whole wiki.
-            wanted = f"\x02{target.slug}\x02"
-            relevant = {path: key for path, key in names_by_path.items()
-                        if slugify(path.rsplit("/", 1)[-1][:-3]) == target.slug
-                        or wanted in f"\x02{key.split(chr(1), 1)[0]}\x02"}
-            return Checker(names_wiki(root_dir, relevant, other_files)).outcome(text)
-
-        checker = Checker(None, dict(outcomes))
-        fresh: list = []
-        for page in pages:
-            problems = checker.page_problems(page, fallback=outcome)
-            if problems is None:
-                return None
-            fresh.extend(problems)
-        changed_paths = {p.path for p in pages}
-        kept = [r for r in rows if r[0] not in changed_paths]
-        result = result_from_record((checked, kept))
-        problems = sorted(result.problems + fresh, key=lambda p: (p.path, p.line, p.col, p.code))
-        return CheckResult(checked, problems), fingerprint
+            base_tree = base_key.split("\0")[1]
+            if scope == "index":
+                diff = git.run("diff-index", "--cached", "-z", "--no-renames", base_tree, check=False)
+                read_prefix = ":"
+            else:
+                diff = git.run("diff-tree", "-r", "-z", "--no-renames", base_tree, tree, check=False)
+                read_prefix = f"{tree}:"
+            return derive(git, record[1], facts, diff=diff, read_prefix=read_prefix,
+                          wiki_dir=self.settings.wiki_dir, base=self.base, limit=limit)
+        return None
 
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``.

@@ -213,3 +213,86 @@ def test_staged_delta_matches_a_full_check(repo: Repo, edit: str) -> None:
     repo.git("add", "-A")  # a second staged edit: compared with the previous index's tree
     assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
     assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+
+
+def _branch_switch_wiki(repo: Repo, root: str) -> None:
+    """Two branches whose pages differ by additions, deletions, a rename, changed aliases
+    and headings and an attachment: every way a diff can change what a link means."""
+    at = f"{root}/" if root else ""
+    if not root:
+        repo.write("index.md", "# My own index\n\n[[alpha]] [[moved]]\n")
+    repo.write(f"{at}concepts/alpha.md", page("Alpha", "# Alpha\n\n[[beta]] [[gone]] [[moved#usage]] ![[pic.png]]\n\n## Usage\n"))
+    repo.write(f"{at}concepts/beta.md", page("Beta", "[[alpha#usage]] [[the-alias]] [[fresh]]\n", aliases=["Old Name"]))
+    repo.write(f"{at}concepts/gone.md", page("Gone", "[[alpha]]\n"))
+    repo.write(f"{at}concepts/moved.md", page("Moved", "## Usage\n[[old-name]]\n"))
+    repo.write(f"{at}notes/other.md", "[[beta]] [[gone]] [[never]]\n")
+    repo.commit("main wiki")
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("rm", "-q", f"{at}concepts/gone.md")
+    repo.git("mv", f"{at}concepts/moved.md", f"{at}concepts/moved-away.md")
+    repo.write(f"{at}concepts/beta.md", page("Beta", "[[alpha#usage]] [[the-alias]] [[fresh]]\n", aliases=["The Alias"]))
+    repo.write(f"{at}concepts/fresh.md", page("Fresh", "# Fresh\n[[moved-away#usage]] [[gone]]\n"))
+    repo.write(f"{at}pic.png", b"\x89PNG")
+    repo.commit("feature wiki")
+    repo.git("checkout", "-q", "-")
+
+
+@pytest.mark.parametrize("root", ["wiki", ""])
+def test_delta_after_a_branch_switch_matches_a_full_check(repo: Repo, root: str) -> None:
+    """The first commit after a branch switch or pull (HEAD never checked) derives HEAD and
+    the index from the tree checked last; it must say what an uncached check says."""
+    _branch_switch_wiki(repo, root)
+    at = f"{root}/" if root else ""
+    assert repo.llmwiki("check", "--staged", "--base", "HEAD").returncode == 0  # caches main's tree
+    for branch in ("feature", "-"):
+        repo.git("checkout", "-q", branch)
+        assert problems(repo, "--rev", "HEAD") == problems(repo, "--rev", "HEAD", "--no-cache")
+        repo.write(f"{at}notes/other.md", f"[[beta]] [[gone]] [[never]] [[alpha#usage]] [[fresh]] {branch}\n")
+        repo.git("add", "-A")
+        assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+        assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
+        repo.git("checkout", "-q", "--", ".")
+        repo.git("reset", "-q", "--hard")
+
+
+def test_delta_sees_a_staged_deletion_and_new_page(repo: Repo) -> None:
+    """A staged delete and add (not only modifications) are derived, not fully rechecked,
+    and still report the links they break or mend."""
+    _branch_switch_wiki(repo, "wiki")
+    assert repo.llmwiki("check", "--staged", "--base", "HEAD").returncode == 0
+    repo.git("rm", "-q", "wiki/concepts/beta.md")
+    repo.write("wiki/concepts/never.md", "# Never\n")
+    repo.git("add", "-A")
+    fast = problems(repo, "--staged", "--base", "HEAD")
+    assert fast == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+    assert {p["target"] for p in fast[1]} == {"beta", "old-name"}  # its page and its alias
+    assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
+
+
+def test_parallel_cold_scan_says_what_a_serial_scan_says(repo: Repo) -> None:
+    """A cold check of 400+ pages scans them in worker processes; the report must be the
+    serial scan's, byte for byte (links, fenced code, anchors, frontmatter issues)."""
+    for i in range(450):
+        body = f"# P{i}\n\n[[p{(i + 1) % 450}#p{(i + 1) % 450}]] [[gone-{i % 7}]]\n\n```\n[[in-code-{i}]]\n```\n"
+        repo.write(f"wiki/concepts/p{i}.md", body if i % 50 else f"---\ntitle: [unclosed\n---\n{body}")
+    repo.commit("many pages")
+    parallel = repo.llmwiki("check", "--no-cache", "--json")
+    serial = repo.llmwiki("check", "--no-cache", "--json", env={"LLMWIKI_SERIAL_SCAN": "1"})
+    assert parallel.returncode == serial.returncode == 1
+    assert parallel.stdout == serial.stdout
+    assert json.loads(parallel.stdout)["checked"] == 450
+
+
+def test_facts_files_are_pruned_and_the_old_layout_removed(repo: Repo) -> None:
+    """Facts are one file per names fingerprint, the last three kept; the single file of
+    the layout before them (4.6 MB on 10,000 pages) is deleted, not left behind."""
+    seed(repo)
+    cache = repo.root / ".git" / "llmwiki"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "facts-cache-v1.marshal").write_bytes(b"old layout")
+    for i in range(5):  # each commit adds a page: a new names fingerprint
+        repo.write(f"wiki/concepts/extra{i}.md", f"# Extra {i}\n[[alpha]]\n")
+        repo.commit(f"extra {i}")
+        assert repo.llmwiki("check", "--rev", "HEAD").returncode == 0
+    assert not (cache / "facts-cache-v1.marshal").exists()
+    assert len(list(cache.glob("facts-v2-*.marshal"))) == 3

@@ -72,3 +72,15 @@ def test_anchors_atx_setext_blocks_not_in_code() -> None:
     anchors = scan_anchors(text)
     assert anchors.headings == {"main-title", "sub-title"}
     assert anchors.blocks == {"blk-1"}
+
+
+def test_scan_pages_in_workers_equals_scan_page() -> None:
+    """The cold check's parallel scan returns exactly what scanning one by one returns,
+    in order (pages of different sizes, so the shares finish out of order)."""
+    from llmwiki_git.wiki.pages import scan_page
+    from llmwiki_git.wiki.parallel import MIN_PAGES, scan_pages
+
+    pages = [(f"---\naliases: [A{i}]\n---\n# H{i}\n" + f"[[t{i}]] `[[no]]` ^b{i}\n" * (i % 13 + 1)).encode()
+             for i in range(MIN_PAGES + 37)]
+    pages.append(b"\xff\xfe not utf-8 [[x]]")
+    assert scan_pages(pages) == [scan_page(p) for p in pages]

@@ -27,6 +27,13 @@ from .store import PageEntry, Store, StoreError
 
 SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that cannot be read
 
+# What a long-lived process (the MCP server) loaded, per state folder: reused while the
+# store's and the lexical index's files keep their stamps and the embedder settings are the
+# same, so a warm call pays for one query embedding and a search, not a new ONNX session
+# (~0.2 s). Writers replace these files by rename, so a re-index by any process changes a
+# stamp and the next call loads afresh.
+_WARM: dict[str, tuple[tuple, tuple, Loaded]] = {}
+
 
 @dataclass
 class Loaded:
@@ -130,17 +137,59 @@ class Retrieval:
 
     # -- reading --------------------------------------------------------------------------
 
+    def _stamps(self) -> tuple:
+        """(name, inode, mtime, size) of every file the store and lexical index load."""
+        files = [self.state / store_mod.JSON_NAME, self.state / store_mod.BIN_NAME]
+        try:
+            files += sorted((self.state / indexer.LEXICAL_DIR).iterdir())
+        except OSError:
+            pass
+        out = []
+        for path in files:
+            try:
+                st = path.stat()
+            except OSError:
+                out.append((path.name,))
+                continue
+            out.append((path.name, st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(out)
+
+    def _embedder_key(self) -> tuple:
+        return (self.provider, self.model, tuple(sorted(self.environ.items())))
+
     def load(self) -> Loaded:
         """The store, lexical index and embedder, degrading with warnings, never raising
-        for a missing or unusable store (an empty lexical-only store is returned instead)."""
+        for a missing or unusable store (an empty lexical-only store is returned instead).
+        Reused from the last call in this process while their files are unchanged."""
+        stamps, key = self._stamps(), self._embedder_key()
+        warm = _WARM.get(str(self.state))
+        if warm is not None and warm[0] == stamps and warm[1] == key:
+            base = warm[2]
+        else:
+            base = self._load_files()
+            if base is None:
+                return self._load_without_store()
+            _WARM[str(self.state)] = (stamps, key, base)
+        return self._follow_wiki(Loaded(base.store, base.lexical, base.embedder, list(base.warnings)))
+
+    def _load_without_store(self) -> Loaded:
+        try:
+            store_mod.load(self.state)
+        except StoreError as exc:
+            warnings = [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages. "
+                                                      "Run `llmwiki index` for semantic ranking"}]
+        else:  # written between the two looks: the next call loads it
+            warnings = []
+        memory, lexical = indexer.memory_index(indexer.read_pages(self._load_wiki())[0])
+        return Loaded(memory, lexical, None, warnings)
+
+    def _load_files(self) -> Loaded | None:
+        """The store, lexical index and embedder as their files are (None: no usable store)."""
         warnings: list[dict[str, str]] = []
         try:
             store = store_mod.load(self.state)
-        except StoreError as exc:
-            warnings.append({"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages. "
-                                                          "Run `llmwiki index` for semantic ranking"})
-            memory, lexical = indexer.memory_index(indexer.read_pages(self._load_wiki())[0])
-            return Loaded(memory, lexical, None, warnings)
+        except StoreError:
+            return None
         embedder: Embedder | None = None
         if store.dimensions:
             try:
@@ -161,7 +210,7 @@ class Retrieval:
         except LexicalIndexError as exc:
             warnings.append({"code": "lexical-index-unavailable", "message": f"{exc}; run `llmwiki index`"})
             lexical = None
-        return self._follow_wiki(Loaded(store, lexical, embedder, warnings))
+        return Loaded(store, lexical, embedder, warnings)
 
     # -- following the wiki (retrieval/refresh.py) -----------------------------------------
 

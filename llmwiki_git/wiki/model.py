@@ -15,6 +15,7 @@ from typing import NamedTuple
 from ..confine import hidden_part
 from ..git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
+from .parallel import scan_pages
 from .scancache import ScanCache
 from .slug import LinkTarget, slugify
 from .sources import FileRefused, Snapshot, SourceFile
@@ -265,6 +266,7 @@ def load_wiki(
             to_read.append(item)
     if cache is not None:
         cache.touch([blob for blob, _ in scans.values() if blob])
+    unscanned: list[tuple[str, str, bytes]] = []
     for path, data in snapshot.read(to_read).items():
         if isinstance(data, FileRefused):
             scans[path] = (None, PageScan(None, (), (), 0, (Issue(data.code, data.message),)))
@@ -275,9 +277,12 @@ def load_wiki(
         blob = blob_id(data)
         scan = cache.get(blob) if cache is not None else None
         if scan is None:
-            scan = scan_page(data, max_bytes=max_page_bytes)
-            if cache is not None:
-                cache.put(blob, scan)
+            unscanned.append((path, blob, data))
+        else:
+            scans[path] = (blob, scan)
+    for (path, blob, _), scan in zip(unscanned, scan_pages([data for _, _, data in unscanned], max_page_bytes)):
+        if cache is not None:
+            cache.put(blob, scan)
         scans[path] = (blob, scan)
     pages: list[Page] = []
     cut = len(prefix)

@@ -1,11 +1,12 @@
 """The checker's caches, kept in ``<git-common-dir>/llmwiki/`` (never committed, never in
-the work tree), in two files loaded only when needed:
+the work tree), in files loaded only when needed:
 
 * ``scan-cache-v1.marshal``: page scans by blob id, and page problems by (path, blob, names
   fingerprint). An unchanged page is neither read nor scanned again.
-* ``tree-cache-v2.marshal``: whole results per git tree, with the facts a staged delta
-  needs (the names fingerprint, every link target's outcome, each page's names). The
-  pre-commit hook usually touches only this file.
+* ``tree-cache-v2.marshal``: whole results per git tree, each with its names fingerprint.
+* ``facts-v2-<fingerprint>.marshal``: what deriving a tree from another needs (every page's
+  names, every link target's outcome and the pages using it; see checkdelta.py), one file
+  per fingerprint, the last three kept. The pre-commit hook usually reads only these.
 
 Measured need: `check --staged` on a 10,000-page wiki must answer in well under a second,
 while scanning every page costs ~8 s. marshal, not pickle: loading it runs no code, and
@@ -25,6 +26,7 @@ from .pages import PageScan
 
 _VERSION = 6
 _MAX_TREES = 8
+_MAX_FACTS = 3  # names fingerprints (a branch switch or a renamed page makes another)
 
 
 def _read(path: Path | None, parts: int) -> tuple | None:
@@ -65,9 +67,9 @@ class ScanCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.tree_path = path.with_name("tree-cache-v2.marshal") if path is not None else None
-        self.facts_path = path.with_name("facts-cache-v1.marshal") if path is not None else None
+        self.facts_path = path.with_name("facts-v2.marshal") if path is not None else None
         self._facts: dict[str, tuple] | None = None
-        self._facts_dirty = False
+        self._facts_new: set[str] = set()
         self._scans: tuple[dict[str, tuple], dict[str, tuple]] | None = None
         self._trees: dict[str, tuple] | None = None
         self._used: set[str] = set()
@@ -145,22 +147,27 @@ class ScanCache:
             trees.pop(next(iter(trees)))
         self._trees_dirty = True
 
-    def facts_get(self, fingerprint: str) -> tuple | None:
-        """What a staged delta needs about a wiki's names (shared by every tree with the same
-        names fingerprint; kept apart so saving a tree result does not rewrite it)."""
-        if self._facts is None:
-            loaded = _read(self.facts_path, 1)
-            self._facts = loaded[0] if loaded else {}
-        return self._facts.get(fingerprint)
+    def _facts_file(self, fingerprint: str) -> Path | None:
+        if self.facts_path is None or not fingerprint.isalnum():
+            return None
+        return self.facts_path.with_name(f"facts-v2-{fingerprint}.marshal")
 
-    def facts_put(self, fingerprint: str, facts: tuple) -> None:
-        if self.facts_get(fingerprint) is not None:
+    def facts_get(self, fingerprint: str) -> tuple | None:
+        """What a delta needs about a wiki's names (shared by every tree with the same names
+        fingerprint). One file per fingerprint, so a run reads only the one it needs."""
+        if self._facts is None:
+            self._facts = {}
+        if fingerprint not in self._facts:
+            loaded = _read(self._facts_file(fingerprint), 1)
+            self._facts[fingerprint] = loaded[0].get(fingerprint) if loaded else None
+        return self._facts[fingerprint]
+
+    def facts_put(self, fingerprint: str, facts: tuple, replace: bool = False) -> None:
+        if self.facts_get(fingerprint) is not None and not replace:
             return
         assert self._facts is not None
         self._facts[fingerprint] = facts
-        while len(self._facts) > 2:
-            self._facts.pop(next(iter(self._facts)))
-        self._facts_dirty = True
+        self._facts_new.add(fingerprint)
 
     # -- saving -------------------------------------------------------------------------------
 
@@ -178,6 +185,22 @@ class ScanCache:
         if self.tree_path is not None and self._trees_dirty and self._trees is not None:
             _write(self.tree_path, (_VERSION, self._trees))
             self._trees_dirty = False
-        if self.facts_path is not None and self._facts_dirty and self._facts is not None:
-            _write(self.facts_path, (_VERSION, self._facts))
-            self._facts_dirty = False
+        for fingerprint in sorted(self._facts_new):
+            target = self._facts_file(fingerprint)
+            if target is not None and self._facts is not None:
+                _write(target, (_VERSION, {fingerprint: self._facts[fingerprint]}))
+                self._prune_facts(target)
+        self._facts_new.clear()
+
+    def _prune_facts(self, keep: Path) -> None:
+        """Keep the facts of the most recently written fingerprints (and ``keep``)."""
+        if self.facts_path is None:
+            return
+        try:
+            (self.facts_path.parent / "facts-cache-v1.marshal").unlink(missing_ok=True)  # before issue 15
+            found = [p for p in self.facts_path.parent.glob("facts-v2-*.marshal") if p != keep]
+            found.sort(key=lambda p: p.stat().st_mtime_ns)
+            for old in found[: max(0, len(found) - (_MAX_FACTS - 1))]:
+                old.unlink()
+        except OSError:
+            pass

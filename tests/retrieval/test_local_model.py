@@ -70,3 +70,37 @@ def test_a_fast_index_stays_fast_unless_asked(demo: Repo) -> None:
     assert again["backend"] == "none" and "index --full" in again["notes"][0]
     full = json.loads(demo.llmwiki("index", "--full", "--json").stdout)
     assert full["backend"] == "onnx-minilm" and full["embedded"] == full["chunks"]
+
+
+def test_index_progress_shows_count_rate_and_time_left(demo: Repo) -> None:
+    """On a terminal the embedding bar says how many chunks, how far, how fast and how long
+    is left (issue 15): run under a real pseudo-terminal, as a user would see it."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "index"], cwd=demo.root, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=follower, env={**os.environ, **LOCAL}, timeout=300)
+        os.close(follower)
+        follower = -1
+        shown = b""
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            shown += data
+    finally:
+        if follower != -1:
+            os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 0, shown
+    text = shown.decode("utf-8", "replace")
+    chunks = json.loads(demo.llmwiki("index", "--json", "--full", env=LOCAL).stdout)["chunks"]
+    assert f"Embedding {chunks} chunks" in text
+    assert f"{chunks}/{chunks}" in text and "chunks/s" in text

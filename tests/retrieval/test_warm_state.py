@@ -1,0 +1,43 @@
+"""A long-lived process (the MCP server) keeps what it loaded while it is current (issue 15):
+the store, the lexical index and the embedder are reused across calls, and a re-index by
+another process is picked up on the next call. Real CLI subprocesses, a real git repository,
+a lexical-only index (no model needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llmwiki_git.workspace import Workspace
+
+from ..conftest import Repo, page
+
+FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_loaded_state_is_reused_until_another_process_reindexes(repo: Repo, prefix: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMWIKI_EMBEDDING_PROVIDER", "none")
+    if not prefix:
+        repo.write("index.md", "# My own home page\n")
+    repo.write(f"{prefix}concepts/apple.md", page("Apple", "Apple trees are pruned in late winter."))
+    repo.write(f"{prefix}concepts/pear.md", page("Pear", "Pear trees want a warm wall."))
+    repo.commit("pages")
+    assert repo.llmwiki("index", env=FAST).returncode == 0
+
+    ws = Workspace.open(Path(repo.root))
+    first = ws.retrieval().load()
+    second = Workspace.open(Path(repo.root)).retrieval().load()
+    assert second.store is first.store and second.lexical is first.lexical  # nothing reloaded
+
+    repo.write(f"{prefix}concepts/quince.md", page("Quince", "Quincewright guild notes on quince jelly."))
+    repo.commit("quince")
+    assert repo.llmwiki("index", env=FAST).returncode == 0  # another process re-indexes
+    third = ws.retrieval().load()
+    assert third.store is not first.store
+    assert any(p.path.endswith("concepts/quince.md") for p in third.store.pages)
+    loaded, result = ws.retrieval().search("quincewright jelly", max_pages=1)
+    assert loaded.store is third.store
+    assert result.pages and result.pages[0][0] == "concepts/quince"
