@@ -144,7 +144,7 @@ def _onto(ws: Workspace, environ: Mapping[str, str]) -> str:
 
 def _not_validated(environ: Mapping[str, str], cid: str, why: str) -> int:
     print(github.command("notice", f"candidate validation needs a newer llmwiki: {why}, so candidate {cid} was not validated", title="llmwiki review"))
-    _summary(environ, f"\nReview candidate `{cid}`: not validated (needs a newer llmwiki).\n")
+    _summary(environ, f"\nReview candidate <code>{github.md_text(cid)}</code>: not validated (needs a newer llmwiki).\n")
     return 0
 
 
@@ -187,11 +187,12 @@ def candidate(environ: Mapping[str, str]) -> int:
         return 0
     if verdict["ok"]:
         print(github.command("notice", f"review candidate {cid}: approval would pass", title="llmwiki review"))
-        _summary(environ, f"\nReview candidate `{cid}`: approval would pass.\n")
+        _summary(environ, f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would pass.\n")
         return 0
     why = str(verdict.get("message") or verdict.get("code") or "no reason given")
     print(github.command("error", f"review candidate {cid}: approval would be refused: {why}", title="llmwiki review"))
-    _summary(environ, f"\nReview candidate `{cid}`: approval would be refused: {why}\n")
+    _summary(environ, f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would be refused: "
+                      f"{github.md_text(why)}\n")
     return 0 if fail_on == "never" else 1
 
 

@@ -166,6 +166,20 @@ def result_from_record(record: tuple) -> CheckResult:
                                  for path, line, col, code, target, message in rows])
 
 
+def fail_closed(head: CheckResult, result: CheckResult, changed: set[str]) -> CheckResult:
+    """``result`` plus an ``unchecked-page`` error for each page of ``changed`` that ``head``
+    could not fully check (NUL bytes, undecodable, oversize, unreadable): a gate that only
+    warned would let links hidden in such a page through."""
+    extra = [P.make(p.path, p.line, p.col, "unchecked-page",
+                    f"{p.message}: a page this change adds or modifies must be fully checkable; "
+                    "fix its encoding or size, or keep it out of the wiki")
+             for p in head.problems if p.code in P.UNCHECKABLE and p.path in changed]
+    if not extra:
+        return result
+    merged = sorted(result.problems + extra, key=lambda p: (p.path, p.line, p.col, p.code))
+    return CheckResult(result.checked, merged)
+
+
 def _key(problem: Problem) -> tuple[str, str, str | None]:
     return (problem.path, problem.code, problem.target)
 

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .checks import CheckResult
-from .errors import LlmwikiError, NotARepository, UsageError, missing_extra
+from .errors import LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
 from .workspace import Workspace
 from .wording import plural
 
@@ -23,6 +23,14 @@ class LlmwikiGroup(click.Group):
     """Translates the one exception tree into messages and exit codes, in one place."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        if ctx.protected_args[:1] == ["serve"]:  # stdout carries JSON-RPC, escaped by its encoder
+            return self._invoke(ctx)
+        from .terminal import safe_streams
+
+        with safe_streams():  # nothing from a file, model, branch or trailer reaches the terminal raw
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except LlmwikiError as exc:
@@ -69,15 +77,20 @@ def cli(ctx: click.Context, repo: Path | None, wiki_dir: str | None, traceback: 
 
 def _read_text_argument(ctx: click.Context, name: str) -> str:
     """FILE as text (``-`` = standard input); a relative FILE is taken from -C, like git -C."""
+    from . import confine
+
     if name == "-":
-        return click.get_text_stream("stdin", encoding="utf-8", errors="replace").read()
+        data = sys.stdin.buffer.read(confine.MAX_READ_BYTES + 1)
+        if len(data) > confine.MAX_READ_BYTES:
+            raise UsageError(f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit")
+        return data.decode("utf-8", errors="replace")
     path = Path(name)
     if ctx.obj["repo"] is not None and not path.is_absolute():
         path = ctx.obj["repo"] / path
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {name}: {exc.strerror or exc}", hint="name a file that exists, or - for standard input") from exc
+    try:  # a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
+        return confine.read_file(path, name=name).decode("utf-8", errors="replace")
+    except PathRefused as exc:
+        raise UsageError(str(exc), hint="name a file that exists, or - for standard input") from exc
 
 
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
@@ -411,6 +424,8 @@ def review_list(ctx: click.Context, as_json: bool) -> None:
         return
     now = time.time()
     for row in rows:
+        for note in row["notes"]:
+            click.echo(f"warning: {row['id']}: {note}", err=True)
         status = row["citationStatus"]
         click.echo(f"{row['id']}  {row['target'] or '?'}  {_age(now - row['committedAt'])}  {status}  base {row['base'][:12] if row['base'] else '?'}")
     click.echo("Inspect one with `llmwiki review show <id>`.", err=True)

@@ -5,7 +5,8 @@
     ├── ConfigError                 exit 2: unreadable or invalid .llmwiki/config.toml
     ├── NotARepository              exit 2: no wiki / git work tree where one is needed
     ├── WikiError                   a page or the wiki cannot be read as asked
-    │   └── PageReadError           one page's bytes could not be read
+    │   ├── PageReadError           one page's bytes could not be read
+    │   └── PathRefused             a path the confinement rule refuses (confine.py)
     ├── GitError                    a git command failed (cmd, returncode, stderr)
     └── MissingDependency           exit 2: an optional extra (local, remote, mcp) is missing
 
@@ -53,6 +54,17 @@ class PageReadError(WikiError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class PathRefused(WikiError):
+    """A path that leaves its root, is not a regular file, is too large, or would be written
+    through a symlink (see confine.py)."""
+
+    def __init__(self, path: str, reason: str, *, code: str = "path-refused", hint: str | None = None) -> None:
+        super().__init__(f"{path}: {reason}", hint=hint)
+        self.path = path
+        self.reason = reason
+        self.code = code  # symlink-escape | not-regular-file | too-large | unreadable | symlink-write | path-refused
 
 
 class GitError(LlmwikiError):

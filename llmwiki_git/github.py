@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -43,8 +44,23 @@ def annotations(problems: Sequence[Problem]) -> list[str]:
     return lines
 
 
+_MD_SPECIAL = re.compile(r"[\\`*_\[\]<>!|~&]|[\x00-\x1f\x7f-\x9f]")
+
+
+def _entity(match: re.Match[str]) -> str:
+    char = match.group()
+    return " " if ord(char) < 0x20 or 0x7f <= ord(char) <= 0x9f else f"&#{ord(char)};"
+
+
+def md_text(text: str) -> str:
+    """``text`` as literal markdown (also inside a table cell): every character markdown or
+    HTML could act on (backticks, ``<img>``, ``|``, links, emphasis) becomes a numeric
+    character reference; control characters (CR, LF, escape sequences) become spaces."""
+    return _MD_SPECIAL.sub(_entity, text)
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return md_text(text)
 
 
 def summary(problems: Sequence[Problem], checked: int) -> str:
@@ -58,7 +74,7 @@ def summary(problems: Sequence[Problem], checked: int) -> str:
     rows = ["| file | line | col | severity | problem |", "|---|---|---|---|---|"]
     size = len(head) + sum(len(r) + 1 for r in rows)
     for index, p in enumerate(problems):
-        row = f"| `{_cell(p.path)}` | {p.line} | {p.col} | {p.severity} | {_cell(p.message)} |"
+        row = f"| <code>{_cell(p.path)}</code> | {p.line} | {p.col} | {p.severity} | {_cell(p.message)} |"
         if size + len(row) + 200 > SUMMARY_LIMIT:
             rows.append(f"\n_{len(problems) - index} more problems not shown (summary size limit)._")
             break

@@ -19,7 +19,7 @@ def hook_script(python: str | None = None, directory: str = ".", wiki_dir: str |
     text = (Path(__file__).parent / "data" / "pre-commit").read_text(encoding="utf-8")
     text = text.replace("LLMWIKI_DIR=.", f"LLMWIKI_DIR={shlex.quote(directory)}", 1)
     text = text.replace('LLMWIKI_WIKI_DIR=""', f"LLMWIKI_WIKI_DIR={shlex.quote(wiki_dir or '')}", 1)
-    return text.replace('LLMWIKI_PYTHON=""', f'LLMWIKI_PYTHON="{python or sys.executable}"', 1)
+    return text.replace('LLMWIKI_PYTHON=""', f"LLMWIKI_PYTHON={shlex.quote(python or sys.executable)}", 1)
 
 
 def install(git: Git, *, force: bool = False, directory: str = ".", wiki_dir: str | None = None) -> Path:

@@ -364,22 +364,21 @@ def _find_page(wiki: Any, *, page_id: str | None = None, path: str | None = None
 
 def _read_confined(ws: Any, wiki: Any, rel_path: str) -> str:
     """The text of ``rel_path`` (repository-relative), only if its real location is a .md
-    file under the real wiki root: symlinks leading out of the wiki are refused."""
+    file under the real wiki root (confine.py: symlinks leading out of the wiki, hidden
+    folders, FIFOs and oversize files are refused)."""
+    from . import confine
+    from .errors import PathRefused
+
     root = Path(ws.root).resolve()
-    wiki_root = (root / wiki.root_dir).resolve() if wiki.root_dir else root
-    real = (Path(ws.root) / rel_path).resolve()
-    if not real.is_relative_to(wiki_root):
-        raise WikiError(f"{rel_path} resolves outside the wiki root ({wiki.root_dir or '.'}); refused")
-    if real.suffix.lower() != ".md":
-        raise WikiError(f"{rel_path} resolves to a file that is not a .md page; refused")
+    wiki_root = root / wiki.root_dir if wiki.root_dir else root
+    inner = rel_path[len(wiki.root_dir) + 1:] if wiki.root_dir else rel_path
     try:
-        size = real.stat().st_size
-        limit = ws.settings.max_page_mb * 1024 * 1024
-        if size > limit:
-            raise WikiError(f"{rel_path} is {size / 1048576:.1f} MB, over the {ws.settings.max_page_mb} MB page limit")
-        data = real.read_bytes()
-    except OSError as exc:
-        raise WikiError(f"{rel_path}: cannot read ({exc.strerror or exc})") from exc
+        real = confine.confined(wiki_root, inner)
+        if not real.lower().endswith(".md"):
+            raise WikiError(f"{rel_path} resolves to a file that is not a .md page; refused")
+        data = confine.read_file(real, max_bytes=ws.settings.max_page_mb * 1024 * 1024, name=rel_path)
+    except PathRefused as exc:
+        raise WikiError(f"{rel_path}: {exc.reason}; refused") from exc
     from .wiki.pages import decode
 
     text, _issues = decode(data)

@@ -19,7 +19,12 @@ CODES = {
     "invalid-utf8": WARNING,
     "page-too-large": WARNING,
     "symlink-escape": WARNING,
+    "unchecked-page": ERROR,
 }
+
+#: Page issues meaning the checker could not fully check the page: an error (unchecked-page)
+#: for a page a change adds or modifies, so hidden links cannot slip through (fail closed).
+UNCHECKABLE = frozenset({"unreadable-page", "invalid-utf8", "page-too-large"})
 
 
 @dataclass(frozen=True)

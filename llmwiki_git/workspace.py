@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import config
-from .checks import Checker, CheckResult, check_wiki_with, names_fingerprint, new_problems, result_from_record, result_to_record
+from .checks import (Checker, CheckResult, check_wiki_with, fail_closed, names_fingerprint, new_problems, result_from_record,
+                     result_to_record)
 from .errors import ConfigError, NotARepository, UsageError
 from .problems import make
 from .git import EMPTY_TREE, Git, find_project, find_root
@@ -74,7 +75,7 @@ class Workspace:
     def snapshot(self, scope: str) -> Snapshot:
         """``worktree``, ``index``, or a revision (``HEAD``, a commit id, a branch)."""
         if scope == "worktree":
-            return WorktreeSnapshot(self.root, self.git)
+            return WorktreeSnapshot(self.root, self.git, max_bytes=self.settings.max_page_mb * 1024 * 1024)
         git = self.require_git("checking the index or a commit", flag="--staged/--rev/--base")
         if scope == "index":
             return IndexSnapshot(git)
@@ -279,12 +280,31 @@ class Workspace:
         """
         self._trees.clear()  # a long-lived workspace (the MCP server) sees branches move
         cache = self._cache()
-        result = self._check_scope(head, cache)
+        result = checked = self._check_scope(head, cache)
         if base is not None:
             result = new_problems(self._check_scope(base, cache), result)
         if cache is not None:
             cache.save()
+        changed = self._changed_paths(head, base)
+        if changed:
+            result = fail_closed(checked, result, changed)
         return self._mark_pending(result)
+
+    def _changed_paths(self, head: str, base: str | None) -> set[str]:
+        """Paths the change adds or modifies: the index against ``base`` (default HEAD) for
+        ``--staged``, ``base..head`` for two commits; empty for other scopes."""
+        if self.git is None or head == "worktree" or (base is None and head != "index"):
+            return set()
+        against = base or "HEAD"
+        if self.git.rev_parse(against) is None:
+            against = EMPTY_TREE
+        if head == "index":
+            out = self.git.run("diff-index", "--cached", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
+                               "--end-of-options", against, check=False)
+        else:
+            out = self.git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
+                               "--end-of-options", against, head, check=False)
+        return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
 
     def _mark_pending(self, result: CheckResult) -> CheckResult:
         """A broken link to a page an open review candidate would create is pending: a

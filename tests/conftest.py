@@ -71,6 +71,9 @@ class Repo:
         self.git("commit", "-q", "--allow-empty", "-m", message)
         return self.git("rev-parse", "HEAD").strip()
 
+    def llmwiki_cmd(self) -> list[str]:
+        return [sys.executable, "-m", "llmwiki_git"]
+
     def llmwiki(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """Run the real CLI in a fresh process, as a user would."""
         return subprocess.run(

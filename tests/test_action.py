@@ -273,7 +273,7 @@ def pr(repo: Repo, tmp_path: Path, change: dict[str, str], head_ref: str = "feat
 
 GAMMA_BROKEN = {"wiki/concepts/gamma.md": page("Gamma", "See [[Nowhere]] and [[alpha]].\n")}
 BROKEN_ANNOTATION = "::error file=wiki/concepts/gamma.md,line=4,col=5,title=llmwiki broken-link::broken link [[Nowhere]]"
-BROKEN_ROW = "| `wiki/concepts/gamma.md` | 4 | 5 | error | broken link [[Nowhere]] |"
+BROKEN_ROW = "| <code>wiki/concepts/gamma.md</code> | 4 | 5 | error | broken link &#91;&#91;Nowhere&#93;&#93; |"
 
 
 # --- the metadata ------------------------------------------------------------------------
@@ -387,7 +387,7 @@ def test_more_than_50_problems_gives_50_annotations_and_a_full_summary(repo: Rep
     for f in range(6):
         assert sum(f"bad{f}.md," in a for a in annotations) <= 10  # and 10 per file
     assert sum(f"bad{f}.md," in a for a in annotations for f in range(5)) == 50
-    rows = [line for line in run.summary.splitlines() if line.startswith("| `wiki/")]
+    rows = [line for line in run.summary.splitlines() if line.startswith("| <code>wiki/")]
     assert len(rows) == 72  # the summary has every problem
     assert run.outputs == {"broken": "72", "warnings": "0", "checked": "9"}
 
@@ -522,7 +522,7 @@ def test_candidate_branch_without_llmwiki_review_gives_a_notice(repo: Repo, tmp_
         "::notice title=llmwiki review::candidate validation needs a newer llmwiki: this version has no "
         "`llmwiki review`, so candidate why-0123abcd was not validated"
     ]
-    assert "Review candidate `why-0123abcd`: not validated (needs a newer llmwiki)." in run.summary
+    assert "Review candidate <code>why-0123abcd</code>: not validated (needs a newer llmwiki)." in run.summary
 
 
 def test_candidate_branch_with_review_show_lacking_onto_gives_a_notice(repo: Repo, tmp_path: Path) -> None:
@@ -555,7 +555,7 @@ def test_candidate_that_would_be_approved(repo: Repo, tmp_path: Path) -> None:
     assert run.success and run.commands == ["::notice title=llmwiki review::review candidate why-0123abcd: approval would pass"]
     assert (tmp_path / "review.log").read_text() == "why-0123abcd refs/remotes/origin/main\n"
     assert repo.git("rev-parse", f"refs/heads/{CANDIDATE}").strip() == head  # review show finds its branch
-    assert "Review candidate `why-0123abcd`: approval would pass." in run.summary
+    assert "Review candidate <code>why-0123abcd</code>: approval would pass." in run.summary
 
 
 def test_candidate_that_would_be_refused_fails_unless_fail_on_never(repo: Repo, tmp_path: Path) -> None:

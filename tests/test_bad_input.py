@@ -62,8 +62,9 @@ def test_bad_input_in_the_index_too(repo: Repo) -> None:
     os.symlink("/etc/passwd", repo.root / "wiki" / "evil.md")
     repo.git("add", "wiki/evil.md")
     code, found, _ = run(repo, "--staged")
-    assert code == 0
-    assert sorted(p["code"] for p in found) == ["malformed-frontmatter", "symlink-escape", "unreadable-page"]
+    assert code == 1  # the gate fails closed: a staged page it cannot check is an error (security.md)
+    assert sorted(p["code"] for p in found) == ["malformed-frontmatter", "symlink-escape", "unchecked-page",
+                                                "unreadable-page"]
 
 
 def test_malformed_config_is_a_clear_usage_error(repo: Repo) -> None:

@@ -140,7 +140,7 @@ def test_github_format_annotations_summary_outputs(repo: Repo, tmp_path) -> None
     assert annotations[0] == "::error file=wiki/concepts/many.md,line=1,col=1,title=llmwiki broken-link::broken link [[missing-0]]"
     assert "::error file=wiki/concepts/odd%2C name.md,line=1,col=1,title=llmwiki broken-link::broken link [[50%25: off]]" in annotations
     table = summary.read_text()
-    assert table.count("| `wiki/concepts/many.md` |") == 12  # the summary has them all
+    assert table.count("| <code>wiki/concepts/many.md</code> |") == 12  # the summary has them all
     assert output.read_text() == "broken=13\nwarnings=0\nchecked=4\n"
 
 

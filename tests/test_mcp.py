@@ -98,7 +98,7 @@ def test_tools_resources_and_confinement(demo: Repo, tmp_path: Path) -> None:
 
             status = await ok(s, "wiki_status", {})
             assert status["root"] == str(root) and status["wikiRoot"] == "wiki"
-            assert status["concepts"] == 9  # 8 + leak.md; escape.md leaves the repo: no page and status["queries"] == 0 and status["indexed"] is True
+            assert status["concepts"] == 8  # leak.md leaves the wiki, escape.md the repo: neither is a page and status["queries"] == 0 and status["indexed"] is True
             assert status["pendingCandidates"] == 0 and status["brokenLinks"] == 0
 
             pack = await ok(s, "get_context_pack", {"prompt": "how are review candidates approved?", "budget": 4000,
@@ -123,7 +123,7 @@ def test_tools_resources_and_confinement(demo: Repo, tmp_path: Path) -> None:
             assert "absolute path" in await refused(s, "read_page", {"path": "/etc/passwd"})
             assert "absolute path" in await refused(s, "read_page", {"pageId": "/etc/passwd"})
             assert "outside the wiki root" in await refused(s, "read_page", {"path": "notes.md"})
-            assert "resolves outside the wiki root" in await refused(s, "read_page", {"pageId": "concepts/leak"})
+            assert "page not found" in await refused(s, "read_page", {"pageId": "concepts/leak"})
             assert "no page at" in await refused(s, "read_page", {"path": "wiki/concepts/escape.md"})
             assert "not a markdown page" in await refused(s, "read_page", {"path": "wiki/diagram.txt"})
             assert "not a markdown page" in await refused(s, "read_page", {"path": ".llmwiki/config.toml"})
@@ -159,7 +159,7 @@ def test_tools_resources_and_confinement(demo: Repo, tmp_path: Path) -> None:
             assert blob.text == (root / "wiki" / "concepts" / "blobs.md").read_text()
             with pytest.raises(mcp.MCPError, match="'..' segment"):
                 await s.read_resource("llmwiki://page/../../etc/passwd")
-            with pytest.raises(mcp.MCPError, match="resolves outside the wiki root"):
+            with pytest.raises(mcp.MCPError, match="page not found"):
                 await s.read_resource("llmwiki://page/concepts/leak")
             assert (await ok(s, "wiki_status", {}))["pages"] == status["pages"]  # still serving
 
@@ -229,3 +229,34 @@ def test_missing_sdk_is_a_clear_error(demo: Repo, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` now raises ImportError
     with pytest.raises(LlmwikiError, match=r"llmwiki serve needs the MCP SDK: pip install 'llmwiki-git\[mcp\]'"):
         mcp_server.build_server(demo.root)
+
+
+def test_hostile_vault_and_candidates_over_mcp(demo: Repo, tmp_path: Path) -> None:
+    """Issue 12 over MCP: a symlink into .git never reaches an agent, a YAML alias bomb is
+    refused at once, and one gitlink candidate does not break review_list."""
+    from .test_security import BOMB, TOKEN, forge
+
+    root = demo.root
+    demo.git("config", "remote.origin.url", f"https://user:{TOKEN}@example.com/r.git")
+    (root / "wiki" / "concepts" / "gitcfg.md").symlink_to("../../.git/config")
+    (root / "wiki" / "concepts" / "bomb.md").write_text(BOMB)
+    tip = demo.git("rev-parse", "HEAD").strip()
+    forge(demo, "sub-00000003", "wiki/queries/sub.md", "160000", sha=tip)
+    forge(demo, "good-0000000a", "wiki/queries/good.md", content=b"A blob [[blobs]].\n")
+
+    async def body() -> None:
+        async with session(root, tmp_path / "server.log") as s:
+            for tool, args in (("get_context_pack", {"prompt": "remote origin url"}),
+                               ("query_wiki", {"question": "remote origin url"}),
+                               ("search_pages", {"query": "remote origin url"})):
+                result = await s.call_tool(tool, args)
+                assert TOKEN not in result.content[0].text
+            assert "page not found" in await refused(s, "read_page", {"pageId": "concepts/gitcfg"})
+            with anyio.fail_after(20):
+                page = await ok(s, "read_page", {"pageId": "concepts/bomb"})
+            assert page["frontmatter"] == {} and page["warnings"][0]["code"] == "malformed-frontmatter"
+            listed = {c["id"]: c for c in (await ok(s, "review_list", {}))["candidates"]}
+            assert listed["good-0000000a"]["citationStatus"] == "1 resolved, 0 pending, 0 broken"
+            assert listed["sub-00000003"]["citationStatus"] == "malformed"
+
+    run(body)

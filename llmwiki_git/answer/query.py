@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -168,13 +169,18 @@ def report(answer: str, load_wiki: Callable[[], Wiki], pending: PendingIndex | N
         return None, f"{exc.__class__.__name__}: {exc}"
 
 
-def log_activity(state_dir: os.PathLike[str] | str, question: str, page_ids: list[str], provider: str) -> None:
-    """Append one JSON line to ``.llmwiki/activity.log`` (never in git, never fatal)."""
+def log_activity(state_dir: os.PathLike[str] | str, question: str, page_ids: list[str], provider: str) -> dict[str, str] | None:
+    """Append one JSON line to ``.llmwiki/activity.log`` (never in git, never fatal, never
+    through a symlink: a refused log is returned as a warning)."""
+    from ..errors import PathRefused
+    from ..statedir import append_line
+
+    line = json.dumps({"at": now_iso(ms=False), "operation": "query", "question": question,
+                       "pages": page_ids, "provider": provider})
     try:
-        os.makedirs(state_dir, exist_ok=True)
-        line = json.dumps({"at": now_iso(ms=False), "operation": "query", "question": question,
-                           "pages": page_ids, "provider": provider}, ensure_ascii=False)
-        with open(os.path.join(state_dir, "activity.log"), "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        append_line(Path(state_dir), "activity.log", line)
+    except PathRefused as exc:
+        return {"code": "activity-log-refused", "message": f"{exc}; the query was not logged"}
     except OSError:
         pass
+    return None

@@ -13,8 +13,9 @@ from ..errors import LlmwikiError
 from ..providers.http import ProviderError
 from ..providers.registry import select_provider
 from ..wiki.citations import PendingIndex, format_report
-from ..publication.save import Published, precheck, profile_refusal, publish
+from ..publication.save import Published, Refusal, precheck, profile_refusal, publish
 from ..publication.write import Site
+from ..wiki.pages import uncheckable
 from .query import NO_MATCH, QueryResult, answer_stream, debug_json, log_activity, report, retrieve
 
 
@@ -56,6 +57,8 @@ def site_of(ws) -> Site:  # type: ignore[no-untyped-def]
 
 def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, debug: bool,  # type: ignore[no-untyped-def]
               provider: str | None, as_json: bool, out: Printer, stage: Stager | None = None) -> int:
+    # bytes that are not UTF-8 in the command line arrive as lone surrogates: make them U+FFFD
+    question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     environ = os.environ
     language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
     chat = select_provider(provider, environ, ws.settings.chat_provider)
@@ -101,7 +104,9 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
             raise LlmwikiError("--save --review needs the review feature to stage the answer", hint="use `llmwiki query --save --review`")
         code = _save(ws, result, pending, stage if review else None, out, as_json)
     else:
-        log_activity(ws.state_dir, question, result.page_ids, chat.name)
+        refused = log_activity(ws.state_dir, question, result.page_ids, chat.name)
+        if refused is not None:
+            result.warnings.append(refused)
     if as_json:
         out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return code
@@ -131,6 +136,11 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
 
 def _save(ws, result: QueryResult, pending: PendingIndex | None, stage: Stager | None,  # type: ignore[no-untyped-def]
           out: Printer, as_json: bool) -> int:
+    why = uncheckable(result.question + "\n" + result.answer)
+    if why is not None:  # the gate fails closed: never write a page the checker would skip
+        result.refusal = Refusal("uncheckable", [], f"Answer publication refused: {why}, so the saved page could not "
+                                                    "be link-checked; nothing was written").to_json()
+        return 1
     if stage is not None:  # --review: the caller's staging (the review feature), not ours
         outcome = stage(result.question, result.answer, pending)
         if hasattr(outcome, "candidate_id"):

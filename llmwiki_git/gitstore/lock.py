@@ -310,7 +310,7 @@ class ProjectLock:
         if start is None:
             start = time.time()
         data = {"pid": pid, "startTime": start, "host": socket.gethostname(), "command": self.command}
-        return (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
+        return (json.dumps(data) + "\n").encode("utf-8")
 
     @contextmanager
     def _guard(self, deadline: float, *, required: bool = True) -> Iterator[None]:

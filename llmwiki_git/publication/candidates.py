@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..errors import LlmwikiError, UsageError
 from ..git import Git
 from ..wiki.frontmatter import split
+from ..wiki.slug import slugify
 from . import trailers as T
 
 PREFIX = "refs/heads/llmwiki/review/"
@@ -104,6 +105,81 @@ def get(git: Git, candidate_id: str) -> Candidate:
     raise CandidateNotFound(candidate_id)
 
 
+REGULAR = "100644"
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """Why a candidate is not a plain query page (``code`` as in approval verdicts)."""
+
+    code: str
+    message: str
+
+
+def target_problem(target: str, wiki_root: str) -> str | None:
+    """Why ``target`` is not an acceptable validated-answer target: it must be exactly
+    ``<wiki root>/queries/<slug>.md`` and pass through no hidden folder (``.git``)."""
+    parts = target.split("/")
+    hidden = [p for p in parts if p.startswith(".") or p.casefold() == ".git" or not p]
+    if hidden or "\\" in target or any(ord(c) < 0x20 for c in target):
+        return f"target {target!r} goes through a hidden folder or has an unsafe name"
+    name = parts[-1]
+    slug = name[:-3] if name.endswith(".md") else ""
+    expected = "/".join(p for p in (wiki_root, "queries", f"{slug}.md") if p)
+    if not slug or slugify(slug) != slug or target != expected:
+        return f"target {target!r} is not a query page of this wiki (expected {expected!r} for a validated answer)"
+    return None
+
+
+def _raw_changes(git: Git, parent: str, commit: str) -> list[tuple[str, str, str, str]]:
+    """(new mode, new blob, status, path) of every entry ``commit`` changes against ``parent``."""
+    out = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-commit-id", parent, commit)
+    fields = out.split(b"\0")
+    changes = []
+    for head, path in zip(fields[0::2], fields[1::2]):
+        if not head.startswith(b":"):
+            break
+        meta = head[1:].decode("ascii", "replace").split()
+        if len(meta) >= 5:
+            changes.append((meta[1], meta[3], meta[4], path.decode("utf-8", "surrogateescape")))
+    return changes
+
+
+def validate(git: Git, candidate: Candidate, wiki_root: str) -> Malformed | None:
+    """The one structural check of a candidate, used by approve, show, list and the Action:
+    a well-formed trailer block; exactly one commit on its base changing exactly one entry,
+    its target, to a regular file (mode 100644: no symlink, executable or gitlink); the
+    target ``<wiki root>/queries/<slug>.md``, through no ``.git`` or other hidden folder.
+    Returns None when the candidate is a plain query page."""
+    t = candidate.trailers
+    if t is None or candidate.notes:
+        return Malformed("malformed", f"candidate {candidate.id} has a malformed trailer block "
+                                      f"({'; '.join(candidate.notes) or 'missing keys'}); reject it")
+    if t.kind != T.KIND:
+        return Malformed("malformed", f"candidate kind {t.kind!r} is not {T.KIND}")
+    problem = target_problem(t.target, wiki_root)
+    if problem is not None:
+        return Malformed("bad-target", f"candidate {candidate.id}: {problem}; reject it")
+    parents = git.text("rev-list", "--parents", "-n", "1", candidate.commit).split()[1:]
+    if len(parents) != 1 or parents[0] != t.base:
+        return Malformed("not-single-commit", f"candidate {candidate.id} must be exactly one commit on top of its base "
+                                              f"{t.base[:12]}; the branch was changed after staging")
+    changes = _raw_changes(git, t.base, candidate.commit)
+    paths = [c[3] for c in changes]
+    if paths != [t.target]:
+        return Malformed("touches-other-files", f"candidate {candidate.id} must change exactly {t.target}, "
+                                                f"but changes: {', '.join(map(repr, paths)) or 'nothing'}")
+    mode, _blob, status, _path = changes[0]
+    if status.startswith("D"):
+        return Malformed("touches-other-files", f"candidate {candidate.id} deletes {t.target}")
+    if mode != REGULAR:
+        kind = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)",
+                "040000": "a folder"}.get(mode, f"mode {mode}")
+        return Malformed("not-a-regular-file", f"candidate {candidate.id} makes {t.target} {kind}; only a regular "
+                                               "file (mode 100644) can be approved; reject it")
+    return None
+
+
 @dataclass(frozen=True)
 class BranchPending:
     """The pending index of DESIGN §3 from open candidate branches: slug -> candidate ids.
@@ -136,6 +212,15 @@ def reject(git: Git, candidate_id: str) -> str:
     commit = git.rev_parse(PREFIX + candidate_id)
     assert commit is not None
     target = REJECTED + candidate_id
-    git.run("update-ref", "-m", f"llmwiki: reject {candidate_id}", target, commit, "")
+    for attempt in range(2, 1002):  # an earlier rejection under this id is kept beside it
+        held = git.rev_parse(target)
+        if held is None or held == commit:
+            break
+        target = f"{REJECTED}{candidate_id}-{attempt}"
+    else:
+        raise LlmwikiError(f"too many rejected candidates named {candidate_id}",
+                           hint=f"delete old ones with `git update-ref -d {REJECTED}{candidate_id}`")
+    if git.rev_parse(target) != commit:
+        git.run("update-ref", "-m", f"llmwiki: reject {candidate_id}", target, commit, "")
     git.run("update-ref", "-m", f"llmwiki: reject {candidate_id}", "-d", PREFIX + candidate_id, commit)
     return target

@@ -134,11 +134,19 @@ def build(
     fingerprint = store_fingerprint(embedder.fingerprint) if embedder else NO_EMBEDDINGS
     dims = embedder.dimension if embedder else 0
     previous: dict[str, np.ndarray] = {}
+    notes: list[str] = []
     if embedder is not None and not full:
         try:
-            previous = store_mod.load(folder, expected_fingerprint=fingerprint).vectors_by_hash()
-        except store_mod.StoreError:
-            previous = {}
+            old = store_mod.load(folder, expected_fingerprint=fingerprint)
+        except store_mod.StoreError as exc:
+            if exc.code == "embedding-store-corrupt":
+                notes.append(f"{exc.message}; rebuilt it")
+        else:
+            bad = store_mod.verify_vectors(old)  # never reuse vectors that cannot be trusted
+            if bad is not None:
+                notes.append(f"{bad}; every chunk was embedded again")
+            else:
+                previous = old.vectors_by_hash()
     entries: list[store_mod.PageEntry] = []
     all_texts: list[str] = []
     documents: list[Document] = []
@@ -175,7 +183,7 @@ def build(
     model = embedder.model if embedder else NO_EMBEDDINGS
     LexicalIndex.build(documents).save(folder / LEXICAL_DIR)
     store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now))
-    return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend)
+    return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
 
 
 def memory_index(pages: list[IndexedPage]) -> tuple[store_mod.Store, LexicalIndex]:

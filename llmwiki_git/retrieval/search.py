@@ -107,10 +107,17 @@ def search(
     if embedder is not None and store.dimensions and rows:
         try:
             query = embedder.embed([question])[0]
-            cosine = np.asarray(store.vectors @ query, dtype=np.float32)
+            with np.errstate(all="ignore"):
+                cosine = np.asarray(store.vectors @ query, dtype=np.float32)
         except Exception as exc:  # any embedding failure degrades to lexical, with a warning
             warnings.append({"code": "embedding-degraded",
                              "message": f"query embedding failed ({exc}); ranked lexically"})
+        if cosine is not None and not bool(np.isfinite(cosine).all()):  # the store is verified, not trusted
+            bad = int((~np.isfinite(cosine)).sum())
+            warnings.append({"code": "embedding-store-corrupt",
+                             "message": f"{bad} stored vector(s) hold NaN or infinite values; ranked lexically. "
+                                        "Run `llmwiki index` to rebuild them"})
+            cosine = None
     bm25 = lexical.scores(question) if lexical is not None else np.zeros(rows, dtype=np.float32)
     if cosine is None:
         mode = "bm25"

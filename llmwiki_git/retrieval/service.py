@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .. import confine
+from ..errors import PathRefused
 from ..git import Git, blob_id
 from ..gitstore.transaction import sweep_temp_files, write_atomic
 from ..wiki.indexpage import entries_of, render, same_content
@@ -83,7 +85,7 @@ class Retrieval:
             pages = indexer.read_pages(wiki, skip)
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress)
             written = self._write_index_page(wiki, index_path, notes) if index_path and page else None
-        return replace(summary, notes=tuple(notes)), written
+        return replace(summary, notes=tuple(notes) + summary.notes), written
 
     def _store_fingerprint(self) -> str | None:
         try:
@@ -162,12 +164,9 @@ class Retrieval:
         return loaded, result
 
     def read_live(self, entry: PageEntry) -> LivePage:
-        path = (self.root / entry.path).resolve()
-        if os.path.commonpath([str(self.root.resolve()), str(path)]) != str(self.root.resolve()):
-            return LivePage(None, None)
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = confine.read_confined(self.root, entry.path)
+        except PathRefused:
             return LivePage(None, None)
         text, _ = decode(data)
         return LivePage(text, blob_id(data))

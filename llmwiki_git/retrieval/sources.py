@@ -4,10 +4,12 @@ refused."""
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import confine
+from ..errors import PathRefused
 
 _MARKER = re.compile(r"\^\[([^\]\n]+)\]")
 _SPAN = re.compile(r"^(?P<file>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
@@ -47,19 +49,23 @@ class SourceRefused(Exception):
     pass
 
 
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+"""A cited source larger than this is refused (not read): bounded time and memory."""
+
+
 def confined_path(sources_root: Path, name: str) -> Path:
-    """The real path of ``name`` inside ``sources_root``; SourceRefused otherwise."""
+    """The real path of ``name`` inside ``sources_root``, which must itself really be a
+    folder of its project (``sources/`` as a symlink to /etc is refused); SourceRefused
+    otherwise."""
     if not name or name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
         raise SourceRefused(f"absolute or empty path {name!r}")
-    if ".." in re.split(r"[\\/]", name):
-        raise SourceRefused(f"path {name!r} has a '..' segment")
-    if not sources_root.is_dir():
-        raise SourceRefused("there is no sources/ folder")
-    root = os.path.realpath(sources_root)
-    real = os.path.realpath(os.path.join(root, name))
-    if os.path.commonpath([root, real]) != root:
-        raise SourceRefused(f"{name!r} leaves sources/ (symlink)")
-    return Path(real)
+    try:
+        confine.confined(sources_root.parent, sources_root.name)
+        if not sources_root.is_dir():
+            raise SourceRefused("there is no sources/ folder")
+        return Path(confine.confined(sources_root, name))
+    except PathRefused as exc:
+        raise SourceRefused(exc.reason) from exc
 
 
 def window(sources_root: Path, citation: Citation) -> dict[str, object]:
@@ -68,9 +74,10 @@ def window(sources_root: Path, citation: Citation) -> dict[str, object]:
         raise SourceRefused("citation has no line range")
     path = confined_path(sources_root, citation.file)
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise SourceRefused(f"cannot read {citation.file}: {exc.strerror}") from exc
+        data = confine.read_file(path, max_bytes=MAX_SOURCE_BYTES, name=citation.file)
+    except PathRefused as exc:
+        raise SourceRefused(exc.reason) from exc
+    lines = data.decode("utf-8", errors="replace").splitlines()
     start = citation.start
     if start < 1 or start > len(lines):
         raise SourceRefused(f"line {start} is beyond the end of {citation.file}")

@@ -17,9 +17,11 @@ Both files are replaced atomically (temp file + rename), the bin first.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
+import stat
 import struct
 import tempfile
 from collections.abc import Sequence
@@ -30,13 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LlmwikiError
+from .. import confine
+from ..errors import LlmwikiError, PathRefused
 
 VERSION = 1
 MAGIC = b"LLMWEMB1"
 HEADER = struct.Struct("<8s16sII")
 JSON_NAME = "embeddings.json"
 BIN_NAME = "embeddings.bin"
+MAX_JSON_BYTES = 1 << 30
+MAX_DIMENSIONS = 65536
 
 
 class StoreError(LlmwikiError):
@@ -77,6 +82,7 @@ class Store:
     pages: list[PageEntry]
     vectors: np.ndarray  # (rows, dimensions) float32; a memmap when loaded from disk
     updated_at: str = ""
+    digest: str = ""  # sha256 of the vectors when saved ("" for stores written before it was kept)
     _row_page: list[int] = field(default_factory=list, repr=False)
 
     @property
@@ -104,6 +110,7 @@ class Store:
 
 def _atomic_write(path: Path, write: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    _clear_non_file(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -115,6 +122,36 @@ def _atomic_write(path: Path, write: Any) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _clear_non_file(path: Path) -> None:
+    """A folder, FIFO or symlink where a store file belongs is moved aside (``<name>.bad-<hex>``)
+    so the rebuilt file can take its place; nothing is deleted or followed."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        return
+    os.replace(path, path.with_name(f"{path.name}.bad-{secrets.token_hex(4)}"))
+
+
+def vectors_digest(vectors: np.ndarray) -> str:
+    """sha256 of the vectors as stored (float32 little-endian, row-major)."""
+    return hashlib.sha256(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).hexdigest()
+
+
+def verify_vectors(store: Store) -> str | None:
+    """Why the vectors cannot be trusted (None: they can): the digest recorded at save time
+    no longer matches (bytes overwritten), or a value is NaN or infinite. Reads every
+    vector: `index` runs it before reusing any; queries rely on the cheaper score check."""
+    if store.dimensions == 0 or store.rows == 0:
+        return None
+    if store.digest and vectors_digest(store.vectors) != store.digest:
+        return f".llmwiki/{BIN_NAME} does not match the digest recorded when it was written (overwritten?)"
+    if not bool(np.isfinite(store.vectors).all()):
+        return f".llmwiki/{BIN_NAME} holds NaN or infinite values"
+    return None
 
 
 def save(folder: Path, store: Store) -> None:
@@ -134,6 +171,7 @@ def save(folder: Path, store: Store) -> None:
         "dimensions": store.dimensions,
         "rows": rows,
         "token": token.hex(),
+        "vectorsDigest": vectors_digest(vectors),
         "updatedAt": store.updated_at,
         "pages": [p.to_json() for p in store.pages],
     }
@@ -146,10 +184,12 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
     json_path, bin_path = folder / JSON_NAME, folder / BIN_NAME
     if json_path.is_symlink() or bin_path.is_symlink():
         raise StoreError("the embedding store is a symlink; refusing to read it", "embedding-store-corrupt")
+    if not json_path.exists():
+        raise StoreError("no embedding store yet (.llmwiki/embeddings.json)")
     try:
-        meta = json.loads(json_path.read_bytes())
-    except FileNotFoundError:
-        raise StoreError("no embedding store yet (.llmwiki/embeddings.json)") from None
+        meta = json.loads(confine.read_file(json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}"))
+    except PathRefused as exc:
+        raise StoreError(f"{exc}", "embedding-store-corrupt") from exc
     except (OSError, ValueError) as exc:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt") from exc
     if not isinstance(meta, dict) or meta.get("version") != VERSION:
@@ -161,10 +201,11 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
                       p["firstRow"], p["hashes"], p.get("links", ()), p.get("dangling", ()))
             for p in meta["pages"]
         ]
-        if not all(isinstance(p.first_row, int) and isinstance(p.hashes, list) for p in pages):
-            raise ValueError("firstRow/hashes")
-    except (KeyError, TypeError, ValueError) as exc:
+        problem = _shape_problem(pages, rows, dims)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
+    if problem is not None:
+        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({problem})", "embedding-store-corrupt")
     if expected_fingerprint is not None and meta.get("fingerprint") != expected_fingerprint:
         raise StoreError(
             f"the embedding store was built with {meta.get('fingerprint')!r}, but the active model is "
@@ -176,14 +217,48 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
     vectors: np.ndarray = np.zeros((0, dims), dtype="<f4")
     if dims:
         vectors = _map_vectors(bin_path, token, rows, dims)
+    digest = meta.get("vectorsDigest")
     return Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, pages, vectors,
-                 meta.get("updatedAt", ""))
+                 meta.get("updatedAt", ""), digest=digest if isinstance(digest, str) else "")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value)
+
+
+def _shape_problem(pages: list[PageEntry], rows: int, dims: int) -> str | None:
+    """What is wrong with the page table (None: nothing): every field of the right type,
+    each page's rows ``firstRow .. firstRow + len(hashes)`` inside the store and disjoint."""
+    if not (0 <= dims <= MAX_DIMENSIONS) or rows < 0:
+        return f"{rows} rows of {dims} dimensions"
+    spans = []
+    for page in pages:
+        if not all(isinstance(v, str) for v in (page.page_id, page.path, page.blob, page.title, page.summary)):
+            return f"a page entry of the wrong shape ({str(page.page_id)[:80]!r})"
+        if not (_is_int(page.first_row) and _strings(page.hashes) and _strings(page.links) and _strings(page.dangling)):
+            return f"page {page.page_id[:80]!r} has a firstRow, hashes or links of the wrong type"
+        if page.first_row < 0 or page.first_row + len(page.hashes) > rows:
+            return f"page {page.page_id[:80]!r} has firstRow {page.first_row}, outside the {rows} rows"
+        if page.hashes:
+            spans.append((page.first_row, page.first_row + len(page.hashes)))
+    spans.sort()
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        if start < end:
+            return "two pages claim the same rows"
+    return None
 
 
 def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarray:
     expected = HEADER.size + rows * dims * 4
     try:
-        size = bin_path.stat().st_size
+        info = os.stat(bin_path)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f".llmwiki/{BIN_NAME} is not a regular file", "embedding-store-corrupt")
+        size = info.st_size
         with open(bin_path, "rb") as handle:
             magic, bin_token, bin_rows, bin_dims = HEADER.unpack(handle.read(HEADER.size))
     except FileNotFoundError:

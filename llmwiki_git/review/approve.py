@@ -15,7 +15,7 @@ from ..errors import LlmwikiError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
 from ..publication import trailers as T
-from ..publication.candidates import Candidate, body_digest, get
+from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, policy_refusal
 from ..publication.write import Site, commit_and_move, locked
@@ -40,15 +40,6 @@ class Verdict:
                 "citations": None if self.citations is None else [c.to_json() for c in self.citations]}
 
 
-def _parents(git: Git, commit: str) -> list[str]:
-    return git.text("rev-list", "--parents", "-n", "1", commit).split()[1:]
-
-
-def _changed(git: Git, parent: str, commit: str) -> list[str]:
-    out = git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--no-commit-id", parent, commit)
-    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
-
-
 def _blob_at(git: Git, commit: str, path: str) -> str | None:
     out = git.run("rev-parse", "--verify", "--quiet", f"{commit}:{path}", check=False).decode().strip()
     return out or None
@@ -65,17 +56,15 @@ def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str
         return Verdict(False, code, message, candidate, tip, ref, details=details)
 
     t = candidate.trailers
-    if t is None or candidate.notes:
-        return refuse("malformed", f"candidate {candidate_id} has a malformed trailer block ({'; '.join(candidate.notes) or 'missing keys'}); reject it")
-    if t.kind != T.KIND:
-        return refuse("malformed", f"candidate kind {t.kind!r} is not {T.KIND}")
-    parents = _parents(git, candidate.commit)
-    if len(parents) != 1 or parents[0] != t.base:
-        return refuse("not-single-commit", f"candidate {candidate_id} must be exactly one commit on top of its base {t.base[:12]}; "
-                      f"the branch was changed after staging: {RESTAGE}")
-    changed = _changed(git, t.base, candidate.commit)
-    if changed != [t.target] or "/queries/" not in f"/{t.target}" or not t.target.endswith(".md"):
-        return refuse("touches-other-files", f"candidate {candidate_id} must change exactly {t.target}, but changes: {', '.join(changed) or 'nothing'}")
+    try:
+        tip_wiki = ws.wiki(tip) if tip is not None else None
+    except LlmwikiError:  # judged below as "validation unavailable"
+        tip_wiki = None
+    malformed = validate(git, candidate, (tip_wiki or ws.wiki("worktree")).root_dir)
+    if malformed is not None:
+        extra = f": {RESTAGE}" if malformed.code == "not-single-commit" else ""
+        return refuse(malformed.code, malformed.message + extra)
+    assert t is not None
     new_blob = _blob_at(git, candidate.commit, t.target)
     if new_blob is None:
         return refuse("touches-other-files", f"candidate {candidate_id} deletes {t.target}")
@@ -94,7 +83,7 @@ def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str
         what = {"target-appeared": "now exists", "target-vanished": "was deleted", "target-changed": "changed"}[code]
         return refuse(code, f"{t.target} {what} since {candidate_id} was staged; {RESTAGE}")
     try:
-        after = ws.wiki(tip).with_page(t.target, document.decode("utf-8"))
+        after = (tip_wiki or ws.wiki(tip)).with_page(t.target, document.decode("utf-8"))
         citations, error = citation_report(body_of(document.decode("utf-8")), after, pending), None
     except Exception as exc:  # validation failure refuses, keeps the candidate
         citations, error = None, f"{exc.__class__.__name__}: {exc}"

@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import LlmwikiError
+from ..publication.candidates import get, list_candidates, pending_index
 from ..wiki.citations import BROKEN, PENDING
 from .approve import Approved, approve, evaluate
-from ..publication.candidates import get, list_candidates, pending_index
+
+
+REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file"})
+"""Verdict codes meaning the candidate is not a plain query page (listed as malformed)."""
 
 
 def _status(citations: list[Any] | None) -> str:
@@ -26,7 +31,15 @@ def list_view(ws) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
         t = candidate.trailers
         status = "malformed"
         if t is not None and not candidate.notes:
-            status = _status(evaluate(ws, candidate.id, pending).citations)
+            try:  # one malformed candidate never breaks listing the others
+                verdict = evaluate(ws, candidate.id, pending)
+            except LlmwikiError as exc:
+                candidate.notes.append(f"cannot be evaluated: {exc}")
+            else:
+                if verdict.code in REFUSED_SHAPES:
+                    candidate.notes.append(verdict.message)
+                else:
+                    status = _status(verdict.citations)
         rows.append({"id": candidate.id, "target": t.target if t else None, "committedAt": candidate.committed_at,
                      "citationStatus": status, "base": t.base if t else None, "commit": candidate.commit,
                      "notes": candidate.notes})

@@ -62,6 +62,30 @@ def split(text: str) -> tuple[str | None, int, int]:
     return raw, end, text.count("\n", 0, end)
 
 
+MAX_NODES = 20_000
+"""Frontmatter expanding (aliases followed) to more values than this is refused: a few
+hundred bytes of nested YAML aliases can otherwise expand to billions of values in any
+reader that walks the data (JSON output, MCP ``read_page``)."""
+
+
+def _oversized(data: Any) -> bool:
+    """Whether walking ``data`` as a tree (shared references counted each time, as a JSON
+    encoder would) visits more than MAX_NODES values; stops as soon as it does."""
+    budget = MAX_NODES
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return True
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set)):
+            stack.extend(value)
+    return False
+
+
 def parse(text: str) -> Frontmatter:
     """Split and parse; malformed YAML is reported in ``error``, never raised."""
     raw, offset, body_line = split(text)
@@ -70,6 +94,11 @@ def parse(text: str) -> Frontmatter:
     yaml, loader = _yaml()
     try:
         data = yaml.load(raw, Loader=loader) if raw.strip() else {}
+        if ("&" in raw or "*" in raw or len(raw) > MAX_NODES) and _oversized(data):
+            return Frontmatter(raw, {}, f"frontmatter expands to more than {MAX_NODES} values "
+                               "(YAML aliases used as a bomb?); ignored", 2, body_line, offset)
+    except RecursionError:
+        return Frontmatter(raw, {}, "frontmatter is nested too deeply; ignored", 2, body_line, offset)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1  # +1 for the fence, +1 to 1-based

@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..confine import hidden_part
 from ..git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .scancache import ScanCache
 from .slug import LinkTarget, slugify
-from .sources import Snapshot, SourceFile
+from .sources import FileRefused, Snapshot, SourceFile
 
 CONCEPTS = "concepts"
 QUERIES = "queries"
@@ -174,6 +175,19 @@ def names_wiki(root_dir: str, names_by_path: dict[str, str], other_files: list[s
     return Wiki(root_dir, pages, other_files, [], None)
 
 
+def _link_leaves(item: SourceFile, prefix: str) -> str | None:
+    """Why the symlinked page ``item`` may not be read (None: not a symlink, or its target
+    stays inside the wiki root and outside hidden folders)."""
+    target = item.link_target
+    if target is None:
+        return None
+    hidden = hidden_part(target)
+    if not target.startswith(prefix) or hidden is not None:
+        where = f"into {hidden!r}" if hidden is not None else "outside the wiki root"
+        return f"symlink leads {where} ({target}); not read"
+    return None
+
+
 def detect_root(paths: Iterable[str], base: str = "") -> str:
     """``<base>/wiki`` when the snapshot has that folder, else ``base`` (the folder holding
     ``.llmwiki/``, or the repository root)."""
@@ -208,6 +222,10 @@ def load_wiki(
         if path[:1] == "." or "/." in path:
             continue  # folders and files starting with "." are never pages
         if path.startswith(prefix) and path[-3:].lower() == ".md":
+            leaves = _link_leaves(item, prefix)
+            if leaves:
+                issues.append((path, Issue("symlink-escape", leaves)))
+                continue
             page_files.append(item)
         else:
             others.append(path)
@@ -223,6 +241,9 @@ def load_wiki(
     if cache is not None:
         cache.touch([blob for blob, _ in scans.values() if blob])
     for path, data in snapshot.read(to_read).items():
+        if isinstance(data, FileRefused):
+            scans[path] = (None, PageScan(None, (), (), 0, (Issue(data.code, data.message),)))
+            continue
         if isinstance(data, OSError):
             scans[path] = (None, PageScan(None, (), (), 0, (Issue("unreadable-page", f"cannot read: {data}"),)))
             continue

@@ -94,6 +94,26 @@ def decode(data: bytes) -> tuple[str | None, list[Issue]]:
         ]
 
 
+def uncheckable(document: bytes | str, *, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
+    """Why a page with this content could not be fully checked (None: it could). Writers
+    refuse such content before any write, so the checker never has to skip a page
+    llmwiki wrote itself."""
+    if isinstance(document, str):
+        try:
+            document = document.encode("utf-8")
+        except UnicodeEncodeError:
+            return "it holds characters that are not valid UTF-8"
+    if b"\0" in document:
+        return "it contains NUL bytes"
+    if len(document) > max_bytes:
+        return f"it is over the {max_bytes // (1024 * 1024)} MB page limit"
+    try:
+        document.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is not valid UTF-8"
+    return None
+
+
 def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:
     if len(data) > max_bytes:
         size_mb = len(data) / (1024 * 1024)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .. import confine
+from ..errors import PathRefused
 from ..git import Git, TreeEntry
 
 _SKIP_DIRS = {"node_modules", "__pycache__"}
@@ -22,6 +24,20 @@ _SKIP_DIRS = {"node_modules", "__pycache__"}
 class SourceFile:
     path: str
     blob: str | None = None
+    link_target: str | None = None  # a symlink's real path, relative to the repository root
+
+
+class FileRefused(OSError):
+    """A file the confinement rule would not read (FIFO, device, oversize): ``code`` is the
+    page issue to report."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True)
@@ -41,8 +57,11 @@ class Snapshot(Protocol):
     def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]: ...
 
 
-def _escapes(root: Path, real: str) -> bool:
-    return os.path.commonpath([str(root), real]) != str(root)
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
 
 
 class WorktreeSnapshot:
@@ -51,9 +70,12 @@ class WorktreeSnapshot:
 
     label = "work tree"
 
-    def __init__(self, root: Path, git: Git | None) -> None:
+    def __init__(self, root: Path, git: Git | None, *, max_bytes: int = confine.MAX_READ_BYTES) -> None:
         self.root = root.resolve()
         self.git = git
+        self.max_bytes = max_bytes
+        self._links: dict[str, str] = {}
+        self._folders: dict[str, bool] = {}
 
     def _listing(self) -> list[str]:
         found: list[str] = []
@@ -65,14 +87,19 @@ class WorktreeSnapshot:
         return sorted(found)
 
     def _check_link(self, rel: str, issues: list[SourceIssue]) -> bool:
-        """Whether the symlink ``rel`` may be read as a file."""
+        """Whether the symlink ``rel`` may be read as a file (its target is remembered, so
+        the wiki can refuse one leaving the wiki root)."""
         full = os.path.join(self.root, rel)
-        real = os.path.realpath(full)
-        if _escapes(self.root, real):
+        where = confine.real_relative(self.root, rel)
+        if where is None:
             issues.append(SourceIssue(rel, "symlink-escape",
-                                      f"symlink points outside the repository ({os.readlink(full)}); not read"))
+                                      f"symlink points outside the repository ({_readlink(full)}); not read"))
             return False
-        return os.path.isfile(real)
+        self._links[rel] = where
+        return os.path.isfile(full)
+
+    def _file(self, rel: str) -> SourceFile:
+        return SourceFile(rel, None, self._links.get(rel))
 
     def files(self) -> tuple[list[SourceFile], list[SourceIssue]]:
         if self.git is not None:
@@ -86,7 +113,7 @@ class WorktreeSnapshot:
                     continue
             elif not os.path.isfile(full):
                 continue
-            files.append(SourceFile(rel))
+            files.append(self._file(rel))
         return files, issues
 
     def _git_files(self) -> tuple[list[SourceFile], list[SourceIssue]]:
@@ -100,31 +127,43 @@ class WorktreeSnapshot:
         for entry in self.git.ls_index():
             if entry.is_symlink:
                 if os.path.islink(os.path.join(self.root, entry.path)) and self._check_link(entry.path, issues):
-                    files.append(SourceFile(entry.path))
+                    files.append(self._file(entry.path))
             elif entry.path in modified:
                 if os.path.isfile(os.path.join(self.root, entry.path)) and not os.path.islink(os.path.join(self.root, entry.path)):
                     files.append(SourceFile(entry.path))
                 elif os.path.islink(os.path.join(self.root, entry.path)) and self._check_link(entry.path, issues):
-                    files.append(SourceFile(entry.path))
+                    files.append(self._file(entry.path))
             elif entry.is_file:
                 files.append(SourceFile(entry.path, entry.blob))
         for rel in self.git.untracked_paths():
             full = os.path.join(self.root, rel)
             if os.path.islink(full):
                 if self._check_link(rel, issues):
-                    files.append(SourceFile(rel))
+                    files.append(self._file(rel))
             elif os.path.isfile(full):
                 files.append(SourceFile(rel))
         return files, issues
+
+    def _plain_folder(self, folder: str) -> bool:
+        """Whether ``folder`` (relative) is reached through no symlink (remembered per folder)."""
+        known = self._folders.get(folder)
+        if known is None:
+            known = self._folders[folder] = not folder or confine.real_relative(self.root, folder) == folder
+        return known
 
     def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]:
         result: dict[str, bytes | OSError] = {}
         for item in files:
             try:
-                with open(os.path.join(self.root, item.path), "rb") as handle:
-                    result[item.path] = handle.read()
-            except OSError as exc:
-                result[item.path] = exc
+                if item.link_target is None and self._plain_folder(posixpath.dirname(item.path)):
+                    # a plain file in a folder reached through no symlink: no symlink may stand there now
+                    real, plain = os.path.join(self.root, item.path), True
+                else:
+                    real, plain = confine.confined(self.root, item.path, allow_hidden=True), False
+                result[item.path] = confine.read_file(real, max_bytes=self.max_bytes, name=item.path, nofollow=plain)
+            except PathRefused as exc:
+                code = {"too-large": "page-too-large", "symlink-escape": "symlink-escape"}.get(exc.code, "unreadable-page")
+                result[item.path] = FileRefused(code, exc.reason)
         return result
 
 
@@ -152,7 +191,10 @@ class _GitSnapshot:
                     SourceIssue(entry.path, "symlink-escape", f"symlink points outside the repository ({raw}); not read")
                 )
             elif joined in by_path:
-                files.append(SourceFile(entry.path, by_path[joined].blob))
+                files.append(SourceFile(entry.path, by_path[joined].blob, joined))
+            else:
+                issues.append(SourceIssue(entry.path, "symlink-escape",
+                                          f"symlink target {raw} is not a file in this tree; not read"))
         return files, issues
 
     def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]:
