@@ -23,8 +23,6 @@ class LlmwikiGroup(click.Group):
     """Translates the one exception tree into messages and exit codes, in one place."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        if ctx.protected_args[:1] == ["serve"]:  # stdout carries JSON-RPC, escaped by its encoder
-            return self._invoke(ctx)
         from .terminal import safe_streams
 
         with safe_streams():  # nothing from a file, model, branch or trailer reaches the terminal raw
@@ -90,7 +88,8 @@ def _read_text_argument(ctx: click.Context, name: str) -> str:
     try:  # a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
         return confine.read_file(path, name=name).decode("utf-8", errors="replace")
     except PathRefused as exc:
-        raise UsageError(str(exc), hint="name a file that exists, or - for standard input") from exc
+        reason = exc.reason.removeprefix("cannot read: ")
+        raise UsageError(f"cannot read {name}: {reason}", hint="name a file that exists, or - for standard input") from exc
 
 
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:

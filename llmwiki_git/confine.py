@@ -180,6 +180,21 @@ def append(root: str | os.PathLike[str], rel: str, data: bytes) -> None:
         os.close(fd)
 
 
+def create(root: str | os.PathLike[str], rel: str, data: bytes) -> bool:
+    """Create ``root/rel`` holding ``data`` unless something is already there (``O_EXCL``,
+    ``O_NOFOLLOW``: never through a symlink); whether it was created."""
+    path = writable(root, rel)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
+    except FileExistsError:
+        return False
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return True
+
+
 def write_atomic(root: str | os.PathLike[str], rel: str, data: bytes) -> Path:
     """Replace ``root/rel`` with ``data`` (temp file + rename: a symlink there is replaced,
     never followed), after refusing a symlinked folder on the way."""

@@ -14,11 +14,10 @@ GITIGNORE = "# llmwiki local state: only config.toml is committed (this file ign
 
 def ensure(state_dir: Path) -> Path:
     confine.ensure_dir(state_dir.parent, state_dir.name)
-    if not (state_dir / ".gitignore").exists():
-        try:
-            confine.write_atomic(state_dir, ".gitignore", GITIGNORE.encode("utf-8"))
-        except (OSError, PathRefused):
-            pass
+    try:
+        confine.create(state_dir, ".gitignore", GITIGNORE.encode("utf-8"))
+    except (OSError, PathRefused):
+        pass
     return state_dir
 
 

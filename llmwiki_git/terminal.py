@@ -46,6 +46,12 @@ class SafeStream(io.TextIOBase):
     def flush(self) -> None:
         self.inner.flush()
 
+    @property
+    def buffer(self) -> object:
+        """The raw byte stream, for writers of binary or protocol data (the MCP server's
+        JSON-RPC on stdout, escaped by its own encoder)."""
+        return self.inner.buffer  # type: ignore[attr-defined]
+
     def isatty(self) -> bool:
         return self.inner.isatty()
 
