@@ -47,6 +47,13 @@ def _blob_at(git: Git, commit: str, path: str) -> str | None:
     return out or None
 
 
+def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
+    """The refusal code and wording for a target that is not at the tip what it was."""
+    if expected is None:
+        return "target-appeared", "now exists"
+    return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
+
+
 def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str | None = None) -> Verdict:  # type: ignore[no-untyped-def]
     """Would approving ``candidate_id`` onto ``branch`` (default: the current one) pass?"""
     git: Git = ws.require_git("reviewing candidates")
@@ -83,8 +90,7 @@ def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str
         return refuse("target-vanished", f"branch {ref} does not exist")
     at_tip = _blob_at(git, tip, t.target)
     if at_tip != at_base:
-        code = "target-appeared" if at_base is None else ("target-vanished" if at_tip is None else "target-changed")
-        what = {"target-appeared": "now exists", "target-vanished": "was deleted", "target-changed": "changed"}[code]
+        code, what = _moved(at_base, at_tip)
         return refuse(code, f"{t.target} {what} since {candidate_id} was staged; {RESTAGE}")
     try:
         after = (tip_wiki or ws.wiki(tip)).with_page(t.target, document.decode("utf-8"))
@@ -125,9 +131,7 @@ def _evaluate_page(ws, candidate: Candidate, tip: str | None, ref: str,  # type:
         return refuse("target-vanished", f"branch {ref} does not exist")
     at_tip = _blob_at(git, tip, t.target)
     if at_tip != started:
-        code = "target-appeared" if started is None else ("target-vanished" if at_tip is None else "target-changed")
-        what = {"target-appeared": "now exists", "target-vanished": "was deleted",
-                "target-changed": "changed"}[code]
+        code, what = _moved(started, at_tip)
         view = P.three_way(git, t.target, started, at_tip, new_blob)
         return refuse(code, f"lost update refused: {t.target} {what} since the editor of {cid} read it "
                             f"(they started from {t.precondition}, the tip has {P.precondition_of(at_tip)}); "

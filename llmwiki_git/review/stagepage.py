@@ -5,11 +5,11 @@ tree, index and HEAD are untouched), naming the blob the editor started from."""
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..confine import refuse_symlinks
 from ..errors import PathRefused, UsageError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
@@ -26,21 +26,6 @@ class PageEdit:
     target: str  # repository-relative path of the page
     document: str | None  # None: delete the page
     started_from: str | None = None  # "absent", a blob id, or a commit-ish; None: HEAD's blob
-
-
-def _no_symlink(top: Path, rel: str) -> None:
-    """Refuse when any existing component of ``top/rel`` in the work tree is a symlink (a page
-    written there on approval would land somewhere else)."""
-    current = top
-    for part in rel.split("/"):
-        current = current / part
-        try:
-            info = os.lstat(current)
-        except FileNotFoundError:
-            return
-        if stat.S_ISLNK(info.st_mode):
-            raise PathRefused(rel, f"{current.relative_to(top).as_posix()} is a symlink in the work tree",
-                              hint="propose the page at its real path")
 
 
 def _started_from(git: Git, base: str, target: str, given: str | None) -> str:
@@ -93,7 +78,7 @@ def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit) -> tupl
     problem = page_target_problem(edit.target, root_dir)
     if problem is not None:
         raise UsageError(f"cannot stage {edit.target!r}: {problem}")
-    _no_symlink(top, edit.target)
+    refuse_symlinks(top, edit.target)
     at_base = _blob_at(git, base, edit.target)
     if at_base is not None and git.text("ls-tree", "--format=%(objectmode)", base, "--", edit.target) != "100644":
         raise PathRefused(edit.target, "is not a regular file at HEAD (a symlink, executable or submodule)")
@@ -129,18 +114,20 @@ def worktree_edits(ws, paths: Sequence[str], started_from: str | None = None) ->
 
     git: Git = ws.require_git("staging a page edit")
     top = Path(ws.root)
-    root_dir = ws.wiki("worktree").root_dir
+    worktree = ws.wiki("worktree")
+    root_dir = worktree.root_dir
     if not paths:
+        known = set(worktree.by_path) | (set(ws.wiki("HEAD").by_path) if git.rev_parse("HEAD") else set())
         out = git.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
                       "--", f":(top,literal){root_dir}" if root_dir else ":(top)")
         names = sorted({rec[3:].decode("utf-8", "surrogateescape") for rec in out.split(b"\0") if len(rec) > 3})
-        paths = [n for n in names if page_target_problem(n, root_dir) is None]
+        paths = [n for n in names if n in known and page_target_problem(n, root_dir) is None]
         if not paths:
             raise UsageError("no changed page under the wiki root: nothing to stage",
                              hint="edit a page first, or name the pages: `llmwiki review stage <path>`")
     edits = []
     for rel in paths:
-        _no_symlink(top, rel)
+        refuse_symlinks(top, rel)
         if not os.path.lexists(top / rel):
             edits.append(PageEdit(rel, None, started_from))
             continue
