@@ -42,10 +42,6 @@ class Verdict:
                 **({"details": self.details} if self.details else {})}
 
 
-def _blob_at(git: Git, commit: str, path: str) -> str | None:
-    out = git.run("rev-parse", "--verify", "--quiet", f"{commit}:{path}", check=False).decode().strip()
-    return out or None
-
 
 def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
     """The refusal code and wording for a target that is not at the tip what it was."""
@@ -76,19 +72,19 @@ def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str
     assert t is not None
     if t.kind == T.PAGE_KIND:
         return _evaluate_page(ws, candidate, tip, ref, refuse)
-    new_blob = _blob_at(git, candidate.commit, t.target)
+    new_blob = P.blob_at(git, candidate.commit, t.target)
     if new_blob is None:
         return refuse("touches-other-files", f"candidate {candidate_id} deletes {t.target}")
     document = git.run("cat-file", "blob", new_blob)
     if body_digest(document) != t.body_digest:
         return refuse("candidate-edited", f"candidate-edited: the answer body of {candidate_id} no longer matches its digest; {RESTAGE}")
-    at_base = _blob_at(git, t.base, t.target)
+    at_base = P.blob_at(git, t.base, t.target)
     claimed = T.ABSENT if at_base is None else f"blob {at_base}"
     if t.precondition != claimed:
         return refuse("forged", f"candidate {candidate_id} claims precondition {t.precondition!r}, but at its base the target was {claimed!r}; {RESTAGE}")
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
-    at_tip = _blob_at(git, tip, t.target)
+    at_tip = P.blob_at(git, tip, t.target)
     if at_tip != at_base:
         code, what = _moved(at_base, at_tip)
         return refuse(code, f"{t.target} {what} since {candidate_id} was staged; {RESTAGE}")
@@ -116,7 +112,7 @@ def _evaluate_page(ws, candidate: Candidate, tip: str | None, ref: str,  # type:
     t = candidate.trailers
     assert t is not None
     cid = candidate.id
-    new_blob = _blob_at(git, candidate.commit, t.target)
+    new_blob = P.blob_at(git, candidate.commit, t.target)
     document = None if new_blob is None else git.run("cat-file", "blob", new_blob)
     digest = T.ABSENT if document is None else body_digest(document)
     if digest != t.body_digest:
@@ -129,7 +125,7 @@ def _evaluate_page(ws, candidate: Candidate, tip: str | None, ref: str,  # type:
         return refuse("malformed", f"candidate {cid} deletes {t.target}, which its precondition says was absent; reject it")
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
-    at_tip = _blob_at(git, tip, t.target)
+    at_tip = P.blob_at(git, tip, t.target)
     if at_tip != started:
         code, what = _moved(started, at_tip)
         view = P.three_way(git, t.target, started, at_tip, new_blob)
@@ -215,7 +211,7 @@ def _approve(ws, site: Site, candidate_id: str, pending: PendingIndex | None) ->
         raw = git.run("cat-file", "commit", commit).decode("utf-8", "surrogateescape")
         message = raw.split("\n\n", 1)[1]
         message = message.rstrip("\n") + f"\n{T.REPLAYED}: {commit}\n"
-        document = None if _blob_at(git, commit, t.target) is None else git.run("cat-file", "blob", f"{commit}:{t.target}")
+        document = None if P.blob_at(git, commit, t.target) is None else git.run("cat-file", "blob", f"{commit}:{t.target}")
         author = git.text("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit).split("\0")
         commit = build_commit(git, verdict.tip, {t.target: document}, message, author=(author[0], author[1], author[2]))
     entry = log_entry("approve", verdict.candidate.subject,

@@ -30,6 +30,12 @@ def content_problem(document: str) -> str | None:
     return f"the page has a control character {found.group()!r} on line {line} (NUL bytes and escape sequences are refused)"
 
 
+def blob_at(git: Git, rev: str, path: str) -> str | None:
+    """The blob id of ``path`` at ``rev`` (None: no such entry)."""
+    out = git.run("rev-parse", "--verify", "--quiet", f"{rev}:{path}", check=False).decode().strip()
+    return out or None
+
+
 def precondition_of(blob: str | None) -> str:
     return T.ABSENT if blob is None else f"blob {blob}"
 

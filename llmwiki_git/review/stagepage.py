@@ -32,7 +32,7 @@ def _started_from(git: Git, base: str, target: str, given: str | None) -> str:
     """The precondition: HEAD's blob (or ``absent``) unless the editor says what they read --
     ``absent``, a blob id, or a commit whose version of the page they read."""
     if given is None:
-        return P.precondition_of(_blob_at(git, base, target))
+        return P.precondition_of(P.blob_at(git, base, target))
     given = given.strip()
     if given == T.ABSENT:
         return T.ABSENT
@@ -41,17 +41,12 @@ def _started_from(git: Git, base: str, target: str, given: str | None) -> str:
         return P.precondition_of(git.text("rev-parse", "--verify", "--end-of-options", f"{given}^{{blob}}"))
     if kind in ("commit", "tag"):
         commit = git.text("rev-parse", "--verify", "--end-of-options", f"{given}^{{commit}}")
-        return P.precondition_of(_blob_at(git, commit, target))
+        return P.precondition_of(P.blob_at(git, commit, target))
     try:
         return P.precondition_of(P.blob_of_precondition(f"blob {given.lower()}"))  # a blob id not in this repository
     except UsageError:
         raise UsageError(f"--from {given!r} names no blob or commit here",
                          hint="give the blob id you read (read_page's blobId), a commit, or 'absent'") from None
-
-
-def _blob_at(git: Git, rev: str, path: str) -> str | None:
-    out = git.run("rev-parse", "--verify", "--quiet", f"{rev}:{path}", check=False).decode().strip()
-    return out or None
 
 
 def stage_pages(ws, edits: Sequence[PageEdit], note: Callable[[str], None] | None = None) -> list[Staged]:  # type: ignore[no-untyped-def]
@@ -79,7 +74,7 @@ def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit) -> tupl
     if problem is not None:
         raise UsageError(f"cannot stage {edit.target!r}: {problem}")
     refuse_symlinks(top, edit.target)
-    at_base = _blob_at(git, base, edit.target)
+    at_base = P.blob_at(git, base, edit.target)
     if at_base is not None and git.text("ls-tree", "--format=%(objectmode)", base, "--", edit.target) != "100644":
         raise PathRefused(edit.target, "is not a regular file at HEAD (a symlink, executable or submodule)")
     if edit.document is None:
@@ -152,7 +147,7 @@ def restore(ws, edits: Sequence[PageEdit]) -> list[str]:  # type: ignore[no-unty
             kept.append(edit.target)
             continue
         spec = f":(top,literal){edit.target}"
-        if _blob_at(git, "HEAD", edit.target) is not None:
+        if P.blob_at(git, "HEAD", edit.target) is not None:
             git.run("checkout", "HEAD", "--", spec)
         else:
             git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", spec)
