@@ -229,7 +229,7 @@ def pending_index(git: Git) -> BranchPending:
         answer = t.kind == T.KIND and "/queries/" in f"/{t.target}"
         if not answer and not (t.kind == T.PAGE_KIND and t.body_digest != T.ABSENT):
             continue
-        by_slug.setdefault(candidate.slug, []).append(candidate.id)
+        by_slug.setdefault(slugify(candidate.slug), []).append(candidate.id)  # a page file name may not be a slug
     return BranchPending({k: tuple(sorted(v)) for k, v in by_slug.items()})
 
 

@@ -185,3 +185,17 @@ def test_stage_refuses_targets_outside_the_wiki(wiki: tuple[Repo, str], target: 
         stage_pages(ws, [PageEdit(full, "# x\n")])
     assert why in str(raised.value)
     assert repo.git("for-each-ref", "refs/heads/llmwiki/review/") == ""
+
+
+def test_a_link_to_a_proposed_page_with_a_spaced_name_is_pending(wiki: tuple[Repo, str]) -> None:
+    repo, prefix = wiki
+    new, gamma = f"{prefix}concepts/Zeta Page.md", f"{prefix}concepts/gamma.md"
+    repo.write(new, page("Zeta Page", "New."))
+    zeta = staged_ids(run(repo, "review", "stage", new, "--json", "--restore"))[new]
+    repo.write(gamma, page("Gamma", "Gamma links [[zeta page]]."))
+    edit = staged_ids(run(repo, "review", "stage", gamma, "--json", "--restore"))[gamma]
+    view = json.loads(run(repo, "review", "show", edit, "--json").stdout)
+    assert view["verdict"]["ok"] and [p["target"] for p in view["verdict"]["details"]["pendingLinks"]] == ["zeta-page"]
+    assert run(repo, "review", "approve", edit).returncode == 0  # pending passes while its candidate exists
+    assert run(repo, "review", "approve", zeta).returncode == 0
+    assert repo.llmwiki("check", env=FAST).returncode == 0
