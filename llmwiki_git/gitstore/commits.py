@@ -33,6 +33,8 @@ __all__ = ["DirtyPaths", "RefChanged", "UnsafePath", "build_commit", "commit_pat
 
 _TEMP_PREFIX = "llmwiki-index-"
 _TEMP_RE = re.compile(r"^llmwiki-index-(\d+)-")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
