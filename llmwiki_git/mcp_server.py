@@ -599,6 +599,7 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
     from .workspace import Workspace
 
     ws = Workspace.open(Path(root), wiki_dir=wiki_dir)
+    ws.reuse_listing = True  # long-running: a call with no file changed skips the git listing
     tools = {t.name: t for t in _tools()}
     for t in tools.values():
         Draft202012Validator.check_schema(t.input_schema)

@@ -33,6 +33,9 @@ class Workspace:
     use_cache: bool = True
     project: Path | None = None
     _trees: dict[str, str] = field(default_factory=dict, repr=False)  # revision -> tree id
+    reuse_listing: bool = False  # a long-running process (MCP): reuse the page listing while no file changes
+    _listing: tuple[object, dict[str, str]] | None = field(default=None, repr=False)
+    _git_index: str | None = field(default=None, repr=False)
 
     @property
     def base(self) -> str:
@@ -122,7 +125,27 @@ class Workspace:
             model=self.settings.embedding_model,
             mode=self.settings.retrieval,
             git=self.git,
+            list_pages=self._page_blobs,
         )
+
+    def _page_blobs(self) -> dict[str, str]:
+        """Path -> blob id of every live page (no page scanned): how retrieval notices pages
+        added, changed or deleted since `llmwiki index`."""
+        from .wiki.model import page_blobs
+        from .wiki.stamp import worktree_stamp
+
+        stamp = None
+        if self.reuse_listing:
+            if self._git_index is None and self.git is not None:  # git's index file, found once
+                self._git_index = self.git.text("rev-parse", "--git-path", "index")
+            index = self._git_index
+            stamp = worktree_stamp(self.root, [self.root / index] if index else [])
+            if self._listing is not None and self._listing[0] == stamp:
+                return dict(self._listing[1])
+        blobs = page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, base=self.base)
+        if stamp is not None:
+            self._listing = (stamp, blobs)
+        return dict(blobs)
 
     def _cached_worktree_wiki(self) -> Wiki:
         cache = self._cache()

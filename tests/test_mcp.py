@@ -231,6 +231,31 @@ def test_missing_sdk_is_a_clear_error(demo: Repo, monkeypatch: pytest.MonkeyPatc
         mcp_server.build_server(demo.root)
 
 
+def test_search_and_context_pack_follow_the_wiki(demo: Repo, tmp_path: Path) -> None:
+    """A page committed after `index` is found, a deleted one is gone, topPages is exact."""
+    demo.write("wiki/concepts/medlar.md", "---\ntitle: Medlar\n---\nA medlar is bletted until soft.\n")
+    demo.git("rm", "-q", "wiki/concepts/trees.md")
+    demo.commit("after index")
+
+    async def main() -> None:
+        async with session(demo.root, tmp_path / "server.log") as s:
+            found = await ok(s, "search_pages", {"query": "medlar bletted", "limit": 3})
+            assert found["pages"][0]["pageId"] == "concepts/medlar" and found["warnings"] == []
+            pack = await ok(s, "get_context_pack", {"prompt": "tree names modes blobs", "topPages": 2})
+            assert len(pack["primary"]) == 2 and pack["warnings"] == []
+            assert "concepts/trees" not in [p["id"] for p in pack["primary"]]
+            # The server reuses its page listing while no file changes, and notices when one does.
+            demo.write("wiki/concepts/quince.md", "---\ntitle: Quince\n---\nA quince is poached in syrup.\n")
+            found = await ok(s, "search_pages", {"query": "quince poached syrup", "limit": 3})
+            assert found["pages"][0]["pageId"] == "concepts/quince"
+            demo.commit("quince")
+            (demo.root / "wiki" / "concepts" / "quince.md").unlink()
+            found = await ok(s, "search_pages", {"query": "quince poached syrup", "limit": 3})
+            assert "concepts/quince" not in [p["pageId"] for p in found["pages"]] and found["warnings"] == []
+
+    run(main)
+
+
 def test_hostile_vault_and_candidates_over_mcp(demo: Repo, tmp_path: Path) -> None:
     """Issue 12 over MCP: a symlink into .git never reaches an agent, a YAML alias bomb is
     refused at once, and one gitlink candidate does not break review_list."""

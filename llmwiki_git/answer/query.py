@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..providers.base import AnswerRequest, ChatProvider, Evidence
+from ..providers.extractive import NO_ANSWER
 from ..retrieval.search import SearchResult
 from ..retrieval.service import Loaded, Retrieval
 from ..retrieval.store import PageEntry
 from ..wiki import frontmatter
 from ..wiki.citations import Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki
-from ..publication.document import now_iso
+from ..publication.document import now_iso, query_slug
 
 NO_MATCH = "No matching pages found."
 
@@ -104,6 +105,13 @@ def _link_for(entry: PageEntry) -> str:
     return entry.page_id.rsplit("/", 1)[-1]
 
 
+def is_own_target(page_id: str, question: str) -> bool:
+    """``page_id`` is the page that saving an answer to ``question`` would write
+    (``queries/<slug>.md``): the answer it would replace."""
+    folder, _, stem = page_id.rpartition("/")
+    return stem == query_slug(question) and folder.rsplit("/", 1)[-1] == "queries"
+
+
 def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Retrieved:
     loaded, result = retrieval.search(question)
     warnings = list(loaded.warnings)
@@ -131,9 +139,12 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
         entry = by_id.get(page_id)
         if entry is None:
             continue
+        if is_own_target(page_id, question):
+            continue  # re-asking a saved question: never grounded on the answer it replaces
         live = retrieval.read_live(entry)
         if live.text is None:
-            warnings.append({"code": "page-unreadable", "message": f"{entry.path} could not be read; left out of the grounding"})
+            if not live.missing:
+                warnings.append({"code": "page-unreadable", "message": f"{entry.path} could not be read; left out of the grounding"})
             continue
         meta = frontmatter.parse(live.text)
         body = live.text[meta.body_offset:]
@@ -155,6 +166,30 @@ def _excerpts(entry: PageEntry, body: str, result: SearchResult | None, page_id:
             if text:
                 out.append(text)
     return out
+
+
+NOTHING_TO_PUBLISH = ("Nothing to publish: the answer says the wiki does not answer this question, so no page "
+                      "was written. Add the missing knowledge to the wiki, then ask again.")
+
+
+def self_citation(question: str, citations: list[Citation] | None) -> dict[str, Any] | None:
+    """The refusal for an answer that cites the page it would replace, else None."""
+    own = [c.target for c in citations or [] if c.page_id and is_own_target(c.page_id, question)]
+    if not own:
+        return None
+    return {"code": "self-citation", "targets": own,
+            "message": f"Answer publication refused: the answer cites the page it would replace "
+                       f"({', '.join(f'[[{t}]]' for t in own)}); ask again, or run without --save"}
+
+
+def declines(answer: str, provider: str, result: SearchResult | None, citations: list[Citation] | None) -> bool:
+    """The answer is a non-answer: the offline answerer said the wiki does not say, or a
+    model cited nothing for a question whose terms no retrieved passage contains."""
+    if answer.strip() == NO_ANSWER or not answer.strip():
+        return True
+    if provider == "extractive" or citations:
+        return False
+    return result is None or not any(hit.bm25 > 0 for hit in result.chunks)
 
 
 def answer_stream(provider: ChatProvider, question: str, retrieved: Retrieved, language: str | None) -> Iterator[str]:

@@ -16,7 +16,8 @@ from ..wiki.citations import PendingIndex, format_report
 from ..publication.save import Published, Refusal, precheck, profile_refusal, publish
 from ..publication.write import Site
 from ..wiki.pages import uncheckable
-from .query import NO_MATCH, QueryResult, answer_stream, debug_json, log_activity, report, retrieve
+from .query import (NO_MATCH, NOTHING_TO_PUBLISH, QueryResult, answer_stream, debug_json, declines, log_activity, report,
+                    retrieve, self_citation)
 
 
 class Printer(Protocol):
@@ -73,12 +74,16 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
             f"answer language {language!r} ignored: the {chat.name} answerer quotes the wiki as written "
             "and cannot translate; choose a chat provider (--provider) to answer in another language")})
     if not retrieved.evidence:
+        if save:
+            result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
         if as_json:
             out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         else:
             out.line(NO_MATCH)
             for w in result.warnings:
                 out.note(f"warning: {w['code']}: {w['message']}")
+            if result.refusal is not None:
+                out.note(result.refusal["message"])
         return 0
     if not as_json:
         out.note(f"Answering with {chat.name} ({chat.model}) from {len(retrieved.evidence)} page(s): "
@@ -99,7 +104,13 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     pending = pending_index(ws)
     result.citations, result.citations_error = report(result.answer, lambda: ws.wiki("worktree"), pending)
     code = 0
-    if save:
+    cites_itself = self_citation(question, result.citations) if save else None
+    if save and declines(result.answer, chat.name, retrieved.result, result.citations):
+        result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
+        log_activity(ws.state_dir, question, result.page_ids, chat.name)
+    elif cites_itself is not None:
+        result.refusal, code = cites_itself, 1
+    elif save:
         if review and stage is None:
             raise LlmwikiError("--save --review needs the review feature to stage the answer", hint="use `llmwiki query --save --review`")
         code = _save(ws, result, pending, stage if review else None, out, as_json)

@@ -6,10 +6,13 @@ the page bodies. Sentences are scored BM25-style against the question's terms (t
 tokenizer of :mod:`llmwiki_git.retrieval.lexical` when importable: Unicode words, stemming,
 stopwords, CJK bigrams), with statistics over the sentences of the evidence. Headings,
 code blocks, tables, frontmatter-like ``key: value`` lines, short list fragments and
-sentences that are mostly links are never used. Wikilink and markdown link syntax inside a
-chosen sentence is reduced to its text (``[[x|label]]`` -> ``label``), so the only links
-in the answer are its citations: ``[[link]]`` of the page a sentence came from, at the end
-of the sentence(s) taken from it, and only links given in the evidence.
+sentences that are mostly links are never used. A chosen sentence reads as a reader sees
+it: emphasis and markdown links reduced to their text, inline code kept as code, a
+labelled wikilink as its label (``[[x|label]]`` -> ``label``) and a bare one kept as the
+link (``[[x]]``), never flattened to a slug word. Citations are ``[[link]]`` of the page a
+sentence came from, at the end of the sentence(s) taken from it, and only links given in
+the evidence. A list item becomes a sentence with its own full stop; a sentence that meets
+the question only through a shared stem (``stored`` for ``store``) never pads an answer.
 
 If no sentence shares a meaningful term with the question the answer is exactly
 ``The wiki does not say.`` The output is deterministic (same evidence, same answer) and is
@@ -64,6 +67,7 @@ _URL = re.compile(r"<?https?://[^\s>)\]]+>?")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 _EMPHASIS = re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\3(?![\w*])")
 _CODESPAN = re.compile(r"`([^`\n]*)`")
+_KEPT = re.compile(r"\x00(\d+)\x00")
 _BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
 _SPACE = re.compile(r"\s+")
 _ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|vs|cf|approx|al|[Ee]q|Dr|Mr|Mrs|Ms|Prof|St|Fig|Vol)|(?<![\w.])[A-Z])\.$")
@@ -97,17 +101,26 @@ class _Sentence:
     in_excerpt: bool
     terms: list[str] = field(default_factory=list)
     score: float = 0.0
+    exact: bool = False  # shares a word with the question as written, not only a stem
+
+
+def _surface(text: str) -> set[str]:
+    """The words of ``text`` as written (case and a plural ``s`` aside)."""
+    words = set()
+    for word in re.findall(r"[^\W_]+", text.casefold()):
+        words.add(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)
+    return words
 
 
 def _link_text(match: re.Match[str]) -> str:
+    """What a reader sees of a wikilink: its label, or the link itself (an embed: nothing)."""
     if match.group(0).startswith("!"):
         return ""  # an embed
     inner = match.group(1)
     target, _, label = inner.replace("\\|", "|").partition("|")
     if label.strip():
         return label.strip()
-    page, _, anchor = target.partition("#")
-    return (page.strip() or anchor.strip().lstrip("^")).rsplit("/", 1)[-1]
+    return f"[[{target.strip()}]]" if target.strip() else ""
 
 
 def _link_chars(text: str) -> int:
@@ -116,22 +129,31 @@ def _link_chars(text: str) -> int:
 
 
 def clean_sentence(raw: str) -> str:
-    """``raw`` with markdown reduced to plain text and no ``[[``/``]]`` left."""
-    text = _HTML_COMMENT.sub(" ", raw)
+    """``raw`` as a reader sees it: emphasis, markdown links and HTML reduced to their text,
+    inline code kept as code (```blob <size>```), a wikilink kept as ``[[target]]`` or as its
+    label; no other ``[[``/``]]`` left."""
+    kept: list[str] = []
+
+    def keep(piece: str) -> str:
+        kept.append(piece)
+        return f"\x00{len(kept) - 1}\x00"
+
+    text = _CODESPAN.sub(lambda m: keep(m.group(0)) if m.group(1).strip() else "", raw)
+    text = _HTML_COMMENT.sub(" ", text)
     text = _MDIMAGE.sub("", text)
-    text = _WIKILINK.sub(_link_text, text)
+    text = _WIKILINK.sub(lambda m: keep(_link_text(m)) if _link_text(m).startswith("[[") else _link_text(m), text)
     text = _MDLINK.sub(r"\1", text)
     text = _REFLINK.sub(r"\1", text)
     text = _FOOTNOTE.sub("", text)
     text = _URL.sub(lambda m: m.group(0).strip("<>"), text)
     text = _TAG.sub("", text)
-    text = _CODESPAN.sub(r"\1", text)
     for _ in range(2):
         text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(4), text)
     text = _BLOCK_ID.sub("", text)
     text = text.replace("[[", "[").replace("]]", "]")
     text = _SPACE.sub(" ", text).strip()
-    return re.sub(r"\s+([,.;:!?])(?=\s|$)", r"\1", text)
+    text = re.sub(r"\s+([,.;:!?])(?=\s|$)", r"\1", text)
+    return _KEPT.sub(lambda m: kept[int(m.group(1))], text)
 
 
 def _blocks(text: str) -> Iterator[tuple[str, bool]]:
@@ -221,6 +243,14 @@ def _cite(sentence: str, link: str) -> str:
     return f"{sentence} {citation}"
 
 
+def _closed(sentence: str) -> str:
+    """A list item or heading-like line ends with a full stop, so that the sentence after
+    it in the answer does not run on from it ("...created from. In these cases...")."""
+    if _DENSE_SCRIPT.search(sentence[-1:]) or sentence.rstrip("\"')\u201d\u2019")[-1:] in _CLOSERS:
+        return sentence
+    return sentence.rstrip(" ;,:\u2014-") + "."
+
+
 class ExtractiveProvider:
     """The offline answerer (see the module docstring). ``name = "extractive"``,
     ``model = "offline"``; ``generative`` is False: it cannot :meth:`complete` a prompt."""
@@ -262,10 +292,16 @@ class ExtractiveProvider:
         if not query or not sentences:
             return [NO_ANSWER]
         self._score(sentences, query)
+        wanted = {w for w in _surface(request.question) if set(tokenize(w)) & set(query)}
+        for sentence in sentences:
+            sentence.exact = bool(wanted & _surface(sentence.text))
         ranked = sorted((s for s in sentences if s.score > 0),
                         key=lambda s: (-s.score, s.page, s.order))
         if not ranked:
             return [NO_ANSWER]
+        # A sentence that meets the question only through a shared stem ("stored" for
+        # "store") is not an answer to it: it may lead only when nothing else matches.
+        ranked = [s for i, s in enumerate(ranked) if s.exact or (i == 0 and not any(r.exact for r in ranked))]
         chosen = self._choose(ranked, sentences, request.evidence)
         return self._render(chosen, request.evidence)
 
@@ -364,8 +400,8 @@ class ExtractiveProvider:
                 if len(chosen) >= MIN_SENTENCES:
                     break
                 nxt = following.get((s.page, *s.order))
-                if nxt is not None:
-                    take(nxt)
+                if nxt is not None and (nxt.exact or nxt.score == 0):
+                    take(nxt)  # a continuation, or a real match: never a stem-only one
         for s in ranked:  # ... and weaker matches fill what is still missing
             if len(chosen) >= MIN_SENTENCES:
                 break
@@ -382,7 +418,7 @@ class ExtractiveProvider:
         for p in pages:
             group = sorted((s for s in chosen if s.page == p), key=lambda s: s.order)
             for i, s in enumerate(group):
-                text = s.text
+                text = _closed(s.text)
                 if len(out) == 0 and len(text) > self.max_chars:
                     text = text[: self.max_chars - 20].rsplit(" ", 1)[0] + " \u2026"
                 if i == len(group) - 1:

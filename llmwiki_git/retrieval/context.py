@@ -41,6 +41,7 @@ class ContextOptions:
 class LivePage:
     text: str | None
     blob: str | None
+    missing: bool = False  # the file is gone (deleted since the listing): left out silently
 
 
 @dataclass
@@ -82,17 +83,21 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
     hits_by_page: dict[str, list[Any]] = {}
     for hit in inputs.result.chunks:
         hits_by_page.setdefault(hit.page_id, []).append(hit)
-    ranked = [p for p, _ in inputs.result.pages][: options.top_pages]
-    best = max((s for _, s in inputs.result.pages[: options.top_pages]), default=0.0) or 1.0
+    # The search returns a few more pages than asked: a page that cannot be read gives its
+    # place to the next one, so exactly top_pages pages come back whenever that many match.
+    best = max((s for _, s in inputs.result.pages), default=0.0) or 1.0
     chunk_budget = options.top_chunks
     primary: list[dict[str, Any]] = []
     entries: list[PageEntry] = []
     windows_left = src.MAX_WINDOWS
-    for page_id, page_score in zip(ranked, (s for _, s in inputs.result.pages)):
+    for page_id, page_score in inputs.result.pages:
+        if len(primary) >= options.top_pages:
+            break
         entry = by_id[page_id]
         live = inputs.read_page(entry)
         if live.text is None:
-            inputs.warnings.append({"code": "page-unreadable", "message": f"{entry.path} could not be read; left out"})
+            if not live.missing:
+                inputs.warnings.append({"code": "page-unreadable", "message": f"{entry.path} could not be read; left out"})
             continue
         meta = frontmatter.parse(live.text)
         body = live.text[meta.body_offset :]
@@ -288,6 +293,8 @@ def render_markdown(pack: dict[str, Any]) -> str:
         for window in page["sourceWindows"]:
             lines += ["", f"From `{window['file']}:{window['start']}-{window['end']}`:"]
             lines += [f"> {line}" for line in str(window["text"]).splitlines()]
+        if page["warnings"]:
+            lines += [""] + [f"- warning: {w['code']}: {w['message']}" for w in page["warnings"]]
     if pack["neighbors"]:
         lines += ["", "## Graph Neighborhood"]
         lines += [f"- `{n['from']}` -> `{n['to']}` ({n['reason']}, distance {n['distance']})" for n in pack["neighbors"]]

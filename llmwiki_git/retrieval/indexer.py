@@ -4,7 +4,7 @@ and the lexical index, regenerate ``wiki/index.md``."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..wiki import frontmatter
+from ..wiki.generated import is_evidence
 from ..wiki.model import Page, Wiki
 from ..wiki.slug import parse_target
 from ..wiki.pages import decode
@@ -61,17 +62,23 @@ def page_title(meta: frontmatter.Frontmatter, body: str, stem: str) -> str:
     return stem
 
 
-def read_pages(wiki: Wiki, skip: set[str]) -> list[IndexedPage]:
-    """Live text of every page (the generated index page excluded), chunked."""
-    wanted = [p for p in wiki.pages if p.path not in skip]
+def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPage], dict[str, str]]:
+    """Live text of every page that may be evidence (of those in ``only`` when given),
+    chunked; and the pages left out (path -> blob): the generated index, the journal,
+    binary and oversize files. The store records both, so a later call can tell what
+    changed since (see `refresh`)."""
+    wanted = [p for p in wiki.pages if only is None or p.path in only]
     data = wiki.read([SourceFile(p.path, p.blob) for p in wanted])
     pages: list[IndexedPage] = []
+    skipped: dict[str, str] = {}
     for page in wanted:
         raw = data.get(page.path)
         if not isinstance(raw, bytes) or len(raw) > 8 * 1024 * 1024:
+            skipped[page.path] = page.blob or ""
             continue
         text, _ = decode(raw)
-        if text is None:
+        if text is None or not is_evidence(page.path, wiki.root_dir, text):
+            skipped[page.path] = page.blob or ""
             continue
         meta = frontmatter.parse(text)
         body = text[meta.body_offset :]
@@ -88,7 +95,7 @@ def read_pages(wiki: Wiki, skip: set[str]) -> list[IndexedPage]:
         pages.append(IndexedPage(page.id, page.path, page.blob or "", title,
                                  summary if isinstance(summary, str) else "", texts, links, dangling,
                                  tuple(embedding_input(title, text) for text in readable), lexical))
-    return pages
+    return pages, skipped
 
 
 def _descriptions(meta: frontmatter.Frontmatter) -> list[str]:
@@ -128,6 +135,8 @@ def build(
     *,
     full: bool = False,
     progress: Callable[[int, int], object] | None = None,
+    skipped: dict[str, str] | None = None,
+    previous_store: store_mod.Store | None = None,
 ) -> IndexSummary:
     """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``."""
     started = time.perf_counter()
@@ -136,12 +145,14 @@ def build(
     previous: dict[str, np.ndarray] = {}
     notes: list[str] = []
     if embedder is not None and not full:
-        try:
-            old = store_mod.load(folder, expected_fingerprint=fingerprint)
-        except store_mod.StoreError as exc:
-            if exc.code == "embedding-store-corrupt":
-                notes.append(f"{exc.message}; rebuilt it")
-        else:
+        old = previous_store if previous_store is not None and previous_store.fingerprint == fingerprint else None
+        if old is None:
+            try:
+                old = store_mod.load(folder, expected_fingerprint=fingerprint)
+            except store_mod.StoreError as exc:
+                if exc.code == "embedding-store-corrupt":
+                    notes.append(f"{exc.message}; rebuilt it")
+        if old is not None:
             bad = store_mod.verify_vectors(old)  # never reuse vectors that cannot be trusted
             if bad is not None:
                 notes.append(f"{bad}; every chunk was embedded again")
@@ -182,20 +193,35 @@ def build(
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
     LexicalIndex.build(documents).save(folder / LEXICAL_DIR)
-    store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now))
+    store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now, skipped))
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
 
 
-def memory_index(pages: list[IndexedPage]) -> tuple[store_mod.Store, LexicalIndex]:
-    """A lexical-only store built in memory from live pages: the fallback when there is no
-    usable store on disk (nothing is written)."""
+def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,
+                 previous: Mapping[str, np.ndarray] | None = None,
+                 skipped: dict[str, str] | None = None) -> tuple[store_mod.Store, LexicalIndex]:
+    """A store built in memory from live pages (nothing is written): lexical-only when there
+    is no usable store on disk; with ``base``, in its model's shape, every chunk whose
+    content ``previous`` has a vector for gets it and new chunks get zeros (they are found
+    lexically: a read that may not embed them all, see `refresh`)."""
     entries: list[store_mod.PageEntry] = []
     documents: list[Document] = []
+    hashes_in_order: list[str] = []
     for page in pages:
         hashes = tuple(content_hash(t) for t in page.texts)
         entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
                                            len(documents), hashes, page.links, page.dangling))
         documents.extend(page.lexical)
-    empty = np.zeros((len(documents), 0), dtype=np.float32)
-    return (store_mod.build(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, 0, entries, empty, ""),
-            LexicalIndex.build(documents))
+        hashes_in_order.extend(hashes)
+    if base is None:
+        empty = np.zeros((len(documents), 0), dtype=np.float32)
+        return (store_mod.build(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, 0, entries, empty, ""),
+                LexicalIndex.build(documents))
+    vectors = np.zeros((len(documents), base.dimensions), dtype=np.float32)
+    for row, chunk_hash in enumerate(hashes_in_order):
+        vector = (previous or {}).get(chunk_hash)
+        if vector is not None and base.dimensions:
+            vectors[row] = vector
+    store = store_mod.build(base.fingerprint, base.backend, base.model, base.dimensions, entries, vectors,
+                            base.updated_at, skipped)
+    return store, LexicalIndex.build(documents)

@@ -15,7 +15,7 @@ from ..gitstore.transaction import sweep_temp_files, write_atomic
 from ..wiki.indexpage import entries_of, render, same_content
 from ..wiki.model import Wiki
 from ..wiki.pages import decode
-from . import indexer
+from . import indexer, refresh
 from . import store as store_mod
 from .chunking import store_fingerprint
 from .context import ContextOptions, LivePage, PackInputs, build_pack
@@ -23,6 +23,9 @@ from .embedders import Embedder, make_embedder, provider_name
 from .lexical import LexicalIndex, LexicalIndexError
 from .search import DEFAULT_MODE, MODES, SearchResult, search
 from .store import PageEntry, Store, StoreError
+
+
+SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that cannot be read
 
 
 @dataclass
@@ -46,9 +49,12 @@ class Retrieval:
         model: str | None = None,
         mode: str | None = None,
         git: Git | None = None,
+        list_pages: Callable[[], dict[str, str]] | None = None,
     ) -> None:
         self.git = git
         self.root = root
+        self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
+        self.refresh_bound = refresh.ON_THE_FLY_CHUNKS
         self.project = project
         self.state = state
         self._load_wiki = load_wiki
@@ -81,10 +87,12 @@ class Retrieval:
         with repository_lock(self.git, self.state):
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
-            skip = {index_path} if index_path else set()
-            pages = indexer.read_pages(wiki, skip)
-            summary = indexer.build(self.state, pages, embedder, full=full, progress=progress)
+            pages, skipped = indexer.read_pages(wiki)
+            summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped)
             written = self._write_index_page(wiki, index_path, notes) if index_path and page else None
+            if written and written == index_path:  # a page written after the pages were read: recorded,
+                # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
+                store_mod.add_skipped(self.state, {written: blob_id((self.root / written).read_bytes())})
         return replace(summary, notes=tuple(notes) + summary.notes), written
 
     def _store_fingerprint(self) -> str | None:
@@ -131,9 +139,7 @@ class Retrieval:
         except StoreError as exc:
             warnings.append({"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages. "
                                                           "Run `llmwiki index` for semantic ranking"})
-            wiki = self._load_wiki()
-            index_path = self._index_page_path(wiki)
-            memory, lexical = indexer.memory_index(indexer.read_pages(wiki, {index_path} if index_path else set()))
+            memory, lexical = indexer.memory_index(indexer.read_pages(self._load_wiki())[0])
             return Loaded(memory, lexical, None, warnings)
         embedder: Embedder | None = None
         if store.dimensions:
@@ -155,7 +161,56 @@ class Retrieval:
         except LexicalIndexError as exc:
             warnings.append({"code": "lexical-index-unavailable", "message": f"{exc}; run `llmwiki index`"})
             lexical = None
-        return Loaded(store, lexical, embedder, warnings)
+        return self._follow_wiki(Loaded(store, lexical, embedder, warnings))
+
+    # -- following the wiki (retrieval/refresh.py) -----------------------------------------
+
+    def _follow_wiki(self, loaded: Loaded) -> Loaded:
+        """Bring ``loaded`` up to date with the live pages (see `refresh`)."""
+        if self._list_pages is None:
+            return loaded
+        try:
+            live = self._list_pages()
+        except Exception as exc:  # a broken git index must not stop a read: rank from the store
+            loaded.warnings.append({"code": "index-freshness-unknown",
+                                    "message": f"could not list the wiki's pages ({exc}); recent edits may be missing"})
+            return loaded
+        stale = refresh.staleness(loaded.store, live)
+        if not stale:
+            return loaded
+        store = loaded.store
+        pages, skipped = indexer.read_pages(self._load_wiki())
+        can_embed = loaded.embedder is not None or not store.dimensions
+        previous = store.vectors_by_hash() if store.dimensions else {}
+        missing = refresh.plan(pages, previous).missing if store.dimensions else {}
+        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder):
+            try:
+                fresh = store_mod.load(self.state)
+                lexical = LexicalIndex.load(self.state / indexer.LEXICAL_DIR)
+            except (StoreError, LexicalIndexError):
+                pass  # replaced under us: rank from memory this time
+            else:
+                warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
+                return Loaded(fresh, lexical, loaded.embedder, warnings)
+        memory, lexical = indexer.memory_index(pages, store, previous, skipped)
+        warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
+        if missing:
+            warnings.append(refresh.stale_warning(stale, len(missing), self.refresh_bound if can_embed else 0))
+        return Loaded(memory, lexical, loaded.embedder, warnings)
+
+    def _save_refresh(self, store: Store, pages: list[indexer.IndexedPage], skipped: dict[str, str],
+                      embedder: Embedder | None) -> bool:
+        """Save the refreshed index under the project lock (a short wait at most: a read
+        never queues behind a long `llmwiki index`). False when it could not be saved."""
+        from ..errors import LlmwikiError
+        from ..gitstore.lock import repository_lock
+
+        try:
+            with repository_lock(self.git, self.state, timeout=2.0):
+                indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store)
+        except (LlmwikiError, OSError):
+            return False
+        return True
 
     def search(self, question: str, *, keep: int = 12, max_pages: int = 5, mode: str | None = None) -> tuple[Loaded, SearchResult]:
         loaded = self.load()
@@ -166,13 +221,15 @@ class Retrieval:
     def read_live(self, entry: PageEntry) -> LivePage:
         try:
             data = confine.read_confined(self.root, entry.path)
-        except PathRefused:
+        except PathRefused as exc:
+            if isinstance(exc.__cause__, FileNotFoundError):
+                return LivePage(None, None, missing=True)  # deleted since it was listed: not an error
             return LivePage(None, None)
         text, _ = decode(data)
         return LivePage(text, blob_id(data))
 
     def context(self, prompt: str, options: ContextOptions) -> dict:
-        loaded, result = self.search(prompt, keep=max(50, options.top_chunks), max_pages=options.top_pages)
+        loaded, result = self.search(prompt, keep=max(50, options.top_chunks), max_pages=options.top_pages + SPARE_PAGES)
         inputs = PackInputs(prompt, loaded.store, result, self.read_live, self.project / "sources",
                             self.project, list(loaded.warnings))
         return build_pack(inputs, options)

@@ -7,8 +7,10 @@ Format (documented in docs/formats.md):
   dimensions (uint32 LE), then ``rows x dimensions`` float32 values.
 * ``embeddings.json``: ``{"version": 1, "fingerprint", "backend", "model", "dimensions",
   "rows", "token", "updatedAt", "pages": [{"pageId", "path", "blob", "title", "summary",
-  "firstRow", "hashes": [...], "links": [...], "dangling": [...]}]}``: page p's chunk i is
-  row ``firstRow + i``; ``links``/``dangling`` are the wikilink graph at index time.
+  "firstRow", "hashes": [...], "links": [...], "dangling": [...]}], "skipped": {path: blob}}``:
+  page p's chunk i is row ``firstRow + i``; ``links``/``dangling`` are the wikilink graph at
+  index time; ``skipped`` lists the pages that are not evidence (generated index, journal,
+  binary or oversize files), so that a later call can tell which pages changed since.
 
 The token ties the two files together: a json written with a bin from another run, a bin
 truncated by a crash, or a bin of the wrong size is detected and reported, never used.
@@ -82,6 +84,7 @@ class Store:
     pages: list[PageEntry]
     vectors: np.ndarray  # (rows, dimensions) float32; a memmap when loaded from disk
     updated_at: str = ""
+    skipped: dict[str, str] = field(default_factory=dict)  # pages that are not evidence: path -> blob
     digest: str = ""  # sha256 of the vectors when saved ("" for stores written before it was kept)
     _row_page: list[int] = field(default_factory=list, repr=False)
 
@@ -174,9 +177,19 @@ def save(folder: Path, store: Store) -> None:
         "vectorsDigest": vectors_digest(vectors),
         "updatedAt": store.updated_at,
         "pages": [p.to_json() for p in store.pages],
+        "skipped": store.skipped,
     }
     _atomic_write(folder / BIN_NAME, write_bin)
     _atomic_write(folder / JSON_NAME, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
+
+
+def add_skipped(folder: Path, entries: dict[str, str]) -> None:
+    """Record pages that are not evidence (a generated file written after the store was
+    built) in ``embeddings.json``, leaving the vectors alone."""
+    path = folder / JSON_NAME
+    meta = json.loads(path.read_bytes())
+    meta["skipped"] = {**(meta.get("skipped") or {}), **entries}
+    _atomic_write(path, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
 
 
 def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
@@ -217,9 +230,11 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
     vectors: np.ndarray = np.zeros((0, dims), dtype="<f4")
     if dims:
         vectors = _map_vectors(bin_path, token, rows, dims)
+    skipped = meta.get("skipped")
     digest = meta.get("vectorsDigest")
     return Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, pages, vectors,
-                 meta.get("updatedAt", ""), digest=digest if isinstance(digest, str) else "")
+                 meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
+                 digest=digest if isinstance(digest, str) else "")
 
 
 def _is_int(value: object) -> bool:
@@ -275,5 +290,5 @@ def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarr
 
 
 def build(fingerprint: str, backend: str, model: str, dimensions: int, pages: Sequence[PageEntry],
-          vectors: np.ndarray, updated_at: str) -> Store:
-    return Store(fingerprint, backend, model, dimensions, list(pages), vectors, updated_at)
+          vectors: np.ndarray, updated_at: str, skipped: dict[str, str] | None = None) -> Store:
+    return Store(fingerprint, backend, model, dimensions, list(pages), vectors, updated_at, dict(skipped or {}))

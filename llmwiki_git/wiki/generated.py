@@ -133,3 +133,23 @@ def write_local_log(path: Path, entry: str) -> None:
     """Append ``entry`` to llmwiki's own journal in the state folder."""
     old = path.read_bytes() if path.is_file() else None
     write_atomic(path, appended_log(old, entry))
+
+
+# -- evidence ------------------------------------------------------------------------------
+# The generated table of contents and the journal are link-checked like any page but never
+# evidence (DESIGN §2): not retrieved, not in context packs, not grounding for an answer. A
+# user's own hand-written ``index.md`` is an ordinary page; ``log.md`` at the root of the
+# wiki is the journal whoever wrote it, and so is any page in the journal's format.
+
+
+def is_journal(path: str, wiki_root: str) -> bool:
+    """``path`` (from the repository root) is ``log.md`` at the root of the wiki."""
+    return path == (f"{wiki_root}/{LOG}" if wiki_root else LOG)
+
+
+def is_evidence(path: str, wiki_root: str, text: str) -> bool:
+    """Whether a page may ground an answer or enter a context pack."""
+    if is_journal(path, wiki_root):
+        return False
+    data = text.encode("utf-8")
+    return not (is_generated_index(data) or (text.strip() and is_generated_log(data)))

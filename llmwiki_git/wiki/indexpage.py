@@ -25,7 +25,9 @@ class Entry:
 
 
 def _plain(summary: str) -> str:
-    return _LINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), summary).replace("\n", " ").strip()
+    """One line; a labelled link reads as its label, a bare ``[[target]]`` stays a link (never
+    a flattened slug word in the prose)."""
+    return _LINK.sub(lambda m: m.group(2).strip() if m.group(2) else m.group(0), summary).replace("\n", " ").strip()
 
 
 def render(entries: Sequence[Entry], generated_at: str) -> str:

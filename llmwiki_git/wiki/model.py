@@ -200,6 +200,47 @@ def detect_root(paths: Iterable[str], base: str = "") -> str:
     return wiki if any(p.startswith(wiki + "/") for p in paths) else base
 
 
+def _select_pages(files: list[SourceFile], wiki_dir: str | None,
+                  base: str) -> tuple[str, list[SourceFile], list[str], list[tuple[str, str]]]:
+    """The wiki root, its page files, every other file of a snapshot's listing, and the
+    symlinked pages that leave the wiki (path, why: never read, reported)."""
+    if wiki_dir is not None:
+        root = "/".join(p for p in (base, wiki_dir.strip("/")) if p)
+    else:
+        root = detect_root((f.path for f in files), base)
+    prefix = f"{root}/" if root else ""
+    page_files: list[SourceFile] = []
+    others: list[str] = []
+    escapes: list[tuple[str, str]] = []
+    for item in files:
+        path = item.path
+        if path[:1] == "." or "/." in path:
+            continue  # folders and files starting with "." are never pages
+        if path.startswith(prefix) and path[-3:].lower() == ".md":
+            leaves = _link_leaves(item, prefix)
+            if leaves:
+                escapes.append((path, leaves))
+                continue
+            page_files.append(item)
+        else:
+            others.append(path)
+    return root, page_files, others, escapes
+
+
+def page_blobs(snapshot: Snapshot, *, wiki_dir: str | None = None, base: str = "") -> dict[str, str]:
+    """Path -> blob id of every page, without scanning any: blob ids git already knows,
+    others hashed from the bytes (modified and untracked files). The cheap listing that
+    tells whether the search index still matches the wiki."""
+    files, _ = snapshot.files()
+    _, page_files, _, _ = _select_pages(files, wiki_dir, base)
+    out = {f.path: f.blob for f in page_files if f.blob}
+    unknown = [f for f in page_files if not f.blob]
+    for path, data in snapshot.read(unknown).items():
+        if isinstance(data, bytes):
+            out[path] = blob_id(data)
+    return out
+
+
 def load_wiki(
     snapshot: Snapshot,
     *,
@@ -214,26 +255,10 @@ def load_wiki(
     ``wiki_dir`` is relative to it.
     """
     files, source_issues = snapshot.files()
-    if wiki_dir is not None:
-        root = "/".join(p for p in (base, wiki_dir.strip("/")) if p)
-    else:
-        root = detect_root((f.path for f in files), base)
+    root, page_files, others, escapes = _select_pages(files, wiki_dir, base)
     prefix = f"{root}/" if root else ""
     issues: list[tuple[str, Issue]] = [(i.path, Issue(i.code, i.message)) for i in source_issues]
-    page_files: list[SourceFile] = []
-    others: list[str] = []
-    for item in files:
-        path = item.path
-        if path[:1] == "." or "/." in path:
-            continue  # folders and files starting with "." are never pages
-        if path.startswith(prefix) and path[-3:].lower() == ".md":
-            leaves = _link_leaves(item, prefix)
-            if leaves:
-                issues.append((path, Issue("symlink-escape", leaves)))
-                continue
-            page_files.append(item)
-        else:
-            others.append(path)
+    issues += [(path, Issue("symlink-escape", why)) for path, why in escapes]
     records = cache.records if cache is not None else {}
     scans: dict[str, tuple[str | None, PageScan]] = {}
     to_read: list[SourceFile] = []

@@ -117,11 +117,15 @@ def test_non_english_wiki_and_question() -> None:
     assert answer.startswith("键值存储把数据保存在磁盘上") and LINK.findall(answer) == ["kv"]
 
 
-def test_markdown_is_reduced_to_text() -> None:
+def test_markdown_is_reduced_to_what_a_reader_sees() -> None:
+    # Links stay links: a labelled link reads as its label, a bare one stays [[target]]
+    # (never a flattened slug word); inline code stays code.
     assert clean_sentence("See [[beta|the storage layer]] and [[gamma]] or [[delta#Part]].") == \
-        "See the storage layer and gamma or delta."
+        "See the storage layer and [[gamma]] or [[delta#Part]]."
     assert clean_sentence("Read [the docs](https://example.com) and **bold** or `code` text.") == \
-        "Read the docs and bold or code text."
+        "Read the docs and bold or `code` text."
+    assert clean_sentence("The id hashes the header `blob <size>` and a `**raw**` [[x]] byte.") == \
+        "The id hashes the header `blob <size>` and a `**raw**` [[x]] byte."
     assert clean_sentence("An ![[diagram.png]] embed and a note[^1] here.") == "An embed and a note here."
 
 
@@ -168,3 +172,48 @@ def test_identity_and_no_completion() -> None:
     assert (provider.name, provider.model, provider.generative) == ("extractive", "offline", False)
     with pytest.raises(ProviderError, match="extractive: the offline answerer has no language model"):
         provider.complete("system", "user")
+
+
+BLOBS = """# Blobs
+
+A blob stores the bytes of a file and nothing else: not its name, not its permissions. The
+blob id is the SHA-1 of the header `blob <size>` followed by a NUL byte and the content.
+"""
+TEMPLATES = """# Templates
+
+**Use templates when you want to:**
+
+- Adapt templates based on where the note is being created from
+- Pick a template for every new note in the workspace
+
+#### Relative notes
+
+In these cases, the new notes will be created with the daily template.
+"""
+OBJECTS = """# Objects
+
+Every object is named by the hash of its content, so identical content is stored once.
+Packfiles store deltas between similar objects.
+"""
+
+
+def test_inline_code_is_kept_in_answers() -> None:
+    answer = "".join(ask("How is the blob id computed?", (Evidence("concepts/blobs", "blobs", "Blobs", BLOBS),)))
+    assert "the header `blob <size>` followed by a NUL byte" in answer, answer
+    assert "header blob followed" not in answer
+
+
+def test_a_list_item_does_not_run_into_the_next_sentence() -> None:
+    answer = "".join(ask("How are templates created for a new note?",
+                         (Evidence("features/templates", "templates", "Templates", TEMPLATES),)))
+    assert "created from In these cases" not in answer, answer
+    assert "Adapt templates based on where the note is being created from." in answer, answer
+
+
+def test_a_sentence_sharing_only_a_stem_does_not_pad_the_answer() -> None:
+    evidence = (Evidence("concepts/blobs", "blobs", "Blobs", "A blob stores the bytes of a file and nothing else."),
+                Evidence("concepts/objects", "objects", "Objects", OBJECTS))
+    answer = "".join(ask("What does a blob store?", evidence))
+    assert answer.startswith("A blob stores the bytes of a file"), answer
+    assert "Packfiles store deltas" in answer, answer  # the same word: a real match
+    assert "is stored once" not in answer, answer  # "stored" meets "store" only as a stem

@@ -60,7 +60,7 @@ def test_context_without_index_degrades_lexically(demo: Repo) -> None:
     assert pack["suggestedActions"][0]["command"] == "llmwiki index"
 
 
-def test_dangling_links_become_gaps_and_stale_chunks_warn(demo: Repo) -> None:
+def test_dangling_links_become_gaps_and_edits_since_index_are_followed(demo: Repo) -> None:
     demo.write("wiki/concepts/blobs.md", "---\ntitle: Blobs\n---\n# Blobs\n\nA blob links to [[nowhere-page]].\n")
     assert demo.llmwiki("index", env=FAST).returncode == 0
     pack = context(demo, "blob links nowhere")
@@ -70,8 +70,10 @@ def test_dangling_links_become_gaps_and_stale_chunks_warn(demo: Repo) -> None:
     demo.write("wiki/concepts/blobs.md", "---\ntitle: Blobs\n---\n# Blobs\n\nRewritten since indexing: blob links.\n")
     pack = context(demo, "blob links nowhere")
     blobs = next(p for p in pack["primary"] if p["id"] == "concepts/blobs")
-    assert blobs["freshnessStatus"] == "stale"
-    assert blobs["chunks"] == [] and blobs["warnings"][0]["code"] == "embedding-entry-stale"
+    # The edit (uncommitted) is indexed by this call: fresh chunks, no stale gap, no warning.
+    assert blobs["freshnessStatus"] == "fresh" and blobs["warnings"] == [] and pack["warnings"] == []
+    assert [c["text"] for c in blobs["chunks"]] == ["# Blobs\n\nRewritten since indexing: blob links."]
+    assert not any(g["pageId"] == "concepts/blobs" for g in pack["gaps"])
 
 
 def test_budget_trims_in_order(demo: Repo) -> None:
@@ -108,6 +110,9 @@ def test_include_sources_is_confined_to_sources_folder(demo: Repo, tmp_path: Pat
     assert {"file": "paper.md"} in blobs["citations"]
     plain = context(demo, "blob facts")
     assert all(p["sourceWindows"] == [] for p in plain["primary"])
+    markdown = demo.llmwiki("context", "blob facts", "--include-sources", env=FAST).stdout
+    section = markdown.split("### Blobs (`concepts/blobs`)")[1].split("\n### ")[0]
+    assert section.count("- warning: source-window-unavailable: ") == 3, section  # per-page warnings shown
 
 
 def test_markdown_output_and_bad_options(demo: Repo) -> None:
