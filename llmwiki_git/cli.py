@@ -399,7 +399,8 @@ class _Printer:
 
 @cli.group()
 def review() -> None:
-    """Review candidates: answers staged as `llmwiki/review/<id>` branches by `query --save --review`."""
+    """Review candidates: answers (`query --save --review`) and page edits (`review stage`,
+    MCP propose_page) staged as `llmwiki/review/<id>` branches."""
 
 
 def _age(seconds: float) -> str:
@@ -407,6 +408,45 @@ def _age(seconds: float) -> str:
         if seconds >= size:
             return f"{int(seconds // size)}{unit}"
     return f"{int(seconds)}s"
+
+
+@review.command("stage")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--from", "started_from", default=None, metavar="BLOB|COMMIT",
+              help="The version the editor read: a blob id, a commit, or 'absent' (default: the page at HEAD).")
+@click.option("--restore", is_flag=True, help="After staging, put the staged pages in the work tree back to HEAD.")
+@click.option("--json", "as_json", is_flag=True, help="Print the staged candidates as JSON.")
+@click.pass_context
+def review_stage(ctx: click.Context, paths: tuple[Path, ...], started_from: str | None, restore: bool,
+                 as_json: bool) -> None:
+    """Stage work-tree page edits as review candidates: one `llmwiki/review/<id>` branch per
+    page (default: every changed page under the wiki root), one commit on the current tip.
+    A deleted page becomes a deletion candidate. The work tree keeps the edits unless
+    --restore is given."""
+    from .review.stagepage import restore as restore_pages, stage_pages, worktree_edits
+
+    ws = _workspace(ctx)
+    top = Path(ws.root).resolve()
+    rels = []
+    for path in paths:
+        full = Path(os.path.abspath(path))
+        try:
+            rels.append(full.relative_to(top).as_posix())
+        except ValueError:
+            raise UsageError(f"{path} is outside the repository {top}") from None
+    edits = worktree_edits(ws, rels, started_from)
+    staged = stage_pages(ws, edits, None if as_json else _note)
+    kept = restore_pages(ws, edits) if restore else []
+    if as_json:
+        click.echo(json.dumps({"version": 1, "staged": [{"id": s.candidate_id, "branch": s.branch, "commit": s.commit,
+                                                          "target": s.target, "precondition": s.precondition}
+                                                         for s in staged], "keptInWorktree": kept}, indent=2))
+        return
+    for s in staged:
+        click.echo(f"Staged {s.target} as {s.branch} ({s.precondition}).")
+    for rel in kept:
+        click.echo(f"warning: {rel} changed again after staging; left as it is", err=True)
+    click.echo("Inspect with `llmwiki review show <id>`, approve with `llmwiki review approve <id>`.", err=True)
 
 
 @review.command("list")
@@ -453,7 +493,7 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
         click.echo(json.dumps(view, indent=2, ensure_ascii=False))
     else:
         click.echo(f"Candidate {view['id']}")
-        for key in ("branch", "commit", "target", "precondition", "bodyDigest", "base", "question"):
+        for key in ("branch", "kind", "commit", "target", "precondition", "bodyDigest", "base", "question"):
             click.echo(f"{key}: {view[key]}")
         click.echo("")
         citations = view["verdict"]["citations"]

@@ -150,6 +150,13 @@ def _split(root: str | os.PathLike[str], rel: str) -> tuple[Path, tuple[str, ...
     return Path(os.path.realpath(root)), parts
 
 
+def refuse_symlinks(root: str | os.PathLike[str], rel: str) -> None:
+    """Refuse when any existing component of ``root/rel`` is a symlink (a file written there
+    would land somewhere else) or a non-folder above the last one."""
+    base, parts = _split(root, rel)
+    _no_symlink_below(base, parts)
+
+
 def ensure_dir(root: str | os.PathLike[str], rel: str) -> Path:
     """Create folder ``root/rel`` (and parents); refuse when any part of it is a symlink."""
     base, parts = _split(root, rel)

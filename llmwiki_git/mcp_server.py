@@ -8,7 +8,8 @@ Tools (arguments validated with JSON Schema before anything runs):
     search_pages       ranked pages: pageId, title, summary, score, path
     read_page          one page (by id or path), confined to the wiki root
     check_links        the `llmwiki links --json` envelope for a text
-    review_list        open review candidates (`llmwiki review list --json`)
+    review_list        open review candidates of both kinds (`llmwiki review list --json`)
+    propose_page       stage a page edit as a review candidate (never publishes)
     wiki_status        page counts, index state, pending candidates, broken links
 
 Resources: ``llmwiki://index`` (the generated index page) and ``llmwiki://page/{+pageId}``
@@ -35,6 +36,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from .errors import LlmwikiError, UsageError, WikiError
+from .git import blob_id
 
 SDK_MISSING = "llmwiki serve needs the MCP SDK: pip install 'llmwiki-git[mcp]' (from a clone: pip install '.[local,mcp]')"
 SERVER_NAME = "llmwiki"
@@ -119,6 +121,14 @@ def _input_schemas() -> dict[str, dict[str, Any]]:
         "check_links": _obj({"text": _text("Markdown whose [[wikilinks]] to classify.")}, ("text",)),
         "review_list": _obj({}),
         "wiki_status": _obj({}),
+        "propose_page": _obj({
+            "path": {"type": "string", "minLength": 1, "maxLength": 1024,
+                     "description": "Repository-relative path of the .md page under the wiki root (read_page's path)."},
+            "content": _text("The whole new page: frontmatter and body."),
+            "basedOn": {"type": "string", "pattern": "^(absent|[0-9a-f]{40}|[0-9a-f]{64})$",
+                        "description": "The blobId read_page (or get_context_pack) gave for the version you edited; "
+                                       "'absent' for a new page."},
+        }, ("path", "content", "basedOn")),
     }
 
 
@@ -170,8 +180,10 @@ def _output_schemas() -> dict[str, dict[str, Any]]:
             },
         },
         "read_page": {
-            "type": "object", "required": ["version", "pageId", "path", "title", "frontmatter", "body", "warnings"],
+            "type": "object", "required": ["version", "pageId", "path", "title", "frontmatter", "body", "warnings",
+                                           "blobId", "headBlobId"],
             "properties": {"version": {"const": 1}, "pageId": {"type": "string"}, "path": {"type": "string"},
+                           "blobId": {"type": "string"}, "headBlobId": _NULLABLE_STR,
                            "title": {"type": "string"}, "frontmatter": {"type": "object"},
                            "body": {"type": "string"}, "warnings": _WARNINGS},
         },
@@ -180,6 +192,12 @@ def _output_schemas() -> dict[str, dict[str, Any]]:
             "type": "object", "required": ["version", "candidates"],
             "properties": {"version": {"const": 1}, "candidates": {"type": "array", "items": {
                 "type": "object", "required": ["id", "target", "citationStatus"]}}},
+        },
+        "propose_page": {
+            "type": "object", "required": ["version", "candidateId", "branch", "commit", "target", "precondition"],
+            "properties": {"version": {"const": 1}, "candidateId": {"type": "string"}, "branch": {"type": "string"},
+                           "commit": {"type": "string"}, "target": {"type": "string"},
+                           "precondition": {"type": "string"}},
         },
         "wiki_status": {
             "type": "object",
@@ -254,7 +272,13 @@ def _context_pack(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
 
     options = ContextOptions(args["budget"], args["depth"], args["topPages"], args["topChunks"],
                              args["includeSources"], args["omitRoot"])
-    return ws.retrieval().context(args["prompt"], options)
+    pack = ws.retrieval().context(args["prompt"], options)
+    if ws.git is not None:  # the blob each primary page has at HEAD: propose_page's basedOn
+        heads = ws.wiki("HEAD")
+        for item in pack.get("primary", []):
+            page = heads.by_id.get(item.get("id"))
+            item["blobId"] = page.blob if page is not None else None
+    return pack
 
 
 class _Capture:
@@ -413,7 +437,12 @@ def _read_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     warnings = []
     if meta.error:
         warnings.append({"code": "malformed-frontmatter", "message": f"{page.path}:{meta.error_line}: {meta.error}"})
+    head_blob = None
+    if ws.git is not None:
+        found = ws.git.run("rev-parse", "--verify", "--quiet", f"HEAD:{page.path}", check=False).decode().strip()
+        head_blob = found or None
     return {"version": 1, "pageId": page.id, "path": page.path,
+            "blobId": blob_id(text.encode("utf-8")), "headBlobId": head_blob,
             "title": title if isinstance(title, str) and title.strip() else page.stem,
             "frontmatter": _jsonable(meta.data), "body": text[meta.body_offset:], "warnings": warnings}
 
@@ -424,6 +453,17 @@ def _check_links(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
 
     report = citation_report(args["text"], ws.wiki("worktree"), pending_index(ws.git) if ws.git else None)
     return {"version": 1, "citations": [c.to_json() for c in report]}
+
+
+def _propose_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
+    """Stage the page as a page/1 candidate branch; the work tree, index and HEAD are untouched
+    and nothing is published (a human approves with `llmwiki review approve`)."""
+    from .review.stagepage import PageEdit, stage_pages
+
+    rel = _clean_relative(args["path"], "path")
+    (staged,) = stage_pages(ws, [PageEdit(rel, args["content"], args["basedOn"])])
+    return {"version": 1, "candidateId": staged.candidate_id, "branch": staged.branch, "commit": staged.commit,
+            "target": staged.target, "precondition": staged.precondition}
 
 
 def _review_list(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
@@ -485,15 +525,22 @@ def _tools() -> list[_Tool]:
              _search),
         tool("read_page", "Read a page",
              "Read one page by pageId (concepts/blobs, or a [[link]] target such as blobs) or by path "
-             "(wiki/concepts/blobs.md): frontmatter and body. Only .md files under the wiki root are readable.",
+             "(wiki/concepts/blobs.md): frontmatter, body, blobId (the git blob id of the text read: propose_page's "
+             "basedOn) and headBlobId (the page at HEAD). Only .md files under the wiki root are readable.",
              _read_page),
         tool("check_links", "Check [[links]]",
              "Classify each unique [[wikilink]] of a text as resolved (with its page id), pending (an open review "
              "candidate would create it) or broken, in order of first appearance (`llmwiki links --json`).",
              _check_links),
         tool("review_list", "Review candidates",
-             "Open review candidates (answers staged as llmwiki/review/<id> branches), oldest first, with their "
-             "citation status now (`llmwiki review list --json`).", _review_list),
+             "Open review candidates (answers and page edits staged as llmwiki/review/<id> branches; kind "
+             "validated-answer/1 or page/1), oldest first, with their link status now (`llmwiki review list --json`).",
+             _review_list),
+        tool("propose_page", "Propose a page edit",
+             "Stage a new or edited page as a review candidate branch (kind page/1) for a human to approve; nothing "
+             "is published and the work tree is untouched. basedOn is the blobId read_page gave (or 'absent' for a "
+             "new page): if the page changed since, approval is refused with a three-way view, so re-read and "
+             "propose again.", _propose_page, read_only=False),
         tool("wiki_status", "Wiki status",
              "A snapshot: repository root, wiki root, page counts, whether the search index exists and its model, "
              "open review candidates, and the number of broken links in the work tree.", _status),

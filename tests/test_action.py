@@ -593,6 +593,39 @@ def test_real_candidate_staged_by_llmwiki(repo: Repo, tmp_path: Path) -> None:
                                 f"--onto option, which a detached checkout needs, so candidate {cid} was not validated"]
 
 
+@pytest.mark.parametrize("case", ["passes", "lost-update", "breaks-a-link"])
+def test_real_page_candidate_is_validated_as_approval_would(repo: Repo, tmp_path: Path, case: str) -> None:
+    """A page/1 candidate (`review stage` / MCP propose_page) on a pull request from
+    llmwiki/review/*: the Action gives approval's verdict, lost updates and newly broken links
+    in untouched pages included."""
+    from llmwiki_git.review.stagepage import PageEdit, stage_pages
+    from llmwiki_git.workspace import Workspace
+
+    base = seed(repo)
+    read = repo.git("rev-parse", f"{base}:wiki/concepts/beta.md").strip()
+    edit = (PageEdit("wiki/concepts/alpha.md", None) if case == "breaks-a-link"
+            else PageEdit("wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]], edited.\n"), read))
+    (staged,) = stage_pages(Workspace.open(repo.root), [edit])
+    onto = base
+    if case == "lost-update":
+        repo.write("wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]], changed meanwhile.\n"))
+        onto = repo.commit("meanwhile")
+    cid = staged.candidate_id
+    repo.git("update-ref", f"refs/remotes/origin/{staged.branch}", staged.commit)
+    repo.git("update-ref", "-d", f"refs/heads/{staged.branch}")
+    repo.git("update-ref", "refs/remotes/origin/main", onto)
+    repo.git("checkout", "-q", "--detach", staged.commit)
+    run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
+    if case == "passes":
+        assert run.outcomes["candidate"] == "success", run.stdout + run.stderr
+        assert run.commands == [f"::notice title=llmwiki review::review candidate {cid}: approval would pass"]
+        return
+    assert run.outcomes["candidate"] == "failure", run.stdout + run.stderr
+    refused = [c for c in run.commands if c.startswith("::error title=llmwiki review::")]
+    assert len(refused) == 1 and "approval would be refused" in refused[0]
+    assert ("lost update refused" if case == "lost-update" else "wiki/concepts/delta.md") in refused[0]
+
+
 # --- the install step --------------------------------------------------------------------
 
 def test_install_step_makes_a_virtualenv_and_installs_the_actions_checkout(repo: Repo, tmp_path: Path) -> None:

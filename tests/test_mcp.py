@@ -27,7 +27,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from .conftest import REPO_ROOT, Repo  # noqa: E402
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
-TOOLS = {"get_context_pack", "query_wiki", "search_pages", "read_page", "check_links", "review_list", "wiki_status"}
+TOOLS = {"get_context_pack", "query_wiki", "search_pages", "read_page", "check_links", "review_list", "wiki_status", "propose_page"}
 PACK_SCHEMA = json.loads((REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pack.schema.json").read_text())
 
 

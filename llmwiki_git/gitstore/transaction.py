@@ -246,9 +246,21 @@ def _status(git: Git, paths: Sequence[str]) -> list[tuple[str, str]]:
     return [(rec[:2].decode(), rec[3:].decode("utf-8", "surrogateescape")) for rec in out.split(b"\0") if len(rec) > 3]
 
 
-def check_worktree(git: Git, intent: Intent) -> None:
+def _holds_new(git: Git, top: Path, intent: Intent, rel: str) -> bool:
+    """Whether the work tree and index already hold what the write brings to ``rel`` (a page
+    edit staged with `review stage` and kept in the work tree): nothing of the user's is lost."""
+    new, old = _entries(git, intent.new, [rel]).get(rel), _entries(git, intent.old, [rel]).get(rel)
+    if new is not None and new[0] != "100644":
+        return False
+    want = git.run("cat-file", "blob", new[1]) if new else None
+    stage = [(m, b) for m, b, _ in _index_entries(git, [rel]).get(rel, [])]
+    return _read(top / rel) == want and stage in ([], [old], [new])
+
+
+def check_worktree(git: Git, intent: Intent, top: Path | None = None) -> None:
     """Refuse (DirtyPaths) unless every non-generated path the write changes is clean, as at
-    HEAD, in the index and the work tree. Nothing is written."""
+    HEAD, in the index and the work tree (or, given ``top``, already holds the new content).
+    Nothing is written."""
     if not intent.follow:
         return
     wanted = [p for p in intent.paths if p not in intent.force]
@@ -256,6 +268,8 @@ def check_worktree(git: Git, intent: Intent) -> None:
     dirty, untracked = [], []
     for target in wanted:
         hits = [(code, name) for code, name in changed if name == target or name.startswith(target + "/")]
+        if hits and top is not None and all(name == target for _, name in hits) and _holds_new(git, top, intent, target):
+            continue
         if hits:
             dirty.append(target)
             if all(code in ("??", "!!") for code, _ in hits):

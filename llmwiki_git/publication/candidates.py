@@ -1,5 +1,7 @@
-"""Candidates: ``refs/heads/llmwiki/review/<id>`` branches whose single commit adds or
-replaces one ``queries/<slug>.md`` page, described by a trailer block."""
+"""Candidates: ``refs/heads/llmwiki/review/<id>`` branches whose single commit adds, replaces
+or (``page/1`` only) deletes one page, described by a trailer block. A validated answer
+(``validated-answer/1``) may only write ``<wiki root>/queries/<slug>.md``; a page edit
+(``page/1``) any ``.md`` page under the wiki root except the generated index and journal."""
 
 from __future__ import annotations
 
@@ -131,6 +133,25 @@ def target_problem(target: str, wiki_root: str) -> str | None:
     return None
 
 
+GENERATED = ("index.md", "log.md")
+
+
+def page_target_problem(target: str, wiki_root: str) -> str | None:
+    """Why ``target`` is not an acceptable ``page/1`` target: a ``.md`` page under the wiki
+    root, through no hidden folder (``.git``), and not the generated table of contents or
+    journal at the wiki root."""
+    parts = target.split("/")
+    hidden = [p for p in parts if p.startswith(".") or not p]
+    if hidden or "\\" in target or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+        return f"target {target!r} goes through a hidden folder or has an unsafe name"
+    prefix = f"{wiki_root}/" if wiki_root else ""
+    if not target.startswith(prefix) or not target.lower().endswith(".md") or len(target) <= len(prefix) + 3:
+        return f"target {target!r} is not a .md page under the wiki root ({wiki_root or 'the repository root'})"
+    if target[len(prefix):] in GENERATED:
+        return f"target {target!r} is llmwiki's generated table of contents or journal, not a page"
+    return None
+
+
 def _raw_changes(git: Git, parent: str, commit: str) -> list[tuple[str, str, str, str]]:
     """(new mode, new blob, status, path) of every entry ``commit`` changes against ``parent``."""
     out = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-commit-id", parent, commit)
@@ -155,9 +176,10 @@ def validate(git: Git, candidate: Candidate, wiki_root: str) -> Malformed | None
     if t is None or candidate.notes:
         return Malformed("malformed", f"candidate {candidate.id} has a malformed trailer block "
                                       f"({'; '.join(candidate.notes) or 'missing keys'}); reject it")
-    if t.kind != T.KIND:
-        return Malformed("malformed", f"candidate kind {t.kind!r} is not {T.KIND}")
-    problem = target_problem(t.target, wiki_root)
+    if t.kind not in T.KINDS:
+        return Malformed("malformed", f"candidate kind {t.kind!r} is not one of {', '.join(T.KINDS)}")
+    page_edit = t.kind == T.PAGE_KIND
+    problem = (page_target_problem if page_edit else target_problem)(t.target, wiki_root)
     if problem is not None:
         return Malformed("bad-target", f"candidate {candidate.id}: {problem}; reject it")
     parents = git.text("rev-list", "--parents", "-n", "1", candidate.commit).split()[1:]
@@ -171,6 +193,8 @@ def validate(git: Git, candidate: Candidate, wiki_root: str) -> Malformed | None
                                                 f"but changes: {', '.join(map(repr, paths)) or 'nothing'}")
     mode, _blob, status, _path = changes[0]
     if status.startswith("D"):
+        if page_edit:
+            return None  # a deletion candidate: no blob at the target
         return Malformed("touches-other-files", f"candidate {candidate.id} deletes {t.target}")
     if mode != REGULAR:
         kind = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)",
@@ -183,7 +207,8 @@ def validate(git: Git, candidate: Candidate, wiki_root: str) -> Malformed | None
 @dataclass(frozen=True)
 class BranchPending:
     """The pending index of DESIGN §3 from open candidate branches: slug -> candidate ids.
-    Only well-formed candidates whose target is a query page count."""
+    Well-formed candidates count whose target is a query page, and page edits that add or
+    replace a page (not deletions)."""
 
     by_slug: dict[str, tuple[str, ...]]
 
@@ -200,9 +225,11 @@ def pending_index(git: Git) -> BranchPending:
     for candidate in list_candidates(git):
         if candidate.trailers is None or candidate.notes or candidate.slug is None:
             continue
-        if candidate.trailers.kind != T.KIND or "/queries/" not in f"/{candidate.trailers.target}":
+        t = candidate.trailers
+        answer = t.kind == T.KIND and "/queries/" in f"/{t.target}"
+        if not answer and not (t.kind == T.PAGE_KIND and t.body_digest != T.ABSENT):
             continue
-        by_slug.setdefault(candidate.slug, []).append(candidate.id)
+        by_slug.setdefault(slugify(candidate.slug), []).append(candidate.id)  # a page file name may not be a slug
     return BranchPending({k: tuple(sorted(v)) for k, v in by_slug.items()})
 
 

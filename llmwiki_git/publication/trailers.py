@@ -21,7 +21,9 @@ KEYS = (
 )
 REPLAYED = "Llmwiki-Replayed-From"
 KIND = "validated-answer/1"
-ABSENT = "absent"
+PAGE_KIND = "page/1"  # any page edit, addition or deletion (`review stage`, MCP propose_page)
+KINDS = (KIND, PAGE_KIND)
+ABSENT = "absent"  # a precondition: no page at the target; a page/1 body digest: a deletion
 _SEP = "\x1f"
 _REC = "\x1e"
 

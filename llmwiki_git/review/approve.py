@@ -18,6 +18,7 @@ from ..publication import trailers as T
 from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, policy_refusal
+from . import pagepolicy as P
 from ..publication.write import Site, commit_and_move, locked
 from ..wiki.citations import Citation, PendingIndex, citation_report
 
@@ -37,12 +38,16 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "code": self.code, "message": self.message, "tip": self.tip, "branch": self.branch,
-                "citations": None if self.citations is None else [c.to_json() for c in self.citations]}
+                "citations": None if self.citations is None else [c.to_json() for c in self.citations],
+                **({"details": self.details} if self.details else {})}
 
 
-def _blob_at(git: Git, commit: str, path: str) -> str | None:
-    out = git.run("rev-parse", "--verify", "--quiet", f"{commit}:{path}", check=False).decode().strip()
-    return out or None
+
+def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
+    """The refusal code and wording for a target that is not at the tip what it was."""
+    if expected is None:
+        return "target-appeared", "now exists"
+    return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
 
 
 def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str | None = None) -> Verdict:  # type: ignore[no-untyped-def]
@@ -65,22 +70,23 @@ def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str
         extra = f": {RESTAGE}" if malformed.code == "not-single-commit" else ""
         return refuse(malformed.code, malformed.message + extra)
     assert t is not None
-    new_blob = _blob_at(git, candidate.commit, t.target)
+    if t.kind == T.PAGE_KIND:
+        return _evaluate_page(ws, candidate, tip, ref, refuse)
+    new_blob = P.blob_at(git, candidate.commit, t.target)
     if new_blob is None:
         return refuse("touches-other-files", f"candidate {candidate_id} deletes {t.target}")
     document = git.run("cat-file", "blob", new_blob)
     if body_digest(document) != t.body_digest:
         return refuse("candidate-edited", f"candidate-edited: the answer body of {candidate_id} no longer matches its digest; {RESTAGE}")
-    at_base = _blob_at(git, t.base, t.target)
+    at_base = P.blob_at(git, t.base, t.target)
     claimed = T.ABSENT if at_base is None else f"blob {at_base}"
     if t.precondition != claimed:
         return refuse("forged", f"candidate {candidate_id} claims precondition {t.precondition!r}, but at its base the target was {claimed!r}; {RESTAGE}")
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
-    at_tip = _blob_at(git, tip, t.target)
+    at_tip = P.blob_at(git, tip, t.target)
     if at_tip != at_base:
-        code = "target-appeared" if at_base is None else ("target-vanished" if at_tip is None else "target-changed")
-        what = {"target-appeared": "now exists", "target-vanished": "was deleted", "target-changed": "changed"}[code]
+        code, what = _moved(at_base, at_tip)
         return refuse(code, f"{t.target} {what} since {candidate_id} was staged; {RESTAGE}")
     try:
         after = (tip_wiki or ws.wiki(tip)).with_page(t.target, document.decode("utf-8"))
@@ -96,6 +102,52 @@ def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str
     return Verdict(True, "ok", f"{candidate_id} can be approved onto {ref}", candidate, tip, ref, citations)
 
 
+RESTAGE_PAGE = "re-read the page, propose the edit again on the current tip, then reject this candidate"
+
+
+def _evaluate_page(ws, candidate: Candidate, tip: str | None, ref: str,  # type: ignore[no-untyped-def]
+                   refuse: Callable[..., Verdict]) -> Verdict:
+    """The generic policy of a ``page/1`` candidate (see ``pagepolicy``)."""
+    git: Git = ws.require_git("reviewing candidates")
+    t = candidate.trailers
+    assert t is not None
+    cid = candidate.id
+    new_blob = P.blob_at(git, candidate.commit, t.target)
+    document = None if new_blob is None else git.run("cat-file", "blob", new_blob)
+    digest = T.ABSENT if document is None else body_digest(document)
+    if digest != t.body_digest:
+        return refuse("candidate-edited", f"candidate-edited: the page body of {cid} no longer matches its digest; {RESTAGE_PAGE}")
+    try:
+        started = P.blob_of_precondition(t.precondition)
+    except LlmwikiError as exc:
+        return refuse("malformed", f"candidate {cid}: {exc}; reject it")
+    if document is None and started is None:
+        return refuse("malformed", f"candidate {cid} deletes {t.target}, which its precondition says was absent; reject it")
+    if tip is None:
+        return refuse("target-vanished", f"branch {ref} does not exist")
+    at_tip = P.blob_at(git, tip, t.target)
+    if at_tip != started:
+        code, what = _moved(started, at_tip)
+        view = P.three_way(git, t.target, started, at_tip, new_blob)
+        return refuse(code, f"lost update refused: {t.target} {what} since the editor of {cid} read it "
+                            f"(they started from {t.precondition}, the tip has {P.precondition_of(at_tip)}); "
+                            f"{RESTAGE_PAGE}", threeWay=view)
+    try:
+        text = None if document is None else document.decode("utf-8")
+        links = P.link_outcome(ws, tip, t.target, text)
+    except Exception as exc:  # validation failure refuses, keeps the candidate
+        return refuse("unavailable", f"Approval of {cid} refused: link validation unavailable "
+                                     f"({exc.__class__.__name__}: {exc}); the candidate is kept")
+    details = {"brokenBefore": [p.to_json() for p in links.old_errors],
+               "pendingLinks": [p.to_json() for p in links.pending]}
+    if links.new_errors:
+        return refuse("broken", f"Approval of {cid} refused: the edit breaks {len(links.new_errors)} link(s): "
+                                f"{P.describe(links.new_errors)}; fix them or approve the pages they need first; "
+                                "the candidate is kept", newlyBroken=[p.to_json() for p in links.new_errors], **details)
+    note = f" ({len(links.old_errors)} link(s) were broken before and still are)" if links.old_errors else ""
+    return Verdict(True, "ok", f"{cid} can be approved onto {ref}{note}", candidate, tip, ref, None, details)
+
+
 @dataclass
 class Approved:
     candidate_id: str
@@ -108,7 +160,8 @@ class Approved:
 
 class ApprovalRefused(LlmwikiError):
     def __init__(self, verdict: Verdict) -> None:
-        super().__init__(verdict.message)
+        view = verdict.details.get("threeWay")
+        super().__init__(verdict.message + (f"\n\n{view.rstrip()}" if view else ""))
         self.verdict = verdict
 
 
@@ -158,7 +211,7 @@ def _approve(ws, site: Site, candidate_id: str, pending: PendingIndex | None) ->
         raw = git.run("cat-file", "commit", commit).decode("utf-8", "surrogateescape")
         message = raw.split("\n\n", 1)[1]
         message = message.rstrip("\n") + f"\n{T.REPLAYED}: {commit}\n"
-        document = git.run("cat-file", "blob", f"{commit}:{t.target}")
+        document = None if P.blob_at(git, commit, t.target) is None else git.run("cat-file", "blob", f"{commit}:{t.target}")
         author = git.text("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit).split("\0")
         commit = build_commit(git, verdict.tip, {t.target: document}, message, author=(author[0], author[1], author[2]))
     entry = log_entry("approve", verdict.candidate.subject,

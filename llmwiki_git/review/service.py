@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import LlmwikiError
 from ..publication.candidates import get, list_candidates, pending_index
+from ..publication.trailers import PAGE_KIND
 from ..wiki.citations import BROKEN, PENDING
 from .approve import Approved, approve, evaluate
 
@@ -21,6 +22,15 @@ def _status(citations: list[Any] | None) -> str:
     broken = sum(1 for c in citations if c.status == BROKEN)
     pending = sum(1 for c in citations if c.status == PENDING)
     return f"{len(citations) - broken - pending} resolved, {pending} pending, {broken} broken"
+
+
+def _page_status(verdict: Any) -> str:
+    """A page edit's link status now: links it newly breaks, broken before, pending."""
+    details = verdict.details
+    if verdict.code not in ("ok", "broken"):
+        return verdict.code
+    return (f"{len(details.get('newlyBroken', []))} newly broken, {len(details.get('brokenBefore', []))} broken before, "
+            f"{len(details.get('pendingLinks', []))} pending")
 
 
 def list_view(ws) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
@@ -38,9 +48,12 @@ def list_view(ws) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
             else:
                 if verdict.code in REFUSED_SHAPES:
                     candidate.notes.append(verdict.message)
+                elif t.kind == PAGE_KIND:
+                    status = _page_status(verdict)
                 else:
                     status = _status(verdict.citations)
-        rows.append({"id": candidate.id, "target": t.target if t else None, "committedAt": candidate.committed_at,
+        rows.append({"id": candidate.id, "kind": t.kind if t else None, "target": t.target if t else None,
+                     "committedAt": candidate.committed_at,
                      "citationStatus": status, "base": t.base if t else None, "commit": candidate.commit,
                      "notes": candidate.notes})
     return rows
@@ -51,12 +64,15 @@ def show_view(ws, candidate_id: str, onto: str | None = None) -> dict[str, Any]:
     candidate = get(git, candidate_id)
     verdict = evaluate(ws, candidate_id, pending_index(git), branch=onto)
     t = candidate.trailers
-    diff = ""
-    if t is not None and verdict.tip:
+    diff = verdict.details.get("threeWay", "")
+    if t is not None and verdict.tip and not diff:
         diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
                        check=False).decode("utf-8", "replace")
-    question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
-    return {"version": 1, "id": candidate.id, "branch": candidate.ref.removeprefix("refs/heads/"), "commit": candidate.commit,
+    question = ""
+    if t is None or t.kind != PAGE_KIND:
+        question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
+    return {"version": 1, "id": candidate.id, "branch": candidate.ref.removeprefix("refs/heads/"),
+            "kind": t.kind if t else None, "commit": candidate.commit,
             "target": t.target if t else None, "precondition": t.precondition if t else None,
             "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": question,
             "notes": candidate.notes, "diff": diff, "verdict": verdict.to_json()}

@@ -156,6 +156,11 @@ class Wiki:
         pages = [p for p in self.pages if p.path != path] + [page]
         return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot)
 
+    def without_page(self, path: str) -> Wiki:
+        """This wiki as it will be after the page at ``path`` is deleted."""
+        pages = [p for p in self.pages if p.path != path]
+        return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot)
+
 
 def _folder_slugs(path: str) -> tuple[str, ...]:
     return tuple(slugify(part) for part in path.split("/")[:-1])

@@ -1,0 +1,120 @@
+"""The generic approval policy of a ``page/1`` candidate (DESIGN §6): the links an edit newly
+breaks anywhere in the wiki refuse it, links broken before are only reported, pending links
+(to pages open candidates would create) pass; and, when the page moved on since the editor
+read it, the three-way view of what they started from, what is there now, what they propose."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..checks import CheckResult, check_wiki, fail_closed, new_problems
+from ..errors import UsageError
+from ..git import Git
+from ..problems import Problem
+from ..publication import trailers as T
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def content_problem(document: str) -> str | None:
+    """Why ``document`` cannot be a page: NUL bytes and terminal control characters (escape
+    sequences) are refused; tab, newline and carriage return are fine."""
+    found = _CONTROL.search(document)
+    if found is None:
+        return None
+    line = document.count("\n", 0, found.start()) + 1
+    return f"the page has a control character {found.group()!r} on line {line} (NUL bytes and escape sequences are refused)"
+
+
+def blob_at(git: Git, rev: str, path: str) -> str | None:
+    """The blob id of ``path`` at ``rev`` (None: no such entry)."""
+    out = git.run("rev-parse", "--verify", "--quiet", f"{rev}:{path}", check=False).decode().strip()
+    return out or None
+
+
+def precondition_of(blob: str | None) -> str:
+    return T.ABSENT if blob is None else f"blob {blob}"
+
+
+def blob_of_precondition(precondition: str) -> str | None:
+    """The blob id a precondition names (None for ``absent``); UsageError if it is neither."""
+    if precondition == T.ABSENT:
+        return None
+    kind, _, oid = precondition.partition(" ")
+    if kind != "blob" or not _BLOB.match(oid):
+        raise UsageError(f"precondition {precondition!r} is neither 'absent' nor 'blob <id>'")
+    return oid
+
+
+@dataclass(frozen=True)
+class LinkOutcome:
+    new_errors: list[Problem]  # refuse
+    old_errors: list[Problem]  # reported, not blocking
+    pending: list[Problem]  # allowed: their candidates exist
+
+
+def _generated(ws, tip: str, wiki_root: str) -> set[str]:  # type: ignore[no-untyped-def]
+    """The table of contents and journal llmwiki owns (rewritten by the approval itself, so
+    their links never count)."""
+    from ..wiki.generated import INDEX, LOG, owned
+
+    index_rel = f"{wiki_root}/{INDEX}" if wiki_root else INDEX
+    log_rel = f"{ws.base}/{LOG}" if ws.base else LOG
+    return {rel for rel, kind in ((index_rel, "index"), (log_rel, "log")) if owned(ws.git, Path(ws.root), rel, tip, kind)}
+
+
+def _without(result: CheckResult, paths: set[str]) -> CheckResult:
+    return CheckResult(result.checked, [p for p in result.problems if p.path not in paths])
+
+
+def link_outcome(ws, tip: str, target: str, document: str | None) -> LinkOutcome:  # type: ignore[no-untyped-def]
+    """Every page's links at ``tip`` against the wiki after ``target`` is written with
+    ``document`` (None: deleted)."""
+    before_wiki = ws.wiki(tip)
+    if document is None:
+        after_wiki = before_wiki.without_page(target)
+    else:
+        after_wiki = before_wiki.with_page(target, document)
+    generated = _generated(ws, tip, before_wiki.root_dir)
+    before = _without(ws._mark_pending(check_wiki(before_wiki)), generated)
+    after = _without(ws._mark_pending(check_wiki(after_wiki)), generated)
+    after = fail_closed(after, after, {target} if document is not None else set())
+    fresh = new_problems(before, after)
+    fresh_keys = {id(p) for p in fresh.problems}
+    return LinkOutcome(
+        new_errors=fresh.errors,
+        old_errors=[p for p in after.errors if id(p) not in fresh_keys],
+        pending=[p for p in after.warnings if p.code == "pending-link"],
+    )
+
+
+def describe(problems: list[Problem], limit: int = 8) -> str:
+    shown = [f"{p.path}:{p.line}: {p.message}" for p in problems[:limit]]
+    more = len(problems) - limit
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+
+
+def _text(git: Git, blob: str | None, where: str) -> tuple[list[str], str]:
+    if blob is None:
+        return [], f"{where} (absent)"
+    if git.run("cat-file", "-t", blob, check=False).strip() != b"blob":
+        return [], f"{where} (blob {blob[:12]} is not in this repository)"
+    data = git.run("cat-file", "blob", blob).decode("utf-8", "replace")
+    return data.splitlines(keepends=True), f"{where} (blob {blob[:12]})"
+
+
+def three_way(git: Git, target: str, started: str | None, now: str | None, proposed: str | None) -> str:
+    """Two unified diffs from the version the editor started from: to what is at the tip now
+    (the change they did not see), and to what they propose."""
+    base_lines, base_name = _text(git, started, f"{target} as the editor read it")
+    now_lines, now_name = _text(git, now, f"{target} now")
+    new_lines, new_name = _text(git, proposed, f"{target} as proposed")
+    parts = ["=== what changed since the editor read it ===\n"]
+    parts += difflib.unified_diff(base_lines, now_lines, base_name, now_name)
+    parts.append("=== what the candidate proposes (against what the editor read) ===\n")
+    parts += difflib.unified_diff(base_lines, new_lines, base_name, new_name)
+    return "".join(p if p.endswith("\n") else p + "\n" for p in parts)

@@ -1,0 +1,155 @@
+"""``review stage`` and MCP ``propose_page``: a page edit, addition or deletion staged as a
+``page/1`` candidate branch -- one commit on the current tip, built with plumbing (the work
+tree, index and HEAD are untouched), naming the blob the editor started from."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..confine import refuse_symlinks
+from ..errors import PathRefused, UsageError
+from ..git import Git
+from ..gitstore.commits import build_commit, current_branch
+from ..publication import trailers as T
+from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
+from ..publication.write import Site, locked
+from ..wiki.slug import slugify
+from . import pagepolicy as P
+from .stage import Staged
+
+
+@dataclass(frozen=True)
+class PageEdit:
+    target: str  # repository-relative path of the page
+    document: str | None  # None: delete the page
+    started_from: str | None = None  # "absent", a blob id, or a commit-ish; None: HEAD's blob
+
+
+def _started_from(git: Git, base: str, target: str, given: str | None) -> str:
+    """The precondition: HEAD's blob (or ``absent``) unless the editor says what they read --
+    ``absent``, a blob id, or a commit whose version of the page they read."""
+    if given is None:
+        return P.precondition_of(P.blob_at(git, base, target))
+    given = given.strip()
+    if given == T.ABSENT:
+        return T.ABSENT
+    kind = git.run("cat-file", "-t", given, check=False).decode().strip() if given and not given.startswith("-") else ""
+    if kind == "blob":
+        return P.precondition_of(git.text("rev-parse", "--verify", "--end-of-options", f"{given}^{{blob}}"))
+    if kind in ("commit", "tag"):
+        commit = git.text("rev-parse", "--verify", "--end-of-options", f"{given}^{{commit}}")
+        return P.precondition_of(P.blob_at(git, commit, target))
+    try:
+        return P.precondition_of(P.blob_of_precondition(f"blob {given.lower()}"))  # a blob id not in this repository
+    except UsageError:
+        raise UsageError(f"--from {given!r} names no blob or commit here",
+                         hint="give the blob id you read (read_page's blobId), a commit, or 'absent'") from None
+
+
+def stage_pages(ws, edits: Sequence[PageEdit], note: Callable[[str], None] | None = None) -> list[Staged]:  # type: ignore[no-untyped-def]
+    """Stage each edit as its own candidate, all on the current tip, under the repository
+    lock. Every edit is checked before any branch is created: one bad edit stages nothing."""
+    git: Git = ws.require_git("staging a page edit")
+    site = Site(git, ws.root, ws.state_dir, ws.base, ws.wiki)
+    try:
+        with locked(site):
+            current_branch(git)  # refuse on a detached HEAD
+            base = git.rev_parse("HEAD")
+            if base is None:
+                raise UsageError("the branch has no commit yet", hint="commit the wiki first, then stage edits")
+            root_dir = ws.wiki(base).root_dir
+            planned = [_plan(git, Path(ws.root), base, root_dir, edit) for edit in edits]
+            return [_commit(git, base, edit, precondition) for edit, precondition in planned]
+    finally:
+        for text in site.notes:
+            if note is not None:
+                note(text)
+
+
+def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit) -> tuple[PageEdit, str]:
+    problem = page_target_problem(edit.target, root_dir)
+    if problem is not None:
+        raise UsageError(f"cannot stage {edit.target!r}: {problem}")
+    refuse_symlinks(top, edit.target)
+    at_base = P.blob_at(git, base, edit.target)
+    if at_base is not None and git.text("ls-tree", "--format=%(objectmode)", base, "--", edit.target) != "100644":
+        raise PathRefused(edit.target, "is not a regular file at HEAD (a symlink, executable or submodule)")
+    if edit.document is None:
+        if at_base is None:
+            raise UsageError(f"cannot stage the deletion of {edit.target}: it is not in HEAD")
+    else:
+        bad = P.content_problem(edit.document)
+        if bad is not None:
+            raise UsageError(f"cannot stage {edit.target}: {bad}", hint="remove the control characters and try again")
+        if at_base is not None and git.run("cat-file", "blob", at_base) == edit.document.encode("utf-8"):
+            raise UsageError(f"{edit.target} is unchanged from HEAD: nothing to stage")
+    return edit, _started_from(git, base, edit.target, edit.started_from)
+
+
+def _commit(git: Git, base: str, edit: PageEdit, precondition: str) -> Staged:
+    stem = edit.target.rsplit("/", 1)[-1][:-3]
+    candidate_id = new_id(git, (slugify(stem) or "page")[:80])
+    digest = T.ABSENT if edit.document is None else body_digest(edit.document)
+    trailers = T.Trailers(candidate_id, T.PAGE_KIND, edit.target, precondition, digest, base)
+    verb = "delete" if edit.document is None else ("edit" if precondition != T.ABSENT else "add")
+    message = T.message(f"llmwiki: review candidate: {verb} {edit.target}"[:200], "", trailers)
+    data = None if edit.document is None else edit.document.encode("utf-8")
+    commit = build_commit(git, base, {edit.target: data}, message)
+    git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")
+    return Staged(candidate_id, f"llmwiki/review/{candidate_id}", commit, edit.target, precondition)
+
+
+def worktree_edits(ws, paths: Sequence[str], started_from: str | None = None) -> list[PageEdit]:  # type: ignore[no-untyped-def]
+    """The work-tree state of the named pages (repository-relative; default: every page under
+    the wiki root that differs from HEAD) as edits: a missing file is a deletion."""
+    from .. import confine
+
+    git: Git = ws.require_git("staging a page edit")
+    top = Path(ws.root)
+    worktree = ws.wiki("worktree")
+    root_dir = worktree.root_dir
+    if not paths:
+        known = set(worktree.by_path) | (set(ws.wiki("HEAD").by_path) if git.rev_parse("HEAD") else set())
+        out = git.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                      "--", f":(top,literal){root_dir}" if root_dir else ":(top)")
+        names = sorted({rec[3:].decode("utf-8", "surrogateescape") for rec in out.split(b"\0") if len(rec) > 3})
+        paths = [n for n in names if n in known and page_target_problem(n, root_dir) is None]
+        if not paths:
+            raise UsageError("no changed page under the wiki root: nothing to stage",
+                             hint="edit a page first, or name the pages: `llmwiki review stage <path>`")
+    edits = []
+    for rel in paths:
+        refuse_symlinks(top, rel)
+        if not os.path.lexists(top / rel):
+            edits.append(PageEdit(rel, None, started_from))
+            continue
+        data = confine.read_file(top / rel, max_bytes=ws.settings.max_page_mb * 1024 * 1024, name=rel, nofollow=True)
+        try:
+            edits.append(PageEdit(rel, data.decode("utf-8"), started_from))
+        except UnicodeDecodeError:
+            raise UsageError(f"cannot stage {rel}: it is not UTF-8 text") from None
+    return edits
+
+
+def restore(ws, edits: Sequence[PageEdit]) -> list[str]:  # type: ignore[no-untyped-def]
+    """Put the staged pages back to HEAD in the work tree and index; a page edited again since
+    staging is left alone and returned."""
+    git: Git = ws.require_git("restoring pages")
+    top = Path(ws.root)
+    kept = []
+    for edit in edits:
+        path = top / edit.target
+        now = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+        if now != (None if edit.document is None else edit.document.encode("utf-8")):
+            kept.append(edit.target)
+            continue
+        spec = f":(top,literal){edit.target}"
+        if P.blob_at(git, "HEAD", edit.target) is not None:
+            git.run("checkout", "HEAD", "--", spec)
+        else:
+            git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", spec)
+            path.unlink(missing_ok=True)
+    return kept
