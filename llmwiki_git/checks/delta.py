@@ -19,15 +19,16 @@ every path here with an uncached full check.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
-from .checks import Checker, CheckResult, Outcome, result_from_record
-from .git import Git
-from .problems import Problem
-from .wiki.model import CONCEPTS, QUERIES, Page, detect_root, names_wiki
-from .wiki.pages import scan_page
-from .wiki.slug import parse_target, slugify
+from ..git import Git
+from ..problems import Problem
+from ..wiki.model import CONCEPTS, QUERIES, Page, detect_root, names_wiki
+from ..wiki.pages import scan_page
+from ..wiki.slug import parse_target, slugify
+from .checker import fingerprint_of
+from .links import Checker, Outcome
+from .result import CheckResult, result_from_record, sort_problems
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
 _PLAIN_OK: Outcome = ("ok", "", None, (), None, None)  # resolved, unambiguous, anchor fine
@@ -59,14 +60,14 @@ class Facts:
         # outcomes (most of them) share one tuple, which marshal writes and loads once.
         plain = _PLAIN_OK
         outcomes = {text: plain if (o[0] == "ok" and not o[3] and not o[5]) else o for text, o in self.outcomes.items()}
-        return (3, self.root_dir, self.fingerprint, sorted(self.names), sorted(self.other_files),
+        return (self.root_dir, self.fingerprint, sorted(self.names), sorted(self.other_files),
                 outcomes, self.names_by_path, self.paths, self.users, self.texts)
 
     @classmethod
     def from_record(cls, record: tuple | None) -> Facts | None:
-        if not isinstance(record, tuple) or len(record) != 10 or record[0] != 3:
-            return None  # older layout: rebuilt by the next full check
-        _, root_dir, fingerprint, names, other_files, outcomes, names_by_path, paths, users, texts = record
+        if not isinstance(record, tuple) or len(record) != 9:
+            return None  # none stored (the cache's version covers this layout)
+        root_dir, fingerprint, names, other_files, outcomes, names_by_path, paths, users, texts = record
         return cls(root_dir, fingerprint, set(names), other_files, outcomes, names_by_path, paths, users, texts)
 
     @classmethod
@@ -98,15 +99,6 @@ class Facts:
 
     def users_of(self, text: str) -> list[str]:
         return [self.paths[int(i)] for i in self.users.get(text, "").split()]
-
-
-def fingerprint_of(root_dir: str, names_by_path: dict[str, str], other_files: list[str], max_page_bytes: int) -> str:
-    """`checks.names_fingerprint` computed from page names alone (same digest)."""
-    parts = [root_dir, str(max_page_bytes)]
-    ordered = sorted(names_by_path, key=lambda p: (p.count("/"), p))
-    parts.extend(f"{path}\x01{names_by_path[path]}" for path in ordered)
-    parts.extend(sorted(other_files))
-    return hashlib.sha1("\x00".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def page_of(path: str, prefix: str, blob: str | None, data: bytes, limit: int) -> Page:
@@ -287,5 +279,4 @@ def derive(git: Git, base_rows: tuple, facts: Facts, *, diff: bytes, read_prefix
         new_facts.add_texts(unknown)
     gone = removed | set(fresh)
     kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in gone))).problems
-    problems = sorted(kept + found, key=lambda p: (p.path, p.line, p.col, p.code))
-    return CheckResult(len(names_by_path), problems), new_facts
+    return CheckResult(len(names_by_path), sort_problems(kept + found)), new_facts
