@@ -178,6 +178,13 @@ class ScanCache:
             self._facts[fingerprint] = loaded[0].get(fingerprint) if loaded else None
         return self._facts[fingerprint]
 
+    def has_facts(self, fingerprint: str) -> bool:
+        """Whether facts for ``fingerprint`` are stored (without loading them)."""
+        if self._facts is not None and self._facts.get(fingerprint) is not None:
+            return True
+        target = self._facts_file(fingerprint)
+        return target is not None and target.is_file()
+
     def facts_put(self, fingerprint: str, facts: tuple, replace: bool = False) -> None:
         if self.facts_get(fingerprint) is not None and not replace:
             return

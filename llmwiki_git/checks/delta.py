@@ -19,6 +19,7 @@ every path here with an uncached full check.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..git import Git
@@ -31,7 +32,6 @@ from .links import Checker, Outcome
 from .result import CheckResult, result_from_record, sort_problems
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
-_PLAIN_OK: Outcome = ("ok", "", None, (), None, None)  # resolved, unambiguous, anchor fine
 MAX_CHANGES = 2000  # beyond this a full check (scan cache) is cheaper than reading blobs
 _ODD_MODES = ("120000", "160000")  # symlinks and submodules: the full check handles them
 
@@ -56,12 +56,9 @@ class Facts:
     texts: dict[str, str]
 
     def to_record(self) -> tuple:
-        # A link that resolves cleanly reports nothing, whatever it resolves to: those
-        # outcomes (most of them) share one tuple, which marshal writes and loads once.
-        plain = _PLAIN_OK
-        outcomes = {text: plain if (o[0] == "ok" and not o[3] and not o[5]) else o for text, o in self.outcomes.items()}
+        # Clean outcomes are one shared tuple (links.PLAIN_OK): marshal writes it once.
         return (self.root_dir, self.fingerprint, sorted(self.names), sorted(self.other_files),
-                outcomes, self.names_by_path, self.paths, self.users, self.texts)
+                self.outcomes, self.names_by_path, self.paths, self.users, self.texts)
 
     @classmethod
     def from_record(cls, record: tuple | None) -> Facts | None:
@@ -107,10 +104,20 @@ def page_of(path: str, prefix: str, blob: str | None, data: bytes, limit: int) -
     return Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob, scan_page(data, max_bytes=limit))
 
 
+_SLUG_ALREADY = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # what slugify leaves as it is
+
+
+def _stem_slug(path: str) -> str:
+    stem = path.rsplit("/", 1)[-1][:-3]
+    return stem if _SLUG_ALREADY.fullmatch(stem) else slugify(stem)
+
+
 def _answers_to(path: str, names_key: str) -> set[str]:
     """The slugs a page answers to: its slugified stem and its alias slugs."""
     aliases = names_key.split("\x01", 1)[0]
-    return {slugify(path.rsplit("/", 1)[-1][:-3]), *(a for a in aliases.split("\x02") if a)}
+    if not aliases:
+        return {_stem_slug(path)}
+    return {_stem_slug(path), *(a for a in aliases.split("\x02") if a)}
 
 
 def _names_of(text: str) -> tuple[str, ...]:

@@ -79,7 +79,8 @@ class CheckEngine:
             fast = self._derive(scope, tree, cache)
             if fast is not None:
                 result, facts = fast
-                cache.facts_put(facts.fingerprint, facts.to_record())
+                if not cache.has_facts(facts.fingerprint):  # else the same names: facts known
+                    cache.facts_put(facts.fingerprint, facts.to_record())
                 cache.tree_put(key, (*result_to_record(result), facts.fingerprint))
                 return result
         wiki = self.load_wiki(scope, cache)

@@ -14,6 +14,9 @@ from ..wiki.slug import LinkTarget, parse_target, slugify
 # What a link's target text means in one wiki, independent of where the link stands:
 #   ("self",) | ("empty",) | ("broken", key) | ("ok", key, ref, alternatives, page_id, anchor_problem)
 Outcome = tuple
+# A link that resolves cleanly reports nothing, whatever it resolves to: those outcomes (most
+# of them) are this one tuple, which the facts file writes and loads once.
+PLAIN_OK: Outcome = ("ok", "", None, (), None, None)
 
 
 def _source_text(inner: str, embed: bool) -> str:
@@ -53,8 +56,11 @@ class Checker:
                     known = ("broken", target.key)
                 else:
                     what = _anchor_what(found.page.scan, target) if (found.page is not None and target.anchor) else None
-                    known = ("ok", target.key, found.ref, tuple(found.alternatives),
-                             found.page.id if found.page is not None else None, what)
+                    if what or found.alternatives:
+                        known = ("ok", target.key, found.ref, tuple(found.alternatives),
+                                 found.page.id if found.page is not None else None, what)
+                    else:
+                        known = PLAIN_OK
             self.outcomes[text] = known
         return known
 
