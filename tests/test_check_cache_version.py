@@ -96,3 +96,4 @@ def test_tree_and_facts_of_another_version_are_ignored(repo: Repo) -> None:
     for facts in folder.glob("facts-*.marshal"):
         _rewrite(facts, "stale")
     assert json.loads(repo.llmwiki("check", "--json", "--rev", "HEAD").stdout) == expect
+

@@ -298,3 +298,10 @@ def test_facts_files_are_pruned_and_the_old_layout_removed(repo: Repo) -> None:
         assert repo.llmwiki("check", "--rev", "HEAD").returncode == 0
     assert sorted(p.name for p in old.iterdir()) == ["check"]
     assert len(list(cache.glob("facts-*.marshal"))) == 3
+
+
+def test_the_engine_looks_for_candidates_where_they_are() -> None:
+    from llmwiki_git.checks.engine import CANDIDATE_REFS
+    from llmwiki_git.publication.candidates import PREFIX
+
+    assert CANDIDATE_REFS == PREFIX

@@ -24,8 +24,7 @@ def fingerprint_of(root_dir: str, names_by_path: dict[str, str], other_files: li
     # Plain string joins: marshal's bytes depend on string interning, so equal values can
     # serialize differently (that once made every run miss the cache).
     parts = [root_dir, str(max_page_bytes)]
-    ordered = sorted(names_by_path, key=lambda p: (p.count("/"), p))
-    parts.extend(f"{path}\x01{names_by_path[path]}" for path in ordered)
+    parts.extend(f"{path}\x01{names_by_path[path]}" for path in sorted(names_by_path))
     parts.extend(sorted(other_files))
     return hashlib.sha1("\x00".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 

@@ -20,6 +20,7 @@ from .delta import Facts, derive
 from .links import Checker
 from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record
 
+CANDIDATE_REFS = "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
 LoadWiki = Callable[[str, "ScanCache | None"], Wiki]  # (scope, cache) -> the wiki of that scope
 
 
@@ -152,6 +153,8 @@ def mark_pending(git: Git | None, result: CheckResult) -> CheckResult:
     warning, not an error (DESIGN §3)."""
     if git is None or not any(p.code == "broken-link" for p in result.problems):
         return result
+    if not git.run("for-each-ref", "--count=1", "--format=x", CANDIDATE_REFS, check=False).strip():
+        return result  # no open candidate: the review layer need not be loaded (the hook's budget)
     from ..publication.candidates import pending_index
 
     pending = pending_index(git)
