@@ -305,3 +305,23 @@ def test_the_engine_looks_for_candidates_where_they_are() -> None:
     from llmwiki_git.publication.candidates import PREFIX
 
     assert CANDIDATE_REFS == PREFIX
+
+
+@pytest.mark.parametrize("root", ["wiki", ""])
+def test_a_link_added_without_changing_names_is_rechecked_when_its_page_appears(repo: Repo, root: str) -> None:
+    """Regression: a tree derived with the same names fingerprint as its base did not store
+    the links its changed pages added, so when the page such a link names was created
+    later, the hook kept reporting the link as broken (a full check said it was fine)."""
+    folder = f"{root}/concepts" if root else "concepts"
+    repo.write(f"{folder}/a.md", "# A\n[[b]]\n")
+    repo.write(f"{folder}/b.md", "# B\n")
+    repo.commit("seed")
+    assert repo.llmwiki("check", "--staged", "--base", "HEAD").returncode == 0
+    repo.write(f"{folder}/b.md", "# B\n[[q]]\n")  # a new link, no name changes
+    repo.git("add", "-A")
+    assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
+    repo.git("commit", "-q", "--no-verify", "-m", "link to q")
+    repo.write(f"{folder}/q.md", "# Q\n")  # now q exists
+    repo.git("add", "-A")
+    assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache") == (0, [])
+    assert problems(repo, "--staged", "--base", "HEAD") == (0, [])

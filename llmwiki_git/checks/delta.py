@@ -20,7 +20,7 @@ every path here with an uncached full check.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..git import Git
 from ..problems import Problem
@@ -32,6 +32,9 @@ from .links import Checker, Outcome
 from .result import CheckResult, result_from_record, sort_problems
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
+Extras = tuple  # (dict[str, tuple[str, ...]], dict[str, Outcome]): see Facts.added
+NO_EXTRAS: Extras = ({}, {})
+MAX_EXTRAS = 5000  # link usages kept beside shared facts before a tree gets facts of its own
 MAX_CHANGES = 2000  # beyond this a full check (scan cache) is cheaper than reading blobs
 _ODD_MODES = ("120000", "160000")  # symlinks and submodules: the full check handles them
 
@@ -54,6 +57,34 @@ class Facts:
     # Link target texts by the slug (or FILE + file name) their outcome depends on,
     # NUL-joined: which outcomes a changed name invalidates, without parsing every text.
     texts: dict[str, str]
+    # What a derivation added to the facts it started from: (text -> paths using it, text ->
+    # outcome); a tree with the same names stores this beside the shared facts file.
+    added: Extras = field(default_factory=lambda: ({}, {}))
+
+    def with_extras(self, extras: Extras) -> Facts:
+        """These facts plus a tree's ``extras`` (a copy where they change anything)."""
+        users_add, outcomes_add = extras
+        if not users_add and not outcomes_add:
+            return self
+        new_texts = [text for text in {**users_add, **outcomes_add} if text not in self.users and text not in self.outcomes]
+        users, paths = dict(self.users), list(self.paths)
+        position = {path: i for i, path in enumerate(paths)}
+        for text, using in users_add.items():
+            listed = users.get(text, "")
+            marks = set(listed.split())
+            for path in using:
+                index = position.get(path)
+                if index is None:
+                    index = position[path] = len(paths)
+                    paths.append(path)
+                if str(index) not in marks:
+                    marks.add(str(index))
+                    listed = f"{listed} {index}" if listed else str(index)
+            users[text] = listed
+        merged = Facts(self.root_dir, self.fingerprint, self.names, self.other_files, {**self.outcomes, **outcomes_add},
+                       self.names_by_path, paths, users, dict(self.texts) if new_texts else self.texts)
+        merged.add_texts(new_texts)
+        return merged
 
     def to_record(self) -> tuple:
         # Clean outcomes are one shared tuple (links.PLAIN_OK): marshal writes it once.
@@ -235,8 +266,8 @@ def derive(git: Git, base_rows: tuple, facts: Facts, *, diff: bytes, read_prefix
     rechecked: set[str] = set()
     for name in [*affected_slugs, *(FILE + f for f in affected_files)]:
         for text in facts.texts_named(name):
-            if outcomes.pop(text, None) is not None:
-                rechecked.update(facts.users_of(text))
+            outcomes.pop(text, None)
+            rechecked.update(facts.users_of(text))
     rechecked -= removed
     rechecked -= set(fresh)
     rechecked = {p for p in rechecked if p in names_by_path}
@@ -259,6 +290,7 @@ def derive(git: Git, base_rows: tuple, facts: Facts, *, diff: bytes, read_prefix
     resolver = _Resolver(new_facts)
     checker = Checker(None, outcomes)
     found: list[Problem] = []
+    added_users: dict[str, list[str]] = {}  # link usage the base's facts did not list
     new_users = facts.users
     new_paths = facts.paths
     if fresh:
@@ -279,11 +311,32 @@ def derive(git: Git, base_rows: tuple, facts: Facts, *, diff: bytes, read_prefix
             listed = new_users.get(text, "")
             if mark not in listed.split():
                 new_users[text] = f"{listed} {mark}" if listed else mark
+                added_users.setdefault(text, []).append(path)
     new_facts.users, new_facts.paths = new_users, new_paths
     unknown = [text for text in checker.outcomes if text not in facts.outcomes]
     if unknown:
         new_facts.texts = dict(facts.texts)
         new_facts.add_texts(unknown)
+    new_facts.added = ({text: tuple(paths) for text, paths in added_users.items()},
+                       {text: outcomes[text] for text in unknown})
     gone = removed | set(fresh)
     kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in gone))).problems
     return CheckResult(len(names_by_path), sort_problems(kept + found)), new_facts
+
+
+def merge_extras(first: Extras, second: Extras) -> Extras:
+    """Both trees' additions (paths using a text are united, in order)."""
+    users = dict(first[0])
+    for text, paths in second[0].items():
+        users[text] = tuple(dict.fromkeys((*users.get(text, ()), *paths)))
+    return (users, {**first[1], **second[1]})
+
+
+def extras_size(extras: Extras) -> int:
+    return sum(map(len, extras[0].values())) + len(extras[1])
+
+
+def facts_id(fingerprint: str, tree: str) -> str:
+    """The name of the facts a tree's check wrote: its names fingerprint and the tree (two
+    trees with the same names but other links have facts of their own)."""
+    return f"{fingerprint[:24]}{tree[:16]}"

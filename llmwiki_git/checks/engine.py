@@ -16,7 +16,7 @@ from ..problems import make
 from ..wiki.model import Wiki
 from .cache import ScanCache
 from .checker import check_wiki_with, names_fingerprint
-from .delta import Facts, derive
+from .delta import MAX_EXTRAS, NO_EXTRAS, Extras, Facts, derive, extras_size, facts_id, merge_extras
 from .links import Checker
 from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record
 
@@ -79,30 +79,36 @@ class CheckEngine:
                 return result_from_record(record[:2])
             fast = self._derive(scope, tree, cache)
             if fast is not None:
-                result, facts = fast
-                if not cache.has_facts(facts.fingerprint):  # else the same names: facts known
-                    cache.facts_put(facts.fingerprint, facts.to_record())
-                cache.tree_put(key, (*result_to_record(result), facts.fingerprint))
+                result, facts, base_id, base_extras = fast
+                extras = merge_extras(base_extras, facts.added)
+                if base_id == facts_id(facts.fingerprint, base_id[24:]) and extras_size(extras) <= MAX_EXTRAS:
+                    cache.tree_put(key, (*result_to_record(result), base_id, extras))  # the same names
+                else:
+                    own = facts_id(facts.fingerprint, tree)
+                    cache.facts_put(own, facts.to_record(), replace=True)
+                    cache.tree_put(key, (*result_to_record(result), own, NO_EXTRAS))
                 return result
         wiki = self.load_wiki(scope, cache)
         checker = Checker(wiki)
         result = check_wiki_with(wiki, checker, cache, self.limit)
         if cache is not None and tree is not None:
             fingerprint = names_fingerprint(wiki, self.limit)
-            if Facts.from_record(cache.facts_get(fingerprint)) is None:
+            own = facts_id(fingerprint, tree)
+            if not cache.has_facts(own):
                 for page in wiki.pages:  # every target's outcome, for the next delta
                     for link in page.scan.raw_links:
                         checker.outcome(link[3])
                 facts = Facts.build(wiki.root_dir, fingerprint, wiki.name_slugs(), wiki.other_files, checker.outcomes,
                                     [(page.path, page.scan.names_key, page.scan.raw_links) for page in wiki.pages])
-                cache.facts_put(fingerprint, facts.to_record(), replace=True)
-            cache.tree_put(self._tree_key(tree), (*result_to_record(result), fingerprint))
+                cache.facts_put(own, facts.to_record(), replace=True)
+            cache.tree_put(self._tree_key(tree), (*result_to_record(result), own, NO_EXTRAS))
         return result
 
-    def _derive(self, scope: str, tree: str, cache: ScanCache) -> tuple[CheckResult, Facts] | None:
+    def _derive(self, scope: str, tree: str, cache: ScanCache) -> tuple[CheckResult, Facts, str, Extras] | None:
         """``tree`` checked as a cached tree's result plus their diff (see delta.py): HEAD's
         tree for the index when known, else the most recently checked tree, such as the
-        other branch before a switch or the index of the previous hook run."""
+        other branch before a switch or the index of the previous hook run. Returns the
+        result, the new facts, and the facts and extras of the tree it started from."""
         git = self.git
         if git is None:
             return None
@@ -115,11 +121,12 @@ class CheckEngine:
                 candidates.insert(0, head)
         for base_key in candidates[:3]:
             record = trees[base_key]
-            if len(record) < 3 or not isinstance(record[2], str):
+            if len(record) != 4 or not isinstance(record[2], str):
                 continue
             facts = Facts.from_record(cache.facts_get(record[2]))
             if facts is None:
                 continue
+            facts = facts.with_extras(record[3])
             base_tree = base_key.split("\0")[0]
             if scope == "index":
                 diff = git.run("diff-index", "--cached", "-z", "--no-renames", base_tree, check=False)
@@ -127,8 +134,11 @@ class CheckEngine:
             else:
                 diff = git.run("diff-tree", "-r", "-z", "--no-renames", base_tree, tree, check=False)
                 read_prefix = f"{tree}:"
-            return derive(git, record[1], facts, diff=diff, read_prefix=read_prefix,
-                          wiki_dir=self.wiki_dir, base=self.base, limit=self.limit)
+            derived = derive(git, record[1], facts, diff=diff, read_prefix=read_prefix,
+                             wiki_dir=self.wiki_dir, base=self.base, limit=self.limit)
+            if derived is None:
+                return None
+            return (*derived, record[2], record[3])
         return None
 
     def _changed_paths(self, head: str, base: str | None) -> set[str]:
