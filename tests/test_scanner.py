@@ -84,3 +84,59 @@ def test_scan_pages_in_workers_equals_scan_page() -> None:
              for i in range(MIN_PAGES + 37)]
     pages.append(b"\xff\xfe not utf-8 [[x]]")
     assert scan_pages(pages) == [scan_page(p) for p in pages]
+
+
+# -- the fast path against the full scan ------------------------------------------------------
+
+_TRICKY_LINES = [
+    "plain text with [[alpha]] and [[beta|Beta]] and ![[pic.png]]", "# Heading [[in heading]]", "## Second ##",
+    "   ### three spaces", "    #### four spaces is code [[code1]]", "\tindented [[tab]]", " \ttab after space",
+    "#nospace", "####### seven", "Setext title", "===", "---", "-", "- item [[li]]", "1. numbered [[n1]]",
+    "> quote [[q1]]", "> # quoted heading", ">", "```", "```md", "~~~", "~~~~ [[t]]", "inline `[[no]]` code [[yes]]",
+    "``a ` b`` [[after]]", "unclosed `tick [[maybe]]", "closes later` [[x]]", "`", "escaped \\[[no]] [[yes2]]",
+    "a [label [[inner]]](http://x) b [[out]]", "[[a]][[b]]", "[[ spaced | label ]]", "[[#self anchor]]", "[[]]",
+    "[[^blk]]", "block line ^blk-1", "ends with ^id  ", "no^id", "<!-- comment [[c1]] -->", "<!-- open",
+    "still comment [[c2]]", "-->", "[[unterminated", "text ]] [[", "caf\u00e9 [[\u00e9t\u00e9]] \U0001f600 [[emoji]]",
+    "\ufffd replaced [[r]]", "x" * 3000 + " [[long]]", "[[a|b|c]]", "[[x\\|y]]", "",  "", "   ", "table | [[t1\\|L]] |",
+    "trailing spaces [[s]]   ", "^only", "text ^", "# [[h]] ^hb", "\x0cform feed [[ff]]", "a\u2028b [[ls]]",
+]
+
+
+def _pages() -> list[str]:
+    import random
+
+    rng = random.Random(11)
+    pages = ["\n".join(_TRICKY_LINES), "---\ntitle: x\n---\n# T\n[[a]]\n", "---\ntitle: x\n---\n---\n[[a]]\n",
+             "# T\r\n[[crlf]]\r\n", "a\rb [[cr]]\n", "no newline at end [[z]]", "", "\n\n\n", "[[a]]\n" * 50]
+    for _ in range(3000):
+        lines = [rng.choice(_TRICKY_LINES) for _ in range(rng.randint(1, 12))]
+        if rng.random() < 0.3:
+            lines = ["---", "title: t", "aliases: [a]", "---", *lines]
+        pages.append("\n".join(lines) + rng.choice(["", "\n"]))
+    return pages
+
+
+def test_the_fast_path_finds_exactly_what_the_full_scan_finds() -> None:
+    from llmwiki_git.wiki import frontmatter
+    from llmwiki_git.wiki.scanner import _fast_scan, full_scan
+
+    taken = 0
+    for text in _pages():
+        start = frontmatter.parse(text).body_line
+        fast = _fast_scan(text, start)
+        if fast is None:
+            continue
+        taken += 1
+        assert fast == full_scan(text, start), text
+    assert taken > 300  # pages without multi-line structure do take it
+
+
+def test_fast_path_on_a_typical_page() -> None:
+    from llmwiki_git.wiki.scanner import _fast_scan, full_scan
+
+    text = ("---\ntitle: T\n---\n# Title\n\nSee [[alpha]] and `code [[no]]` and [a [[b]]](u) and \\[[no]].\n\n"
+            "## Part two\n\n- item [[c|C]] ^blk\n")
+    fast = _fast_scan(text, 3)
+    assert fast is not None and fast == full_scan(text, 3)
+    assert [(o.line, o.col, o.target) for o in fast.links] == [(6, 5, "alpha"), (10, 8, "c")]
+    assert fast.anchors.headings == {"title", "part-two"} and fast.anchors.blocks == {"blk"}
