@@ -67,8 +67,11 @@ class Checker:
     def page_problems(self, page: Page, fallback: Callable[[str], Outcome | None] | None = None) -> list[Problem] | None:
         """The problems of ``page``; None when a target's outcome is unknown (fast path only)."""
         out = [P.make(page.path, issue.line, 1, issue.code, issue.message) for issue in page.scan.issues]
+        outcomes = self.outcomes
         for line, col, inner, target_text, _label, embed in page.scan.raw_links:
-            known = self.outcome(target_text)
+            known = outcomes.get(target_text) or self.outcome(target_text)
+            if known is PLAIN_OK:
+                continue  # most links: resolved, nothing to report
             if known is None and fallback is not None:
                 known = fallback(target_text)
             if known is None:
