@@ -10,6 +10,11 @@ from pathlib import Path
 
 from .errors import ConfigError
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 CONFIG_PATH = ".llmwiki/config.toml"
 
 # The valid values of the settings that name a choice. They live here, import-light, so that
@@ -45,10 +50,6 @@ def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] 
     path = root / CONFIG_PATH
     data: dict = {}
     if path.is_file():
-        if sys.version_info >= (3, 11):  # imported here: most repositories have no config file
-            import tomllib
-        else:  # pragma: no cover
-            import tomli as tomllib
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

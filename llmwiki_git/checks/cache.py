@@ -84,7 +84,7 @@ class ScanCache:
         self.version = version
         self.path = folder / SCANS if folder is not None else None
         self.tree_path = folder / TREES if folder is not None else None
-        self._facts: dict[str, tuple] | None = None
+        self._facts: dict[str, tuple | None] | None = None
         self._facts_new: set[str] = set()
         self._scans: tuple[dict[str, tuple], dict[str, tuple]] | None = None
         self._trees: dict[str, tuple] | None = None
@@ -169,8 +169,9 @@ class ScanCache:
         return self.folder / f"facts-{fingerprint}.marshal"
 
     def facts_get(self, fingerprint: str) -> tuple | None:
-        """What a delta needs about a wiki's names (shared by every tree with the same names
-        fingerprint). One file per fingerprint, so a run reads only the one it needs."""
+        """What a delta needs about a wiki state, by the name `delta.facts_id` gives it (its
+        names fingerprint and the tree it was built for). One file each, so a run reads only
+        the one it needs."""
         if self._facts is None:
             self._facts = {}
         if fingerprint not in self._facts:
