@@ -12,7 +12,7 @@ from . import config
 from .checkdelta import Facts, derive
 from .checks import (Checker, CheckResult, check_wiki_with, fail_closed, names_fingerprint, new_problems, result_from_record,
                      result_to_record)
-from .errors import ConfigError, NotARepository, UsageError
+from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
 from .problems import make
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
@@ -73,7 +73,7 @@ class Workspace:
             return None
         try:
             return ScanCache(self.git.common_dir() / "llmwiki" / "scan-cache-v1.marshal")
-        except Exception:  # a cache must never stop a check
+        except DATA_ERRORS:  # an unreadable cache must never stop a check
             return None
 
     def snapshot(self, scope: str) -> Snapshot:

@@ -24,22 +24,18 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import GitError, LlmwikiError
+from ..errors import DirtyPaths, GitError, LlmwikiError, RefChanged, UnsafePath
 from ..git import Git, TreeEntry
 from .lock import pid_alive
-from .transaction import DirtyPaths, Intent, RefChanged, apply, changed_paths, check_worktree
+from .transaction import Intent, apply, changed_paths, check_worktree
 
-__all__ = ["DirtyPaths", "RefChanged", "UnsafePath", "build_commit", "commit_paths", "current_branch", "move_branch"]
+__all__ = ["build_commit", "commit_paths", "current_branch", "move_branch"]
 
 _TEMP_PREFIX = "llmwiki-index-"
 _TEMP_RE = re.compile(r"^llmwiki-index-(\d+)-")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DRIVE = re.compile(r"^[A-Za-z]:")
-
-
-class UnsafePath(LlmwikiError):
-    """A path given to commit_paths is not a plain repo-relative file path."""
 
 
 # --------------------------------------------------------------------------- checks

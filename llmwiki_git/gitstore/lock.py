@@ -28,35 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from ..errors import LlmwikiError
+from ..errors import LlmwikiError, LockBusy
 from ..git import Git
 
 LOCK_NAME = "lock"
 MAX_RECORD_BYTES = 4096
 _FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
-
-
-class LockBusy(LlmwikiError):
-    """The project lock is held by a live process and waiting for it timed out."""
-
-    def __init__(self, path: Path, owner: LockOwner | None, waited: float) -> None:
-        if owner is None:
-            who = "another process (its owner record is still being written)"
-        else:
-            who = f"pid {owner.pid}"
-            if owner.command:
-                who += f" ({owner.command})"
-            if owner.host and owner.host != socket.gethostname():
-                who += f" on host {owner.host}"
-            if owner.since is not None:
-                stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(owner.since))
-                who += f", since {stamp} ({_age(time.time() - owner.since)} ago)"
-        super().__init__(
-            f"the project lock {path} is held by {who}; gave up after {waited:.1f}s",
-            hint=f"wait, or if that process is gone delete {path}",
-        )
-        self.path = path
-        self.owner = owner
 
 
 @dataclass(frozen=True)

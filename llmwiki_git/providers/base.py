@@ -133,11 +133,11 @@ def model_from_env(environ: Mapping[str, str], provider_var: str, default: str, 
 @lru_cache(maxsize=1)
 def user_agent() -> str:
     """``llmwiki-git/<version>``, sent as User-Agent."""
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return f"llmwiki-git/{version('llmwiki-git')}"
-    except Exception:  # noqa: BLE001 - an uninstalled checkout still works
+    except PackageNotFoundError:  # an uninstalled checkout still works
         return "llmwiki-git"
 
 
@@ -197,7 +197,8 @@ class HttpEmbeddings:
 
     def embed_batches(self, texts: list[str], size: int,
                       progress: Callable[[int, int], Any] | None = None) -> list[list[float]]:
-        from .http import ProviderError, post_json
+        from ..errors import ProviderError
+        from .http import post_json
 
         rows: list[list[float]] = []
         if not texts:

@@ -11,22 +11,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, LlmwikiError
+from ..errors import ConfigError, ProviderError, RetryableStreamError
 
 if TYPE_CHECKING:  # httpx is imported where a request is made: importing this module stays light
     import httpx
 
 # 529 is Anthropic's "overloaded".
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
-
-
-class ProviderError(LlmwikiError):
-    """A model provider could not be reached or refused the request."""
-
-    def __init__(self, provider: str, message: str, *, hint: str | None = None, status: int | None = None) -> None:
-        super().__init__(f"{provider}: {message}", hint=hint)
-        self.provider = provider
-        self.status = status
 
 
 # ------------------------------------------------------------------ chat requests (streamed)
@@ -43,10 +34,6 @@ class ProviderError(LlmwikiError):
 STREAM_END = None
 
 StreamParser = Callable[[Iterator[str]], Iterator["str | None"]]
-
-
-class RetryableStreamError(ProviderError):
-    """An error event inside a stream that is worth retrying if no text was yielded yet."""
 
 
 @dataclass(frozen=True)
@@ -225,9 +212,11 @@ def _retryable_transport(exc: Exception) -> bool:
 
 
 def _body_text(response: httpx.Response) -> str:
+    import httpx
+
     try:
         return response.read().decode("utf-8", errors="replace")
-    except Exception:  # noqa: BLE001 - the status is what matters; the body is a courtesy
+    except (httpx.HTTPError, httpx.StreamError):  # the status is what matters; the body is a courtesy
         return ""
 
 

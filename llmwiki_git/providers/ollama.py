@@ -23,7 +23,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .base import HttpEmbeddings, PromptedProvider, chat_messages, model_from_env, user_agent
-from .http import STREAM_END, Endpoint, HttpSettings, ProviderError, malformed
+from ..errors import ProviderError
+from .http import STREAM_END, Endpoint, HttpSettings, malformed
 
 NAME = "ollama"
 DEFAULT_HOST = "http://127.0.0.1:11434"

@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import LlmwikiError, UsageError
+from ..errors import CandidateNotFound, LlmwikiError, UsageError
 from ..git import Git
 from ..wiki.frontmatter import split
 from ..wiki.slug import slugify
@@ -20,11 +20,6 @@ from . import trailers as T
 PREFIX = "refs/heads/llmwiki/review/"
 REJECTED = "refs/llmwiki/rejected/"
 _ID = re.compile(r"^[^\x00-\x20/\\~^:?*\[.][^\x00-\x20/\\~^:?*\[]{0,200}-[0-9a-f]{8}$")
-
-
-class CandidateNotFound(LlmwikiError):
-    def __init__(self, candidate_id: str) -> None:
-        super().__init__(f"no review candidate {candidate_id!r}", hint="run `llmwiki review list` to see the open ones")
 
 
 @dataclass

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import BEST_EFFORT_ERRORS
 from .embedders import Embedder
 from .lexical import LexicalIndex
 from .store import Store
@@ -109,7 +110,7 @@ def search(
             query = embedder.embed([question])[0]
             with np.errstate(all="ignore"):
                 cosine = np.asarray(store.vectors @ query, dtype=np.float32)
-        except Exception as exc:  # any embedding failure degrades to lexical, with a warning
+        except BEST_EFFORT_ERRORS as exc:  # any embedding failure degrades to lexical, with a warning
             warnings.append({"code": "embedding-degraded",
                              "message": f"query embedding failed ({exc}); ranked lexically"})
         if cosine is not None and not bool(np.isfinite(cosine).all()):  # the store is verified, not trusted

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import confine
-from ..errors import PathRefused
+from ..errors import PathRefused, SourceRefused
 
 _MARKER = re.compile(r"\^\[([^\]\n]+)\]")
 _SPAN = re.compile(r"^(?P<file>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
@@ -43,10 +43,6 @@ def citations(body: str) -> list[Citation]:
             c = Citation(match.group("file").strip(), start, end)
             found.setdefault((c.file, c.start, c.end), c)
     return list(found.values())
-
-
-class SourceRefused(Exception):
-    pass
 
 
 MAX_SOURCE_BYTES = 16 * 1024 * 1024

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import confine
-from ..errors import LlmwikiError, PathRefused
+from ..errors import LlmwikiError, PathRefused, StoreError
 
 VERSION = 1
 MAGIC = b"LLMWEMB1"
@@ -44,14 +44,6 @@ JSON_NAME = "embeddings.json"
 BIN_NAME = "embeddings.bin"
 MAX_JSON_BYTES = 1 << 30
 MAX_DIMENSIONS = 65536
-
-
-class StoreError(LlmwikiError):
-    """The store is missing, corrupt, truncated, or from another embedding model."""
-
-    def __init__(self, message: str, code: str = "embedding-store-missing") -> None:
-        super().__init__(message, hint="run `llmwiki index` to build or rebuild it")
-        self.code = code
 
 
 class PageEntry(NamedTuple):

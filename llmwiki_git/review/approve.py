@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import LlmwikiError
+from ..errors import DATA_ERRORS, ApprovalRefused, LlmwikiError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
 from ..publication import trailers as T
@@ -91,7 +91,7 @@ def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str
     try:
         after = (tip_wiki or ws.wiki(tip)).with_page(t.target, document.decode("utf-8"))
         citations, error = citation_report(body_of(document.decode("utf-8")), after, pending), None
-    except Exception as exc:  # validation failure refuses, keeps the candidate
+    except DATA_ERRORS as exc:  # validation failure refuses, keeps the candidate
         citations, error = None, f"{exc.__class__.__name__}: {exc}"
     refusal = policy_refusal(citations, error, "direct")
     if refusal is not None:
@@ -135,7 +135,7 @@ def _evaluate_page(ws, candidate: Candidate, tip: str | None, ref: str,  # type:
     try:
         text = None if document is None else document.decode("utf-8")
         links = P.link_outcome(ws, tip, t.target, text)
-    except Exception as exc:  # validation failure refuses, keeps the candidate
+    except DATA_ERRORS as exc:  # validation failure refuses, keeps the candidate
         return refuse("unavailable", f"Approval of {cid} refused: link validation unavailable "
                                      f"({exc.__class__.__name__}: {exc}); the candidate is kept")
     details = {"brokenBefore": [p.to_json() for p in links.old_errors],
@@ -156,13 +156,6 @@ class Approved:
     followup: str
     target: str
     already: bool = False  # it was on the branch already: only the remaining steps were done
-
-
-class ApprovalRefused(LlmwikiError):
-    def __init__(self, verdict: Verdict) -> None:
-        view = verdict.details.get("threeWay")
-        super().__init__(verdict.message + (f"\n\n{view.rstrip()}" if view else ""))
-        self.verdict = verdict
 
 
 def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..errors import DATA_ERRORS
 from ..publication.document import now_iso, query_slug, render_page
 from ..gitstore.commits import build_commit, current_branch
 from ..publication.write import Site, locked
@@ -49,7 +50,7 @@ def _stage(ws, site: Site, question: str, slug: str, document: str, pending: Pen
             wiki = ws.wiki(base)
             target = target_path(wiki, slug)
             citations, error = citation_report(body_of(document), wiki.with_page(target, document), pending), None
-        except Exception as exc:  # validation failure refuses, never crashes
+        except DATA_ERRORS as exc:  # validation failure refuses, never crashes
             citations, error, target = None, f"{exc.__class__.__name__}: {exc}", ""
         refusal = policy_refusal(citations, error, PROPOSAL)
         if refusal is not None:

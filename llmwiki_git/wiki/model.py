@@ -18,7 +18,8 @@ from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .parallel import scan_pages
 from .scancache import ScanCache
 from .slug import LinkTarget, slugify
-from .sources import FileRefused, Snapshot, SourceFile
+from ..errors import PageReadError
+from .sources import Snapshot, SourceFile
 
 CONCEPTS = "concepts"
 QUERIES = "queries"
@@ -112,11 +113,6 @@ class Wiki:
         for table in self._steps:
             names.update(table)
         return names
-
-    def file_names(self) -> set[str]:
-        if not self._steps:
-            self._build_tables()
-        return set(self._files)
 
     def resolve(self, target: LinkTarget) -> Resolution:
         if not self._steps:
@@ -273,8 +269,8 @@ def load_wiki(
         cache.touch([blob for blob, _ in scans.values() if blob])
     unscanned: list[tuple[str, str, bytes]] = []
     for path, data in snapshot.read(to_read).items():
-        if isinstance(data, FileRefused):
-            scans[path] = (None, PageScan(None, (), (), 0, (Issue(data.code, data.message),)))
+        if isinstance(data, PageReadError):
+            scans[path] = (None, PageScan(None, (), (), 0, (Issue(data.code, data.reason),)))
             continue
         if isinstance(data, OSError):
             scans[path] = (None, PageScan(None, (), (), 0, (Issue("unreadable-page", f"cannot read: {data}"),)))

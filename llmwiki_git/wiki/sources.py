@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import confine
-from ..errors import PathRefused
+from ..errors import PageReadError, PathRefused
 from ..git import Git, TreeEntry
 
 _SKIP_DIRS = {"node_modules", "__pycache__"}
@@ -25,19 +25,6 @@ class SourceFile:
     path: str
     blob: str | None = None
     link_target: str | None = None  # a symlink's real path, relative to the repository root
-
-
-class FileRefused(OSError):
-    """A file the confinement rule would not read (FIFO, device, oversize): ``code`` is the
-    page issue to report."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass(frozen=True)
@@ -54,7 +41,7 @@ class Snapshot(Protocol):
 
     def files(self) -> tuple[list[SourceFile], list[SourceIssue]]: ...
 
-    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]: ...
+    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | PageReadError | OSError]: ...
 
 
 def _readlink(path: str) -> str:
@@ -151,8 +138,8 @@ class WorktreeSnapshot:
             known = self._folders[folder] = not folder or confine.real_relative(self.root, folder) == folder
         return known
 
-    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]:
-        result: dict[str, bytes | OSError] = {}
+    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | PageReadError | OSError]:
+        result: dict[str, bytes | PageReadError | OSError] = {}
         for item in files:
             try:
                 if item.link_target is None and self._plain_folder(posixpath.dirname(item.path)):
@@ -163,7 +150,7 @@ class WorktreeSnapshot:
                 result[item.path] = confine.read_file(real, max_bytes=self.max_bytes, name=item.path, nofollow=plain)
             except PathRefused as exc:
                 code = {"too-large": "page-too-large", "symlink-escape": "symlink-escape"}.get(exc.code, "unreadable-page")
-                result[item.path] = FileRefused(code, exc.reason)
+                result[item.path] = PageReadError(item.path, exc.reason, code=code)
         return result
 
 

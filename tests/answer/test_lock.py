@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from llmwiki_git.gitstore.lock import LockBusy, ProjectLock, parse_owner, pid_alive, process_start_time
+from llmwiki_git.errors import LockBusy
+from llmwiki_git.gitstore.lock import ProjectLock, parse_owner, pid_alive, process_start_time
 from llmwiki_git.errors import LlmwikiError
 
 HAS_PROC = process_start_time(os.getpid()) is not None

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from llmwiki_git.errors import ConfigError
-from llmwiki_git.providers.http import ProviderError
+from llmwiki_git.errors import ProviderError
 from llmwiki_git.retrieval.embedding_http import HttpEmbedder
 
 from ..conftest import REPO_ROOT, Repo
