@@ -639,7 +639,9 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         return PAGE_PREFIX + quote(page_id, safe="/")
 
     def index_path(wiki: Any) -> str:
-        return f"{_wiki_prefix(wiki)}index.md"
+        from .wiki.generated import index_path as path_of_index
+
+        return path_of_index(wiki.root_dir)
 
     def resources_listing(offset: int) -> tuple[list[Any], int | None]:
         wiki = ws.wiki("worktree")

@@ -52,7 +52,7 @@ Stager = Callable[[str, str, "PendingIndex | None"], Any]  # (question, answer, 
 
 def site_of(ws) -> Site:  # type: ignore[no-untyped-def]
     """The write site of a workspace (publication's view of it)."""
-    return Site(ws.require_git("saving an answer"), ws.root, ws.state_dir, ws.base, ws.wiki)
+    return Site(ws.require_git("saving an answer"), ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
 
 
 def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, debug: bool,  # type: ignore[no-untyped-def]

@@ -24,7 +24,8 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import DirtyPaths, GitError, LlmwikiError, RefChanged, UnsafePath
+from ..confine import refuse_symlinks
+from ..errors import DirtyPaths, GitError, LlmwikiError, PathRefused, RefChanged, UnsafePath
 from ..git import Git, TreeEntry
 from .lock import pid_alive
 from .transaction import Intent, apply, changed_paths, check_worktree
@@ -56,27 +57,19 @@ def check_path(path: object) -> str:
 
 
 def _check_worktree_shape(top: Path, files: Mapping[str, bytes | None]) -> None:
-    """No symlinked or non-folder leading components, and no folder at a target."""
+    """No symlink and no non-folder on the way to a target (confine's one walk), and no
+    folder at a target."""
     for rel in files:
-        current = top
-        parts = rel.split("/")
-        for part in parts[:-1]:
-            current = current / part
-            try:
-                st = os.lstat(current)
-            except FileNotFoundError:
-                break
-            if stat.S_ISLNK(st.st_mode):
-                raise UnsafePath(f"{rel}: {current.relative_to(top).as_posix()} is a symlink; refusing to write through it")
-            if not stat.S_ISDIR(st.st_mode):
-                raise UnsafePath(f"{rel}: {current.relative_to(top).as_posix()} is a file, not a folder")
-        else:
-            try:
-                st = os.lstat(top / rel)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                raise UnsafePath(f"{rel} is a folder in the work tree")
+        try:
+            refuse_symlinks(top, rel)
+        except PathRefused as exc:
+            raise UnsafePath(f"{rel}: {exc.message}; refusing to write through it", hint=exc.hint) from exc
+        try:
+            st = os.lstat(top / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(f"{rel} is a folder in the work tree")
 
 
 def _check_tree_shape(entries: Mapping[str, TreeEntry], files: Mapping[str, bytes | None]) -> None:

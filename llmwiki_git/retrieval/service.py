@@ -112,7 +112,9 @@ class Retrieval:
         """Only wikis in the reference layout (concepts/ or queries/) get a generated index."""
         if not any(p.kind in ("concept", "query") for p in wiki.pages):
             return None
-        return f"{wiki.root_dir}/index.md" if wiki.root_dir else "index.md"
+        from ..wiki.generated import index_path
+
+        return index_path(wiki.root_dir)
 
     def _write_index_page(self, wiki: Wiki, rel: str, notes: list[str]) -> str | None:
         """Regenerate the table of contents where llmwiki owns ``rel`` (absent or generated);

@@ -12,7 +12,7 @@ from ..gitstore.commits import build_commit, current_branch
 from ..publication.write import Site, locked
 from ..publication.save import PROPOSAL, Refusal, body_of, policy_refusal, target_path
 from ..wiki.citations import PendingIndex, citation_report
-from ..publication import trailers as T
+from ..publication.trailers import ABSENT, KIND, Trailers, message as commit_message
 from ..publication.candidates import PREFIX, body_digest, new_id
 
 
@@ -30,7 +30,7 @@ def stage_candidate(ws, question: str, answer: str, pending: PendingIndex | None
     git = ws.require_git("staging a review candidate")
     slug = query_slug(question)
     document = render_page(question, answer, now_iso())
-    site = Site(git, ws.root, ws.state_dir, ws.base, ws.wiki)
+    site = Site(git, ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
     try:
         return _stage(ws, site, question, slug, document, pending)
     finally:
@@ -57,11 +57,11 @@ def _stage(ws, site: Site, question: str, slug: str, document: str, pending: Pen
             refusal.message = refusal.message.replace("publication", "staging")
             return refusal
         old = git.run("rev-parse", "--verify", "--quiet", f"{base}:{target}", check=False).decode().strip()
-        precondition = f"blob {old}" if old else T.ABSENT
+        precondition = f"blob {old}" if old else ABSENT
         candidate_id = new_id(git, slug)
-        trailers = T.Trailers(candidate_id, T.KIND, target, precondition, body_digest(document), base)
+        trailers = Trailers(candidate_id, KIND, target, precondition, body_digest(document), base)
         first = " ".join(question.split())
-        message = T.message(f"llmwiki: review candidate \"{first[:60]}{'…' if len(first) > 60 else ''}\"",
+        message = commit_message(f"llmwiki: review candidate \"{first[:60]}{'…' if len(first) > 60 else ''}\"",
                             f"Question: {first}", trailers)
         commit = build_commit(git, base, {target: document.encode("utf-8")}, message)
         git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")

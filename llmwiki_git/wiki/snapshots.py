@@ -184,10 +184,10 @@ class _GitSnapshot:
                                           f"symlink target {raw} is not a file in this tree; not read"))
         return files, issues
 
-    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]:
+    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | PageReadError | OSError]:
         wanted = [f for f in files if f.blob]
         blobs = self.git.read_blobs(f.blob for f in wanted if f.blob)
-        result: dict[str, bytes | OSError] = {}
+        result: dict[str, bytes | PageReadError | OSError] = {}
         for item in wanted:
             data = blobs.get(item.blob or "")
             result[item.path] = data if data is not None else OSError(f"blob {item.blob} is missing")
