@@ -64,7 +64,7 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
 
 def _fused_pages(n: int, owner: np.ndarray, cosine: np.ndarray, bm25: np.ndarray) -> np.ndarray:
     """Reciprocal-rank fusion of pages: each page ranks, in the cosine and in the BM25 list,
-    where its best chunk ranks (max aggregation: measured better than sums of chunk scores);
+    where its best chunk ranks (max aggregation: better than sums of chunk scores, docs/embeddings.md);
     pages without any query term are left out of the BM25 list."""
     best_cosine = np.full(n, -np.inf, dtype=np.float32)
     np.maximum.at(best_cosine, owner, cosine)

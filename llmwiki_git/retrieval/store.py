@@ -48,8 +48,8 @@ MAX_DIMENSIONS = 65536
 
 class PageEntry(NamedTuple):
     """One page of the store. A NamedTuple, and the JSON lists are kept as they are parsed:
-    loading 10,000 entries as frozen dataclasses with tuple copies cost 0.18 s of the
-    `context` budget (measured)."""
+    frozen dataclasses with tuple copies made loading 10,000 entries slower on the `context`
+    path (benchmarks/retrieval.py measures that path)."""
 
     page_id: str
     path: str
