@@ -183,9 +183,12 @@ class LockBusy(WriteRefused):
             if owner.since is not None:
                 stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(owner.since))
                 who += f", since {stamp} ({_age(time.time() - owner.since)} ago)"
+        holder = f"pid {owner.pid}" if owner is not None else "that process"
         super().__init__(
             f"the project lock {path} is held by {who}; gave up after {waited:.1f}s",
-            hint=f"wait, or if that process is gone delete {path}",
+            hint=f"wait for {holder} to finish and run the command again; the lock frees itself when "
+                 f"the process exits, even if it crashes (do not delete {path}: that would let two "
+                 "writers in at once)",
         )
         self.path = path
         self.owner = owner

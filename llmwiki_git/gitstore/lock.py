@@ -97,15 +97,6 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _age(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
-
-
 def _default_command() -> str:
     argv = list(sys.argv) or ["python"]
     argv[0] = os.path.basename(argv[0]) or argv[0]

@@ -209,7 +209,7 @@ def test_timeout_names_the_holder_and_says_what_to_do(state: Path) -> None:
         assert f"pid {holder.pid}" in text
         assert "llmwiki query --save demo" in text
         assert "since " in text
-        assert "wait, or if that process is gone delete" in text
+        assert f"wait for pid {holder.pid} to finish" in text and "frees itself" in text
         assert str(state / "lock") in text and ".llmwiki/lock" in text
         assert info.value.owner is not None and info.value.owner.pid == holder.pid
         assert _record(state / "lock")["pid"] == holder.pid  # the waiter left it alone
