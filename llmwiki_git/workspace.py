@@ -12,10 +12,10 @@ from . import config
 from .checks.cache import ScanCache, open_cache
 from .checks.engine import CheckEngine
 from .checks.result import CheckResult
-from .errors import ConfigError, NotARepository, UsageError
+from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
-from .wiki.sources import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
+from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
 
 if TYPE_CHECKING:
     from .retrieval.service import Retrieval
@@ -36,7 +36,7 @@ class Workspace:
     _git_index: str | None = field(default=None, repr=False)
 
     @property
-    def base(self) -> str:
+    def project_prefix(self) -> str:
         """The project folder relative to the root, POSIX, "" for the root itself."""
         if self.project is None or self.project == self.root:
             return ""
@@ -70,7 +70,7 @@ class Workspace:
             return None
         try:
             return open_cache(self.git.common_dir())
-        except Exception:  # a cache must never stop a check
+        except DATA_ERRORS:  # an unreadable cache must never stop a check
             return None
 
     def snapshot(self, scope: str) -> Snapshot:
@@ -96,7 +96,7 @@ class Workspace:
         return load_wiki(
             self.snapshot(scope),
             wiki_dir=self.settings.wiki_dir,
-            base=self.base,
+            project_prefix=self.project_prefix,
             cache=cache,
             max_page_bytes=self.settings.max_page_mb * 1024 * 1024,
         )
@@ -140,7 +140,7 @@ class Workspace:
             stamp = worktree_stamp(self.root, [self.root / index] if index else [])
             if self._listing is not None and self._listing[0] == stamp:
                 return dict(self._listing[1])
-        blobs = page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, base=self.base)
+        blobs = page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix)
         if stamp is not None:
             self._listing = (stamp, blobs)
         return dict(blobs)
@@ -155,6 +155,6 @@ class Workspace:
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``
         (the engine: checks/engine.py)."""
-        engine = CheckEngine(self.git, self.wiki, wiki_dir=self.settings.wiki_dir, base=self.base,
+        engine = CheckEngine(self.git, self.wiki, wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix,
                              limit=self.settings.max_page_mb * 1024 * 1024, cache=self._cache())
         return engine.check(head, base)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-from .. import problems as P
+from ..problems import make as make_problem
 from ..wiki.model import Wiki
 from .cache import ScanCache
 from .links import Checker
@@ -40,7 +40,7 @@ def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int =
 
 
 def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int) -> CheckResult:
-    found = [P.make(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
+    found = [make_problem(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
     fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
     for page in wiki.pages:
         key = f"{page.path}\0{page.blob}\0{fingerprint}" if (cache is not None and page.blob) else None

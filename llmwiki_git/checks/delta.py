@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ..git import Git
 from ..problems import Problem
-from ..wiki.model import CONCEPTS, QUERIES, Page, detect_root, names_wiki
+from ..wiki.model import Page, detect_root, names_wiki, page_kind
 from ..wiki.pages import scan_page
 from ..wiki.slug import parse_target, slugify
 from .checker import fingerprint_of
@@ -131,8 +131,7 @@ class Facts:
 
 def page_of(path: str, prefix: str, blob: str | None, data: bytes, limit: int) -> Page:
     page_id = path[len(prefix):-3]
-    kind = "concept" if page_id.startswith(CONCEPTS + "/") else "query" if page_id.startswith(QUERIES + "/") else "page"
-    return Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob, scan_page(data, max_bytes=limit))
+    return Page(path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), blob, scan_page(data, max_bytes=limit))
 
 
 _SLUG_ALREADY = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # what slugify leaves as it is

@@ -26,15 +26,15 @@ LoadWiki = Callable[[str, "ScanCache | None"], Wiki]  # (scope, cache) -> the wi
 
 class CheckEngine:
     """One check of one repository. ``load_wiki`` reads a scope (``worktree``, ``index`` or
-    a revision) in full; ``wiki_dir``, ``base`` (the project folder) and ``limit`` (the page
-    size limit) are part of every cached tree's key."""
+    a revision) in full; ``wiki_dir``, ``project_prefix`` (the project folder) and ``limit``
+    (the page size limit) are part of every cached tree's key."""
 
-    def __init__(self, git: Git | None, load_wiki: LoadWiki, *, wiki_dir: str | None, base: str, limit: int,
+    def __init__(self, git: Git | None, load_wiki: LoadWiki, *, wiki_dir: str | None, project_prefix: str, limit: int,
                  cache: ScanCache | None) -> None:
         self.git = git
         self.load_wiki = load_wiki
         self.wiki_dir = wiki_dir
-        self.base = base
+        self.project_prefix = project_prefix
         self.limit = limit
         self.cache = cache
         self._trees: dict[str, str] = {}  # revision -> tree id, for this check
@@ -67,7 +67,7 @@ class CheckEngine:
         return known or None
 
     def _tree_key(self, tree: str) -> str:
-        return f"{tree}\0{self.base}\0{self.wiki_dir}\0{self.limit}"
+        return f"{tree}\0{self.project_prefix}\0{self.wiki_dir}\0{self.limit}"
 
     def _check_scope(self, scope: str) -> CheckResult:
         cache = self.cache
@@ -135,7 +135,7 @@ class CheckEngine:
                 diff = git.run("diff-tree", "-r", "-z", "--no-renames", base_tree, tree, check=False)
                 read_prefix = f"{tree}:"
             derived = derive(git, record[1], facts, diff=diff, read_prefix=read_prefix,
-                             wiki_dir=self.wiki_dir, base=self.base, limit=self.limit)
+                             wiki_dir=self.wiki_dir, base=self.project_prefix, limit=self.limit)
             if derived is None:
                 return None
             return (*derived, record[2], record[3])

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import problems as P
 from ..problems import Problem
+from ..problems import make as make_problem
 from ..wiki.model import Page, Wiki
 from ..wiki.pages import PageScan
 from ..wiki.slug import LinkTarget, parse_target, slugify
@@ -66,7 +66,7 @@ class Checker:
 
     def page_problems(self, page: Page, fallback: Callable[[str], Outcome | None] | None = None) -> list[Problem] | None:
         """The problems of ``page``; None when a target's outcome is unknown (fast path only)."""
-        out = [P.make(page.path, issue.line, 1, issue.code, issue.message) for issue in page.scan.issues]
+        out = [make_problem(page.path, issue.line, 1, issue.code, issue.message) for issue in page.scan.issues]
         outcomes = self.outcomes
         for line, col, inner, target_text, _label, embed in page.scan.raw_links:
             known = outcomes.get(target_text) or self.outcome(target_text)
@@ -82,19 +82,19 @@ class Checker:
                 target = parse_target(target_text)
                 what = _anchor_what(page.scan, target)
                 if what:
-                    out.append(P.make(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in this page", target.key))
+                    out.append(make_problem(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in this page", target.key))
             elif kind == "empty":
-                out.append(P.make(page.path, line, col, "empty-link", f"empty link {source}: it names no page", ""))
+                out.append(make_problem(page.path, line, col, "empty-link", f"empty link {source}: it names no page", ""))
             elif kind == "broken":
-                out.append(P.make(page.path, line, col, "broken-link", f"broken link {source}", known[1]))
+                out.append(make_problem(page.path, line, col, "broken-link", f"broken link {source}", known[1]))
             else:
                 _, key, ref, alternatives, page_id, what = known
                 if alternatives:
                     fix = f"use a path like [[{ref}]]" if "/" in (ref or "") else "rename one of the pages"
-                    out.append(P.make(page.path, line, col, "ambiguous-link",
+                    out.append(make_problem(page.path, line, col, "ambiguous-link",
                                       f"ambiguous link {source}: resolved to {ref}, also matches {', '.join(alternatives)}; {fix}",
                                       key))
                 if what:
                     where = "this page" if page_id == page.id else page_id
-                    out.append(P.make(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in {where}", key))
+                    out.append(make_problem(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in {where}", key))
         return out

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .. import problems as P
-from ..problems import Problem
+from ..problems import CODES, ERROR, UNCHECKABLE, WARNING, Problem
+from ..problems import make as make_problem
 
 
 @dataclass(frozen=True)
@@ -21,11 +21,11 @@ class CheckResult:
 
     @property
     def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == P.ERROR]
+        return [p for p in self.problems if p.severity == ERROR]
 
     @property
     def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == P.WARNING]
+        return [p for p in self.problems if p.severity == WARNING]
 
     @property
     def counts(self) -> dict[str, int]:
@@ -43,7 +43,7 @@ def problems_to_record(problems: list[Problem]) -> tuple:
 
 
 def problems_from_record(path: str, record: tuple) -> list[Problem]:
-    return [Problem(path, line, col, code, P.CODES[code], target, message) for line, col, code, target, message in record]
+    return [Problem(path, line, col, code, CODES[code], target, message) for line, col, code, target, message in record]
 
 
 def result_to_record(result: CheckResult) -> tuple:
@@ -52,7 +52,7 @@ def result_to_record(result: CheckResult) -> tuple:
 
 def result_from_record(record: tuple) -> CheckResult:
     checked, rows = record
-    return CheckResult(checked, [Problem(path, line, col, code, P.CODES[code], target, message)
+    return CheckResult(checked, [Problem(path, line, col, code, CODES[code], target, message)
                                  for path, line, col, code, target, message in rows])
 
 
@@ -60,10 +60,10 @@ def fail_closed(head: CheckResult, result: CheckResult, changed: set[str]) -> Ch
     """``result`` plus an ``unchecked-page`` error for each page of ``changed`` that ``head``
     could not fully check (NUL bytes, undecodable, oversize, unreadable): a gate that only
     warned would let links hidden in such a page through."""
-    extra = [P.make(p.path, p.line, p.col, "unchecked-page",
+    extra = [make_problem(p.path, p.line, p.col, "unchecked-page",
                     f"{p.message}: a page this change adds or modifies must be fully checkable; "
                     "fix its encoding or size, or keep it out of the wiki")
-             for p in head.problems if p.code in P.UNCHECKABLE and p.path in changed]
+             for p in head.problems if p.code in UNCHECKABLE and p.path in changed]
     if not extra:
         return result
     return CheckResult(result.checked, sort_problems(result.problems + extra), result.base)
