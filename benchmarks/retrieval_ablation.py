@@ -20,6 +20,7 @@ Variants (all measured on ``--split``, default the tuning half; the reporting ha
 * the question as embedded: whole (shipped) or with question words and filler removed;
 * pseudo-relevance feedback: dense (Rocchio: the query vector moved toward the best chunks
   of the top pages) and lexical (RM3-style: a few expansion terms from the top BM25 chunks);
+* BM25 over whole pages (one document per page) instead of, or beside, the best chunk's;
 * a title/alias exact-match bonus;
 * ``--chunk-sizes T:M:N,...``: dense chunks re-cut at target T, maximum M and minimum N
   characters and re-embedded (minutes per size on a loaded 2-core machine).
@@ -33,7 +34,6 @@ Always exits 0: it is a measurement, not a test.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import sys
 import time
@@ -50,17 +50,9 @@ _HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.M)
 _WORD = re.compile(r"[\w'-]+")
 
 
-def _bench() -> Any:
-    """benchmarks/retrieval.py, imported by path (its corpus and question helpers are reused)."""
-    spec = importlib.util.spec_from_file_location("_llmwiki_bench_retrieval", HERE / "retrieval.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-B = _bench()
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+import retrieval as B  # noqa: E402 - benchmarks/retrieval.py: its corpus and question helpers are reused
 
 
 @dataclass
@@ -297,6 +289,23 @@ def rm3_expansion(c: Corpus, feedback: int, n_terms: int) -> np.ndarray:
     return out
 
 
+def page_bm25(c: Corpus, b: float) -> np.ndarray:
+    """BM25 with one document per page (the same fields, the body whole) instead of the best
+    chunk's score: (questions x pages)."""
+    from llmwiki_git.retrieval.lexical import LexicalIndex
+
+    docs: list[Any] = []
+    for page in c.pages:
+        if not page.lexical:
+            docs.append(page.title)
+            continue
+        fields = page.lexical[0]
+        body = "\n\n".join(doc[3][0] for doc in page.lexical)
+        docs.append((fields[0], fields[1], fields[2], (body, fields[3][1])))
+    index = LexicalIndex.build(docs, b=b)
+    return np.stack([index.scores(q.question) for q in c.questions]).astype(np.float64)
+
+
 def title_matches(c: Corpus) -> np.ndarray:
     """1 where every token of a page's title (or an alias) occurs in the question."""
     from llmwiki_git.retrieval.lexical import tokenize
@@ -452,6 +461,21 @@ def main(argv: list[str] | None = None) -> int:
             prf.append((f"lexical PRF ({nt} terms from the top {fb} chunks, x{beta}), rrf",
                         lambda c, f=lexical_prf: rrf([(1.0, pcos[c.name], None), (1.5, f(c), f(c) > 0)], 20)))
     table(lab, "Pseudo-relevance feedback", prf, ref)
+    for c in corpora:
+        for b in (0.75, 0.5):
+            lab.cache[(c.name, f"page-bm25-{b}")] = page_bm25(c, b)
+    page_variants: list[tuple[str, Variant]] = []
+    for b in (0.75, 0.5):
+        page_variants += [
+            (f"page BM25 (b = {b}) only", lambda c, b=b: lab.cache[(c.name, f"page-bm25-{b}")]),
+            (f"rrf, page BM25 (b = {b}) instead of the best chunk's",
+             lambda c, b=b: rrf([(1.0, pcos[c.name], None),
+                                 (1.5, lab.cache[(c.name, f"page-bm25-{b}")], lab.cache[(c.name, f"page-bm25-{b}")] > 0)], 20)),
+            (f"rrf, best chunk's and page BM25 (b = {b}), x0.75 each",
+             lambda c, b=b: rrf([(1.0, pcos[c.name], None), (0.75, pbm[c.name], pbm[c.name] > 0),
+                                 (0.75, lab.cache[(c.name, f"page-bm25-{b}")], lab.cache[(c.name, f"page-bm25-{b}")] > 0)], 20)),
+        ]
+    table(lab, "Lexical side: BM25 over whole pages", page_variants, ref)
     table(lab, "A title/alias exact-match bonus on the shipped fusion", [
         (f"+ {bonus} when a title or alias is wholly in the question",
          lambda c, b=bonus: lab.shipped(c) + b * lab.cache[(c.name, "title")]) for bonus in (0.005, 0.01, 0.02)
