@@ -552,13 +552,12 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
 
     ws = _workspace(ctx)
     view = show_view(ws, candidate_id, onto)
-    data = view.to_json()
     if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
     else:
         click.echo(f"Candidate {view.candidate.id}")
-        for key in ("branch", "kind", "commit", "target", "precondition", "bodyDigest", "base", "question"):
-            click.echo(f"{key}: {data[key]}")
+        for key, value in view.metadata().items():
+            click.echo(f"{key}: {value}")
         click.echo("")
         if view.verdict.citations is not None:
             for line in format_report(view.verdict.citations):

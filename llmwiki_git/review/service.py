@@ -63,13 +63,16 @@ class CandidateView:
     diff: str
     verdict: Verdict
 
-    def to_json(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, str | None]:
+        """The candidate's branch, commit, trailer values and question, in display order."""
         c, t = self.candidate, self.candidate.trailers
-        return {"version": 1, "id": c.id, "branch": c.ref.removeprefix("refs/heads/"),
-                "kind": t.kind if t else None, "commit": c.commit,
+        return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind if t else None, "commit": c.commit,
                 "target": t.target if t else None, "precondition": t.precondition if t else None,
-                "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": self.question,
-                "notes": c.notes, "diff": self.diff, "verdict": self.verdict.to_json()}
+                "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": self.question}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": 1, "id": self.candidate.id, **self.metadata(), "notes": self.candidate.notes,
+                "diff": self.diff, "verdict": self.verdict.to_json()}
 
 
 @dataclass(frozen=True)
