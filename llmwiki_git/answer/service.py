@@ -112,8 +112,9 @@ def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, s
         outcome = publish(site, question=result.question, answer=result.answer, page_ids=result.page_ids,
                           pending=pending)
     finally:
-        for text in site.notes if note is not None else ():
-            note(text)
+        if note is not None:
+            for text in site.notes:
+                note(text)
     if isinstance(outcome, Published):
         result.saved = outcome.path
         try:
