@@ -91,8 +91,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("publication", "retrieval"),  # domain
     ("wiki",),
     ("providers", "hooks", "github", "terminal", "statedir"),  # adapters and ground
-    ("confine",),
-    ("gitstore",),
+    ("gitstore",),  # git plumbing, the repository lock, the write journal
+    ("confine",),  # the one security boundary: paths, symlinks, bounded reads
     ("git", "config", "problems", "wording"),
     ("errors",),
 )

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..errors import BEST_EFFORT_ERRORS
 from ..providers.registry import select_provider
 from ..config import Settings
 from ..retrieval.service import Retrieval
@@ -119,7 +120,7 @@ def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, s
         result.saved = outcome.path
         try:
             ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
-        except Exception as exc:  # the commit stands; the index catches up on the next run
+        except BEST_EFFORT_ERRORS as exc:  # the commit stands; the index catches up on the next run
             result.warnings.append({"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"})
         return 0
     result.refusal = outcome.to_json()

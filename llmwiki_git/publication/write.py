@@ -35,7 +35,7 @@ class Site:
     @classmethod
     def of(cls, project: Project, what: str) -> Site:
         """The write site of ``project``; ``what`` names the write if there is no git."""
-        return cls(project.require_git(what), project.root, project.state_dir, project.base, project.wiki)
+        return cls(project.require_git(what), project.root, project.state_dir, project.project_prefix, project.wiki)
 
 
 class Project(Protocol):
@@ -47,7 +47,7 @@ class Project(Protocol):
     @property
     def git(self) -> Git | None: ...
     @property
-    def base(self) -> str: ...  # the project folder relative to the root ("" for the root)
+    def project_prefix(self) -> str: ...  # the project folder relative to the root ("" for the root)
     @property
     def state_dir(self) -> Path: ...  # the project's .llmwiki/
     def require_git(self, what: str, *, flag: str | None = None) -> Git: ...

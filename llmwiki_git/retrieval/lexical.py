@@ -53,6 +53,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import LexicalIndexError
+
 __all__ = [
     "B",
     "FIELD_WEIGHTS",
@@ -90,10 +92,6 @@ _ARRAYS: dict[str, np.dtype[Any]] = {
     "doc_ids": np.dtype(np.int32),
     "weights": np.dtype(np.float32),
 }
-
-
-class LexicalIndexError(Exception):
-    """The lexical index on disk is missing, incomplete, corrupt or of another version."""
 
 
 # --------------------------------------------------------------------------- tokenizer

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import LlmwikiError
+from ..errors import BEST_EFFORT_ERRORS, LlmwikiError
 from ..publication.candidates import Candidate, get, list_candidates, pending_index, reject
 from ..publication.trailers import PAGE_KIND
 from ..wiki.citations import BROKEN, PENDING
@@ -125,7 +125,7 @@ def approve_candidate(ws: ReviewProject, candidate_id: str, note: Callable[[str]
     done = approve(ws, candidate_id, pending_index(git), note)
     try:
         ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
-    except Exception:  # the approval stands; `llmwiki index` catches up
+    except BEST_EFFORT_ERRORS:  # the approval stands; `llmwiki index` catches up
         pass
     return done
 
