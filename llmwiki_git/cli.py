@@ -98,10 +98,12 @@ def _read_text_argument(ctx: click.Context, name: str) -> str:
 
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
     ws = Workspace.open(ctx.obj["repo"], wiki_dir=ctx.obj["wiki_dir"], **kwargs)
-    if ws.git is not None:  # an interrupted write is finished or rolled back first (one stat if none)
+    state = (ws.project or ws.root) / ".llmwiki"
+    # An interrupted write is finished or rolled back first (one stat if there is no state
+    # folder: the write layer is not even imported, which the hook's time budget notices).
+    if ws.git is not None and state.is_dir():
         from .gitstore.transaction import pending
 
-        state = (ws.project or ws.root) / ".llmwiki"
         if pending(state):
             from .publication.write import recover_pending
 

@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import config
-from .checkdelta import Facts, derive
-from .checks import (Checker, CheckResult, check_wiki_with, fail_closed, names_fingerprint, new_problems, result_from_record,
-                     result_to_record)
+from .checks.cache import ScanCache, open_cache
+from .checks.engine import CheckEngine
+from .checks.result import CheckResult
 from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
-from .problems import make
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
-from .wiki.scancache import ScanCache
 from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
 
 if TYPE_CHECKING:
@@ -33,7 +31,6 @@ class Workspace:
     settings: config.Settings
     use_cache: bool = True
     project: Path | None = None
-    _trees: dict[str, str] = field(default_factory=dict, repr=False)  # revision -> tree id
     reuse_listing: bool = False  # a long-running process (MCP): reuse the page listing while no file changes
     _listing: tuple[object, dict[str, str]] | None = field(default=None, repr=False)
     _git_index: str | None = field(default=None, repr=False)
@@ -72,7 +69,7 @@ class Workspace:
         if not self.use_cache or self.git is None or os.environ.get("LLMWIKI_NO_CACHE"):
             return None
         try:
-            return ScanCache(self.git.common_dir() / "llmwiki" / "scan-cache-v1.marshal")
+            return open_cache(self.git.common_dir())
         except DATA_ERRORS:  # an unreadable cache must never stop a check
             return None
 
@@ -155,137 +152,9 @@ class Workspace:
             cache.save()
         return wiki
 
-    def _tree_id(self, scope: str) -> str | None:
-        """The git tree a scope stands for (None for the work tree, or when unknown)."""
-        if self.git is None or scope == "worktree":
-            return None
-        if scope == "index":
-            # write-tree only adds the tree object the next commit would add anyway
-            out = self.git.run("write-tree", check=False).decode().strip()
-            return out or None
-        known = self._trees.get(scope)
-        if known is None:
-            out = self.git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{scope}^{{tree}}",
-                               check=False).decode().strip()
-            known = self._trees[scope] = out or (EMPTY_TREE if scope == "HEAD" else "")
-        return known or None
-
-    def _check_scope(self, scope: str, cache: ScanCache | None) -> CheckResult:
-        limit = self.settings.max_page_mb * 1024 * 1024
-        tree = self._tree_id(scope) if cache is not None else None
-        key = self._tree_key(tree) if tree else None
-        if key is not None and cache is not None and tree is not None:
-            record = cache.tree_get(key)
-            if record is not None and len(record) == 3:  # older records lack the facts: redo once
-                return result_from_record(record[:2])
-            fast = self._derive(scope, tree, cache, limit)
-            if fast is not None:
-                result, facts = fast
-                cache.facts_put(facts.fingerprint, facts.to_record())
-                cache.tree_put(key, (*result_to_record(result), facts.fingerprint))
-                return result
-        wiki = self.wiki(scope, cache)
-        checker = Checker(wiki)
-        result = check_wiki_with(wiki, checker, cache, limit)
-        if key is not None and cache is not None:
-            fingerprint = names_fingerprint(wiki, limit)
-            if Facts.from_record(cache.facts_get(fingerprint)) is None:
-                for page in wiki.pages:  # every target's outcome, for the next delta
-                    for link in page.scan.raw_links:
-                        checker.outcome(link[3])
-                facts = Facts.build(wiki.root_dir, fingerprint, wiki.name_slugs(), wiki.other_files, checker.outcomes,
-                                    [(page.path, page.scan.names_key, page.scan.raw_links) for page in wiki.pages])
-                cache.facts_put(fingerprint, facts.to_record(), replace=True)
-            cache.tree_put(key, (*result_to_record(result), fingerprint))
-        return result
-
-    def _tree_key(self, tree: str) -> str:
-        limit = self.settings.max_page_mb * 1024 * 1024
-        return f"v5\0{tree}\0{self.project_prefix}\0{self.settings.wiki_dir}\0{limit}"
-
-    def _derive(self, scope: str, tree: str, cache: ScanCache, limit: int) -> tuple[CheckResult, Facts] | None:
-        """``tree`` checked as a cached tree's result plus their diff (see checkdelta):
-        HEAD's tree for the index when known, else the most recently checked tree, such as
-        the other branch before a switch or the index of the previous hook run."""
-        git = self.git
-        if git is None:
-            return None
-        trees = cache.trees()
-        suffix = self._tree_key("")[len("v5\0"):]
-        candidates = [k for k in reversed(list(trees)) if k.startswith("v5\0") and k.endswith(suffix)]
-        if scope == "index":
-            head = self._tree_key(self._tree_id("HEAD") or EMPTY_TREE)
-            if head in trees:
-                candidates.insert(0, head)
-        for base_key in candidates[:3]:
-            record = trees[base_key]
-            if len(record) < 3 or not isinstance(record[2], str):
-                continue
-            facts = Facts.from_record(cache.facts_get(record[2]))
-            if facts is None:
-                continue
-            base_tree = base_key.split("\0")[1]
-            if scope == "index":
-                diff = git.run("diff-index", "--cached", "-z", "--no-renames", base_tree, check=False)
-                read_prefix = ":"
-            else:
-                diff = git.run("diff-tree", "-r", "-z", "--no-renames", base_tree, tree, check=False)
-                read_prefix = f"{tree}:"
-            return derive(git, record[1], facts, diff=diff, read_prefix=read_prefix,
-                          wiki_dir=self.settings.wiki_dir, base=self.project_prefix, limit=limit)
-        return None
-
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
-        """Check ``head``; with ``base``, report only what is newly wrong since ``base``.
-
-        Whole results are cached per git tree: the hook's base (HEAD) is usually the tree
-        the previous commit's hook already checked.
-        """
-        self._trees.clear()  # a long-lived workspace (the MCP server) sees branches move
-        cache = self._cache()
-        result = checked = self._check_scope(head, cache)
-        if base is not None:
-            result = new_problems(self._check_scope(base, cache), result)
-        if cache is not None:
-            cache.save()
-        changed = self._changed_paths(head, base)
-        if changed:
-            result = fail_closed(checked, result, changed)
-        return self._mark_pending(result)
-
-    def _changed_paths(self, head: str, base: str | None) -> set[str]:
-        """Paths the change adds or modifies: the index against ``base`` (default HEAD) for
-        ``--staged``, ``base..head`` for two commits; empty for other scopes."""
-        if self.git is None or head == "worktree" or (base is None and head != "index"):
-            return set()
-        against = base or "HEAD"
-        if self.git.rev_parse(against) is None:
-            against = EMPTY_TREE
-        if head == "index":
-            out = self.git.run("diff-index", "--cached", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
-                               "--end-of-options", against, check=False)
-        else:
-            out = self.git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
-                               "--end-of-options", against, head, check=False)
-        return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
-
-    def _mark_pending(self, result: CheckResult) -> CheckResult:
-        """A broken link to a page an open review candidate would create is pending: a
-        warning, not an error (DESIGN §3)."""
-        if self.git is None or not any(p.code == "broken-link" for p in result.problems):
-            return result
-        from .publication.candidates import pending_index
-
-        pending = pending_index(self.git)
-        if not pending.by_slug:
-            return result
-        marked = []
-        for p in result.problems:
-            slug = (p.target or "").rsplit("/", 1)[-1]
-            ids = pending.candidates_for(slug) if p.code == "broken-link" else ()
-            if ids:
-                p = make(p.path, p.line, p.col, "pending-link",
-                         p.message.replace("broken link", "pending link", 1) + f" (review candidate {', '.join(ids)})",
-                         p.target)
-            marked.append(p)
-        return CheckResult(result.checked, marked)
+        """Check ``head``; with ``base``, report only what is newly wrong since ``base``
+        (the engine: checks/engine.py)."""
+        engine = CheckEngine(self.git, self.wiki, wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix,
+                             limit=self.settings.max_page_mb * 1024 * 1024, cache=self._cache())
+        return engine.check(head, base)

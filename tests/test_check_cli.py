@@ -148,10 +148,10 @@ def test_cache_gives_same_answer_and_lives_in_git_dir(repo: Repo) -> None:
     seed(repo)
     repo.write("wiki/concepts/gamma.md", "[[nope]]\n")
     first = problems(repo)
-    assert (repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").is_file()
+    assert (repo.root / ".git" / "llmwiki" / "check" / "scans.marshal").is_file()
     assert repo.git("status", "--porcelain") == "?? wiki/concepts/gamma.md\n"
     assert problems(repo) == first == problems(repo, "--no-cache")
-    (repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").write_bytes(b"garbage")
+    (repo.root / ".git" / "llmwiki" / "check" / "scans.marshal").write_bytes(b"garbage")
     assert problems(repo) == first
 
 
@@ -170,12 +170,12 @@ def test_cache_survives_runs_answered_from_the_tree_cache(repo: Repo) -> None:
     repo.git("add", "-A")
     proc = repo.llmwiki("check", "--staged", "--base", "HEAD")
     assert proc.returncode == 1 and "new-broken" in proc.stdout
-    payload = marshal.loads((repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").read_bytes())
+    payload = marshal.loads((repo.root / ".git" / "llmwiki" / "check" / "scans.marshal").read_bytes())
     assert len(payload[1]) >= 1100  # every page's scan is still cached
     repo.write("wiki/concepts/p7.md", "# P7\n[[p8]] and [[another-broken]]\n")
     repo.git("add", "-A")
     assert repo.llmwiki("check", "--staged").returncode == 1
-    payload = marshal.loads((repo.root / ".git" / "llmwiki" / "scan-cache-v1.marshal").read_bytes())
+    payload = marshal.loads((repo.root / ".git" / "llmwiki" / "check" / "scans.marshal").read_bytes())
     assert len(payload[1]) >= 1100
 
 
@@ -284,15 +284,44 @@ def test_parallel_cold_scan_says_what_a_serial_scan_says(repo: Repo) -> None:
 
 
 def test_facts_files_are_pruned_and_the_old_layout_removed(repo: Repo) -> None:
-    """Facts are one file per names fingerprint, the last three kept; the single file of
-    the layout before them (4.6 MB on 10,000 pages) is deleted, not left behind."""
+    """Facts are one file per names fingerprint, the last three kept; the files of the
+    layouts before (4.6 MB on 10,000 pages) are deleted, not left behind."""
     seed(repo)
-    cache = repo.root / ".git" / "llmwiki"
-    cache.mkdir(parents=True, exist_ok=True)
-    (cache / "facts-cache-v1.marshal").write_bytes(b"old layout")
+    old = repo.root / ".git" / "llmwiki"
+    cache = old / "check"
+    old.mkdir(parents=True, exist_ok=True)
+    for name in ("facts-cache-v1.marshal", "scan-cache-v1.marshal", "tree-cache-v2.marshal", "facts-v2-abc.marshal"):
+        (old / name).write_bytes(b"old layout")
     for i in range(5):  # each commit adds a page: a new names fingerprint
         repo.write(f"wiki/concepts/extra{i}.md", f"# Extra {i}\n[[alpha]]\n")
         repo.commit(f"extra {i}")
         assert repo.llmwiki("check", "--rev", "HEAD").returncode == 0
-    assert not (cache / "facts-cache-v1.marshal").exists()
-    assert len(list(cache.glob("facts-v2-*.marshal"))) == 3
+    assert sorted(p.name for p in old.iterdir()) == ["check"]
+    assert len(list(cache.glob("facts-*.marshal"))) == 3
+
+
+def test_the_engine_looks_for_candidates_where_they_are() -> None:
+    from llmwiki_git.checks.engine import CANDIDATE_REFS
+    from llmwiki_git.publication.candidates import PREFIX
+
+    assert CANDIDATE_REFS == PREFIX
+
+
+@pytest.mark.parametrize("root", ["wiki", ""])
+def test_a_link_added_without_changing_names_is_rechecked_when_its_page_appears(repo: Repo, root: str) -> None:
+    """Regression: a tree derived with the same names fingerprint as its base did not store
+    the links its changed pages added, so when the page such a link names was created
+    later, the hook kept reporting the link as broken (a full check said it was fine)."""
+    folder = f"{root}/concepts" if root else "concepts"
+    repo.write(f"{folder}/a.md", "# A\n[[b]]\n")
+    repo.write(f"{folder}/b.md", "# B\n")
+    repo.commit("seed")
+    assert repo.llmwiki("check", "--staged", "--base", "HEAD").returncode == 0
+    repo.write(f"{folder}/b.md", "# B\n[[q]]\n")  # a new link, no name changes
+    repo.git("add", "-A")
+    assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
+    repo.git("commit", "-q", "--no-verify", "-m", "link to q")
+    repo.write(f"{folder}/q.md", "# Q\n")  # now q exists
+    repo.git("add", "-A")
+    assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache") == (0, [])
+    assert problems(repo, "--staged", "--base", "HEAD") == (0, [])

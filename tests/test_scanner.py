@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from llmwiki_git.wiki.scanner import scan_anchors, scan_links
 
 
@@ -84,3 +86,62 @@ def test_scan_pages_in_workers_equals_scan_page() -> None:
              for i in range(MIN_PAGES + 37)]
     pages.append(b"\xff\xfe not utf-8 [[x]]")
     assert scan_pages(pages) == [scan_page(p) for p in pages]
+
+
+# -- the scanner's link rules against their earlier forms -----------------------------------
+# The wikilink and markdown-link patterns were rewritten to start with a literal "[" (speed);
+# these are the forms before, kept here as the reference they must agree with.
+
+_OLD_WIKILINK = re.compile(r"(!?)\[\[([^\[\n]*?)\]\]")
+_OLD_MD_LINK = re.compile(
+    r"(?<!!)\[(?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*\]"
+    r"\([^()\s]*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
+)
+
+_TRICKY_LINES = [
+    "plain text with [[alpha]] and [[beta|Beta]] and ![[pic.png]]", "# Heading [[in heading]]", "!![[double]]",
+    "[[a]]![[b]]", "![[a]]![[b]]!", "[[[a]]]", "![[[a]]", "[[a!]][[b]]", "!", "![", "![[", "![[]]", "[[]]", "[[ ]]",
+    "> quote ![[q1]]", "inline `[[no]]` code [[yes]]", "escaped \\[[no]] \\![[yes2]] !\\[[x]]",
+    "a [label [[inner]]](http://x) b [[out]]", "![img [[i]]](u.png) [[after]]", "[x](y) [[z]]", "[[a]](u)",
+    "[see [[x]]](u \"t\") [[y]]", "[a [b [c]]](u)", "!![a](b)", "[[a|b|c]]", "[[x\\|y]]", "table | [[t1\\|L]] |",
+    "caf\u00e9 ![[\u00e9t\u00e9]] \U0001f600 [[emoji]]", "x" * 500 + " ![[long]]", "[[unterminated", "text ]] [[",
+    "<!-- [[c]] --> ![[d]]", "```", "~~~", "    code ![[code]]", "---", "===", "",
+]
+
+
+def _pages() -> list[str]:
+    import random
+
+    rng = random.Random(11)
+    pages = ["\n".join(_TRICKY_LINES), "# T\r\n![[crlf]]\r\n", "a\rb ![[cr]]\n", "![[a]]\n" * 50]
+    for _ in range(2000):
+        pages.append("\n".join(rng.choice(_TRICKY_LINES) for _ in range(rng.randint(1, 10))))
+    return pages
+
+
+def _old_links(line: str) -> list[tuple[int, str, bool]]:
+    """(1-based column, inner text, embed) of one line's links as the earlier forms found
+    them (after the unchanged escape masking)."""
+    from llmwiki_git.wiki.scanner import _ESCAPE
+
+    masked = _ESCAPE.sub("  ", line) if "\\" in line else line
+    masked = _OLD_MD_LINK.sub(lambda m: " " * (m.end() - m.start()), masked) if "](" in masked else masked
+    return [(m.start() + 1, line[m.start(2):m.end(2)], bool(m.group(1))) for m in _OLD_WIKILINK.finditer(masked)]
+
+
+def test_the_link_rules_find_what_their_earlier_forms_found() -> None:
+    """Differential: every line of 2,000 generated pages (fences, code spans, escapes,
+    markdown links, embeds, CRLF, huge lines) gives the same links, columns and embeds."""
+    from llmwiki_git.wiki.scanner import _MD_LINK, _WIKILINK, _links_of
+
+    compared = 0
+    for text in _pages():
+        for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+            found: list = []
+            _links_of(line, line, 0, found)
+            assert [(o.col, o.inner, o.embed) for o in found] == _old_links(line), line
+            assert _MD_LINK.sub("#", line) == _OLD_MD_LINK.sub("#", line), line
+            assert [(m.start(1), m.group(1)) for m in _WIKILINK.finditer(line)] == \
+                [(m.start(2), m.group(2)) for m in _OLD_WIKILINK.finditer(line)], line
+            compared += 1
+    assert compared > 5000

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..checks import CheckResult, check_wiki, fail_closed, new_problems
+from ..checks.engine import mark_pending
 from ..errors import UsageError
 from ..git import Git
 from ..problems import Problem
@@ -80,8 +81,8 @@ def link_outcome(ws: ReviewProject, tip: str, target: str, document: str | None)
     else:
         after_wiki = before_wiki.with_page(target, document)
     generated = _generated(ws, tip, before_wiki.root_dir)
-    before = _without(ws._mark_pending(check_wiki(before_wiki)), generated)
-    after = _without(ws._mark_pending(check_wiki(after_wiki)), generated)
+    before = _without(mark_pending(ws.git, check_wiki(before_wiki)), generated)
+    after = _without(mark_pending(ws.git, check_wiki(after_wiki)), generated)
     after = fail_closed(after, after, {target} if document is not None else set())
     fresh = new_problems(before, after)
     fresh_keys = {id(p) for p in fresh.problems}

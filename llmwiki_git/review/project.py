@@ -1,11 +1,11 @@
 """What the review services take from the workspace they run in, typed: the write site's
-project plus the page-size limit, the check engine's pending marking and the search index."""
+project plus the settings and the search index (pending links are marked by
+`checks.engine.mark_pending`, from the repository alone)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..checks import CheckResult
 from ..config import Settings
 from ..publication.write import Project
 
@@ -16,5 +16,4 @@ if TYPE_CHECKING:
 class ReviewProject(Project, Protocol):
     @property
     def settings(self) -> Settings: ...
-    def _mark_pending(self, result: CheckResult) -> CheckResult: ...  # the check engine's (issue 13c moves it)
     def retrieval(self) -> Retrieval: ...

@@ -7,6 +7,7 @@ and it reports the line of a YAML error.
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,97 @@ def _yaml() -> tuple[Any, type]:
     import yaml
 
     return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# The fast path: frontmatter made only of lines a strict subset of YAML covers (simple keys;
+# double- or single-quoted strings without escapes; plain words; flow or block lists of
+# those; dates; small integers) is read without PyYAML, whose import alone costs the
+# pre-commit hook ~30 ms; anything else goes to PyYAML. tests/test_frontmatter.py checks
+# every form against PyYAML.
+_KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*?))? *")
+_BAD = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"  # line breaks, non-printables
+_QUOTED = rf'"[^"\\{_BAD}]*"|\'[^\'{_BAD}]*\''
+_PLAIN = r"[A-Za-z][A-Za-z0-9_.()-]*(?: [A-Za-z0-9_.()-]+)*"
+_SCALAR = re.compile(rf"(?:{_QUOTED}|{_PLAIN})")
+_FLOW = re.compile(rf"\[ *(?:(?:{_QUOTED}|{_PLAIN})(?: *, *(?:{_QUOTED}|{_PLAIN}))*)? *\]")
+_ITEM = re.compile(r"( *)- +(.*?) *")
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_INT = re.compile(r"0|[1-9][0-9]{0,8}")
+_NOT_STRINGS = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split())
+_MISS = object()
+
+
+def _simple_scalar(text: str) -> Any:
+    """The value of one simple scalar, or _MISS when it is not in the subset."""
+    if _SCALAR.fullmatch(text):
+        if text[0] in "\"'":
+            return text[1:-1]
+        return _MISS if text in _NOT_STRINGS else text
+    date = _DATE.fullmatch(text)
+    if date:
+        try:
+            return _dt.date(int(date[1]), int(date[2]), int(date[3]))
+        except ValueError:
+            return _MISS
+    return int(text) if _INT.fullmatch(text) else _MISS
+
+
+def _flow_items(text: str) -> list[str] | None:
+    inner = text[1:-1].strip()
+    if not inner:
+        return []
+    items = []
+    for part in re.findall(rf"{_QUOTED}|{_PLAIN}", inner):
+        value = _simple_scalar(part)
+        if not isinstance(value, str):
+            return None
+        items.append(value)
+    return items
+
+
+def _simple_yaml(raw: str) -> dict[str, Any] | None:
+    """``raw`` read as the subset above, or None when it is not in it (use PyYAML)."""
+    if len(raw) > 4096 or "\r" in raw or "\t" in raw:
+        return None
+    data: dict[str, Any] = {}
+    lines = raw.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        match = _KEY_LINE.fullmatch(line)
+        if match is None or match[1] in data or match[1] in _NOT_STRINGS:
+            return None
+        text = match[2]
+        if text is None or text == "":
+            items: list[Any] = []
+            indent = None
+            while i < len(lines):
+                item = _ITEM.fullmatch(lines[i])
+                if item is None or (indent is not None and item[1] != indent):
+                    break
+                indent = item[1]
+                value = _simple_scalar(item[2])
+                if value is _MISS:
+                    return None
+                items.append(value)
+                i += 1
+            data[match[1]] = items if items else None
+        elif text[0] == "[":
+            if not _FLOW.fullmatch(text):
+                return None
+            flow = _flow_items(text)
+            if flow is None:
+                return None
+            data[match[1]] = flow
+        else:
+            value = _simple_scalar(text)
+            if value is _MISS:
+                return None
+            data[match[1]] = value
+    return data
+
 
 _OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
@@ -88,6 +180,9 @@ def parse(text: str) -> Frontmatter:
     raw, offset, body_line = split(text)
     if raw is None:
         return Frontmatter(None, {}, None, None, 0, 0)
+    fast = _simple_yaml(raw)
+    if fast is not None:
+        return Frontmatter(raw, fast, None, None, body_line, offset)
     yaml, loader = _yaml()
     try:
         data = yaml.load(raw, Loader=loader) if raw.strip() else {}

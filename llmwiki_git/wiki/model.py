@@ -10,16 +10,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from ..confine import hidden_part
 from ..git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .parallel import scan_pages
-from .scancache import ScanCache
 from .slug import LinkTarget, slugify
 from ..errors import PageReadError
 from .snapshots import Snapshot, SourceFile
+
+class ScanStore(Protocol):
+    """Page scans by blob id, kept between runs (the checker's cache implements it)."""
+
+    @property
+    def records(self) -> dict[str, tuple]: ...
+
+    def touch(self, blobs: list[str]) -> None: ...
+
+    def get(self, blob: str) -> PageScan | None: ...
+
+    def put(self, blob: str, scan: PageScan) -> None: ...
+
 
 CONCEPTS = "concepts"
 QUERIES = "queries"
@@ -249,7 +261,7 @@ def load_wiki(
     *,
     wiki_dir: str | None = None,
     project_prefix: str = "",
-    cache: ScanCache | None = None,
+    cache: ScanStore | None = None,
     max_page_bytes: int = MAX_PAGE_BYTES,
 ) -> Wiki:
     """Read every page of ``snapshot`` (through ``cache`` where the blob is known).

@@ -21,7 +21,7 @@ class Issue(NamedTuple):
 
 
 class PageScan(NamedTuple):
-    """The parts of a page the link model uses; cached by blob id (see scancache).
+    """The parts of a page the link model uses; cached by blob id (see checks/cache.py).
 
     A NamedTuple whose fields are exactly the cache record: reading 10,000 cached scans is
     ``PageScan._make`` on tuples marshal already built, the cheapest record Python builds

@@ -1,12 +1,15 @@
-"""The checker's caches, kept in ``<git-common-dir>/llmwiki/`` (never committed, never in
-the work tree), in files loaded only when needed:
+"""The checker's caches, kept in ``<git-common-dir>/llmwiki/check/`` (never committed,
+never in the work tree), in files loaded only when needed:
 
-* ``scan-cache-v1.marshal``: page scans by blob id, and page problems by (path, blob, names
+* ``scans.marshal``: page scans by blob id, and page problems by (path, blob, names
   fingerprint). An unchanged page is neither read nor scanned again.
-* ``tree-cache-v2.marshal``: whole results per git tree, each with its names fingerprint.
-* ``facts-v2-<fingerprint>.marshal``: what deriving a tree from another needs (every page's
-  names, every link target's outcome and the pages using it; see checkdelta.py), one file
+* ``trees.marshal``: whole results per git tree, each with its names fingerprint.
+* ``facts-<fingerprint>.marshal``: what deriving a tree from another needs (every page's
+  names, every link target's outcome and the pages using it; see delta.py), one file
   per fingerprint, the last three kept. The pre-commit hook usually reads only these.
+
+Every file starts with `version.CACHE_VERSION`, a digest of what the records depend on; a
+file written by other code is ignored and rewritten.
 
 Measured need: `check --staged` on a 10,000-page wiki must answer in well under a second,
 while scanning every page costs ~8 s. marshal, not pickle: loading it runs no code, and
@@ -22,14 +25,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .pages import PageScan
+from ..wiki.pages import PageScan
+from .version import CACHE_VERSION
 
-_VERSION = 6
+FOLDER = "check"  # inside <git-common-dir>/llmwiki/
+SCANS, TREES = "scans.marshal", "trees.marshal"
+# What earlier layouts left in <git-common-dir>/llmwiki/ (deleted on the first save).
+_OLD_FILES = ("scan-cache-v1.marshal", "tree-cache-v2.marshal", "facts-cache-v1.marshal")
 _MAX_TREES = 8
 _MAX_FACTS = 3  # names fingerprints (a branch switch or a renamed page makes another)
 
 
-def _read(path: Path | None, parts: int) -> tuple | None:
+def _read(path: Path | None, parts: int, version: str) -> tuple | None:
     if path is None:
         return None
     enabled = gc.isenabled()
@@ -42,7 +49,7 @@ def _read(path: Path | None, parts: int) -> tuple | None:
     finally:
         if enabled:
             gc.enable()
-    if isinstance(payload, tuple) and len(payload) == parts + 1 and payload[0] == _VERSION:
+    if isinstance(payload, tuple) and len(payload) == parts + 1 and payload[0] == version:
         if all(isinstance(part, dict) for part in payload[1:]):
             return payload[1:]
     return None
@@ -63,12 +70,21 @@ def _write(path: Path, payload: Any) -> None:
         pass  # a read-only git dir must not fail a check
 
 
+def open_cache(git_common_dir: Path) -> ScanCache:
+    """The checker's cache of a repository (files are read only when first needed)."""
+    return ScanCache(git_common_dir / "llmwiki" / FOLDER)
+
+
 class ScanCache:
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.tree_path = path.with_name("tree-cache-v2.marshal") if path is not None else None
-        self.facts_path = path.with_name("facts-v2.marshal") if path is not None else None
-        self._facts: dict[str, tuple] | None = None
+    """``folder`` holds the files (None: a cache that keeps nothing); ``version`` is the
+    one they must carry to be read."""
+
+    def __init__(self, folder: Path | None, version: str = CACHE_VERSION) -> None:
+        self.folder = folder
+        self.version = version
+        self.path = folder / SCANS if folder is not None else None
+        self.tree_path = folder / TREES if folder is not None else None
+        self._facts: dict[str, tuple | None] | None = None
         self._facts_new: set[str] = set()
         self._scans: tuple[dict[str, tuple], dict[str, tuple]] | None = None
         self._trees: dict[str, tuple] | None = None
@@ -82,7 +98,7 @@ class ScanCache:
 
     def _scan_maps(self) -> tuple[dict[str, tuple], dict[str, tuple]]:
         if self._scans is None:
-            loaded = _read(self.path, 2)
+            loaded = _read(self.path, 2, self.version)
             self._scans = (loaded[0], loaded[1]) if loaded else ({}, {})
         return self._scans
 
@@ -127,7 +143,7 @@ class ScanCache:
 
     def _tree_map(self) -> dict[str, tuple]:
         if self._trees is None:
-            loaded = _read(self.tree_path, 1)
+            loaded = _read(self.tree_path, 1, self.version)
             self._trees = loaded[0] if loaded else {}
         return self._trees
 
@@ -148,19 +164,27 @@ class ScanCache:
         self._trees_dirty = True
 
     def _facts_file(self, fingerprint: str) -> Path | None:
-        if self.facts_path is None or not fingerprint.isalnum():
+        if self.folder is None or not fingerprint.isalnum():
             return None
-        return self.facts_path.with_name(f"facts-v2-{fingerprint}.marshal")
+        return self.folder / f"facts-{fingerprint}.marshal"
 
     def facts_get(self, fingerprint: str) -> tuple | None:
-        """What a delta needs about a wiki's names (shared by every tree with the same names
-        fingerprint). One file per fingerprint, so a run reads only the one it needs."""
+        """What a delta needs about a wiki state, by the name `delta.facts_id` gives it (its
+        names fingerprint and the tree it was built for). One file each, so a run reads only
+        the one it needs."""
         if self._facts is None:
             self._facts = {}
         if fingerprint not in self._facts:
-            loaded = _read(self._facts_file(fingerprint), 1)
+            loaded = _read(self._facts_file(fingerprint), 1, self.version)
             self._facts[fingerprint] = loaded[0].get(fingerprint) if loaded else None
         return self._facts[fingerprint]
+
+    def has_facts(self, fingerprint: str) -> bool:
+        """Whether facts for ``fingerprint`` are stored (without loading them)."""
+        if self._facts is not None and self._facts.get(fingerprint) is not None:
+            return True
+        target = self._facts_file(fingerprint)
+        return target is not None and target.is_file()
 
     def facts_put(self, fingerprint: str, facts: tuple, replace: bool = False) -> None:
         if self.facts_get(fingerprint) is not None and not replace:
@@ -180,27 +204,40 @@ class ScanCache:
                 records = {k: v for k, v in records.items() if k in self._used}
             if self._full and len(problems) > 3 * len(self._used_problems) + 1000:
                 problems = {k: v for k, v in problems.items() if k in self._used_problems}
-            _write(self.path, (_VERSION, records, problems))
+            _write(self.path, (self.version, records, problems))
+            self._drop_old_layout()
             self._scans_dirty = False
         if self.tree_path is not None and self._trees_dirty and self._trees is not None:
-            _write(self.tree_path, (_VERSION, self._trees))
+            _write(self.tree_path, (self.version, self._trees))
             self._trees_dirty = False
         for fingerprint in sorted(self._facts_new):
             target = self._facts_file(fingerprint)
             if target is not None and self._facts is not None:
-                _write(target, (_VERSION, {fingerprint: self._facts[fingerprint]}))
+                _write(target, (self.version, {fingerprint: self._facts[fingerprint]}))
                 self._prune_facts(target)
         self._facts_new.clear()
 
     def _prune_facts(self, keep: Path) -> None:
         """Keep the facts of the most recently written fingerprints (and ``keep``)."""
-        if self.facts_path is None:
+        if self.folder is None:
             return
         try:
-            (self.facts_path.parent / "facts-cache-v1.marshal").unlink(missing_ok=True)  # before issue 15
-            found = [p for p in self.facts_path.parent.glob("facts-v2-*.marshal") if p != keep]
+            found = [p for p in self.folder.glob("facts-*.marshal") if p != keep]
             found.sort(key=lambda p: p.stat().st_mtime_ns)
             for old in found[: max(0, len(found) - (_MAX_FACTS - 1))]:
                 old.unlink()
+        except OSError:
+            pass
+
+    def _drop_old_layout(self) -> None:
+        """Delete the files of the layout before this folder (several MB each)."""
+        if self.folder is None:
+            return
+        old = self.folder.parent
+        try:
+            for name in _OLD_FILES:
+                (old / name).unlink(missing_ok=True)
+            for path in old.glob("facts-v2-*.marshal"):
+                path.unlink()
         except OSError:
             pass

@@ -19,18 +19,22 @@ every path here with an uncached full check.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
-from .checks import Checker, CheckResult, Outcome, result_from_record
-from .git import Git
-from .problems import Problem
-from .wiki.model import Page, detect_root, names_wiki, page_kind
-from .wiki.pages import scan_page
-from .wiki.slug import parse_target, slugify
+from ..git import Git
+from ..problems import Problem
+from ..wiki.model import Page, detect_root, names_wiki, page_kind
+from ..wiki.pages import scan_page
+from ..wiki.slug import parse_target, slugify
+from .checker import fingerprint_of
+from .links import Checker, Outcome
+from .result import CheckResult, result_from_record, sort_problems
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
-_PLAIN_OK: Outcome = ("ok", "", None, (), None, None)  # resolved, unambiguous, anchor fine
+Extras = tuple  # (dict[str, tuple[str, ...]], dict[str, Outcome]): see Facts.added
+NO_EXTRAS: Extras = ({}, {})
+MAX_EXTRAS = 5000  # link usages kept beside shared facts before a tree gets facts of its own
 MAX_CHANGES = 2000  # beyond this a full check (scan cache) is cheaper than reading blobs
 _ODD_MODES = ("120000", "160000")  # symlinks and submodules: the full check handles them
 
@@ -53,20 +57,45 @@ class Facts:
     # Link target texts by the slug (or FILE + file name) their outcome depends on,
     # NUL-joined: which outcomes a changed name invalidates, without parsing every text.
     texts: dict[str, str]
+    # What a derivation added to the facts it started from: (text -> paths using it, text ->
+    # outcome); a tree with the same names stores this beside the shared facts file.
+    added: Extras = field(default_factory=lambda: ({}, {}))
+
+    def with_extras(self, extras: Extras) -> Facts:
+        """These facts plus a tree's ``extras`` (a copy where they change anything)."""
+        users_add, outcomes_add = extras
+        if not users_add and not outcomes_add:
+            return self
+        new_texts = [text for text in {**users_add, **outcomes_add} if text not in self.users and text not in self.outcomes]
+        users, paths = dict(self.users), list(self.paths)
+        position = {path: i for i, path in enumerate(paths)}
+        for text, using in users_add.items():
+            listed = users.get(text, "")
+            marks = set(listed.split())
+            for path in using:
+                index = position.get(path)
+                if index is None:
+                    index = position[path] = len(paths)
+                    paths.append(path)
+                if str(index) not in marks:
+                    marks.add(str(index))
+                    listed = f"{listed} {index}" if listed else str(index)
+            users[text] = listed
+        merged = Facts(self.root_dir, self.fingerprint, self.names, self.other_files, {**self.outcomes, **outcomes_add},
+                       self.names_by_path, paths, users, dict(self.texts) if new_texts else self.texts)
+        merged.add_texts(new_texts)
+        return merged
 
     def to_record(self) -> tuple:
-        # A link that resolves cleanly reports nothing, whatever it resolves to: those
-        # outcomes (most of them) share one tuple, which marshal writes and loads once.
-        plain = _PLAIN_OK
-        outcomes = {text: plain if (o[0] == "ok" and not o[3] and not o[5]) else o for text, o in self.outcomes.items()}
-        return (3, self.root_dir, self.fingerprint, sorted(self.names), sorted(self.other_files),
-                outcomes, self.names_by_path, self.paths, self.users, self.texts)
+        # Clean outcomes are one shared tuple (links.PLAIN_OK): marshal writes it once.
+        return (self.root_dir, self.fingerprint, sorted(self.names), sorted(self.other_files),
+                self.outcomes, self.names_by_path, self.paths, self.users, self.texts)
 
     @classmethod
     def from_record(cls, record: tuple | None) -> Facts | None:
-        if not isinstance(record, tuple) or len(record) != 10 or record[0] != 3:
-            return None  # older layout: rebuilt by the next full check
-        _, root_dir, fingerprint, names, other_files, outcomes, names_by_path, paths, users, texts = record
+        if not isinstance(record, tuple) or len(record) != 9:
+            return None  # none stored (the cache's version covers this layout)
+        root_dir, fingerprint, names, other_files, outcomes, names_by_path, paths, users, texts = record
         return cls(root_dir, fingerprint, set(names), other_files, outcomes, names_by_path, paths, users, texts)
 
     @classmethod
@@ -100,24 +129,25 @@ class Facts:
         return [self.paths[int(i)] for i in self.users.get(text, "").split()]
 
 
-def fingerprint_of(root_dir: str, names_by_path: dict[str, str], other_files: list[str], max_page_bytes: int) -> str:
-    """`checks.names_fingerprint` computed from page names alone (same digest)."""
-    parts = [root_dir, str(max_page_bytes)]
-    ordered = sorted(names_by_path, key=lambda p: (p.count("/"), p))
-    parts.extend(f"{path}\x01{names_by_path[path]}" for path in ordered)
-    parts.extend(sorted(other_files))
-    return hashlib.sha1("\x00".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
-
-
 def page_of(path: str, prefix: str, blob: str | None, data: bytes, limit: int) -> Page:
     page_id = path[len(prefix):-3]
     return Page(path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), blob, scan_page(data, max_bytes=limit))
 
 
+_SLUG_ALREADY = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # what slugify leaves as it is
+
+
+def _stem_slug(path: str) -> str:
+    stem = path.rsplit("/", 1)[-1][:-3]
+    return stem if _SLUG_ALREADY.fullmatch(stem) else slugify(stem)
+
+
 def _answers_to(path: str, names_key: str) -> set[str]:
     """The slugs a page answers to: its slugified stem and its alias slugs."""
     aliases = names_key.split("\x01", 1)[0]
-    return {slugify(path.rsplit("/", 1)[-1][:-3]), *(a for a in aliases.split("\x02") if a)}
+    if not aliases:
+        return {_stem_slug(path)}
+    return {_stem_slug(path), *(a for a in aliases.split("\x02") if a)}
 
 
 def _names_of(text: str) -> tuple[str, ...]:
@@ -138,11 +168,17 @@ class _Resolver:
         self._by_slug: dict[str, list[str]] | None = None
 
     def _pages_answering(self, slug: str) -> dict[str, str]:
-        if self._by_slug is None:
-            self._by_slug = {}
+        if self._by_slug is None:  # `_answers_to` of every page, inlined: 10,000 pages on a branch switch
+            by_slug: dict[str, list[str]] = {}
+            simple = _SLUG_ALREADY.fullmatch
             for path, key in self.facts.names_by_path.items():
-                for name in _answers_to(path, key):
-                    self._by_slug.setdefault(name, []).append(path)
+                stem = path[path.rfind("/") + 1:-3]
+                by_slug.setdefault(stem if simple(stem) else slugify(stem), []).append(path)
+                if key[:1] != "\x01":
+                    for alias in key.split("\x01", 1)[0].split("\x02"):
+                        if alias:
+                            by_slug.setdefault(alias, []).append(path)
+            self._by_slug = by_slug
         return {path: self.facts.names_by_path[path] for path in self._by_slug.get(slug, ())}
 
     def __call__(self, text: str) -> Outcome | None:
@@ -235,8 +271,8 @@ def derive(git: Git, base_rows: tuple, facts: Facts, *, diff: bytes, read_prefix
     rechecked: set[str] = set()
     for name in [*affected_slugs, *(FILE + f for f in affected_files)]:
         for text in facts.texts_named(name):
-            if outcomes.pop(text, None) is not None:
-                rechecked.update(facts.users_of(text))
+            outcomes.pop(text, None)
+            rechecked.update(facts.users_of(text))
     rechecked -= removed
     rechecked -= set(fresh)
     rechecked = {p for p in rechecked if p in names_by_path}
@@ -259,6 +295,7 @@ def derive(git: Git, base_rows: tuple, facts: Facts, *, diff: bytes, read_prefix
     resolver = _Resolver(new_facts)
     checker = Checker(None, outcomes)
     found: list[Problem] = []
+    added_users: dict[str, list[str]] = {}  # link usage the base's facts did not list
     new_users = facts.users
     new_paths = facts.paths
     if fresh:
@@ -279,12 +316,32 @@ def derive(git: Git, base_rows: tuple, facts: Facts, *, diff: bytes, read_prefix
             listed = new_users.get(text, "")
             if mark not in listed.split():
                 new_users[text] = f"{listed} {mark}" if listed else mark
+                added_users.setdefault(text, []).append(path)
     new_facts.users, new_facts.paths = new_users, new_paths
     unknown = [text for text in checker.outcomes if text not in facts.outcomes]
     if unknown:
         new_facts.texts = dict(facts.texts)
         new_facts.add_texts(unknown)
+    new_facts.added = ({text: tuple(paths) for text, paths in added_users.items()},
+                       {text: outcomes[text] for text in unknown})
     gone = removed | set(fresh)
     kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in gone))).problems
-    problems = sorted(kept + found, key=lambda p: (p.path, p.line, p.col, p.code))
-    return CheckResult(len(names_by_path), problems), new_facts
+    return CheckResult(len(names_by_path), sort_problems(kept + found)), new_facts
+
+
+def merge_extras(first: Extras, second: Extras) -> Extras:
+    """Both trees' additions (paths using a text are united, in order)."""
+    users = dict(first[0])
+    for text, paths in second[0].items():
+        users[text] = tuple(dict.fromkeys((*users.get(text, ()), *paths)))
+    return (users, {**first[1], **second[1]})
+
+
+def extras_size(extras: Extras) -> int:
+    return sum(map(len, extras[0].values())) + len(extras[1])
+
+
+def facts_id(fingerprint: str, tree: str) -> str:
+    """The name of the facts a tree's check wrote: its names fingerprint and the tree (two
+    trees with the same names but other links have facts of their own)."""
+    return f"{fingerprint[:24]}{tree[:16]}"

@@ -1,0 +1,182 @@
+"""`llmwiki check` for one repository state: which trees to check, from the cache or by
+derivation or in full, and the result new since a base (the hook's ``--staged --base HEAD``).
+
+Whole results are cached per git tree: the hook's base (HEAD) is usually the tree the
+previous commit's hook already checked; a tree never checked is derived from one that was
+(delta.py), and only else checked in full (checker.py, with page scans and problems cached
+by blob).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..git import EMPTY_TREE, Git
+from ..problems import make
+from ..wiki.model import Wiki
+from .cache import ScanCache
+from .checker import check_wiki_with, names_fingerprint
+from .delta import MAX_EXTRAS, NO_EXTRAS, Extras, Facts, derive, extras_size, facts_id, merge_extras
+from .links import Checker
+from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record
+
+CANDIDATE_REFS = "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
+LoadWiki = Callable[[str, "ScanCache | None"], Wiki]  # (scope, cache) -> the wiki of that scope
+
+
+class CheckEngine:
+    """One check of one repository. ``load_wiki`` reads a scope (``worktree``, ``index`` or
+    a revision) in full; ``wiki_dir``, ``project_prefix`` (the project folder) and ``limit``
+    (the page size limit) are part of every cached tree's key."""
+
+    def __init__(self, git: Git | None, load_wiki: LoadWiki, *, wiki_dir: str | None, project_prefix: str, limit: int,
+                 cache: ScanCache | None) -> None:
+        self.git = git
+        self.load_wiki = load_wiki
+        self.wiki_dir = wiki_dir
+        self.project_prefix = project_prefix
+        self.limit = limit
+        self.cache = cache
+        self._trees: dict[str, str] = {}  # revision -> tree id, for this check
+
+    def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
+        """Check ``head``; with ``base``, report only what is newly wrong since ``base``."""
+        result = checked = self._check_scope(head)
+        if base is not None:
+            result = new_problems(self._check_scope(base), result, base)
+        if self.cache is not None:
+            self.cache.save()
+        changed = self._changed_paths(head, base)
+        if changed:
+            result = fail_closed(checked, result, changed)
+        return mark_pending(self.git, result)
+
+    def _tree_id(self, scope: str) -> str | None:
+        """The git tree a scope stands for (None for the work tree, or when unknown)."""
+        if self.git is None or scope == "worktree":
+            return None
+        if scope == "index":
+            # write-tree only adds the tree object the next commit would add anyway
+            out = self.git.run("write-tree", check=False).decode().strip()
+            return out or None
+        known = self._trees.get(scope)
+        if known is None:
+            out = self.git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{scope}^{{tree}}",
+                               check=False).decode().strip()
+            known = self._trees[scope] = out or (EMPTY_TREE if scope == "HEAD" else "")
+        return known or None
+
+    def _tree_key(self, tree: str) -> str:
+        return f"{tree}\0{self.project_prefix}\0{self.wiki_dir}\0{self.limit}"
+
+    def _check_scope(self, scope: str) -> CheckResult:
+        cache = self.cache
+        tree = self._tree_id(scope) if cache is not None else None
+        if cache is not None and tree is not None:
+            key = self._tree_key(tree)
+            record = cache.tree_get(key)
+            if record is not None:
+                return result_from_record(record[:2])
+            fast = self._derive(scope, tree, cache)
+            if fast is not None:
+                result, facts, base_id, base_extras = fast
+                extras = merge_extras(base_extras, facts.added)
+                if base_id == facts_id(facts.fingerprint, base_id[24:]) and extras_size(extras) <= MAX_EXTRAS:
+                    cache.tree_put(key, (*result_to_record(result), base_id, extras))  # the same names
+                else:
+                    own = facts_id(facts.fingerprint, tree)
+                    cache.facts_put(own, facts.to_record(), replace=True)
+                    cache.tree_put(key, (*result_to_record(result), own, NO_EXTRAS))
+                return result
+        wiki = self.load_wiki(scope, cache)
+        checker = Checker(wiki)
+        result = check_wiki_with(wiki, checker, cache, self.limit)
+        if cache is not None and tree is not None:
+            fingerprint = names_fingerprint(wiki, self.limit)
+            own = facts_id(fingerprint, tree)
+            if not cache.has_facts(own):
+                for page in wiki.pages:  # every target's outcome, for the next delta
+                    for link in page.scan.raw_links:
+                        checker.outcome(link[3])
+                facts = Facts.build(wiki.root_dir, fingerprint, wiki.name_slugs(), wiki.other_files, checker.outcomes,
+                                    [(page.path, page.scan.names_key, page.scan.raw_links) for page in wiki.pages])
+                cache.facts_put(own, facts.to_record(), replace=True)
+            cache.tree_put(self._tree_key(tree), (*result_to_record(result), own, NO_EXTRAS))
+        return result
+
+    def _derive(self, scope: str, tree: str, cache: ScanCache) -> tuple[CheckResult, Facts, str, Extras] | None:
+        """``tree`` checked as a cached tree's result plus their diff (see delta.py): HEAD's
+        tree for the index when known, else the most recently checked tree, such as the
+        other branch before a switch or the index of the previous hook run. Returns the
+        result, the new facts, and the facts and extras of the tree it started from."""
+        git = self.git
+        if git is None:
+            return None
+        trees = cache.trees()
+        suffix = self._tree_key("")
+        candidates = [k for k in reversed(list(trees)) if k.endswith(suffix)]
+        if scope == "index":
+            head = self._tree_key(self._tree_id("HEAD") or EMPTY_TREE)
+            if head in trees:
+                candidates.insert(0, head)
+        for base_key in candidates[:3]:
+            record = trees[base_key]
+            if len(record) != 4 or not isinstance(record[2], str):
+                continue
+            facts = Facts.from_record(cache.facts_get(record[2]))
+            if facts is None:
+                continue
+            facts = facts.with_extras(record[3])
+            base_tree = base_key.split("\0")[0]
+            if scope == "index":
+                diff = git.run("diff-index", "--cached", "-z", "--no-renames", base_tree, check=False)
+                read_prefix = ":"
+            else:
+                diff = git.run("diff-tree", "-r", "-z", "--no-renames", base_tree, tree, check=False)
+                read_prefix = f"{tree}:"
+            derived = derive(git, record[1], facts, diff=diff, read_prefix=read_prefix,
+                             wiki_dir=self.wiki_dir, base=self.project_prefix, limit=self.limit)
+            if derived is None:
+                return None
+            return (*derived, record[2], record[3])
+        return None
+
+    def _changed_paths(self, head: str, base: str | None) -> set[str]:
+        """Paths the change adds or modifies: the index against ``base`` (default HEAD) for
+        ``--staged``, ``base..head`` for two commits; empty for other scopes."""
+        if self.git is None or head == "worktree" or (base is None and head != "index"):
+            return set()
+        against = base or "HEAD"
+        if self.git.rev_parse(against) is None:
+            against = EMPTY_TREE
+        if head == "index":
+            out = self.git.run("diff-index", "--cached", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
+                               "--end-of-options", against, check=False)
+        else:
+            out = self.git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
+                               "--end-of-options", against, head, check=False)
+        return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+
+def mark_pending(git: Git | None, result: CheckResult) -> CheckResult:
+    """A broken link to a page an open review candidate would create is pending: a
+    warning, not an error (DESIGN §3)."""
+    if git is None or not any(p.code == "broken-link" for p in result.problems):
+        return result
+    if not git.run("for-each-ref", "--count=1", "--format=x", CANDIDATE_REFS, check=False).strip():
+        return result  # no open candidate: the review layer need not be loaded (the hook's budget)
+    from ..publication.candidates import pending_index
+
+    pending = pending_index(git)
+    if not pending.by_slug:
+        return result
+    marked = []
+    for p in result.problems:
+        slug = (p.target or "").rsplit("/", 1)[-1]
+        ids = pending.candidates_for(slug) if p.code == "broken-link" else ()
+        if ids:
+            p = make(p.path, p.line, p.col, "pending-link",
+                     p.message.replace("broken link", "pending link", 1) + f" (review candidate {', '.join(ids)})",
+                     p.target)
+        marked.append(p)
+    return CheckResult(result.checked, marked, result.base)

@@ -1,0 +1,93 @@
+"""What a check returns: the pages checked and their problems, as a value every renderer
+(CLI text/JSON/GitHub, the hook, MCP, the Action) reads, and the result algebra on it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from ..problems import CODES, ERROR, UNCHECKABLE, WARNING, Problem
+from ..problems import make as make_problem
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """``problems`` of ``checked`` pages; with ``base`` set, only those new since that
+    revision (`new_problems`)."""
+
+    checked: int
+    problems: list[Problem]
+    base: str | None = None
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == WARNING]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Problems per code, most frequent first."""
+        return dict(Counter(p.code for p in self.problems).most_common())
+
+
+def sort_problems(problems: list[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: (p.path, p.line, p.col, p.code))
+
+
+def problems_to_record(problems: list[Problem]) -> tuple:
+    """One page's problems as cache rows (the path is the cache key's)."""
+    return tuple((p.line, p.col, p.code, p.target, p.message) for p in problems)
+
+
+def problems_from_record(path: str, record: tuple) -> list[Problem]:
+    return [Problem(path, line, col, code, CODES[code], target, message) for line, col, code, target, message in record]
+
+
+def result_to_record(result: CheckResult) -> tuple:
+    return (result.checked, tuple((p.path, p.line, p.col, p.code, p.target, p.message) for p in result.problems))
+
+
+def result_from_record(record: tuple) -> CheckResult:
+    checked, rows = record
+    return CheckResult(checked, [Problem(path, line, col, code, CODES[code], target, message)
+                                 for path, line, col, code, target, message in rows])
+
+
+def fail_closed(head: CheckResult, result: CheckResult, changed: set[str]) -> CheckResult:
+    """``result`` plus an ``unchecked-page`` error for each page of ``changed`` that ``head``
+    could not fully check (NUL bytes, undecodable, oversize, unreadable): a gate that only
+    warned would let links hidden in such a page through."""
+    extra = [make_problem(p.path, p.line, p.col, "unchecked-page",
+                    f"{p.message}: a page this change adds or modifies must be fully checkable; "
+                    "fix its encoding or size, or keep it out of the wiki")
+             for p in head.problems if p.code in UNCHECKABLE and p.path in changed]
+    if not extra:
+        return result
+    return CheckResult(result.checked, sort_problems(result.problems + extra), result.base)
+
+
+def _key(problem: Problem) -> tuple[str, str, str | None]:
+    return (problem.path, problem.code, problem.target)
+
+
+def new_problems(base: CheckResult, head: CheckResult, base_name: str | None = None) -> CheckResult:
+    """The problems of ``head`` that ``base`` did not have.
+
+    Problems are matched by (file, code, target), not by line, so edits that move a known
+    broken link do not report it again; a file that gains another occurrence of an
+    already-broken target reports the occurrences beyond the old count. A page renamed or
+    deleted between the two breaks links in files the change never touched: those appear
+    here because the (file, target) pair was fine in ``base``.
+    """
+    before = Counter(_key(p) for p in base.problems)
+    seen: Counter[tuple[str, str, str | None]] = Counter()
+    fresh: list[Problem] = []
+    for problem in head.problems:
+        key = _key(problem)
+        seen[key] += 1
+        if seen[key] > before[key]:
+            fresh.append(problem)
+    return CheckResult(head.checked, fresh, base_name)
