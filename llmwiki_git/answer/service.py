@@ -39,7 +39,7 @@ def _debug_lines(result: QueryResult) -> list[str]:
     lines = ["--- Retrieval debug ---",
              f"Source: {result.source}; mode: {d['mode']}; reranked: {'yes' if d['reranked'] else 'no'}"]
     lines += [f"• {p['pageId']} (best chunk score {p['score']:.3f})" for p in d["pages"]]
-    previews = {}
+    previews: dict[tuple[str, int], dict[str, Any]] = {}
     for c in d["chunks"]:
         previews.setdefault((c["pageId"], c["chunk"]), c)
     for (page_id, index), c in previews.items():

@@ -294,8 +294,7 @@ def load_wiki(
     pages: list[Page] = []
     cut = len(prefix)
     for item in page_files:
-        blob, scan = scans[item.path]
+        known_blob, scan = scans[item.path]
         page_id = item.path[cut:-3]
-        kind = page_kind(page_id)
-        pages.append(Page(item.path, page_id, page_id.rsplit("/", 1)[-1], kind, blob, scan))
+        pages.append(Page(item.path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), known_blob, scan))
     return Wiki(root, pages, others, issues, snapshot)

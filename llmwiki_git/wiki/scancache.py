@@ -68,7 +68,7 @@ class ScanCache:
         self.path = path
         self.tree_path = path.with_name("tree-cache-v2.marshal") if path is not None else None
         self.facts_path = path.with_name("facts-v2.marshal") if path is not None else None
-        self._facts: dict[str, tuple] | None = None
+        self._facts: dict[str, tuple | None] | None = None
         self._facts_new: set[str] = set()
         self._scans: tuple[dict[str, tuple], dict[str, tuple]] | None = None
         self._trees: dict[str, tuple] | None = None
