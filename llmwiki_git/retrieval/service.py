@@ -36,6 +36,11 @@ SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that can
 _WARM: dict[str, tuple[tuple, tuple, Loaded]] = {}
 
 
+def forget_warm_state() -> None:
+    """Drop what was kept warm (a test running many commands in one process starts each cold)."""
+    _WARM.clear()
+
+
 @dataclass
 class Loaded:
     store: Store
