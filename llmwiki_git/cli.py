@@ -198,7 +198,7 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
     elif fmt == "github":
         from . import github
 
-        for line in github.annotations(result.problems):
+        for line in github.problem_annotations(result.problems):
             click.echo(line)
         _write_github_files(result)
         _render_summary_line(result)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError
 
@@ -48,7 +49,7 @@ def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] 
     Settings that name a choice are validated here, in the file and in the environment
     variables that override them, so that every command refuses a typo the same way."""
     path = root / CONFIG_PATH
-    data: dict = {}
+    data: dict[str, Any] = {}
     if path.is_file():
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -76,8 +77,9 @@ def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] 
 def _validate_choices(strings: Mapping[str, str | None], environ: Mapping[str, str]) -> None:
     for key, (variable, valid) in CHOICES.items():
         for value, where in ((environ.get(variable), variable), (strings.get(key), f"{key} in {CONFIG_PATH}")):
-            if (value or "").strip() and value.strip().lower() not in valid:
-                raise ConfigError(f"{where}: unknown value {value.strip()!r}; valid values: {', '.join(valid)}",
+            text = (value or "").strip()
+            if text and text.lower() not in valid:
+                raise ConfigError(f"{where}: unknown value {text!r}; valid values: {', '.join(valid)}",
                                   hint=f"use one of {', '.join(valid)}, or unset it for the default")
 
 

@@ -29,7 +29,7 @@ def command(kind: str, message: str, **properties: object) -> str:
     return f"::{kind}{' ' + props if props else ''}::{escape_data(message)}"
 
 
-def annotations(problems: Sequence[Problem]) -> list[str]:
+def problem_annotations(problems: Sequence[Problem]) -> list[str]:
     """At most 10 per file and 50 in all (GitHub drops the rest silently)."""
     per_file: Counter[str] = Counter()
     lines: list[str] = []

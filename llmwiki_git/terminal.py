@@ -39,7 +39,7 @@ class SafeStream(io.TextIOBase):
     def __init__(self, inner: TextIO) -> None:
         self.inner = inner
 
-    def write(self, text: str) -> int:  # type: ignore[override]
+    def write(self, text: str) -> int:
         self.inner.write(clean(text))
         return len(text)
 
@@ -50,7 +50,7 @@ class SafeStream(io.TextIOBase):
     def buffer(self) -> object:
         """The raw byte stream, for writers of binary or protocol data (the MCP server's
         JSON-RPC on stdout, escaped by its own encoder)."""
-        return self.inner.buffer  # type: ignore[attr-defined]
+        return self.inner.buffer
 
     def isatty(self) -> bool:
         return self.inner.isatty()
@@ -71,7 +71,7 @@ class SafeStream(io.TextIOBase):
 def safe_streams() -> Iterator[None]:
     """Route ``sys.stdout`` and ``sys.stderr`` through `SafeStream` for the block."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = SafeStream(saved[0]), SafeStream(saved[1])  # type: ignore[assignment]
+    sys.stdout, sys.stderr = SafeStream(saved[0]), SafeStream(saved[1])
     try:
         yield
     finally:

@@ -36,7 +36,7 @@ _MAX_TREES = 8
 _MAX_FACTS = 3  # names fingerprints (a branch switch or a renamed page makes another)
 
 
-def _read(path: Path | None, parts: int, version: str) -> tuple | None:
+def _read(path: Path | None, parts: int, version: str) -> tuple[Any, ...] | None:
     if path is None:
         return None
     enabled = gc.isenabled()
@@ -84,10 +84,10 @@ class ScanCache:
         self.version = version
         self.path = folder / SCANS if folder is not None else None
         self.tree_path = folder / TREES if folder is not None else None
-        self._facts: dict[str, tuple | None] | None = None
+        self._facts: dict[str, tuple[Any, ...] | None] | None = None
         self._facts_new: set[str] = set()
-        self._scans: tuple[dict[str, tuple], dict[str, tuple]] | None = None
-        self._trees: dict[str, tuple] | None = None
+        self._scans: tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]]] | None = None
+        self._trees: dict[str, tuple[Any, ...]] | None = None
         self._used: set[str] = set()
         self._used_problems: set[str] = set()
         self._scans_dirty = False
@@ -96,14 +96,14 @@ class ScanCache:
 
     # -- scans and page problems ------------------------------------------------------------
 
-    def _scan_maps(self) -> tuple[dict[str, tuple], dict[str, tuple]]:
+    def _scan_maps(self) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]]]:
         if self._scans is None:
             loaded = _read(self.path, 2, self.version)
             self._scans = (loaded[0], loaded[1]) if loaded else ({}, {})
         return self._scans
 
     @property
-    def records(self) -> dict[str, tuple]:
+    def records(self) -> dict[str, tuple[Any, ...]]:
         """Raw scan records by blob id (the hot path reads them directly)."""
         return self._scan_maps()[0]
 
@@ -128,34 +128,34 @@ class ScanCache:
         self._used.add(blob)
         self._scans_dirty = True
 
-    def problems_get(self, key: str) -> tuple | None:
+    def problems_get(self, key: str) -> tuple[Any, ...] | None:
         record = self._scan_maps()[1].get(key)
         if record is not None:
             self._used_problems.add(key)
         return record
 
-    def problems_put(self, key: str, record: tuple) -> None:
+    def problems_put(self, key: str, record: tuple[Any, ...]) -> None:
         self._scan_maps()[1][key] = record
         self._used_problems.add(key)
         self._scans_dirty = True
 
     # -- whole trees --------------------------------------------------------------------------
 
-    def _tree_map(self) -> dict[str, tuple]:
+    def _tree_map(self) -> dict[str, tuple[Any, ...]]:
         if self._trees is None:
             loaded = _read(self.tree_path, 1, self.version)
             self._trees = loaded[0] if loaded else {}
         return self._trees
 
-    def trees(self) -> dict[str, tuple]:
+    def trees(self) -> dict[str, tuple[Any, ...]]:
         """All cached tree results, oldest first."""
         return self._tree_map()
 
-    def tree_get(self, key: str) -> tuple | None:
+    def tree_get(self, key: str) -> tuple[Any, ...] | None:
         """A whole check result for one git tree (trees are immutable, so it never goes stale)."""
         return self._tree_map().get(key)
 
-    def tree_put(self, key: str, record: tuple) -> None:
+    def tree_put(self, key: str, record: tuple[Any, ...]) -> None:
         trees = self._tree_map()
         trees.pop(key, None)
         trees[key] = record
@@ -168,7 +168,7 @@ class ScanCache:
             return None
         return self.folder / f"facts-{fingerprint}.marshal"
 
-    def facts_get(self, fingerprint: str) -> tuple | None:
+    def facts_get(self, fingerprint: str) -> tuple[Any, ...] | None:
         """What a delta needs about a wiki state, by the name `delta.facts_id` gives it (its
         names fingerprint and the tree it was built for). One file each, so a run reads only
         the one it needs."""
@@ -186,7 +186,7 @@ class ScanCache:
         target = self._facts_file(fingerprint)
         return target is not None and target.is_file()
 
-    def facts_put(self, fingerprint: str, facts: tuple, replace: bool = False) -> None:
+    def facts_put(self, fingerprint: str, facts: tuple[Any, ...], replace: bool = False) -> None:
         if self.facts_get(fingerprint) is not None and not replace:
             return
         assert self._facts is not None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..git import Git
 from ..problems import Problem
@@ -32,7 +33,7 @@ from .links import Checker, Outcome
 from .result import CheckResult, result_from_record, sort_problems
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
-Extras = tuple  # (dict[str, tuple[str, ...]], dict[str, Outcome]): see Facts.added
+Extras = tuple[Any, ...]  # (dict[str, tuple[str, ...]], dict[str, Outcome]): see Facts.added
 NO_EXTRAS: Extras = ({}, {})
 MAX_EXTRAS = 5000  # link usages kept beside shared facts before a tree gets facts of its own
 MAX_CHANGES = 2000  # beyond this a full check (scan cache) is cheaper than reading blobs
@@ -86,13 +87,13 @@ class Facts:
         merged.add_texts(new_texts)
         return merged
 
-    def to_record(self) -> tuple:
+    def to_record(self) -> tuple[Any, ...]:
         # Clean outcomes are one shared tuple (links.PLAIN_OK): marshal writes it once.
         return (self.root_dir, self.fingerprint, sorted(self.names), sorted(self.other_files),
                 self.outcomes, self.names_by_path, self.paths, self.users, self.texts)
 
     @classmethod
-    def from_record(cls, record: tuple | None) -> Facts | None:
+    def from_record(cls, record: tuple[Any, ...] | None) -> Facts | None:
         if not isinstance(record, tuple) or len(record) != 9:
             return None  # none stored (the cache's version covers this layout)
         root_dir, fingerprint, names, other_files, outcomes, names_by_path, paths, users, texts = record
@@ -100,7 +101,7 @@ class Facts:
 
     @classmethod
     def build(cls, root_dir: str, fingerprint: str, names: set[str], other_files: list[str],
-              outcomes: dict[str, Outcome], pages: list[tuple[str, str, tuple]]) -> Facts:
+              outcomes: dict[str, Outcome], pages: list[tuple[str, str, tuple[Any, ...]]]) -> Facts:
         """From a full check: ``pages`` are (path, names key, raw links) of every page."""
         users: dict[str, list[str]] = {}
         for index, (_path, _key, links) in enumerate(pages):
@@ -196,7 +197,7 @@ class _Resolver:
         return known
 
 
-def derive(git: Git, base_rows: tuple, facts: Facts, *, diff: bytes, read_prefix: str, wiki_dir: str | None,
+def derive(git: Git, base_rows: tuple[Any, ...], facts: Facts, *, diff: bytes, read_prefix: str, wiki_dir: str | None,
            base: str, limit: int) -> tuple[CheckResult, Facts] | None:
     """The check result of the tree ``diff`` leads to from the tree ``base_rows`` and
     ``facts`` describe. ``diff`` is ``git diff-index``/``diff-tree -z --no-renames`` output;

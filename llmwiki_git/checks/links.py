@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from typing import Any
+
 from ..problems import Problem
 from ..problems import make as make_problem
 from ..wiki.model import Page, Wiki
@@ -13,7 +15,7 @@ from ..wiki.slug import LinkTarget, parse_target, slugify
 
 # What a link's target text means in one wiki, independent of where the link stands:
 #   ("self",) | ("empty",) | ("broken", key) | ("ok", key, ref, alternatives, page_id, anchor_problem)
-Outcome = tuple
+Outcome = tuple[Any, ...]
 # A link that resolves cleanly reports nothing, whatever it resolves to: those outcomes (most
 # of them) are this one tuple, which the facts file writes and loads once.
 PLAIN_OK: Outcome = ("ok", "", None, (), None, None)

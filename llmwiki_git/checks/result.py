@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from ..problems import CODES, ERROR, UNCHECKABLE, WARNING, Problem
 from ..problems import make as make_problem
@@ -37,20 +38,20 @@ def sort_problems(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.path, p.line, p.col, p.code))
 
 
-def problems_to_record(problems: list[Problem]) -> tuple:
+def problems_to_record(problems: list[Problem]) -> tuple[Any, ...]:
     """One page's problems as cache rows (the path is the cache key's)."""
     return tuple((p.line, p.col, p.code, p.target, p.message) for p in problems)
 
 
-def problems_from_record(path: str, record: tuple) -> list[Problem]:
+def problems_from_record(path: str, record: tuple[Any, ...]) -> list[Problem]:
     return [Problem(path, line, col, code, CODES[code], target, message) for line, col, code, target, message in record]
 
 
-def result_to_record(result: CheckResult) -> tuple:
+def result_to_record(result: CheckResult) -> tuple[Any, ...]:
     return (result.checked, tuple((p.path, p.line, p.col, p.code, p.target, p.message) for p in result.problems))
 
 
-def result_from_record(record: tuple) -> CheckResult:
+def result_from_record(record: tuple[Any, ...]) -> CheckResult:
     checked, rows = record
     return CheckResult(checked, [Problem(path, line, col, code, CODES[code], target, message)
                                  for path, line, col, code, target, message in rows])

@@ -63,6 +63,14 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _int(value: object) -> int:
+    """An integer field of a journal written by any version (0 when absent or unreadable)."""
+    try:
+        return int(value) if isinstance(value, (int, str)) else 0
+    except ValueError:
+        return 0
+
+
 @dataclass
 class Intent:
     """What one write will do; also the journal's content."""
@@ -92,7 +100,7 @@ class Intent:
         return cls(str(data["ref"]), str(data["old"]) if data.get("old") else None, str(data["new"]),
                    str(data.get("what") or "write"), strings("paths"), strings("force"),
                    [(str(r), str(c)) for r, c in drops] if isinstance(drops, list) else [],
-                   bool(data.get("follow", True)), int(data.get("pid") or 0))  # type: ignore[arg-type]
+                   bool(data.get("follow", True)), _int(data.get("pid")))
 
 
 # --------------------------------------------------------------------------- files

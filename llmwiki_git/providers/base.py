@@ -56,6 +56,7 @@ class ChatProvider(Protocol):
 
     name: str
     model: str
+    generative: bool  # False: no language model behind it (complete() refuses, no translation)
 
     def stream_answer(self, request: AnswerRequest) -> Iterator[str]: ...
 

@@ -65,7 +65,7 @@ class HttpSettings:
         return cls()
 
     def backoff_delay(self, attempt: int) -> float:
-        return self.backoff * 2**attempt
+        return float(self.backoff * 2**attempt)
 
     def timeout(self) -> httpx.Timeout:
         import httpx

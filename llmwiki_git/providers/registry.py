@@ -49,7 +49,7 @@ def provider_name(flag: str | None, environ: Mapping[str, str], configured: str 
             continue
         if name not in PROVIDERS:
             raise ConfigError(
-                f"unknown provider {value.strip()!r} (from {source}); valid providers: {', '.join(PROVIDERS)}",
+                f"unknown provider {(value or '').strip()!r} (from {source}); valid providers: {', '.join(PROVIDERS)}",
                 hint=f"use one of {', '.join(PROVIDERS)}",
             )
         return name, source

@@ -87,8 +87,8 @@ def list_candidates(git: Git) -> list[Candidate]:
                   PREFIX).decode("utf-8", "replace")
     rows = []
     for line in out.splitlines():
-        ref, commit, stamp, subject = (line.split("\t") + ["", "", "", ""])[:4]
-        rows.append((ref[len(PREFIX):], commit, int(stamp or 0), subject))
+        ref, commit, unix_time, subject = (line.split("\t") + ["", "", "", ""])[:4]
+        rows.append((ref[len(PREFIX):], commit, int(unix_time or 0), subject))
     found = read_trailers(git, [c for _, c, _, _ in rows])
     candidates = []
     for candidate_id, commit, stamp, subject in rows:

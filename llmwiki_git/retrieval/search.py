@@ -163,8 +163,8 @@ def search(
         hits.append(ChunkHit(row, page.page_id, row - page.first_row, float(score),
                              None if cosine is None else float(cosine[row]), float(bm25[row])))
     if mode == "rrf":
-        pages = [(store.pages[i].page_id, float(page_scores[i])) for i in top_pages.tolist() if page_scores[i] > 0]
-        return SearchResult(hits, pages, mode, reranked, warnings)
+        by_page = [(store.pages[i].page_id, float(page_scores[i])) for i in top_pages.tolist() if page_scores[i] > 0]
+        return SearchResult(hits, by_page, mode, reranked, warnings)
     pages: list[tuple[str, float]] = []
     seen: set[str] = set()
     for hit in hits:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from .. import confine
 from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
@@ -151,7 +152,7 @@ class Retrieval:
             files += sorted((self.state / indexer.LEXICAL_DIR).iterdir())
         except OSError:
             pass
-        out = []
+        out: list[tuple[Any, ...]] = []
         for path in files:
             try:
                 st = path.stat()
@@ -173,9 +174,10 @@ class Retrieval:
         if warm is not None and warm[0] == stamps and warm[1] == key:
             base = warm[2]
         else:
-            base = self._load_files()
-            if base is None:
+            loaded = self._load_files()
+            if loaded is None:
                 return self._load_without_store()
+            base = loaded
             _WARM[str(self.state)] = (stamps, key, base)
         return self._follow_wiki(Loaded(base.store, base.lexical, base.embedder, list(base.warnings)))
 

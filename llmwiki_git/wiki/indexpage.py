@@ -68,7 +68,8 @@ def entries_of(wiki: Wiki, overrides: dict[str, str] | None = None) -> list[Entr
             blob = data.get(page.path)
             raw = decode(blob)[0] if isinstance(blob, bytes) else None
         meta = parse(raw).data if raw else {}
-        title = meta.get("title") if isinstance(meta.get("title"), str) else page.stem
-        summary = meta.get("summary") if isinstance(meta.get("summary"), str) else ""
+        title, summary = meta.get("title"), meta.get("summary")
+        title = title if isinstance(title, str) else page.stem
+        summary = summary if isinstance(summary, str) else ""
         entries.append(Entry(page.stem, title, summary, page.kind))
     return entries

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..confine import hidden_part
 from ..git import blob_id
@@ -24,7 +24,7 @@ class ScanStore(Protocol):
     """Page scans by blob id, kept between runs (the checker's cache implements it)."""
 
     @property
-    def records(self) -> dict[str, tuple]: ...
+    def records(self) -> dict[str, tuple[Any, ...]]: ...
 
     def touch(self, blobs: list[str]) -> None: ...
 
@@ -306,8 +306,7 @@ def load_wiki(
     pages: list[Page] = []
     cut = len(prefix)
     for item in page_files:
-        blob, scan = scans[item.path]
+        known_blob, scan = scans[item.path]
         page_id = item.path[cut:-3]
-        kind = page_kind(page_id)
-        pages.append(Page(item.path, page_id, page_id.rsplit("/", 1)[-1], kind, blob, scan))
+        pages.append(Page(item.path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), known_blob, scan))
     return Wiki(root, pages, others, issues, snapshot)

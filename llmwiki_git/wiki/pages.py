@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from . import frontmatter
 from .scanner import Anchors, Occurrence, scan
@@ -30,9 +30,9 @@ class PageScan(NamedTuple):
 
     title: str | None
     aliases: tuple[str, ...]
-    raw_links: tuple[tuple, ...]  # Occurrence fields; plain tuples when read from the cache
+    raw_links: tuple[tuple[Any, ...], ...]  # Occurrence fields; plain tuples when read from the cache
     body_line: int
-    raw_issues: tuple[tuple, ...]
+    raw_issues: tuple[tuple[Any, ...], ...]
     headings: tuple[str, ...] = ()
     blocks: tuple[str, ...] = ()
     alias_slugs: tuple[str, ...] = ()  # slugified aliases, unique, in order
@@ -58,16 +58,16 @@ class PageScan(NamedTuple):
         return Anchors(frozenset(self.headings), frozenset(self.blocks))
 
     @property
-    def names(self) -> tuple:
+    def names(self) -> tuple[tuple[str, ...], ...]:
         """What other pages' links can depend on (aliases, headings, blocks)."""
         return (self.aliases, self.headings, self.blocks)
 
-    def to_record(self) -> tuple:
+    def to_record(self) -> tuple[Any, ...]:
         return (self.title, self.aliases, tuple(map(tuple, self.raw_links)), self.body_line,
                 tuple(map(tuple, self.raw_issues)), self.headings, self.blocks, self.alias_slugs)
 
     @classmethod
-    def from_record(cls, record: tuple) -> PageScan:
+    def from_record(cls, record: tuple[Any, ...]) -> PageScan:
         return cls._make(record)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from .pages import MAX_PAGE_BYTES, PageScan, scan_page
 
@@ -24,7 +25,7 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _scan_share(args: tuple[list[bytes], int]) -> list[tuple]:
+def _scan_share(args: tuple[list[bytes], int]) -> list[tuple[Any, ...]]:
     pages, max_bytes = args
     return [tuple(scan_page(data, max_bytes=max_bytes)) for data in pages]
 
