@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
+
 from .. import confine
 from ..errors import PathRefused
 from ..git import Git, blob_id
@@ -95,7 +97,8 @@ class Retrieval:
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
             pages, skipped = indexer.read_pages(wiki)
-            summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped)
+            summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped,
+                                    names=indexer.names_digest(wiki))
             written = self._write_index_page(wiki, index_path, notes) if index_path and page else None
             if written and written == index_path:  # a page written after the pages were read: recorded,
                 # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
@@ -227,12 +230,16 @@ class Retrieval:
         stale = refresh.staleness(loaded.store, live)
         if not stale:
             return loaded
+        if loaded.lexical is not None and loaded.lexical.updatable:
+            return self._follow_by_difference(loaded, stale)
         store = loaded.store
-        pages, skipped = indexer.read_pages(self._load_wiki())
+        wiki = self._load_wiki()
+        pages, skipped = indexer.read_pages(wiki)
         can_embed = loaded.embedder is not None or not store.dimensions
         previous = store.vectors_by_hash() if store.dimensions else {}
         missing = refresh.plan(pages, previous).missing if store.dimensions else {}
-        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder):
+        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder,
+                                                                                               indexer.names_digest(wiki)):
             try:
                 fresh = store_mod.load(self.state)
                 lexical = LexicalIndex.load(self.state / indexer.LEXICAL_DIR)
@@ -247,8 +254,38 @@ class Retrieval:
             warnings.append(refresh.stale_warning(stale, len(missing), self.refresh_bound if can_embed else 0))
         return Loaded(memory, lexical, loaded.embedder, warnings)
 
+    def _follow_by_difference(self, loaded: Loaded, stale: refresh.Staleness) -> Loaded:
+        """`_follow_wiki` reading only the changed pages and tokenizing only their chunks
+        (`indexer.plan_update`, `LexicalIndex.updated`): the result equals a full rebuild."""
+        from ..errors import LlmwikiError
+        from ..gitstore.lock import repository_lock
+
+        store, lexical = loaded.store, loaded.lexical
+        assert lexical is not None
+        update = indexer.plan_update(self._load_wiki(), store)
+        can_embed = loaded.embedder is not None or not store.dimensions
+        warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
+        if can_embed and len(update.missing) <= self.refresh_bound:
+            try:
+                with repository_lock(self.git, self.state, timeout=2.0):
+                    fresh = (loaded.embedder.embed(list(update.missing.values())) if update.missing and loaded.embedder
+                             else np.zeros((0, store.dimensions), dtype=np.float32))
+                    new_store, new_lexical = indexer.apply_update(update, store, lexical, fresh)
+                    indexer.save_update(self.state, new_store, new_lexical)
+            except (LlmwikiError, OSError):
+                pass  # could not be saved: rank from memory this time
+            else:
+                # What was just written is what the next call would load: keep it warm.
+                _WARM[str(self.state)] = (self._stamps(), self._embedder_key(),
+                                          Loaded(new_store, new_lexical, loaded.embedder, list(warnings)))
+                return Loaded(new_store, new_lexical, loaded.embedder, warnings)
+        memory, new_lexical = indexer.apply_update(update, store, lexical)
+        if update.missing:
+            warnings.append(refresh.stale_warning(stale, len(update.missing), self.refresh_bound if can_embed else 0))
+        return Loaded(memory, new_lexical, loaded.embedder, warnings)
+
     def _save_refresh(self, store: Store, pages: list[indexer.IndexedPage], skipped: dict[str, str],
-                      embedder: Embedder | None) -> bool:
+                      embedder: Embedder | None, names: str) -> bool:
         """Save the refreshed index under the project lock (a short wait at most: a read
         never queues behind a long `llmwiki index`). False when it could not be saved."""
         from ..errors import LlmwikiError
@@ -256,7 +293,7 @@ class Retrieval:
 
         try:
             with repository_lock(self.git, self.state, timeout=2.0):
-                indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store)
+                indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store, names=names)
         except (LlmwikiError, OSError):
             return False
         return True

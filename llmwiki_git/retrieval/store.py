@@ -86,6 +86,7 @@ class Store:
     updated_at: str = ""
     skipped: dict[str, str] = field(default_factory=dict)  # pages that are not evidence: path -> blob
     digest: str = ""  # sha256 of the vectors when saved ("" for stores written before it was kept)
+    names: str = ""  # digest of what link resolution depends on (indexer.names_digest; "": unknown)
     _row_page: list[int] = field(default_factory=list, repr=False)
 
     @property
@@ -178,6 +179,7 @@ def save(folder: Path, store: Store) -> None:
         "updatedAt": store.updated_at,
         "pages": [p.to_json() for p in store.pages],
         "skipped": store.skipped,
+        "namesDigest": store.names,
     }
     _atomic_write(folder / BIN_NAME, write_bin)
     _atomic_write(folder / JSON_NAME, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
@@ -232,9 +234,10 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
         vectors = _map_vectors(bin_path, token, rows, dims)
     skipped = meta.get("skipped")
     digest = meta.get("vectorsDigest")
+    names = meta.get("namesDigest")
     return Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, pages, vectors,
                  meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
-                 digest=digest if isinstance(digest, str) else "")
+                 digest=digest if isinstance(digest, str) else "", names=names if isinstance(names, str) else "")
 
 
 def _is_int(value: object) -> bool:
@@ -290,5 +293,6 @@ def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarr
 
 
 def build(fingerprint: str, backend: str, model: str, dimensions: int, pages: Sequence[PageEntry],
-          vectors: np.ndarray, updated_at: str, skipped: dict[str, str] | None = None) -> Store:
-    return Store(fingerprint, backend, model, dimensions, list(pages), vectors, updated_at, dict(skipped or {}))
+          vectors: np.ndarray, updated_at: str, skipped: dict[str, str] | None = None, names: str = "") -> Store:
+    return Store(fingerprint, backend, model, dimensions, list(pages), vectors, updated_at, dict(skipped or {}),
+                 names=names)
