@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +35,10 @@ SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that can
 # (~0.2 s). Writers replace these files by rename, so a re-index by any process changes a
 # stamp and the next call loads afresh.
 _WARM: dict[str, tuple[tuple, tuple, Loaded]] = {}
+# The (store, live listing) pair last found current, by identity: a long-lived workspace
+# returns the same listing object while no file changed (Workspace._page_blobs), and the
+# warm store is the same object while its files are, so a warm call skips the comparison.
+_CURRENT: dict[str, tuple[Store, Mapping[str, str]]] = {}
 
 
 @dataclass
@@ -63,6 +67,7 @@ class Retrieval:
         self.git = git
         self.root = root
         self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
+        self._searched: Store | None = None  # the store the last search ranked from
         self.refresh_bound = refresh.ON_THE_FLY_CHUNKS
         self.project = project
         self.state = state
@@ -227,8 +232,12 @@ class Retrieval:
             loaded.warnings.append({"code": "index-freshness-unknown",
                                     "message": f"could not list the wiki's pages ({exc}); recent edits may be missing"})
             return loaded
+        current = _CURRENT.get(str(self.state))
+        if current is not None and current[0] is loaded.store and current[1] is live:
+            return loaded  # this very listing was found current for this very store last call
         stale = refresh.staleness(loaded.store, live)
         if not stale:
+            _CURRENT[str(self.state)] = (loaded.store, live)
             return loaded
         if loaded.lexical is not None and loaded.lexical.updatable:
             return self._follow_by_difference(loaded, stale)
@@ -300,9 +309,18 @@ class Retrieval:
 
     def search(self, question: str, *, keep: int = 12, max_pages: int = 5, mode: str | None = None) -> tuple[Loaded, SearchResult]:
         loaded = self.load()
+        self._searched = loaded.store
         result = search(question, loaded.store, loaded.lexical, loaded.embedder,
                         mode=mode or self.mode, keep=keep, max_pages=max_pages)
         return loaded, result
+
+    def paths_of(self, page_ids: Iterable[object]) -> dict[str, str]:
+        """Page id -> path, for the ids of the pages the last search ranked."""
+        wanted = set(page_ids)
+        store = self._searched
+        if store is None or not wanted:
+            return {}
+        return {e.page_id: e.path for e in store.pages if e.page_id in wanted}
 
     def read_live(self, entry: PageEntry) -> LivePage:
         try:

@@ -88,10 +88,16 @@ class Store:
     digest: str = ""  # sha256 of the vectors when saved ("" for stores written before it was kept)
     names: str = ""  # digest of what link resolution depends on (indexer.names_digest; "": unknown)
     _row_page: list[int] = field(default_factory=list, repr=False)
+    _rows: int = field(default=-1, repr=False)
+    _by_id: dict[str, PageEntry] | None = field(default=None, repr=False)
+    _reverse: dict[str, list[str]] | None = field(default=None, repr=False)
+    _link_questions: int = field(default=0, repr=False)
 
     @property
     def rows(self) -> int:
-        return sum(len(p.hashes) for p in self.pages)
+        if self._rows < 0:  # counted once: a warm server asks on every call
+            self._rows = sum(len(p.hashes) for p in self.pages)
+        return self._rows
 
     def row_owner(self) -> list[int]:
         """Index into ``pages`` for every row (built once)."""
@@ -101,6 +107,35 @@ class Store:
                 owner.extend([index] * len(page.hashes))
             self._row_page = owner
         return self._row_page
+
+    def by_id(self) -> dict[str, PageEntry]:
+        """Page id -> entry (built once per store)."""
+        if self._by_id is None:
+            self._by_id = {p.page_id: p for p in self.pages}
+        return self._by_id
+
+    def linked_from(self, targets: set[str]) -> dict[str, list[str]]:
+        """Pages linking to each of ``targets``, in store order. The first question scans the
+        pages for these targets only (the full reverse graph cost 0.27 s on 10,000 pages, too
+        much for a one-question process); a store asked again (a long-lived server) builds
+        the reverse graph once and answers from it."""
+        if self._reverse is None and self._link_questions == 0:
+            self._link_questions += 1
+            found: dict[str, list[str]] = {t: [] for t in targets}
+            for page in self.pages:
+                if not page.links or targets.isdisjoint(page.links):
+                    continue
+                for target in page.links:
+                    if target in found:
+                        found[target].append(page.page_id)
+            return found
+        if self._reverse is None:
+            reverse: dict[str, list[str]] = {}
+            for page in self.pages:
+                for target in dict.fromkeys(page.links):
+                    reverse.setdefault(target, []).append(page.page_id)
+            self._reverse = reverse
+        return {t: list(self._reverse.get(t, ())) for t in targets}
 
     def vectors_by_hash(self) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
