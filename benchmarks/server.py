@@ -53,8 +53,9 @@ def wiki(bench: Any, work: Path, n: int, fast: bool, label: str, env: dict[str, 
         pristine.mkdir(parents=True, exist_ok=True)
         bench.load_check_module().build_wiki(pristine, n)
     folder = work / f"wiki{n}-{label}"
-    if not folder.is_dir():
-        shutil.copytree(pristine, folder, symlinks=True)
+    if not folder.is_dir():  # from a copy another revision indexed, if any: its vectors are reused
+        indexed = [p for p in work.glob(f"wiki{n}-*") if (p / ".llmwiki" / "embeddings.json").is_file()]
+        shutil.copytree(indexed[0] if indexed else pristine, folder, symlinks=True)
     cmd = [sys.executable, "-m", "llmwiki_git", "index", *(["--fast"] if fast else [])]
     subprocess.run(cmd, cwd=folder, env=env, check=True, capture_output=True)
     return folder
@@ -114,12 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     bench = _retrieval_bench()
     for line in bench.machine_info():
         print(line)
-    revisions: dict[str, dict[str, str]] = {}
+    revisions: dict[str, dict[str, str]] = {"this tree": bench.clean_env()}
     if args.baseline != "none":
         src = bench.archive_source(args.baseline, args.work / "baseline" / "src")
         if src is not None:
             revisions[f"`{args.baseline}`"] = bench.clean_env(PYTHONPATH=str(src))
-    revisions["this tree"] = bench.clean_env()
     fast_sizes = {int(x) for x in args.fast_pages.split(",") if x}
     print(f"\nWarm `get_context_pack` through the MCP SDK's stdio client, {args.calls} calls after one warm-up; "
           "client round-trip milliseconds.\n")

@@ -538,11 +538,14 @@ class LexicalIndex:
         old_map = np.zeros(self.n_terms, dtype=np.int64)
         old_map[alive] = [position[t] for t in old_names]
         fresh_map = np.fromiter((position[t] for t in f_terms), dtype=np.int64, count=len(f_terms))
-        term = np.concatenate((old_map[old_term], fresh_map[f_term]))
-        doc = np.concatenate((new_doc, at[f_doc]))
-        tf = np.concatenate((kept_tf, f_tf))
-        order = np.argsort(term * max(n_docs, 1) + doc, kind="stable")
-        return self._assemble(terms, term[order], doc[order], tf[order], lengths, k1=self.k1, b=self.b)
+        # Both runs stay sorted by (term, document): the id maps are increasing. Merge them.
+        kept_term, fresh_term, fresh_doc = old_map[old_term], fresh_map[f_term], at[f_doc]
+        span = max(n_docs, 1)
+        where = np.searchsorted(kept_term * span + new_doc, fresh_term * span + fresh_doc)
+        term = np.insert(kept_term, where, fresh_term)
+        doc = np.insert(new_doc, where, fresh_doc)
+        tf = np.insert(kept_tf, where, f_tf)
+        return self._assemble(terms, term, doc, tf, lengths, k1=self.k1, b=self.b)
 
     @classmethod
     def _assemble(cls, terms: list[str], term: np.ndarray, doc: np.ndarray, tf: np.ndarray,
@@ -555,8 +558,8 @@ class LexicalIndex:
         idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
         avg_doc_len = float(lengths.mean()) if n_docs and lengths.any() else 0.0
         if len(term):
-            norm = k1 * (1.0 - b + b * lengths[doc] / avg_doc_len)
-            weights = idf[term] * tf * (k1 + 1.0) / (tf + norm)
+            norm = k1 * (1.0 - b + b * lengths / avg_doc_len)  # per document, then per posting
+            weights = idf[term] * tf * (k1 + 1.0) / (tf + norm[doc])
         else:
             weights = np.zeros(0, dtype=np.float64)
         encoded = [t.encode("utf-8") for t in terms]
