@@ -280,7 +280,15 @@ def _is_int(value: object) -> bool:
 
 
 def _strings(value: object) -> bool:
-    return isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value)
+    """A list of strings: ``str.join`` checks every item's type at C speed (a fresh
+    `context` validates some 200,000 of them on a 10,000-page store)."""
+    if not isinstance(value, (list, tuple)):
+        return False
+    try:
+        "".join(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _shape_problem(pages: list[PageEntry], rows: int, dims: int) -> str | None:
@@ -290,7 +298,7 @@ def _shape_problem(pages: list[PageEntry], rows: int, dims: int) -> str | None:
         return f"{rows} rows of {dims} dimensions"
     spans = []
     for page in pages:
-        if not all(isinstance(v, str) for v in (page.page_id, page.path, page.blob, page.title, page.summary)):
+        if not _strings((page.page_id, page.path, page.blob, page.title, page.summary)):
             return f"a page entry of the wrong shape ({str(page.page_id)[:80]!r})"
         if not (_is_int(page.first_row) and _strings(page.hashes) and _strings(page.links) and _strings(page.dangling)):
             return f"page {page.page_id[:80]!r} has a firstRow, hashes or links of the wrong type"

@@ -69,6 +69,13 @@ def test_deterministic_and_order_preserving(embedder: OnnxMiniLMEmbedder) -> Non
     np.testing.assert_allclose(singles, a, atol=1e-5)
     # A fresh instance computes the same vectors.
     np.testing.assert_allclose(OnnxMiniLMEmbedder(threads=1).embed(TEXTS), a, atol=1e-5)
+    # One run at a time or several at once on threads (indexing on every core, issue 15):
+    # the same vectors, in the same order, and the progress counts every text once.
+    seen: list[tuple[int, int]] = []
+    parallel = OnnxMiniLMEmbedder(workers=3).embed(TEXTS, progress=lambda d, t: seen.append((d, t)))
+    np.testing.assert_array_equal(OnnxMiniLMEmbedder(workers=1, threads=1).embed(TEXTS), parallel)
+    np.testing.assert_allclose(parallel, a, atol=1e-5)
+    assert seen[-1] == (len(TEXTS), len(TEXTS)) and [d for d, _ in seen] == sorted({d for d, _ in seen})
 
 
 def test_paraphrase_scores_higher_than_unrelated(embedder: OnnxMiniLMEmbedder) -> None:
