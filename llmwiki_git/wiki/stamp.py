@@ -26,11 +26,14 @@ def _entry(path: str) -> tuple[str, int, int, int] | None:
     return (path, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def worktree_stamp(root: Path, extra: Iterable[Path] = ()) -> Stamp:
-    found: list[tuple[str, int, int, int]] = []
+def _walk(root: Path, files: list[os.DirEntry[str]] | None) -> list[str]:
+    """Every folder under ``root`` (itself included; hidden ones and ``_SKIP`` left out), and
+    the files in them appended to ``files`` when given."""
+    folders = []
     stack = [str(root)]
     while stack:
         folder = stack.pop()
+        folders.append(folder)
         try:
             entries = list(os.scandir(folder))
         except OSError:
@@ -40,12 +43,21 @@ def worktree_stamp(root: Path, extra: Iterable[Path] = ()) -> Stamp:
                 continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            found.append((entry.path, st.st_mtime_ns, st.st_size, st.st_ino))
+            elif files is not None:
+                files.append(entry)
+    return folders
+
+
+def worktree_stamp(root: Path, extra: Iterable[Path] = ()) -> Stamp:
+    found: list[tuple[str, int, int, int]] = []
+    entries: list[os.DirEntry[str]] = []
+    _walk(root, entries)
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        found.append((entry.path, st.st_mtime_ns, st.st_size, st.st_ino))
     for path in extra:
         item = _entry(str(path))
         if item is not None:
@@ -102,20 +114,7 @@ class WorktreeWatch:
         return watch
 
     def _add_all(self) -> bool:
-        folders = {str(p.parent) for p in self._extra}
-        stack = [str(self._root)]
-        while stack:
-            folder = stack.pop()
-            folders.add(folder)
-            try:
-                entries = list(os.scandir(folder))
-            except OSError:
-                continue
-            for entry in entries:
-                if entry.name.startswith(".") or entry.name in _SKIP:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
+        folders = {str(p.parent) for p in self._extra} | set(_walk(self._root, None))
         for folder in folders:
             if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK) < 0:  # type: ignore[attr-defined]
                 return False
