@@ -43,9 +43,11 @@ def wiki(bench: Any, work: Path, n: int, fast: bool, label: str, env: dict[str, 
         pristine.mkdir(parents=True, exist_ok=True)
         bench.load_check_module().build_wiki(pristine, n)
     folder = work / f"wiki{n}-{label}"
-    if not folder.is_dir():  # from a copy another revision indexed, if any: its vectors are reused
+    if not folder.is_dir():  # a clone (git may be packing the original's objects in the background)
+        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(pristine), str(folder)], check=True, env=env)
         indexed = [p for p in work.glob(f"wiki{n}-*") if (p / ".llmwiki" / "embeddings.json").is_file()]
-        shutil.copytree(indexed[0] if indexed else pristine, folder, symlinks=True)
+        if indexed:  # another revision's index: its vectors are reused
+            shutil.copytree(indexed[0] / ".llmwiki", folder / ".llmwiki", symlinks=True)
     cmd = [sys.executable, "-m", "llmwiki_git", "index", *(["--fast"] if fast else [])]
     subprocess.run(cmd, cwd=folder, env=env, check=True, capture_output=True)
     return folder
