@@ -91,6 +91,7 @@ class WorktreeWatch:
         self._fd = fd
         self._root = root
         self._extra = extra
+        self._broken = False
 
     @classmethod
     def create(cls, root: Path, extra: Iterable[Path] = ()) -> WorktreeWatch | None:
@@ -133,9 +134,9 @@ class WorktreeWatch:
             if not data:
                 break
             seen = True
-        if seen:
-            self._add_all()
-        return seen
+        if seen and not self._add_all():  # a folder could not be watched (the limit): never trust a quiet queue
+            self._broken = True
+        return seen or self._broken
 
     def close(self) -> None:
         if self._fd >= 0:
