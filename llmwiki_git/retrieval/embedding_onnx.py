@@ -249,6 +249,8 @@ class OnnxMiniLMEmbedder:
             return self._run([ids_list[i] for i in batch])
 
         done = 0
+        if progress is not None:
+            progress(0, total)  # before the first batch: the caller can say what is coming
         if self.workers > 1 and len(batches) > 1:
             from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 - indexing only
 

@@ -110,7 +110,8 @@ def test_long_text_is_truncated_not_rejected(embedder: OnnxMiniLMEmbedder) -> No
 def test_progress_callback(embedder: OnnxMiniLMEmbedder) -> None:
     calls: list[tuple[int, int]] = []
     embedder.embed(TEXTS, batch_size=4, progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(4, len(TEXTS)), (len(TEXTS), len(TEXTS))]
+    # (0, total) first: the caller can say what is coming before the first batch runs.
+    assert calls == [(0, len(TEXTS)), (4, len(TEXTS)), (len(TEXTS), len(TEXTS))]
 
 
 def test_missing_files_raise_embedding_unavailable(tmp_path) -> None:
