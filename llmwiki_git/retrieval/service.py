@@ -281,12 +281,13 @@ class Retrieval:
                              else np.zeros((0, store.dimensions), dtype=np.float32))
                     new_store, new_lexical = indexer.apply_update(update, store, lexical, fresh)
                     indexer.save_update(self.state, new_store, new_lexical)
+                    # What was just written is what the next call would load: keep it warm (the
+                    # stamps are taken under the lock, so no other writer's files get them).
+                    _WARM[str(self.state)] = (self._stamps(), self._embedder_key(),
+                                              Loaded(new_store, new_lexical, loaded.embedder, list(warnings)))
             except (LlmwikiError, OSError):
                 pass  # could not be saved: rank from memory this time
             else:
-                # What was just written is what the next call would load: keep it warm.
-                _WARM[str(self.state)] = (self._stamps(), self._embedder_key(),
-                                          Loaded(new_store, new_lexical, loaded.embedder, list(warnings)))
                 return Loaded(new_store, new_lexical, loaded.embedder, warnings)
         memory, new_lexical = indexer.apply_update(update, store, lexical)
         if update.missing:
