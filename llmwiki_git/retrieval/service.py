@@ -152,7 +152,7 @@ class Retrieval:
             files += sorted((self.state / indexer.LEXICAL_DIR).iterdir())
         except OSError:
             pass
-        out = []
+        out: list[tuple[object, ...]] = []
         for path in files:
             try:
                 st = path.stat()
@@ -174,10 +174,11 @@ class Retrieval:
         if warm is not None and warm[0] == stamps and warm[1] == key:
             base = warm[2]
         else:
-            base = self._load_files()
-            if base is None:
+            files = self._load_files()
+            if files is None:
                 return self._load_without_store()
-            _WARM[str(self.state)] = (stamps, key, base)
+            _WARM[str(self.state)] = (stamps, key, files)
+            base = files
         return self._follow_wiki(Loaded(base.store, base.lexical, base.embedder, list(base.warnings)))
 
     def _load_without_store(self) -> Loaded:
