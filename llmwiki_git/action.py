@@ -22,14 +22,11 @@ from pathlib import Path
 
 from . import github
 from .errors import LlmwikiError, UsageError
+from .publication.candidates import BRANCH_PREFIX, is_candidate_id
 from .workspace import Workspace
 from .wording import plural
 
 FAIL_ON = ("broken", "warnings", "never")
-CANDIDATE_PREFIX = "llmwiki/review/"
-# publication.candidates' id rule (<slug>-<8 hex>, a safe ref component), and no leading "-" so an
-# id can never be read as an option
-CANDIDATE_ID = re.compile(r"[^\x00-\x20\x7f/\\~^:?*\[.\-][^\x00-\x20\x7f/\\~^:?*\[]{0,200}-[0-9a-f]{8}")
 FETCH_HINT = "use actions/checkout with fetch-depth: 0, so that the clone holds the commits to compare"
 TITLE = "llmwiki action"
 #: The id GitHub gives github.event.before when there was nothing before (sha1 or sha256).
@@ -152,18 +149,16 @@ def candidate(environ: Mapping[str, str]) -> int:
     """Would ``llmwiki review approve`` accept the candidate this pull request comes from?"""
     fail_on = _choice(environ, "fail-on", "broken", FAIL_ON)
     ref = environ.get("LLMWIKI_HEAD_REF", "")
-    if not ref.startswith(CANDIDATE_PREFIX):
+    if not ref.startswith(BRANCH_PREFIX):
         print("not a review candidate branch: nothing to validate")
         return 0
-    cid = ref[len(CANDIDATE_PREFIX):]
-    if not CANDIDATE_ID.fullmatch(cid):
+    cid = ref[len(BRANCH_PREFIX):]
+    if not is_candidate_id(cid):
         raise UsageError(f"branch {ref!r} does not name a review candidate (llmwiki/review/<slug>-<8 hex>)")
     cli = [sys.executable, "-m", "llmwiki_git"]
     probe = subprocess.run([*cli, "review", "show", "--help"], capture_output=True, text=True)
     if probe.returncode != 0:
         return _not_validated(environ, cid, "this version has no `llmwiki review`")
-    if "--onto" not in probe.stdout:  # CI checks out a detached merge commit: no current branch
-        return _not_validated(environ, cid, "`llmwiki review show` has no --onto option, which a detached checkout needs")
     ws = Workspace.open(Path.cwd())
     git = ws.require_git("the action")
     head = _commit(ws, _input(environ, "head") or "HEAD", "head")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from .checks import Checker, CheckResult, Outcome, result_from_record
 from .git import Git
 from .problems import Problem
-from .wiki.model import CONCEPTS, QUERIES, Page, detect_root, names_wiki
+from .wiki.model import Page, detect_root, names_wiki, page_kind
 from .wiki.pages import scan_page
 from .wiki.slug import parse_target, slugify
 
@@ -111,8 +111,7 @@ def fingerprint_of(root_dir: str, names_by_path: dict[str, str], other_files: li
 
 def page_of(path: str, prefix: str, blob: str | None, data: bytes, limit: int) -> Page:
     page_id = path[len(prefix):-3]
-    kind = "concept" if page_id.startswith(CONCEPTS + "/") else "query" if page_id.startswith(QUERIES + "/") else "page"
-    return Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob, scan_page(data, max_bytes=limit))
+    return Page(path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), blob, scan_page(data, max_bytes=limit))
 
 
 def _answers_to(path: str, names_key: str) -> set[str]:

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from . import problems as P
+from .problems import CODES, ERROR, UNCHECKABLE, WARNING, make as make_problem
 from .problems import Problem
 from .wiki.model import Page, Wiki
 from .wiki.pages import PageScan
@@ -29,11 +29,11 @@ class CheckResult:
 
     @property
     def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == P.ERROR]
+        return [p for p in self.problems if p.severity == ERROR]
 
     @property
     def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == P.WARNING]
+        return [p for p in self.problems if p.severity == WARNING]
 
 
 def names_fingerprint(wiki: Wiki, max_page_bytes: int = 0) -> str:
@@ -95,7 +95,7 @@ class Checker:
 
     def page_problems(self, page: Page, fallback: Any = None) -> list[Problem] | None:
         """The problems of ``page``; None when a target's outcome is unknown (fast path only)."""
-        out = [P.make(page.path, issue.line, 1, issue.code, issue.message) for issue in page.scan.issues]
+        out = [make_problem(page.path, issue.line, 1, issue.code, issue.message) for issue in page.scan.issues]
         for line, col, inner, target_text, _label, embed in page.scan.raw_links:
             known = self.outcome(target_text)
             if known is None and fallback is not None:
@@ -108,21 +108,21 @@ class Checker:
                 target = parse_target(target_text)
                 what = _anchor_what(page.scan, target)
                 if what:
-                    out.append(P.make(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in this page", target.key))
+                    out.append(make_problem(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in this page", target.key))
             elif kind == "empty":
-                out.append(P.make(page.path, line, col, "empty-link", f"empty link {source}: it names no page", ""))
+                out.append(make_problem(page.path, line, col, "empty-link", f"empty link {source}: it names no page", ""))
             elif kind == "broken":
-                out.append(P.make(page.path, line, col, "broken-link", f"broken link {source}", known[1]))
+                out.append(make_problem(page.path, line, col, "broken-link", f"broken link {source}", known[1]))
             else:
                 _, key, ref, alternatives, page_id, what = known
                 if alternatives:
                     fix = f"use a path like [[{ref}]]" if "/" in (ref or "") else "rename one of the pages"
-                    out.append(P.make(page.path, line, col, "ambiguous-link",
+                    out.append(make_problem(page.path, line, col, "ambiguous-link",
                                       f"ambiguous link {source}: resolved to {ref}, also matches {', '.join(alternatives)}; {fix}",
                                       key))
                 if what:
                     where = "this page" if page_id == page.id else page_id
-                    out.append(P.make(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in {where}", key))
+                    out.append(make_problem(page.path, line, col, "broken-anchor", f"broken anchor {source}: {what} in {where}", key))
         return out
 
 
@@ -131,7 +131,7 @@ def _to_record(problems: list[Problem]) -> tuple:
 
 
 def _from_record(path: str, record: tuple) -> list[Problem]:
-    return [Problem(path, line, col, code, P.CODES[code], target, message) for line, col, code, target, message in record]
+    return [Problem(path, line, col, code, CODES[code], target, message) for line, col, code, target, message in record]
 
 
 def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int = 0) -> CheckResult:
@@ -140,7 +140,7 @@ def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int =
 
 
 def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int) -> CheckResult:
-    found = [P.make(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
+    found = [make_problem(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
     fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
     for page in wiki.pages:
         key = f"{page.path}\0{page.blob}\0{fingerprint}" if (cache is not None and page.blob) else None
@@ -162,7 +162,7 @@ def result_to_record(result: CheckResult) -> tuple:
 
 def result_from_record(record: tuple) -> CheckResult:
     checked, rows = record
-    return CheckResult(checked, [Problem(path, line, col, code, P.CODES[code], target, message)
+    return CheckResult(checked, [Problem(path, line, col, code, CODES[code], target, message)
                                  for path, line, col, code, target, message in rows])
 
 
@@ -170,10 +170,10 @@ def fail_closed(head: CheckResult, result: CheckResult, changed: set[str]) -> Ch
     """``result`` plus an ``unchecked-page`` error for each page of ``changed`` that ``head``
     could not fully check (NUL bytes, undecodable, oversize, unreadable): a gate that only
     warned would let links hidden in such a page through."""
-    extra = [P.make(p.path, p.line, p.col, "unchecked-page",
+    extra = [make_problem(p.path, p.line, p.col, "unchecked-page",
                     f"{p.message}: a page this change adds or modifies must be fully checkable; "
                     "fix its encoding or size, or keep it out of the wiki")
-             for p in head.problems if p.code in P.UNCHECKABLE and p.path in changed]
+             for p in head.problems if p.code in UNCHECKABLE and p.path in changed]
     if not extra:
         return result
     merged = sorted(result.problems + extra, key=lambda p: (p.path, p.line, p.col, p.code))

@@ -174,6 +174,7 @@ def writable(root: str | os.PathLike[str], rel: str) -> Path:
     return base.joinpath(*parts)
 
 
+
 def append(root: str | os.PathLike[str], rel: str, data: bytes) -> None:
     """Append ``data`` to ``root/rel`` (created 0644), never through a symlink."""
     path = writable(root, rel)
@@ -200,13 +201,3 @@ def create(root: str | os.PathLike[str], rel: str, data: bytes) -> bool:
     finally:
         os.close(fd)
     return True
-
-
-def write_atomic(root: str | os.PathLike[str], rel: str, data: bytes) -> Path:
-    """Replace ``root/rel`` with ``data`` (temp file + rename: a symlink there is replaced,
-    never followed), after refusing a symlinked folder on the way."""
-    from .gitstore.transaction import write_atomic as replace  # the one atomic writer
-
-    path = writable(root, rel)
-    replace(path, data)
-    return path

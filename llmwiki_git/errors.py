@@ -2,21 +2,45 @@
 
     LlmwikiError                    exit 1 (unless a subclass says otherwise)
     ├── UsageError                  exit 2: bad flags or arguments the parser could not catch
+    │   └── ArgumentError           MCP tool arguments that do not match the input schema
     ├── ConfigError                 exit 2: unreadable or invalid .llmwiki/config.toml
     ├── NotARepository              exit 2: no wiki / git work tree where one is needed
+    ├── MissingDependency           exit 2: an optional extra (local, remote, mcp) is missing
     ├── WikiError                   a page or the wiki cannot be read as asked
-    │   ├── PageReadError           one page's bytes could not be read
-    │   └── PathRefused             a path the confinement rule refuses (confine.py)
+    │   ├── PageReadError           one page's bytes could not be read (reported as a page issue)
+    │   ├── PathRefused             a path the confinement rule refuses (confine.py)
+    │   └── SourceRefused           a source citation's line window cannot be shown
     ├── GitError                    a git command failed (cmd, returncode, stderr)
-    └── MissingDependency           exit 2: an optional extra (local, remote, mcp) is missing
+    ├── WriteRefused                a write refused before anything changed (gitstore/)
+    │   ├── DirtyPaths              a path to write has uncommitted edits
+    │   ├── RefChanged              the branch moved meanwhile (compare-and-swap failed)
+    │   ├── UnsafePath              not a plain repository-relative file path
+    │   └── LockBusy                the repository lock is held and waiting timed out
+    ├── FollowIncomplete            the branch moved; some edited work-tree paths were kept
+    ├── CandidateNotFound           no review candidate with that id
+    ├── ApprovalRefused             an approval refused (its verdict attached)
+    ├── ProviderError               a model provider could not be reached or refused
+    │   └── RetryableStreamError    an in-stream error worth a retry before any text
+    └── RetrievalError              the search state cannot be used
+        ├── StoreError              the embedding store is missing, corrupt or of another model
+        ├── LexicalIndexError       the lexical index is missing, corrupt or of another version
+        └── EmbeddingUnavailable    the local embedding model cannot be loaded
 
 Anything else escaping to the CLI is a bug: exit 3 with a one-line hint to re-run with
-``--traceback``.
+``--traceback``. Below the three entry points (cli.py, mcp_server.py, action.py) code
+catches these or named builtin exceptions, never ``Exception`` (tests/test_shape.py);
+:data:`DATA_ERRORS` and :data:`BEST_EFFORT_ERRORS` name the two usual sets.
 """
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class LlmwikiError(Exception):
@@ -50,10 +74,14 @@ class WikiError(LlmwikiError):
 
 
 class PageReadError(WikiError):
-    def __init__(self, path: str, reason: str) -> None:
+    """One page's bytes could not be read; ``code`` is the page issue it is reported as
+    (``unreadable-page``, ``page-too-large``, ``symlink-escape``)."""
+
+    def __init__(self, path: str, reason: str, *, code: str = "unreadable-page") -> None:
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+        self.code = code
 
 
 class PathRefused(WikiError):
@@ -65,6 +93,14 @@ class PathRefused(WikiError):
         self.path = path
         self.reason = reason
         self.code = code  # symlink-escape | not-regular-file | too-large | unreadable | symlink-write | path-refused
+
+
+class SourceRefused(WikiError):
+    """A source citation whose line window cannot be read (outside ``sources/``, missing...)."""
+
+
+class ArgumentError(UsageError):
+    """Arguments that do not match an MCP tool's input schema."""
 
 
 class GitError(LlmwikiError):
@@ -87,6 +123,144 @@ class MissingDependency(LlmwikiError):
     """An optional dependency (an extra of the distribution) is not installed."""
 
     exit_code = 2
+
+
+class WriteRefused(LlmwikiError):
+    """A write refused before anything was changed."""
+
+
+class DirtyPaths(WriteRefused):
+    """A path the write would change has uncommitted edits; nothing was written."""
+
+    def __init__(self, paths: list[str], untracked: Sequence[str] = ()) -> None:
+        from shlex import quote
+
+        shown = ", ".join(paths)
+        steps = []
+        tracked = [p for p in paths if p not in untracked]
+        if tracked:
+            steps.append("git stash push -- " + " ".join(quote(p) for p in tracked))
+        steps += [f"mv {quote(p)} {quote(p + '.mine')}" for p in paths if p in untracked]
+        super().__init__(
+            f"refusing to write: uncommitted changes to {shown}; nothing was changed",
+            hint="commit or stash those changes first (" + "; ".join(steps) + "), then run the command again",
+        )
+        self.paths = paths
+        self.untracked = list(untracked)
+
+
+class RefChanged(WriteRefused):
+    """The branch moved since it was read; nothing was written."""
+
+    def __init__(self, ref: str, expected: str | None, actual: str | None) -> None:
+        super().__init__(
+            f"{ref} moved while llmwiki was writing (expected {expected or 'no commit yet'}, "
+            f"found {actual or 'no commit'}); nothing was written",
+            hint="run the command again",
+        )
+        self.ref = ref
+        self.expected = expected
+        self.actual = actual
+
+
+class UnsafePath(WriteRefused):
+    """A path given to commit_paths is not a plain repo-relative file path."""
+
+
+class LockBusy(WriteRefused):
+    """The project lock is held by a live process and waiting for it timed out. ``owner``
+    is the holder's record (a ``gitstore.lock.LockOwner``) or None while it is written."""
+
+    def __init__(self, path: Path, owner: Any, waited: float) -> None:
+        if owner is None:
+            who = "another process (its owner record is still being written)"
+        else:
+            who = f"pid {owner.pid}"
+            if owner.command:
+                who += f" ({owner.command})"
+            if owner.host and owner.host != socket.gethostname():
+                who += f" on host {owner.host}"
+            if owner.since is not None:
+                stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(owner.since))
+                who += f", since {stamp} ({_age(time.time() - owner.since)} ago)"
+        holder = f"pid {owner.pid}" if owner is not None else "that process"
+        super().__init__(
+            f"the project lock {path} is held by {who}; gave up after {waited:.1f}s",
+            hint=f"wait for {holder} to finish and run the command again; the lock frees itself when "
+                 f"the process exits, even if it crashes (do not delete {path}: that would let two "
+                 "writers in at once)",
+        )
+        self.path = path
+        self.owner = owner
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+class FollowIncomplete(LlmwikiError):
+    """The branch moved, but some work-tree paths were edited meanwhile and were kept."""
+
+
+class CandidateNotFound(LlmwikiError):
+    def __init__(self, candidate_id: str) -> None:
+        super().__init__(f"no review candidate {candidate_id!r}", hint="run `llmwiki review list` to see the open ones")
+
+
+class ApprovalRefused(LlmwikiError):
+    """An approval refused; ``verdict`` is the review's ``Verdict`` (message, code, details)."""
+
+    def __init__(self, verdict: Any) -> None:
+        view = verdict.details.get("threeWay")
+        super().__init__(verdict.message + (f"\n\n{view.rstrip()}" if view else ""))
+        self.verdict = verdict
+
+
+class ProviderError(LlmwikiError):
+    """A model provider could not be reached or refused the request."""
+
+    def __init__(self, provider: str, message: str, *, hint: str | None = None, status: int | None = None) -> None:
+        super().__init__(f"{provider}: {message}", hint=hint)
+        self.provider = provider
+        self.status = status
+
+
+class RetryableStreamError(ProviderError):
+    """An error event inside a stream that is worth retrying if no text was yielded yet."""
+
+
+class RetrievalError(LlmwikiError):
+    """The search state (store, lexical index, embedding model) cannot be used as it is."""
+
+
+class StoreError(RetrievalError):
+    """The store is missing, corrupt, truncated, or from another embedding model."""
+
+    def __init__(self, message: str, code: str = "embedding-store-missing") -> None:
+        super().__init__(message, hint="run `llmwiki index` to build or rebuild it")
+        self.code = code
+
+
+class LexicalIndexError(RetrievalError):
+    """The lexical index on disk is missing, incomplete, corrupt or of another version."""
+
+
+class EmbeddingUnavailable(RetrievalError):
+    """The local embedding model cannot be loaded (a package or file is missing)."""
+
+
+#: What reading a wiki, git objects, caches or state files raises when the data is broken
+#: or unreachable: validation turns these into "unavailable" instead of crashing. A bug
+#: (TypeError, AttributeError, KeyError...) is not in the list: it reaches the CLI as one.
+DATA_ERRORS: tuple[type[Exception], ...] = (LlmwikiError, OSError, ValueError)
+#: What an optional step (an embedding model, a search-index refresh after a write) may
+#: raise, including an extra that is not installed: the step is skipped with a warning.
+BEST_EFFORT_ERRORS: tuple[type[Exception], ...] = DATA_ERRORS + (ImportError,)
 
 
 def missing_extra(exc: ModuleNotFoundError) -> MissingDependency | None:

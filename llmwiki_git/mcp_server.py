@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .errors import LlmwikiError, UsageError, WikiError
+from .errors import ArgumentError, LlmwikiError, UsageError, WikiError
 from .git import blob_id
 
 SDK_MISSING = "llmwiki serve needs the MCP SDK: pip install 'llmwiki-git[mcp]' (from a clone: pip install '.[local,mcp]')"
@@ -230,10 +230,6 @@ def _describe(tool: str, error: Any, schema: Mapping[str, Any]) -> str:
     if error.validator == "type" and not where:
         return "arguments must be a JSON object"
     return f"argument {where!r}: {error.message}" if where else error.message
-
-
-class ArgumentError(UsageError):
-    """Arguments that do not match the tool's input schema."""
 
 
 @dataclass
@@ -660,7 +656,9 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         return PAGE_PREFIX + quote(page_id, safe="/")
 
     def index_path(wiki: Any) -> str:
-        return f"{_wiki_prefix(wiki)}index.md"
+        from .wiki.generated import index_path as path_of_index
+
+        return path_of_index(wiki.root_dir)
 
     def resources_listing(offset: int) -> tuple[list[Any], int | None]:
         wiki = ws.wiki("worktree")

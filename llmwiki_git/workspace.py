@@ -12,12 +12,12 @@ from . import config
 from .checkdelta import Facts, derive
 from .checks import (Checker, CheckResult, check_wiki_with, fail_closed, names_fingerprint, new_problems, result_from_record,
                      result_to_record)
-from .errors import ConfigError, NotARepository, UsageError
+from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
 from .problems import make
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
 from .wiki.scancache import ScanCache
-from .wiki.sources import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
+from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
 
 if TYPE_CHECKING:
     from .retrieval.service import Retrieval
@@ -40,7 +40,7 @@ class Workspace:
     _watch: Any = field(default=None, repr=False)  # a WorktreeWatch, False where none can be had, None: not tried
 
     @property
-    def base(self) -> str:
+    def project_prefix(self) -> str:
         """The project folder relative to the root, POSIX, "" for the root itself."""
         if self.project is None or self.project == self.root:
             return ""
@@ -74,7 +74,7 @@ class Workspace:
             return None
         try:
             return ScanCache(self.git.common_dir() / "llmwiki" / "scan-cache-v1.marshal")
-        except Exception:  # a cache must never stop a check
+        except DATA_ERRORS:  # an unreadable cache must never stop a check
             return None
 
     def snapshot(self, scope: str) -> Snapshot:
@@ -100,7 +100,7 @@ class Workspace:
         return load_wiki(
             self.snapshot(scope),
             wiki_dir=self.settings.wiki_dir,
-            base=self.base,
+            project_prefix=self.project_prefix,
             cache=cache,
             max_page_bytes=self.settings.max_page_mb * 1024 * 1024,
         )
@@ -157,7 +157,7 @@ class Workspace:
                 stamp = worktree_stamp(self.root, extra)
                 if self._listing is not None and self._listing[0] == stamp:
                     return self._listing[1]
-        blobs = page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, base=self.base)
+        blobs = page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix)
         if stamp is not None:
             self._listing = (stamp, blobs)
         return blobs
@@ -215,7 +215,7 @@ class Workspace:
 
     def _tree_key(self, tree: str) -> str:
         limit = self.settings.max_page_mb * 1024 * 1024
-        return f"v5\0{tree}\0{self.base}\0{self.settings.wiki_dir}\0{limit}"
+        return f"v5\0{tree}\0{self.project_prefix}\0{self.settings.wiki_dir}\0{limit}"
 
     def _derive(self, scope: str, tree: str, cache: ScanCache, limit: int) -> tuple[CheckResult, Facts] | None:
         """``tree`` checked as a cached tree's result plus their diff (see checkdelta):
@@ -246,7 +246,7 @@ class Workspace:
                 diff = git.run("diff-tree", "-r", "-z", "--no-renames", base_tree, tree, check=False)
                 read_prefix = f"{tree}:"
             return derive(git, record[1], facts, diff=diff, read_prefix=read_prefix,
-                          wiki_dir=self.settings.wiki_dir, base=self.base, limit=limit)
+                          wiki_dir=self.settings.wiki_dir, base=self.project_prefix, limit=limit)
         return None
 
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:

@@ -15,20 +15,26 @@ Handler = Callable[[str, dict[str, Any], dict[str, str]], tuple[int, dict[str, s
 class Recorder:
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
+        self.client_ports: list[int] = []
 
 
 @contextmanager
-def serve(handler: Handler) -> Iterator[tuple[str, Recorder]]:
-    """Start a server whose responses come from ``handler(path, json_body, headers)``."""
+def serve(handler: Handler, *, keep_alive: bool = False) -> Iterator[tuple[str, Recorder]]:
+    """Start a server whose responses come from ``handler(path, json_body, headers)``.
+    ``keep_alive`` speaks HTTP/1.1 so a client can reuse its connection (the recorder's
+    ``client_ports`` then show how many connections were opened)."""
     recorder = Recorder()
 
     class _Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
             body = json.loads(raw) if raw else {}
             headers = {k.lower(): v for k, v in self.headers.items()}
             recorder.requests.append((self.path, body, headers))
+            recorder.client_ports.append(self.client_address[1])
             status, extra, payload = handler(self.path, body, headers)
             if status == 0:  # drop the connection without answering
                 self.close_connection = True

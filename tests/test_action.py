@@ -495,19 +495,18 @@ if mode:
             click.echo(mode)
 
         show = click.argument("cid")(click.option("--json", "as_json", is_flag=True, help="json")(show))
-        if os.environ.get("FAKE_LLMWIKI_REVIEW_ONTO", "1") == "1":
-            show = click.option("--onto", help="onto")(show)
+        show = click.option("--onto", help="onto")(show)
         review.command("show", help="fake show")(show)
 '''
 
 
-def _shim(tmp_path: Path, mode: str, onto: bool = True) -> dict[str, str]:
+def _shim(tmp_path: Path, mode: str) -> dict[str, str]:
     """A sitecustomize that replaces `llmwiki review` for the processes the action starts:
     "absent" removes it; otherwise `review show` prints ``mode`` (its JSON)."""
     folder = tmp_path / "shim"
     folder.mkdir(exist_ok=True)
     (folder / "sitecustomize.py").write_text(SHIM)
-    return {"PYTHONPATH": str(folder), "FAKE_LLMWIKI_REVIEW": mode, "FAKE_LLMWIKI_REVIEW_ONTO": "1" if onto else "0",
+    return {"PYTHONPATH": str(folder), "FAKE_LLMWIKI_REVIEW": mode,
             "FAKE_LLMWIKI_REVIEW_LOG": str(tmp_path / "review.log")}
 
 
@@ -523,16 +522,6 @@ def test_candidate_branch_without_llmwiki_review_gives_a_notice(repo: Repo, tmp_
         "`llmwiki review`, so candidate why-0123abcd was not validated"
     ]
     assert "Review candidate <code>why-0123abcd</code>: not validated (needs a newer llmwiki)." in run.summary
-
-
-def test_candidate_branch_with_review_show_lacking_onto_gives_a_notice(repo: Repo, tmp_path: Path) -> None:
-    run = pr(repo, tmp_path, QUERY_PAGE, head_ref=CANDIDATE, env=_shim(tmp_path, '{"verdict": {"ok": true}}', onto=False))
-    assert run.success and run.outcomes["candidate"] == "success"
-    assert run.commands == [
-        "::notice title=llmwiki review::candidate validation needs a newer llmwiki: `llmwiki review show` has no "
-        "--onto option, which a detached checkout needs, so candidate why-0123abcd was not validated"
-    ]
-    assert not (tmp_path / "review.log").exists()
 
 
 def test_candidate_step_runs_even_when_the_check_failed(repo: Repo, tmp_path: Path) -> None:
@@ -586,11 +575,7 @@ def test_real_candidate_staged_by_llmwiki(repo: Repo, tmp_path: Path) -> None:
     repo.git("checkout", "-q", "--detach", staged.commit)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
     assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, run.stdout + run.stderr
-    if "--onto" in repo.llmwiki("review", "show", "--help").stdout:
-        assert run.commands == [f"::notice title=llmwiki review::review candidate {cid}: approval would pass"]
-    else:  # until `review show --onto` exists
-        assert run.commands == [f"::notice title=llmwiki review::candidate validation needs a newer llmwiki: `llmwiki review show` has no "
-                                f"--onto option, which a detached checkout needs, so candidate {cid} was not validated"]
+    assert run.commands == [f"::notice title=llmwiki review::review candidate {cid}: approval would pass"]
 
 
 @pytest.mark.parametrize("case", ["passes", "lost-update", "breaks-a-link"])

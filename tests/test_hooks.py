@@ -83,10 +83,6 @@ def test_plain_git_hook_installed_by_cli(repo: Repo) -> None:
     assert repo.llmwiki("hooks", "install", "--force").returncode == 0
 
 
-def test_repo_hook_script_matches_packaged_one() -> None:
-    assert (REPO_ROOT / "hooks" / "pre-commit").read_text() == (REPO_ROOT / "llmwiki_git" / "data" / "pre-commit").read_text()
-
-
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A committed copy of this checkout, as pre-commit would clone it."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import DATA_ERRORS
 from ..providers.base import AnswerRequest, ChatProvider, Evidence
 from ..providers.extractive import NO_ANSWER
 from ..retrieval.search import SearchResult
@@ -128,7 +129,7 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
         if provider.name != "extractive" and loaded.store.pages:
             try:
                 picked = _select_with_llm(provider, question, loaded)
-            except Exception as exc:  # selection is best effort: fall back to lexical ranking
+            except DATA_ERRORS as exc:  # selection is best effort: fall back to lexical ranking
                 warnings.append({"code": "page-selection-failed", "message": str(exc)})
                 picked = []
             if picked:
@@ -200,7 +201,7 @@ def report(answer: str, load_wiki: Callable[[], Wiki], pending: PendingIndex | N
     """The citation report on a fresh snapshot, or (None, error) when it cannot be collected."""
     try:
         return citation_report(answer, load_wiki(), pending), None
-    except Exception as exc:  # the answer stays; the report is "unavailable"
+    except DATA_ERRORS as exc:  # the answer stays; the report is "unavailable"
         return None, f"{exc.__class__.__name__}: {exc}"
 
 

@@ -9,8 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..errors import LlmwikiError
-from ..providers.http import ProviderError
+from ..errors import BEST_EFFORT_ERRORS, LlmwikiError, ProviderError
 from ..providers.registry import select_provider
 from ..wiki.citations import PendingIndex, format_report
 from ..publication.save import Published, Refusal, precheck, profile_refusal, publish
@@ -53,7 +52,7 @@ Stager = Callable[[str, str, "PendingIndex | None"], Any]  # (question, answer, 
 
 def site_of(ws) -> Site:  # type: ignore[no-untyped-def]
     """The write site of a workspace (publication's view of it)."""
-    return Site(ws.require_git("saving an answer"), ws.root, ws.state_dir, ws.base, ws.wiki)
+    return Site(ws.require_git("saving an answer"), ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
 
 
 def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, debug: bool,  # type: ignore[no-untyped-def]
@@ -183,7 +182,7 @@ def _save(ws, result: QueryResult, pending: PendingIndex | None, stage: Stager |
                 result.warnings.append({"code": "index-lexical-only",
                                         "message": "the wiki had no search index: built a lexical one (no embedding); "
                                                    "run `llmwiki index` to embed it for semantic search"})
-        except Exception as exc:  # the commit stands; the index catches up on the next run
+        except BEST_EFFORT_ERRORS as exc:  # the commit stands; the index catches up on the next run
             result.warnings.append({"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"})
         return 0
     result.refusal = outcome.to_json()

@@ -24,22 +24,19 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import GitError, LlmwikiError
+from ..confine import refuse_symlinks
+from ..errors import DirtyPaths, GitError, LlmwikiError, PathRefused, RefChanged, UnsafePath
 from ..git import Git, TreeEntry
 from .lock import pid_alive
-from .transaction import DirtyPaths, Intent, RefChanged, apply, changed_paths, check_worktree
+from .transaction import Intent, apply, changed_paths, check_worktree
 
-__all__ = ["DirtyPaths", "RefChanged", "UnsafePath", "build_commit", "commit_paths", "current_branch", "move_branch"]
+__all__ = ["build_commit", "commit_paths", "current_branch", "move_branch"]
 
 _TEMP_PREFIX = "llmwiki-index-"
 _TEMP_RE = re.compile(r"^llmwiki-index-(\d+)-")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DRIVE = re.compile(r"^[A-Za-z]:")
-
-
-class UnsafePath(LlmwikiError):
-    """A path given to commit_paths is not a plain repo-relative file path."""
 
 
 # --------------------------------------------------------------------------- checks
@@ -60,27 +57,19 @@ def check_path(path: object) -> str:
 
 
 def _check_worktree_shape(top: Path, files: Mapping[str, bytes | None]) -> None:
-    """No symlinked or non-folder leading components, and no folder at a target."""
+    """No symlink and no non-folder on the way to a target (confine's one walk), and no
+    folder at a target."""
     for rel in files:
-        current = top
-        parts = rel.split("/")
-        for part in parts[:-1]:
-            current = current / part
-            try:
-                st = os.lstat(current)
-            except FileNotFoundError:
-                break
-            if stat.S_ISLNK(st.st_mode):
-                raise UnsafePath(f"{rel}: {current.relative_to(top).as_posix()} is a symlink; refusing to write through it")
-            if not stat.S_ISDIR(st.st_mode):
-                raise UnsafePath(f"{rel}: {current.relative_to(top).as_posix()} is a file, not a folder")
-        else:
-            try:
-                st = os.lstat(top / rel)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                raise UnsafePath(f"{rel} is a folder in the work tree")
+        try:
+            refuse_symlinks(top, rel)
+        except PathRefused as exc:
+            raise UnsafePath(f"{rel}: {exc.message}; refusing to write through it", hint=exc.hint) from exc
+        try:
+            st = os.lstat(top / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(f"{rel} is a folder in the work tree")
 
 
 def _check_tree_shape(entries: Mapping[str, TreeEntry], files: Mapping[str, bytes | None]) -> None:

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import GitError, LlmwikiError
+from ..errors import DirtyPaths, FollowIncomplete, GitError, LlmwikiError, RefChanged
 from ..git import Git
 
 JOURNAL = "transaction.json"
@@ -61,39 +61,6 @@ def crash_point(name: str) -> None:
     point, _, count = wanted.partition(":")
     if point == name and _passed[name] == int(count or 1):
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-class DirtyPaths(LlmwikiError):
-    """A path the write would change has uncommitted edits; nothing was written."""
-
-    def __init__(self, paths: list[str], untracked: Sequence[str] = ()) -> None:
-        from shlex import quote
-
-        shown = ", ".join(paths)
-        steps = []
-        tracked = [p for p in paths if p not in untracked]
-        if tracked:
-            steps.append("git stash push -- " + " ".join(quote(p) for p in tracked))
-        steps += [f"mv {quote(p)} {quote(p + '.mine')}" for p in paths if p in untracked]
-        super().__init__(
-            f"refusing to write: uncommitted changes to {shown}; nothing was changed",
-            hint="commit or stash those changes first (" + "; ".join(steps) + "), then run the command again",
-        )
-        self.paths = paths
-
-
-class RefChanged(LlmwikiError):
-    """The branch moved since it was read; nothing was written."""
-
-    def __init__(self, ref: str, expected: str | None, actual: str | None) -> None:
-        super().__init__(
-            f"{ref} moved while llmwiki was writing (expected {expected or 'no commit yet'}, "
-            f"found {actual or 'no commit'}); nothing was written",
-            hint="run the command again",
-        )
-        self.ref = ref
-        self.expected = expected
-        self.actual = actual
 
 
 @dataclass
@@ -353,10 +320,6 @@ def _drop_journal(state_dir: Path) -> None:
 
 
 # --------------------------------------------------------------------------- apply / recover
-
-
-class FollowIncomplete(LlmwikiError):
-    """The branch moved, but some work-tree paths were edited meanwhile and were kept."""
 
 
 def _finish(git: Git, top: Path, state_dir: Path, intent: Intent) -> list[str]:

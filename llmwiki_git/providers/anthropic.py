@@ -16,14 +16,12 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ProviderError, RetryableStreamError
 from .base import PromptedProvider, model_from_env, user_agent
 from .http import (
     STREAM_END,
     Endpoint,
     HttpSettings,
-    ProviderError,
-    RetryableStreamError,
     malformed,
     sse_events,
 )

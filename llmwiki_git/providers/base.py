@@ -8,7 +8,7 @@ reads the evidence directly. Importing this module imports no HTTP client.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
@@ -133,11 +133,11 @@ def model_from_env(environ: Mapping[str, str], provider_var: str, default: str, 
 @lru_cache(maxsize=1)
 def user_agent() -> str:
     """``llmwiki-git/<version>``, sent as User-Agent."""
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return f"llmwiki-git/{version('llmwiki-git')}"
-    except Exception:  # noqa: BLE001 - an uninstalled checkout still works
+    except PackageNotFoundError:  # an uninstalled checkout still works
         return "llmwiki-git"
 
 
@@ -178,3 +178,42 @@ class PromptedProvider:
 def chat_messages(system: str, user: str) -> list[dict[str, str]]:
     """The OpenAI / Ollama chat shape: a system message, then the user message."""
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+class HttpEmbeddings:
+    """A provider's embedding endpoint: its wire format (``_payload`` / ``_vectors``, in the
+    provider's module) over the shared retry loop of :mod:`.http`. ``embed_batches`` opens
+    one HTTP client and reuses it for every batch. Returns plain lists (no numpy here)."""
+
+    name: str
+    model: str
+    endpoint: Any  # http.Endpoint (imported lazily by subclasses' modules)
+
+    def _payload(self, texts: list[str]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _vectors(self, body: Any) -> list[list[float]]:
+        raise NotImplementedError
+
+    def embed_batches(self, texts: list[str], size: int,
+                      progress: Callable[[int, int], Any] | None = None) -> list[list[float]]:
+        from ..errors import ProviderError
+        from .http import post_json
+
+        rows: list[list[float]] = []
+        if not texts:
+            return rows
+        with self.endpoint.settings.client() as client:
+            for start in range(0, len(texts), size):
+                batch = texts[start : start + size]
+                body = post_json(self.endpoint, self._payload(batch), client)
+                try:
+                    vectors = self._vectors(body)
+                except (KeyError, TypeError, AttributeError) as exc:
+                    raise ProviderError(self.name, f"unexpected embeddings response (missing {exc})") from exc
+                if len(vectors) != len(batch):
+                    raise ProviderError(self.name, f"asked for {len(batch)} embeddings, got {len(vectors)}")
+                rows.extend(vectors)
+                if progress is not None:
+                    progress(min(start + size, len(texts)), len(texts))
+        return rows

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .base import AnswerRequest, Evidence
-from .http import ProviderError
+from ..errors import ProviderError
 
 NAME = "extractive"
 NO_ANSWER = "The wiki does not say."
@@ -81,15 +81,9 @@ _CLOSERS = ".!?。！？"
 _DENSE_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
 
 
-def _fallback_tokenize(text: str) -> list[str]:
-    return [t for t in re.findall(r"[^\W_]+", text.casefold()) if len(t) > 1]
-
-
 def _tokenizer() -> Callable[[str], list[str]]:
-    try:
-        from ..retrieval.lexical import tokenize
-    except ImportError:  # pragma: no cover - the retrieval package ships with this one
-        return _fallback_tokenize
+    from ..retrieval.lexical import tokenize
+
     return tokenize
 
 

@@ -1,5 +1,6 @@
 """One place for HTTP: timeouts, retries with backoff on 429/5xx and dropped connections,
-and errors that say what to set or start."""
+and errors that say what to set or start -- for chat (streamed or not) and embeddings.
+The provider modules own their wire formats and endpoints; this module owns the loops."""
 
 from __future__ import annotations
 
@@ -10,71 +11,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, LlmwikiError
+from ..errors import ConfigError, ProviderError, RetryableStreamError
 
 if TYPE_CHECKING:  # httpx is imported where a request is made: importing this module stays light
     import httpx
 
 # 529 is Anthropic's "overloaded".
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
-
-
-class ProviderError(LlmwikiError):
-    """A model provider could not be reached or refused the request."""
-
-    def __init__(self, provider: str, message: str, *, hint: str | None = None, status: int | None = None) -> None:
-        super().__init__(f"{provider}: {message}", hint=hint)
-        self.provider = provider
-        self.status = status
-
-
-def post_json(
-    provider: str,
-    url: str,
-    payload: Mapping[str, Any],
-    *,
-    headers: Mapping[str, str] | None = None,
-    timeout: float = 60.0,
-    retries: int = 3,
-    backoff: float = 0.5,
-    start_hint: str | None = None,
-    client: httpx.Client | None = None,
-) -> Any:
-    """POST JSON and return the decoded JSON body, retrying transient failures."""
-    import httpx
-
-    owned = client is None
-    client = client or httpx.Client(timeout=timeout)
-    try:
-        for attempt in range(retries + 1):
-            try:
-                response = client.post(url, json=payload, headers=dict(headers or {}))
-            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.TimeoutException) as exc:
-                if attempt < retries:
-                    time.sleep(backoff * 2**attempt)
-                    continue
-                raise ProviderError(provider, f"cannot reach {url} ({exc.__class__.__name__})", hint=start_hint) from exc
-            if response.status_code in RETRY_STATUS and attempt < retries:
-                delay = response.headers.get("retry-after")
-                time.sleep(min(float(delay), 10.0) if delay and delay.replace(".", "", 1).isdigit() else backoff * 2**attempt)
-                continue
-            if response.status_code in (401, 403):
-                raise ProviderError(provider, f"authentication failed ({response.status_code})",
-                                    hint="check the API key variable", status=response.status_code)
-            if response.status_code == 404:
-                raise ProviderError(provider, f"not found at {url} (404): {response.text[:200]}",
-                                    hint="check the model name and the base URL", status=404)
-            if response.status_code >= 400:
-                raise ProviderError(provider, f"HTTP {response.status_code}: {response.text[:300]}",
-                                    status=response.status_code)
-            try:
-                return response.json()
-            except ValueError as exc:
-                raise ProviderError(provider, f"the server sent a malformed response: {response.text[:200]!r}") from exc
-        raise ProviderError(provider, "gave up after retries")  # pragma: no cover
-    finally:
-        if owned:
-            client.close()
 
 
 # ------------------------------------------------------------------ chat requests (streamed)
@@ -91,10 +34,6 @@ def post_json(
 STREAM_END = None
 
 StreamParser = Callable[[Iterator[str]], Iterator["str | None"]]
-
-
-class RetryableStreamError(ProviderError):
-    """An error event inside a stream that is worth retrying if no text was yielded yet."""
 
 
 @dataclass(frozen=True)
@@ -273,9 +212,11 @@ def _retryable_transport(exc: Exception) -> bool:
 
 
 def _body_text(response: httpx.Response) -> str:
+    import httpx
+
     try:
         return response.read().decode("utf-8", errors="replace")
-    except Exception:  # noqa: BLE001 - the status is what matters; the body is a courtesy
+    except (httpx.HTTPError, httpx.StreamError):  # the status is what matters; the body is a courtesy
         return ""
 
 
@@ -365,41 +306,64 @@ def stream_request(
             attempt += 1
 
 
-def json_request(endpoint: Endpoint, payload: Mapping[str, Any], parse_full: Callable[[Any], str]) -> str:
-    """POST ``payload`` (not streamed) and return the text ``parse_full`` finds in the JSON
-    answer, with the same retries and error messages as :func:`stream_request`."""
+def post_json(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Client | None = None) -> Any:
+    """POST ``payload`` (not streamed) and return the decoded JSON answer: the one retry
+    loop for plain requests (chat without streaming, embeddings), with the same retries and
+    error messages as :func:`stream_request`. ``client`` is reused when given (embedding
+    batches share one connection); otherwise one is made for this request."""
+    if client is None:
+        with endpoint.settings.client() as own:
+            return post_json(endpoint, payload, own)
     import httpx
 
     settings = endpoint.settings
-    with settings.client() as client:
-        for attempt in range(settings.retries + 1):
-            try:
-                response = client.post(endpoint.url, json=dict(payload), headers=dict(endpoint.headers))
-            except httpx.TransportError as exc:
-                if attempt >= settings.retries or not _retryable_transport(exc):
-                    raise _transport_error(endpoint, exc, attempt + 1) from exc
-                time.sleep(settings.backoff_delay(attempt))
+    for attempt in range(settings.retries + 1):
+        try:
+            response = client.post(endpoint.url, json=dict(payload), headers=dict(endpoint.headers))
+        except httpx.TransportError as exc:
+            if attempt >= settings.retries or not _retryable_transport(exc):
+                raise _transport_error(endpoint, exc, attempt + 1) from exc
+            time.sleep(settings.backoff_delay(attempt))
+            continue
+        except httpx.DecodingError as exc:
+            raise ProviderError(endpoint.provider, f"the server sent a body that cannot be decoded ({exc})") from exc
+        status = response.status_code
+        if not 200 <= status < 300:
+            if status in RETRY_STATUS and attempt < settings.retries:
+                delay = retry_after(response.headers, settings.max_retry_after)
+                time.sleep(settings.backoff_delay(attempt) if delay is None else delay)
                 continue
-            except httpx.DecodingError as exc:
-                raise ProviderError(endpoint.provider, f"the server sent a body that cannot be decoded ({exc})") from exc
-            status = response.status_code
-            if not 200 <= status < 300:
-                if status in RETRY_STATUS and attempt < settings.retries:
-                    delay = retry_after(response.headers, settings.max_retry_after)
-                    time.sleep(settings.backoff_delay(attempt) if delay is None else delay)
-                    continue
-                raise http_error(endpoint, status, response.text, attempt + 1)
-            return _parse_full_body(endpoint, response.text, parse_full)
+            raise http_error(endpoint, status, response.text, attempt + 1)
+        try:
+            return json.loads(response.text)
+        except ValueError as exc:
+            raise ProviderError(endpoint.provider,
+                                f"the server sent a malformed answer: {response.text[:200]!r}") from exc
     raise ProviderError(endpoint.provider, "gave up after retries")  # pragma: no cover
+
+
+def json_request(endpoint: Endpoint, payload: Mapping[str, Any], parse_full: Callable[[Any], str]) -> str:
+    """POST ``payload`` (not streamed) and return the text ``parse_full`` finds in the JSON
+    answer."""
+    return _parse_full(endpoint, post_json(endpoint, payload), parse_full)
 
 
 def _parse_full_body(endpoint: Endpoint, body: str, parse_full: Callable[[Any], str]) -> str:
     try:
-        return parse_full(json.loads(body))
+        data = json.loads(body)
+    except ValueError as exc:
+        raise ProviderError(endpoint.provider, f"the server sent a malformed answer: {body[:200]!r}") from exc
+    return _parse_full(endpoint, data, parse_full)
+
+
+def _parse_full(endpoint: Endpoint, data: Any, parse_full: Callable[[Any], str]) -> str:
+    try:
+        return parse_full(data)
     except ProviderError:
         raise
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise ProviderError(endpoint.provider, f"the server sent a malformed answer: {body[:200]!r}") from exc
+        shown = json.dumps(data)[:200]
+        raise ProviderError(endpoint.provider, f"the server sent a malformed answer: {shown!r}") from exc
 
 
 def malformed(provider: str, what: str, line: str) -> ProviderError:

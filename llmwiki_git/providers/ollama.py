@@ -9,6 +9,10 @@ or a URL; port 11434 when none is given; ``0.0.0.0`` means this machine; a trail
 as a bearer token (hosted Ollama). A missing model says ``ollama pull <model>``; a server
 that is not running says ``ollama serve``. Model: ``LLMWIKI_MODEL`` > ``OLLAMA_MODEL`` >
 ``llama3.2``. Read timeout: ``OLLAMA_TIMEOUT_MS`` > ``LLMWIKI_REQUEST_TIMEOUT_MS`` > 120 s.
+
+Embeddings: ``POST {same base}/api/embed`` with ``{"model", "input": [texts]}``; vectors
+in ``embeddings``. Model: ``nomic-embed-text``. The same ``OLLAMA_HOST`` reading, key,
+timeouts and error wording as chat.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .base import PromptedProvider, chat_messages, model_from_env, user_agent
-from .http import STREAM_END, Endpoint, HttpSettings, ProviderError, malformed
+from .base import HttpEmbeddings, PromptedProvider, chat_messages, model_from_env, user_agent
+from ..errors import ProviderError
+from .http import STREAM_END, Endpoint, HttpSettings, malformed
 
 NAME = "ollama"
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "llama3.2"
+DEFAULT_EMBEDDING_MODEL = "nomic-embed-text"
 START_HINT = "start Ollama with `ollama serve` (or set OLLAMA_HOST to where it runs)"
 
 
@@ -47,6 +53,64 @@ def ollama_base_url(host: str | None) -> str:
     return f"{scheme}://{hostport}{path}"
 
 
+def _api_key(environ: Mapping[str, str]) -> str | None:
+    return (environ.get("OLLAMA_API_KEY") or "").strip() or None
+
+
+def _settings(environ: Mapping[str, str]) -> HttpSettings:
+    return HttpSettings.from_env(environ, "OLLAMA_TIMEOUT_MS", "LLMWIKI_REQUEST_TIMEOUT_MS")
+
+
+def _endpoint(base_url: str, path: str, api_key: str | None, settings: HttpSettings, accept: str,
+              explain: Any) -> Endpoint:
+    headers = {"accept": accept, "user-agent": user_agent()}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return Endpoint(provider=NAME, url=f"{base_url}{path}", headers=headers, settings=settings,
+                    key_var="OLLAMA_API_KEY", unreachable=START_HINT, explain=explain,
+                    timeout_var="OLLAMA_TIMEOUT_MS")
+
+
+def _missing_model(detail: str) -> bool:
+    low = detail.lower()
+    return "model" in low and ("not found" in low or "pull" in low)
+
+
+def _explain(model: str, url: str, status: int, detail: str) -> tuple[str, str | None] | None:
+    """A missing model says ``ollama pull``; a 404 elsewhere says to check OLLAMA_HOST."""
+    pull = f"ollama pull {model}"
+    if _missing_model(detail):
+        return f"model {model!r} is not available in Ollama: run `{pull}` ({detail})", f"run `{pull}`"
+    if status == 404:
+        return (f"nothing answers at {url} (HTTP 404): {detail}",
+                "is OLLAMA_HOST pointing at an Ollama server?")
+    return None
+
+
+class OllamaEmbeddings(HttpEmbeddings):
+    """Ollama's ``/api/embed`` at the base URL chat uses."""
+
+    name = NAME
+
+    def __init__(self, model: str, *, host: str | None = None, api_key: str | None = None,
+                 settings: HttpSettings | None = None) -> None:
+        self.model = model
+        url = f"{ollama_base_url(host)}/api/embed"
+        self.endpoint = _endpoint(ollama_base_url(host), "/api/embed", api_key, settings or HttpSettings(),
+                                  "application/json", lambda status, detail: _explain(model, url, status, detail))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], model: str | None = None) -> OllamaEmbeddings:
+        return cls(model or DEFAULT_EMBEDDING_MODEL, host=environ.get("OLLAMA_HOST"), api_key=_api_key(environ),
+                   settings=_settings(environ))
+
+    def _payload(self, texts: list[str]) -> dict[str, Any]:
+        return {"model": self.model, "input": texts}
+
+    def _vectors(self, body: Any) -> list[list[float]]:
+        return list(body["embeddings"])
+
+
 class OllamaProvider(PromptedProvider):
     """Ollama's ``/api/chat`` over HTTP with NDJSON streaming (no SDK)."""
 
@@ -58,19 +122,8 @@ class OllamaProvider(PromptedProvider):
         self.model = model
         self.base_url = ollama_base_url(host)
         self.settings = settings or HttpSettings()
-        headers = {"accept": "application/x-ndjson", "user-agent": user_agent()}
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        self._endpoint = Endpoint(
-            provider=NAME,
-            url=f"{self.base_url}/api/chat",
-            headers=headers,
-            settings=self.settings,
-            key_var="OLLAMA_API_KEY",
-            unreachable=START_HINT,
-            explain=self._explain,
-            timeout_var="OLLAMA_TIMEOUT_MS",
-        )
+        self._endpoint = _endpoint(self.base_url, "/api/chat", api_key, self.settings, "application/x-ndjson",
+                                   self._explain)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], model: str | None = None,
@@ -78,8 +131,7 @@ class OllamaProvider(PromptedProvider):
         """Configured from ``OLLAMA_HOST``, ``OLLAMA_API_KEY``, ``LLMWIKI_MODEL`` /
         ``OLLAMA_MODEL`` and the timeout variables; needs no key."""
         return cls(model_from_env(environ, "OLLAMA_MODEL", DEFAULT_MODEL, model), host=environ.get("OLLAMA_HOST"),
-                   api_key=(environ.get("OLLAMA_API_KEY") or "").strip() or None,
-                   settings=settings or HttpSettings.from_env(environ, "OLLAMA_TIMEOUT_MS", "LLMWIKI_REQUEST_TIMEOUT_MS"))
+                   api_key=_api_key(environ), settings=settings or _settings(environ))
 
     def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
         return {
@@ -88,21 +140,11 @@ class OllamaProvider(PromptedProvider):
             "stream": stream,
         }
 
-    def _missing_model(self, detail: str) -> bool:
-        low = detail.lower()
-        return "model" in low and ("not found" in low or "pull" in low)
-
     def _explain(self, status: int, detail: str) -> tuple[str, str | None] | None:
-        pull = f"ollama pull {self.model}"
-        if self._missing_model(detail):
-            return f"model {self.model!r} is not available in Ollama: run `{pull}` ({detail})", f"run `{pull}`"
-        if status == 404:
-            return (f"nothing answers at {self._endpoint.url} (HTTP 404): {detail}",
-                    "is OLLAMA_HOST pointing at an Ollama server?")
-        return None
+        return _explain(self.model, self._endpoint.url, status, detail)
 
     def _in_stream_error(self, detail: str) -> ProviderError:
-        if self._missing_model(detail):
+        if _missing_model(detail):
             message, hint = self._explain(404, detail) or (detail, None)
             return ProviderError(NAME, message, hint=hint, status=404)
         return ProviderError(NAME, f"the server reported an error: {detail}")

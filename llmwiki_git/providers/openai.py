@@ -6,6 +6,9 @@ whose ``data:`` is a JSON chunk (text in ``choices[0].delta.content``) until
 ``data: [DONE]``. ``OPENAI_BASE_URL`` includes the version path, as the official clients
 expect (``http://127.0.0.1:8080/v1``); with it set the key is optional, for local servers.
 Model: ``LLMWIKI_MODEL`` > ``OPENAI_MODEL`` > ``gpt-4o-mini``.
+
+Embeddings: ``POST {base}/embeddings`` with ``{"model", "input": [texts]}``; vectors in
+``data[i].embedding``, ordered by ``data[i].index``. Model: ``text-embedding-3-small``.
 """
 
 from __future__ import annotations
@@ -14,14 +17,12 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import ConfigError
-from .base import PromptedProvider, chat_messages, model_from_env, user_agent
+from ..errors import ConfigError, ProviderError, RetryableStreamError
+from .base import HttpEmbeddings, PromptedProvider, chat_messages, model_from_env, user_agent
 from .http import (
     STREAM_END,
     Endpoint,
     HttpSettings,
-    ProviderError,
-    RetryableStreamError,
     error_detail,
     malformed,
     sse_events,
@@ -30,6 +31,7 @@ from .http import (
 NAME = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 KEY_VAR = "OPENAI_API_KEY"
 # Error types an OpenAI-compatible server reports inside a stream that are worth a retry.
 _RETRYABLE_TYPES = {"server_error", "rate_limit_error", "rate_limit_exceeded", "overloaded_error", "timeout"}
@@ -46,20 +48,8 @@ class OpenAIProvider(PromptedProvider):
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.settings = settings or HttpSettings()
-        custom = self.base_url != DEFAULT_BASE_URL
-        headers = {"accept": "text/event-stream", "user-agent": user_agent()}
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        self._endpoint = Endpoint(
-            provider=NAME,
-            url=f"{self.base_url}/chat/completions",
-            headers=headers,
-            settings=self.settings,
-            key_var=KEY_VAR,
-            unreachable=("is the server at OPENAI_BASE_URL running?" if custom
-                         else "check the network connection to api.openai.com"),
-            explain=self._explain,
-        )
+        self._endpoint = _endpoint(self.base_url, "/chat/completions", api_key, self.settings,
+                                   "text/event-stream", self._explain)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], model: str | None = None,
@@ -67,13 +57,9 @@ class OpenAIProvider(PromptedProvider):
         """Configured from ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``LLMWIKI_MODEL`` /
         ``OPENAI_MODEL`` and ``LLMWIKI_REQUEST_TIMEOUT_MS``; ConfigError without a key
         unless ``OPENAI_BASE_URL`` names a (local) server."""
-        key = (environ.get(KEY_VAR) or "").strip() or None
-        base = (environ.get("OPENAI_BASE_URL") or "").strip()
-        if not key and not base:
-            raise ConfigError("openai needs OPENAI_API_KEY",
-                              hint="set OPENAI_API_KEY, or OPENAI_BASE_URL for a local OpenAI-compatible server")
+        base, key = _base_and_key(environ, "openai")
         return cls(model_from_env(environ, "OPENAI_MODEL", DEFAULT_MODEL, model),
-                   base_url=base or DEFAULT_BASE_URL, api_key=key,
+                   base_url=base, api_key=key,
                    settings=settings or HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"))
 
     def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
@@ -97,6 +83,60 @@ class OpenAIProvider(PromptedProvider):
                     "set LLMWIKI_MODEL (or OPENAI_MODEL) to a model this server offers")
         return (f"nothing answers at {self._endpoint.url} (HTTP 404): {detail}",
                 "OPENAI_BASE_URL must include the version path, e.g. http://127.0.0.1:8080/v1")
+
+
+def _base_and_key(environ: Mapping[str, str], what: str) -> tuple[str, str | None]:
+    """The base URL and key from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``; ConfigError when
+    there is neither (a key is optional for a server named by ``OPENAI_BASE_URL``)."""
+    key = (environ.get(KEY_VAR) or "").strip() or None
+    base = (environ.get("OPENAI_BASE_URL") or "").strip()
+    if not key and not base:
+        raise ConfigError(f"{what} needs OPENAI_API_KEY",
+                          hint="set OPENAI_API_KEY, or OPENAI_BASE_URL for a local OpenAI-compatible server"
+                               + (", or LLMWIKI_EMBEDDING_PROVIDER=local" if "embeddings" in what else ""))
+    return (base or DEFAULT_BASE_URL).rstrip("/"), key
+
+
+def _endpoint(base_url: str, path: str, api_key: str | None, settings: HttpSettings, accept: str,
+              explain: Any = None) -> Endpoint:
+    headers = {"accept": accept, "user-agent": user_agent()}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return Endpoint(
+        provider=NAME,
+        url=f"{base_url}{path}",
+        headers=headers,
+        settings=settings,
+        key_var=KEY_VAR,
+        unreachable=("is the server at OPENAI_BASE_URL running?" if base_url != DEFAULT_BASE_URL
+                     else "check the network connection to api.openai.com"),
+        explain=explain,
+    )
+
+
+class OpenAIEmbeddings(HttpEmbeddings):
+    """``{base}/embeddings`` of OpenAI or a compatible server."""
+
+    name = NAME
+
+    def __init__(self, model: str, *, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
+                 settings: HttpSettings | None = None) -> None:
+        self.model = model
+        self.endpoint = _endpoint(base_url.rstrip("/"), "/embeddings", api_key, settings or HttpSettings(),
+                                  "application/json")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], model: str | None = None) -> OpenAIEmbeddings:
+        base, key = _base_and_key(environ, "openai embeddings")
+        return cls(model or DEFAULT_EMBEDDING_MODEL, base_url=base, api_key=key,
+                   settings=HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"))
+
+    def _payload(self, texts: list[str]) -> dict[str, Any]:
+        return {"model": self.model, "input": texts}
+
+    def _vectors(self, body: Any) -> list[list[float]]:
+        data = sorted(body["data"], key=lambda d: d.get("index", 0))
+        return [d["embedding"] for d in data]
 
 
 def _error_of(chunk: dict[str, Any]) -> ProviderError:

@@ -11,27 +11,31 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import LlmwikiError, UsageError
+from ..errors import CandidateNotFound, LlmwikiError, UsageError
 from ..git import Git
 from ..wiki.frontmatter import split
 from ..wiki.slug import slugify
-from . import trailers as T
+from .trailers import ABSENT, KIND, KINDS, PAGE_KIND, Trailers, parse as parse_trailers, read_many as read_trailers
 
-PREFIX = "refs/heads/llmwiki/review/"
+BRANCH_PREFIX = "llmwiki/review/"
+PREFIX = "refs/heads/" + BRANCH_PREFIX
 REJECTED = "refs/llmwiki/rejected/"
-_ID = re.compile(r"^[^\x00-\x20/\\~^:?*\[.][^\x00-\x20/\\~^:?*\[]{0,200}-[0-9a-f]{8}$")
+#: ``<slug>-<8 hex>``, safe as a ref component: no control, space, DEL or ref-special
+#: characters, no leading ``.`` or ``-`` (the one rule: review commands and the Action).
+CANDIDATE_ID = re.compile(r"[^\x00-\x20\x7f/\\~^:?*\[.\-][^\x00-\x20\x7f/\\~^:?*\[]{0,200}-[0-9a-f]{8}")
 
 
-class CandidateNotFound(LlmwikiError):
-    def __init__(self, candidate_id: str) -> None:
-        super().__init__(f"no review candidate {candidate_id!r}", hint="run `llmwiki review list` to see the open ones")
+def is_candidate_id(text: str) -> bool:
+    """Whether ``text`` is a well-formed candidate id (see :data:`CANDIDATE_ID`)."""
+    return (CANDIDATE_ID.fullmatch(text) is not None and not text.endswith(".lock")
+            and ".." not in text and "@{" not in text)
 
 
 @dataclass
 class Candidate:
     id: str
     commit: str
-    trailers: T.Trailers | None
+    trailers: Trailers | None
     subject: str = ""
     committed_at: int = 0
     notes: list[str] = field(default_factory=list)
@@ -65,7 +69,7 @@ def new_id(git: Git, slug: str) -> str:
 
 def check_id(git: Git, candidate_id: str, *, must_exist: bool = True) -> bool:
     """Whether ``candidate_id`` is safe as a ref component; raise UsageError otherwise."""
-    if not _ID.match(candidate_id) or candidate_id.endswith(".lock") or ".." in candidate_id or "@{" in candidate_id:
+    if not is_candidate_id(candidate_id):
         raise UsageError(f"{candidate_id!r} is not a valid candidate id", hint="ids look like <slug>-<8 hex>")
     probe = git.run("check-ref-format", "--branch", f"llmwiki/review/{candidate_id}", check=False)
     if not probe.strip():
@@ -85,10 +89,10 @@ def list_candidates(git: Git) -> list[Candidate]:
     for line in out.splitlines():
         ref, commit, stamp, subject = (line.split("\t") + ["", "", "", ""])[:4]
         rows.append((ref[len(PREFIX):], commit, int(stamp or 0), subject))
-    found = T.read_many(git, [c for _, c, _, _ in rows])
+    found = read_trailers(git, [c for _, c, _, _ in rows])
     candidates = []
     for candidate_id, commit, stamp, subject in rows:
-        parsed = T.parse(found.get(commit, {}))
+        parsed = parse_trailers(found.get(commit, {}))
         candidate = Candidate(candidate_id, commit, parsed, subject, stamp)
         if parsed is None:
             candidate.notes.append("malformed trailers: cannot be approved")
@@ -176,9 +180,9 @@ def validate(git: Git, candidate: Candidate, wiki_root: str) -> Malformed | None
     if t is None or candidate.notes:
         return Malformed("malformed", f"candidate {candidate.id} has a malformed trailer block "
                                       f"({'; '.join(candidate.notes) or 'missing keys'}); reject it")
-    if t.kind not in T.KINDS:
-        return Malformed("malformed", f"candidate kind {t.kind!r} is not one of {', '.join(T.KINDS)}")
-    page_edit = t.kind == T.PAGE_KIND
+    if t.kind not in KINDS:
+        return Malformed("malformed", f"candidate kind {t.kind!r} is not one of {', '.join(KINDS)}")
+    page_edit = t.kind == PAGE_KIND
     problem = (page_target_problem if page_edit else target_problem)(t.target, wiki_root)
     if problem is not None:
         return Malformed("bad-target", f"candidate {candidate.id}: {problem}; reject it")
@@ -226,8 +230,8 @@ def pending_index(git: Git) -> BranchPending:
         if candidate.trailers is None or candidate.notes or candidate.slug is None:
             continue
         t = candidate.trailers
-        answer = t.kind == T.KIND and "/queries/" in f"/{t.target}"
-        if not answer and not (t.kind == T.PAGE_KIND and t.body_digest != T.ABSENT):
+        answer = t.kind == KIND and "/queries/" in f"/{t.target}"
+        if not answer and not (t.kind == PAGE_KIND and t.body_digest != ABSENT):
             continue
         by_slug.setdefault(slugify(candidate.slug), []).append(candidate.id)  # a page file name may not be a slug
     return BranchPending({k: tuple(sorted(v)) for k, v in by_slug.items()})

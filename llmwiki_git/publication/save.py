@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import DATA_ERRORS
 from ..gitstore.commits import current_branch
 from ..gitstore.transaction import Intent, check_worktree
 from ..wiki.citations import BROKEN, PENDING, Citation, PendingIndex, citation_report
@@ -87,7 +88,7 @@ def precheck(site: Site, question: str) -> None:
     current_branch(git)  # a detached HEAD refuses now, not after the answer
     try:
         path = target_path(site.load_wiki("HEAD"), query_slug(question))
-    except Exception:  # an unreadable wiki: publish() refuses it as "validation unavailable"
+    except DATA_ERRORS:  # an unreadable wiki: publish() refuses it as "validation unavailable"
         return
     head = git.rev_parse("HEAD")
     check_worktree(git, Intent("", head, head or "", "save", [path]))
@@ -115,7 +116,7 @@ def publish(
             path = target_path(current, slug)
             after = current.with_page(path, document)
             citations, error = citation_report(body_of(document), after, pending), None
-        except Exception as exc:  # validation must not crash the save: it refuses it
+        except DATA_ERRORS as exc:  # validation must not crash the save: it refuses it
             citations, error = None, f"{exc.__class__.__name__}: {exc}"
         refusal = policy_refusal(citations, error, DIRECT)
         if refusal is not None:

@@ -32,10 +32,6 @@ class Chunk:
     index: int
     text: str
 
-    @property
-    def hash(self) -> str:
-        return content_hash(self.text)
-
 
 def content_hash(text: str) -> str:
     """First 16 hex chars of SHA-256 of the UTF-8 text (whitespace significant)."""

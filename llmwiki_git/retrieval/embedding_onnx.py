@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LOCAL_INSTALL_HINT, LlmwikiError
+from ..errors import LOCAL_INSTALL_HINT, EmbeddingUnavailable, LlmwikiError
 
 __all__ = ["EmbeddingUnavailable", "OnnxMiniLMEmbedder"]
 
@@ -40,10 +41,6 @@ MODEL_FILE = "model.onnx"
 
 #: Called after each batch as ``progress(done, total)`` (texts embedded so far, all texts).
 ProgressCallback = Callable[[int, int], Any]
-
-
-class EmbeddingUnavailable(LlmwikiError):
-    """The local embedding model cannot be loaded (a package or file is missing)."""
 
 
 def _package_file(package: str, relpath: str) -> Path | None:
@@ -81,6 +78,14 @@ def _default_threads() -> int:
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
     return max(1, n)
+
+
+def ort_errors(ort: Any) -> tuple[type[BaseException], ...]:
+    """onnxruntime's own exception types (they subclass bare ``Exception``), and the builtin
+    ones it raises: what loading or running a model may raise."""
+    state = getattr(getattr(ort, "capi", None), "onnxruntime_pybind11_state", None)
+    own = tuple(v for v in vars(state).values() if isinstance(v, type) and issubclass(v, Exception)) if state else ()
+    return own + (OSError, RuntimeError, ValueError)
 
 
 class OnnxMiniLMEmbedder:
@@ -208,7 +213,7 @@ class OnnxMiniLMEmbedder:
                 session = ort.InferenceSession(
                     str(model_file), sess_options=options, providers=["CPUExecutionProvider"]
                 )
-            except Exception as exc:  # onnxruntime raises its own exception types
+            except ort_errors(ort) as exc:
                 raise EmbeddingUnavailable(
                     f"cannot load the embedding model {model_file}: {exc}; "
                     f"reinstall it: pip install --force-reinstall {MODEL_DISTRIBUTION}"
@@ -279,7 +284,10 @@ class OnnxMiniLMEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(["last_hidden_state"], feeds)[0]
+        try:
+            hidden = self._session.run(["last_hidden_state"], feeds)[0]
+        except ort_errors(sys.modules["onnxruntime"]) as exc:
+            raise EmbeddingUnavailable(f"the embedding model failed: {exc}") from exc
         # sentence-transformers Pooling(mean): sum of token vectors under the mask / count.
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)

@@ -16,7 +16,7 @@ from ..wiki.generated import is_evidence
 from ..wiki.model import Page, Wiki
 from ..wiki.slug import parse_target
 from ..wiki.pages import decode
-from ..wiki.sources import SourceFile
+from ..wiki.snapshots import SourceFile
 from . import store as store_mod
 from .chunking import content_hash, embedding_input, path_words, readable_text, split_into_chunks
 from .chunking import store_fingerprint

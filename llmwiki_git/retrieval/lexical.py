@@ -58,6 +58,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import LexicalIndexError
+
 __all__ = [
     "B",
     "FIELD_WEIGHTS",
@@ -101,10 +103,6 @@ _UPDATE_ARRAYS: dict[str, np.dtype[Any]] = {
     "tf": np.dtype(np.float32),
     "lengths": np.dtype(np.float64),
 }
-
-
-class LexicalIndexError(Exception):
-    """The lexical index on disk is missing, incomplete, corrupt or of another version."""
 
 
 # --------------------------------------------------------------------------- tokenizer

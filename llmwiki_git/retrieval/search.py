@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import BEST_EFFORT_ERRORS
 from .embedders import Embedder
 from .lexical import LexicalIndex
 from .store import Store
@@ -63,7 +64,7 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
 
 def _fused_pages(n: int, owner: np.ndarray, cosine: np.ndarray, bm25: np.ndarray) -> np.ndarray:
     """Reciprocal-rank fusion of pages: each page ranks, in the cosine and in the BM25 list,
-    where its best chunk ranks (max aggregation: measured better than sums of chunk scores);
+    where its best chunk ranks (max aggregation: better than sums of chunk scores, docs/embeddings.md);
     pages without any query term are left out of the BM25 list."""
     best_cosine = np.full(n, -np.inf, dtype=np.float32)
     np.maximum.at(best_cosine, owner, cosine)
@@ -109,7 +110,7 @@ def search(
             query = embedder.embed([question])[0]
             with np.errstate(all="ignore"):
                 cosine = np.asarray(store.vectors @ query, dtype=np.float32)
-        except Exception as exc:  # any embedding failure degrades to lexical, with a warning
+        except BEST_EFFORT_ERRORS as exc:  # any embedding failure degrades to lexical, with a warning
             warnings.append({"code": "embedding-degraded",
                              "message": f"query embedding failed ({exc}); ranked lexically"})
         if cosine is not None and not bool(np.isfinite(cosine).all()):  # the store is verified, not trusted

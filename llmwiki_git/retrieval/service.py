@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import confine
-from ..errors import PathRefused
+from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
 from ..git import Git, blob_id
 from ..gitstore.transaction import sweep_temp_files, write_atomic
 from ..wiki.indexpage import entries_of, render, same_content
@@ -22,9 +22,9 @@ from . import store as store_mod
 from .chunking import store_fingerprint
 from .context import ContextOptions, LivePage, PackInputs, build_pack
 from .embedders import Embedder, make_embedder, provider_name
-from .lexical import LexicalIndex, LexicalIndexError
+from .lexical import LexicalIndex
 from .search import DEFAULT_MODE, MODES, SearchResult, search
-from .store import PageEntry, Store, StoreError
+from .store import PageEntry, Store
 
 
 SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that cannot be read
@@ -120,7 +120,9 @@ class Retrieval:
         """Only wikis in the reference layout (concepts/ or queries/) get a generated index."""
         if not any(p.kind in ("concept", "query") for p in wiki.pages):
             return None
-        return f"{wiki.root_dir}/index.md" if wiki.root_dir else "index.md"
+        from ..wiki.generated import index_path
+
+        return index_path(wiki.root_dir)
 
     def _write_index_page(self, wiki: Wiki, rel: str, notes: list[str]) -> str | None:
         """Regenerate the table of contents where llmwiki owns ``rel`` (absent or generated);
@@ -203,7 +205,7 @@ class Retrieval:
         if store.dimensions:
             try:
                 embedder = self.embedder()
-            except Exception as exc:  # a misconfigured provider degrades to lexical search
+            except BEST_EFFORT_ERRORS as exc:  # a misconfigured provider degrades to lexical search
                 warnings.append({"code": "embedding-degraded", "message": str(exc)})
             if embedder is not None and store_fingerprint(embedder.fingerprint) != store.fingerprint:
                 warnings.append({"code": "embedding-model-mismatch",
@@ -229,7 +231,7 @@ class Retrieval:
             return loaded
         try:
             live = self._list_pages()
-        except Exception as exc:  # a broken git index must not stop a read: rank from the store
+        except DATA_ERRORS as exc:  # a broken git index must not stop a read: rank from the store
             loaded.warnings.append({"code": "index-freshness-unknown",
                                     "message": f"could not list the wiki's pages ({exc}); recent edits may be missing"})
             return loaded

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import confine
-from ..errors import PathRefused
+from ..errors import PathRefused, SourceRefused
 
 _MARKER = re.compile(r"\^\[([^\]\n]+)\]")
 _SPAN = re.compile(r"^(?P<file>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
@@ -18,7 +18,7 @@ MAX_LINES = 30
 
 
 @dataclass(frozen=True)
-class Citation:
+class SourceCitation:
     file: str
     start: int | None = None
     end: int | None = None
@@ -31,8 +31,8 @@ class Citation:
         return out
 
 
-def citations(body: str) -> list[Citation]:
-    found: dict[tuple[str, int | None, int | None], Citation] = {}
+def citations(body: str) -> list[SourceCitation]:
+    found: dict[tuple[str, int | None, int | None], SourceCitation] = {}
     for marker in _MARKER.finditer(body):
         for part in re.split(r"[;,]", marker.group(1)):
             match = _SPAN.match(part.strip())
@@ -40,13 +40,9 @@ def citations(body: str) -> list[Citation]:
                 continue
             start = int(match.group("start")) if match.group("start") else None
             end = int(match.group("end")) if match.group("end") else start
-            c = Citation(match.group("file").strip(), start, end)
+            c = SourceCitation(match.group("file").strip(), start, end)
             found.setdefault((c.file, c.start, c.end), c)
     return list(found.values())
-
-
-class SourceRefused(Exception):
-    pass
 
 
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
@@ -68,7 +64,7 @@ def confined_path(sources_root: Path, name: str) -> Path:
         raise SourceRefused(exc.reason) from exc
 
 
-def window(sources_root: Path, citation: Citation) -> dict[str, object]:
+def window(sources_root: Path, citation: SourceCitation) -> dict[str, object]:
     """Lines ``start..end`` (1-based, inclusive, at most 30) of a cited source file."""
     if citation.start is None:
         raise SourceRefused("citation has no line range")

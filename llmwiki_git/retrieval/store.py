@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import confine
-from ..errors import LlmwikiError, PathRefused
+from ..errors import LlmwikiError, PathRefused, StoreError
 
 VERSION = 1
 MAGIC = b"LLMWEMB1"
@@ -46,18 +46,10 @@ MAX_JSON_BYTES = 1 << 30
 MAX_DIMENSIONS = 65536
 
 
-class StoreError(LlmwikiError):
-    """The store is missing, corrupt, truncated, or from another embedding model."""
-
-    def __init__(self, message: str, code: str = "embedding-store-missing") -> None:
-        super().__init__(message, hint="run `llmwiki index` to build or rebuild it")
-        self.code = code
-
-
 class PageEntry(NamedTuple):
     """One page of the store. A NamedTuple, and the JSON lists are kept as they are parsed:
-    loading 10,000 entries as frozen dataclasses with tuple copies cost 0.18 s of the
-    `context` budget (measured)."""
+    frozen dataclasses with tuple copies made loading 10,000 entries slower on the `context`
+    path (benchmarks/retrieval.py measures that path)."""
 
     page_id: str
     path: str

@@ -11,14 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import LlmwikiError
+from ..errors import DATA_ERRORS, ApprovalRefused, LlmwikiError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
-from ..publication import trailers as T
+from ..publication.trailers import ABSENT, PAGE_KIND, REPLAYED
 from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, policy_refusal
-from . import pagepolicy as P
+from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome, precondition_of, three_way
 from ..publication.write import Site, commit_and_move, locked
 from ..wiki.citations import Citation, PendingIndex, citation_report
 
@@ -70,28 +70,28 @@ def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str
         extra = f": {RESTAGE}" if malformed.code == "not-single-commit" else ""
         return refuse(malformed.code, malformed.message + extra)
     assert t is not None
-    if t.kind == T.PAGE_KIND:
+    if t.kind == PAGE_KIND:
         return _evaluate_page(ws, candidate, tip, ref, refuse)
-    new_blob = P.blob_at(git, candidate.commit, t.target)
+    new_blob = blob_at(git, candidate.commit, t.target)
     if new_blob is None:
         return refuse("touches-other-files", f"candidate {candidate_id} deletes {t.target}")
     document = git.run("cat-file", "blob", new_blob)
     if body_digest(document) != t.body_digest:
         return refuse("candidate-edited", f"candidate-edited: the answer body of {candidate_id} no longer matches its digest; {RESTAGE}")
-    at_base = P.blob_at(git, t.base, t.target)
-    claimed = T.ABSENT if at_base is None else f"blob {at_base}"
+    at_base = blob_at(git, t.base, t.target)
+    claimed = ABSENT if at_base is None else f"blob {at_base}"
     if t.precondition != claimed:
         return refuse("forged", f"candidate {candidate_id} claims precondition {t.precondition!r}, but at its base the target was {claimed!r}; {RESTAGE}")
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
-    at_tip = P.blob_at(git, tip, t.target)
+    at_tip = blob_at(git, tip, t.target)
     if at_tip != at_base:
         code, what = _moved(at_base, at_tip)
         return refuse(code, f"{t.target} {what} since {candidate_id} was staged; {RESTAGE}")
     try:
         after = (tip_wiki or ws.wiki(tip)).with_page(t.target, document.decode("utf-8"))
         citations, error = citation_report(body_of(document.decode("utf-8")), after, pending), None
-    except Exception as exc:  # validation failure refuses, keeps the candidate
+    except DATA_ERRORS as exc:  # validation failure refuses, keeps the candidate
         citations, error = None, f"{exc.__class__.__name__}: {exc}"
     refusal = policy_refusal(citations, error, "direct")
     if refusal is not None:
@@ -112,37 +112,37 @@ def _evaluate_page(ws, candidate: Candidate, tip: str | None, ref: str,  # type:
     t = candidate.trailers
     assert t is not None
     cid = candidate.id
-    new_blob = P.blob_at(git, candidate.commit, t.target)
+    new_blob = blob_at(git, candidate.commit, t.target)
     document = None if new_blob is None else git.run("cat-file", "blob", new_blob)
-    digest = T.ABSENT if document is None else body_digest(document)
+    digest = ABSENT if document is None else body_digest(document)
     if digest != t.body_digest:
         return refuse("candidate-edited", f"candidate-edited: the page body of {cid} no longer matches its digest; {RESTAGE_PAGE}")
     try:
-        started = P.blob_of_precondition(t.precondition)
+        started = blob_of_precondition(t.precondition)
     except LlmwikiError as exc:
         return refuse("malformed", f"candidate {cid}: {exc}; reject it")
     if document is None and started is None:
         return refuse("malformed", f"candidate {cid} deletes {t.target}, which its precondition says was absent; reject it")
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
-    at_tip = P.blob_at(git, tip, t.target)
+    at_tip = blob_at(git, tip, t.target)
     if at_tip != started:
         code, what = _moved(started, at_tip)
-        view = P.three_way(git, t.target, started, at_tip, new_blob)
+        view = three_way(git, t.target, started, at_tip, new_blob)
         return refuse(code, f"lost update refused: {t.target} {what} since the editor of {cid} read it "
-                            f"(they started from {t.precondition}, the tip has {P.precondition_of(at_tip)}); "
+                            f"(they started from {t.precondition}, the tip has {precondition_of(at_tip)}); "
                             f"{RESTAGE_PAGE}", threeWay=view)
     try:
         text = None if document is None else document.decode("utf-8")
-        links = P.link_outcome(ws, tip, t.target, text)
-    except Exception as exc:  # validation failure refuses, keeps the candidate
+        links = link_outcome(ws, tip, t.target, text)
+    except DATA_ERRORS as exc:  # validation failure refuses, keeps the candidate
         return refuse("unavailable", f"Approval of {cid} refused: link validation unavailable "
                                      f"({exc.__class__.__name__}: {exc}); the candidate is kept")
     details = {"brokenBefore": [p.to_json() for p in links.old_errors],
                "pendingLinks": [p.to_json() for p in links.pending]}
     if links.new_errors:
         return refuse("broken", f"Approval of {cid} refused: the edit breaks {len(links.new_errors)} link(s): "
-                                f"{P.describe(links.new_errors)}; fix them or approve the pages they need first; "
+                                f"{describe_problems(links.new_errors)}; fix them or approve the pages they need first; "
                                 "the candidate is kept", newlyBroken=[p.to_json() for p in links.new_errors], **details)
     note = f" ({len(links.old_errors)} link(s) were broken before and still are)" if links.old_errors else ""
     return Verdict(True, "ok", f"{cid} can be approved onto {ref}{note}", candidate, tip, ref, None, details)
@@ -158,20 +158,13 @@ class Approved:
     already: bool = False  # it was on the branch already: only the remaining steps were done
 
 
-class ApprovalRefused(LlmwikiError):
-    def __init__(self, verdict: Verdict) -> None:
-        view = verdict.details.get("threeWay")
-        super().__init__(verdict.message + (f"\n\n{view.rstrip()}" if view else ""))
-        self.verdict = verdict
-
-
 def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:
     """The commit on the branch that already carries this candidate (itself, or its replay)."""
     if tip is None:
         return None
     if git.text("rev-list", "--count", f"{tip}..{candidate.commit}") == "0":  # an ancestor of the tip
         return candidate.commit
-    found = git.text("log", "-n", "1", "--format=%H", "-F", f"--grep={T.REPLAYED}: {candidate.commit}", tip, "--")
+    found = git.text("log", "-n", "1", "--format=%H", "-F", f"--grep={REPLAYED}: {candidate.commit}", tip, "--")
     return found or None
 
 
@@ -181,7 +174,7 @@ def approve(ws, candidate_id: str, pending: PendingIndex | None,  # type: ignore
     ``publication.write``): every check first, then the page commit (or its replay) and the
     index/log commit are built, then the branch moves once and the candidate is deleted."""
     git: Git = ws.require_git("approving candidates")
-    site = Site(git, ws.root, ws.state_dir, ws.base, ws.wiki)
+    site = Site(git, ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
     try:
         with locked(site):
             return _approve(ws, site, candidate_id, pending)
@@ -210,8 +203,8 @@ def _approve(ws, site: Site, candidate_id: str, pending: PendingIndex | None) ->
     if replayed:
         raw = git.run("cat-file", "commit", commit).decode("utf-8", "surrogateescape")
         message = raw.split("\n\n", 1)[1]
-        message = message.rstrip("\n") + f"\n{T.REPLAYED}: {commit}\n"
-        document = None if P.blob_at(git, commit, t.target) is None else git.run("cat-file", "blob", f"{commit}:{t.target}")
+        message = message.rstrip("\n") + f"\n{REPLAYED}: {commit}\n"
+        document = None if blob_at(git, commit, t.target) is None else git.run("cat-file", "blob", f"{commit}:{t.target}")
         author = git.text("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit).split("\0")
         commit = build_commit(git, verdict.tip, {t.target: document}, message, author=(author[0], author[1], author[2]))
     entry = log_entry("approve", verdict.candidate.subject,

@@ -14,7 +14,7 @@ from ..checks import CheckResult, check_wiki, fail_closed, new_problems
 from ..errors import UsageError
 from ..git import Git
 from ..problems import Problem
-from ..publication import trailers as T
+from ..publication.trailers import ABSENT
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -37,12 +37,12 @@ def blob_at(git: Git, rev: str, path: str) -> str | None:
 
 
 def precondition_of(blob: str | None) -> str:
-    return T.ABSENT if blob is None else f"blob {blob}"
+    return ABSENT if blob is None else f"blob {blob}"
 
 
 def blob_of_precondition(precondition: str) -> str | None:
     """The blob id a precondition names (None for ``absent``); UsageError if it is neither."""
-    if precondition == T.ABSENT:
+    if precondition == ABSENT:
         return None
     kind, _, oid = precondition.partition(" ")
     if kind != "blob" or not _BLOB.match(oid):
@@ -60,10 +60,9 @@ class LinkOutcome:
 def _generated(ws, tip: str, wiki_root: str) -> set[str]:  # type: ignore[no-untyped-def]
     """The table of contents and journal llmwiki owns (rewritten by the approval itself, so
     their links never count)."""
-    from ..wiki.generated import INDEX, LOG, owned
+    from ..wiki.generated import index_path, log_path, owned
 
-    index_rel = f"{wiki_root}/{INDEX}" if wiki_root else INDEX
-    log_rel = f"{ws.base}/{LOG}" if ws.base else LOG
+    index_rel, log_rel = index_path(wiki_root), log_path(ws.project_prefix)
     return {rel for rel, kind in ((index_rel, "index"), (log_rel, "log")) if owned(ws.git, Path(ws.root), rel, tip, kind)}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import LlmwikiError
+from ..errors import BEST_EFFORT_ERRORS, LlmwikiError
 from ..publication.candidates import get, list_candidates, pending_index
 from ..publication.trailers import PAGE_KIND
 from ..wiki.citations import BROKEN, PENDING
@@ -83,6 +83,6 @@ def approve_candidate(ws, candidate_id: str, note: Callable[[str], None] | None 
     done = approve(ws, candidate_id, pending_index(git), note)
     try:
         ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
-    except Exception:  # the approval stands; `llmwiki index` catches up
+    except BEST_EFFORT_ERRORS:  # the approval stands; `llmwiki index` catches up
         pass
     return done

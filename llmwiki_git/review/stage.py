@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..errors import DATA_ERRORS
 from ..publication.document import now_iso, query_slug, render_page
 from ..gitstore.commits import build_commit, current_branch
 from ..publication.write import Site, locked
 from ..publication.save import PROPOSAL, Refusal, body_of, policy_refusal, target_path
 from ..wiki.citations import PendingIndex, citation_report
-from ..publication import trailers as T
+from ..publication.trailers import ABSENT, KIND, Trailers, message as commit_message
 from ..publication.candidates import PREFIX, body_digest, new_id
 
 
@@ -29,7 +30,7 @@ def stage_candidate(ws, question: str, answer: str, pending: PendingIndex | None
     git = ws.require_git("staging a review candidate")
     slug = query_slug(question)
     document = render_page(question, answer, now_iso())
-    site = Site(git, ws.root, ws.state_dir, ws.base, ws.wiki)
+    site = Site(git, ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
     try:
         return _stage(ws, site, question, slug, document, pending)
     finally:
@@ -49,18 +50,18 @@ def _stage(ws, site: Site, question: str, slug: str, document: str, pending: Pen
             wiki = ws.wiki(base)
             target = target_path(wiki, slug)
             citations, error = citation_report(body_of(document), wiki.with_page(target, document), pending), None
-        except Exception as exc:  # validation failure refuses, never crashes
+        except DATA_ERRORS as exc:  # validation failure refuses, never crashes
             citations, error, target = None, f"{exc.__class__.__name__}: {exc}", ""
         refusal = policy_refusal(citations, error, PROPOSAL)
         if refusal is not None:
             refusal.message = refusal.message.replace("publication", "staging")
             return refusal
         old = git.run("rev-parse", "--verify", "--quiet", f"{base}:{target}", check=False).decode().strip()
-        precondition = f"blob {old}" if old else T.ABSENT
+        precondition = f"blob {old}" if old else ABSENT
         candidate_id = new_id(git, slug)
-        trailers = T.Trailers(candidate_id, T.KIND, target, precondition, body_digest(document), base)
+        trailers = Trailers(candidate_id, KIND, target, precondition, body_digest(document), base)
         first = " ".join(question.split())
-        message = T.message(f"llmwiki: review candidate \"{first[:60]}{'…' if len(first) > 60 else ''}\"",
+        message = commit_message(f"llmwiki: review candidate \"{first[:60]}{'…' if len(first) > 60 else ''}\"",
                             f"Question: {first}", trailers)
         commit = build_commit(git, base, {target: document.encode("utf-8")}, message)
         git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")

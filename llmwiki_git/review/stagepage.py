@@ -13,11 +13,11 @@ from ..confine import refuse_symlinks
 from ..errors import PathRefused, UsageError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
-from ..publication import trailers as T
+from ..publication.trailers import ABSENT, PAGE_KIND, Trailers, message as commit_message
 from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
 from ..publication.write import Site, locked
 from ..wiki.slug import slugify
-from . import pagepolicy as P
+from .pagepolicy import blob_at, blob_of_precondition, content_problem, precondition_of
 from .stage import Staged
 
 
@@ -32,18 +32,18 @@ def _started_from(git: Git, base: str, target: str, given: str | None) -> str:
     """The precondition: HEAD's blob (or ``absent``) unless the editor says what they read --
     ``absent``, a blob id, or a commit whose version of the page they read."""
     if given is None:
-        return P.precondition_of(P.blob_at(git, base, target))
+        return precondition_of(blob_at(git, base, target))
     given = given.strip()
-    if given == T.ABSENT:
-        return T.ABSENT
+    if given == ABSENT:
+        return ABSENT
     kind = git.run("cat-file", "-t", given, check=False).decode().strip() if given and not given.startswith("-") else ""
     if kind == "blob":
-        return P.precondition_of(git.text("rev-parse", "--verify", "--end-of-options", f"{given}^{{blob}}"))
+        return precondition_of(git.text("rev-parse", "--verify", "--end-of-options", f"{given}^{{blob}}"))
     if kind in ("commit", "tag"):
         commit = git.text("rev-parse", "--verify", "--end-of-options", f"{given}^{{commit}}")
-        return P.precondition_of(P.blob_at(git, commit, target))
+        return precondition_of(blob_at(git, commit, target))
     try:
-        return P.precondition_of(P.blob_of_precondition(f"blob {given.lower()}"))  # a blob id not in this repository
+        return precondition_of(blob_of_precondition(f"blob {given.lower()}"))  # a blob id not in this repository
     except UsageError:
         raise UsageError(f"--from {given!r} names no blob or commit here",
                          hint="give the blob id you read (read_page's blobId), a commit, or 'absent'") from None
@@ -53,7 +53,7 @@ def stage_pages(ws, edits: Sequence[PageEdit], note: Callable[[str], None] | Non
     """Stage each edit as its own candidate, all on the current tip, under the repository
     lock. Every edit is checked before any branch is created: one bad edit stages nothing."""
     git: Git = ws.require_git("staging a page edit")
-    site = Site(git, ws.root, ws.state_dir, ws.base, ws.wiki)
+    site = Site(git, ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
     try:
         with locked(site):
             current_branch(git)  # refuse on a detached HEAD
@@ -74,14 +74,14 @@ def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit) -> tupl
     if problem is not None:
         raise UsageError(f"cannot stage {edit.target!r}: {problem}")
     refuse_symlinks(top, edit.target)
-    at_base = P.blob_at(git, base, edit.target)
+    at_base = blob_at(git, base, edit.target)
     if at_base is not None and git.text("ls-tree", "--format=%(objectmode)", base, "--", edit.target) != "100644":
         raise PathRefused(edit.target, "is not a regular file at HEAD (a symlink, executable or submodule)")
     if edit.document is None:
         if at_base is None:
             raise UsageError(f"cannot stage the deletion of {edit.target}: it is not in HEAD")
     else:
-        bad = P.content_problem(edit.document)
+        bad = content_problem(edit.document)
         if bad is not None:
             raise UsageError(f"cannot stage {edit.target}: {bad}", hint="remove the control characters and try again")
         if at_base is not None and git.run("cat-file", "blob", at_base) == edit.document.encode("utf-8"):
@@ -92,10 +92,10 @@ def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit) -> tupl
 def _commit(git: Git, base: str, edit: PageEdit, precondition: str) -> Staged:
     stem = edit.target.rsplit("/", 1)[-1][:-3]
     candidate_id = new_id(git, (slugify(stem) or "page")[:80])
-    digest = T.ABSENT if edit.document is None else body_digest(edit.document)
-    trailers = T.Trailers(candidate_id, T.PAGE_KIND, edit.target, precondition, digest, base)
-    verb = "delete" if edit.document is None else ("edit" if precondition != T.ABSENT else "add")
-    message = T.message(f"llmwiki: review candidate: {verb} {edit.target}"[:200], "", trailers)
+    digest = ABSENT if edit.document is None else body_digest(edit.document)
+    trailers = Trailers(candidate_id, PAGE_KIND, edit.target, precondition, digest, base)
+    verb = "delete" if edit.document is None else ("edit" if precondition != ABSENT else "add")
+    message = commit_message(f"llmwiki: review candidate: {verb} {edit.target}"[:200], "", trailers)
     data = None if edit.document is None else edit.document.encode("utf-8")
     commit = build_commit(git, base, {edit.target: data}, message)
     git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")
@@ -147,7 +147,7 @@ def restore(ws, edits: Sequence[PageEdit]) -> list[str]:  # type: ignore[no-unty
             kept.append(edit.target)
             continue
         spec = f":(top,literal){edit.target}"
-        if P.blob_at(git, "HEAD", edit.target) is not None:
+        if blob_at(git, "HEAD", edit.target) is not None:
             git.run("checkout", "HEAD", "--", spec)
         else:
             git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", spec)

@@ -1,15 +1,12 @@
-"""Split a page into YAML frontmatter and body, parse it, and edit fields in place.
+"""Split a page into YAML frontmatter and body, and parse it.
 
-Written here rather than taken from python-frontmatter because (measured) the check path
-parses every page of a 10,000-page wiki on each run: this split is a few string finds plus
-libyaml's CSafeLoader, it reports the line of a YAML error, and `set_fields` rewrites only
-the keys it is given, so unknown keys, their formatting and the key order survive
-byte-for-byte (python-frontmatter re-dumps the whole block and sorts keys).
+Written here rather than taken from python-frontmatter because the check path parses every
+page of a wiki on each run: this split is a few string finds plus libyaml's CSafeLoader,
+and it reports the line of a YAML error.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -120,52 +117,3 @@ def string_list(value: Any) -> list[str]:
     if isinstance(value, list):
         return [item for item in value if isinstance(item, str)]
     return []
-
-
-def _dump_field(key: str, value: Any) -> str:
-    yaml, _ = _yaml()
-    if isinstance(value, (_dt.date, _dt.datetime)):
-        value = value.isoformat()
-    dumped = yaml.safe_dump(
-        {key: value}, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000
-    )
-    return dumped
-
-
-_TOP_KEY = re.compile(r"^([^\s#][^:]*?):(?:[ \t]|$)")
-
-
-def set_fields(text: str, updates: Mapping[str, Any]) -> str:
-    """Return ``text`` with the given top-level frontmatter keys set.
-
-    Existing keys are replaced where they stand; new keys are appended in the order given;
-    every other byte of the page is kept. A page without frontmatter gets a new block.
-    """
-    raw, offset, _ = split(text)
-    if raw is None:
-        block = "".join(_dump_field(k, v) for k, v in updates.items())
-        return f"---\n{block}---\n{text}"
-    lines = raw.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    pending = dict(updates)
-    out: list[str] = []
-    skipping = False
-    for line in lines:
-        match = _TOP_KEY.match(line)
-        if match:
-            key = match.group(1).strip().strip("'\"")
-            skipping = key in pending
-            if skipping:
-                out.append(_dump_field(key, pending.pop(key)))
-                continue
-        elif skipping and (line[:1] in (" ", "\t", "-") or not line.strip()):
-            continue  # continuation of the value being replaced
-        else:
-            skipping = False
-        out.append(line)
-    out.extend(_dump_field(k, v) for k, v in pending.items())
-    head_end = _OPEN.match(text)
-    assert head_end is not None
-    closing = text[head_end.end() + len(raw) : offset]
-    return text[: head_end.end()] + "".join(out) + closing + text[offset:]

@@ -91,10 +91,19 @@ class Generated:
     notes: list[str]
 
 
+def index_path(wiki_root: str) -> str:
+    """``index.md`` at the wiki root, from the repository root."""
+    return f"{wiki_root}/{INDEX}" if wiki_root else INDEX
+
+
+def log_path(project_prefix: str) -> str:
+    """``log.md`` at the project root, from the repository root."""
+    return f"{project_prefix}/{LOG}" if project_prefix else LOG
+
+
 def paths_for(git: Git | None, top: Path, state_dir: Path, head: str | None, *, wiki_root: str,
               project_prefix: str) -> Generated:
-    index_rel = f"{wiki_root}/{INDEX}" if wiki_root else INDEX
-    log_rel = f"{project_prefix}/{LOG}" if project_prefix else LOG
+    index_rel, log_rel = index_path(wiki_root), log_path(project_prefix)
     notes = []
     own_index = owned(git, top, index_rel, head, "index")
     own_log = owned(git, top, log_rel, head, "log")

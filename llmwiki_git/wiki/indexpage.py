@@ -56,7 +56,7 @@ def entries_of(wiki: Wiki, overrides: dict[str, str] | None = None) -> list[Entr
     their frontmatter); ``overrides`` maps a path to text that replaces the file's."""
     from .frontmatter import parse
     from .pages import decode
-    from .sources import SourceFile
+    from .snapshots import SourceFile
 
     overrides = overrides or {}
     wanted = [p for p in wiki.pages if p.kind in ("concept", "query")]

@@ -18,10 +18,17 @@ from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .parallel import scan_pages
 from .scancache import ScanCache
 from .slug import LinkTarget, slugify
-from .sources import FileRefused, Snapshot, SourceFile
+from ..errors import PageReadError
+from .snapshots import Snapshot, SourceFile
 
 CONCEPTS = "concepts"
 QUERIES = "queries"
+
+
+def page_kind(page_id: str) -> str:
+    """``concept`` under ``concepts/``, ``query`` under ``queries/``, else ``page``."""
+    head = page_id.split("/", 1)[0] if "/" in page_id else ""
+    return "concept" if head == CONCEPTS else "query" if head == QUERIES else "page"
 
 
 class Page(NamedTuple):
@@ -113,11 +120,6 @@ class Wiki:
             names.update(table)
         return names
 
-    def file_names(self) -> set[str]:
-        if not self._steps:
-            self._build_tables()
-        return set(self._files)
-
     def resolve(self, target: LinkTarget) -> Resolution:
         if not self._steps:
             self._build_tables()
@@ -139,7 +141,7 @@ class Wiki:
             return Resolution(page=found[0], alternatives=tuple(p.id for p in found[1:]))
         return Resolution()
 
-    def read(self, files: list[SourceFile]) -> dict[str, bytes | OSError]:
+    def read(self, files: list[SourceFile]) -> dict[str, bytes | PageReadError | OSError]:
         """Bytes of some files of the snapshot this wiki was loaded from."""
         if self._snapshot is None:
             return {}
@@ -150,7 +152,7 @@ class Wiki:
         replaced keeps its file name; its old aliases are gone)."""
         prefix = f"{self.root_dir}/" if self.root_dir else ""
         page_id = path[len(prefix) : -3]
-        kind = "concept" if page_id.startswith(CONCEPTS + "/") else "query" if page_id.startswith(QUERIES + "/") else "page"
+        kind = page_kind(page_id)
         data = text.encode("utf-8")
         page = Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob_id(data), scan_page(data))
         pages = [p for p in self.pages if p.path != path] + [page]
@@ -175,7 +177,7 @@ def names_wiki(root_dir: str, names_by_path: dict[str, str], other_files: list[s
     for path, key in names_by_path.items():
         aliases, headings, blocks = (tuple(p for p in part.split("\x02") if p) for part in key.split("\x01"))
         page_id = path[len(prefix) : -3]
-        kind = "concept" if page_id.startswith(CONCEPTS + "/") else "query" if page_id.startswith(QUERIES + "/") else "page"
+        kind = page_kind(page_id)
         scan = PageScan(None, (), (), 0, (), headings, blocks, aliases)
         pages.append(Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, None, scan))
     return Wiki(root_dir, pages, other_files, [], None)
@@ -194,21 +196,21 @@ def _link_leaves(item: SourceFile, prefix: str) -> str | None:
     return None
 
 
-def detect_root(paths: Iterable[str], base: str = "") -> str:
-    """``<base>/wiki`` when the snapshot has that folder, else ``base`` (the folder holding
+def detect_root(paths: Iterable[str], project_prefix: str = "") -> str:
+    """``<project_prefix>/wiki`` when the snapshot has that folder, else ``project_prefix`` (the folder holding
     ``.llmwiki/``, or the repository root)."""
-    wiki = f"{base}/wiki" if base else "wiki"
-    return wiki if any(p.startswith(wiki + "/") for p in paths) else base
+    wiki = f"{project_prefix}/wiki" if project_prefix else "wiki"
+    return wiki if any(p.startswith(wiki + "/") for p in paths) else project_prefix
 
 
 def _select_pages(files: list[SourceFile], wiki_dir: str | None,
-                  base: str) -> tuple[str, list[SourceFile], list[str], list[tuple[str, str]]]:
+                  project_prefix: str) -> tuple[str, list[SourceFile], list[str], list[tuple[str, str]]]:
     """The wiki root, its page files, every other file of a snapshot's listing, and the
     symlinked pages that leave the wiki (path, why: never read, reported)."""
     if wiki_dir is not None:
-        root = "/".join(p for p in (base, wiki_dir.strip("/")) if p)
+        root = "/".join(p for p in (project_prefix, wiki_dir.strip("/")) if p)
     else:
-        root = detect_root((f.path for f in files), base)
+        root = detect_root((f.path for f in files), project_prefix)
     prefix = f"{root}/" if root else ""
     page_files: list[SourceFile] = []
     others: list[str] = []
@@ -228,12 +230,12 @@ def _select_pages(files: list[SourceFile], wiki_dir: str | None,
     return root, page_files, others, escapes
 
 
-def page_blobs(snapshot: Snapshot, *, wiki_dir: str | None = None, base: str = "") -> dict[str, str]:
+def page_blobs(snapshot: Snapshot, *, wiki_dir: str | None = None, project_prefix: str = "") -> dict[str, str]:
     """Path -> blob id of every page, without scanning any: blob ids git already knows,
     others hashed from the bytes (modified and untracked files). The cheap listing that
     tells whether the search index still matches the wiki."""
     files, _ = snapshot.files()
-    _, page_files, _, _ = _select_pages(files, wiki_dir, base)
+    _, page_files, _, _ = _select_pages(files, wiki_dir, project_prefix)
     out = {f.path: f.blob for f in page_files if f.blob}
     unknown = [f for f in page_files if not f.blob]
     for path, data in snapshot.read(unknown).items():
@@ -246,17 +248,17 @@ def load_wiki(
     snapshot: Snapshot,
     *,
     wiki_dir: str | None = None,
-    base: str = "",
+    project_prefix: str = "",
     cache: ScanCache | None = None,
     max_page_bytes: int = MAX_PAGE_BYTES,
 ) -> Wiki:
     """Read every page of ``snapshot`` (through ``cache`` where the blob is known).
 
-    ``base`` is the project folder (holding ``.llmwiki/``) relative to the repository root;
+    ``project_prefix`` is the project folder (holding ``.llmwiki/``) relative to the repository root;
     ``wiki_dir`` is relative to it.
     """
     files, source_issues = snapshot.files()
-    root, page_files, others, escapes = _select_pages(files, wiki_dir, base)
+    root, page_files, others, escapes = _select_pages(files, wiki_dir, project_prefix)
     prefix = f"{root}/" if root else ""
     issues: list[tuple[str, Issue]] = [(i.path, Issue(i.code, i.message)) for i in source_issues]
     issues += [(path, Issue("symlink-escape", why)) for path, why in escapes]
@@ -273,8 +275,8 @@ def load_wiki(
         cache.touch([blob for blob, _ in scans.values() if blob])
     unscanned: list[tuple[str, str, bytes]] = []
     for path, data in snapshot.read(to_read).items():
-        if isinstance(data, FileRefused):
-            scans[path] = (None, PageScan(None, (), (), 0, (Issue(data.code, data.message),)))
+        if isinstance(data, PageReadError):
+            scans[path] = (None, PageScan(None, (), (), 0, (Issue(data.code, data.reason),)))
             continue
         if isinstance(data, OSError):
             scans[path] = (None, PageScan(None, (), (), 0, (Issue("unreadable-page", f"cannot read: {data}"),)))
@@ -291,10 +293,9 @@ def load_wiki(
         scans[path] = (blob, scan)
     pages: list[Page] = []
     cut = len(prefix)
-    concepts, queries = CONCEPTS + "/", QUERIES + "/"
     for item in page_files:
         blob, scan = scans[item.path]
         page_id = item.path[cut:-3]
-        kind = "concept" if page_id.startswith(concepts) else "query" if page_id.startswith(queries) else "page"
+        kind = page_kind(page_id)
         pages.append(Page(item.path, page_id, page_id.rsplit("/", 1)[-1], kind, blob, scan))
     return Wiki(root, pages, others, issues, snapshot)

@@ -24,8 +24,8 @@ class PageScan(NamedTuple):
     """The parts of a page the link model uses; cached by blob id (see scancache).
 
     A NamedTuple whose fields are exactly the cache record: reading 10,000 cached scans is
-    ``PageScan._make`` on tuples marshal already built (measured: frozen dataclasses cost
-    0.2 s there). Headings and block ids are kept sorted, so records compare stably.
+    ``PageScan._make`` on tuples marshal already built, the cheapest record Python builds
+    (the cached check of docs/benchmarks.md reads 10,000 of them). Headings and block ids are kept sorted, so records compare stably.
     """
 
     title: str | None

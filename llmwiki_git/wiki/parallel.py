@@ -43,6 +43,6 @@ def scan_pages(pages: list[bytes], max_bytes: int = MAX_PAGE_BYTES) -> list[Page
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             records = [record for share in pool.map(_scan_share, shares) for record in share]
-    except Exception:  # noqa: BLE001 - no workers (sandbox, limits): scan here instead
+    except (OSError, RuntimeError, ImportError):  # no workers (sandbox, limits, a broken pool): scan here instead
         return [scan_page(data, max_bytes=max_bytes) for data in pages]
     return [PageScan._make(record) for record in records]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from llmwiki_git.gitstore.commits import DirtyPaths, RefChanged, UnsafePath, build_commit, commit_paths
+from llmwiki_git.errors import DirtyPaths, RefChanged, UnsafePath
+from llmwiki_git.gitstore.commits import build_commit, commit_paths
 from llmwiki_git.gitstore.lock import ProjectLock
 from llmwiki_git.errors import LlmwikiError
 from llmwiki_git.git import Git

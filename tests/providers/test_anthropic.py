@@ -7,7 +7,7 @@ import pytest
 from llmwiki_git.errors import ConfigError
 from llmwiki_git.providers.anthropic import AnthropicProvider
 from llmwiki_git.providers.base import build_prompt, user_agent
-from llmwiki_git.providers.http import ProviderError
+from llmwiki_git.errors import ProviderError
 
 from .servers_stream import Reply, free_port, json_reply, replies, sse, sse_reply, stream_server
 

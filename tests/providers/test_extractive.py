@@ -8,7 +8,7 @@ import pytest
 
 from llmwiki_git.providers.base import AnswerRequest, Evidence
 from llmwiki_git.providers.extractive import NO_ANSWER, ExtractiveProvider, clean_sentence
-from llmwiki_git.providers.http import ProviderError
+from llmwiki_git.errors import ProviderError
 
 
 ALPHA_TEXT = """# Alpha

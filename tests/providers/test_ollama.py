@@ -6,7 +6,7 @@ import pytest
 
 from llmwiki_git.errors import ConfigError
 from llmwiki_git.providers.base import build_prompt
-from llmwiki_git.providers.http import ProviderError
+from llmwiki_git.errors import ProviderError
 from llmwiki_git.providers.ollama import OllamaProvider, ollama_base_url
 
 from .servers_stream import Reply, free_port, json_reply, ndjson, ndjson_reply, replies, stream_server

@@ -8,7 +8,8 @@ import pytest
 
 from llmwiki_git.errors import ConfigError, LlmwikiError
 from llmwiki_git.providers.base import build_prompt, user_agent
-from llmwiki_git.providers.http import HttpSettings, ProviderError
+from llmwiki_git.errors import ProviderError
+from llmwiki_git.providers.http import HttpSettings
 from llmwiki_git.providers.openai import OpenAIProvider
 
 from .servers_stream import Reply, free_port, json_reply, replies, sse, sse_reply, stream_server

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from llmwiki_git.errors import ConfigError
-from llmwiki_git.providers.http import ProviderError
+from llmwiki_git.errors import ProviderError
 from llmwiki_git.retrieval.embedding_http import HttpEmbedder
 
 from ..conftest import REPO_ROOT, Repo
@@ -92,7 +92,7 @@ def test_unreachable_server_names_what_to_start(monkeypatch) -> None:
     emb = HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": "127.0.0.1:9"}, "m")
     with pytest.raises(ProviderError) as info:
         emb.embed(["x"])
-    assert "cannot reach" in str(info.value) and "ollama serve" in str(info.value)
+    assert "cannot connect" in str(info.value) and "ollama serve" in str(info.value)
 
 
 def test_index_and_context_through_an_openai_server(repo: Repo) -> None:
@@ -109,3 +109,50 @@ def test_index_and_context_through_an_openai_server(repo: Repo) -> None:
         proc = repo.llmwiki("context", "blob tree commit", "--json", env=env)
         pack = json.loads(proc.stdout)
         assert pack["warnings"] == [] and "semantic-chunk" in pack["primary"][0]["reasons"]
+
+
+def ollama_handler(path, body, headers):
+    assert path == "/api/embed", path
+    return json_response({"model": body["model"], "embeddings": [vector(t) for t in body["input"]]})
+
+
+@pytest.mark.parametrize("spelling", ["{hostport}", "http://{hostport}/v1", "http://{hostport}/", "{hostport}/v1"])
+def test_ollama_host_spellings_reach_api_embed(spelling) -> None:
+    """OLLAMA_HOST is read once, the way chat reads it: ``h:port``, ``http://h:port/v1`` and
+    friends all reach ``/api/embed`` (``/v1/api/embed`` before)."""
+    with serve(ollama_handler) as (url, seen):
+        host = spelling.format(hostport=url.removeprefix("http://"))
+        assert HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": host}, "m").embed(["x"]).shape == (1, 8)
+    assert [p for p, _, _ in seen.requests] == ["/api/embed"]
+
+
+@pytest.mark.parametrize("host", ["myhost", "http://h:11434/v1", "0.0.0.0", "h:8080", "https://o.example.com/x"])
+def test_ollama_chat_and_embeddings_share_one_base(host) -> None:
+    from llmwiki_git.providers.ollama import OllamaProvider
+
+    chat = OllamaProvider.from_env({"OLLAMA_HOST": host})
+    emb = HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": host}, "m")
+    assert emb.endpoint == f"{chat.base_url}/api/embed"
+    assert chat.base_url.count(":") == 2 or chat.base_url.startswith("https://")  # a bare host got port 11434
+
+
+@pytest.mark.parametrize(("name", "env", "var"), [
+    ("openai", {"OPENAI_API_KEY": "bad"}, "OPENAI_API_KEY"),
+    ("ollama", {"OLLAMA_API_KEY": "bad"}, "OLLAMA_API_KEY"),
+])
+def test_401_names_the_key_variable(name, env, var) -> None:
+    with serve(lambda p, b, h: json_response({"error": {"message": "invalid key"}}, 401)) as (url, seen):
+        where = {"OPENAI_BASE_URL": f"{url}/v1"} if name == "openai" else {"OLLAMA_HOST": url}
+        with pytest.raises(ProviderError) as info:
+            HttpEmbedder.from_env(name, {**env, **where}, "m").embed(["x"])
+    assert var in str(info.value) and "invalid key" in str(info.value)
+    assert seen.requests[0][2]["authorization"] == "Bearer bad"
+
+
+def test_one_connection_for_all_batches() -> None:
+    """One HTTP client is reused across batches: 5 batches travel over one kept-alive connection."""
+    with serve(ollama_handler, keep_alive=True) as (url, seen):
+        emb = HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": url}, "m")
+        out = emb.embed([f"text {i}" for i in range(10)], batch_size=2)
+    assert out.shape == (10, 8) and len(seen.requests) == 5
+    assert len(set(seen.client_ports)) == 1

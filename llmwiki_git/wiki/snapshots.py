@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import confine
-from ..errors import PathRefused
+from ..errors import PageReadError, PathRefused
 from ..git import Git, TreeEntry
 
 _SKIP_DIRS = {"node_modules", "__pycache__"}
@@ -25,19 +25,6 @@ class SourceFile:
     path: str
     blob: str | None = None
     link_target: str | None = None  # a symlink's real path, relative to the repository root
-
-
-class FileRefused(OSError):
-    """A file the confinement rule would not read (FIFO, device, oversize): ``code`` is the
-    page issue to report."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass(frozen=True)
@@ -54,7 +41,7 @@ class Snapshot(Protocol):
 
     def files(self) -> tuple[list[SourceFile], list[SourceIssue]]: ...
 
-    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]: ...
+    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | PageReadError | OSError]: ...
 
 
 def _readlink(path: str) -> str:
@@ -119,7 +106,7 @@ class WorktreeSnapshot:
     def _git_files(self) -> tuple[list[SourceFile], list[SourceIssue]]:
         """Unmodified tracked files keep the blob id the index records (so the scan cache
         answers without reading them); modified and untracked files are read from disk.
-        Measured: this skips reading and hashing 35 MB on a 10,000-page wiki."""
+        On the 10,000-page wiki of docs/benchmarks.md this skips reading and hashing its 35 MB."""
         assert self.git is not None
         modified = self.git.modified_paths()
         files: list[SourceFile] = []
@@ -151,8 +138,8 @@ class WorktreeSnapshot:
             known = self._folders[folder] = not folder or confine.real_relative(self.root, folder) == folder
         return known
 
-    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]:
-        result: dict[str, bytes | OSError] = {}
+    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | PageReadError | OSError]:
+        result: dict[str, bytes | PageReadError | OSError] = {}
         for item in files:
             try:
                 if item.link_target is None and self._plain_folder(posixpath.dirname(item.path)):
@@ -163,7 +150,7 @@ class WorktreeSnapshot:
                 result[item.path] = confine.read_file(real, max_bytes=self.max_bytes, name=item.path, nofollow=plain)
             except PathRefused as exc:
                 code = {"too-large": "page-too-large", "symlink-escape": "symlink-escape"}.get(exc.code, "unreadable-page")
-                result[item.path] = FileRefused(code, exc.reason)
+                result[item.path] = PageReadError(item.path, exc.reason, code=code)
         return result
 
 
@@ -197,10 +184,10 @@ class _GitSnapshot:
                                           f"symlink target {raw} is not a file in this tree; not read"))
         return files, issues
 
-    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | OSError]:
+    def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | PageReadError | OSError]:
         wanted = [f for f in files if f.blob]
         blobs = self.git.read_blobs(f.blob for f in wanted if f.blob)
-        result: dict[str, bytes | OSError] = {}
+        result: dict[str, bytes | PageReadError | OSError] = {}
         for item in wanted:
             data = blobs.get(item.blob or "")
             result[item.path] = data if data is not None else OSError(f"blob {item.blob} is missing")
