@@ -32,7 +32,9 @@ Sections (each prints a markdown table; rows that miss their target say **FAIL**
    (the dense path: onnxruntime and the model load), before and after, interleaved per
    question.
 
-Always exits 0: it is a measurement, not a test.
+Always exits 0: it is a measurement, not a test. The variants tried beside the shipped
+ranking (fusion grids, page cards, feedback, chunk sizes...) are measured by
+``benchmarks/retrieval_ablation.py`` on the stores this script leaves in ``--work``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from .checks import CheckResult
 from .errors import LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
 from .workspace import Workspace
 from .wording import plural
+
+if TYPE_CHECKING:
+    from .answer.query import QueryResult
 
 EXIT_INTERNAL = 3
 
@@ -377,29 +380,89 @@ def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: boo
     if save:  # before any retrieval or generation: nothing to throw away
         ws.require_git("saving an answer", flag="--save")
     _require_some_wiki(ws)
+    note = None if as_json else _note
     stage = None
     if review:
         from .review.stage import stage_candidate
 
         def stage(q: str, answer: str, pending: Any) -> Any:
-            return stage_candidate(ws, q, answer, pending, note=None if as_json else _note)
-    code = run_query(ws, " ".join(question), save=save, review=review, lang=lang, debug=debug,
-                     provider=provider, as_json=as_json, out=_Printer(), stage=stage)
-    ctx.exit(code)
+            return stage_candidate(ws, q, answer, pending, note=note)
+    streamed: list[str] = []
 
-
-class _Printer:
-    """Where the query service writes: answer text to stdout, diagnostics to stderr."""
-
-    def text(self, chunk: str) -> None:
+    def on_token(chunk: str) -> None:
+        streamed.append(chunk)
         click.echo(chunk, nl=False)
         sys.stdout.flush()
 
-    def line(self, text: str = "") -> None:
-        click.echo(text)
+    def on_start(result: QueryResult) -> None:
+        _note(f"Answering with {result.provider} ({result.model}) from {len(result.page_ids)} page(s): "
+              + ", ".join(result.page_ids))
 
-    def note(self, text: str) -> None:
-        click.echo(text, err=True)
+    try:
+        result = run_query(ws, " ".join(question), save=save, lang=lang, debug=debug, provider=provider, stage=stage,
+                           on_start=None if as_json else on_start, on_token=None if as_json else on_token, note=note)
+    except BaseException:  # the streamed answer's line is ended before the error is said
+        if streamed:
+            click.echo()
+        raise
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    else:
+        _render_query(result, debug)
+    ctx.exit(result.exit_code)
+
+
+def _render_query(result: QueryResult, debug: bool) -> None:
+    """The streamed answer's tail: citation report, warnings, debug snapshot, what was written."""
+    from .answer.query import NO_MATCH
+    from .wiki.citations import format_report
+
+    if not result.matched:
+        click.echo(NO_MATCH)
+        for w in result.warnings:
+            _note(f"warning: {w['code']}: {w['message']}")
+        if result.refusal is not None:
+            _note(result.refusal["message"])
+        return
+    click.echo()
+    click.echo()
+    if result.citations is None:
+        click.echo("Answer citations: unavailable")
+        _note(f"citation report failed: {result.citations_error}")
+    else:
+        for line in format_report(result.citations):
+            click.echo(line)
+    for w in result.warnings:
+        _note(f"warning: {w['code']}: {w['message']}")
+    if debug:
+        click.echo()
+        for line in _debug_lines(result):
+            click.echo(line)
+    if result.refusal is not None:
+        _note(result.refusal["message"])
+    elif result.saved:
+        _note(f"Saved query → {result.saved}")
+    elif result.candidate_id:
+        _note(f"Staged review candidate {result.candidate_id}")
+    else:
+        _note("Tip: use --save to add this answer to your wiki")
+
+
+def _debug_lines(result: QueryResult) -> list[str]:
+    from .answer.query import debug_json
+
+    if result.debug is None:
+        return ["--- Retrieval debug ---", "Source: none"]
+    d = debug_json(result.debug)
+    lines = ["--- Retrieval debug ---",
+             f"Source: {result.source}; mode: {d['mode']}; reranked: {'yes' if d['reranked'] else 'no'}"]
+    lines += [f"• {p['pageId']} (best chunk score {p['score']:.3f})" for p in d["pages"]]
+    previews: dict[tuple[str, int], dict[str, Any]] = {}
+    for c in d["chunks"]:
+        previews.setdefault((c["pageId"], c["chunk"]), c)
+    for (page_id, index), c in previews.items():
+        lines.append(f"· {page_id}#{index} score={c['score']:.3f} cosine={c['cosine']} bm25={c['bm25']:.3f}")
+    return lines
 
 
 @cli.group()
@@ -466,17 +529,17 @@ def review_list(ctx: click.Context, as_json: bool) -> None:
     ws = _workspace(ctx)
     rows = list_view(ws)
     if as_json:
-        click.echo(json.dumps({"version": 1, "candidates": rows}, indent=2, ensure_ascii=False))
+        click.echo(json.dumps({"version": 1, "candidates": [r.to_json() for r in rows]}, indent=2, ensure_ascii=False))
         return
     if not rows:
         click.echo("No pending candidates.")
         return
     now = time.time()
     for row in rows:
-        for note in row["notes"]:
-            click.echo(f"warning: {row['id']}: {note}", err=True)
-        status = row["citationStatus"]
-        click.echo(f"{row['id']}  {row['target'] or '?'}  {_age(now - row['committedAt'])}  {status}  base {row['base'][:12] if row['base'] else '?'}")
+        for note in row.notes:
+            click.echo(f"warning: {row.id}: {note}", err=True)
+        click.echo(f"{row.id}  {row.target or '?'}  {_age(now - row.committed_at)}  {row.citation_status}  "
+                   f"base {row.base[:12] if row.base else '?'}")
     click.echo("Inspect one with `llmwiki review show <id>`.", err=True)
 
 
@@ -490,26 +553,25 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
     """Metadata, the citation report as it stands now, the diff against the current tip, and
     whether approval would pass (and why not)."""
     from .review.service import show_view
-    from .wiki.citations import Citation, format_report
+    from .wiki.citations import format_report
 
     ws = _workspace(ctx)
     view = show_view(ws, candidate_id, onto)
     if as_json:
-        click.echo(json.dumps(view, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
     else:
-        click.echo(f"Candidate {view['id']}")
-        for key in ("branch", "kind", "commit", "target", "precondition", "bodyDigest", "base", "question"):
-            click.echo(f"{key}: {view[key]}")
+        click.echo(f"Candidate {view.candidate.id}")
+        for key, value in view.metadata().items():
+            click.echo(f"{key}: {value}")
         click.echo("")
-        citations = view["verdict"]["citations"]
-        if citations is not None:
-            for line in format_report([Citation(c["target"], c["status"], c.get("pageId"), tuple(c.get("candidateIds", ()))) for c in citations]):
+        if view.verdict.citations is not None:
+            for line in format_report(view.verdict.citations):
                 click.echo(line)
         click.echo("")
-        click.echo(view["diff"].rstrip("\n"))
+        click.echo(view.diff.rstrip("\n"))
         click.echo("")
-        verdict = view["verdict"]
-        click.echo(("Approval would pass: " if verdict["ok"] else f"Approval would be refused ({verdict['code']}): ") + verdict["message"])
+        verdict = view.verdict
+        click.echo(("Approval would pass: " if verdict.ok else f"Approval would be refused ({verdict.code}): ") + verdict.message)
     ctx.exit(0)
 
 
@@ -528,9 +590,7 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
     ws = _workspace(ctx)
     done = approve_candidate(ws, candidate_id, None if as_json else _note)
     if as_json:
-        click.echo(json.dumps({"version": 1, "approved": candidate_id, "commit": done.commit, "replayed": done.replayed,
-                               "followup": done.followup, "target": done.target, "alreadyOnBranch": done.already},
-                              indent=2))
+        click.echo(json.dumps(done.to_json(), indent=2))
         return
     if done.already:
         click.echo(f"{candidate_id} was already on the branch (commit {done.commit[:12]}); finished its remaining steps.")
@@ -546,11 +606,10 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
 @click.pass_context
 def review_reject(ctx: click.Context, candidate_id: str) -> None:
     """Close a candidate: its branch moves to refs/llmwiki/rejected/<id> (the commit is kept)."""
-    from .publication.candidates import reject
+    from .review.service import reject_candidate
 
-    ws = _workspace(ctx)
-    ref = reject(ws.require_git("rejecting candidates"), candidate_id)
-    click.echo(f"Rejected {candidate_id}; its commit is kept at {ref}.")
+    done = reject_candidate(_workspace(ctx), candidate_id)
+    click.echo(f"Rejected {done.candidate_id}; its commit is kept at {done.ref}.")
 
 
 @cli.command()

@@ -294,41 +294,21 @@ def _head_blobs(git: Any, paths: list[str]) -> dict[str, str]:
     return blobs
 
 
-class _Capture:
-    """The printer `run_query` writes to: with as_json it prints exactly one JSON line."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def text(self, chunk: str) -> None:
-        pass
-
-    def line(self, text: str = "") -> None:
-        self.lines.append(text)
-
-    def note(self, text: str) -> None:
-        pass
-
-
 def _query(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     from .answer.service import run_query
 
     if args["review"] and not args["save"]:
         raise UsageError("review=true requires save=true", hint="pass save=true and review=true to stage a review candidate")
-    out = _Capture()
     stage = None
     if args["review"]:
         from .review.stage import stage_candidate
 
         def stage(question: str, answer: str, pending: Any) -> Any:
             return stage_candidate(ws, question, answer, pending)
-    run_query(ws, args["question"], save=args["save"], review=args["review"], lang=args.get("lang"),
-              debug=args["debug"], provider=args.get("provider"), as_json=True, out=out, stage=stage)
-    if not out.lines:
-        raise RuntimeError("the query produced no result")
     # A refusal (exit code 1 in the CLI) is not a tool error: the answer is kept and
     # publicationRefusal says why nothing was written, exactly as `query --json` prints it.
-    return json.loads(out.lines[-1])
+    return run_query(ws, args["question"], save=args["save"], lang=args.get("lang"), debug=args["debug"],
+                     provider=args.get("provider"), stage=stage).to_json()
 
 
 def _search(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
@@ -482,7 +462,7 @@ def _propose_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
 def _review_list(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     from .review.service import list_view
 
-    return {"version": 1, "candidates": list_view(ws)}
+    return {"version": 1, "candidates": [row.to_json() for row in list_view(ws)]}
 
 
 def _status(ws: Any, args: dict[str, Any]) -> dict[str, Any]:

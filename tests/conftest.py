@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,12 +76,44 @@ class Repo:
         return [sys.executable, "-m", "llmwiki_git"]
 
     def llmwiki(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        """Run the real CLI in a fresh process, as a user would."""
+        """Run the CLI in this process (click's runner) from the repository folder: the same
+        command, exit code, stdout and stderr as `llmwiki_process`, without starting Python.
+        A crash-injection run (LLMWIKI_TEST_KILL_AT) or a call off the main thread runs in a
+        real process instead."""
+        if (env and "LLMWIKI_TEST_KILL_AT" in env) or threading.current_thread() is not threading.main_thread():
+            return self.llmwiki_process(*args, input=input, env=env)
+        return run_in_process(self.root, list(args), input=input, env=env)
+
+    def llmwiki_process(self, *args: str | bytes, input: str | None = None,
+                        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """Run the real CLI in a fresh process, as a user would (the end-to-end tests)."""
         return subprocess.run(
             [sys.executable, "-m", "llmwiki_git", *args],
             cwd=self.root, capture_output=True, text=True, input=input,
             env={**os.environ, **(env or {})},
         )
+
+
+def run_in_process(cwd: Path, args: list[str], *, input: str | None = None,
+                   env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`llmwiki ARGS` through click's runner, in ``cwd``; nothing leaks into the next test: the
+    working folder and environment are restored, the warm retrieval state is dropped."""
+    from click.testing import CliRunner
+
+    from llmwiki_git.cli import cli
+
+    saved = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(cli, args, input=input, env=env, prog_name="llmwiki", catch_exceptions=True)
+    finally:
+        os.chdir(saved)
+        retrieval = sys.modules.get("llmwiki_git.retrieval.service")
+        if retrieval is not None:
+            retrieval.forget_warm_state()
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # a crash the CLI did not translate: show it, as a traceback would
+    return subprocess.CompletedProcess(["llmwiki", *args], result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ def test_clean_wiki_exits_0_with_summary(repo: Repo) -> None:
 def test_broken_link_text_format_and_exit_1(repo: Repo) -> None:
     seed(repo)
     repo.write("wiki/concepts/gamma.md", page("Gamma", "See [[Nowhere]] and [[alpha#No Such]].\n"))
-    proc = repo.llmwiki("check")
+    proc = repo.llmwiki_process("check")
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "wiki/concepts/gamma.md:4:5: broken link [[Nowhere]]",
@@ -133,7 +133,7 @@ def test_github_format_annotations_summary_outputs(repo: Repo, tmp_path) -> None
     repo.write("wiki/concepts/many.md", lines + "\n")
     repo.write("wiki/concepts/odd, name.md", "[[50%: off]]\n")
     summary, output = tmp_path / "summary.md", tmp_path / "output"
-    proc = repo.llmwiki("check", "--format", "github", env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)})
+    proc = repo.llmwiki_process("check", "--format", "github", env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)})
     assert proc.returncode == 1
     annotations = proc.stdout.splitlines()
     assert len([a for a in annotations if "many.md" in a]) == 10  # at most 10 per file

@@ -69,18 +69,18 @@ def _same_interpreter(a: str, b: str) -> bool:
 
 def test_plain_git_hook_installed_by_cli(repo: Repo) -> None:
     _wiki_repo(repo)
-    proc = repo.llmwiki("hooks", "install")
+    proc = repo.llmwiki_process("hooks", "install")
     assert proc.returncode == 0, proc.stderr
     hook = repo.root / ".git" / "hooks" / "pre-commit"
     assert os.access(hook, os.X_OK)
     assert _same_interpreter(_baked_python(hook.read_text()), sys.executable)
     _scenario(repo)
     # a second install replaces our own hook; a foreign hook is refused without --force
-    assert repo.llmwiki("hooks", "install").returncode == 0
+    assert repo.llmwiki_process("hooks", "install").returncode == 0
     hook.write_text("#!/bin/sh\necho mine\n")
-    proc = repo.llmwiki("hooks", "install")
+    proc = repo.llmwiki_process("hooks", "install")
     assert proc.returncode == 1 and "--force" in proc.stderr
-    assert repo.llmwiki("hooks", "install", "--force").returncode == 0
+    assert repo.llmwiki_process("hooks", "install", "--force").returncode == 0
 
 
 @pytest.fixture(scope="module")

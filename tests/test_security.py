@@ -52,15 +52,15 @@ def test_symlinked_pages_into_dot_git_or_dotenv_are_never_read(repo: Repo, layou
     os.symlink("blobs.md", repo.root / f"{prefix}concepts/blob-alias.md")  # inside: still a page
     for args in (["query", "remote origin url"], ["context", "remote origin url API_KEY", "--json"],
                  ["index"], ["query", "remote origin url"]):
-        leak_free(repo.llmwiki(*args, env=FAST))
-    check = repo.llmwiki("check", "--json", env=FAST)
+        leak_free(repo.llmwiki_process(*args, env=FAST))
+    check = repo.llmwiki_process("check", "--json", env=FAST)
     leak_free(check)
     assert check.stdout, check.stderr
     found = {(p["path"], p["code"]) for p in json.loads(check.stdout)["problems"]}
     assert (f"{prefix}concepts/gitcfg.md", "symlink-escape") in found
     assert (f"{prefix}concepts/dotenv.md", "symlink-escape") in found
     assert not any(path.endswith("blob-alias.md") for path, _ in found)
-    pack = json.loads(repo.llmwiki("context", "blobs", "--json", env=FAST).stdout)
+    pack = json.loads(repo.llmwiki_process("context", "blobs", "--json", env=FAST).stdout)
     assert "concepts/blob-alias" in json.dumps(pack) or "concepts/blobs" in json.dumps(pack)
 
 

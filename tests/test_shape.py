@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 
@@ -74,3 +75,111 @@ def test_layering_entry_points_only_at_the_top() -> None:
             assert "click" not in imported and not any(m.endswith("cli") for m in imported), rel
         if rel.startswith("wiki/"):
             assert not any(m.lstrip(".") in ("workspace", "checks", "cli", "hooks") for m in imported), rel
+
+
+#: The layers, top to bottom (docs/architecture.md draws them). A module may import its own
+#: package and anything in a LOWER tier; never its own tier (peers stay independent) nor a
+#: higher one. Keys are top-level modules or packages of llmwiki_git; a new one must be placed.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("__main__",),
+    ("cli",),  # entry points: parse, call one service, render, translate errors
+    ("mcp_server", "action", "__init__"),  # entry points too (cli starts the MCP server); __init__ = the library API
+    ("workspace",),  # the composition root: finds the repository, builds what services take
+    ("answer", "review"),  # services
+    ("checkdelta",),  # the check engine (its staged delta above the checker)
+    ("checks",),
+    ("publication", "retrieval"),  # domain
+    ("wiki",),
+    ("providers", "hooks", "github", "terminal", "statedir"),  # adapters and ground
+    ("gitstore",),  # git plumbing, the repository lock, the write journal
+    ("confine",),  # the one security boundary: paths, symlinks, bounded reads
+    ("git", "config", "problems", "wording"),
+    ("errors",),
+)
+
+#: Known back-edges owned by another change, each named exactly; the test fails when one
+#: disappears so the entry is removed with it.
+ALLOWED_BACK_EDGES = {
+    ("providers/extractive.py", "retrieval"),  # the offline answerer borrows the BM25 tokenizer (issue 13a moves it)
+}
+
+
+def _unit(module: str) -> str | None:
+    """``llmwiki_git.a.b`` -> ``a``; anything outside the package -> None."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "llmwiki_git" and len(parts) > 1 else None
+
+
+def package_imports(package: Path) -> list[tuple[str, int, str]]:
+    """(file, line, imported top-level unit) for EVERY import of the package's own modules,
+    module-level, inside functions or under TYPE_CHECKING alike."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        here = ["llmwiki_git", *rel[:-3].split("/")]
+        parent = here[:-1]  # the package a module is in (for __init__: the package itself)
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level == 0:
+                    names = [node.module or ""]
+                else:
+                    base = parent[: len(parent) - node.level + 1]
+                    names = (['.'.join([*base, node.module])] if node.module
+                             else ['.'.join([*base, a.name]) for a in node.names])
+            for name in names:
+                unit = _unit(name)
+                if unit is not None:
+                    found.append((rel, node.lineno, unit))
+    return found
+
+
+def layering_violations(package: Path) -> list[str]:
+    tier = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+    bad, seen = [], set()
+    for rel, line, target in package_imports(package):
+        source = rel.split("/")[0].removesuffix(".py") if "/" in rel else rel.removesuffix(".py")
+        if source not in tier:
+            bad.append(f"{rel}: {source} is in no layer of LAYERS (place it)")
+            continue
+        if target == source:
+            continue
+        if target not in tier:
+            bad.append(f"{rel}:{line} imports {target}, which is in no layer of LAYERS (place it)")
+        elif tier[target] <= tier[source]:
+            if (rel, target) in ALLOWED_BACK_EDGES:
+                seen.add((rel, target))
+                continue
+            how = "a peer in its own layer" if tier[target] == tier[source] else "a higher layer"
+            bad.append(f"{rel}:{line} imports {target} ({how}: {source} is in layer {tier[source]}, "
+                       f"{target} in layer {tier[target]})")
+    bad += [f"{rel} no longer imports {target}: drop it from ALLOWED_BACK_EDGES"
+            for rel, target in sorted(ALLOWED_BACK_EDGES - seen)]
+    return bad
+
+
+def test_dependencies_point_one_way() -> None:
+    """entry points -> composition -> services -> domain -> adapters, for every import."""
+    assert layering_violations(REPO_ROOT / "llmwiki_git") == []
+
+
+def test_layering_sees_imports_inside_functions(tmp_path: Path) -> None:
+    """The checker itself: a back-edge hidden in a function body is found."""
+    package = tmp_path / "llmwiki_git"
+    (package / "wiki").mkdir(parents=True)
+    (package / "wiki" / "model.py").write_text("def f():\n    from ..review import approve\n")
+    (package / "review").mkdir()
+    (package / "review" / "approve.py").write_text("from ..wiki.model import f\nfrom .. import errors\n")
+    found = [v for v in layering_violations(package) if "ALLOWED_BACK_EDGES" not in v]
+    assert found == ["wiki/model.py:2 imports review (a higher layer: wiki is in layer 8, review in layer 4)"]
+
+
+def test_architecture_doc_names_every_layered_module() -> None:
+    """docs/architecture.md draws the same layers: every module of LAYERS is in it."""
+    doc = (REPO_ROOT / "docs" / "architecture.md").read_text()
+    package = REPO_ROOT / "llmwiki_git"
+    for unit in (u for layer in LAYERS for u in layer):
+        name = f"`{unit}/`" if (package / unit).is_dir() else f"`{unit}.py`" if unit != "__main__" else "`__main__`"
+        assert name in doc, f"docs/architecture.md does not name {name}"

@@ -52,6 +52,12 @@ class QueryResult:
     saved: str | None = None
     candidate_id: str | None = None
     refusal: dict[str, Any] | None = None
+    exit_code: int = 0  # 1 when publication was refused (the answer is kept)
+
+    @property
+    def matched(self) -> bool:
+        """Some page grounded the answer (else nothing was asked of the model)."""
+        return bool(self.page_ids)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -1,69 +1,58 @@
 """`llmwiki query`, end to end: provider, retrieval, streamed answer, citation report,
-debug snapshot, and publication. Output goes through a small printer interface so the
-service stays free of click."""
+debug snapshot, and publication. It returns a `QueryResult`; the answer's tokens stream
+through a callback as they arrive. The CLI and the MCP server render the result."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..errors import BEST_EFFORT_ERRORS, LlmwikiError, ProviderError
+from ..errors import BEST_EFFORT_ERRORS
 from ..providers.registry import select_provider
-from ..wiki.citations import PendingIndex, format_report
+from ..config import Settings
+from ..retrieval.service import Retrieval
+from ..wiki.citations import PendingIndex
 from ..publication.save import Published, Refusal, precheck, profile_refusal, publish
-from ..publication.write import Site
+from ..publication.write import Project, Site
 from ..wiki.pages import uncheckable
-from .query import (NO_MATCH, NOTHING_TO_PUBLISH, QueryResult, answer_stream, debug_json, declines, log_activity, report,
-                    retrieve, self_citation)
+from .query import NOTHING_TO_PUBLISH, QueryResult, answer_stream, declines, log_activity, report, retrieve, self_citation
 
 
-class Printer(Protocol):
-    def text(self, chunk: str) -> None: ...
-    def line(self, text: str = "") -> None: ...
-    def note(self, text: str) -> None: ...
+class QueryProject(Project, Protocol):
+    """What answering takes from the workspace: the write site's project, the settings (the
+    default chat provider) and the retrieval service."""
+
+    @property
+    def settings(self) -> Settings: ...
+    def retrieval(self) -> Retrieval: ...
 
 
-def pending_index(ws) -> PendingIndex | None:  # type: ignore[no-untyped-def]
+def pending_index(ws: Project) -> PendingIndex | None:
     """Open review candidates (branches); none outside git."""
     from ..publication.candidates import pending_index as from_branches
 
     return from_branches(ws.git) if ws.git is not None else None
 
 
-def _debug_lines(result: QueryResult) -> list[str]:
-    if result.debug is None:
-        return ["--- Retrieval debug ---", "Source: none"]
-    d = debug_json(result.debug)
-    lines = ["--- Retrieval debug ---",
-             f"Source: {result.source}; mode: {d['mode']}; reranked: {'yes' if d['reranked'] else 'no'}"]
-    lines += [f"• {p['pageId']} (best chunk score {p['score']:.3f})" for p in d["pages"]]
-    previews = {}
-    for c in d["chunks"]:
-        previews.setdefault((c["pageId"], c["chunk"]), c)
-    for (page_id, index), c in previews.items():
-        lines.append(f"· {page_id}#{index} score={c['score']:.3f} cosine={c['cosine']} bm25={c['bm25']:.3f}")
-    return lines
-
-
 Stager = Callable[[str, str, "PendingIndex | None"], Any]  # (question, answer, pending) -> Staged | Refusal
+Note = Callable[[str], None]
 
 
-def site_of(ws) -> Site:  # type: ignore[no-untyped-def]
-    """The write site of a workspace (publication's view of it)."""
-    return Site(ws.require_git("saving an answer"), ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
-
-
-def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, debug: bool,  # type: ignore[no-untyped-def]
-              provider: str | None, as_json: bool, out: Printer, stage: Stager | None = None) -> int:
+def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, debug: bool, provider: str | None,
+              stage: Stager | None = None, on_start: Callable[[QueryResult], None] | None = None,
+              on_token: Callable[[str], None] | None = None, note: Note | None = None) -> QueryResult:
+    """Answer ``question``; with ``save``, publish it (or hand it to ``stage``: --review).
+    ``on_start`` sees the result (provider, pages) before the answer streams, ``on_token``
+    each piece of it; ``note`` hears what the write says along the way (recovery, ownership).
+    The result's ``exit_code`` is 1 when publication was refused."""
     # bytes that are not UTF-8 in the command line arrive as lone surrogates: make them U+FFFD
     question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     environ = os.environ
     language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
     chat = select_provider(provider, environ, ws.settings.chat_provider)
-    if save and not review and profile_refusal(ws.state_dir) is None:
-        precheck(site_of(ws), question)  # a page in the way refuses before the model is paid
+    if save and stage is None and profile_refusal(ws.state_dir) is None:
+        precheck(Site.of(ws, "saving an answer"), question)  # a page in the way refuses before the model is paid
     retrieval = ws.retrieval()
     retrieved = retrieve(retrieval, question, chat)
     result = QueryResult(question, "", chat.name, chat.model, [e.page_id for e in retrieved.evidence],
@@ -75,77 +64,34 @@ def run_query(ws, question: str, *, save: bool, review: bool, lang: str | None, 
     if not retrieved.evidence:
         if save:
             result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
-        if as_json:
-            out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-        else:
-            out.line(NO_MATCH)
-            for w in result.warnings:
-                out.note(f"warning: {w['code']}: {w['message']}")
-            if result.refusal is not None:
-                out.note(result.refusal["message"])
-        return 0
-    if not as_json:
-        out.note(f"Answering with {chat.name} ({chat.model}) from {len(retrieved.evidence)} page(s): "
-                 + ", ".join(result.page_ids))
+        return result
+    if on_start is not None:
+        on_start(result)
     pieces: list[str] = []
-    try:
-        for chunk in answer_stream(chat, question, retrieved, language):
-            pieces.append(chunk)
-            if not as_json:
-                out.text(chunk)
-    except ProviderError:
-        if pieces and not as_json:
-            out.line()
-        raise
+    for chunk in answer_stream(chat, question, retrieved, language):
+        pieces.append(chunk)
+        if on_token is not None:
+            on_token(chunk)
     result.answer = "".join(pieces)
-    if not as_json:
-        out.line()
     pending = pending_index(ws)
     result.citations, result.citations_error = report(result.answer, lambda: ws.wiki("worktree"), pending)
-    code = 0
     cites_itself = self_citation(question, result.citations) if save else None
     if save and declines(result.answer, chat.name, retrieved.result, result.citations):
         result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
         log_activity(ws.state_dir, question, result.page_ids, chat.name)
     elif cites_itself is not None:
-        result.refusal, code = cites_itself, 1
+        result.refusal, result.exit_code = cites_itself, 1
     elif save:
-        if review and stage is None:
-            raise LlmwikiError("--save --review needs the review feature to stage the answer", hint="use `llmwiki query --save --review`")
-        code = _save(ws, result, pending, stage if review else None, out, as_json)
+        result.exit_code = _save(ws, result, pending, stage, note)
     else:
         refused = log_activity(ws.state_dir, question, result.page_ids, chat.name)
         if refused is not None:
             result.warnings.append(refused)
-    if as_json:
-        out.line(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-        return code
-    out.line()
-    if result.citations is None:
-        out.line("Answer citations: unavailable")
-        out.note(f"citation report failed: {result.citations_error}")
-    else:
-        for line in format_report(result.citations):
-            out.line(line)
-    for w in result.warnings:
-        out.note(f"warning: {w['code']}: {w['message']}")
-    if debug:
-        out.line()
-        for line in _debug_lines(result):
-            out.line(line)
-    if result.refusal is not None:
-        out.note(result.refusal["message"])
-    elif result.saved:
-        out.note(f"Saved query → {result.saved}")
-    elif result.candidate_id:
-        out.note(f"Staged review candidate {result.candidate_id}")
-    else:
-        out.note("Tip: use --save to add this answer to your wiki")
-    return code
+    return result
 
 
-def _save(ws, result: QueryResult, pending: PendingIndex | None, stage: Stager | None,  # type: ignore[no-untyped-def]
-          out: Printer, as_json: bool) -> int:
+def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, stage: Stager | None,
+          note: Note | None) -> int:
     why = uncheckable(result.question + "\n" + result.answer)
     if why is not None:  # the gate fails closed: never write a page the checker would skip
         result.refusal = Refusal("uncheckable", [], f"Answer publication refused: {why}, so the saved page could not "
@@ -162,14 +108,14 @@ def _save(ws, result: QueryResult, pending: PendingIndex | None, stage: Stager |
     if refusal is not None:
         result.refusal = refusal.to_json()
         return 0
-    site = site_of(ws)
+    site = Site.of(ws, "saving an answer")
     try:
         outcome = publish(site, question=result.question, answer=result.answer, page_ids=result.page_ids,
                           pending=pending)
     finally:
-        if not as_json:
-            for note in site.notes:
-                out.note(note)
+        if note is not None:
+            for text in site.notes:
+                note(text)
     if isinstance(outcome, Published):
         result.saved = outcome.path
         try:

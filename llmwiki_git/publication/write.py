@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..git import Git
 from ..gitstore.commits import build_commit, move_branch
@@ -30,6 +31,27 @@ class Site:
     project_prefix: str
     load_wiki: Callable[[str], Wiki]
     notes: list[str] = field(default_factory=list)  # said once to the user (recovery, ownership)
+
+    @classmethod
+    def of(cls, project: Project, what: str) -> Site:
+        """The write site of ``project``; ``what`` names the write if there is no git."""
+        return cls(project.require_git(what), project.root, project.state_dir, project.project_prefix, project.wiki)
+
+
+class Project(Protocol):
+    """What the services of publication, review and answering take from the place they run
+    in (the workspace builds it): the repository, its folders and its wiki at a revision."""
+
+    @property
+    def root(self) -> Path: ...  # the work-tree root
+    @property
+    def git(self) -> Git | None: ...
+    @property
+    def project_prefix(self) -> str: ...  # the project folder relative to the root ("" for the root)
+    @property
+    def state_dir(self) -> Path: ...  # the project's .llmwiki/
+    def require_git(self, what: str, *, flag: str | None = None) -> Git: ...
+    def wiki(self, scope: str = "worktree") -> Wiki: ...
 
 
 @contextmanager

@@ -41,6 +41,11 @@ _WARM: dict[str, tuple[tuple, tuple, Loaded]] = {}
 _CURRENT: dict[str, tuple[Store, Mapping[str, str]]] = {}
 
 
+def forget_warm_state() -> None:
+    """Drop what was kept warm (a test running many commands in one process starts each cold)."""
+    _WARM.clear()
+
+
 @dataclass
 class Loaded:
     store: Store

@@ -19,6 +19,7 @@ from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, policy_refusal
 from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome, precondition_of, three_way
+from .project import ReviewProject
 from ..publication.write import Site, commit_and_move, locked
 from ..wiki.citations import Citation, PendingIndex, citation_report
 
@@ -50,7 +51,7 @@ def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
     return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
 
 
-def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str | None = None) -> Verdict:  # type: ignore[no-untyped-def]
+def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None, *, branch: str | None = None) -> Verdict:
     """Would approving ``candidate_id`` onto ``branch`` (default: the current one) pass?"""
     git: Git = ws.require_git("reviewing candidates")
     candidate = get(git, candidate_id)
@@ -105,7 +106,7 @@ def evaluate(ws, candidate_id: str, pending: PendingIndex | None, *, branch: str
 RESTAGE_PAGE = "re-read the page, propose the edit again on the current tip, then reject this candidate"
 
 
-def _evaluate_page(ws, candidate: Candidate, tip: str | None, ref: str,  # type: ignore[no-untyped-def]
+def _evaluate_page(ws: ReviewProject, candidate: Candidate, tip: str | None, ref: str,
                    refuse: Callable[..., Verdict]) -> Verdict:
     """The generic policy of a ``page/1`` candidate (see ``pagepolicy``)."""
     git: Git = ws.require_git("reviewing candidates")
@@ -157,6 +158,10 @@ class Approved:
     target: str
     already: bool = False  # it was on the branch already: only the remaining steps were done
 
+    def to_json(self) -> dict[str, Any]:
+        return {"version": 1, "approved": self.candidate_id, "commit": self.commit, "replayed": self.replayed,
+                "followup": self.followup, "target": self.target, "alreadyOnBranch": self.already}
+
 
 def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:
     """The commit on the branch that already carries this candidate (itself, or its replay)."""
@@ -168,13 +173,13 @@ def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:
     return found or None
 
 
-def approve(ws, candidate_id: str, pending: PendingIndex | None,  # type: ignore[no-untyped-def]
+def approve(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
             note: Callable[[str], None] | None = None) -> Approved:
     """Approve ``candidate_id`` onto the current branch as one transaction (see
     ``publication.write``): every check first, then the page commit (or its replay) and the
     index/log commit are built, then the branch moves once and the candidate is deleted."""
     git: Git = ws.require_git("approving candidates")
-    site = Site(git, ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
+    site = Site.of(ws, "approving candidates")
     try:
         with locked(site):
             return _approve(ws, site, candidate_id, pending)
@@ -184,7 +189,7 @@ def approve(ws, candidate_id: str, pending: PendingIndex | None,  # type: ignore
                 note(text)
 
 
-def _approve(ws, site: Site, candidate_id: str, pending: PendingIndex | None) -> Approved:  # type: ignore[no-untyped-def]
+def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingIndex | None) -> Approved:
     git = site.git
     candidate = get(git, candidate_id)
     ref = current_branch(git)

@@ -15,6 +15,7 @@ from ..errors import UsageError
 from ..git import Git
 from ..problems import Problem
 from ..publication.trailers import ABSENT
+from .project import ReviewProject
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -57,7 +58,7 @@ class LinkOutcome:
     pending: list[Problem]  # allowed: their candidates exist
 
 
-def _generated(ws, tip: str, wiki_root: str) -> set[str]:  # type: ignore[no-untyped-def]
+def _generated(ws: ReviewProject, tip: str, wiki_root: str) -> set[str]:
     """The table of contents and journal llmwiki owns (rewritten by the approval itself, so
     their links never count)."""
     from ..wiki.generated import index_path, log_path, owned
@@ -70,7 +71,7 @@ def _without(result: CheckResult, paths: set[str]) -> CheckResult:
     return CheckResult(result.checked, [p for p in result.problems if p.path not in paths])
 
 
-def link_outcome(ws, tip: str, target: str, document: str | None) -> LinkOutcome:  # type: ignore[no-untyped-def]
+def link_outcome(ws: ReviewProject, tip: str, target: str, document: str | None) -> LinkOutcome:
     """Every page's links at ``tip`` against the wiki after ``target`` is written with
     ``document`` (None: deleted)."""
     before_wiki = ws.wiki(tip)

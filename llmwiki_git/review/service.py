@@ -1,15 +1,18 @@
-"""Views and actions behind `llmwiki review`: list, show, approve (also used by the Action)."""
+"""Views and actions behind `llmwiki review` and the MCP review tools: list, show, approve,
+reject. Each returns a value (a row, a view, the approval, the rejection); entry points render it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BEST_EFFORT_ERRORS, LlmwikiError
-from ..publication.candidates import get, list_candidates, pending_index
+from ..publication.candidates import Candidate, get, list_candidates, pending_index, reject
 from ..publication.trailers import PAGE_KIND
 from ..wiki.citations import BROKEN, PENDING
-from .approve import Approved, approve, evaluate
+from .approve import Approved, Verdict, approve, evaluate
+from .project import ReviewProject
 
 
 REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file"})
@@ -33,7 +36,52 @@ def _page_status(verdict: Any) -> str:
             f"{len(details.get('pendingLinks', []))} pending")
 
 
-def list_view(ws) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+@dataclass
+class CandidateRow:
+    """One line of `review list`: a candidate and its link status now."""
+
+    id: str
+    kind: str | None
+    target: str | None
+    committed_at: int
+    citation_status: str  # "N resolved, N pending, N broken", a page edit's link counts, or a refusal code
+    base: str | None
+    commit: str
+    notes: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "target": self.target, "committedAt": self.committed_at,
+                "citationStatus": self.citation_status, "base": self.base, "commit": self.commit, "notes": self.notes}
+
+
+@dataclass
+class CandidateView:
+    """`review show`: a candidate's metadata, its diff against the tip and the approval verdict."""
+
+    candidate: Candidate
+    question: str
+    diff: str
+    verdict: Verdict
+
+    def metadata(self) -> dict[str, str | None]:
+        """The candidate's branch, commit, trailer values and question, in display order."""
+        c, t = self.candidate, self.candidate.trailers
+        return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind if t else None, "commit": c.commit,
+                "target": t.target if t else None, "precondition": t.precondition if t else None,
+                "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": self.question}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": 1, "id": self.candidate.id, **self.metadata(), "notes": self.candidate.notes,
+                "diff": self.diff, "verdict": self.verdict.to_json()}
+
+
+@dataclass(frozen=True)
+class Rejected:
+    candidate_id: str
+    ref: str  # where the rejected commit is kept
+
+
+def list_view(ws: ReviewProject) -> list[CandidateRow]:
     git = ws.require_git("listing candidates")
     pending = pending_index(git)
     rows = []
@@ -52,14 +100,12 @@ def list_view(ws) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
                     status = _page_status(verdict)
                 else:
                     status = _status(verdict.citations)
-        rows.append({"id": candidate.id, "kind": t.kind if t else None, "target": t.target if t else None,
-                     "committedAt": candidate.committed_at,
-                     "citationStatus": status, "base": t.base if t else None, "commit": candidate.commit,
-                     "notes": candidate.notes})
+        rows.append(CandidateRow(candidate.id, t.kind if t else None, t.target if t else None, candidate.committed_at,
+                                 status, t.base if t else None, candidate.commit, candidate.notes))
     return rows
 
 
-def show_view(ws, candidate_id: str, onto: str | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> CandidateView:
     git = ws.require_git("showing candidates")
     candidate = get(git, candidate_id)
     verdict = evaluate(ws, candidate_id, pending_index(git), branch=onto)
@@ -71,14 +117,10 @@ def show_view(ws, candidate_id: str, onto: str | None = None) -> dict[str, Any]:
     question = ""
     if t is None or t.kind != PAGE_KIND:
         question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
-    return {"version": 1, "id": candidate.id, "branch": candidate.ref.removeprefix("refs/heads/"),
-            "kind": t.kind if t else None, "commit": candidate.commit,
-            "target": t.target if t else None, "precondition": t.precondition if t else None,
-            "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": question,
-            "notes": candidate.notes, "diff": diff, "verdict": verdict.to_json()}
+    return CandidateView(candidate, question, diff, verdict)
 
 
-def approve_candidate(ws, candidate_id: str, note: Callable[[str], None] | None = None) -> Approved:  # type: ignore[no-untyped-def]
+def approve_candidate(ws: ReviewProject, candidate_id: str, note: Callable[[str], None] | None = None) -> Approved:
     git = ws.require_git("approving candidates")
     done = approve(ws, candidate_id, pending_index(git), note)
     try:
@@ -86,3 +128,8 @@ def approve_candidate(ws, candidate_id: str, note: Callable[[str], None] | None 
     except BEST_EFFORT_ERRORS:  # the approval stands; `llmwiki index` catches up
         pass
     return done
+
+
+def reject_candidate(ws: ReviewProject, candidate_id: str) -> Rejected:
+    """Close a candidate: its branch moves to refs/llmwiki/rejected/<id> (the commit is kept)."""
+    return Rejected(candidate_id, reject(ws.require_git("rejecting candidates"), candidate_id))

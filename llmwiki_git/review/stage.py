@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..errors import DATA_ERRORS
 from ..publication.document import now_iso, query_slug, render_page
 from ..gitstore.commits import build_commit, current_branch
-from ..publication.write import Site, locked
+from ..publication.write import Project, Site, locked
 from ..publication.save import PROPOSAL, Refusal, body_of, policy_refusal, target_path
 from ..wiki.citations import PendingIndex, citation_report
 from ..publication.trailers import ABSENT, KIND, Trailers, message as commit_message
@@ -25,21 +25,20 @@ class Staged:
     precondition: str
 
 
-def stage_candidate(ws, question: str, answer: str, pending: PendingIndex | None,  # type: ignore[no-untyped-def]
+def stage_candidate(ws: Project, question: str, answer: str, pending: PendingIndex | None,
                     note: Callable[[str], None] | None = None) -> Staged | Refusal:
-    git = ws.require_git("staging a review candidate")
     slug = query_slug(question)
     document = render_page(question, answer, now_iso())
-    site = Site(git, ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
+    site = Site.of(ws, "staging a review candidate")
     try:
-        return _stage(ws, site, question, slug, document, pending)
+        return _stage(site, question, slug, document, pending)
     finally:
         for text in site.notes:
             if note is not None:
                 note(text)
 
 
-def _stage(ws, site: Site, question: str, slug: str, document: str, pending: PendingIndex | None) -> Staged | Refusal:  # type: ignore[no-untyped-def]
+def _stage(site: Site, question: str, slug: str, document: str, pending: PendingIndex | None) -> Staged | Refusal:
     git = site.git
     with locked(site):
         current_branch(git)  # refuse on a detached HEAD
@@ -47,7 +46,7 @@ def _stage(ws, site: Site, question: str, slug: str, document: str, pending: Pen
         if base is None:
             return Refusal("unavailable", [], "Staging refused: the branch has no commit yet; commit the wiki first")
         try:
-            wiki = ws.wiki(base)
+            wiki = site.load_wiki(base)
             target = target_path(wiki, slug)
             citations, error = citation_report(body_of(document), wiki.with_page(target, document), pending), None
         except DATA_ERRORS as exc:  # validation failure refuses, never crashes

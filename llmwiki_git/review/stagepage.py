@@ -18,6 +18,7 @@ from ..publication.candidates import PREFIX, body_digest, new_id, page_target_pr
 from ..publication.write import Site, locked
 from ..wiki.slug import slugify
 from .pagepolicy import blob_at, blob_of_precondition, content_problem, precondition_of
+from .project import ReviewProject
 from .stage import Staged
 
 
@@ -49,11 +50,11 @@ def _started_from(git: Git, base: str, target: str, given: str | None) -> str:
                          hint="give the blob id you read (read_page's blobId), a commit, or 'absent'") from None
 
 
-def stage_pages(ws, edits: Sequence[PageEdit], note: Callable[[str], None] | None = None) -> list[Staged]:  # type: ignore[no-untyped-def]
+def stage_pages(ws: ReviewProject, edits: Sequence[PageEdit], note: Callable[[str], None] | None = None) -> list[Staged]:
     """Stage each edit as its own candidate, all on the current tip, under the repository
     lock. Every edit is checked before any branch is created: one bad edit stages nothing."""
     git: Git = ws.require_git("staging a page edit")
-    site = Site(git, ws.root, ws.state_dir, ws.project_prefix, ws.wiki)
+    site = Site.of(ws, "staging a page edit")
     try:
         with locked(site):
             current_branch(git)  # refuse on a detached HEAD
@@ -102,7 +103,7 @@ def _commit(git: Git, base: str, edit: PageEdit, precondition: str) -> Staged:
     return Staged(candidate_id, f"llmwiki/review/{candidate_id}", commit, edit.target, precondition)
 
 
-def worktree_edits(ws, paths: Sequence[str], started_from: str | None = None) -> list[PageEdit]:  # type: ignore[no-untyped-def]
+def worktree_edits(ws: ReviewProject, paths: Sequence[str], started_from: str | None = None) -> list[PageEdit]:
     """The work-tree state of the named pages (repository-relative; default: every page under
     the wiki root that differs from HEAD) as edits: a missing file is a deletion."""
     from .. import confine
@@ -134,7 +135,7 @@ def worktree_edits(ws, paths: Sequence[str], started_from: str | None = None) ->
     return edits
 
 
-def restore(ws, edits: Sequence[PageEdit]) -> list[str]:  # type: ignore[no-untyped-def]
+def restore(ws: ReviewProject, edits: Sequence[PageEdit]) -> list[str]:
     """Put the staged pages back to HEAD in the work tree and index; a page edited again since
     staging is left alone and returned."""
     git: Git = ws.require_git("restoring pages")

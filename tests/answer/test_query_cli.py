@@ -47,7 +47,7 @@ def head(repo: Repo) -> str:
 
 def test_offline_default_answers_with_citations_and_writes_nothing(demo: Repo) -> None:
     before = head(demo)
-    proc = demo.llmwiki("query", "what does a blob store?", env=FAST)
+    proc = demo.llmwiki_process("query", "what does a blob store?", env=FAST)
     assert proc.returncode == 0, proc.stderr
     assert "Answering with extractive (offline)" in proc.stderr
     assert "[[blobs]]" in proc.stdout
@@ -103,7 +103,7 @@ def test_save_publishes_one_commit_touching_only_its_paths(demo: Repo) -> None:
     demo.git("add", "notes.txt")
     before = head(demo)
     with serve(sse_answer("A blob stores bytes only. See [[blobs]].")) as (url, _):
-        proc = demo.llmwiki("query", "What does a blob store?", "--save", env=openai_env(url))
+        proc = demo.llmwiki_process("query", "What does a blob store?", "--save", env=openai_env(url))
     assert proc.returncode == 0, proc.stderr
     assert "Saved query → wiki/queries/what-does-a-blob-store.md" in proc.stderr
     assert demo.git("rev-parse", "HEAD~1").strip() == before
@@ -116,7 +116,7 @@ def test_save_publishes_one_commit_touching_only_its_paths(demo: Repo) -> None:
     assert "query | What does a blob store?" in (demo.root / "log.md").read_text()
     status = demo.git("status", "--porcelain").splitlines()
     assert sorted(status) == [" M wiki/concepts/trees.md", "A  notes.txt"]  # the user's work, untouched
-    assert demo.llmwiki("check").returncode == 0
+    assert demo.llmwiki_process("check").returncode == 0
     store = json.loads((demo.root / ".llmwiki" / "embeddings.json").read_text())
     assert "queries/what-does-a-blob-store" in [p["pageId"] for p in store["pages"]]  # index refreshed
 

@@ -34,7 +34,7 @@ def context(repo: Repo, prompt: str, *args: str) -> dict:
 
 
 def test_index_then_context_ranks_and_expands_graph(demo: Repo) -> None:
-    proc = demo.llmwiki("index", "--json", env=FAST)
+    proc = demo.llmwiki_process("index", "--json", env=FAST)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["pages"] == 8 and summary["backend"] == "none" and summary["embedded"] == 0

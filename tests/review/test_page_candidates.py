@@ -32,8 +32,9 @@ def wiki(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
     return repo, prefix
 
 
-def run(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
-    return repo.llmwiki(*args, env=FAST)
+def run(repo: Repo, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``llmwiki ARGS`` in this process, or (``process``) in a real one: the end-to-end test."""
+    return (repo.llmwiki_process if process else repo.llmwiki)(*args, env=FAST)
 
 
 def staged_ids(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
@@ -58,7 +59,7 @@ def test_stage_and_approve_a_new_an_edited_and_a_deleted_page(wiki: tuple[Repo, 
     repo.write(delta, page("Delta", "Delta comes after [[gamma]]... once approved."))
     (repo.root / gamma).unlink()
     base = repo.git("rev-parse", "HEAD").strip()
-    ids = staged_ids(run(repo, "review", "stage", "--json"))  # default: every changed page
+    ids = staged_ids(run(repo, "review", "stage", "--json", process=True))  # default: every changed page
     assert set(ids) == {alpha, gamma, delta}
     assert repo.git("rev-parse", "HEAD").strip() == base
     assert sorted(repo.git("status", "--porcelain").splitlines()) == sorted([f" M {alpha}", f" D {gamma}", f"?? {delta}"])

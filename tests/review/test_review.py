@@ -107,9 +107,9 @@ def test_stage_policy_pending_allowed_broken_refused(demo: Repo) -> None:
 
 def test_list_show_and_fast_forward_approval(demo: Repo) -> None:
     cid = stage(demo, "What is a tree object?", "A tree lists names [[trees]].\n\n---\n\nA rule above must not hide trailers.")
-    rows = json.loads(demo.llmwiki("review", "list", "--json").stdout)["candidates"]
+    rows = json.loads(demo.llmwiki_process("review", "list", "--json").stdout)["candidates"]
     assert [r["id"] for r in rows] == [cid] and rows[0]["citationStatus"] == "1 resolved, 0 pending, 0 broken"
-    view = json.loads(demo.llmwiki("review", "show", cid, "--json").stdout)
+    view = json.loads(demo.llmwiki_process("review", "show", cid, "--json").stdout)
     assert view["verdict"]["ok"] is True and view["target"] == "wiki/queries/what-is-a-tree-object.md"
     assert "+A tree lists names [[trees]]." in view["diff"]
     candidate_commit = demo.git("rev-parse", f"llmwiki/review/{cid}").strip()
@@ -228,7 +228,7 @@ def test_pending_links_block_approval_until_published(demo: Repo) -> None:
 def test_reject_keeps_the_bytes(demo: Repo) -> None:
     cid = stage(demo, "What is a tree object?", "Trees [[trees]].")
     commit = demo.git("rev-parse", f"llmwiki/review/{cid}").strip()
-    proc = demo.llmwiki("review", "reject", cid)
+    proc = demo.llmwiki_process("review", "reject", cid)
     assert proc.returncode == 0 and f"refs/llmwiki/rejected/{cid}" in proc.stdout
     assert demo.git("rev-parse", f"refs/llmwiki/rejected/{cid}").strip() == commit
     assert demo.git("for-each-ref", "refs/heads/llmwiki/review/") == ""
