@@ -457,11 +457,9 @@ def measure_quality(work: Path, modes: list[str], full_build: bool, timings: dic
     return facts
 
 
-def baseline_quality(work: Path, rev: str, modes: list[str], timings: dict[str, float]) -> dict[str, Any] | None:
-    """The same measurement with the llmwiki_git of git revision ``rev`` (``git archive`` into
-    ``work``), run as a child process of this script: its own copies and stores, so the two
-    versions never share an index."""
-    src = work / "src"
+def archive_source(rev: str, src: Path) -> Path | None:
+    """The ``llmwiki_git`` package of git revision ``rev``, extracted into ``src`` (kept while
+    the revision is the same): run it with ``PYTHONPATH=src``. None when it cannot be had."""
     try:
         sha = git(REPO, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
         stamp = src / "REV"
@@ -474,6 +472,16 @@ def baseline_quality(work: Path, rev: str, modes: list[str], timings: dict[str, 
             (src / "REV").write_text(sha)
     except (subprocess.CalledProcessError, OSError) as exc:
         print(f"Baseline `{rev}` unavailable ({exc}); before-numbers skipped.\n")
+        return None
+    return src
+
+
+def baseline_quality(work: Path, rev: str, modes: list[str], timings: dict[str, float]) -> dict[str, Any] | None:
+    """The same measurement with the llmwiki_git of git revision ``rev`` (``git archive`` into
+    ``work``), run as a child process of this script: its own copies and stores, so the two
+    versions never share an index."""
+    src = archive_source(rev, work / "src")
+    if src is None:
         return None
     t0 = time.perf_counter()
     env = clean_env(PYTHONPATH=str(src))

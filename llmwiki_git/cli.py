@@ -279,6 +279,11 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
         if as_json:
             return
         if bar is None:  # chunks done/total, rate and time left (click's ETA)
+            if total > 8:  # more than a page's worth: say so first, with a rough time and the way around it
+                cores = os.cpu_count() or 1  # the local model: ~6 chunks/s per idle core (docs/embeddings.md)
+                click.echo(f"Embedding {total} new chunks, roughly {max(1, round(total / (6 * cores) / 60))} min with "
+                           f"the local model on {cores} idle cores; `llmwiki index --fast` builds a lexical-only index "
+                           "in seconds instead.", err=True)
             bar = click.progressbar(length=total, label=f"Embedding {total} chunks", file=sys.stderr,
                                     show_pos=True, show_eta=True, item_show_func=lambda rate: rate)
             bar.__enter__()

@@ -268,13 +268,30 @@ def _context_pack(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
 
     options = ContextOptions(args["budget"], args["depth"], args["topPages"], args["topChunks"],
                              args["includeSources"], args["omitRoot"])
-    pack = ws.retrieval().context(args["prompt"], options)
+    retrieval = ws.retrieval()
+    pack = retrieval.context(args["prompt"], options)
     if ws.git is not None:  # the blob each primary page has at HEAD: propose_page's basedOn
-        heads = ws.wiki("HEAD")
+        # One `git ls-tree` for the few primary pages, not a scan of the wiki at HEAD (issue 15).
+        paths = retrieval.paths_of(item.get("id") for item in pack.get("primary", []))
+        heads = _head_blobs(ws.git, sorted(set(paths.values())))
         for item in pack.get("primary", []):
-            page = heads.by_id.get(item.get("id"))
-            item["blobId"] = page.blob if page is not None else None
+            item["blobId"] = heads.get(paths.get(item.get("id"), ""))
     return pack
+
+
+def _head_blobs(git: Any, paths: list[str]) -> dict[str, str]:
+    """Path -> blob id at HEAD of each of ``paths`` that HEAD has (none on an unborn branch)."""
+    if not paths:
+        return {}
+    out = git.run("--literal-pathspecs", "ls-tree", "-z", "--full-tree", "--end-of-options", "HEAD", "--", *paths,
+                  check=False)
+    blobs: dict[str, str] = {}
+    for record in out.split(b"\0"):
+        meta, _, path = record.partition(b"\t")
+        fields = meta.decode("ascii", "replace").split(" ")
+        if len(fields) == 3 and fields[1] == "blob":
+            blobs[path.decode("utf-8", "surrogateescape")] = fields[2]
+    return blobs
 
 
 def _query(ws: Any, args: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import config
 from .checks.cache import ScanCache, open_cache
@@ -34,6 +34,7 @@ class Workspace:
     reuse_listing: bool = False  # a long-running process (MCP): reuse the page listing while no file changes
     _listing: tuple[object, dict[str, str]] | None = field(default=None, repr=False)
     _git_index: str | None = field(default=None, repr=False)
+    _watch: Any = field(default=None, repr=False)  # a WorktreeWatch, False where none can be had, None: not tried
 
     @property
     def project_prefix(self) -> str:
@@ -128,22 +129,35 @@ class Workspace:
 
     def _page_blobs(self) -> dict[str, str]:
         """Path -> blob id of every live page (no page scanned): how retrieval notices pages
-        added, changed or deleted since `llmwiki index`."""
+        added, changed or deleted since `llmwiki index`. With ``reuse_listing`` the same dict
+        (not to be modified) is returned while nothing changed: a kernel watch on the work
+        tree's folders says so in one system call (`stamp.WorktreeWatch`), else a stat of
+        every file."""
         from .wiki.model import page_blobs
-        from .wiki.stamp import worktree_stamp
+        from .wiki.stamp import WorktreeWatch, worktree_stamp
 
-        stamp = None
+        stamp: object = None
         if self.reuse_listing:
             if self._git_index is None and self.git is not None:  # git's index file, found once
                 self._git_index = self.git.text("rev-parse", "--git-path", "index")
             index = self._git_index
-            stamp = worktree_stamp(self.root, [self.root / index] if index else [])
-            if self._listing is not None and self._listing[0] == stamp:
-                return dict(self._listing[1])
+            extra = [self.root / index] if index else []
+            if self._watch is None:
+                self._watch = WorktreeWatch.create(self.root, extra) or False
+                # A new watch starts now: the listing made next is its reference.
+                stamp = "watched" if self._watch else worktree_stamp(self.root, extra)
+            elif self._watch:
+                stamp = "watched"
+                if self._listing is not None and not self._watch.changed():
+                    return self._listing[1]
+            else:
+                stamp = worktree_stamp(self.root, extra)
+                if self._listing is not None and self._listing[0] == stamp:
+                    return self._listing[1]
         blobs = page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix)
         if stamp is not None:
             self._listing = (stamp, blobs)
-        return dict(blobs)
+        return blobs
 
     def _cached_worktree_wiki(self) -> Wiki:
         cache = self._cache()

@@ -119,7 +119,15 @@ def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, s
     if isinstance(outcome, Published):
         result.saved = outcome.path
         try:
-            ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
+            retrieval = ws.retrieval()
+            # Never a silent full embedding (issue 15): a wiki that was never indexed gets the
+            # lexical index (seconds), and is told how to embed it.
+            never = not (ws.state_dir / "embeddings.json").exists()
+            retrieval.index(page=False, fast=never)  # the search index only: the commit wrote the table of contents
+            if never:
+                result.warnings.append({"code": "index-lexical-only",
+                                        "message": "the wiki had no search index: built a lexical one (no embedding); "
+                                                   "run `llmwiki index` to embed it for semantic search"})
         except BEST_EFFORT_ERRORS as exc:  # the commit stands; the index catches up on the next run
             result.warnings.append({"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"})
         return 0

@@ -79,7 +79,7 @@ def _reasons(entry: PageEntry, prompt: str, hits: list[Any]) -> list[str]:
 
 
 def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str, Any]], list[PageEntry]]:
-    by_id = {p.page_id: p for p in inputs.store.pages}
+    by_id = inputs.store.by_id()
     hits_by_page: dict[str, list[Any]] = {}
     for hit in inputs.result.chunks:
         hits_by_page.setdefault(hit.page_id, []).append(hit)
@@ -146,27 +146,14 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
     return primary, entries
 
 
-def _incoming(store: Store, targets: set[str]) -> dict[str, list[str]]:
-    """Pages linking to each of ``targets``: one pass over the store, only for the pages
-    asked about (building the full reverse graph cost 0.27 s on 10,000 pages)."""
-    found: dict[str, list[str]] = {t: [] for t in targets}
-    for page in store.pages:
-        if not page.links or targets.isdisjoint(page.links):
-            continue
-        for target in page.links:
-            if target in found:
-                found[target].append(page.page_id)
-    return found
-
-
 def _neighbors(store: Store, primaries: list[PageEntry], depth: int) -> list[dict[str, Any]]:
     if depth <= 0 or not primaries:
         return []
-    by_id = {p.page_id: p for p in store.pages}
+    by_id = store.by_id()
     primary_ids = {p.page_id for p in primaries}
 
     def edges(sources: list[str]) -> dict[str, list[tuple[str, str]]]:
-        incoming = _incoming(store, set(sources))
+        incoming = store.linked_from(set(sources))
         out: dict[str, list[tuple[str, str]]] = {}
         for source in sources:
             outgoing = [t for t in (by_id[source].links if source in by_id else ()) if t in by_id]

@@ -137,6 +137,7 @@ def build(
     progress: Callable[[int, int], object] | None = None,
     skipped: dict[str, str] | None = None,
     previous_store: store_mod.Store | None = None,
+    names: str = "",
 ) -> IndexSummary:
     """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``."""
     started = time.perf_counter()
@@ -193,7 +194,7 @@ def build(
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
     LexicalIndex.build(documents).save(folder / LEXICAL_DIR)
-    store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now, skipped))
+    store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now, skipped, names))
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
 
 
@@ -225,3 +226,97 @@ def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,
     store = store_mod.build(base.fingerprint, base.backend, base.model, base.dimensions, entries, vectors,
                             base.updated_at, skipped)
     return store, LexicalIndex.build(documents)
+
+
+def names_digest(wiki: Wiki) -> str:
+    """A digest of everything link resolution depends on (page paths, alias slugs, other
+    files' names): while it is unchanged, an unchanged page's links resolve as before."""
+    import hashlib  # noqa: PLC0415 - refresh only
+
+    digest = hashlib.blake2b(digest_size=16)
+    for page in wiki.pages:
+        digest.update(f"{page.path}\x00{chr(1).join(page.scan.alias_slugs)}\n".encode("utf-8", "surrogatepass"))
+    for path in sorted(wiki.other_files):
+        digest.update(f"\x02{path}\n".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+@dataclass
+class Update:
+    """The index of a changed wiki by difference with the store it had: only pages whose
+    blob changed (or that are new) are read and chunked; the rest keep their store entries
+    and their rows of the lexical index (``layout``, see ``LexicalIndex.updated``)."""
+
+    entries: list[store_mod.PageEntry]
+    hashes: list[str]  # chunk hash of every row, in order
+    missing: dict[str, str]  # chunk hash -> embedding input, for chunks the store has no vector of
+    layout: list[int | Document]
+    skipped: dict[str, str]
+    names: str
+    read: int  # pages read
+
+
+def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
+    """What `build` would write for ``wiki``, reading only the pages that changed since
+    ``store`` (same entries, rows and order as a build from every page)."""
+    old = {e.path: e for e in store.pages}
+    kept_skipped = {p.path: p.blob for p in wiki.pages
+                    if p.blob and store.skipped.get(p.path) == p.blob and p.path not in old}
+    touched = {p.path for p in wiki.pages
+               if p.path not in kept_skipped and not (p.blob and p.path in old and old[p.path].blob == p.blob)}
+    fresh_pages, fresh_skipped = read_pages(wiki, only=touched) if touched else ([], {})
+    fresh = {p.path: p for p in fresh_pages}
+    names = names_digest(wiki)
+    same_names = bool(store.names) and store.names == names
+    known = {h for e in store.pages for h in e.hashes} if store.dimensions else set()
+    entries: list[store_mod.PageEntry] = []
+    hashes: list[str] = []
+    layout: list[int | Document] = []
+    missing: dict[str, str] = {}
+    for page in wiki.pages:
+        indexed = fresh.get(page.path)
+        if indexed is not None:
+            chunk_hashes = tuple(content_hash(t) for t in indexed.texts)
+            entries.append(store_mod.PageEntry(indexed.page_id, indexed.path, indexed.blob, indexed.title,
+                                               indexed.summary, len(hashes), chunk_hashes, indexed.links,
+                                               indexed.dangling))
+            layout.extend(indexed.lexical)
+            for text, chunk_hash in zip(indexed.embedded, chunk_hashes):
+                if chunk_hash not in known:
+                    missing.setdefault(chunk_hash, text)
+            hashes.extend(chunk_hashes)
+        elif page.path not in touched and page.path in old:
+            entry = old[page.path]
+            links, dangling = (entry.links, entry.dangling) if same_names else _graph(wiki, page)
+            entries.append(entry._replace(first_row=len(hashes), links=tuple(links), dangling=tuple(dangling)))
+            layout.extend(range(entry.first_row, entry.first_row + len(entry.hashes)))
+            hashes.extend(entry.hashes)
+    return Update(entries, hashes, missing, layout, {**kept_skipped, **fresh_skipped}, names, len(touched))
+
+
+def apply_update(update: Update, store: store_mod.Store, lexical: LexicalIndex,
+                 fresh: np.ndarray | None = None) -> tuple[store_mod.Store, LexicalIndex]:
+    """The updated store and lexical index in memory. ``fresh``: the vectors of
+    ``update.missing``, in its order (None: those rows stay zero, ranked lexically only)."""
+    dims = store.dimensions
+    vectors = np.zeros((len(update.hashes), dims), dtype=np.float32)
+    if dims:
+        lookup = store.vectors_by_hash()
+        if fresh is not None:
+            lookup.update(zip(update.missing, fresh))
+        for row, chunk_hash in enumerate(update.hashes):
+            vector = lookup.get(chunk_hash)
+            if vector is not None:
+                vectors[row] = vector
+    updated_at = store.updated_at
+    if fresh is not None:
+        updated_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    new_store = store_mod.build(store.fingerprint, store.backend, store.model, dims, update.entries, vectors,
+                                updated_at, update.skipped, update.names)
+    return new_store, lexical.updated(update.layout)
+
+
+def save_update(folder: Path, store: store_mod.Store, lexical: LexicalIndex) -> None:
+    """Write an updated index (the caller holds the project lock), lexical index first as `build` does."""
+    lexical.save(folder / LEXICAL_DIR)
+    store_mod.save(folder, store)

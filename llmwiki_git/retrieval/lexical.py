@@ -29,6 +29,11 @@ raises ``IndexError``. What we need is ~200 lines of numpy, so it lives here
 * ``terms.npy`` (uint8, the UTF-8 bytes of the sorted vocabulary, concatenated) and
   ``term_offsets.npy`` (int64): term lookup is a binary search over the mapped bytes, so
   loading costs no parsing at all, whatever the vocabulary size.
+* ``tf.npy`` (float32, per posting) and ``lengths.npy`` (float64, per document): the raw
+  weighted term frequencies and document lengths, so that :meth:`LexicalIndex.updated`
+  derives a changed wiki's index from this one by tokenizing only the new documents and
+  recomputing the statistics (N, df, average length) and weights from the delta. Optional
+  on load: an index written without them is queried as before and rebuilt whole.
 * ``meta.json``: format version, tokenizer version, counts, parameters, and each file's
   size and SHA-256 (sizes are always checked on load; hashes with ``verify=True``).
 
@@ -91,6 +96,12 @@ _ARRAYS: dict[str, np.dtype[Any]] = {
     "indptr": np.dtype(np.int64),
     "doc_ids": np.dtype(np.int32),
     "weights": np.dtype(np.float32),
+}
+#: Kept for :meth:`LexicalIndex.updated` (raw weighted term frequency per posting, weighted
+#: length per document); optional on load: an index written without them is rebuilt whole.
+_UPDATE_ARRAYS: dict[str, np.dtype[Any]] = {
+    "tf": np.dtype(np.float32),
+    "lengths": np.dtype(np.float64),
 }
 
 
@@ -400,6 +411,46 @@ class _Vocabulary(dict):  # type: ignore[type-arg]
         return tid
 
 
+def _tokenize_all(docs: Sequence[Document]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Tokenize ``docs``: the sorted vocabulary, the postings (term id, document, weighted
+    term frequency) sorted by term then document, and each document's weighted length."""
+    n_docs = len(docs)
+    vocab = _Vocabulary()
+    term_of = vocab.__getitem__
+    token_ids = array("q")  # 8 bytes a token, no per-item objects
+    token_weights = array("d")
+    lengths = np.zeros(n_docs, dtype=np.float64)
+    counts = np.zeros(n_docs, dtype=np.int64)
+    for i, doc in enumerate(docs):
+        fields = ((doc, 1.0),) if isinstance(doc, str) else doc
+        for text, weight in fields:
+            tokens = tokenize(text) if weight > 0 else []
+            if not tokens:
+                continue
+            lengths[i] += weight * len(tokens)
+            counts[i] += len(tokens)
+            token_ids.extend(map(term_of, tokens))
+            token_weights.extend([float(weight)] * len(tokens))
+    # Term ids follow the sorted vocabulary: code point order, which is also the
+    # byte order of the UTF-8 blob that load() binary-searches.
+    sorted_terms = sorted(vocab)
+    remap = np.empty(len(vocab), dtype=np.int64)
+    remap[[vocab[t] for t in sorted_terms]] = np.arange(len(sorted_terms), dtype=np.int64)
+    term_of_token = remap[np.frombuffer(token_ids, dtype=np.int64)] if token_ids else remap[:0]
+    doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
+    keys, where = np.unique(term_of_token * max(n_docs, 1) + doc_of_token, return_inverse=True)
+    tf = np.bincount(where.reshape(-1), weights=np.frombuffer(token_weights, dtype=np.float64),
+                     minlength=len(keys))
+    term = keys // max(n_docs, 1)
+    return sorted_terms, term, keys - term * max(n_docs, 1), tf, lengths
+
+
+def _decode_terms(blob: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> list[str]:
+    data = np.asarray(blob).tobytes()
+    bounds = np.asarray(offsets).tolist()
+    return [data[bounds[i] : bounds[i + 1]].decode("utf-8") for i in ids.tolist()]
+
+
 class LexicalIndex:
     """BM25 (k1 = 1.5, b = 0.75, idf ``ln(1 + (N - df + .5) / (df + .5))``) over documents
     numbered 0..n-1 in the order given to :meth:`build`.
@@ -427,6 +478,8 @@ class LexicalIndex:
         self._indptr = arrays["indptr"]
         self._doc_ids = arrays["doc_ids"]
         self._weights = arrays["weights"]
+        self._tf: np.ndarray | None = arrays.get("tf")
+        self._lengths: np.ndarray | None = arrays.get("lengths")
         self._files = files
 
     # -- construction ------------------------------------------------------------------
@@ -438,45 +491,76 @@ class LexicalIndex:
         A document is a string, or a sequence of ``(text, weight)`` fields: BM25F's simple
         form, where a term's frequency and the document's length are the weighted sums
         over its fields (a title token with weight 3 counts as three body tokens)."""
-        n_docs = len(docs)
-        vocab = _Vocabulary()
-        term_of = vocab.__getitem__
-        token_ids = array("q")  # 8 bytes a token, no per-item objects
-        token_weights = array("d")
+        terms, term, doc, tf, lengths = _tokenize_all(docs)
+        return cls._assemble(terms, term, doc, tf, lengths, k1=k1, b=b)
+
+    def updated(self, layout: Sequence[int | Document]) -> LexicalIndex:
+        """The index of a changed wiki, equal to :meth:`build` over the new documents, without
+        tokenizing the unchanged ones: ``layout[i]`` is document ``i`` of the new index, either
+        the id of an unchanged document of this index (kept with its raw term frequencies and
+        length) or a new :data:`Document` (tokenized). The statistics (N, df, the average
+        length) and so every weight are recomputed from those frequencies, as a build does.
+
+        Raises :class:`LexicalIndexError` when this index has no raw frequencies (written
+        before they were kept): build from every document instead."""
+        if self._tf is None or self._lengths is None:
+            raise LexicalIndexError("this lexical index keeps no term frequencies (rebuild it)")
+        n_docs = len(layout)
+        old_to_new = np.full(self.n_docs + 1, -1, dtype=np.int64)  # last slot: "dropped"
+        fresh_at: list[int] = []
+        fresh_docs: list[Document] = []
         lengths = np.zeros(n_docs, dtype=np.float64)
-        counts = np.zeros(n_docs, dtype=np.int64)
-        for i, doc in enumerate(docs):
-            fields = ((doc, 1.0),) if isinstance(doc, str) else doc
-            for text, weight in fields:
-                tokens = tokenize(text) if weight > 0 else []
-                if not tokens:
-                    continue
-                lengths[i] += weight * len(tokens)
-                counts[i] += len(tokens)
-                token_ids.extend(map(term_of, tokens))
-                token_weights.extend([float(weight)] * len(tokens))
-        # Term ids follow the sorted vocabulary: code point order, which is also the
-        # byte order of the UTF-8 blob that load() binary-searches.
-        sorted_terms = sorted(vocab)
-        remap = np.empty(len(vocab), dtype=np.int64)
-        remap[[vocab[t] for t in sorted_terms]] = np.arange(len(sorted_terms), dtype=np.int64)
-        term_of_token = remap[np.frombuffer(token_ids, dtype=np.int64)] if token_ids else remap[:0]
-        doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
-        keys, where = np.unique(term_of_token * max(n_docs, 1) + doc_of_token, return_inverse=True)
-        tf = np.bincount(where.reshape(-1), weights=np.frombuffer(token_weights, dtype=np.float64),
-                         minlength=len(keys))
-        term = keys // max(n_docs, 1)
-        doc = keys - term * max(n_docs, 1)
-        n_terms = len(sorted_terms)
+        for i, item in enumerate(layout):
+            if isinstance(item, (int, np.integer)):
+                if not 0 <= item < self.n_docs or old_to_new[item] != -1:
+                    raise IndexError(f"document {item} is not a document of this index or is kept twice")
+                old_to_new[item] = i
+            else:
+                fresh_at.append(i)
+                fresh_docs.append(item)
+        kept_old = np.flatnonzero(old_to_new[:-1] >= 0)
+        lengths[old_to_new[kept_old]] = np.asarray(self._lengths, dtype=np.float64)[kept_old]
+        # The kept postings, still grouped by old term (and by document within a term).
+        old_term = np.repeat(np.arange(self.n_terms, dtype=np.int64), np.diff(np.asarray(self._indptr)))
+        new_doc = old_to_new[np.asarray(self._doc_ids, dtype=np.int64)]
+        keep = new_doc >= 0
+        old_term, new_doc = old_term[keep], new_doc[keep]
+        kept_tf = np.asarray(self._tf, dtype=np.float64)[keep]
+        alive = np.flatnonzero(np.bincount(old_term, minlength=self.n_terms))
+        old_names = _decode_terms(self._terms, self._term_offsets, alive)
+        f_terms, f_term, f_doc, f_tf, f_lengths = _tokenize_all(fresh_docs)
+        at = np.asarray(fresh_at, dtype=np.int64)
+        lengths[at] = f_lengths
+        terms = sorted(set(old_names).union(f_terms))
+        position = {t: i for i, t in enumerate(terms)}
+        old_map = np.zeros(self.n_terms, dtype=np.int64)
+        old_map[alive] = [position[t] for t in old_names]
+        fresh_map = np.fromiter((position[t] for t in f_terms), dtype=np.int64, count=len(f_terms))
+        # Both runs stay sorted by (term, document): the id maps are increasing. Merge them.
+        kept_term, fresh_term, fresh_doc = old_map[old_term], fresh_map[f_term], at[f_doc]
+        span = max(n_docs, 1)
+        where = np.searchsorted(kept_term * span + new_doc, fresh_term * span + fresh_doc)
+        term = np.insert(kept_term, where, fresh_term)
+        doc = np.insert(new_doc, where, fresh_doc)
+        tf = np.insert(kept_tf, where, f_tf)
+        return self._assemble(terms, term, doc, tf, lengths, k1=self.k1, b=self.b)
+
+    @classmethod
+    def _assemble(cls, terms: list[str], term: np.ndarray, doc: np.ndarray, tf: np.ndarray,
+                  lengths: np.ndarray, *, k1: float, b: float) -> LexicalIndex:
+        """The index of postings ``(term[i], doc[i], tf[i])`` sorted by term then document,
+        ``terms`` the sorted vocabulary (every term with a posting), ``lengths`` per document."""
+        n_docs = len(lengths)
+        n_terms = len(terms)
         df = np.bincount(term, minlength=n_terms).astype(np.float64)
         idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
         avg_doc_len = float(lengths.mean()) if n_docs and lengths.any() else 0.0
-        if len(keys):
-            norm = k1 * (1.0 - b + b * lengths[doc] / avg_doc_len)
-            weights = idf[term] * tf * (k1 + 1.0) / (tf + norm)
+        if len(term):
+            norm = k1 * (1.0 - b + b * lengths / avg_doc_len)  # per document, then per posting
+            weights = idf[term] * tf * (k1 + 1.0) / (tf + norm[doc])
         else:
             weights = np.zeros(0, dtype=np.float64)
-        encoded = [t.encode("utf-8") for t in sorted_terms]
+        encoded = [t.encode("utf-8") for t in terms]
         term_offsets = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=term_offsets[1:])
         arrays = {
@@ -485,8 +569,15 @@ class LexicalIndex:
             "indptr": np.concatenate(([0], np.cumsum(df, dtype=np.int64))).astype(np.int64),
             "doc_ids": doc.astype(np.int32),
             "weights": weights.astype(np.float32),
+            "tf": tf.astype(np.float32),
+            "lengths": lengths.astype(np.float64),
         }
         return cls(n_docs=n_docs, avg_doc_len=avg_doc_len, arrays=arrays, k1=k1, b=b)
+
+    @property
+    def updatable(self) -> bool:
+        """Whether :meth:`updated` can derive a changed wiki's index from this one."""
+        return self._tf is not None and self._lengths is not None
 
     # -- queries -----------------------------------------------------------------------
 
@@ -567,13 +658,16 @@ class LexicalIndex:
     # -- persistence -------------------------------------------------------------------
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        return {
+        arrays = {
             "terms": self._terms,
             "term_offsets": self._term_offsets,
             "indptr": self._indptr,
             "doc_ids": self._doc_ids,
             "weights": self._weights,
         }
+        if self._tf is not None and self._lengths is not None:
+            arrays.update(tf=self._tf, lengths=self._lengths)
+        return arrays
 
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write the index to ``folder``, replacing any previous one as a whole.
@@ -683,12 +777,14 @@ class LexicalIndex:
             files = meta["files"]
             if not isinstance(files, dict):
                 raise ValueError("files is not an object")
-            expected_sizes = {f"{name}.npy": int(files[f"{name}.npy"]["bytes"]) for name in _ARRAYS}
+            optional = [name for name in _UPDATE_ARRAYS if f"{name}.npy" in files]
+            wanted = {**_ARRAYS, **{name: _UPDATE_ARRAYS[name] for name in optional}}
+            expected_sizes = {f"{name}.npy": int(files[f"{name}.npy"]["bytes"]) for name in wanted}
         except (KeyError, TypeError, ValueError) as exc:
             raise LexicalIndexError(f"{where}: {META_FILE} is corrupt ({exc!r})") from None
 
         arrays: dict[str, np.ndarray] = {}
-        for name, dtype in _ARRAYS.items():
+        for name, dtype in wanted.items():
             filename = f"{name}.npy"
             path = folder / filename
             try:
@@ -719,6 +815,8 @@ class LexicalIndex:
             and int(arrays["indptr"][-1]) == postings
             and int(arrays["term_offsets"][0]) == 0
             and int(arrays["term_offsets"][-1]) == len(arrays["terms"])
+            and len(arrays.get("tf", arrays["weights"])) == postings
+            and len(arrays.get("lengths", range(n_docs))) == n_docs
         )
         if not shapes_ok:
             raise LexicalIndexError(f"{where}: array sizes disagree with {META_FILE} (corrupt index)")
@@ -732,7 +830,7 @@ class LexicalIndex:
     def _verify(self, folder: Path) -> None:
         where = f"lexical index {folder}"
         assert self._files is not None
-        for name in _ARRAYS:
+        for name in [*_ARRAYS, *(n for n in _UPDATE_ARRAYS if f"{n}.npy" in self._files)]:
             filename = f"{name}.npy"
             if _sha256(folder / filename) != self._files[filename].get("sha256"):
                 raise LexicalIndexError(f"{where}: {filename} does not match its checksum (corrupt index)")

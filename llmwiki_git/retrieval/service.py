@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+
+import numpy as np
 
 from .. import confine
 from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
@@ -34,6 +35,10 @@ SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that can
 # (~0.2 s). Writers replace these files by rename, so a re-index by any process changes a
 # stamp and the next call loads afresh.
 _WARM: dict[str, tuple[tuple, tuple, Loaded]] = {}
+# The (store, live listing) pair last found current, by identity: a long-lived workspace
+# returns the same listing object while no file changed (Workspace._page_blobs), and the
+# warm store is the same object while its files are, so a warm call skips the comparison.
+_CURRENT: dict[str, tuple[Store, Mapping[str, str]]] = {}
 
 
 def forget_warm_state() -> None:
@@ -67,6 +72,7 @@ class Retrieval:
         self.git = git
         self.root = root
         self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
+        self._searched: Store | None = None  # the store the last search ranked from
         self.refresh_bound = refresh.ON_THE_FLY_CHUNKS
         self.project = project
         self.state = state
@@ -101,7 +107,8 @@ class Retrieval:
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
             pages, skipped = indexer.read_pages(wiki)
-            summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped)
+            summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped,
+                                    names=indexer.names_digest(wiki))
             written = self._write_index_page(wiki, index_path, notes) if index_path and page else None
             if written and written == index_path:  # a page written after the pages were read: recorded,
                 # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
@@ -152,7 +159,7 @@ class Retrieval:
             files += sorted((self.state / indexer.LEXICAL_DIR).iterdir())
         except OSError:
             pass
-        out: list[tuple[Any, ...]] = []
+        out: list[tuple[object, ...]] = []
         for path in files:
             try:
                 st = path.stat()
@@ -174,11 +181,11 @@ class Retrieval:
         if warm is not None and warm[0] == stamps and warm[1] == key:
             base = warm[2]
         else:
-            loaded = self._load_files()
-            if loaded is None:
+            files = self._load_files()
+            if files is None:
                 return self._load_without_store()
-            base = loaded
-            _WARM[str(self.state)] = (stamps, key, base)
+            _WARM[str(self.state)] = (stamps, key, files)
+            base = files
         return self._follow_wiki(Loaded(base.store, base.lexical, base.embedder, list(base.warnings)))
 
     def _load_without_store(self) -> Loaded:
@@ -233,15 +240,23 @@ class Retrieval:
             loaded.warnings.append({"code": "index-freshness-unknown",
                                     "message": f"could not list the wiki's pages ({exc}); recent edits may be missing"})
             return loaded
+        current = _CURRENT.get(str(self.state))
+        if current is not None and current[0] is loaded.store and current[1] is live:
+            return loaded  # this very listing was found current for this very store last call
         stale = refresh.staleness(loaded.store, live)
         if not stale:
+            _CURRENT[str(self.state)] = (loaded.store, live)
             return loaded
+        if loaded.lexical is not None and loaded.lexical.updatable:
+            return self._follow_by_difference(loaded, stale)
         store = loaded.store
-        pages, skipped = indexer.read_pages(self._load_wiki())
+        wiki = self._load_wiki()
+        pages, skipped = indexer.read_pages(wiki)
         can_embed = loaded.embedder is not None or not store.dimensions
         previous = store.vectors_by_hash() if store.dimensions else {}
         missing = refresh.plan(pages, previous).missing if store.dimensions else {}
-        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder):
+        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder,
+                                                                                               indexer.names_digest(wiki)):
             try:
                 fresh = store_mod.load(self.state)
                 lexical = LexicalIndex.load(self.state / indexer.LEXICAL_DIR)
@@ -256,8 +271,39 @@ class Retrieval:
             warnings.append(refresh.stale_warning(stale, len(missing), self.refresh_bound if can_embed else 0))
         return Loaded(memory, lexical, loaded.embedder, warnings)
 
+    def _follow_by_difference(self, loaded: Loaded, stale: refresh.Staleness) -> Loaded:
+        """`_follow_wiki` reading only the changed pages and tokenizing only their chunks
+        (`indexer.plan_update`, `LexicalIndex.updated`): the result equals a full rebuild."""
+        from ..errors import LlmwikiError
+        from ..gitstore.lock import repository_lock
+
+        store, lexical = loaded.store, loaded.lexical
+        assert lexical is not None
+        update = indexer.plan_update(self._load_wiki(), store)
+        can_embed = loaded.embedder is not None or not store.dimensions
+        warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
+        if can_embed and len(update.missing) <= self.refresh_bound:
+            try:
+                with repository_lock(self.git, self.state, timeout=2.0):
+                    fresh = (loaded.embedder.embed(list(update.missing.values())) if update.missing and loaded.embedder
+                             else np.zeros((0, store.dimensions), dtype=np.float32))
+                    new_store, new_lexical = indexer.apply_update(update, store, lexical, fresh)
+                    indexer.save_update(self.state, new_store, new_lexical)
+                    # What was just written is what the next call would load: keep it warm (the
+                    # stamps are taken under the lock, so no other writer's files get them).
+                    _WARM[str(self.state)] = (self._stamps(), self._embedder_key(),
+                                              Loaded(new_store, new_lexical, loaded.embedder, list(warnings)))
+            except (LlmwikiError, OSError):
+                pass  # could not be saved: rank from memory this time
+            else:
+                return Loaded(new_store, new_lexical, loaded.embedder, warnings)
+        memory, new_lexical = indexer.apply_update(update, store, lexical)
+        if update.missing:
+            warnings.append(refresh.stale_warning(stale, len(update.missing), self.refresh_bound if can_embed else 0))
+        return Loaded(memory, new_lexical, loaded.embedder, warnings)
+
     def _save_refresh(self, store: Store, pages: list[indexer.IndexedPage], skipped: dict[str, str],
-                      embedder: Embedder | None) -> bool:
+                      embedder: Embedder | None, names: str) -> bool:
         """Save the refreshed index under the project lock (a short wait at most: a read
         never queues behind a long `llmwiki index`). False when it could not be saved."""
         from ..errors import LlmwikiError
@@ -265,16 +311,25 @@ class Retrieval:
 
         try:
             with repository_lock(self.git, self.state, timeout=2.0):
-                indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store)
+                indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store, names=names)
         except (LlmwikiError, OSError):
             return False
         return True
 
     def search(self, question: str, *, keep: int = 12, max_pages: int = 5, mode: str | None = None) -> tuple[Loaded, SearchResult]:
         loaded = self.load()
+        self._searched = loaded.store
         result = search(question, loaded.store, loaded.lexical, loaded.embedder,
                         mode=mode or self.mode, keep=keep, max_pages=max_pages)
         return loaded, result
+
+    def paths_of(self, page_ids: Iterable[object]) -> dict[str, str]:
+        """Page id -> path, for the ids of the pages the last search ranked."""
+        wanted = set(page_ids)
+        store = self._searched
+        if store is None or not wanted:
+            return {}
+        return {e.page_id: e.path for e in store.pages if e.page_id in wanted}
 
     def read_live(self, entry: PageEntry) -> LivePage:
         try:

@@ -78,11 +78,18 @@ class Store:
     updated_at: str = ""
     skipped: dict[str, str] = field(default_factory=dict)  # pages that are not evidence: path -> blob
     digest: str = ""  # sha256 of the vectors when saved ("" for stores written before it was kept)
+    names: str = ""  # digest of what link resolution depends on (indexer.names_digest; "": unknown)
     _row_page: list[int] = field(default_factory=list, repr=False)
+    _rows: int = field(default=-1, repr=False)
+    _by_id: dict[str, PageEntry] | None = field(default=None, repr=False)
+    _reverse: dict[str, list[str]] | None = field(default=None, repr=False)
+    _link_questions: int = field(default=0, repr=False)
 
     @property
     def rows(self) -> int:
-        return sum(len(p.hashes) for p in self.pages)
+        if self._rows < 0:  # counted once: a warm server asks on every call
+            self._rows = sum(len(p.hashes) for p in self.pages)
+        return self._rows
 
     def row_owner(self) -> list[int]:
         """Index into ``pages`` for every row (built once)."""
@@ -92,6 +99,35 @@ class Store:
                 owner.extend([index] * len(page.hashes))
             self._row_page = owner
         return self._row_page
+
+    def by_id(self) -> dict[str, PageEntry]:
+        """Page id -> entry (built once per store)."""
+        if self._by_id is None:
+            self._by_id = {p.page_id: p for p in self.pages}
+        return self._by_id
+
+    def linked_from(self, targets: set[str]) -> dict[str, list[str]]:
+        """Pages linking to each of ``targets``, in store order. The first question scans the
+        pages for these targets only (the full reverse graph cost 0.27 s on 10,000 pages, too
+        much for a one-question process); a store asked again (a long-lived server) builds
+        the reverse graph once and answers from it."""
+        if self._reverse is None and self._link_questions == 0:
+            self._link_questions += 1
+            found: dict[str, list[str]] = {t: [] for t in targets}
+            for page in self.pages:
+                if not page.links or targets.isdisjoint(page.links):
+                    continue
+                for target in page.links:
+                    if target in found:
+                        found[target].append(page.page_id)
+            return found
+        if self._reverse is None:
+            reverse: dict[str, list[str]] = {}
+            for page in self.pages:
+                for target in dict.fromkeys(page.links):
+                    reverse.setdefault(target, []).append(page.page_id)
+            self._reverse = reverse
+        return {t: list(self._reverse.get(t, ())) for t in targets}
 
     def vectors_by_hash(self) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
@@ -170,6 +206,7 @@ def save(folder: Path, store: Store) -> None:
         "updatedAt": store.updated_at,
         "pages": [p.to_json() for p in store.pages],
         "skipped": store.skipped,
+        "namesDigest": store.names,
     }
     _atomic_write(folder / BIN_NAME, write_bin)
     _atomic_write(folder / JSON_NAME, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
@@ -224,9 +261,10 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
         vectors = _map_vectors(bin_path, token, rows, dims)
     skipped = meta.get("skipped")
     digest = meta.get("vectorsDigest")
+    names = meta.get("namesDigest")
     return Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, pages, vectors,
                  meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
-                 digest=digest if isinstance(digest, str) else "")
+                 digest=digest if isinstance(digest, str) else "", names=names if isinstance(names, str) else "")
 
 
 def _is_int(value: object) -> bool:
@@ -234,7 +272,15 @@ def _is_int(value: object) -> bool:
 
 
 def _strings(value: object) -> bool:
-    return isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value)
+    """A list of strings: ``str.join`` checks every item's type at C speed (a fresh
+    `context` validates some 200,000 of them on a 10,000-page store)."""
+    if not isinstance(value, (list, tuple)):
+        return False
+    try:
+        "".join(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _shape_problem(pages: list[PageEntry], rows: int, dims: int) -> str | None:
@@ -244,7 +290,7 @@ def _shape_problem(pages: list[PageEntry], rows: int, dims: int) -> str | None:
         return f"{rows} rows of {dims} dimensions"
     spans = []
     for page in pages:
-        if not all(isinstance(v, str) for v in (page.page_id, page.path, page.blob, page.title, page.summary)):
+        if not _strings((page.page_id, page.path, page.blob, page.title, page.summary)):
             return f"a page entry of the wrong shape ({str(page.page_id)[:80]!r})"
         if not (_is_int(page.first_row) and _strings(page.hashes) and _strings(page.links) and _strings(page.dangling)):
             return f"page {page.page_id[:80]!r} has a firstRow, hashes or links of the wrong type"
@@ -282,5 +328,6 @@ def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarr
 
 
 def build(fingerprint: str, backend: str, model: str, dimensions: int, pages: Sequence[PageEntry],
-          vectors: np.ndarray, updated_at: str, skipped: dict[str, str] | None = None) -> Store:
-    return Store(fingerprint, backend, model, dimensions, list(pages), vectors, updated_at, dict(skipped or {}))
+          vectors: np.ndarray, updated_at: str, skipped: dict[str, str] | None = None, names: str = "") -> Store:
+    return Store(fingerprint, backend, model, dimensions, list(pages), vectors, updated_at, dict(skipped or {}),
+                 names=names)

@@ -205,3 +205,20 @@ def test_concurrent_saves_lose_nothing(demo: Repo) -> None:
     assert (demo.root / "log.md").read_text().count("## [") == 8
     assert demo.git("status", "--porcelain") == ""
     assert demo.llmwiki("check").returncode == 0
+
+
+def test_save_on_a_never_indexed_wiki_builds_the_lexical_index_and_says_so(repo: Repo) -> None:
+    """`query --save` never embeds a whole wiki silently (issue 15): with no index yet it
+    builds the lexical one and tells how to embed."""
+    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    repo.commit("demo wiki")
+    assert not (repo.root / ".llmwiki" / "embeddings.json").exists()
+    with serve(sse_answer("A blob stores bytes only. See [[blobs]].")) as (url, _):
+        env = {k: v for k, v in openai_env(url).items() if k != "LLMWIKI_EMBEDDING_PROVIDER"}  # the local model
+        proc = repo.llmwiki("query", "What does a blob store?", "--save", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["saved"] == "wiki/queries/what-does-a-blob-store.md"
+    assert [w for w in result["warnings"] if w["code"] == "index-lexical-only"]
+    store = json.loads((repo.root / ".llmwiki" / "embeddings.json").read_text())
+    assert store["dimensions"] == 0 and "queries/what-does-a-blob-store" in [p["pageId"] for p in store["pages"]]

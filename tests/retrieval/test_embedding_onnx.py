@@ -69,6 +69,13 @@ def test_deterministic_and_order_preserving(embedder: OnnxMiniLMEmbedder) -> Non
     np.testing.assert_allclose(singles, a, atol=1e-5)
     # A fresh instance computes the same vectors.
     np.testing.assert_allclose(OnnxMiniLMEmbedder(threads=1).embed(TEXTS), a, atol=1e-5)
+    # One run at a time or several at once on threads (indexing on every core, issue 15):
+    # the same vectors, in the same order, and the progress counts every text once.
+    seen: list[tuple[int, int]] = []
+    parallel = OnnxMiniLMEmbedder(workers=3).embed(TEXTS, progress=lambda d, t: seen.append((d, t)))
+    np.testing.assert_array_equal(OnnxMiniLMEmbedder(workers=1, threads=1).embed(TEXTS), parallel)
+    np.testing.assert_allclose(parallel, a, atol=1e-5)
+    assert seen[-1] == (len(TEXTS), len(TEXTS)) and [d for d, _ in seen] == sorted({d for d, _ in seen})
 
 
 def test_paraphrase_scores_higher_than_unrelated(embedder: OnnxMiniLMEmbedder) -> None:
@@ -103,7 +110,8 @@ def test_long_text_is_truncated_not_rejected(embedder: OnnxMiniLMEmbedder) -> No
 def test_progress_callback(embedder: OnnxMiniLMEmbedder) -> None:
     calls: list[tuple[int, int]] = []
     embedder.embed(TEXTS, batch_size=4, progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(4, len(TEXTS)), (len(TEXTS), len(TEXTS))]
+    # (0, total) first: the caller can say what is coming before the first batch runs.
+    assert calls == [(0, len(TEXTS)), (4, len(TEXTS)), (len(TEXTS), len(TEXTS))]
 
 
 def test_missing_files_raise_embedding_unavailable(tmp_path) -> None:

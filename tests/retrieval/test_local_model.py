@@ -103,4 +103,5 @@ def test_index_progress_shows_count_rate_and_time_left(demo: Repo) -> None:
     text = shown.decode("utf-8", "replace")
     chunks = json.loads(demo.llmwiki("index", "--json", "--full", env=LOCAL).stdout)["chunks"]
     assert f"Embedding {chunks} chunks" in text
+    assert f"Embedding {chunks} new chunks, roughly" in text and "`llmwiki index --fast`" in text  # said first
     assert f"{chunks}/{chunks}" in text and "chunks/s" in text

@@ -41,3 +41,45 @@ def test_loaded_state_is_reused_until_another_process_reindexes(repo: Repo, pref
     loaded, result = ws.retrieval().search("quincewright jelly", max_pages=1)
     assert loaded.store is third.store
     assert result.pages and result.pages[0][0] == "concepts/quince"
+
+
+def test_the_mcp_server_picks_up_a_reindex_by_another_process(repo: Repo, tmp_path: Path) -> None:
+    """Through the SDK's stdio client: the warm server answers from what it loaded, and after
+    another process commits a page and runs `llmwiki index`, the next call answers from that
+    index (loaded from disk, not rebuilt by the server: the store file is the one written)."""
+    import json
+    import os
+    import sys
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    repo.write("wiki/concepts/apple.md", page("Apple", "Apple trees are pruned in late winter."))
+    repo.write("wiki/concepts/pear.md", page("Pear", "Pear trees want a warm wall."))
+    repo.commit("pages")
+    assert repo.llmwiki("index", env=FAST).returncode == 0
+    store = Path(repo.root) / ".llmwiki" / "embeddings.json"
+
+    async def body() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "llmwiki_git", "serve", "--root", str(repo.root)],
+                                       env={**os.environ, **FAST}, cwd=str(repo.root))
+        with open(tmp_path / "server.log", "w", encoding="utf-8") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+
+                    async def pack(prompt: str) -> list[str]:
+                        result = await s.call_tool("get_context_pack", {"prompt": prompt})
+                        assert not result.is_error, result.content[0].text
+                        return [p["id"] for p in json.loads(result.content[0].text)["primary"]]
+
+                    assert (await pack("apple pruning"))[0] == "concepts/apple"
+                    assert (await pack("apple pruning"))[0] == "concepts/apple"  # warm
+                    repo.write("wiki/concepts/quince.md", page("Quince", "Quincewright guild notes on quince jelly."))
+                    repo.commit("quince")
+                    assert repo.llmwiki("index", env=FAST).returncode == 0  # another process
+                    written = store.stat().st_ino
+                    assert (await pack("quincewright jelly"))[0] == "concepts/quince"
+                    assert store.stat().st_ino == written  # loaded, not refreshed by the server
+
+    anyio.run(body)

@@ -1,0 +1,57 @@
+"""A long-lived process reuses its page listing while nothing changed, and notices every kind
+of change on the next call (issue 15, Deliver 1): an in-place edit (no rename, the folder's
+mtime unchanged), a new page, a new folder and a page inside it, a deletion, `git add`
+(the index file). Real git repository, real files, the real kernel watch (Linux) and the
+stat walk it falls back to elsewhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from llmwiki_git.wiki.stamp import WorktreeWatch
+from llmwiki_git.workspace import Workspace
+
+from ..conftest import Repo, page
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+@pytest.mark.parametrize("watched", [True, False])
+def test_the_listing_is_reused_until_something_changes(repo: Repo, prefix: str, watched: bool,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    if not prefix:
+        repo.write("index.md", "# My own home page\n")
+    repo.write(f"{prefix}concepts/apple.md", page("Apple", "Apple trees are pruned in late winter."))
+    repo.commit("pages")
+    if not watched:
+        monkeypatch.setattr(WorktreeWatch, "create", classmethod(lambda cls, root, extra=(): None))
+    ws = Workspace.open(Path(repo.root))
+    ws.reuse_listing = True
+    first = ws._page_blobs()
+    assert ws._page_blobs() is first  # nothing changed: the very same listing
+    assert bool(ws._watch) is (watched and os.uname().sysname == "Linux")
+
+    apple = Path(repo.root) / f"{prefix}concepts/apple.md"
+    folder_mtime = apple.parent.stat().st_mtime_ns
+    with open(apple, "a", encoding="utf-8") as fh:  # in place: the folder does not change
+        fh.write("\nGrafted in spring.\n")
+    assert apple.parent.stat().st_mtime_ns == folder_mtime
+    second = ws._page_blobs()
+    assert second is not first and second[f"{prefix}concepts/apple.md"] != first[f"{prefix}concepts/apple.md"]
+    assert ws._page_blobs() is second
+
+    repo.write(f"{prefix}people/ada/notes.md", page("Ada", "Ada grafts."))  # a new folder, a page in it
+    third = ws._page_blobs()
+    assert f"{prefix}people/ada/notes.md" in third
+    repo.write(f"{prefix}people/ada/more.md", page("More", "More notes."))  # inside the new folder
+    fourth = ws._page_blobs()
+    assert f"{prefix}people/ada/more.md" in fourth
+
+    (Path(repo.root) / f"{prefix}people/ada/notes.md").unlink()
+    fifth = ws._page_blobs()
+    assert f"{prefix}people/ada/notes.md" not in fifth
+    assert ws._page_blobs() is fifth
+    repo.git("add", "-A")  # only git's index file changes
+    assert ws._page_blobs() is not fifth
