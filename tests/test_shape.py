@@ -182,3 +182,21 @@ def test_architecture_doc_names_every_layered_module() -> None:
     for unit in (u for layer in LAYERS for u in layer):
         name = f"`{unit}/`" if (package / unit).is_dir() else f"`{unit}.py`" if unit != "__main__" else "`__main__`"
         assert name in doc, f"docs/architecture.md does not name {name}"
+
+
+def test_one_http_retry_loop() -> None:
+    """Chat (streamed or not) and embeddings retry through one loop: the only code under
+    providers/ and retrieval/ that waits between attempts is ``providers.http._exchange``."""
+    package = Path(__file__).resolve().parent.parent / "llmwiki_git"
+    waiting: list[str] = []
+    for folder in ("providers", "retrieval"):
+        for path in sorted((package / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for call in ast.walk(node):
+                    if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                            and call.func.attr == "sleep"):
+                        waiting.append(f"{folder}/{path.name}:{node.name}")
+    assert sorted(set(waiting)) == ["providers/http.py:_exchange"]

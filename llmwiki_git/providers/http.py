@@ -7,7 +7,7 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +20,11 @@ if TYPE_CHECKING:  # httpx is imported where a request is made: importing this m
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 
 
-# ------------------------------------------------------------------ chat requests (streamed)
+# ------------------------------------------------------------------ requests
 #
-# The chat providers share one request loop: POST, read the body as it arrives, hand its
-# lines to the provider's parser, yield text deltas. Transient failures (429, 5xx,
+# Every request -- chat streamed or not, embeddings -- goes through one retry loop
+# (``_exchange``): POST, hand a 2xx response to a body reader (stream lines to a provider's
+# parser, or one JSON body), pass on what it yields. Transient failures (429, 5xx,
 # dropped or refused connections, a retryable error event) are retried with exponential
 # backoff -- but only while nothing has been yielded: once text has reached the caller a
 # retry would duplicate it, so a stream that breaks after output raises a ProviderError
@@ -235,111 +236,130 @@ def stream_request(
     that ends without that mark is a broken stream. ``parse_full`` reads a plain JSON
     answer, for servers that ignore ``"stream": true``.
     """
+
+    def read(response: httpx.Response) -> Iterator[object]:
+        if parse_full is not None and response.headers.get("content-type", "").startswith("application/json"):
+            text = _parse_full_body(endpoint, _body_text(response), parse_full)
+            if text:
+                yield text
+            return
+        emitted = 0
+        for item in parse(response.iter_lines()):
+            if item is STREAM_END:
+                return
+            if item:
+                emitted += len(item)
+                yield item
+        if emitted:
+            raise ProviderError(
+                endpoint.provider,
+                f"the stream broke after {emitted} characters: the server closed it before the end "
+                "of the answer, which is incomplete",
+                hint=_PARTIAL_HINT)
+        yield _AGAIN
+
+    with endpoint.settings.client() as client:
+        for item in _exchange(endpoint, payload, client, read):
+            assert isinstance(item, str)
+            yield item
+
+
+def post_json(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Client | None = None) -> Any:
+    """POST ``payload`` (not streamed) and return the decoded JSON answer, through the same
+    retry loop as :func:`stream_request` (chat without streaming, embeddings). ``client`` is
+    reused when given (embedding batches share one connection); otherwise one is made for
+    this request."""
+    if client is None:
+        with endpoint.settings.client() as own:
+            return post_json(endpoint, payload, own)
+
+    def read(response: httpx.Response) -> Iterator[object]:
+        response.read()  # a body cut off here is a transport error: the loop retries it
+        text = response.text
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise ProviderError(endpoint.provider, f"the server sent a malformed answer: {text[:200]!r}") from exc
+        yield _Answer(value)
+
+    answers = _exchange(endpoint, payload, client, read)
+    try:
+        answer = next(answers)
+    finally:
+        answers.close()
+    assert isinstance(answer, _Answer)
+    return answer.value
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A whole decoded JSON body, as :func:`_exchange` hands it on."""
+
+    value: Any
+
+
+#: Yielded by a body reader when this attempt brought no answer at all: try again.
+_AGAIN = object()
+
+#: Reads one successful (2xx) response: yields what the caller gets, or :data:`_AGAIN`.
+BodyReader = Callable[["httpx.Response"], Iterator[object]]
+
+
+def _exchange(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Client, read: BodyReader) -> Generator[object, None, None]:
+    """The one retry loop: POST ``payload`` and pass on what ``read`` yields from a 2xx
+    response. 429/5xx answers, dropped or refused connections, a retryable error event and
+    an attempt that brought nothing (:data:`_AGAIN`) are retried with backoff -- but only
+    while nothing has reached the caller: once text has, a retry would duplicate it, so a
+    break after output raises a ProviderError saying how much arrived."""
     import httpx
 
     settings = endpoint.settings
     attempt = 0
-    with settings.client() as client:
-        while True:
-            emitted = 0
-            delay: float | None = None
-            try:
-                with client.stream("POST", endpoint.url, json=dict(payload), headers=dict(endpoint.headers)) as response:
-                    status = response.status_code
-                    if not 200 <= status < 300:
-                        body = _body_text(response)
-                        if status in RETRY_STATUS and attempt < settings.retries:
-                            delay = retry_after(response.headers, settings.max_retry_after)
-                            if delay is None:
-                                delay = settings.backoff_delay(attempt)
-                        else:
-                            raise http_error(endpoint, status, body, attempt + 1)
-                    elif parse_full is not None and response.headers.get("content-type", "").startswith("application/json"):
-                        body = _body_text(response)
-                        text = _parse_full_body(endpoint, body, parse_full)
-                        if text:
-                            yield text
-                        return
-                    else:
-                        finished = False
-                        for item in parse(response.iter_lines()):
-                            if item is STREAM_END:
-                                finished = True
-                                break
-                            if item:
-                                emitted += len(item)
-                                yield item
-                        if finished:
-                            return
-                        if emitted:
-                            raise ProviderError(
-                                endpoint.provider,
-                                f"the stream broke after {emitted} characters: the server closed it before the end "
-                                "of the answer, which is incomplete",
-                                hint=_PARTIAL_HINT)
-                        if attempt >= settings.retries:
-                            raise ProviderError(endpoint.provider,
-                                                f"the server closed the stream without an answer ({attempt + 1} attempts)",
-                                                hint=endpoint.unreachable)
-                        delay = settings.backoff_delay(attempt)
-            except RetryableStreamError as exc:
-                if emitted:
-                    raise ProviderError(endpoint.provider,
-                                        f"the stream broke after {emitted} characters: {exc.message.split(': ', 1)[-1]}"
-                                        " -- the answer is incomplete", hint=_PARTIAL_HINT) from exc
-                if attempt >= settings.retries:
-                    raise
-                delay = settings.backoff_delay(attempt)
-            except httpx.DecodingError as exc:
-                raise ProviderError(endpoint.provider, f"the server sent a body that cannot be decoded ({exc})") from exc
-            except httpx.TransportError as exc:
-                if emitted:
-                    raise ProviderError(
-                        endpoint.provider,
-                        f"the stream broke after {emitted} characters ({exc.__class__.__name__}): "
-                        "the answer is incomplete",
-                        hint=_PARTIAL_HINT) from exc
-                if attempt >= settings.retries or not _retryable_transport(exc):
-                    raise _transport_error(endpoint, exc, attempt + 1) from exc
-                delay = settings.backoff_delay(attempt)
-            time.sleep(delay)
-            attempt += 1
-
-
-def post_json(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Client | None = None) -> Any:
-    """POST ``payload`` (not streamed) and return the decoded JSON answer: the one retry
-    loop for plain requests (chat without streaming, embeddings), with the same retries and
-    error messages as :func:`stream_request`. ``client`` is reused when given (embedding
-    batches share one connection); otherwise one is made for this request."""
-    if client is None:
-        with endpoint.settings.client() as own:
-            return post_json(endpoint, payload, own)
-    import httpx
-
-    settings = endpoint.settings
-    for attempt in range(settings.retries + 1):
+    while True:
+        emitted = 0
+        delay = settings.backoff_delay(attempt)
         try:
-            response = client.post(endpoint.url, json=dict(payload), headers=dict(endpoint.headers))
-        except httpx.TransportError as exc:
-            if attempt >= settings.retries or not _retryable_transport(exc):
-                raise _transport_error(endpoint, exc, attempt + 1) from exc
-            time.sleep(settings.backoff_delay(attempt))
-            continue
+            with client.stream("POST", endpoint.url, json=dict(payload), headers=dict(endpoint.headers)) as response:
+                status = response.status_code
+                if not 200 <= status < 300:
+                    body = _body_text(response)
+                    if status not in RETRY_STATUS or attempt >= settings.retries:
+                        raise http_error(endpoint, status, body, attempt + 1)
+                    waited = retry_after(response.headers, settings.max_retry_after)
+                    if waited is not None:
+                        delay = waited
+                else:
+                    for item in read(response):
+                        if item is _AGAIN:
+                            if attempt >= settings.retries:
+                                raise ProviderError(endpoint.provider,
+                                                    f"the server closed the stream without an answer ({attempt + 1} attempts)",
+                                                    hint=endpoint.unreachable)
+                            break
+                        emitted += len(item) if isinstance(item, str) else 1
+                        yield item
+                    else:
+                        return
+        except RetryableStreamError as exc:
+            if emitted:
+                raise ProviderError(endpoint.provider,
+                                    f"the stream broke after {emitted} characters: {exc.message.split(': ', 1)[-1]}"
+                                    " -- the answer is incomplete", hint=_PARTIAL_HINT) from exc
+            if attempt >= settings.retries:
+                raise
         except httpx.DecodingError as exc:
             raise ProviderError(endpoint.provider, f"the server sent a body that cannot be decoded ({exc})") from exc
-        status = response.status_code
-        if not 200 <= status < 300:
-            if status in RETRY_STATUS and attempt < settings.retries:
-                delay = retry_after(response.headers, settings.max_retry_after)
-                time.sleep(settings.backoff_delay(attempt) if delay is None else delay)
-                continue
-            raise http_error(endpoint, status, response.text, attempt + 1)
-        try:
-            return json.loads(response.text)
-        except ValueError as exc:
-            raise ProviderError(endpoint.provider,
-                                f"the server sent a malformed answer: {response.text[:200]!r}") from exc
-    raise ProviderError(endpoint.provider, "gave up after retries")  # pragma: no cover
+        except httpx.TransportError as exc:
+            if emitted:
+                raise ProviderError(
+                    endpoint.provider,
+                    f"the stream broke after {emitted} characters ({exc.__class__.__name__}): "
+                    "the answer is incomplete",
+                    hint=_PARTIAL_HINT) from exc
+            if attempt >= settings.retries or not _retryable_transport(exc):
+                raise _transport_error(endpoint, exc, attempt + 1) from exc
+        time.sleep(delay)
+        attempt += 1
 
 
 def json_request(endpoint: Endpoint, payload: Mapping[str, Any], parse_full: Callable[[Any], str]) -> str:
