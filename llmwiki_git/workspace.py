@@ -150,6 +150,9 @@ class Workspace:
                 stamp = "watched"
                 if self._listing is not None and not self._watch.changed():
                     return self._listing[1]
+                # The events are consumed now: if the listing below fails, the next call must
+                # not find an empty queue and serve the listing from before the change.
+                self._listing = None
             else:
                 stamp = worktree_stamp(self.root, extra)
                 if self._listing is not None and self._listing[0] == stamp:

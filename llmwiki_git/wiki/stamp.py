@@ -129,7 +129,8 @@ class WorktreeWatch:
                 data = os.read(self._fd, 1 << 16)
             except BlockingIOError:
                 break
-            except OSError:
+            except OSError:  # the queue cannot be read: never trust it again
+                self._broken = True
                 return True
             if not data:
                 break

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from llmwiki_git.errors import GitError
 from llmwiki_git.wiki.stamp import WorktreeWatch
 from llmwiki_git.workspace import Workspace
 
@@ -55,3 +56,28 @@ def test_the_listing_is_reused_until_something_changes(repo: Repo, prefix: str, 
     assert ws._page_blobs() is fifth
     repo.git("add", "-A")  # only git's index file changes
     assert ws._page_blobs() is not fifth
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_a_failed_listing_does_not_leave_the_old_one_current(repo: Repo, prefix: str) -> None:
+    """The watch's events are consumed before the new listing is made; when making it fails
+    (a transient git error here: a broken global config outside the work tree), the next
+    call must list again, not find a quiet queue and serve the listing from before the
+    change (found in review: it served the old listing until something else changed)."""
+    if not prefix:
+        repo.write("index.md", "# My own home page\n")
+    repo.write(f"{prefix}apple.md", page("Apple", "Apple trees are pruned in late winter."))
+    repo.commit("pages")
+    ws = Workspace.open(Path(repo.root))
+    ws.reuse_listing = True
+    assert f"{prefix}pear.md" not in ws._page_blobs()
+    repo.write(f"{prefix}pear.md", page("Pear", "Pears ripen off the tree."))
+    gitconfig = Path(os.environ["GIT_CONFIG_GLOBAL"])
+    good = gitconfig.read_text(encoding="utf-8")
+    gitconfig.write_text("[broken\n", encoding="utf-8")
+    try:
+        with pytest.raises(GitError):
+            ws._page_blobs()
+    finally:
+        gitconfig.write_text(good, encoding="utf-8")
+    assert f"{prefix}pear.md" in ws._page_blobs()
