@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 
 from llmwiki_git.wiki.scanner import scan_anchors, scan_links
@@ -145,3 +146,47 @@ def test_the_link_rules_find_what_their_earlier_forms_found() -> None:
                 [(m.start(2), m.group(2)) for m in _OLD_WIKILINK.finditer(line)], line
             compared += 1
     assert compared > 5000
+
+
+_POOL = """
+import multiprocessing, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from llmwiki_git.wiki.parallel import die_with_parent
+
+def work(_):
+    print(os.getpid(), flush=True)
+    time.sleep(60)
+
+with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"),
+                         initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+    pool.submit(work, 0).result()
+"""
+
+
+def test_scan_workers_end_with_the_process_that_forked_them() -> None:
+    """Found in review: a writer killed with -9 during a parallel cold scan left its forked
+    workers blocked on their queue for good. Workers now die with their parent (Linux)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from llmwiki_git.gitstore.lock import pid_alive
+
+    parent = subprocess.Popen([sys.executable, "-c", _POOL], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    worker = int(parent.stdout.readline())
+    try:
+        assert pid_alive(worker)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while pid_alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not pid_alive(worker)
+    finally:
+        parent.stdout.close()
+        try:
+            os.kill(worker, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

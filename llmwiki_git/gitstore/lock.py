@@ -32,6 +32,25 @@ from ..errors import LlmwikiError, LockBusy
 from ..git import Git
 
 LOCK_NAME = "lock"
+
+# Descriptors of the locks this process holds. A forked child (the parallel page scan's
+# workers, for one) inherits them, and a flock lives as long as any copy of its descriptor:
+# a writer killed with -9 would leave its workers holding the lock. The child closes its
+# copies at once, which leaves the parent's lock in place.
+_HELD: set[int] = set()
+
+
+def _close_held_in_child() -> None:
+    for fd in _HELD:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_held_in_child)
 MAX_RECORD_BYTES = 4096
 _FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -158,6 +177,7 @@ class ProjectLock:
         self.poll = max(0.001, float(poll))
         self.command = command if command is not None else _default_command()
         self._fd: int | None = None
+        self._pid = 0
 
     # -- public API
 
@@ -203,6 +223,8 @@ class ProjectLock:
                 os.close(fd)
                 raise LlmwikiError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
             self._fd = fd
+            self._pid = os.getpid()
+            _HELD.add(fd)
             return self
 
     def release(self) -> None:
@@ -210,10 +232,13 @@ class ProjectLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        if self._pid != os.getpid():  # a forked child: its copy was closed at the fork
+            return
+        _HELD.discard(fd)
         try:
             if self._is_current(fd):
                 os.unlink(self.path)
-        except FileNotFoundError:
+        except OSError:  # gone already, or a folder we may not write: nobody holds a bare file
             pass
         finally:
             os.close(fd)  # drops the flock

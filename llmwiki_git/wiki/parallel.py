@@ -10,6 +10,7 @@ wrong falls back to scanning here, so results never depend on it.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Any
 
@@ -23,6 +24,19 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the process that forked it dies (a writer
+    killed with -9 would otherwise leave its workers blocked on their queue for good)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(0)
 
 
 def _scan_share(args: tuple[list[bytes], int]) -> list[tuple[Any, ...]]:
@@ -42,7 +56,8 @@ def scan_pages(pages: list[bytes], max_bytes: int = MAX_PAGE_BYTES) -> list[Page
     size = -(-len(pages) // (workers * 4))  # a few shares per worker evens out big pages
     shares = [(pages[i:i + size], max_bytes) for i in range(0, len(pages), size)]
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             records = [record for share in pool.map(_scan_share, shares) for record in share]
     except (OSError, RuntimeError, ImportError):  # no workers (sandbox, limits, a broken pool): scan here instead
         return [scan_page(data, max_bytes=max_bytes) for data in pages]

@@ -332,3 +332,67 @@ def test_killed_holder_is_reclaimed_by_a_waiting_process(state: Path) -> None:
             _stop(holder)
     assert waiter.returncode == 0 and out.startswith("got ")
     assert not (state / "lock").exists()
+
+
+FORKING_HOLDER = """
+import os, sys, time
+from pathlib import Path
+from llmwiki_git.gitstore.lock import ProjectLock
+with ProjectLock(Path(sys.argv[1]), timeout=30, command="llmwiki index"):
+    child = os.fork()  # what the parallel page scan does: workers forked while the lock is held
+    if child == 0:
+        time.sleep(60)
+        os._exit(0)
+    print(child, flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_killed_holder_s_forked_workers_do_not_keep_the_lock(state: Path) -> None:
+    """Found in review: `llmwiki index` forks scan workers while it holds the lock; they
+    inherited the lock's descriptor, so after the writer was killed with -9 they kept the
+    lock (and every writer was told to wait for a dead pid) for as long as they lived."""
+    holder = subprocess.Popen([sys.executable, "-c", FORKING_HOLDER, str(state)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    child = int(holder.stdout.readline())
+    try:
+        assert pid_alive(child)
+        with pytest.raises(LockBusy):
+            ProjectLock(state, timeout=0).acquire()  # the holder itself still holds it
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+        assert pid_alive(child)  # the forked worker outlives its parent...
+        with ProjectLock(state, timeout=0):  # ...and does not hold the lock
+            assert _record(state / "lock")["pid"] == os.getpid()
+    finally:
+        _stop(holder)
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_forked_child_leaving_the_with_block_does_not_release_the_parent_s_lock(state: Path) -> None:
+    """A child forked inside the `with` that unwinds it (or calls release) must neither
+    delete the lock file nor drop the parent's lock."""
+    lock = ProjectLock(state, timeout=0).acquire()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child
+            try:
+                lock.release()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        assert (state / "lock").exists()
+        other = subprocess.run(
+            [sys.executable, "-c",
+             "import sys\nfrom pathlib import Path\nfrom llmwiki_git.errors import LockBusy\n"
+             "from llmwiki_git.gitstore.lock import ProjectLock\n"
+             "try:\n    ProjectLock(Path(sys.argv[1]), timeout=0).acquire()\nexcept LockBusy:\n    sys.exit(3)\n",
+             str(state)], capture_output=True, text=True, timeout=60)
+        assert other.returncode == 3, other.stderr
+    finally:
+        lock.release()
+    assert not (state / "lock").exists()
