@@ -52,7 +52,13 @@ def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, 
     language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
     chat = select_provider(provider, environ, ws.settings.chat_provider)
     if save and stage is None and profile_refusal(ws.state_dir) is None:
-        precheck(Site.of(ws, "saving an answer"), question)  # a page in the way refuses before the model is paid
+        early = Site.of(ws, "saving an answer")
+        try:
+            precheck(early, question)  # a page in the way refuses before the model is paid
+        finally:
+            if note is not None:  # e.g. the recovery of an interrupted write, done under its lock
+                for text in early.notes:
+                    note(text)
     retrieval = ws.retrieval()
     retrieved = retrieve(retrieval, question, chat)
     result = QueryResult(question, "", chat.name, chat.model, [e.page_id for e in retrieved.evidence],

@@ -83,15 +83,18 @@ def target_path(wiki: Wiki, slug: str) -> str:
 
 def precheck(site: Site, question: str) -> None:
     """Refuse a save before any answer is generated (and paid for) when the page it would
-    write has uncommitted edits; repeated under the lock by :func:`publish`."""
+    write has uncommitted edits; repeated under the lock by :func:`publish`. Under the lock
+    too: another writer's commit in progress (branch moved, work tree still following) must
+    not look like an edit of the user's."""
     git = site.git
     current_branch(git)  # a detached HEAD refuses now, not after the answer
-    try:
-        path = target_path(site.load_wiki("HEAD"), query_slug(question))
-    except DATA_ERRORS:  # an unreadable wiki: publish() refuses it as "validation unavailable"
-        return
-    head = git.rev_parse("HEAD")
-    check_worktree(git, Intent("", head, head or "", "save", [path]))
+    with locked(site):
+        try:
+            path = target_path(site.load_wiki("HEAD"), query_slug(question))
+        except DATA_ERRORS:  # an unreadable wiki: publish() refuses it as "validation unavailable"
+            return
+        head = git.rev_parse("HEAD")
+        check_worktree(git, Intent("", head, head or "", "save", [path]))
 
 
 def publish(
