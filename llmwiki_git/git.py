@@ -36,6 +36,19 @@ class TreeEntry:
         return self.mode in ("100644", "100755")
 
 
+def _tree_entries(out: bytes) -> list[TreeEntry]:
+    """The blobs of ``git ls-tree -z`` output."""
+    entries = []
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        mode, kind, blob = meta.decode().split(" ")
+        if kind == "blob":
+            entries.append(TreeEntry(mode, blob, path.decode("utf-8", "surrogateescape")))
+    return entries
+
+
 def _clean_env(environ: Mapping[str, str] | None) -> dict[str, str]:
     env = dict(os.environ if environ is None else environ)
     env["GIT_TERMINAL_PROMPT"] = "0"
@@ -78,15 +91,7 @@ class Git:
 
     def ls_tree(self, rev: str) -> list[TreeEntry]:
         out = self.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev)
-        entries = []
-        for record in out.split(b"\0"):
-            if not record:
-                continue
-            meta, _, path = record.partition(b"\t")
-            mode, kind, blob = meta.decode().split(" ")
-            if kind == "blob":
-                entries.append(TreeEntry(mode, blob, path.decode("utf-8", "surrogateescape")))
-        return entries
+        return _tree_entries(out)
 
     def ls_index(self) -> list[TreeEntry]:
         out = self.run("ls-files", "-s", "-z")
@@ -101,6 +106,15 @@ class Git:
             if stage in ("0", "2") or name not in entries:
                 entries[name] = TreeEntry(mode, blob, name)
         return list(entries.values())
+
+    def blob_ids(self, tree: str, paths: list[str]) -> dict[str, str]:
+        """Path -> blob id of the given files in ``tree``, with one ``ls-tree`` (looking
+        paths up one by one as ``tree:path`` re-reads a large folder's tree each time)."""
+        if not paths:
+            return {}
+        out = self.run("--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", tree, "--",
+                       *paths, check=False)
+        return {entry.path: entry.blob for entry in _tree_entries(out)}
 
     def modified_paths(self) -> set[str]:
         """Tracked paths whose work-tree file differs from the index (or is gone)."""
@@ -129,6 +143,95 @@ class Git:
             result[blob] = out[pos : pos + size]
             pos += size + 1
         return result
+
+
+class CatFile:
+    """One ``git cat-file --batch-command`` process for many object lookups (the hook's
+    revisions and blobs): each further git process costs ~5-10 ms, and each one that names
+    index paths (``:path``) reads the whole index again. Close it (or use ``with``)."""
+
+    _CHUNK = 16_000  # request bytes written before reading the answers (well under a pipe buffer)
+
+    def __init__(self, git: Git) -> None:
+        self._git = git
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> CatFile:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            proc.stdout.close()
+            proc.wait()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._proc is None:
+            cmd = ["git", "cat-file", "--batch-command"]
+            try:
+                self._proc = subprocess.Popen(cmd, cwd=self._git.root, env=self._git._env, stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
+                raise GitError(cmd, 127, "git is not installed or not on PATH") from exc
+        return self._proc
+
+    def _ask(self, command: str, names: list[str]) -> list[tuple[bytes, bytes | None]]:
+        """(header, contents or None) for each name, in order; a name with a line break
+        gets the header ``missing``."""
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        answers: list[tuple[bytes, bytes | None]] = []
+        pending: list[str] = []
+
+        def flush() -> None:
+            try:
+                proc.stdin.write("".join(f"{command} {name}\n" for name in pending).encode("utf-8", "surrogateescape"))
+                proc.stdin.flush()
+            except OSError as exc:
+                raise GitError(["git", "cat-file", "--batch-command"], -1, str(exc)) from exc
+            for _ in pending:
+                header = proc.stdout.readline()
+                if not header.endswith(b"\n"):
+                    raise GitError(["git", "cat-file", "--batch-command"], -1, "git cat-file stopped answering")
+                parts = header.split()
+                body = None
+                if command == "contents" and len(parts) == 3 and parts[2].isdigit():
+                    body = proc.stdout.read(int(parts[2]) + 1)[:-1]
+                answers.append((header, body))
+            pending.clear()
+
+        size = 0
+        for name in names:
+            if "\n" in name or not name:
+                flush()
+                size = 0
+                answers.append((b"missing\n", None))
+                continue
+            pending.append(name)
+            size += len(name) + 10
+            if size > self._CHUNK:
+                flush()
+                size = 0
+        flush()
+        return answers
+
+    def object_id(self, name: str) -> str | None:
+        """The id of the object ``name`` names (``HEAD^{tree}``, ``:path``...), or None."""
+        header = self._ask("info", [name])[0][0].split()
+        return header[0].decode() if len(header) == 3 else None
+
+    def read_blobs(self, names: Iterable[str]) -> dict[str, bytes]:
+        """What `Git.read_blobs` returns, through this one process."""
+        wanted = list(dict.fromkeys(names))
+        return {name: body for name, (_header, body) in zip(wanted, self._ask("contents", wanted)) if body is not None}
 
 
 def find_root(start: Path, environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:

@@ -10,8 +10,9 @@ by blob).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
-from ..git import EMPTY_TREE, Git
+from ..git import EMPTY_TREE, CatFile, Git
 from ..problems import make
 from ..wiki.model import Wiki
 from .cache import ScanCache
@@ -38,15 +39,25 @@ class CheckEngine:
         self.limit = limit
         self.cache = cache
         self._trees: dict[str, str] = {}  # revision -> tree id, for this check
+        self._derived: dict[str, Facts] = {}  # tree key -> the facts this check derived for it
+        self._index_diffs: dict[str, bytes] = {}  # tree -> `diff-index --cached` against it
+        self._cat = CatFile(git) if git is not None else None  # one process for revisions and blobs
 
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
-        """Check ``head``; with ``base``, report only what is newly wrong since ``base``."""
-        result = checked = self._check_scope(head)
-        if base is not None:
-            result = new_problems(self._check_scope(base), result, base)
-        if self.cache is not None:
-            self.cache.save()
-        changed = self._changed_paths(head, base)
+        """Check ``head``; with ``base``, report only what is newly wrong since ``base``.
+        The base goes first: a head never checked is then derived from it (for the hook,
+        the index from HEAD, whose diff also names the changed pages)."""
+        try:
+            before = self._check_scope(base) if base is not None else None
+            result = checked = self._check_scope(head)
+            if before is not None and base is not None:
+                result = new_problems(before, result, base)
+            if self.cache is not None:
+                self.cache.save()
+            changed = self._changed_paths(head, base)
+        finally:
+            if self._cat is not None:
+                self._cat.close()
         if changed:
             result = fail_closed(checked, result, changed)
         return mark_pending(self.git, result)
@@ -61,8 +72,7 @@ class CheckEngine:
             return out or None
         known = self._trees.get(scope)
         if known is None:
-            out = self.git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{scope}^{{tree}}",
-                               check=False).decode().strip()
+            out = self._cat.object_id(f"{scope}^{{tree}}") if self._cat is not None else None
             known = self._trees[scope] = out or (EMPTY_TREE if scope == "HEAD" else "")
         return known or None
 
@@ -81,12 +91,13 @@ class CheckEngine:
             if fast is not None:
                 result, facts, base_id, base_extras = fast
                 extras = merge_extras(base_extras, facts.added)
-                if base_id == facts_id(facts.fingerprint, base_id[24:]) and extras_size(extras) <= MAX_EXTRAS:
-                    cache.tree_put(key, (*result_to_record(result), base_id, extras))  # the same names
+                if extras_size(extras) <= MAX_EXTRAS:  # a delta against the base's facts file
+                    cache.tree_put(key, (*result_to_record(result), base_id, extras))
                 else:
                     own = facts_id(facts.fingerprint, tree)
                     cache.facts_put(own, facts.to_record(), replace=True)
                     cache.tree_put(key, (*result_to_record(result), own, NO_EXTRAS))
+                self._derived[key] = facts
                 return result
         wiki = self.load_wiki(scope, cache)
         checker = Checker(wiki)
@@ -121,21 +132,25 @@ class CheckEngine:
                 candidates.insert(0, head)
         for base_key in candidates[:3]:
             record = trees[base_key]
-            if len(record) != 4 or not isinstance(record[2], str):
+            if len(record) != 4 or not isinstance(record[2], str) or not Facts.valid_extras(record[3]):
                 continue
-            facts = Facts.from_record(cache.facts_get(record[2]))
+            facts = self._derived.get(base_key)
             if facts is None:
-                continue
-            facts = facts.with_extras(record[3])
+                facts = Facts.from_record(cache.facts_get(record[2]))
+                if facts is None:
+                    continue  # its facts file is gone (pruned) or unreadable
+                facts = facts.with_extras(record[3])
             base_tree = base_key.split("\0")[0]
+            locate: Callable[[list[str]], dict[str, str]]
             if scope == "index":
                 diff = git.run("diff-index", "--cached", "-z", "--no-renames", base_tree, check=False)
-                read_prefix = ":"
+                self._index_diffs[base_tree] = diff
+                locate = _in_index
             else:
                 diff = git.run("diff-tree", "-r", "-z", "--no-renames", base_tree, tree, check=False)
-                read_prefix = f"{tree}:"
-            derived = derive(git, record[1], facts, diff=diff, read_prefix=read_prefix,
-                             wiki_dir=self.wiki_dir, base=self.project_prefix, limit=self.limit)
+                locate = partial(git.blob_ids, tree)
+            derived = derive(self._cat.read_blobs if self._cat is not None else git.read_blobs, locate, record[1], facts,
+                             diff=diff, wiki_dir=self.wiki_dir, base=self.project_prefix, limit=self.limit)
             if derived is None:
                 return None
             return (*derived, record[2], record[3])
@@ -147,6 +162,8 @@ class CheckEngine:
         if self.git is None or head == "worktree" or (base is None and head != "index"):
             return set()
         against = base or "HEAD"
+        if against == "HEAD" and head == "index" and self._tree_id("HEAD") in self._index_diffs:
+            return _added_or_modified(self._index_diffs[self._tree_id("HEAD") or ""])  # the derivation's diff
         if self.git.rev_parse(against) is None:
             against = EMPTY_TREE
         if head == "index":
@@ -156,6 +173,18 @@ class CheckEngine:
             out = self.git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
                                "--end-of-options", against, head, check=False)
         return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+
+def _in_index(paths: list[str]) -> dict[str, str]:
+    return {path: f":{path}" for path in paths}  # cheap for git: the index is one sorted list
+
+
+def _added_or_modified(raw: bytes) -> set[str]:
+    """The paths ``git diff-index -z`` raw output adds, modifies or changes the type of
+    (what ``--name-only --diff-filter=AMT`` prints)."""
+    fields = raw.split(b"\0")
+    return {path.decode("utf-8", "surrogateescape") for meta, path in zip(fields[0::2], fields[1::2])
+            if meta[-1:] in (b"A", b"M", b"T")}
 
 
 def mark_pending(git: Git | None, result: CheckResult) -> CheckResult:
