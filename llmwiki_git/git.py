@@ -86,6 +86,9 @@ class Git:
         return value or None
 
     def common_dir(self) -> Path:
+        known = _COMMON_DIRS.get(_repo_key(self.root, self._env))
+        if known is not None:
+            return known  # find_root asked already (one git process less in every hook)
         path = Path(self.text("rev-parse", "--git-common-dir"))
         return path if path.is_absolute() else (self.root / path).resolve()
 
@@ -234,6 +237,14 @@ class CatFile:
         return {name: body for name, (_header, body) in zip(wanted, self._ask("contents", wanted)) if body is not None}
 
 
+# Common git dirs find_root learnt with the root, by `_repo_key` (saves Git.common_dir a process).
+_COMMON_DIRS: dict[tuple[str, ...], Path] = {}
+
+
+def _repo_key(root: Path, env: Mapping[str, str]) -> tuple[str, ...]:
+    return (str(root), *(env.get(name, "") for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE")))
+
+
 def find_root(start: Path, environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
     """The work-tree root above ``start`` and whether it is a git repository.
 
@@ -243,12 +254,20 @@ def find_root(start: Path, environ: Mapping[str, str] | None = None) -> tuple[Pa
     start = start.resolve()
     if not start.is_dir():
         raise NotARepository(f"{start} is not a directory")
+    env = _clean_env(environ)
     proc = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"],
+        ["git", "rev-parse", "--show-toplevel", "--path-format=absolute", "--git-common-dir"],
         cwd=start,
         capture_output=True,
-        env=_clean_env(environ),
+        env=env,
     )
+    if proc.returncode == 0:
+        lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+        if len(lines) == 3 and not lines[2] and lines[1].startswith("/"):
+            root = Path(lines[0])
+            _COMMON_DIRS[_repo_key(root, env)] = Path(lines[1])
+            return root, True
+        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=start, capture_output=True, env=env)
     if proc.returncode == 0:
         return Path(proc.stdout.decode("utf-8", "surrogateescape").strip()), True
     for folder in (start, *start.parents):

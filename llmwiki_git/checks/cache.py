@@ -21,7 +21,7 @@ from __future__ import annotations
 import gc
 import marshal
 import os
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,9 @@ def _read(path: Path | None, parts: int, version: str) -> tuple[Any, ...] | None
 def _write(path: Path, payload: Any) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        # a unique temporary name without `tempfile` (~5 ms of imports on the hook's path)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "wb") as handle:
                 marshal.dump(payload, handle)
@@ -228,7 +230,8 @@ class ScanCache:
         self._facts_new.clear()
 
     def _prune_facts(self, keep: Path) -> None:
-        """Keep the facts of the most recently written fingerprints (and ``keep``)."""
+        """Keep the facts of the most recently written fingerprints (and ``keep``); delete
+        what a writer killed mid-write left (temporary files older than an hour)."""
         if self.folder is None:
             return
         try:
@@ -236,6 +239,9 @@ class ScanCache:
             found.sort(key=lambda p: p.stat().st_mtime_ns)
             for old in found[: max(0, len(found) - (_MAX_FACTS - 1))]:
                 old.unlink()
+            for left in self.folder.glob(".*.marshal.*"):
+                if left.stat().st_mtime < time.time() - 3600:
+                    left.unlink()
         except OSError:
             pass
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+from ..errors import GitError
 from ..git import EMPTY_TREE, CatFile, Git
 from ..problems import make
 from ..wiki.model import Wiki
@@ -187,12 +188,28 @@ def _added_or_modified(raw: bytes) -> set[str]:
             if meta[-1:] in (b"A", b"M", b"T")}
 
 
+def _may_have_candidates(git: Git) -> bool:
+    """False only when the ref files prove there is no candidate branch (no git process:
+    a hook that found broken links asks this every time); anything unusual says True."""
+    try:
+        common = git.common_dir()
+        if (common / "reftable").exists() or (common / CANDIDATE_REFS).exists():
+            return True
+        packed = (common / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        return False  # no packed refs and no loose candidate folder
+    except (OSError, GitError):
+        return True
+    return CANDIDATE_REFS.encode() in packed
+
+
 def mark_pending(git: Git | None, result: CheckResult) -> CheckResult:
     """A broken link to a page an open review candidate would create is pending: a
     warning, not an error (DESIGN §3)."""
     if git is None or not any(p.code == "broken-link" for p in result.problems):
         return result
-    if not git.run("for-each-ref", "--count=1", "--format=x", CANDIDATE_REFS, check=False).strip():
+    if not _may_have_candidates(git) or not git.run("for-each-ref", "--count=1", "--format=x", CANDIDATE_REFS,
+                                                    check=False).strip():
         return result  # no open candidate: the review layer need not be loaded (the hook's budget)
     from ..publication.candidates import pending_index
 
