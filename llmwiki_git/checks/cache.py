@@ -222,6 +222,7 @@ class ScanCache:
         if self.tree_path is not None and self._trees_dirty and self._trees is not None:
             _write(self.tree_path, (self.version, self._trees))
             self._trees_dirty = False
+            self._sweep()
         for fingerprint in sorted(self._facts_new):
             target = self._facts_file(fingerprint)
             if target is not None and self._facts is not None:
@@ -229,9 +230,19 @@ class ScanCache:
                 self._prune_facts(target)
         self._facts_new.clear()
 
+    def _sweep(self) -> None:
+        """Delete what writers killed mid-write left (temporary files older than an hour)."""
+        if self.folder is None:
+            return
+        try:
+            for left in self.folder.glob(".*.marshal.*"):
+                if left.stat().st_mtime < time.time() - 3600:
+                    left.unlink()
+        except OSError:
+            pass
+
     def _prune_facts(self, keep: Path) -> None:
-        """Keep the facts of the most recently written fingerprints (and ``keep``); delete
-        what a writer killed mid-write left (temporary files older than an hour)."""
+        """Keep the facts of the most recently written fingerprints (and ``keep``)."""
         if self.folder is None:
             return
         try:
@@ -239,9 +250,6 @@ class ScanCache:
             found.sort(key=lambda p: p.stat().st_mtime_ns)
             for old in found[: max(0, len(found) - (_MAX_FACTS - 1))]:
                 old.unlink()
-            for left in self.folder.glob(".*.marshal.*"):
-                if left.stat().st_mtime < time.time() - 3600:
-                    left.unlink()
         except OSError:
             pass
 
