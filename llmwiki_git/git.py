@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +75,24 @@ class Git:
         if check and proc.returncode != 0:
             raise GitError(cmd, proc.returncode, proc.stderr.decode("utf-8", "replace"))
         return proc.stdout
+
+    def spawn(self, *args: str) -> Callable[[], bytes]:
+        """Start ``git ARGS`` now and return what waits for its output (as ``run`` with
+        ``check=False``): the hook overlaps git's work with its own (~10 ms each)."""
+        cmd = ["git", *args]
+        try:
+            proc = subprocess.Popen(cmd, cwd=self.root, env=self._env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL)
+        except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
+            raise GitError(cmd, 127, "git is not installed or not on PATH") from exc
+        done: list[bytes] = []
+
+        def output() -> bytes:
+            if not done:
+                done.append(proc.communicate()[0])
+            return done[0]
+
+        return output
 
     def text(self, *args: str) -> str:
         return self.run(*args).decode("utf-8", "surrogateescape").strip()

@@ -42,9 +42,11 @@ class CheckEngine:
         self.cache = cache
         self._trees: dict[str, str] = {}  # revision -> tree id, for this check
         self._derived: dict[str, Facts] = {}  # tree key -> the facts this check derived for it
-        self._index_diffs: dict[str, bytes] = {}  # tree -> `diff-index --cached` against it
+        self._index_diffs: dict[str, Callable[[], bytes]] = {}  # tree -> `diff-index --cached` against it
         self._cat = CatFile(git) if git is not None else None  # one process for revisions and blobs
         self._index_next = False
+        self._started: list[Callable[[], bytes]] = []  # git commands started ahead of need
+        self._write_tree: Callable[[], bytes] | None = None
 
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``.
@@ -54,6 +56,8 @@ class CheckEngine:
         self._index_next = head == "index" and base is not None  # the base first, then the index
         gc.disable()  # ~10 ms of collections over the loaded facts on 10,000 pages; nothing here is cyclic
         try:
+            if head == "index" and self.git is not None and self.cache is not None:
+                self._prefetch_index()
             before = self._check_scope(base) if base is not None else None
             result = checked = self._check_scope(head)
             if before is not None and base is not None:
@@ -62,6 +66,8 @@ class CheckEngine:
                 self.cache.save()
             changed = self._changed_paths(head, base)
         finally:
+            for output in self._started:
+                output()  # reap what an early return left running
             if self._cat is not None:
                 self._cat.close()
             if collecting:
@@ -76,7 +82,8 @@ class CheckEngine:
             return None
         if scope == "index":
             # write-tree only adds the tree object the next commit would add anyway
-            out = self.git.run("write-tree", check=False).decode().strip()
+            pending, self._write_tree = self._write_tree, None
+            out = (pending() if pending is not None else self.git.run("write-tree", check=False)).decode().strip()
             return out or None
         known = self._trees.get(scope)
         if known is None:
@@ -142,19 +149,22 @@ class CheckEngine:
             record = trees[base_key]
             if len(record) != 4 or not isinstance(record[2], str) or not Facts.valid_extras(record[3]):
                 continue
+            base_tree = base_key.split("\0")[0]
+            diff_output = None if scope == "index" else git.spawn("diff-tree", "-r", "-z", "--no-renames", base_tree, tree)
+            if diff_output is not None:
+                self._started.append(diff_output)  # git diffs while the facts load
             facts = self._derived.get(base_key)
             if facts is None:
                 facts = Facts.from_record(cache.facts_get(record[2]))
                 if facts is None:
                     continue  # its facts file is gone (pruned) or unreadable
                 facts = facts.with_extras(record[3])
-            base_tree = base_key.split("\0")[0]
             locate: Callable[[list[str]], dict[str, str]]
-            if scope == "index":
+            if diff_output is None:
                 diff = self._index_diff(base_tree)
                 locate = _in_index
             else:
-                diff = git.run("diff-tree", "-r", "-z", "--no-renames", base_tree, tree, check=False)
+                diff = diff_output()
                 locate = self._locator(tree)
             derived = derive(self._cat.read_blobs if self._cat is not None else git.read_blobs, locate, record[1], facts,
                              diff=diff, wiki_dir=self.wiki_dir, base=self.project_prefix, limit=self.limit)
@@ -163,14 +173,24 @@ class CheckEngine:
             return (*derived, record[2], record[3])
         return None
 
+    def _prefetch_index(self) -> None:
+        """Start the git commands a check of the index needs (its tree, its diff against
+        HEAD) so git works while the caches load."""
+        assert self.git is not None
+        self._write_tree = self.git.spawn("write-tree")
+        self._started.append(self._write_tree)
+        head = self._tree_id("HEAD")
+        if head is not None:
+            self._index_diffs[head] = self.git.spawn("diff-index", "--cached", "-z", "--no-renames", head)
+            self._started.append(self._index_diffs[head])
+
     def _index_diff(self, tree: str) -> bytes:
         """``git diff-index --cached`` against ``tree`` (asked once per check)."""
         assert self.git is not None
         diff = self._index_diffs.get(tree)
         if diff is None:
-            diff = self._index_diffs[tree] = self.git.run("diff-index", "--cached", "-z", "--no-renames", tree,
-                                                          check=False)
-        return diff
+            diff = self._index_diffs[tree] = self.git.spawn("diff-index", "--cached", "-z", "--no-renames", tree)
+        return diff()
 
     def _locator(self, tree: str) -> Callable[[list[str]], dict[str, str]]:
         """Where to read unchanged pages of ``tree``: a hook that checks HEAD and then the
@@ -196,7 +216,7 @@ class CheckEngine:
             return set()
         against = base or "HEAD"
         if against == "HEAD" and head == "index" and self._tree_id("HEAD") in self._index_diffs:
-            return _added_or_modified(self._index_diffs[self._tree_id("HEAD") or ""])  # the derivation's diff
+            return _added_or_modified(self._index_diff(self._tree_id("HEAD") or ""))  # the derivation's diff
         if self.git.rev_parse(against) is None:
             against = EMPTY_TREE
         if head == "index":
