@@ -208,24 +208,25 @@ class CatFile:
         """(header, contents or None) for each name, in order; a name with a line break
         gets the header ``missing``."""
         proc = self._start()
-        assert proc.stdin is not None and proc.stdout is not None
+        stdin, stdout = proc.stdin, proc.stdout
+        assert stdin is not None and stdout is not None
         answers: list[tuple[bytes, bytes | None]] = []
         pending: list[str] = []
 
         def flush() -> None:
             try:
-                proc.stdin.write("".join(f"{command} {name}\n" for name in pending).encode("utf-8", "surrogateescape"))
-                proc.stdin.flush()
+                stdin.write("".join(f"{command} {name}\n" for name in pending).encode("utf-8", "surrogateescape"))
+                stdin.flush()
             except OSError as exc:
                 raise GitError(["git", "cat-file", "--batch-command"], -1, str(exc)) from exc
             for _ in pending:
-                header = proc.stdout.readline()
+                header = stdout.readline()
                 if not header.endswith(b"\n"):
                     raise GitError(["git", "cat-file", "--batch-command"], -1, "git cat-file stopped answering")
                 parts = header.split()
                 body = None
                 if command == "contents" and len(parts) == 3 and parts[2].isdigit():
-                    body = proc.stdout.read(int(parts[2]) + 1)[:-1]
+                    body = stdout.read(int(parts[2]) + 1)[:-1]
                 answers.append((header, body))
             pending.clear()
 

@@ -87,8 +87,8 @@ class CheckEngine:
             return out or None
         known = self._trees.get(scope)
         if known is None:
-            out = self._cat.object_id(f"{scope}^{{tree}}") if self._cat is not None else None
-            known = self._trees[scope] = out or (EMPTY_TREE if scope == "HEAD" else "")
+            found = self._cat.object_id(f"{scope}^{{tree}}") if self._cat is not None else None
+            known = self._trees[scope] = found or (EMPTY_TREE if scope == "HEAD" else "")
         return known or None
 
     def _tree_key(self, tree: str) -> str:
