@@ -30,6 +30,7 @@ from ..wiki.model import Page, detect_root, names_wiki, page_kind
 from ..wiki.pages import scan_page
 from ..wiki.slug import parse_target, slugify
 from .links import Checker, Outcome
+from .parts import PartedMap
 from .result import CheckResult, result_from_record, sort_problems
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
@@ -60,10 +61,10 @@ class Facts:
     # as space-separated indexes into ``paths`` (append-only): strings load ~10x faster
     # than 125,000 list items, and only the few affected texts are ever decoded.
     paths: list[str]
-    users: dict[str, str]
+    users: PartedMap  # text -> indexes into paths (decoded part by part: a hook reads a few)
     # Link target texts by the slug (or FILE + file name) their outcome depends on,
     # NUL-joined: which outcomes a changed name invalidates, without parsing every text.
-    texts: dict[str, str]
+    texts: PartedMap
     # What a derivation changed in the facts it started from (an `Extras`); the tree's
     # record stores it beside the facts file it started from.
     added: Extras = field(default_factory=lambda: NO_EXTRAS)
@@ -96,7 +97,7 @@ class Facts:
             files.update(path for path, present in files_add.items() if present)
             files.difference_update(path for path, present in files_add.items() if not present)
             other_files = sorted(files)
-        users, paths = dict(self.users), list(self.paths)
+        users, paths = self.users.copy(), list(self.paths)
         position = {path: i for i, path in enumerate(paths)}
         for text, using in users_add.items():
             listed = users.get(text, "")
@@ -111,7 +112,7 @@ class Facts:
                     listed = f"{listed} {index}" if listed else str(index)
             users[text] = listed
         merged = Facts(self.root_dir, fingerprint or self.fingerprint, names, other_files, outcomes,
-                       names_by_path, paths, users, dict(self.texts) if new_texts else self.texts)
+                       names_by_path, paths, users, self.texts.copy() if new_texts else self.texts)
         merged.add_texts(new_texts)
         if not names_add:
             merged.by_slug = self.by_slug
@@ -120,13 +121,16 @@ class Facts:
     def to_record(self) -> tuple[Any, ...]:
         # Clean outcomes are one shared tuple (links.PLAIN_OK): marshal writes it once.
         return (self.root_dir, self.fingerprint, sorted(self.names), sorted(self.other_files),
-                self.outcomes, self.names_by_path, self.paths, self.users, self.texts)
+                self.outcomes, self.names_by_path, self.paths, self.users.to_record(), self.texts.to_record())
 
     @classmethod
     def from_record(cls, record: tuple[Any, ...] | None) -> Facts | None:
         if not isinstance(record, tuple) or len(record) != 9:
             return None  # none stored (the cache's version covers this layout)
-        root_dir, fingerprint, names, other_files, outcomes, names_by_path, paths, users, texts = record
+        root_dir, fingerprint, names, other_files, outcomes, names_by_path, paths, users_record, texts_record = record
+        users, texts = PartedMap.from_record(users_record), PartedMap.from_record(texts_record)
+        if users is None or texts is None:
+            return None
         return cls(root_dir, fingerprint, set(names), other_files, outcomes, names_by_path, paths, users, texts)
 
     @staticmethod
@@ -147,13 +151,14 @@ class Facts:
                 users.setdefault(link[3], []).append(mark)
         facts = cls(root_dir, fingerprint, names, list(other_files), outcomes,
                     {path: key for path, key, _ in pages}, [path for path, _, _ in pages],
-                    {text: " ".join(dict.fromkeys(marks)) for text, marks in users.items()}, {})
+                    PartedMap.from_dict({text: " ".join(dict.fromkeys(marks)) for text, marks in users.items()}),
+                    PartedMap())
         facts.add_texts(users)
         return facts
 
     def add_texts(self, texts: object) -> None:
-        """List new link target texts under their names (copy ``self.texts`` first when
-        it is shared)."""
+        """List new link target texts under their names (`PartedMap.copy` ``self.texts``
+        first when it is shared)."""
         for text in texts:  # type: ignore[attr-defined]
             for name in _names_of(text):
                 listed = self.texts.get(name)
@@ -352,8 +357,8 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     added_users: dict[str, list[str]] = {}  # link usage the base's facts did not list
     new_users = facts.users
     new_paths = facts.paths
-    if fresh:
-        new_users, new_paths = dict(new_users), list(new_paths)
+    if to_read:  # re-checked pages did not change: the base's facts list their links
+        new_users, new_paths = new_users.copy(), list(new_paths)
         position = {path: i for i, path in enumerate(new_paths)}
     for path in sorted(fresh):
         page = fresh[path]
@@ -361,6 +366,8 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
         if problems is None:
             return None
         found.extend(problems)
+        if path not in to_read:
+            continue
         index = position.get(path)
         if index is None:
             index = position[path] = len(new_paths)
@@ -374,7 +381,7 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     new_facts.users, new_facts.paths = new_users, new_paths
     unknown = [text for text in resolver.resolved if text not in facts.outcomes]
     if unknown:
-        new_facts.texts = dict(facts.texts)
+        new_facts.texts = facts.texts.copy()
         new_facts.add_texts(unknown)
     new_facts.added = ({text: tuple(paths) for text, paths in added_users.items()},
                        {text: outcomes[text] for text in resolver.resolved}, names_changed, files_changed,
