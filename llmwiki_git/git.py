@@ -105,7 +105,7 @@ class Git:
 
     def common_dir(self) -> Path:
         known = _COMMON_DIRS.get(_repo_key(self.root, self._env))
-        if known is not None:
+        if known is not None and known.is_dir():
             return known  # find_root asked already (one git process less in every hook)
         path = Path(self.text("rev-parse", "--git-common-dir"))
         return path if path.is_absolute() else (self.root / path).resolve()
@@ -176,6 +176,7 @@ class CatFile:
     def __init__(self, git: Git) -> None:
         self._git = git
         self._proc: subprocess.Popen[bytes] | None = None
+        self._failed = False  # git older than 2.36 (no --batch-command): one process per call instead
 
     def __enter__(self) -> CatFile:
         return self
@@ -245,15 +246,32 @@ class CatFile:
         flush()
         return answers
 
+    def _answers(self, command: str, names: list[str]) -> list[tuple[bytes, bytes | None]] | None:
+        """`_ask`, or None once the process failed (then the caller asks git another way)."""
+        if not self._failed:
+            try:
+                return self._ask(command, names)
+            except GitError:
+                self._failed = True
+                self.close()
+        return None
+
     def object_id(self, name: str) -> str | None:
         """The id of the object ``name`` names (``HEAD^{tree}``, ``:path``...), or None."""
-        header = self._ask("info", [name])[0][0].split()
+        answers = self._answers("info", [name])
+        if answers is None:
+            out = self._git.run("rev-parse", "--verify", "--quiet", "--end-of-options", name, check=False)
+            return out.decode().strip() or None
+        header = answers[0][0].split()
         return header[0].decode() if len(header) == 3 else None
 
     def read_blobs(self, names: Iterable[str]) -> dict[str, bytes]:
         """What `Git.read_blobs` returns, through this one process."""
         wanted = list(dict.fromkeys(names))
-        return {name: body for name, (_header, body) in zip(wanted, self._ask("contents", wanted)) if body is not None}
+        answers = self._answers("contents", wanted)
+        if answers is None:
+            return self._git.read_blobs(wanted)
+        return {name: body for name, (_header, body) in zip(wanted, answers) if body is not None}
 
 
 # Common git dirs find_root learnt with the root, by `_repo_key` (saves Git.common_dir a process).
