@@ -65,11 +65,12 @@ class Facts:
     # Link target texts by the slug (or FILE + file name) their outcome depends on,
     # NUL-joined: which outcomes a changed name invalidates, without parsing every text.
     texts: PartedMap
+    # The pages answering to each slug (by stem or alias), NUL-joined: a link whose page
+    # was renamed is re-resolved against those pages, without a pass over all 10,000.
+    by_slug: PartedMap
     # What a derivation changed in the facts it started from (an `Extras`); the tree's
     # record stores it beside the facts file it started from.
     added: Extras = field(default_factory=lambda: NO_EXTRAS)
-    # slug -> pages answering to it, built on first need (a derivation with the same names reuses it)
-    by_slug: dict[str, list[str]] | None = None
 
     def with_extras(self, extras: Extras) -> Facts:
         """These facts plus a tree's ``extras`` (a copy where they change anything)."""
@@ -83,10 +84,11 @@ class Facts:
             for text in dropped:
                 outcomes.pop(text, None)
             outcomes.update(outcomes_add)
-        names, names_by_path, other_files = self.names, self.names_by_path, self.other_files
+        names, names_by_path, other_files, by_slug = self.names, self.names_by_path, self.other_files, self.by_slug
         if names_add:
-            names, names_by_path = set(names), dict(names_by_path)
+            names, names_by_path, by_slug = set(names), dict(names_by_path), by_slug.copy()
             for path, key in names_add.items():
+                move_names(by_slug, path, names_by_path.get(path), key)
                 if key is None:
                     names_by_path.pop(path, None)
                 else:
@@ -97,8 +99,8 @@ class Facts:
             files.update(path for path, present in files_add.items() if present)
             files.difference_update(path for path, present in files_add.items() if not present)
             other_files = sorted(files)
-        users, paths = self.users.copy(), list(self.paths)
-        position = {path: i for i, path in enumerate(paths)}
+        users, paths = (self.users.copy(), list(self.paths)) if users_add else (self.users, self.paths)
+        position = {path: i for i, path in enumerate(paths)} if users_add else {}
         for text, using in users_add.items():
             listed = users.get(text, "")
             marks = set(listed.split())
@@ -112,26 +114,25 @@ class Facts:
                     listed = f"{listed} {index}" if listed else str(index)
             users[text] = listed
         merged = Facts(self.root_dir, fingerprint or self.fingerprint, names, other_files, outcomes,
-                       names_by_path, paths, users, self.texts.copy() if new_texts else self.texts)
+                       names_by_path, paths, users, self.texts.copy() if new_texts else self.texts, by_slug)
         merged.add_texts(new_texts)
-        if not names_add:
-            merged.by_slug = self.by_slug
         return merged
 
     def to_record(self) -> tuple[Any, ...]:
         # Clean outcomes are one shared tuple (links.PLAIN_OK): marshal writes it once.
         return (self.root_dir, self.fingerprint, sorted(self.names), sorted(self.other_files),
-                self.outcomes, self.names_by_path, self.paths, self.users.to_record(), self.texts.to_record())
+                self.outcomes, self.names_by_path, self.paths, self.users.to_record(), self.texts.to_record(),
+                self.by_slug.to_record())
 
     @classmethod
     def from_record(cls, record: tuple[Any, ...] | None) -> Facts | None:
-        if not isinstance(record, tuple) or len(record) != 9:
+        if not isinstance(record, tuple) or len(record) != 10:
             return None  # none stored (the cache's version covers this layout)
-        root_dir, fingerprint, names, other_files, outcomes, names_by_path, paths, users_record, texts_record = record
-        users, texts = PartedMap.from_record(users_record), PartedMap.from_record(texts_record)
-        if users is None or texts is None:
+        root_dir, fingerprint, names, other_files, outcomes, names_by_path, paths, *parted = record
+        users, texts, by_slug = (PartedMap.from_record(part) for part in parted)
+        if users is None or texts is None or by_slug is None:
             return None
-        return cls(root_dir, fingerprint, set(names), other_files, outcomes, names_by_path, paths, users, texts)
+        return cls(root_dir, fingerprint, set(names), other_files, outcomes, names_by_path, paths, users, texts, by_slug)
 
     @staticmethod
     def valid_extras(extras: object) -> bool:
@@ -145,14 +146,17 @@ class Facts:
               outcomes: dict[str, Outcome], pages: list[tuple[str, str, tuple[Any, ...]]]) -> Facts:
         """From a full check: ``pages`` are (path, names key, raw links) of every page."""
         users: dict[str, list[str]] = {}
-        for index, (_path, _key, links) in enumerate(pages):
+        by_slug: dict[str, list[str]] = {}
+        for index, (path, key, links) in enumerate(pages):
             mark = str(index)
             for link in links:
                 users.setdefault(link[3], []).append(mark)
+            for slug in _answers_to(path, key):
+                by_slug.setdefault(slug, []).append(path)
         facts = cls(root_dir, fingerprint, names, list(other_files), outcomes,
                     {path: key for path, key, _ in pages}, [path for path, _, _ in pages],
                     PartedMap.from_dict({text: " ".join(dict.fromkeys(marks)) for text, marks in users.items()}),
-                    PartedMap())
+                    PartedMap(), PartedMap.from_dict({slug: "\x00".join(paths) for slug, paths in by_slug.items()}))
         facts.add_texts(users)
         return facts
 
@@ -193,6 +197,19 @@ def _answers_to(path: str, names_key: str) -> set[str]:
     return {_stem_slug(path), *(a for a in aliases.split("\x02") if a)}
 
 
+def move_names(by_slug: PartedMap, path: str, old_key: str | None, new_key: str | None) -> None:
+    """Update the slug table for a page whose names went from ``old_key`` to ``new_key``
+    (None: the page did not exist, or no longer does)."""
+    old = _answers_to(path, old_key) if old_key is not None else set()
+    new = _answers_to(path, new_key) if new_key is not None else set()
+    for slug in old - new:
+        by_slug[slug] = "\x00".join(p for p in by_slug.get(slug).split("\x00") if p and p != path)
+    for slug in new - old:
+        listed = by_slug.get(slug)
+        if path not in listed.split("\x00"):
+            by_slug[slug] = f"{listed}\x00{path}" if listed else path
+
+
 def _page_names(path: str, names_key: str) -> set[str]:
     """What `Facts.names` lists for a page: the slugs it answers to and its bare stem."""
     return {*_answers_to(path, names_key), path.rsplit("/", 1)[-1][:-3]}
@@ -216,18 +233,8 @@ class _Resolver:
         self.resolved: list[str] = []  # texts resolved here, in order
 
     def _pages_answering(self, slug: str) -> dict[str, str]:
-        if self.facts.by_slug is None:  # `_answers_to` of every page, inlined: 10,000 pages on a branch switch
-            by_slug: dict[str, list[str]] = {}
-            simple = _SLUG_ALREADY.fullmatch
-            for path, key in self.facts.names_by_path.items():
-                stem = path[path.rfind("/") + 1:-3]
-                by_slug.setdefault(stem if simple(stem) else slugify(stem), []).append(path)
-                if key[:1] != "\x01":
-                    for alias in key.split("\x01", 1)[0].split("\x02"):
-                        if alias:
-                            by_slug.setdefault(alias, []).append(path)
-            self.facts.by_slug = by_slug
-        return {path: self.facts.names_by_path[path] for path in self.facts.by_slug.get(slug, ())}
+        names_by_path = self.facts.names_by_path
+        return {path: names_by_path[path] for path in self.facts.by_slug.get(slug).split("\x00") if path in names_by_path}
 
     def __call__(self, text: str) -> Outcome | None:
         target = parse_target(text)
@@ -348,9 +355,13 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     files_changed.update(dict.fromkeys(set(facts.other_files).difference(other_files), False))
     same_names = not names_changed and not files_changed
     fingerprint = facts.fingerprint if same_names else chained_fingerprint(facts.fingerprint, names_changed, files_changed)
+    by_slug = facts.by_slug
+    if names_changed:
+        by_slug = by_slug.copy()
+        for path, key in names_changed.items():
+            move_names(by_slug, path, facts.names_by_path.get(path), key)
     new_facts = Facts(root_dir, fingerprint, names,
-                      sorted(other_files), outcomes, names_by_path, facts.paths, facts.users, facts.texts,
-                      by_slug=facts.by_slug if same_names else None)
+                      sorted(other_files), outcomes, names_by_path, facts.paths, facts.users, facts.texts, by_slug)
     resolver = _Resolver(new_facts)
     checker = Checker(None, outcomes)
     found: list[Problem] = []
