@@ -34,8 +34,12 @@ class PartedMap:
     @classmethod
     def from_dict(cls, values: dict[str, str]) -> PartedMap:
         parted = cls()
+        parts: list[dict[str, str]] = [{} for _ in range(PARTS)]
+        crc32 = zlib.crc32
         for key, value in values.items():
-            parted[key] = value
+            parts[crc32(key.encode("utf-8", "surrogateescape")) % PARTS][key] = value
+        parted._parts = list(parts)
+        parted._owned = set(range(PARTS))
         return parted
 
     @classmethod
