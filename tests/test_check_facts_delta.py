@@ -123,6 +123,23 @@ def test_corrupt_cache_files_are_ignored_and_written_again(repo: Repo, root: str
 
 
 @pytest.mark.parametrize("root", ["wiki", ""])
+def test_a_damaged_part_inside_sound_facts_falls_back_to_the_full_check(repo: Repo, root: str) -> None:
+    at = build(repo, root)
+    assert repo.llmwiki("check", *HOOK).returncode == 0
+    (facts,) = facts_files(repo)
+    version, stored = marshal.loads(facts.read_bytes())
+    (key, record), = stored.items()
+    damaged = tuple(tuple(blob[: len(blob) // 2] for blob in part) if isinstance(part, tuple) else part
+                    for part in record)  # every parted map cut short: the file itself still loads
+    facts.write_bytes(marshal.dumps((version, {key: damaged})))
+    repo.git("checkout", "-q", "feature")
+    repo.write(f"{at}concepts/p6.md", "[[moved-away]] [[moved]] [[new-alias]]\n")
+    repo.git("add", "-A")
+    assert agrees(repo, *HOOK)
+    assert agrees(repo, "--staged")
+
+
+@pytest.mark.parametrize("root", ["wiki", ""])
 def test_facts_of_another_version_or_gone_are_not_trusted(repo: Repo, root: str) -> None:
     """Regression: facts another version of the code left under the same name counted as
     present, so the full check never rewrote them and every later hook fell back to it."""

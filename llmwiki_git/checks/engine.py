@@ -102,7 +102,10 @@ class CheckEngine:
             record = cache.tree_get(key)
             if record is not None:
                 return result_from_record(record[:2])
-            fast = self._derive(scope, tree, cache)
+            try:
+                fast = self._derive(scope, tree, cache)
+            except ValueError:  # damaged facts (checks/parts.py): the full check below writes its own
+                fast = None
             if fast is not None:
                 result, facts, base_id, base_extras = fast
                 extras = merge_extras(base_extras, facts.added)

@@ -5,7 +5,8 @@ The facts of a 10,000-page wiki list, for 34,000 link target texts, the pages us
 A hook reads a few dozen of those entries; decoding them all cost ~20 ms of its 0.3 s.
 Keys are spread over `PARTS` parts by CRC-32 (stable across processes, unlike `hash`), so
 a lookup decodes one part of ~1/256 of the map. Parts are shared between copies and copied
-before a write.
+before a write. A damaged part raises ValueError when first read (the engine then checks in
+full).
 """
 
 from __future__ import annotations
@@ -57,8 +58,13 @@ class PartedMap:
         part = self._parts[index]
         if part is None:
             blob = self._blobs[index]
-            loaded = marshal.loads(blob) if blob else {}
-            part = self._parts[index] = loaded if isinstance(loaded, dict) else {}
+            try:
+                loaded = marshal.loads(blob) if blob else {}
+            except (EOFError, TypeError) as exc:
+                raise ValueError(f"damaged part {index}") from exc
+            if not isinstance(loaded, dict):
+                raise ValueError(f"damaged part {index}")  # the caller checks in full instead
+            part = self._parts[index] = loaded
             self._owned.add(index)
         return part
 
