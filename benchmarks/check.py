@@ -344,6 +344,9 @@ def clean_env() -> dict[str, str]:
     env.update(GIT_ENV)
     if CODE_DIR is not None:  # --code: time another copy of the package (before/after runs)
         env["PYTHONPATH"] = CODE_DIR
+    # `python -c`/`-m` put the working folder first on sys.path: run from a checkout, the
+    # timed process imported that checkout, not --code (Python 3.11+; timed() also leaves it).
+    env["PYTHONSAFEPATH"] = "1"
     return env
 
 
@@ -372,7 +375,7 @@ def timed(cmd: list[str], cwd: Path | None = None) -> Run:
     env = clean_env()
     cpu0 = _children_cpu()
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, cwd=cwd or tempfile.gettempdir(), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - start
     return Run(elapsed, proc.returncode, proc.stdout, proc.stderr, _children_cpu() - cpu0)
 

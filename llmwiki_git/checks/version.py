@@ -33,6 +33,7 @@ RULE_MODULES = (
     "checks/result.py",
     "checks/delta.py",
     "checks/cache.py",
+    "checks/parts.py",
 )
 
 

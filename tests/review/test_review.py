@@ -100,6 +100,9 @@ def test_stage_policy_pending_allowed_broken_refused(demo: Repo) -> None:
     check = demo.llmwiki("check", "--json")
     assert check.returncode == 0
     assert [p["code"] for p in json.loads(check.stdout)["problems"]] == ["pending-link"]
+    demo.git("pack-refs", "--all")  # candidates only in packed-refs: the check must still see them
+    assert not (demo.root / ".git" / "refs" / "heads" / "llmwiki" / "review").exists()
+    assert demo.llmwiki("check", "--json").stdout == check.stdout
     with serve(sse_answer("See [[what-is-a-tree-object]].")) as (url, _):
         direct = demo.llmwiki("query", "How do trees work?", "--save", env=openai_env(url))
     assert direct.returncode == 1 and "pending citation targets: what-is-a-tree-object" in direct.stderr
