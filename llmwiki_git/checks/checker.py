@@ -10,11 +10,13 @@ page re-checks one page.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from ..problems import make as make_problem
-from ..wiki.model import Wiki
+from ..wiki.model import Page, Wiki
+from ..wiki.parallel import in_shares
 from .cache import ScanCache
-from .links import Checker
+from .links import PLAIN_OK, Checker, Outcome
 from .result import CheckResult, problems_from_record, problems_to_record, sort_problems
 
 
@@ -42,14 +44,37 @@ def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int =
 def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int) -> CheckResult:
     found = [make_problem(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
     fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
+    todo: list[Page] = []
     for page in wiki.pages:
         key = f"{page.path}\0{page.blob}\0{fingerprint}" if (cache is not None and page.blob) else None
         record = cache.problems_get(key) if key is not None else None  # type: ignore[union-attr]
         if record is not None:
             found.extend(problems_from_record(page.path, record))
-            continue
-        problems = checker.page_problems(page) or []
-        if key is not None:
-            cache.problems_put(key, problems_to_record(problems))  # type: ignore[union-attr]
-        found.extend(problems)
+        else:
+            todo.append(page)
+    for page, record in zip(todo, problem_records(wiki, checker, todo)):
+        if cache is not None and page.blob:
+            cache.problems_put(f"{page.path}\0{page.blob}\0{fingerprint}", record)
+        found.extend(problems_from_record(page.path, record))
     return CheckResult(len(wiki.pages), sort_problems(found))
+
+
+def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tuple[Any, ...]]:
+    """Each page's problems as a cache record, on every core for many pages: the workers
+    are forked once the wiki's lookup tables exist, and send back their records and the
+    target outcomes they found (the engine's facts use every outcome)."""
+    wiki.build_tables()
+    shares = in_shares(lambda share: _share_records(checker, share), pages)
+    records: list[tuple[Any, ...]] = []
+    outcomes = checker.outcomes
+    for share_records, share_outcomes in shares:
+        records.extend(share_records)
+        if share_outcomes is not outcomes:  # a worker's: keep the clean ones one shared tuple
+            for text, outcome in share_outcomes.items():
+                if text not in outcomes:
+                    outcomes[text] = PLAIN_OK if outcome == PLAIN_OK else outcome
+    return records
+
+
+def _share_records(checker: Checker, pages: list[Page]) -> tuple[list[tuple[Any, ...]], dict[str, Outcome]]:
+    return [problems_to_record(checker.page_problems(page) or []) for page in pages], checker.outcomes

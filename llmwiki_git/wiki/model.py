@@ -9,7 +9,6 @@ A target naming a non-markdown file (``diagram.png``) resolves to a file of that
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from ..confine import hidden_part
@@ -62,8 +61,9 @@ class Page(NamedTuple):
         return _folder_slugs(self.path)
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
+    """What a target resolved to (a NamedTuple: one is built per distinct target)."""
+
     page: Page | None = None
     file: str | None = None
     alternatives: tuple[str, ...] = ()
@@ -104,6 +104,11 @@ class Wiki:
         # cache never needs them.
         self._steps: list[dict[str, list[Page]]] = []
         self._files: dict[str, list[str]] = {}
+
+    def build_tables(self) -> None:
+        """Build the lookup tables now (before forking workers that resolve links)."""
+        if not self._steps:
+            self._build_tables()
 
     def _build_tables(self) -> None:
         self._steps = [{}, {}, {}, {}, {}]

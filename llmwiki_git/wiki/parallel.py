@@ -19,8 +19,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ..errors import PageReadError
 from ..git import blob_id
@@ -28,6 +28,8 @@ from .pages import MAX_PAGE_BYTES, PageScan, only_issue_record, scan_page, scan_
 from .snapshots import Snapshot, SourceFile
 
 MIN_PAGES = 400  # below this, starting workers costs more than it saves
+T = TypeVar("T")
+R = TypeVar("R")
 
 # One file read and scanned: (path, blob id or None when unreadable, the scan as a plain
 # record, whether it was scanned now rather than found in ``known``).
@@ -95,7 +97,7 @@ def _fork_share(work: Any, parent: int) -> tuple[int, int]:
             with os.fdopen(write_end, "wb") as out:
                 out.write(payload)
             code = 0
-        except BaseException:  # noqa: BLE001 - the parent scans this share itself
+        except BaseException:  # noqa: BLE001 - the parent does this share itself
             pass
         finally:
             os._exit(code)
@@ -103,29 +105,32 @@ def _fork_share(work: Any, parent: int) -> tuple[int, int]:
     return pid, read_end
 
 
+_FAILED = object()
+
+
 def _collect(pid: int, read_end: int) -> Any:
-    """A worker's result, or None when it failed."""
+    """A worker's result, or `_FAILED`."""
     try:
         with os.fdopen(read_end, "rb") as handle:
             payload = handle.read()
     finally:
         _, status = os.waitpid(pid, 0)
     if status != 0 or not payload:
-        return None
+        return _FAILED
     try:
         return marshal.loads(payload)
     except (EOFError, ValueError, TypeError):
-        return None
+        return _FAILED
 
 
-def read_and_scan(snapshot: Snapshot, items: list[SourceFile], max_bytes: int = MAX_PAGE_BYTES,
-                  known: Mapping[str, tuple[Any, ...]] | None = None) -> list[Scanned]:
-    """Read ``items`` from ``snapshot`` and scan each, in order, on as many cores as are
-    usable; a page whose blob has a record in ``known`` (the scan cache) is not scanned."""
-    known = known if known is not None else {}
+def in_shares(work: Callable[[list[T]], R], items: list[T]) -> list[R]:
+    """``work`` of consecutive shares of ``items`` on as many cores as are usable, this
+    process taking the first share: one result per share, in order. ``work`` must return
+    plain data `marshal` can carry (str, bytes, numbers, None, tuples, lists, dicts) and
+    give the same result wherever it runs; a share whose worker fails is redone here."""
     workers = _workers(len(items))
     if workers < 2:
-        return _read_and_scan(snapshot, items, max_bytes, known)
+        return [work(items)]
     size = -(-len(items) // workers)
     shares = [items[i:i + size] for i in range(0, len(items), size)]
     parent = os.getpid()
@@ -133,18 +138,17 @@ def read_and_scan(snapshot: Snapshot, items: list[SourceFile], max_bytes: int = 
     try:
         for index in range(1, len(shares)):
             try:
-                started[index] = _fork_share(lambda share=shares[index]: _read_and_scan(snapshot, share, max_bytes, known),
-                                             parent)
-            except OSError:  # no more processes (limits, a sandbox): this one scans that share
+                started[index] = _fork_share(lambda share=shares[index]: work(share), parent)
+            except OSError:  # no more processes (limits, a sandbox): this one does that share
                 break
-        done: dict[int, list[Scanned]] = {0: _read_and_scan(snapshot, shares[0], max_bytes, known)}
+        done: dict[int, R] = {0: work(shares[0])}
         for index in range(1, len(shares)):
             if index in started:
                 got = _collect(*started.pop(index))
-                if got is not None:
+                if got is not _FAILED:
                     done[index] = got
                     continue
-            done[index] = _read_and_scan(snapshot, shares[index], max_bytes, known)
+            done[index] = work(shares[index])
     finally:
         for pid, read_end in started.values():  # interrupted: end and reap the workers left
             try:
@@ -153,7 +157,16 @@ def read_and_scan(snapshot: Snapshot, items: list[SourceFile], max_bytes: int = 
                 os.waitpid(pid, 0)
             except OSError:
                 pass
-    return [scanned for index in range(len(shares)) for scanned in done[index]]
+    return [done[index] for index in range(len(shares))]
+
+
+def read_and_scan(snapshot: Snapshot, items: list[SourceFile], max_bytes: int = MAX_PAGE_BYTES,
+                  known: Mapping[str, tuple[Any, ...]] | None = None) -> list[Scanned]:
+    """Read ``items`` from ``snapshot`` and scan each, in order, on as many cores as are
+    usable; a page whose blob has a record in ``known`` (the scan cache) is not scanned."""
+    found = known if known is not None else {}
+    shares = in_shares(lambda share: _read_and_scan(snapshot, share, max_bytes, found), items)
+    return [scanned for share in shares for scanned in share]
 
 
 def scan_pages(pages: list[bytes], max_bytes: int = MAX_PAGE_BYTES) -> list[PageScan]:

@@ -64,7 +64,9 @@ RawLink = tuple[int, int, str, str, "str | None", bool]  # the fields of an `Occ
 def split_lines(text: str) -> list[str]:
     """Split on LF, CRLF and lone CR only (``str.splitlines`` also splits on form feeds
     and Unicode separators, which would shift line numbers against every editor)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.split("\n")
 
 
 def _text_lines(lines: list[str], start: int) -> Iterator[tuple[int, str]]:
@@ -272,7 +274,7 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> tuple[l
     if not want_links:
         return found, headings, blocks
     masked = body
-    if "`" in body or "](" in body:  # code spans and markdown links blanked, line by line
+    if "`" in body:  # code spans blanked, line by line
         masked_lines = list(body_lines)
         for offset, line in enumerate(body_lines):
             if "`" in line:
@@ -280,6 +282,10 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> tuple[l
                 if unclosed is not None and _closes_later(lines, start_line + offset, unclosed[1]):
                     return None  # a code span over several lines
                 masked_lines[offset] = line
+        masked = "\n".join(masked_lines)
+    if "](" in masked:  # markdown links blanked, on their lines only (as `_links_of` does)
+        masked_lines = masked.split("\n")
+        for offset, line in enumerate(masked_lines):
             if "](" in line:
                 if "\\" in line:
                     line = _ESCAPE.sub("  ", line)
