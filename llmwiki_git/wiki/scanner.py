@@ -274,19 +274,18 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> tuple[l
     if not want_links:
         return found, headings, blocks
     masked = body
-    if "`" in body:  # code spans blanked, line by line
+    if "`" in body or "](" in body:  # code spans, then markdown links blanked, line by line
         masked_lines = list(body_lines)
         for offset, line in enumerate(body_lines):
             if "`" in line:
-                line, unclosed = _mask_code_spans(line)
-                if unclosed is not None and _closes_later(lines, start_line + offset, unclosed[1]):
-                    return None  # a code span over several lines
+                if "``" not in line and not line.count("`") % 2:
+                    line = _mask_single_spans(line)
+                else:
+                    line, unclosed = _mask_code_spans(line)
+                    if unclosed is not None and _closes_later(lines, start_line + offset, unclosed[1]):
+                        return None  # a code span over several lines
                 masked_lines[offset] = line
-        masked = "\n".join(masked_lines)
-    if "](" in masked:  # markdown links blanked, on their lines only (as `_links_of` does)
-        masked_lines = masked.split("\n")
-        for offset, line in enumerate(masked_lines):
-            if "](" in line:
+            if "](" in line:  # as `_links_of` does
                 if "\\" in line:
                     line = _ESCAPE.sub("  ", line)
                 masked_lines[offset] = _MD_LINK.sub(_blank, line)
@@ -296,19 +295,38 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> tuple[l
     line_index = start_line
     line_start = 0
     counted = 0
+    count = masked.count
     for match in _WIKILINK.finditer(masked):
-        start = match.start()
-        newlines = masked.count("\n", counted, start)
+        inner_start, inner_end = match.span(1)
+        start = inner_start - 2
+        newlines = count("\n", counted, start)
         if newlines:
             line_index += newlines
             line_start = masked.rfind("\n", 0, start) + 1
         counted = start
-        inner = body[match.start(1):match.end(1)]
-        target, label = split_label(inner)
+        inner = body[inner_start:inner_end]
+        pipe = inner.find("|")  # `split_label`, inlined
+        if pipe < 0:
+            target, label = inner, None
+        else:
+            target, label = inner[:pipe], inner[pipe + 1:].strip()
+            if target[-1:] == "\\":
+                target = target[:-1]
         col = start - line_start
         embed = col > 0 and masked[start - 1] == "!"
         found.append((line_index + 1, col if embed else col + 1, inner, target.strip(), label, embed))
     return found, headings, blocks
+
+
+def _mask_single_spans(line: str) -> str:
+    """`_mask_code_spans` of a line whose backtick runs are all single and even in number:
+    each pair is a span."""
+    start = line.find("`")
+    while start >= 0:
+        end = line.find("`", start + 1) + 1
+        line = line[:start] + " " * (end - start) + line[end:]
+        start = line.find("`", end)
+    return line
 
 
 def _blank(match: re.Match[str]) -> str:
