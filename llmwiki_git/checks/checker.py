@@ -10,6 +10,7 @@ page re-checks one page.
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any
 
 from ..problems import make as make_problem
@@ -62,19 +63,32 @@ def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_p
 def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tuple[Any, ...]]:
     """Each page's problems as a cache record, on every core for many pages: the workers
     are forked once the wiki's lookup tables exist, and send back their records and the
-    target outcomes they found (the engine's facts use every outcome)."""
+    outcomes of their pages' targets (the engine's facts use every outcome)."""
     wiki.build_tables()
-    shares = in_shares(lambda share: _share_records(checker, share), pages)
+    parent = os.getpid()
+    shares = in_shares(lambda share: _share_records(checker, share, parent), pages)
     records: list[tuple[Any, ...]] = []
     outcomes = checker.outcomes
+    start = 0
     for share_records, share_outcomes in shares:
+        share = pages[start:start + len(share_records)]
+        start += len(share_records)
         records.extend(share_records)
-        if share_outcomes is not outcomes:  # a worker's: keep the clean ones one shared tuple
-            for text, outcome in share_outcomes.items():
+        if share_outcomes:  # a worker's: keyed here by this process's own strings (marshal
+            # then writes each once), clean ones as the one shared tuple
+            for text, outcome in zip(_targets(share), share_outcomes):
                 if text not in outcomes:
                     outcomes[text] = PLAIN_OK if outcome == PLAIN_OK else outcome
     return records
 
 
-def _share_records(checker: Checker, pages: list[Page]) -> tuple[list[tuple[Any, ...]], dict[str, Outcome]]:
-    return [problems_to_record(checker.page_problems(page) or []) for page in pages], checker.outcomes
+def _targets(pages: list[Page]) -> list[str]:
+    """The distinct link target texts of ``pages``, in order of first use."""
+    return list(dict.fromkeys(link[3] for page in pages for link in page.scan.raw_links))
+
+
+def _share_records(checker: Checker, pages: list[Page], parent: int) -> tuple[list[tuple[Any, ...]], list[Outcome]]:
+    records = [problems_to_record(checker.page_problems(page) or []) for page in pages]
+    if os.getpid() == parent:
+        return records, []  # this process's outcomes are already in ``checker``
+    return records, [checker.outcomes[text] for text in _targets(pages)]
