@@ -123,12 +123,13 @@ def _collect(pid: int, read_end: int) -> Any:
         return _FAILED
 
 
-def in_shares(work: Callable[[list[T]], R], items: list[T]) -> list[R]:
+def in_shares(work: Callable[[list[T]], R], items: list[T], workers: int | None = None) -> list[R]:
     """``work`` of consecutive shares of ``items`` on as many cores as are usable, this
     process taking the first share: one result per share, in order. ``work`` must return
     plain data `marshal` can carry (str, bytes, numbers, None, tuples, lists, dicts) and
-    give the same result wherever it runs; a share whose worker fails is redone here."""
-    workers = _workers(len(items))
+    give the same result wherever it runs; a share whose worker fails is redone here.
+    ``workers`` (processes, this one included) defaults to what `_workers` finds usable."""
+    workers = _workers(len(items)) if workers is None else workers
     if workers < 2:
         return [work(items)]
     size = -(-len(items) // workers)

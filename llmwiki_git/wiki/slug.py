@@ -95,7 +95,11 @@ def parse_target(target_text: str) -> LinkTarget:
     """Normalize the part of a wikilink before ``|``."""
     text = target_text.strip()
     if text and "#" not in text and "/" not in text and "." not in text and "\\" not in text:
-        return LinkTarget(text, slugify(text))  # a plain name: no anchor, folder, ".md" or extension
+        return LinkTarget(text, slugify(text))  # a plain name: what `_parse` gives, sooner
+    return _parse(text)
+
+
+def _parse(text: str) -> LinkTarget:
     name_part, sep, anchor = text.partition("#")
     anchor_value = anchor.strip() if sep else None
     name_part = name_part.strip()
@@ -108,4 +112,3 @@ def parse_target(target_text: str) -> LinkTarget:
     )
     file_name = last if _FILE_EXT.search(last) else None
     return LinkTarget(text, slugify(last), hint, anchor_value, file_name)
-
