@@ -77,18 +77,6 @@ def test_anchors_atx_setext_blocks_not_in_code() -> None:
     assert anchors.blocks == {"blk-1"}
 
 
-def test_scan_pages_in_workers_equals_scan_page() -> None:
-    """The cold check's parallel scan returns exactly what scanning one by one returns,
-    in order (pages of different sizes, so the shares finish out of order)."""
-    from llmwiki_git.wiki.pages import scan_page
-    from llmwiki_git.wiki.parallel import MIN_PAGES, scan_pages
-
-    pages = [(f"---\naliases: [A{i}]\n---\n# H{i}\n" + f"[[t{i}]] `[[no]]` ^b{i}\n" * (i % 13 + 1)).encode()
-             for i in range(MIN_PAGES + 37)]
-    pages.append(b"\xff\xfe not utf-8 [[x]]")
-    assert scan_pages(pages) == [scan_page(p) for p in pages]
-
-
 # -- the scanner's link rules against their earlier forms -----------------------------------
 # The wikilink and markdown-link patterns were rewritten to start with a literal "[" (speed);
 # these are the forms before, kept here as the reference they must agree with.
@@ -146,50 +134,6 @@ def test_the_link_rules_find_what_their_earlier_forms_found() -> None:
                 [(m.start(2), m.group(2)) for m in _OLD_WIKILINK.finditer(line)], line
             compared += 1
     assert compared > 5000
-
-
-_POOL = """
-import multiprocessing, os, sys, time
-from concurrent.futures import ProcessPoolExecutor
-from llmwiki_git.wiki.parallel import die_with_parent
-
-def work(_):
-    print(os.getpid(), flush=True)
-    time.sleep(60)
-
-with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"),
-                         initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-    pool.submit(work, 0).result()
-"""
-
-
-def test_scan_workers_end_with_the_process_that_forked_them() -> None:
-    """Found in review: a writer killed with -9 during a parallel cold scan left its forked
-    workers blocked on their queue for good. Workers now die with their parent (Linux)."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from llmwiki_git.gitstore.lock import pid_alive
-
-    parent = subprocess.Popen([sys.executable, "-c", _POOL], stdout=subprocess.PIPE, text=True)
-    assert parent.stdout is not None
-    worker = int(parent.stdout.readline())
-    try:
-        assert pid_alive(worker)
-        parent.kill()
-        parent.wait()
-        deadline = time.monotonic() + 10
-        while pid_alive(worker) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not pid_alive(worker)
-    finally:
-        parent.stdout.close()
-        try:
-            os.kill(worker, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 _BLOCK_LINES = [

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from ..errors import PageReadError
 from ..git import blob_id
-from .pages import MAX_PAGE_BYTES, PageScan, only_issue_record, scan_page, scan_record
+from .pages import MAX_PAGE_BYTES, PageScan, only_issue_record, scan_record
 from .snapshots import Snapshot, SourceFile
 
 MIN_PAGES = 400  # below this, starting workers costs more than it saves
@@ -168,8 +168,3 @@ def read_and_scan(snapshot: Snapshot, items: list[SourceFile], max_bytes: int = 
     found = known if known is not None else {}
     shares = in_shares(lambda share: _read_and_scan(snapshot, share, max_bytes, found), items)
     return [scanned for share in shares for scanned in share]
-
-
-def scan_pages(pages: list[bytes], max_bytes: int = MAX_PAGE_BYTES) -> list[PageScan]:
-    """``scan_page`` of each of ``pages``, in order (one process: pages already in memory)."""
-    return [scan_page(data, max_bytes=max_bytes) for data in pages]
