@@ -97,9 +97,7 @@ def _fork_share(work: Any, parent: int) -> tuple[int, int]:
             with os.fdopen(write_end, "wb") as out:
                 out.write(payload)
             code = 0
-        except BaseException:  # noqa: BLE001 - the parent does this share itself
-            pass
-        finally:
+        finally:  # whatever happened, the worker ends here (a failed share is redone by the parent)
             os._exit(code)
     os.close(write_end)
     return pid, read_end
