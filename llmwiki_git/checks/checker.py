@@ -64,6 +64,8 @@ def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tup
     """Each page's problems as a cache record, on every core for many pages: the workers
     are forked once the wiki's lookup tables exist, and send back their records and the
     outcomes of their pages' targets (the engine's facts use every outcome)."""
+    if not pages:
+        return []  # all cached: a warm check never builds the lookup tables
     wiki.build_tables()
     parent = os.getpid()
     shares = in_shares(lambda share: _share_records(checker, share, parent), pages)
