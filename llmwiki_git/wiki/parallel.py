@@ -14,6 +14,7 @@ closes held lock descriptors in every forked child).
 
 from __future__ import annotations
 
+import gc
 import marshal
 import os
 import signal
@@ -128,6 +129,16 @@ def in_shares(work: Callable[[list[T]], R], items: list[T], workers: int | None 
     give the same result wherever it runs; a share whose worker fails is redone here.
     ``workers`` (processes, this one included) defaults to what `_workers` finds usable."""
     workers = _workers(len(items)) if workers is None else workers
+    paused = gc.isenabled()  # the work builds records by the hundred thousand and frees
+    gc.disable()  # none of them: cycle collection would only walk them over and over
+    try:
+        return _in_shares(work, items, workers)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _in_shares(work: Callable[[list[T]], R], items: list[T], workers: int) -> list[R]:
     if workers < 2:
         return [work(items)]
     size = -(-len(items) // workers)
