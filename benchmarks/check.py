@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark `llmwiki check` on a realistic 10,000-page wiki, in fresh processes.
 
-    python benchmarks/check.py [--pages 10000] [--repeat 5] [--keep DIR]
+    python benchmarks/check.py [--pages 10000] [--repeat 5] [--keep DIR] [--code DIR] [--only cold]
 
 Builds a wiki in a temporary git repository from the real text of the corpora in
 ``../shared/corpora`` (dendron-vault, foam-docs; generated lorem text when absent), then
@@ -538,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="build the wiki in DIR (must not exist) and keep it, for profiling")
     parser.add_argument("--code", type=Path, default=None, metavar="DIR",
                         help="time the llmwiki_git package found in DIR (a copy of another revision)")
+    parser.add_argument("--only", choices=("all", "cold"), default="all",
+                        help="cold: only the first-check rows (no scan cache, and --no-cache), quicker")
     args = parser.parse_args(argv)
     repeat = max(1, args.repeat)
     global CODE_DIR
@@ -558,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp.name) / "wiki-repo"
         root.mkdir()
     try:
-        return _bench(root, args.pages, repeat)
+        return _bench(root, args.pages, repeat, cold_only=args.only == "cold")
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -566,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nkept the benchmark repository at {root}")
 
 
-def _bench(root: Path, n_pages: int, repeat: int) -> int:
+def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False) -> int:
     t0 = time.perf_counter()
     stats, source, specs = build_wiki(root, n_pages)
     build_s = time.perf_counter() - t0
@@ -611,6 +613,9 @@ def _bench(root: Path, n_pages: int, repeat: int) -> int:
 
     # Whole work tree.
     series("whole tree, cold (no scan cache)", [*py, "check"], TARGET_COLD, before=lambda i: drop_cache())
+    if cold_only:
+        series("whole tree, --no-cache", [*py, "check", "--no-cache"], TARGET_COLD)
+        return _report(rows, notes)
     if not cache_dir.is_dir() or not any(cache_dir.iterdir()):
         notes.append(f"- NOTE: no cache was written in {cache_dir}")
     timed([*py, "check"])  # make sure the cache is complete
@@ -676,7 +681,10 @@ def _bench(root: Path, n_pages: int, repeat: int) -> int:
     ok, detail = heavy_module_probe(root)
     rows.append(Row("heavy modules after in-process check", [], None, ok=ok))
     notes.append(f"- heavy modules after Workspace.open(root).check() and check('index', 'HEAD'): {detail}")
+    return _report(rows, notes)
 
+
+def _report(rows: list[Row], notes: list[str]) -> int:
     print("## Results\n")
     print_table(rows)
     print("\n## Checker output (last run of each)\n")

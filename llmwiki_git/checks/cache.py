@@ -126,7 +126,11 @@ class ScanCache:
             return None
 
     def put(self, blob: str, scan: PageScan) -> None:
-        self.records[blob] = scan.to_record()
+        self.put_record(blob, scan.to_record())
+
+    def put_record(self, blob: str, record: tuple[Any, ...]) -> None:
+        """Store a plain scan record (`PageScan.to_record`'s form, as scan workers send)."""
+        self.records[blob] = record
         self._used.add(blob)
         self._scans_dirty = True
 

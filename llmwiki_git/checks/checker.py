@@ -10,11 +10,14 @@ page re-checks one page.
 from __future__ import annotations
 
 import hashlib
+import os
+from typing import Any
 
 from ..problems import make as make_problem
-from ..wiki.model import Wiki
+from ..wiki.model import Page, Wiki
+from ..wiki.parallel import in_shares
 from .cache import ScanCache
-from .links import Checker
+from .links import PLAIN_OK, Checker, Outcome
 from .result import CheckResult, problems_from_record, problems_to_record, sort_problems
 
 
@@ -42,14 +45,52 @@ def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int =
 def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int) -> CheckResult:
     found = [make_problem(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
     fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
+    todo: list[Page] = []
     for page in wiki.pages:
         key = f"{page.path}\0{page.blob}\0{fingerprint}" if (cache is not None and page.blob) else None
         record = cache.problems_get(key) if key is not None else None  # type: ignore[union-attr]
         if record is not None:
             found.extend(problems_from_record(page.path, record))
-            continue
-        problems = checker.page_problems(page) or []
-        if key is not None:
-            cache.problems_put(key, problems_to_record(problems))  # type: ignore[union-attr]
-        found.extend(problems)
+        else:
+            todo.append(page)
+    for page, record in zip(todo, problem_records(wiki, checker, todo)):
+        if cache is not None and page.blob:
+            cache.problems_put(f"{page.path}\0{page.blob}\0{fingerprint}", record)
+        found.extend(problems_from_record(page.path, record))
     return CheckResult(len(wiki.pages), sort_problems(found))
+
+
+def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tuple[Any, ...]]:
+    """Each page's problems as a cache record, on every core for many pages: the workers
+    are forked once the wiki's lookup tables exist, and send back their records and the
+    outcomes of their pages' targets (the engine's facts use every outcome)."""
+    if not pages:
+        return []  # all cached: a warm check never builds the lookup tables
+    wiki.build_tables()
+    parent = os.getpid()
+    shares = in_shares(lambda share: _share_records(checker, share, parent), pages)
+    records: list[tuple[Any, ...]] = []
+    outcomes = checker.outcomes
+    start = 0
+    for share_records, share_outcomes in shares:
+        share = pages[start:start + len(share_records)]
+        start += len(share_records)
+        records.extend(share_records)
+        if share_outcomes:  # a worker's: keyed here by this process's own strings (marshal
+            # then writes each once), clean ones as the one shared tuple
+            for text, outcome in zip(_targets(share), share_outcomes):
+                if text not in outcomes:
+                    outcomes[text] = PLAIN_OK if outcome == PLAIN_OK else outcome
+    return records
+
+
+def _targets(pages: list[Page]) -> list[str]:
+    """The distinct link target texts of ``pages``, in order of first use."""
+    return list(dict.fromkeys(link[3] for page in pages for link in page.scan.raw_links))
+
+
+def _share_records(checker: Checker, pages: list[Page], parent: int) -> tuple[list[tuple[Any, ...]], list[Outcome]]:
+    records = [problems_to_record(checker.page_problems(page) or []) for page in pages]
+    if os.getpid() == parent:
+        return records, []  # this process's outcomes are already in ``checker``
+    return records, [checker.outcomes[text] for text in _targets(pages)]

@@ -9,13 +9,12 @@ A target naming a non-markdown file (``diagram.png``) resolves to a file of that
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from ..confine import hidden_part
 from ..git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
-from .parallel import scan_pages
+from .parallel import read_and_scan
 from .slug import LinkTarget, slugify
 from ..errors import PageReadError
 from .snapshots import Snapshot, SourceFile
@@ -31,6 +30,8 @@ class ScanStore(Protocol):
     def get(self, blob: str) -> PageScan | None: ...
 
     def put(self, blob: str, scan: PageScan) -> None: ...
+
+    def put_record(self, blob: str, record: tuple[Any, ...]) -> None: ...
 
 
 CONCEPTS = "concepts"
@@ -60,8 +61,9 @@ class Page(NamedTuple):
         return _folder_slugs(self.path)
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
+    """What a target resolved to (a NamedTuple: one is built per distinct target)."""
+
     page: Page | None = None
     file: str | None = None
     alternatives: tuple[str, ...] = ()
@@ -102,6 +104,11 @@ class Wiki:
         # cache never needs them.
         self._steps: list[dict[str, list[Page]]] = []
         self._files: dict[str, list[str]] = {}
+
+    def build_tables(self) -> None:
+        """Build the lookup tables now (before forking workers that resolve links)."""
+        if not self._steps:
+            self._build_tables()
 
     def _build_tables(self) -> None:
         self._steps = [{}, {}, {}, {}, {}]
@@ -283,26 +290,16 @@ def load_wiki(
             scans[item.path] = (item.blob, PageScan._make(record))
         else:
             to_read.append(item)
+    found: list[str] = [blob for blob, _ in scans.values() if blob]
+    for path, blob, record, fresh in read_and_scan(snapshot, to_read, max_page_bytes, records):
+        if cache is not None and blob is not None:
+            if fresh:
+                cache.put_record(blob, record)
+            else:
+                found.append(blob)
+        scans[path] = (blob, PageScan._make(record))
     if cache is not None:
-        cache.touch([blob for blob, _ in scans.values() if blob])
-    unscanned: list[tuple[str, str, bytes]] = []
-    for path, data in snapshot.read(to_read).items():
-        if isinstance(data, PageReadError):
-            scans[path] = (None, PageScan(None, (), (), 0, (Issue(data.code, data.reason),)))
-            continue
-        if isinstance(data, OSError):
-            scans[path] = (None, PageScan(None, (), (), 0, (Issue("unreadable-page", f"cannot read: {data}"),)))
-            continue
-        blob = blob_id(data)
-        scan = cache.get(blob) if cache is not None else None
-        if scan is None:
-            unscanned.append((path, blob, data))
-        else:
-            scans[path] = (blob, scan)
-    for (path, blob, _), scan in zip(unscanned, scan_pages([data for _, _, data in unscanned], max_page_bytes)):
-        if cache is not None:
-            cache.put(blob, scan)
-        scans[path] = (blob, scan)
+        cache.touch(found)
     pages: list[Page] = []
     cut = len(prefix)
     for item in page_files:

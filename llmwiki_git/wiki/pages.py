@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import frontmatter
-from .scanner import Anchors, Occurrence, scan
+from .scanner import Anchors, Occurrence, scan_raw
 from .slug import slugify
 
 MAX_PAGE_BYTES = 8 * 1024 * 1024
@@ -71,8 +71,9 @@ class PageScan(NamedTuple):
         return cls._make(record)
 
 
-def _only_issue(code: str, message: str) -> PageScan:
-    return PageScan(None, (), (), 0, (Issue(code, message),))
+def only_issue_record(code: str, message: str) -> tuple[Any, ...]:
+    """The scan record of a page that could not be scanned, with why."""
+    return (None, (), (), 0, ((code, message, 1),), (), (), ())
 
 
 def decode(data: bytes) -> tuple[str | None, list[Issue]]:
@@ -114,26 +115,33 @@ def uncheckable(document: bytes | str, *, max_bytes: int = MAX_PAGE_BYTES) -> st
     return None
 
 
-def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:
+def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, ...]:
+    """The scan of one page's bytes as a plain record (`PageScan` fields; links and issues
+    plain tuples): what the scan cache stores and scan workers send back."""
     if len(data) > max_bytes:
         size_mb = len(data) / (1024 * 1024)
-        return _only_issue("page-too-large", f"{size_mb:.1f} MB is over the {max_bytes // (1024 * 1024)} MB limit; not scanned")
+        return only_issue_record("page-too-large",
+                                 f"{size_mb:.1f} MB is over the {max_bytes // (1024 * 1024)} MB limit; not scanned")
     text, issues = decode(data)
     if text is None:
-        return PageScan(None, (), (), 0, tuple(issues))
+        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), ())
     meta = frontmatter.parse(text)
     if meta.error:
         issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
     title = meta.data.get("title")
-    found = scan(text, meta.body_line)
-    aliases = tuple(frontmatter.string_list(meta.data.get("aliases")))
-    return PageScan(
-        title=title if isinstance(title, str) else None,
-        aliases=aliases,
-        alias_slugs=tuple(s for s in dict.fromkeys(map(slugify, aliases)) if s),
-        raw_links=tuple(found.links),
-        body_line=meta.body_line,
-        raw_issues=tuple(issues),
-        headings=tuple(sorted(found.anchors.headings)),
-        blocks=tuple(sorted(found.anchors.blocks)),
+    links, headings, blocks = scan_raw(text, meta.body_line)
+    aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
+    return (
+        title if isinstance(title, str) else None,
+        aliases,
+        tuple(links),
+        meta.body_line,
+        tuple(map(tuple, issues)),
+        tuple(sorted(headings)),
+        tuple(sorted(blocks)),
+        tuple(s for s in dict.fromkeys(map(slugify, aliases)) if s) if aliases else (),
     )
+
+
+def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:
+    return PageScan._make(scan_record(data, max_bytes=max_bytes))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 _DROP = re.compile(r"['\u2019]")
 # \w is Unicode letters, numbers and "_"; "_" is dropped too, as the reference tool does.
@@ -22,6 +22,11 @@ ATTACHMENT_EXTS = frozenset(
 )
 
 
+# Words of ASCII letters and digits, one space or "-" between them: slugify only lowercases
+# these and turns the spaces into "-" (most names and headings; ~5x faster than the rules).
+_PLAIN = re.compile(r"[A-Za-z0-9]+(?:[ -][A-Za-z0-9]+)*")
+
+
 @lru_cache(maxsize=65536)
 def slugify(text: str) -> str:
     """Normalize a page name or link target the way every reader compares them.
@@ -30,6 +35,8 @@ def slugify(text: str) -> str:
     runs become -; runs of - collapse; leading and trailing - are trimmed. Input is first
     NFC-normalized so that decomposed accents (as macOS file names have) compare equal.
     """
+    if _PLAIN.fullmatch(text):
+        return text.lower().replace(" ", "-")
     text = unicodedata.normalize("NFC", text).lower()
     text = _DROP.sub("", text)
     text = _NOT_KEPT.sub("", text)
@@ -38,9 +45,9 @@ def slugify(text: str) -> str:
     return text.strip("-")
 
 
-@dataclass(frozen=True)
-class LinkTarget:
-    """A wikilink's target after normalization.
+class LinkTarget(NamedTuple):
+    """A wikilink's target after normalization (a NamedTuple: the checker builds one per
+    distinct target, 35,000 on a 10,000-page wiki).
 
     ``slug`` is the slugified page name; ``hint`` the slugified folder components of a
     path-style target (``[[concepts/alpha]]``); ``anchor`` the text after ``#`` (a heading,
@@ -87,6 +94,12 @@ def split_label(inner: str) -> tuple[str, str | None]:
 def parse_target(target_text: str) -> LinkTarget:
     """Normalize the part of a wikilink before ``|``."""
     text = target_text.strip()
+    if text and "#" not in text and "/" not in text and "." not in text and "\\" not in text:
+        return LinkTarget(text, slugify(text))  # a plain name: what `_parse` gives, sooner
+    return _parse(text)
+
+
+def _parse(text: str) -> LinkTarget:
     name_part, sep, anchor = text.partition("#")
     anchor_value = anchor.strip() if sep else None
     name_part = name_part.strip()
@@ -98,6 +111,4 @@ def parse_target(target_text: str) -> LinkTarget:
         s for s in (slugify(p) for p in parts[:-1] if p.strip() not in ("", ".", "..")) if s
     )
     file_name = last if _FILE_EXT.search(last) else None
-    return LinkTarget(
-        text=text, slug=slugify(last), hint=hint, anchor=anchor_value, file_name=file_name
-    )
+    return LinkTarget(text, slugify(last), hint, anchor_value, file_name)
