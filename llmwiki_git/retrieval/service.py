@@ -329,7 +329,8 @@ class Retrieval:
         store = self._searched
         if store is None or not wanted:
             return {}
-        return {e.page_id: e.path for e in store.pages if e.page_id in wanted}
+        by_id = store.by_id()
+        return {page_id: by_id[page_id].path for page_id in wanted if isinstance(page_id, str) and page_id in by_id}
 
     def read_live(self, entry: PageEntry) -> LivePage:
         try:

@@ -12,9 +12,17 @@ Format (documented in docs/formats.md):
   index time; ``skipped`` lists the pages that are not evidence (generated index, journal,
   binary or oversize files), so that a later call can tell which pages changed since.
 
-The token ties the two files together: a json written with a bin from another run, a bin
+* ``embeddings.pages``: the page table of the json as columns (pagetable.py), so that a
+  fresh process reads it in milliseconds instead of parsing and checking every entry of the
+  json: ``b"LLMWPGS1"`` + sha256 of the json's bytes + sha256 of the rest + the size (uint32
+  LE) of a small json head (the json's metadata without ``pages``, and each column's name
+  and size), then the columns. A derived copy: used only while both digests match, read
+  from the json otherwise (and rewritten); a store without one (older versions) is read
+  from the json as before.
+
+The token ties the files together: a json written with a bin from another run, a bin
 truncated by a crash, or a bin of the wrong size is detected and reported, never used.
-Both files are replaced atomically (temp file + rename), the bin first.
+All files are replaced atomically (temp file + rename): the bin, the sidecar, the json.
 """
 
 from __future__ import annotations
@@ -26,9 +34,8 @@ import secrets
 import stat
 import struct
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 from pathlib import Path
 from typing import Any
 
@@ -36,35 +43,18 @@ import numpy as np
 
 from .. import confine
 from ..errors import LlmwikiError, PathRefused, StoreError
+from .pagetable import INT_COLUMNS, STRING_COLUMNS, ColumnError, EntriesById, PageEntry, PageTable
 
 VERSION = 1
 MAGIC = b"LLMWEMB1"
 HEADER = struct.Struct("<8s16sII")
 JSON_NAME = "embeddings.json"
 BIN_NAME = "embeddings.bin"
+SIDE_NAME = "embeddings.pages"
+SIDE_MAGIC = b"LLMWPGS1"
+SIDE_HEADER = struct.Struct("<8s32s32sI")  # magic, sha256 of the json, sha256 of the rest, header size
 MAX_JSON_BYTES = 1 << 30
 MAX_DIMENSIONS = 65536
-
-
-class PageEntry(NamedTuple):
-    """One page of the store. A NamedTuple, and the JSON lists are kept as they are parsed:
-    frozen dataclasses with tuple copies made loading 10,000 entries slower on the `context`
-    path (benchmarks/retrieval.py measures that path)."""
-
-    page_id: str
-    path: str
-    blob: str
-    title: str
-    summary: str
-    first_row: int
-    hashes: Sequence[str]
-    links: Sequence[str] = ()  # page ids this page links to (resolved at index time)
-    dangling: Sequence[str] = ()  # targets of its links that resolved to nothing
-
-    def to_json(self) -> dict[str, Any]:
-        return {"pageId": self.page_id, "path": self.path, "blob": self.blob, "title": self.title,
-                "summary": self.summary, "firstRow": self.first_row, "hashes": list(self.hashes),
-                "links": list(self.links), "dangling": list(self.dangling)}
 
 
 @dataclass
@@ -73,54 +63,46 @@ class Store:
     backend: str
     model: str
     dimensions: int
-    pages: list[PageEntry]
+    pages: PageTable  # a list of entries given here is wrapped in a table
     vectors: np.ndarray  # (rows, dimensions) float32; a memmap when loaded from disk
     updated_at: str = ""
     skipped: dict[str, str] = field(default_factory=dict)  # pages that are not evidence: path -> blob
     digest: str = ""  # sha256 of the vectors when saved ("" for stores written before it was kept)
     names: str = ""  # digest of what link resolution depends on (indexer.names_digest; "": unknown)
-    _row_page: list[int] = field(default_factory=list, repr=False)
     _rows: int = field(default=-1, repr=False)
-    _by_id: dict[str, PageEntry] | None = field(default=None, repr=False)
     _reverse: dict[str, list[str]] | None = field(default=None, repr=False)
     _link_questions: int = field(default=0, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pages, PageTable):
+            self.pages = PageTable(list(self.pages))
 
     @property
     def rows(self) -> int:
         if self._rows < 0:  # counted once: a warm server asks on every call
-            self._rows = sum(len(p.hashes) for p in self.pages)
+            self._rows = int(self.pages.hash_counts().sum())
         return self._rows
 
     def row_owner(self) -> list[int]:
         """Index into ``pages`` for every row (built once)."""
-        if not self._row_page:
-            owner: list[int] = []
-            for index, page in enumerate(self.pages):
-                owner.extend([index] * len(page.hashes))
-            self._row_page = owner
-        return self._row_page
+        return self.pages.row_owner()
 
-    def by_id(self) -> dict[str, PageEntry]:
-        """Page id -> entry (built once per store)."""
-        if self._by_id is None:
-            self._by_id = {p.page_id: p for p in self.pages}
-        return self._by_id
+    def by_id(self) -> Mapping[str, PageEntry]:
+        """Page id -> entry (the id table is built once per store; entries on demand)."""
+        return EntriesById(self.pages)
+
+    def path_blobs(self) -> dict[str, str]:
+        """Path -> blob id of every page the store holds."""
+        return self.pages.path_blobs()
 
     def linked_from(self, targets: set[str]) -> dict[str, list[str]]:
         """Pages linking to each of ``targets``, in store order. The first question scans the
-        pages for these targets only (the full reverse graph cost 0.27 s on 10,000 pages, too
+        links for these targets only (the full reverse graph cost 0.27 s on 10,000 pages, too
         much for a one-question process); a store asked again (a long-lived server) builds
         the reverse graph once and answers from it."""
         if self._reverse is None and self._link_questions == 0:
             self._link_questions += 1
-            found: dict[str, list[str]] = {t: [] for t in targets}
-            for page in self.pages:
-                if not page.links or targets.isdisjoint(page.links):
-                    continue
-                for target in page.links:
-                    if target in found:
-                        found[target].append(page.page_id)
-            return found
+            return self.pages.linking_to(targets)
         if self._reverse is None:
             reverse: dict[str, list[str]] = {}
             for page in self.pages:
@@ -209,42 +191,119 @@ def save(folder: Path, store: Store) -> None:
         "namesDigest": store.names,
     }
     _atomic_write(folder / BIN_NAME, write_bin)
-    _atomic_write(folder / JSON_NAME, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
+    _write_meta(folder, meta, store.pages)
+
+
+def _write_meta(folder: Path, meta: dict[str, Any], table: PageTable) -> None:
+    """Write ``embeddings.json`` and its page-table sidecar (the sidecar first: whichever
+    a reader finds, a sidecar that does not match the json is never used)."""
+    data = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
+    side = _sidecar_bytes(data, meta, table)
+    if side is None:
+        _remove(folder / SIDE_NAME)
+    else:
+        _atomic_write(folder / SIDE_NAME, lambda h: h.write(side))
+    _atomic_write(folder / JSON_NAME, lambda h: h.write(data))
+
+
+def _remove(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def add_skipped(folder: Path, entries: dict[str, str]) -> None:
     """Record pages that are not evidence (a generated file written after the store was
     built) in ``embeddings.json``, leaving the vectors alone."""
-    path = folder / JSON_NAME
-    meta = json.loads(path.read_bytes())
+    store = load(folder)
+    meta = json.loads((folder / JSON_NAME).read_bytes())
     meta["skipped"] = {**(meta.get("skipped") or {}), **entries}
-    _atomic_write(path, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
+    _write_meta(folder, meta, store.pages)
+
+
+# -- the page-table sidecar -----------------------------------------------------------------
+
+def _sidecar_bytes(json_data: bytes, meta: dict[str, Any], table: PageTable) -> bytes | None:
+    """``embeddings.pages`` for the json ``json_data`` (None: a value holds a NUL)."""
+    encoded = table.encode()
+    if encoded is None:
+        return None
+    strings, ints = encoded
+    parts = [strings[name].encode("utf-8", "surrogatepass") for name in STRING_COLUMNS]
+    parts += [np.ascontiguousarray(ints[name], dtype="<i8").tobytes() for name in INT_COLUMNS]
+    head = json.dumps({"meta": {k: v for k, v in meta.items() if k != "pages"},
+                       "sections": [[name, len(part)] for name, part in zip(STRING_COLUMNS + INT_COLUMNS, parts)]},
+                      ensure_ascii=False, separators=(",", ":")).encode()
+    body = head + b"".join(parts)
+    return SIDE_HEADER.pack(SIDE_MAGIC, hashlib.sha256(json_data).digest(), hashlib.sha256(body).digest(),
+                            len(head)) + body
+
+
+def _read_sidecar(folder: Path, json_data: bytes) -> tuple[dict[str, Any], PageTable] | None:
+    """The metadata and page table of ``embeddings.pages`` when it was written with exactly
+    ``json_data`` and is intact (None otherwise: the json is read instead)."""
+    path = folder / SIDE_NAME
+    try:
+        data = confine.read_file(path, max_bytes=2 * MAX_JSON_BYTES, name=f".llmwiki/{SIDE_NAME}", nofollow=True)
+    except PathRefused:
+        return None
+    if len(data) < SIDE_HEADER.size:
+        return None
+    magic, json_digest, body_digest, head_size = SIDE_HEADER.unpack_from(data)
+    body = memoryview(data)[SIDE_HEADER.size:]
+    if (magic != SIDE_MAGIC or json_digest != hashlib.sha256(json_data).digest()
+            or body_digest != hashlib.sha256(body).digest()):
+        return None
+    try:
+        head = json.loads(bytes(body[:head_size]))
+        meta = head["meta"]
+        offset = head_size
+        strings: dict[str, str] = {}
+        ints: dict[str, np.ndarray] = {}
+        for name, size in head["sections"]:
+            chunk = body[offset : offset + size]
+            if len(chunk) != size:
+                return None
+            offset += size
+            if name in STRING_COLUMNS:
+                strings[name] = str(chunk, "utf-8", "surrogatepass")
+            elif name in INT_COLUMNS:
+                ints[name] = np.frombuffer(chunk, dtype="<i8")
+        if offset != len(body) or not isinstance(meta, dict):
+            return None
+        return meta, PageTable.decode(strings, ints)
+    except (KeyError, TypeError, ValueError, ColumnError):
+        return None
 
 
 def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
-    """Read the store; raise StoreError (with a warning code) when it cannot be used."""
+    """Read the store; raise StoreError (with a warning code) when it cannot be used.
+    The page table comes from the sidecar when it matches the json (a few milliseconds on
+    10,000 pages), else from the json, validated entry by entry; the sidecar is then
+    rewritten (best effort) so that the next read is fast again."""
     json_path, bin_path = folder / JSON_NAME, folder / BIN_NAME
     if json_path.is_symlink() or bin_path.is_symlink():
         raise StoreError("the embedding store is a symlink; refusing to read it", "embedding-store-corrupt")
     if not json_path.exists():
         raise StoreError("no embedding store yet (.llmwiki/embeddings.json)")
     try:
-        meta = json.loads(confine.read_file(json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}"))
+        raw = confine.read_file(json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}")
     except PathRefused as exc:
         raise StoreError(f"{exc}", "embedding-store-corrupt") from exc
-    except (OSError, ValueError) as exc:
-        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt") from exc
+    side = _read_sidecar(folder, raw)
+    if side is not None:
+        meta, table = side
+        problem = _table_problem(table)
+    else:
+        meta, table, problem = _parse_json(raw)
     if not isinstance(meta, dict) or meta.get("version") != VERSION:
         raise StoreError(f".llmwiki/{JSON_NAME} has an unknown format version", "embedding-index-outdated")
     try:
         dims, rows, token = int(meta["dimensions"]), int(meta["rows"]), bytes.fromhex(meta["token"])
-        pages = [
-            PageEntry(p["pageId"], p["path"], p["blob"], p.get("title", ""), p.get("summary", ""),
-                      p["firstRow"], p["hashes"], p.get("links", ()), p.get("dangling", ()))
-            for p in meta["pages"]
-        ]
-        problem = _shape_problem(pages, rows, dims)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if problem is None:
+            problem = _size_problem(table, rows, dims)
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
     if problem is not None:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({problem})", "embedding-store-corrupt")
@@ -254,17 +313,50 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
             f"{expected_fingerprint!r}; vectors of two models are never mixed",
             "embedding-model-mismatch",
         )
-    if sum(len(p.hashes) for p in pages) != rows:
-        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (row count)", "embedding-store-corrupt")
     vectors: np.ndarray = np.zeros((0, dims), dtype="<f4")
     if dims:
         vectors = _map_vectors(bin_path, token, rows, dims)
     skipped = meta.get("skipped")
     digest = meta.get("vectorsDigest")
     names = meta.get("namesDigest")
-    return Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, pages, vectors,
-                 meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
-                 digest=digest if isinstance(digest, str) else "", names=names if isinstance(names, str) else "")
+    store = Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, table, vectors,
+                  meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
+                  digest=digest if isinstance(digest, str) else "", names=names if isinstance(names, str) else "")
+    if side is None:
+        _repair_sidecar(folder, raw, meta, table)
+    return store
+
+
+def _parse_json(raw: bytes) -> tuple[Any, PageTable, str | None]:
+    """The metadata, page table and shape problem (None: none) of ``embeddings.json``."""
+    try:
+        meta = json.loads(raw)
+    except ValueError as exc:
+        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt") from exc
+    if not isinstance(meta, dict) or meta.get("version") != VERSION:
+        return meta, PageTable([]), None
+    try:
+        pages = [
+            PageEntry(p["pageId"], p["path"], p["blob"], p.get("title", ""), p.get("summary", ""),
+                      p["firstRow"], p["hashes"], p.get("links", ()), p.get("dangling", ()))
+            for p in meta["pages"]
+        ]
+        problem = _shape_problem(pages)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
+    return meta, PageTable(pages), problem
+
+
+def _repair_sidecar(folder: Path, raw: bytes, meta: dict[str, Any], table: PageTable) -> None:
+    """Write the sidecar a json read without one (a store from an older version, or one
+    whose sidecar was stale or damaged). Best effort and safe without the lock: the sidecar
+    names the json it was made from, so one raced by a writer is merely not used."""
+    try:
+        side = _sidecar_bytes(raw, meta, table)
+        if side is not None:
+            _atomic_write(folder / SIDE_NAME, lambda h: h.write(side))
+    except (OSError, ValueError):
+        pass
 
 
 def _is_int(value: object) -> bool:
@@ -283,25 +375,41 @@ def _strings(value: object) -> bool:
     return True
 
 
-def _shape_problem(pages: list[PageEntry], rows: int, dims: int) -> str | None:
-    """What is wrong with the page table (None: nothing): every field of the right type,
-    each page's rows ``firstRow .. firstRow + len(hashes)`` inside the store and disjoint."""
-    if not (0 <= dims <= MAX_DIMENSIONS) or rows < 0:
-        return f"{rows} rows of {dims} dimensions"
-    spans = []
+def _shape_problem(pages: list[PageEntry]) -> str | None:
+    """What is wrong with the types of a page table read from json (None: nothing)."""
     for page in pages:
         if not _strings((page.page_id, page.path, page.blob, page.title, page.summary)):
             return f"a page entry of the wrong shape ({str(page.page_id)[:80]!r})"
         if not (_is_int(page.first_row) and _strings(page.hashes) and _strings(page.links) and _strings(page.dangling)):
             return f"page {page.page_id[:80]!r} has a firstRow, hashes or links of the wrong type"
-        if page.first_row < 0 or page.first_row + len(page.hashes) > rows:
-            return f"page {page.page_id[:80]!r} has firstRow {page.first_row}, outside the {rows} rows"
-        if page.hashes:
-            spans.append((page.first_row, page.first_row + len(page.hashes)))
-    spans.sort()
-    for (_, end), (start, _) in zip(spans, spans[1:]):
-        if start < end:
-            return "two pages claim the same rows"
+    return None
+
+
+def _table_problem(table: PageTable) -> str | None:
+    """What is wrong with a page table read from the sidecar (None: nothing): its columns
+    fit together (`PageTable.decode`); page ids are unique."""
+    if len(table.positions()) != len(table):
+        return "two pages share an id"
+    return None
+
+
+def _size_problem(table: PageTable, rows: int, dims: int) -> str | None:
+    """Each page's rows ``firstRow .. firstRow + len(hashes)`` inside the store and disjoint,
+    and the pages own exactly ``rows`` rows: checked on whole columns."""
+    if not (0 <= dims <= MAX_DIMENSIONS) or rows < 0:
+        return f"{rows} rows of {dims} dimensions"
+    first, counts = table.first_rows(), table.hash_counts()
+    outside = np.flatnonzero((first < 0) | (first + counts > rows))
+    if len(outside):
+        page = table[int(outside[0])]
+        return f"page {page.page_id[:80]!r} has firstRow {page.first_row}, outside the {rows} rows"
+    used = counts > 0
+    starts, ends = first[used], (first + counts)[used]
+    order = np.argsort(starts, kind="stable")
+    if bool((starts[order][1:] < ends[order][:-1]).any()):
+        return "two pages claim the same rows"
+    if int(counts.sum()) != rows:
+        return "row count"
     return None
 
 
