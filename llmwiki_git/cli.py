@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .checks import CheckResult
 from .errors import LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
 from .workspace import Workspace
 from .wording import plural
 
 if TYPE_CHECKING:
     from .answer.query import QueryResult
+    from .checks import CheckResult
 
 EXIT_INTERNAL = 3
 

@@ -34,7 +34,6 @@ catches these or named builtin exceptions, never ``Exception`` (tests/test_shape
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -178,6 +177,8 @@ class LockBusy(WriteRefused):
             who = f"pid {owner.pid}"
             if owner.command:
                 who += f" ({owner.command})"
+            import socket  # here: this module is imported by every command, the lock's message is rare
+
             if owner.host and owner.host != socket.gethostname():
                 who += f" on host {owner.host}"
             if owner.since is not None:

@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import config
-from .checks.cache import ScanCache, open_cache
-from .checks.engine import CheckEngine
-from .checks.result import CheckResult
 from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
 from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
 
 if TYPE_CHECKING:
+    from .checks.cache import ScanCache
+    from .checks.result import CheckResult
     from .retrieval.service import Retrieval
 
 
@@ -69,6 +68,8 @@ class Workspace:
     def _cache(self) -> ScanCache | None:
         if not self.use_cache or self.git is None or os.environ.get("LLMWIKI_NO_CACHE"):
             return None
+        from .checks.cache import open_cache  # the checker's modules: imported by the commands using them
+
         try:
             return open_cache(self.git.common_dir())
         except DATA_ERRORS:  # an unreadable cache must never stop a check
@@ -172,6 +173,8 @@ class Workspace:
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``
         (the engine: checks/engine.py)."""
+        from .checks.engine import CheckEngine
+
         engine = CheckEngine(self.git, self.wiki, wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix,
                              limit=self.settings.max_page_mb * 1024 * 1024, cache=self._cache())
         return engine.check(head, base)

@@ -46,11 +46,9 @@ class PageEntry(NamedTuple):
                 "links": list(self.links), "dangling": list(self.dangling)}
 
 
-class ColumnError(StoreError):
-    """A column set that does not describe a page table (a damaged or forged sidecar)."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(f".llmwiki/embeddings.pages is corrupt ({problem})", "embedding-store-corrupt")
+def corrupt(problem: str) -> StoreError:
+    """The error for columns that do not describe a page table (a damaged or forged sidecar)."""
+    return StoreError(f".llmwiki/embeddings.pages is corrupt ({problem})", "embedding-store-corrupt")
 
 
 class _Strings:
@@ -70,7 +68,7 @@ class _Strings:
             assert self._joined is not None
             items = self._joined.split(SEP) if self.count or self._joined else []
             if len(items) != self.count:
-                raise ColumnError(f"a column holds {len(items)} values, {self.count} expected")
+                raise corrupt(f"a column holds {len(items)} values, {self.count} expected")
             self._items, self._joined = items, None
         return self._items
 
@@ -98,12 +96,12 @@ class PageTable(Sequence[PageEntry]):
 
     @classmethod
     def decode(cls, columns: Mapping[str, str], ints: Mapping[str, np.ndarray]) -> PageTable:
-        """A table from its encoded columns; ColumnError when they do not fit together."""
+        """A table from its encoded columns; StoreError when they do not fit together."""
         pages = len(ints["firstRows"])
         if any(len(ints[name]) != pages for name in INT_COLUMNS):
-            raise ColumnError("the integer columns differ in length")
+            raise corrupt("the integer columns differ in length")
         if any(int(ints[name].min(initial=0)) < 0 for name in ("hashCounts", "linkCounts", "danglingCounts")):
-            raise ColumnError("a negative count")
+            raise corrupt("a negative count")
         counts = {"hashes": int(ints["hashCounts"].sum()), "links": int(ints["linkCounts"].sum()),
                   "dangling": int(ints["danglingCounts"].sum())}
         strings = {name: _Strings(columns[name], counts.get(name, pages)) for name in STRING_COLUMNS}

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import store as store_mod
 from .chunking import content_hash
-from .indexer import IndexedPage
+
+if TYPE_CHECKING:
+    from .indexer import IndexedPage
 
 ON_THE_FLY_CHUNKS = 8
 """Chunks embedded on the fly by a read. Measured (benchmarks/refresh.py, docs/query.md):

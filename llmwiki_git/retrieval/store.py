@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import confine
 from ..errors import LlmwikiError, PathRefused, StoreError
-from .pagetable import INT_COLUMNS, STRING_COLUMNS, ColumnError, EntriesById, PageEntry, PageTable
+from .pagetable import INT_COLUMNS, STRING_COLUMNS, EntriesById, PageEntry, PageTable
 
 VERSION = 1
 MAGIC = b"LLMWEMB1"
@@ -273,7 +273,7 @@ def _read_sidecar(folder: Path, json_data: bytes) -> tuple[dict[str, Any], PageT
         if offset != len(body) or not isinstance(meta, dict):
             return None
         return meta, PageTable.decode(strings, ints)
-    except (KeyError, TypeError, ValueError, ColumnError):
+    except (KeyError, TypeError, ValueError, StoreError):
         return None
 
 
