@@ -52,13 +52,15 @@ def corrupt(problem: str) -> StoreError:
 
 
 class _Strings:
-    """One string column: the joined text, split on first use into ``count`` items (a
-    column a call does not use is never split; the sidecar's digest vouches for its bytes,
-    the count is checked when it is split)."""
+    """One string column: the joined text, counted now (in C) and split on first use (a
+    column a call does not use is never split)."""
 
     __slots__ = ("_joined", "_items", "count")
 
     def __init__(self, joined: str, count: int) -> None:
+        found = joined.count(SEP) + 1 if joined or count == 1 else 0
+        if found != count:
+            raise corrupt(f"a column holds {found} values, {count} expected")
         self._joined: str | None = joined
         self._items: list[str] | None = None
         self.count = count
@@ -66,10 +68,8 @@ class _Strings:
     def items(self) -> list[str]:
         if self._items is None:
             assert self._joined is not None
-            items = self._joined.split(SEP) if self.count or self._joined else []
-            if len(items) != self.count:
-                raise corrupt(f"a column holds {len(items)} values, {self.count} expected")
-            self._items, self._joined = items, None
+            self._items = self._joined.split(SEP) if self.count else []
+            self._joined = None
         return self._items
 
 
@@ -105,8 +105,6 @@ class PageTable(Sequence[PageEntry]):
         counts = {"hashes": int(ints["hashCounts"].sum()), "links": int(ints["linkCounts"].sum()),
                   "dangling": int(ints["danglingCounts"].sum())}
         strings = {name: _Strings(columns[name], counts.get(name, pages)) for name in STRING_COLUMNS}
-        for name in ("ids", "paths", "blobs"):  # every call needs these: split (and counted) now
-            strings[name].items()
         return cls(columns=strings, ints=dict(ints))
 
     def encode(self) -> tuple[dict[str, str], dict[str, np.ndarray]] | None:

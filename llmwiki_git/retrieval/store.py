@@ -437,5 +437,5 @@ def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarr
 
 def build(fingerprint: str, backend: str, model: str, dimensions: int, pages: Sequence[PageEntry],
           vectors: np.ndarray, updated_at: str, skipped: dict[str, str] | None = None, names: str = "") -> Store:
-    return Store(fingerprint, backend, model, dimensions, list(pages), vectors, updated_at, dict(skipped or {}),
+    return Store(fingerprint, backend, model, dimensions, PageTable(list(pages)), vectors, updated_at, dict(skipped or {}),
                  names=names)
