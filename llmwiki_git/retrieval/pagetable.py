@@ -21,8 +21,11 @@ import numpy as np
 from ..errors import StoreError
 
 SEP = "\0"
-STRING_COLUMNS = ("ids", "paths", "blobs", "titles", "summaries", "hashes", "links", "dangling")
+SPLIT_COLUMNS = ("ids", "paths", "blobs")  # needed whole by every call: NUL-joined, split when read
+SLICED_COLUMNS = ("titles", "summaries", "hashes", "links", "dangling")  # a few items per call: sliced
+COUNTS = {"hashes": "hashCounts", "links": "linkCounts", "dangling": "danglingCounts"}
 INT_COLUMNS = ("firstRows", "hashCounts", "linkCounts", "danglingCounts")
+SECTIONS = (SPLIT_COLUMNS + SLICED_COLUMNS + tuple(f"{name}Ends" for name in SLICED_COLUMNS) + INT_COLUMNS)
 
 
 class PageEntry(NamedTuple):
@@ -51,26 +54,61 @@ def corrupt(problem: str) -> StoreError:
     return StoreError(f".llmwiki/embeddings.pages is corrupt ({problem})", "embedding-store-corrupt")
 
 
-class _Strings:
-    """One string column: the joined text, counted now (in C) and split on first use (a
-    column a call does not use is never split)."""
+def _split(joined: str, count: int) -> list[str]:
+    items = joined.split(SEP) if count or joined else []
+    if len(items) != count:
+        raise corrupt(f"a column holds {len(items)} values, {count} expected")
+    return items
 
-    __slots__ = ("_joined", "_items", "count")
 
-    def __init__(self, joined: str, count: int) -> None:
-        found = joined.count(SEP) + 1 if joined or count == 1 else 0
-        if found != count:
-            raise corrupt(f"a column holds {found} values, {count} expected")
-        self._joined: str | None = joined
+class _Sliced:
+    """A string column as one text and the end offset of every item: item ``i`` is
+    ``text[ends[i - 1]:ends[i]]``, read without splitting the column."""
+
+    __slots__ = ("text", "ends", "_items")
+
+    def __init__(self, text: str, ends: np.ndarray, count: int) -> None:
+        if len(ends) != count:
+            raise corrupt(f"a column has {len(ends)} offsets, {count} expected")
+        if count and (int(ends[0]) < 0 or int(ends[-1]) != len(text) or bool((np.diff(ends) < 0).any())):
+            raise corrupt("a column's offsets do not fit its text")
+        if not count and text:
+            raise corrupt("a column holds text but no values")
+        self.text, self.ends = text, ends
         self._items: list[str] | None = None
-        self.count = count
+
+    def span(self, start: int, stop: int) -> list[str]:
+        """Items ``start .. stop - 1``."""
+        if self._items is not None:
+            return self._items[start:stop]
+        if stop <= start:
+            return []
+        bounds = [int(self.ends[start - 1]) if start else 0, *self.ends[start:stop].tolist()]
+        return [self.text[a:b] for a, b in zip(bounds, bounds[1:])]
 
     def items(self) -> list[str]:
         if self._items is None:
-            assert self._joined is not None
-            self._items = self._joined.split(SEP) if self.count else []
-            self._joined = None
+            self._items = self.span(0, len(self.ends))
         return self._items
+
+    def positions_of(self, value: str) -> list[int]:
+        """Indexes of the items equal to ``value`` (a scan of the text, in C)."""
+        found: list[int] = []
+        if not value:
+            return found
+        text, ends, size = self.text, self.ends, len(value)
+        at = text.find(value)
+        while at >= 0:
+            i = int(np.searchsorted(ends, at, side="right"))  # the item holding character ``at``
+            if i < len(ends) and (int(ends[i - 1]) if i else 0) == at and int(ends[i]) == at + size:
+                found.append(i)
+            at = text.find(value, at + 1)
+        return found
+
+    @staticmethod
+    def encode(values: list[str]) -> tuple[bytes, bytes]:
+        ends = np.cumsum(np.fromiter((len(v) for v in values), dtype="<i8", count=len(values)), dtype="<i8")
+        return "".join(values).encode("utf-8", "surrogatepass"), ends.astype("<i8").tobytes()
 
 
 def _starts(counts: np.ndarray) -> np.ndarray:
@@ -84,80 +122,94 @@ class PageTable(Sequence[PageEntry]):
     """The store's pages, in store order. Built either from entries (the indexer) or from
     columns (a store read from disk); entries are made on demand and kept."""
 
-    def __init__(self, entries: list[PageEntry] | None = None, *,
-                 columns: dict[str, _Strings] | None = None, ints: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(self, entries: list[PageEntry] | None = None, *, split: dict[str, list[str]] | None = None,
+                 sliced: dict[str, _Sliced] | None = None, ints: dict[str, np.ndarray] | None = None) -> None:
         self._entries = entries
-        self._columns = columns or {}
+        self._split = split or {}
+        self._sliced = sliced or {}
         self._ints = ints or {}
+        self._columns = bool(self._split)  # read from columns (else: built from entries)
         self._made: dict[int, PageEntry] = {}
         self._starts: dict[str, np.ndarray] = {}
         self._positions: dict[str, int] | None = None
         self._owner: list[int] | None = None
 
     @classmethod
-    def decode(cls, columns: Mapping[str, str], ints: Mapping[str, np.ndarray]) -> PageTable:
-        """A table from its encoded columns; StoreError when they do not fit together."""
+    def decode(cls, sections: Mapping[str, memoryview]) -> PageTable:
+        """A table from its encoded sections; StoreError when they do not fit together;
+        ValueError or KeyError for a section missing or of the wrong size."""
+        ints = {name: np.frombuffer(sections[name], dtype="<i8") for name in INT_COLUMNS}
         pages = len(ints["firstRows"])
         if any(len(ints[name]) != pages for name in INT_COLUMNS):
             raise corrupt("the integer columns differ in length")
-        if any(int(ints[name].min(initial=0)) < 0 for name in ("hashCounts", "linkCounts", "danglingCounts")):
+        if any(int(ints[name].min(initial=0)) < 0 for name in COUNTS.values()):
             raise corrupt("a negative count")
-        counts = {"hashes": int(ints["hashCounts"].sum()), "links": int(ints["linkCounts"].sum()),
-                  "dangling": int(ints["danglingCounts"].sum())}
-        strings = {name: _Strings(columns[name], counts.get(name, pages)) for name in STRING_COLUMNS}
-        return cls(columns=strings, ints=dict(ints))
+        split = {name: _split(str(sections[name], "utf-8", "surrogatepass"), pages) for name in SPLIT_COLUMNS}
+        sliced = {name: _Sliced(str(sections[name], "utf-8", "surrogatepass"),
+                                np.frombuffer(sections[f"{name}Ends"], dtype="<i8"),
+                                int(ints[COUNTS[name]].sum()) if name in COUNTS else pages)
+                  for name in SLICED_COLUMNS}
+        return cls(split=split, sliced=sliced, ints=ints)
 
-    def encode(self) -> tuple[dict[str, str], dict[str, np.ndarray]] | None:
-        """The columns to write (None: a value holds a NUL and cannot be encoded)."""
+    def encode(self) -> dict[str, bytes] | None:
+        """The sections to write (None: a page id, path or blob holds a NUL)."""
         entries = list(self)
-        strings = {
-            "ids": [e.page_id for e in entries], "paths": [e.path for e in entries],
-            "blobs": [e.blob for e in entries], "titles": [e.title for e in entries],
-            "summaries": [e.summary for e in entries], "hashes": [h for e in entries for h in e.hashes],
-            "links": [t for e in entries for t in e.links], "dangling": [t for e in entries for t in e.dangling],
-        }
-        joined = {name: SEP.join(values) for name, values in strings.items()}
-        if any(text.count(SEP) != max(len(strings[name]) - 1, 0) for name, text in joined.items()):
-            return None
-        ints = {name: np.array(values, dtype="<i8") for name, values in (
-            ("firstRows", [e.first_row for e in entries]), ("hashCounts", [len(e.hashes) for e in entries]),
-            ("linkCounts", [len(e.links) for e in entries]), ("danglingCounts", [len(e.dangling) for e in entries]))}
-        return joined, ints
+        out: dict[str, bytes] = {}
+        for name, values in (("ids", [e.page_id for e in entries]), ("paths", [e.path for e in entries]),
+                             ("blobs", [e.blob for e in entries])):
+            joined = SEP.join(values)
+            if joined.count(SEP) != max(len(values) - 1, 0):
+                return None
+            out[name] = joined.encode("utf-8", "surrogatepass")
+        for name, values in (("titles", [e.title for e in entries]), ("summaries", [e.summary for e in entries]),
+                             ("hashes", [h for e in entries for h in e.hashes]),
+                             ("links", [t for e in entries for t in e.links]),
+                             ("dangling", [t for e in entries for t in e.dangling])):
+            out[name], out[f"{name}Ends"] = _Sliced.encode(values)
+        for name, numbers in (("firstRows", [e.first_row for e in entries]),
+                              ("hashCounts", [len(e.hashes) for e in entries]),
+                              ("linkCounts", [len(e.links) for e in entries]),
+                              ("danglingCounts", [len(e.dangling) for e in entries])):
+            out[name] = np.array(numbers, dtype="<i8").tobytes()
+        return {name: out[name] for name in SECTIONS}
 
     # -- columns --------------------------------------------------------------------------
-
-    def _column(self, name: str) -> list[str]:
-        return self._columns[name].items()
 
     def _start(self, counts: str) -> np.ndarray:
         if counts not in self._starts:
             self._starts[counts] = _starts(self._ints[counts])
         return self._starts[counts]
 
+    def _all(self) -> list[PageEntry]:
+        assert self._entries is not None
+        return self._entries
+
     def ids(self) -> list[str]:
-        if not self._columns:
-            assert self._entries is not None
-            return [e.page_id for e in self._entries]
-        return self._column("ids")
+        return self._split["ids"] if self._columns else [e.page_id for e in self._all()]
 
     def path_blobs(self) -> dict[str, str]:
         """Path -> blob id of every page."""
-        if not self._columns:
-            assert self._entries is not None
-            return {e.path: e.blob for e in self._entries}
-        return dict(zip(self._column("paths"), self._column("blobs")))
+        if self._columns:
+            return dict(zip(self._split["paths"], self._split["blobs"]))
+        return {e.path: e.blob for e in self._all()}
 
     def first_rows(self) -> np.ndarray:
-        if not self._columns:
-            assert self._entries is not None
-            return np.fromiter((e.first_row for e in self._entries), dtype=np.int64, count=len(self._entries))
-        return self._ints["firstRows"]
+        if self._columns:
+            return self._ints["firstRows"]
+        return np.fromiter((e.first_row for e in self._all()), dtype=np.int64, count=len(self))
 
     def hash_counts(self) -> np.ndarray:
-        if not self._columns:
-            assert self._entries is not None
-            return np.fromiter((len(e.hashes) for e in self._entries), dtype=np.int64, count=len(self._entries))
-        return self._ints["hashCounts"]
+        if self._columns:
+            return self._ints["hashCounts"]
+        return np.fromiter((len(e.hashes) for e in self._all()), dtype=np.int64, count=len(self))
+
+    def page_id(self, i: int) -> str:
+        """The id of page ``i`` (no entry made)."""
+        return self._split["ids"][i] if self._columns else self._all()[i].page_id
+
+    def first_row(self, i: int) -> int:
+        """The first row of page ``i`` (no entry made)."""
+        return int(self._ints["firstRows"][i]) if self._columns else self._all()[i].first_row
 
     def positions(self) -> dict[str, int]:
         """Page id -> position (built once)."""
@@ -179,53 +231,42 @@ class PageTable(Sequence[PageEntry]):
         return self._owner
 
     def linking_to(self, targets: set[str]) -> dict[str, list[str]]:
-        """Pages whose links name each of ``targets``, in store order."""
+        """Pages whose links name each of ``targets``, in store order (each page once)."""
         found: dict[str, list[str]] = {t: [] for t in targets}
         if not self._columns:
-            assert self._entries is not None
-            for page in self._entries:
+            for page in self._all():
                 if not page.links or targets.isdisjoint(page.links):
                     continue
                 for target in dict.fromkeys(page.links):
                     if target in found:
                         found[target].append(page.page_id)
             return found
-        links = self._column("links")
-        at = [i for i, target in enumerate(links) if target in targets]
-        if not at:
-            return found
-        starts = self._start("linkCounts")
-        owners = (np.searchsorted(starts, np.array(at, dtype=np.int64), side="right") - 1).tolist()
-        ids = self.ids()
-        seen: set[tuple[str, int]] = set()
-        for position, page in zip(at, owners):
-            key = (links[position], page)
-            if key not in seen:
-                seen.add(key)
-                found[links[position]].append(ids[page])
+        starts, ids = self._start("linkCounts"), self.ids()
+        for target in targets:
+            at = self._sliced["links"].positions_of(target)
+            if at:
+                owners = np.searchsorted(starts, np.array(at, dtype=np.int64), side="right") - 1
+                found[target] = [ids[page] for page in sorted(set(owners.tolist()))]  # (np.unique imports numpy.ma)
         return found
 
     # -- entries --------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        if not self._columns:
-            assert self._entries is not None
-            return len(self._entries)
-        return len(self._ints["firstRows"])
+        return len(self._ints["firstRows"]) if self._columns else len(self._all())
 
     def _make(self, i: int) -> PageEntry:
         made = self._made.get(i)
         if made is None:
-            ints = self._ints
+            ints, sliced, split = self._ints, self._sliced, self._split
 
-            def span(column: str, counts: str) -> list[str]:
-                start = int(self._start(counts)[i])
-                return self._column(column)[start : start + int(ints[counts][i])]
+            def span(column: str) -> list[str]:
+                start = int(self._start(COUNTS[column])[i])
+                return sliced[column].span(start, start + int(ints[COUNTS[column]][i]))
 
             made = self._made[i] = PageEntry(
-                self._column("ids")[i], self._column("paths")[i], self._column("blobs")[i],
-                self._column("titles")[i], self._column("summaries")[i], int(ints["firstRows"][i]),
-                span("hashes", "hashCounts"), span("links", "linkCounts"), span("dangling", "danglingCounts"))
+                split["ids"][i], split["paths"][i], split["blobs"][i], sliced["titles"].span(i, i + 1)[0],
+                sliced["summaries"].span(i, i + 1)[0], int(ints["firstRows"][i]),
+                span("hashes"), span("links"), span("dangling"))
         return made
 
     @overload

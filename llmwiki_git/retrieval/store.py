@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import confine
 from ..errors import LlmwikiError, PathRefused, StoreError
-from .pagetable import INT_COLUMNS, STRING_COLUMNS, EntriesById, PageEntry, PageTable
+from .pagetable import EntriesById, PageEntry, PageTable
 
 VERSION = 1
 MAGIC = b"LLMWEMB1"
@@ -225,17 +225,14 @@ def add_skipped(folder: Path, entries: dict[str, str]) -> None:
 # -- the page-table sidecar -----------------------------------------------------------------
 
 def _sidecar_bytes(json_data: bytes, meta: dict[str, Any], table: PageTable) -> bytes | None:
-    """``embeddings.pages`` for the json ``json_data`` (None: a value holds a NUL)."""
-    encoded = table.encode()
-    if encoded is None:
+    """``embeddings.pages`` for the json ``json_data`` (None: a page id, path or blob holds a NUL)."""
+    sections = table.encode()
+    if sections is None:
         return None
-    strings, ints = encoded
-    parts = [strings[name].encode("utf-8", "surrogatepass") for name in STRING_COLUMNS]
-    parts += [np.ascontiguousarray(ints[name], dtype="<i8").tobytes() for name in INT_COLUMNS]
     head = json.dumps({"meta": {k: v for k, v in meta.items() if k != "pages"},
-                       "sections": [[name, len(part)] for name, part in zip(STRING_COLUMNS + INT_COLUMNS, parts)]},
+                       "sections": [[name, len(data)] for name, data in sections.items()]},
                       ensure_ascii=False, separators=(",", ":")).encode()
-    body = head + b"".join(parts)
+    body = head + b"".join(sections.values())
     return SIDE_HEADER.pack(SIDE_MAGIC, hashlib.sha256(json_data).digest(), hashlib.sha256(body).digest(),
                             len(head)) + body
 
@@ -243,9 +240,9 @@ def _sidecar_bytes(json_data: bytes, meta: dict[str, Any], table: PageTable) -> 
 def _read_sidecar(folder: Path, json_data: bytes) -> tuple[dict[str, Any], PageTable] | None:
     """The metadata and page table of ``embeddings.pages`` when it was written with exactly
     ``json_data`` and is intact (None otherwise: the json is read instead)."""
-    path = folder / SIDE_NAME
     try:
-        data = confine.read_file(path, max_bytes=2 * MAX_JSON_BYTES, name=f".llmwiki/{SIDE_NAME}", nofollow=True)
+        data = confine.read_file(folder / SIDE_NAME, max_bytes=2 * MAX_JSON_BYTES, name=f".llmwiki/{SIDE_NAME}",
+                                 nofollow=True)
     except PathRefused:
         return None
     if len(data) < SIDE_HEADER.size:
@@ -257,22 +254,13 @@ def _read_sidecar(folder: Path, json_data: bytes) -> tuple[dict[str, Any], PageT
         return None
     try:
         head = json.loads(bytes(body[:head_size]))
-        meta = head["meta"]
-        offset = head_size
-        strings: dict[str, str] = {}
-        ints: dict[str, np.ndarray] = {}
+        meta, offset, sections = head["meta"], head_size, {}
         for name, size in head["sections"]:
-            chunk = body[offset : offset + size]
-            if len(chunk) != size:
-                return None
+            sections[name] = body[offset : offset + size]
             offset += size
-            if name in STRING_COLUMNS:
-                strings[name] = str(chunk, "utf-8", "surrogatepass")
-            elif name in INT_COLUMNS:
-                ints[name] = np.frombuffer(chunk, dtype="<i8")
         if offset != len(body) or not isinstance(meta, dict):
             return None
-        return meta, PageTable.decode(strings, ints)
+        return meta, PageTable.decode(sections)
     except (KeyError, TypeError, ValueError, StoreError):
         return None
 

@@ -83,7 +83,8 @@ def _rewrite_sidecar(folder: Path, change: object) -> None:
                                                           len(head_bytes)) + new_body)
 
 
-@pytest.mark.parametrize("damage", ["flipped-byte", "truncated", "garbage", "empty", "folder", "forged-counts"])
+@pytest.mark.parametrize("damage", ["flipped-byte", "truncated", "garbage", "empty", "folder", "forged-counts",
+                                    "forged-offsets", "forged-paths"])
 def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str], damage: str) -> None:
     repo, _ = indexed
     folder = state(repo)
@@ -104,11 +105,18 @@ def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str
     elif damage == "folder":
         side.unlink()
         side.mkdir()
-    else:  # digests recomputed, but one title too few: the counts do not add up
-        def drop_title(head: dict, sections: dict) -> None:
-            sections["titles"] = sections["titles"].rsplit(b"\0", 1)[0]
+    else:  # digests recomputed over columns that do not fit together
+        def forge(head: dict, sections: dict) -> None:
+            if damage == "forged-counts":  # one title offset too few
+                sections["titlesEnds"] = sections["titlesEnds"][:-8]
+            elif damage == "forged-offsets":  # offsets past the end of the text
+                ends = bytearray(sections["linksEnds"])
+                ends[-8:] = (int.from_bytes(ends[-8:], "little") + 5).to_bytes(8, "little")
+                sections["linksEnds"] = bytes(ends)
+            else:  # one path too few
+                sections["paths"] = sections["paths"].rsplit(b"\0", 1)[0]
 
-        _rewrite_sidecar(folder, drop_title)
+        _rewrite_sidecar(folder, forge)
     assert S._read_sidecar(folder, (folder / S.JSON_NAME).read_bytes()) is None
     assert entries(S.load(folder)) == expected  # read from the json instead
     assert S._read_sidecar(folder, (folder / S.JSON_NAME).read_bytes()) is not None  # rewritten
@@ -164,13 +172,22 @@ def test_a_sidecar_of_another_write_is_not_used(indexed: tuple[Repo, str]) -> No
     assert entries(store) == from_json(folder)
 
 
-def test_a_title_with_a_nul_is_stored_without_a_sidecar(tmp_path: Path) -> None:
+def test_any_text_round_trips_and_a_nul_in_a_path_means_no_sidecar(tmp_path: Path) -> None:
     import numpy as np
 
-    pages = [S.PageEntry("a", "a.md", "b" * 40, "odd\0title", "", 0, ("0" * 16,), (), ())]
+    odd = "odd\0title é \U0001f600"  # a NUL, accents, an emoji
+    pages = [S.PageEntry("a", "a.md", "b" * 40, odd, odd, 0, ("0" * 16,), ("", odd), (odd,)),
+             S.PageEntry("b", "b.md", "c" * 40, "", "", 1, (), (), ())]
+    S.save(tmp_path, S.build("none", "none", "none", 0, pages, np.zeros((1, 0), dtype=np.float32), ""))
+    assert S._read_sidecar(tmp_path, (tmp_path / S.JSON_NAME).read_bytes()) is not None
+    store = S.load(tmp_path)
+    assert entries(store) == [("a", "a.md", "b" * 40, odd, odd, 0, ("0" * 16,), ("", odd), (odd,)),
+                              ("b", "b.md", "c" * 40, "", "", 1, (), (), ())]
+    assert store.linked_from({odd, ""}) == {odd: ["a"], "": []}
+    pages[1] = pages[1]._replace(path="b\0.md")  # never from git, but the store must not mis-split it
     S.save(tmp_path, S.build("none", "none", "none", 0, pages, np.zeros((1, 0), dtype=np.float32), ""))
     assert not (tmp_path / S.SIDE_NAME).exists()
-    assert S.load(tmp_path).pages[0].title == "odd\0title"
+    assert S.load(tmp_path).pages[1].path == "b\0.md"
 
 
 WRITER = textwrap.dedent("""
