@@ -339,10 +339,11 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
       llmwiki context "how are review candidates approved?"
       llmwiki context "trailers" --json --budget 4000 --depth 2
     """
-    from .retrieval.context import ContextOptions, render_markdown
-
     ws = _workspace(ctx)
     _require_some_wiki(ws)
+    ws.prefetch_pages()  # git lists the work tree while the retrieval modules load
+    from .retrieval.context import ContextOptions, render_markdown
+
     options = ContextOptions(budget, depth, top_pages, top_chunks, include_sources, omit_root)
     pack = ws.retrieval().context(prompt, options)
     if as_json or fmt == "json":

@@ -34,6 +34,7 @@ class Workspace:
     _listing: tuple[object, dict[str, str]] | None = field(default=None, repr=False)
     _git_index: str | None = field(default=None, repr=False)
     _watch: Any = field(default=None, repr=False)  # a WorktreeWatch, False where none can be had, None: not tried
+    _prefetched: Any = field(default=None, repr=False)  # (thread, result box) of prefetch_pages
 
     @property
     def project_prefix(self) -> str:
@@ -128,12 +129,42 @@ class Workspace:
             list_pages=self._page_blobs,
         )
 
+    def prefetch_pages(self) -> None:
+        """Start the listing of `_page_blobs` in a thread (git does the work in its own
+        process) while a one-shot command imports and loads the rest: the next
+        `_page_blobs` call takes its result."""
+        import threading
+
+        from .wiki.stamp import WorktreeWatch, worktree_stamp  # noqa: F401 - imported here, not in the thread
+
+        box: dict[str, Any] = {}
+
+        def list_pages() -> None:
+            try:
+                box["pages"] = self._list_page_blobs()
+            except DATA_ERRORS as exc:  # handed to the caller of _page_blobs
+                box["error"] = exc
+
+        thread = threading.Thread(target=list_pages, name="llmwiki-listing", daemon=True)
+        thread.start()
+        self._prefetched = (thread, box)
+
     def _page_blobs(self) -> dict[str, str]:
         """Path -> blob id of every live page (no page scanned): how retrieval notices pages
         added, changed or deleted since `llmwiki index`. With ``reuse_listing`` the same dict
         (not to be modified) is returned while nothing changed: a kernel watch on the work
         tree's folders says so in one system call (`stamp.WorktreeWatch`), else a stat of
         every file."""
+        if self._prefetched is not None:
+            (thread, box), self._prefetched = self._prefetched, None
+            thread.join()
+            if "error" in box:
+                raise box["error"]
+            if "pages" in box:
+                return box["pages"]  # type: ignore[no-any-return]
+        return self._list_page_blobs()  # not prefetched (or the thread died: list here, where errors surface)
+
+    def _list_page_blobs(self) -> dict[str, str]:
         from .wiki.model import page_blobs
         from .wiki.stamp import WorktreeWatch, worktree_stamp
 

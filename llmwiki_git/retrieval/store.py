@@ -30,10 +30,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import stat
 import struct
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +122,8 @@ class Store:
 def _atomic_write(path: Path, write: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     _clear_non_file(path)
+    import tempfile  # writers only: a read imports neither this nor secrets
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -146,6 +146,8 @@ def _clear_non_file(path: Path) -> None:
         return
     if stat.S_ISREG(info.st_mode):
         return
+    import secrets
+
     os.replace(path, path.with_name(f"{path.name}.bad-{secrets.token_hex(4)}"))
 
 
@@ -168,6 +170,8 @@ def verify_vectors(store: Store) -> str | None:
 
 
 def save(folder: Path, store: Store) -> None:
+    import secrets
+
     token = secrets.token_bytes(16)
     rows = store.rows
     vectors = np.ascontiguousarray(store.vectors, dtype="<f4").reshape(rows, store.dimensions)
