@@ -50,7 +50,8 @@ JSON_NAME = "embeddings.json"
 BIN_NAME = "embeddings.bin"
 SIDE_NAME = "embeddings.pages"
 SIDE_MAGIC = b"LLMWPGS1"
-SIDE_HEADER = struct.Struct("<8s32s32sI")  # magic, sha256 of the json, sha256 of the rest, header size
+SIDE_STAMP = struct.Struct("<QQQqq")  # the json's device, inode, size, mtime and ctime (ns)
+SIDE_HEADER = struct.Struct(f"<8s{SIDE_STAMP.size}s32sI")  # magic, the json's stamp, sha256 of the rest, head size
 MAX_JSON_BYTES = 1 << 30
 MAX_DIMENSIONS = 65536
 
@@ -199,21 +200,18 @@ def save(folder: Path, store: Store) -> None:
 
 
 def _write_meta(folder: Path, meta: dict[str, Any], table: PageTable) -> None:
-    """Write ``embeddings.json`` and its page-table sidecar (the sidecar first: whichever
-    a reader finds, a sidecar that does not match the json is never used)."""
+    """Write ``embeddings.json``, then its page-table sidecar naming the json file just
+    written (a reader between the two renames finds a sidecar naming another file: unused)."""
     data = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
-    side = _sidecar_bytes(data, meta, table)
-    if side is None:
-        _remove(folder / SIDE_NAME)
-    else:
-        _atomic_write(folder / SIDE_NAME, lambda h: h.write(side))
+    _remove(folder / SIDE_NAME)
     _atomic_write(folder / JSON_NAME, lambda h: h.write(data))
+    _write_sidecar(folder, _json_stamp(os.stat(folder / JSON_NAME)), meta, table)
 
 
 def _remove(path: Path) -> None:
     try:
         os.unlink(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):  # a folder in the way is moved aside when written
         pass
 
 
@@ -228,33 +226,66 @@ def add_skipped(folder: Path, entries: dict[str, str]) -> None:
 
 # -- the page-table sidecar -----------------------------------------------------------------
 
-def _sidecar_bytes(json_data: bytes, meta: dict[str, Any], table: PageTable) -> bytes | None:
-    """``embeddings.pages`` for the json ``json_data`` (None: a page id, path or blob holds a NUL)."""
+def _json_stamp(info: os.stat_result) -> bytes:
+    """What ties the sidecar to one version of ``embeddings.json``: its device, inode, size,
+    and modification and change times in nanoseconds. Any write of the json (a new store,
+    a hand edit, a copy) changes the inode or the change time, which no tool can set back."""
+    return SIDE_STAMP.pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _write_sidecar(folder: Path, stamp: bytes, meta: dict[str, Any], table: PageTable) -> None:
+    """Write ``embeddings.pages`` for the json of ``stamp`` (none when a page id, path or
+    blob holds a NUL: that store is read from the json)."""
     sections = table.encode()
     if sections is None:
-        return None
+        return
     head = json.dumps({"meta": {k: v for k, v in meta.items() if k != "pages"},
                        "sections": [[name, len(data)] for name, data in sections.items()]},
                       ensure_ascii=False, separators=(",", ":")).encode()
     body = head + b"".join(sections.values())
-    return SIDE_HEADER.pack(SIDE_MAGIC, hashlib.sha256(json_data).digest(), hashlib.sha256(body).digest(),
-                            len(head)) + body
+    side = SIDE_HEADER.pack(SIDE_MAGIC, stamp, hashlib.sha256(body).digest(), len(head)) + body
+    _atomic_write(folder / SIDE_NAME, lambda h: h.write(side))
 
 
-def _read_sidecar(folder: Path, json_data: bytes) -> tuple[dict[str, Any], PageTable] | None:
-    """The metadata and page table of ``embeddings.pages`` when it was written with exactly
-    ``json_data`` and is intact (None otherwise: the json is read instead)."""
+def _read_whole(path: Path, limit: int) -> tuple[bytes, os.stat_result] | None:
+    """The bytes of the regular file ``path`` (no symlink, at most ``limit`` bytes) and its
+    status when opened; None when it cannot be read so."""
     try:
-        data = confine.read_file(folder / SIDE_NAME, max_bytes=2 * MAX_JSON_BYTES, name=f".llmwiki/{SIDE_NAME}",
-                                 nofollow=True)
-    except PathRefused:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
         return None
-    if len(data) < SIDE_HEADER.size:
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = bytearray(info.st_size)
+        view, done = memoryview(data), 0
+        while done < info.st_size:
+            got = os.readv(fd, [view[done:]])
+            if not got:
+                return None  # shrank while read
+            done += got
+        return bytes(data), info
+    except OSError:
         return None
-    magic, json_digest, body_digest, head_size = SIDE_HEADER.unpack_from(data)
+    finally:
+        os.close(fd)
+
+
+def _read_sidecar(folder: Path) -> tuple[dict[str, Any], PageTable] | None:
+    """The metadata and page table of ``embeddings.pages`` when it was written for the
+    ``embeddings.json`` now in place and is intact (None otherwise: the json is read)."""
+    whole = _read_whole(folder / SIDE_NAME, 2 * MAX_JSON_BYTES)
+    if whole is None or len(whole[0]) < SIDE_HEADER.size:
+        return None
+    data = whole[0]
+    magic, stamp, body_digest, head_size = SIDE_HEADER.unpack_from(data)
+    try:
+        json_now = _json_stamp(os.stat(folder / JSON_NAME, follow_symlinks=False))
+    except OSError:
+        return None
     body = memoryview(data)[SIDE_HEADER.size:]
-    if (magic != SIDE_MAGIC or json_digest != hashlib.sha256(json_data).digest()
-            or body_digest != hashlib.sha256(body).digest()):
+    if magic != SIDE_MAGIC or stamp != json_now or body_digest != hashlib.sha256(body).digest():
         return None
     try:
         head = json.loads(bytes(body[:head_size]))
@@ -279,15 +310,19 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
         raise StoreError("the embedding store is a symlink; refusing to read it", "embedding-store-corrupt")
     if not json_path.exists():
         raise StoreError("no embedding store yet (.llmwiki/embeddings.json)")
-    try:
-        raw = confine.read_file(json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}")
-    except PathRefused as exc:
-        raise StoreError(f"{exc}", "embedding-store-corrupt") from exc
-    side = _read_sidecar(folder, raw)
+    side = _read_sidecar(folder)
     if side is not None:
         meta, table = side
         problem = _table_problem(table)
+        json_info = None
     else:
+        try:
+            json_info = os.stat(json_path)
+            raw = confine.read_file(json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}")
+        except PathRefused as exc:
+            raise StoreError(f"{exc}", "embedding-store-corrupt") from exc
+        except OSError as exc:
+            raise StoreError(f".llmwiki/{JSON_NAME} is unreadable ({exc})", "embedding-store-corrupt") from exc
         meta, table, problem = _parse_json(raw)
     if not isinstance(meta, dict) or meta.get("version") != VERSION:
         raise StoreError(f".llmwiki/{JSON_NAME} has an unknown format version", "embedding-index-outdated")
@@ -314,8 +349,8 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
     store = Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, table, vectors,
                   meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
                   digest=digest if isinstance(digest, str) else "", names=names if isinstance(names, str) else "")
-    if side is None:
-        _repair_sidecar(folder, raw, meta, table)
+    if json_info is not None:
+        _repair_sidecar(folder, json_info, meta, table)
     return store
 
 
@@ -339,14 +374,15 @@ def _parse_json(raw: bytes) -> tuple[Any, PageTable, str | None]:
     return meta, PageTable(pages), problem
 
 
-def _repair_sidecar(folder: Path, raw: bytes, meta: dict[str, Any], table: PageTable) -> None:
-    """Write the sidecar a json read without one (a store from an older version, or one
+def _repair_sidecar(folder: Path, json_info: os.stat_result, meta: dict[str, Any], table: PageTable) -> None:
+    """Write the sidecar of a json read without one (a store from an older version, or one
     whose sidecar was stale or damaged). Best effort and safe without the lock: the sidecar
-    names the json it was made from, so one raced by a writer is merely not used."""
+    names the json file it was made from (as it was before it was read), so a json replaced
+    meanwhile makes it unused, never wrong."""
     try:
-        side = _sidecar_bytes(raw, meta, table)
-        if side is not None:
-            _atomic_write(folder / SIDE_NAME, lambda h: h.write(side))
+        stamp = _json_stamp(json_info)
+        if _json_stamp(os.stat(folder / JSON_NAME)) == stamp:  # still the file that was read
+            _write_sidecar(folder, stamp, meta, table)
     except (OSError, ValueError):
         pass
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -56,7 +57,7 @@ def test_index_writes_a_sidecar_that_matches_the_json(indexed: tuple[Repo, str])
     repo, _ = indexed
     folder = state(repo)
     assert (folder / S.SIDE_NAME).is_file()
-    assert S._read_sidecar(folder, (folder / S.JSON_NAME).read_bytes()) is not None  # fresh: it is used
+    assert S._read_sidecar(folder) is not None  # fresh: it is used
     store = S.load(folder)
     assert entries(store) == from_json(folder)
     assert store.path_blobs() == {e[1]: e[2] for e in from_json(folder)}
@@ -68,7 +69,7 @@ def test_index_writes_a_sidecar_that_matches_the_json(indexed: tuple[Repo, str])
 def _rewrite_sidecar(folder: Path, change: object) -> None:
     """Re-pack the sidecar after ``change(head, sections)`` with valid digests: a forged file."""
     data = (folder / S.SIDE_NAME).read_bytes()
-    _, json_digest, _, head_size = S.SIDE_HEADER.unpack_from(data)
+    _, stamp, _, head_size = S.SIDE_HEADER.unpack_from(data)
     body = data[S.SIDE_HEADER.size:]
     head = json.loads(body[:head_size])
     sections, offset = {}, head_size
@@ -79,7 +80,7 @@ def _rewrite_sidecar(folder: Path, change: object) -> None:
     head["sections"] = [[name, len(sections[name])] for name, _ in head["sections"]]
     head_bytes = json.dumps(head).encode()
     new_body = head_bytes + b"".join(sections[name] for name, _ in head["sections"])
-    (folder / S.SIDE_NAME).write_bytes(S.SIDE_HEADER.pack(S.SIDE_MAGIC, json_digest, hashlib.sha256(new_body).digest(),
+    (folder / S.SIDE_NAME).write_bytes(S.SIDE_HEADER.pack(S.SIDE_MAGIC, stamp, hashlib.sha256(new_body).digest(),
                                                           len(head_bytes)) + new_body)
 
 
@@ -117,9 +118,9 @@ def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str
                 sections["paths"] = sections["paths"].rsplit(b"\0", 1)[0]
 
         _rewrite_sidecar(folder, forge)
-    assert S._read_sidecar(folder, (folder / S.JSON_NAME).read_bytes()) is None
+    assert S._read_sidecar(folder) is None
     assert entries(S.load(folder)) == expected  # read from the json instead
-    assert S._read_sidecar(folder, (folder / S.JSON_NAME).read_bytes()) is not None  # rewritten
+    assert S._read_sidecar(folder) is not None  # rewritten
     assert side.read_bytes() == good
     if damage == "folder":  # moved aside, as for the store's other files, not deleted
         assert any(p.name.startswith(f"{S.SIDE_NAME}.bad-") and p.is_dir() for p in folder.iterdir())
@@ -129,12 +130,24 @@ def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str
 def test_a_hand_edited_json_wins_over_its_sidecar(indexed: tuple[Repo, str]) -> None:
     repo, _ = indexed
     folder = state(repo)
-    meta = json.loads((folder / S.JSON_NAME).read_bytes())
+    path = folder / S.JSON_NAME
+    before = path.stat()
+    text = path.read_text()
+    title = json.loads(text)["pages"][0]["title"]
+    edited = text.replace(f'"title":"{title}"', f'"title":"{title[::-1]}"', 1)  # same size
+    assert len(edited) == len(text) and edited != text
+    with open(path, "r+", encoding="utf-8") as handle:  # in place: same inode
+        handle.write(edited)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the old modification time
+    store = S.load(folder)
+    assert store.pages[0].title == title[::-1]  # the change time gave it away: the sidecar was not used
+    assert S._read_sidecar(folder) is not None  # and now matches again
+    meta = json.loads(path.read_bytes())
     meta["pages"][0]["title"] = "Edited by hand"
     (folder / S.JSON_NAME).write_text(json.dumps(meta))
     store = S.load(folder)
     assert store.pages[0].title == "Edited by hand"  # the stale sidecar was not used
-    assert S._read_sidecar(folder, (folder / S.JSON_NAME).read_bytes()) is not None  # and now matches again
+    assert S._read_sidecar(folder) is not None  # and now matches again
     meta["pages"][0]["firstRow"] = "zero"  # a hand edit that breaks the store: the json's checks still apply
     (folder / S.JSON_NAME).write_text(json.dumps(meta))
     with pytest.raises(S.StoreError) as corrupt:
@@ -145,7 +158,7 @@ def test_a_hand_edited_json_wins_over_its_sidecar(indexed: tuple[Repo, str]) -> 
     assert "embedding-store-corrupt" in result.stdout and "llmwiki index" in result.stdout
     assert repo.llmwiki("index", "--fast", env=FAST).returncode == 0  # the rebuild path
     assert entries(S.load(folder)) == from_json(folder)
-    assert S._read_sidecar(folder, (folder / S.JSON_NAME).read_bytes()) is not None
+    assert S._read_sidecar(folder) is not None
 
 
 def test_a_store_from_before_the_sidecar_is_read_and_upgraded(indexed: tuple[Repo, str]) -> None:
@@ -154,7 +167,7 @@ def test_a_store_from_before_the_sidecar_is_read_and_upgraded(indexed: tuple[Rep
     before = context(repo, "pruning apple trees")
     (folder / S.SIDE_NAME).unlink()  # what an older version wrote: the json and the bin only
     assert context(repo, "pruning apple trees") == before
-    assert S._read_sidecar(folder, (folder / S.JSON_NAME).read_bytes()) is not None
+    assert S._read_sidecar(folder) is not None
 
 
 def test_a_sidecar_of_another_write_is_not_used(indexed: tuple[Repo, str]) -> None:
@@ -179,7 +192,7 @@ def test_any_text_round_trips_and_a_nul_in_a_path_means_no_sidecar(tmp_path: Pat
     pages = [S.PageEntry("a", "a.md", "b" * 40, odd, odd, 0, ("0" * 16,), ("", odd), (odd,)),
              S.PageEntry("b", "b.md", "c" * 40, "", "", 1, (), (), ())]
     S.save(tmp_path, S.build("none", "none", "none", 0, pages, np.zeros((1, 0), dtype=np.float32), ""))
-    assert S._read_sidecar(tmp_path, (tmp_path / S.JSON_NAME).read_bytes()) is not None
+    assert S._read_sidecar(tmp_path) is not None
     store = S.load(tmp_path)
     assert entries(store) == [("a", "a.md", "b" * 40, odd, odd, 0, ("0" * 16,), ("", odd), (odd,)),
                               ("b", "b.md", "c" * 40, "", "", 1, (), (), ())]
