@@ -70,7 +70,7 @@ class _Sliced:
     def __init__(self, text: str, ends: np.ndarray, count: int) -> None:
         if len(ends) != count:
             raise corrupt(f"a column has {len(ends)} offsets, {count} expected")
-        if count and (int(ends[0]) < 0 or int(ends[-1]) != len(text) or bool((np.diff(ends) < 0).any())):
+        if count and (int(ends[0]) < 0 or int(ends[-1]) != len(text) or bool((ends[1:] < ends[:-1]).any())):
             raise corrupt("a column's offsets do not fit its text")
         if not count and text:
             raise corrupt("a column holds text but no values")

@@ -258,14 +258,15 @@ def _read_whole(path: Path, limit: int) -> tuple[bytes, os.stat_result] | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
             return None
-        data = bytearray(info.st_size)
-        view, done = memoryview(data), 0
+        parts = [os.read(fd, info.st_size)]  # one call for a regular file, as a rule
+        done = len(parts[0])
         while done < info.st_size:
-            got = os.readv(fd, [view[done:]])
-            if not got:
+            more = os.read(fd, info.st_size - done)
+            if not more:
                 return None  # shrank while read
-            done += got
-        return bytes(data), info
+            parts.append(more)
+            done += len(more)
+        return (parts[0] if len(parts) == 1 else b"".join(parts)), info
     except OSError:
         return None
     finally:
