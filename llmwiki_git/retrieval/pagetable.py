@@ -93,17 +93,22 @@ class _Sliced:
 
     def positions_of(self, value: str) -> list[int]:
         """Indexes of the items equal to ``value`` (a scan of the text, in C)."""
-        found: list[int] = []
         if not value:
-            return found
-        text, ends, size = self.text, self.ends, len(value)
+            return []
+        text, found = self.text, []
         at = text.find(value)
         while at >= 0:
-            i = int(np.searchsorted(ends, at, side="right"))  # the item holding character ``at``
-            if i < len(ends) and (int(ends[i - 1]) if i else 0) == at and int(ends[i]) == at + size:
-                found.append(i)
+            found.append(at)
             at = text.find(value, at + 1)
-        return found
+        if not found:
+            return []
+        where = np.array(found, dtype=np.int64)
+        i = np.searchsorted(self.ends, where, side="right")  # the item holding each match's first character
+        inside = i < len(self.ends)
+        where, i = where[inside], i[inside]
+        starts = np.where(i > 0, self.ends[np.maximum(i - 1, 0)], 0)
+        whole = (starts == where) & (self.ends[i] == where + len(value))
+        return i[whole].tolist()  # type: ignore[no-any-return]
 
     @staticmethod
     def encode(values: list[str]) -> tuple[bytes, bytes]:

@@ -64,6 +64,10 @@ def test_index_writes_a_sidecar_that_matches_the_json(indexed: tuple[Repo, str])
     owner = store.row_owner()
     assert [store.pages[owner[row]].page_id for row in range(store.rows)] == [
         e[0] for e in from_json(folder) for _ in e[6]]
+    targets = {t for e in from_json(folder) for t in (e[0], *e[7])}
+    from_entries = S.PageTable([S.PageEntry(*e) for e in from_json(folder)])
+    assert store.pages.linking_to(targets) == from_entries.linking_to(targets)  # links searched in place
+    assert any(store.pages.linking_to(targets).values()) == any(e[7] for e in from_json(folder))
 
 
 def _rewrite_sidecar(folder: Path, change: object) -> None:
