@@ -1,14 +1,12 @@
 """The page table of the embedding store, kept as columns.
 
 A fresh `llmwiki context` on a 10,000-page store needs every page's path and blob (the
-freshness check), every page id (to find the hits' entries) and the rows each page owns,
-but the titles, summaries, chunk hashes and links of a handful of pages only. The table
-therefore holds each column as it was read (a list, or one NUL-joined string split on
-first use) and makes a `PageEntry` only for the pages asked for.
-
-Column encoding (the sidecar ``embeddings.pages``, see store.py): each string column is the
-UTF-8 of its values joined by NUL; each integer column is int64 little-endian. A value
-holding a NUL cannot be encoded: such a store is written without the sidecar.
+freshness check) and every page id, but the titles, summaries, chunk hashes and links of a
+handful of pages only. The table therefore keeps the ids, paths and blobs as lists (split
+from NUL-joined text) and every other string column as one text with the end offset of each
+value, and makes a `PageEntry` only for the pages asked for. The sidecar
+``embeddings.pages`` (store.py, docs/formats.md) holds these sections; a table built by the
+indexer holds its entries instead.
 """
 
 from __future__ import annotations

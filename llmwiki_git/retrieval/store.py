@@ -14,15 +14,16 @@ Format (documented in docs/formats.md):
 
 * ``embeddings.pages``: the page table of the json as columns (pagetable.py), so that a
   fresh process reads it in milliseconds instead of parsing and checking every entry of the
-  json: ``b"LLMWPGS1"`` + sha256 of the json's bytes + sha256 of the rest + the size (uint32
-  LE) of a small json head (the json's metadata without ``pages``, and each column's name
-  and size), then the columns. A derived copy: used only while both digests match, read
-  from the json otherwise (and rewritten); a store without one (older versions) is read
-  from the json as before.
+  json: ``b"LLMWPGS1"`` + the json file's status (device, inode, size, mtime and ctime in
+  ns) + sha256 of the rest + the size (uint32 LE) of a small json head (the json's metadata
+  without ``pages``, each section's name and size), then the sections. A derived copy: used
+  only while the json in place has that status and the digest matches; otherwise the json
+  is read (and the sidecar rewritten). Stores of older versions have none: read from the
+  json, they get one.
 
-The token ties the files together: a json written with a bin from another run, a bin
+The token ties the bin to the json: a json written with a bin from another run, a bin
 truncated by a crash, or a bin of the wrong size is detected and reported, never used.
-All files are replaced atomically (temp file + rename): the bin, the sidecar, the json.
+All files are replaced atomically (temp file + rename): the bin, the json, the sidecar.
 """
 
 from __future__ import annotations
@@ -209,9 +210,10 @@ def _write_meta(folder: Path, meta: dict[str, Any], table: PageTable) -> None:
 
 
 def _remove(path: Path) -> None:
+    """Hygiene only: a sidecar left behind names another json file and is never used."""
     try:
         os.unlink(path)
-    except (FileNotFoundError, IsADirectoryError):  # a folder in the way is moved aside when written
+    except OSError:  # absent, or a folder in the way (moved aside when the sidecar is written)
         pass
 
 
