@@ -20,10 +20,15 @@ from ..errors import StoreError
 
 SEP = "\0"
 SPLIT_COLUMNS = ("ids", "paths", "blobs")  # needed whole by every call: NUL-joined, split when read
-SLICED_COLUMNS = ("titles", "summaries", "hashes", "links", "dangling")  # a few items per call: sliced
+SLICED_COLUMNS = ("titles", "summaries", "hashes", "links", "dangling", "linkTargets")  # a few items per call
 COUNTS = {"hashes": "hashCounts", "links": "linkCounts", "dangling": "danglingCounts"}
 INT_COLUMNS = ("firstRows", "hashCounts", "linkCounts", "danglingCounts")
-SECTIONS = (SPLIT_COLUMNS + SLICED_COLUMNS + tuple(f"{name}Ends" for name in SLICED_COLUMNS) + INT_COLUMNS)
+# The link graph reversed: every distinct link target (``linkTargets``), and for each, how
+# many pages link to it (``linkSourceCounts``) and which (``linkSources``, page positions in
+# store order): a page's incoming links without scanning every page's links.
+REVERSE_COLUMNS = ("linkSourceCounts", "linkSources")
+SECTIONS = (SPLIT_COLUMNS + SLICED_COLUMNS + tuple(f"{name}Ends" for name in SLICED_COLUMNS) + INT_COLUMNS
+            + REVERSE_COLUMNS)
 
 
 class PageEntry(NamedTuple):
@@ -147,10 +152,16 @@ class PageTable(Sequence[PageEntry]):
             raise corrupt("the integer columns differ in length")
         if any(int(ints[name].min(initial=0)) < 0 for name in COUNTS.values()):
             raise corrupt("a negative count")
+        reverse = {name: np.frombuffer(sections[name], dtype="<i8") for name in REVERSE_COLUMNS}
+        sources, counts = reverse["linkSources"], reverse["linkSourceCounts"]
+        if (int(counts.min(initial=0)) < 0 or int(counts.sum()) != len(sources)
+                or (len(sources) and (int(sources.min()) < 0 or int(sources.max()) >= pages))):
+            raise corrupt("the reversed link graph does not fit the pages")
+        ints.update(reverse)
         split = {name: _split(str(sections[name], "utf-8", "surrogatepass"), pages) for name in SPLIT_COLUMNS}
+        expected = {**{name: int(ints[column].sum()) for name, column in COUNTS.items()}, "linkTargets": len(counts)}
         sliced = {name: _Sliced(str(sections[name], "utf-8", "surrogatepass"),
-                                np.frombuffer(sections[f"{name}Ends"], dtype="<i8"),
-                                int(ints[COUNTS[name]].sum()) if name in COUNTS else pages)
+                                np.frombuffer(sections[f"{name}Ends"], dtype="<i8"), expected.get(name, pages))
                   for name in SLICED_COLUMNS}
         return cls(split=split, sliced=sliced, ints=ints)
 
@@ -164,11 +175,18 @@ class PageTable(Sequence[PageEntry]):
             if joined.count(SEP) != max(len(values) - 1, 0):
                 return None
             out[name] = joined.encode("utf-8", "surrogatepass")
+        incoming: dict[str, list[int]] = {}
+        for position, entry in enumerate(entries):
+            for target in dict.fromkeys(entry.links):
+                incoming.setdefault(target, []).append(position)
         for name, values in (("titles", [e.title for e in entries]), ("summaries", [e.summary for e in entries]),
                              ("hashes", [h for e in entries for h in e.hashes]),
                              ("links", [t for e in entries for t in e.links]),
-                             ("dangling", [t for e in entries for t in e.dangling])):
+                             ("dangling", [t for e in entries for t in e.dangling]),
+                             ("linkTargets", list(incoming))):
             out[name], out[f"{name}Ends"] = _Sliced.encode(values)
+        out["linkSourceCounts"] = np.array([len(v) for v in incoming.values()], dtype="<i8").tobytes()
+        out["linkSources"] = np.array([p for v in incoming.values() for p in v], dtype="<i8").tobytes()
         for name, numbers in (("firstRows", [e.first_row for e in entries]),
                               ("hashCounts", [len(e.hashes) for e in entries]),
                               ("linkCounts", [len(e.links) for e in entries]),
@@ -244,12 +262,10 @@ class PageTable(Sequence[PageEntry]):
                     if target in found:
                         found[target].append(page.page_id)
             return found
-        starts, ids = self._start("linkCounts"), self.ids()
+        starts, sources, ids = self._start("linkSourceCounts"), self._ints["linkSources"], self.ids()
         for target in targets:
-            at = self._sliced["links"].positions_of(target)
-            if at:
-                owners = np.searchsorted(starts, np.array(at, dtype=np.int64), side="right") - 1
-                found[target] = [ids[page] for page in sorted(set(owners.tolist()))]  # (np.unique imports numpy.ma)
+            for k in self._sliced["linkTargets"].positions_of(target):  # distinct targets: one match at most
+                found[target] = [ids[page] for page in sources[int(starts[k]) : int(starts[k + 1])].tolist()]
         return found
 
     # -- entries --------------------------------------------------------------------------

@@ -89,7 +89,7 @@ def _rewrite_sidecar(folder: Path, change: object) -> None:
 
 
 @pytest.mark.parametrize("damage", ["flipped-byte", "truncated", "garbage", "empty", "folder", "forged-counts",
-                                    "forged-offsets", "forged-paths"])
+                                    "forged-offsets", "forged-paths", "forged-backlinks"])
 def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str], damage: str) -> None:
     repo, _ = indexed
     folder = state(repo)
@@ -118,6 +118,8 @@ def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str
                 ends = bytearray(sections["linksEnds"])
                 ends[-8:] = (int.from_bytes(ends[-8:], "little") + 5).to_bytes(8, "little")
                 sections["linksEnds"] = bytes(ends)
+            elif damage == "forged-backlinks":  # a link from a page that does not exist
+                sections["linkSources"] = (10**6).to_bytes(8, "little") + sections["linkSources"][8:]
             else:  # one path too few
                 sections["paths"] = sections["paths"].rsplit(b"\0", 1)[0]
 
