@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .checks import CheckResult
 from .errors import LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
 from .workspace import Workspace
 from .wording import plural
 
 if TYPE_CHECKING:
     from .answer.query import QueryResult
+    from .checks import CheckResult
 
 EXIT_INTERNAL = 3
 
@@ -349,10 +349,14 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
       llmwiki context "how are review candidates approved?"
       llmwiki context "trailers" --json --budget 4000 --depth 2
     """
-    from .retrieval.context import ContextOptions, render_markdown
-
     ws = _workspace(ctx)
     _require_some_wiki(ws)
+    ws.prefetch_pages()  # git lists the work tree while the retrieval modules load
+    # One search needs no BLAS thread pool, and starting OpenBLAS's cost a fresh process
+    # 0.03-0.08 s of CPU (benchmarks/refresh.py, fresh context); a user's setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from .retrieval.context import ContextOptions, render_markdown
+
     options = ContextOptions(budget, depth, top_pages, top_chunks, include_sources, omit_root)
     pack = ws.retrieval().context(prompt, options)
     if as_json or fmt == "json":

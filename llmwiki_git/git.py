@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -17,6 +18,10 @@ from pathlib import Path
 from .errors import GitError, NotARepository
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+# One record of ``ls-files -z -s -t``: a tag, then "mode blob stage<TAB>" for index entries
+# (tag H, S, M, C...) or nothing for an untracked file (tag "?"), then the path.
+_LS_WORKTREE = re.compile(rb"(?:\? |([A-Z]) (\d{6}) ([0-9a-f]{40,64}) ([0-3])\t)([^\0]*)\0")
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,30 @@ class Git:
         out = self.run("--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", tree, "--",
                        *paths, check=False)
         return {entry.path: entry.blob for entry in _tree_entries(out)}
+
+    def ls_worktree(self) -> tuple[dict[str, tuple[str, str]], set[str], list[str]]:
+        """`ls_index`, `modified_paths` and `untracked_paths` from one ``ls-files`` call:
+        path -> (mode, blob) of the index (in a conflict "ours" over the base), the tracked
+        paths whose work-tree file differs (or is gone), and the untracked paths. One
+        process and one regular-expression pass instead of three processes and a parse per
+        record (a fresh `llmwiki context` lists the work tree once)."""
+        args = ("ls-files", "-z", "-s", "-t", "-m", "-o", "--exclude-standard")
+        out = self.run(*args)
+        entries: dict[str, tuple[str, str]] = {}
+        modified: set[str] = set()
+        untracked: list[str] = []
+        records = _LS_WORKTREE.findall(out)
+        if len(records) != out.count(b"\0"):
+            raise GitError(args, 0, "a record of its output has an unexpected shape")
+        for tag, mode, blob, stage, raw in records:
+            path = raw.decode("utf-8", "surrogateescape")
+            if not tag:
+                untracked.append(path)
+            elif tag == b"C":
+                modified.add(path)
+            elif stage in (b"0", b"2") or path not in entries:
+                entries[path] = (mode.decode(), blob.decode())
+        return entries, modified, untracked
 
     def modified_paths(self) -> set[str]:
         """Tracked paths whose work-tree file differs from the index (or is gone)."""

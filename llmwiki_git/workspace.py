@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import config
-from .checks.cache import ScanCache, open_cache
-from .checks.engine import CheckEngine
-from .checks.result import CheckResult
 from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
 from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
 
 if TYPE_CHECKING:
+    from .checks.cache import ScanCache
+    from .checks.result import CheckResult
     from .retrieval.service import Retrieval
 
 
@@ -35,6 +34,7 @@ class Workspace:
     _listing: tuple[object, dict[str, str]] | None = field(default=None, repr=False)
     _git_index: str | None = field(default=None, repr=False)
     _watch: Any = field(default=None, repr=False)  # a WorktreeWatch, False where none can be had, None: not tried
+    _prefetched: Any = field(default=None, repr=False)  # (thread, result box) of prefetch_pages
 
     @property
     def project_prefix(self) -> str:
@@ -69,6 +69,8 @@ class Workspace:
     def _cache(self) -> ScanCache | None:
         if not self.use_cache or self.git is None or os.environ.get("LLMWIKI_NO_CACHE"):
             return None
+        from .checks.cache import open_cache  # the checker's modules: imported by the commands using them
+
         try:
             return open_cache(self.git.common_dir())
         except DATA_ERRORS:  # an unreadable cache must never stop a check
@@ -127,12 +129,42 @@ class Workspace:
             list_pages=self._page_blobs,
         )
 
+    def prefetch_pages(self) -> None:
+        """Start the listing of `_page_blobs` in a thread (git does the work in its own
+        process) while a one-shot command imports and loads the rest: the next
+        `_page_blobs` call takes its result."""
+        import threading
+
+        from .wiki.stamp import WorktreeWatch, worktree_stamp  # noqa: F401 - imported here, not in the thread
+
+        box: dict[str, Any] = {}
+
+        def list_pages() -> None:
+            try:
+                box["pages"] = self._list_page_blobs()
+            except DATA_ERRORS as exc:  # handed to the caller of _page_blobs
+                box["error"] = exc
+
+        thread = threading.Thread(target=list_pages, name="llmwiki-listing", daemon=True)
+        thread.start()
+        self._prefetched = (thread, box)
+
     def _page_blobs(self) -> dict[str, str]:
         """Path -> blob id of every live page (no page scanned): how retrieval notices pages
         added, changed or deleted since `llmwiki index`. With ``reuse_listing`` the same dict
         (not to be modified) is returned while nothing changed: a kernel watch on the work
         tree's folders says so in one system call (`stamp.WorktreeWatch`), else a stat of
         every file."""
+        if self._prefetched is not None:
+            (thread, box), self._prefetched = self._prefetched, None
+            thread.join()
+            if "error" in box:
+                raise box["error"]
+            if "pages" in box:
+                return box["pages"]  # type: ignore[no-any-return]
+        return self._list_page_blobs()  # not prefetched (or the thread died: list here, where errors surface)
+
+    def _list_page_blobs(self) -> dict[str, str]:
         from .wiki.model import page_blobs
         from .wiki.stamp import WorktreeWatch, worktree_stamp
 
@@ -172,6 +204,8 @@ class Workspace:
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``
         (the engine: checks/engine.py)."""
+        from .checks.engine import CheckEngine
+
         engine = CheckEngine(self.git, self.wiki, wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix,
                              limit=self.settings.max_page_mb * 1024 * 1024, cache=self._cache())
         return engine.check(head, base)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import signal
 import stat
 import time
@@ -109,6 +108,8 @@ class Intent:
 def write_atomic(target: Path, data: bytes, executable: bool = False) -> None:
     """Write ``target`` through a ``.llmwiki-<hex>.tmp`` sibling and a rename; new files get
     the user's umask; never follows a symlink at the temp name."""
+    import secrets  # here: every command imports this module (`pending`), few write
+
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".llmwiki-{secrets.token_hex(6)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o777 if executable else 0o666)

@@ -21,9 +21,8 @@ from . import store as store_mod
 from .chunking import content_hash, embedding_input, path_words, readable_text, split_into_chunks
 from .chunking import store_fingerprint
 from .embedders import Embedder
-from .lexical import FIELD_WEIGHTS, Document, LexicalIndex
+from .lexical import FIELD_WEIGHTS, LEXICAL_DIR, Document, LexicalIndex
 
-LEXICAL_DIR = "bm25"
 NO_EMBEDDINGS = "none"
 
 

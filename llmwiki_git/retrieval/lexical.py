@@ -90,6 +90,7 @@ FORMAT_VERSION = 1
 TOKENIZER_VERSION = 1
 
 META_FILE = "meta.json"
+LEXICAL_DIR = "bm25"  # the index's folder in the state folder
 _ARRAYS: dict[str, np.dtype[Any]] = {
     "terms": np.dtype(np.uint8),
     "term_offsets": np.dtype(np.int64),

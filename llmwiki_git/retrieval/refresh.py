@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import store as store_mod
 from .chunking import content_hash
-from .indexer import IndexedPage
+
+if TYPE_CHECKING:
+    from .indexer import IndexedPage
 
 ON_THE_FLY_CHUNKS = 8
 """Chunks embedded on the fly by a read. Measured (benchmarks/refresh.py, docs/query.md):
@@ -47,9 +50,10 @@ class Staleness:
 
 def staleness(store: store_mod.Store, live: Mapping[str, str]) -> Staleness:
     """What changed between the store and the live pages (path -> blob id)."""
-    known = {p.path: p.blob for p in store.pages}
-    for path, blob in store.skipped.items():
-        known.setdefault(path, blob)
+    known = dict(store.skipped)
+    known.update(store.path_blobs())  # a page's own entry wins over a skipped one
+    if known == live:  # the usual case, compared in C
+        return Staleness()
     added = tuple(sorted(p for p in live if p not in known))
     changed = tuple(sorted(p for p, b in live.items() if p in known and known[p] != b))
     # A page recorded without a blob could not be read at index time: it is not "deleted"

@@ -158,12 +158,12 @@ def search(
             scores = np.concatenate([scores, np.zeros(len(missing), dtype=np.float32)])
     reranked = bool(len(order) and not np.array_equal(order[: len(base)], base[: len(order)]))
     hits = []
+    table = store.pages  # ids and first rows only: no entry is made for a hit
     for row, score in zip(order.tolist(), scores.tolist()):
-        page = store.pages[owner[row]]
-        hits.append(ChunkHit(row, page.page_id, row - page.first_row, float(score),
+        hits.append(ChunkHit(row, table.page_id(owner[row]), row - table.first_row(owner[row]), float(score),
                              None if cosine is None else float(cosine[row]), float(bm25[row])))
     if mode == "rrf":
-        by_page = [(store.pages[i].page_id, float(page_scores[i])) for i in top_pages.tolist() if page_scores[i] > 0]
+        by_page = [(table.page_id(i), float(page_scores[i])) for i in top_pages.tolist() if page_scores[i] > 0]
         return SearchResult(hits, by_page, mode, reranked, warnings)
     pages: list[tuple[str, float]] = []
     seen: set[str] = set()

@@ -7,24 +7,26 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import confine
 from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
 from ..git import Git, blob_id
-from ..gitstore.transaction import sweep_temp_files, write_atomic
-from ..wiki.indexpage import entries_of, render, same_content
-from ..wiki.model import Wiki
 from ..wiki.pages import decode
-from . import indexer, refresh
+from . import refresh
 from . import store as store_mod
 from .chunking import store_fingerprint
 from .context import ContextOptions, LivePage, PackInputs, build_pack
 from .embedders import Embedder, make_embedder, provider_name
-from .lexical import LexicalIndex
+from .lexical import LEXICAL_DIR, LexicalIndex
 from .search import DEFAULT_MODE, MODES, SearchResult, search
 from .store import PageEntry, Store
+
+if TYPE_CHECKING:  # the indexer, the write layer and the index page: imported by the calls that use them
+    from ..wiki.model import Wiki
+    from . import indexer
 
 
 SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that cannot be read
@@ -92,6 +94,8 @@ class Retrieval:
               progress: Callable[[int, int], object] | None = None, page: bool = True) -> tuple[indexer.IndexSummary, str | None]:
         from dataclasses import replace
 
+        from . import indexer
+
         from ..gitstore.lock import repository_lock
 
         notes: list[str] = []
@@ -132,7 +136,9 @@ class Retrieval:
     def _write_index_page(self, wiki: Wiki, rel: str, notes: list[str]) -> str | None:
         """Regenerate the table of contents where llmwiki owns ``rel`` (absent or generated);
         a user's own ``index.md`` is never touched: llmwiki's copy goes to the state folder."""
+        from ..gitstore.transaction import sweep_temp_files, write_atomic
         from ..wiki import generated
+        from ..wiki.indexpage import entries_of, render, same_content
 
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         text = render(entries_of(wiki), now)
@@ -156,7 +162,7 @@ class Retrieval:
         """(name, inode, mtime, size) of every file the store and lexical index load."""
         files = [self.state / store_mod.JSON_NAME, self.state / store_mod.BIN_NAME]
         try:
-            files += sorted((self.state / indexer.LEXICAL_DIR).iterdir())
+            files += sorted((self.state / LEXICAL_DIR).iterdir())
         except OSError:
             pass
         out: list[tuple[object, ...]] = []
@@ -189,6 +195,8 @@ class Retrieval:
         return self._follow_wiki(Loaded(base.store, base.lexical, base.embedder, list(base.warnings)))
 
     def _load_without_store(self) -> Loaded:
+        from . import indexer
+
         try:
             store_mod.load(self.state)
         except StoreError as exc:
@@ -220,7 +228,7 @@ class Retrieval:
                 embedder = None
         lexical: LexicalIndex | None = None
         try:
-            lexical = LexicalIndex.load(self.state / indexer.LEXICAL_DIR)
+            lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
             if len(lexical) != store.rows:
                 raise LexicalIndexError("it does not match the embedding store")
         except LexicalIndexError as exc:
@@ -249,6 +257,8 @@ class Retrieval:
             return loaded
         if loaded.lexical is not None and loaded.lexical.updatable:
             return self._follow_by_difference(loaded, stale)
+        from . import indexer
+
         store = loaded.store
         wiki = self._load_wiki()
         pages, skipped = indexer.read_pages(wiki)
@@ -259,7 +269,7 @@ class Retrieval:
                                                                                                indexer.names_digest(wiki)):
             try:
                 fresh = store_mod.load(self.state)
-                lexical = LexicalIndex.load(self.state / indexer.LEXICAL_DIR)
+                lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
             except (StoreError, LexicalIndexError):
                 pass  # replaced under us: rank from memory this time
             else:
@@ -276,6 +286,7 @@ class Retrieval:
         (`indexer.plan_update`, `LexicalIndex.updated`): the result equals a full rebuild."""
         from ..errors import LlmwikiError
         from ..gitstore.lock import repository_lock
+        from . import indexer
 
         store, lexical = loaded.store, loaded.lexical
         assert lexical is not None
@@ -308,6 +319,7 @@ class Retrieval:
         never queues behind a long `llmwiki index`). False when it could not be saved."""
         from ..errors import LlmwikiError
         from ..gitstore.lock import repository_lock
+        from . import indexer
 
         try:
             with repository_lock(self.git, self.state, timeout=2.0):
@@ -329,7 +341,8 @@ class Retrieval:
         store = self._searched
         if store is None or not wanted:
             return {}
-        return {e.page_id: e.path for e in store.pages if e.page_id in wanted}
+        by_id = store.by_id()
+        return {page_id: by_id[page_id].path for page_id in wanted if isinstance(page_id, str) and page_id in by_id}
 
     def read_live(self, entry: PageEntry) -> LivePage:
         try:

@@ -12,9 +12,18 @@ Format (documented in docs/formats.md):
   index time; ``skipped`` lists the pages that are not evidence (generated index, journal,
   binary or oversize files), so that a later call can tell which pages changed since.
 
-The token ties the two files together: a json written with a bin from another run, a bin
+* ``embeddings.pages``: the page table of the json as columns (pagetable.py), so that a
+  fresh process reads it in milliseconds instead of parsing and checking every entry of the
+  json: ``b"LLMWPGS1"`` + the json file's status (device, inode, size, mtime and ctime in
+  ns) + sha256 of the rest + the size (uint32 LE) of a small json head (the json's metadata
+  without ``pages``, each section's name and size), then the sections. A derived copy: used
+  only while the json in place has that status and the digest matches; otherwise the json
+  is read (and the sidecar rewritten). Stores of older versions have none: read from the
+  json, they get one.
+
+The token ties the bin to the json: a json written with a bin from another run, a bin
 truncated by a crash, or a bin of the wrong size is detected and reported, never used.
-Both files are replaced atomically (temp file + rename), the bin first.
+All files are replaced atomically (temp file + rename): the bin, the json, the sidecar.
 """
 
 from __future__ import annotations
@@ -22,13 +31,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import stat
 import struct
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 from pathlib import Path
 from typing import Any
 
@@ -36,35 +42,19 @@ import numpy as np
 
 from .. import confine
 from ..errors import LlmwikiError, PathRefused, StoreError
+from .pagetable import EntriesById, PageEntry, PageTable
 
 VERSION = 1
 MAGIC = b"LLMWEMB1"
 HEADER = struct.Struct("<8s16sII")
 JSON_NAME = "embeddings.json"
 BIN_NAME = "embeddings.bin"
+SIDE_NAME = "embeddings.pages"
+SIDE_MAGIC = b"LLMWPGS1"
+SIDE_STAMP = struct.Struct("<QQQqq")  # the json's device, inode, size, mtime and ctime (ns)
+SIDE_HEADER = struct.Struct(f"<8s{SIDE_STAMP.size}s32sI")  # magic, the json's stamp, sha256 of the rest, head size
 MAX_JSON_BYTES = 1 << 30
 MAX_DIMENSIONS = 65536
-
-
-class PageEntry(NamedTuple):
-    """One page of the store. A NamedTuple, and the JSON lists are kept as they are parsed:
-    frozen dataclasses with tuple copies made loading 10,000 entries slower on the `context`
-    path (benchmarks/retrieval.py measures that path)."""
-
-    page_id: str
-    path: str
-    blob: str
-    title: str
-    summary: str
-    first_row: int
-    hashes: Sequence[str]
-    links: Sequence[str] = ()  # page ids this page links to (resolved at index time)
-    dangling: Sequence[str] = ()  # targets of its links that resolved to nothing
-
-    def to_json(self) -> dict[str, Any]:
-        return {"pageId": self.page_id, "path": self.path, "blob": self.blob, "title": self.title,
-                "summary": self.summary, "firstRow": self.first_row, "hashes": list(self.hashes),
-                "links": list(self.links), "dangling": list(self.dangling)}
 
 
 @dataclass
@@ -73,54 +63,46 @@ class Store:
     backend: str
     model: str
     dimensions: int
-    pages: list[PageEntry]
+    pages: PageTable  # a list of entries given here is wrapped in a table
     vectors: np.ndarray  # (rows, dimensions) float32; a memmap when loaded from disk
     updated_at: str = ""
     skipped: dict[str, str] = field(default_factory=dict)  # pages that are not evidence: path -> blob
     digest: str = ""  # sha256 of the vectors when saved ("" for stores written before it was kept)
     names: str = ""  # digest of what link resolution depends on (indexer.names_digest; "": unknown)
-    _row_page: list[int] = field(default_factory=list, repr=False)
     _rows: int = field(default=-1, repr=False)
-    _by_id: dict[str, PageEntry] | None = field(default=None, repr=False)
     _reverse: dict[str, list[str]] | None = field(default=None, repr=False)
     _link_questions: int = field(default=0, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pages, PageTable):
+            self.pages = PageTable(list(self.pages))
 
     @property
     def rows(self) -> int:
         if self._rows < 0:  # counted once: a warm server asks on every call
-            self._rows = sum(len(p.hashes) for p in self.pages)
+            self._rows = int(self.pages.hash_counts().sum())
         return self._rows
 
     def row_owner(self) -> list[int]:
         """Index into ``pages`` for every row (built once)."""
-        if not self._row_page:
-            owner: list[int] = []
-            for index, page in enumerate(self.pages):
-                owner.extend([index] * len(page.hashes))
-            self._row_page = owner
-        return self._row_page
+        return self.pages.row_owner()
 
-    def by_id(self) -> dict[str, PageEntry]:
-        """Page id -> entry (built once per store)."""
-        if self._by_id is None:
-            self._by_id = {p.page_id: p for p in self.pages}
-        return self._by_id
+    def by_id(self) -> Mapping[str, PageEntry]:
+        """Page id -> entry (the id table is built once per store; entries on demand)."""
+        return EntriesById(self.pages)
+
+    def path_blobs(self) -> dict[str, str]:
+        """Path -> blob id of every page the store holds."""
+        return self.pages.path_blobs()
 
     def linked_from(self, targets: set[str]) -> dict[str, list[str]]:
         """Pages linking to each of ``targets``, in store order. The first question scans the
-        pages for these targets only (the full reverse graph cost 0.27 s on 10,000 pages, too
+        links for these targets only (the full reverse graph cost 0.27 s on 10,000 pages, too
         much for a one-question process); a store asked again (a long-lived server) builds
         the reverse graph once and answers from it."""
         if self._reverse is None and self._link_questions == 0:
             self._link_questions += 1
-            found: dict[str, list[str]] = {t: [] for t in targets}
-            for page in self.pages:
-                if not page.links or targets.isdisjoint(page.links):
-                    continue
-                for target in page.links:
-                    if target in found:
-                        found[target].append(page.page_id)
-            return found
+            return self.pages.linking_to(targets)
         if self._reverse is None:
             reverse: dict[str, list[str]] = {}
             for page in self.pages:
@@ -142,6 +124,8 @@ class Store:
 def _atomic_write(path: Path, write: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     _clear_non_file(path)
+    import tempfile  # writers only: a read imports neither this nor secrets
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -164,6 +148,8 @@ def _clear_non_file(path: Path) -> None:
         return
     if stat.S_ISREG(info.st_mode):
         return
+    import secrets
+
     os.replace(path, path.with_name(f"{path.name}.bad-{secrets.token_hex(4)}"))
 
 
@@ -186,6 +172,8 @@ def verify_vectors(store: Store) -> str | None:
 
 
 def save(folder: Path, store: Store) -> None:
+    import secrets
+
     token = secrets.token_bytes(16)
     rows = store.rows
     vectors = np.ascontiguousarray(store.vectors, dtype="<f4").reshape(rows, store.dimensions)
@@ -209,42 +197,143 @@ def save(folder: Path, store: Store) -> None:
         "namesDigest": store.names,
     }
     _atomic_write(folder / BIN_NAME, write_bin)
-    _atomic_write(folder / JSON_NAME, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
+    _write_meta(folder, meta, store.pages)
+
+
+def _write_meta(folder: Path, meta: dict[str, Any], table: PageTable) -> None:
+    """Write ``embeddings.json``, then its page-table sidecar naming the json file just
+    written (a reader between the two renames finds a sidecar naming another file: unused)."""
+    data = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
+    _remove(folder / SIDE_NAME)
+    _atomic_write(folder / JSON_NAME, lambda h: h.write(data))
+    _write_sidecar(folder, _json_stamp(os.stat(folder / JSON_NAME)), meta, table)
+
+
+def _remove(path: Path) -> None:
+    """Hygiene only: a sidecar left behind names another json file and is never used."""
+    try:
+        os.unlink(path)
+    except OSError:  # absent, or a folder in the way (moved aside when the sidecar is written)
+        pass
 
 
 def add_skipped(folder: Path, entries: dict[str, str]) -> None:
     """Record pages that are not evidence (a generated file written after the store was
     built) in ``embeddings.json``, leaving the vectors alone."""
-    path = folder / JSON_NAME
-    meta = json.loads(path.read_bytes())
+    store = load(folder)
+    meta = json.loads((folder / JSON_NAME).read_bytes())
     meta["skipped"] = {**(meta.get("skipped") or {}), **entries}
-    _atomic_write(path, lambda h: h.write(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()))
+    _write_meta(folder, meta, store.pages)
+
+
+# -- the page-table sidecar -----------------------------------------------------------------
+
+def _json_stamp(info: os.stat_result) -> bytes:
+    """What ties the sidecar to one version of ``embeddings.json``: its device, inode, size,
+    and modification and change times in nanoseconds. Any write of the json (a new store,
+    a hand edit, a copy) changes the inode or the change time, which no tool can set back."""
+    return SIDE_STAMP.pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _write_sidecar(folder: Path, stamp: bytes, meta: dict[str, Any], table: PageTable) -> None:
+    """Write ``embeddings.pages`` for the json of ``stamp`` (none when a page id, path or
+    blob holds a NUL: that store is read from the json)."""
+    sections = table.encode()
+    if sections is None:
+        return
+    head = json.dumps({"meta": {k: v for k, v in meta.items() if k != "pages"},
+                       "sections": [[name, len(data)] for name, data in sections.items()]},
+                      ensure_ascii=False, separators=(",", ":")).encode()
+    body = head + b"".join(sections.values())
+    side = SIDE_HEADER.pack(SIDE_MAGIC, stamp, hashlib.sha256(body).digest(), len(head)) + body
+    _atomic_write(folder / SIDE_NAME, lambda h: h.write(side))
+
+
+def _read_whole(path: Path, limit: int) -> tuple[bytes, os.stat_result] | None:
+    """The bytes of the regular file ``path`` (no symlink, at most ``limit`` bytes) and its
+    status when opened; None when it cannot be read so."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        parts = [os.read(fd, info.st_size)]  # one call for a regular file, as a rule
+        done = len(parts[0])
+        while done < info.st_size:
+            more = os.read(fd, info.st_size - done)
+            if not more:
+                return None  # shrank while read
+            parts.append(more)
+            done += len(more)
+        return (parts[0] if len(parts) == 1 else b"".join(parts)), info
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_sidecar(folder: Path) -> tuple[dict[str, Any], PageTable] | None:
+    """The metadata and page table of ``embeddings.pages`` when it was written for the
+    ``embeddings.json`` now in place and is intact (None otherwise: the json is read)."""
+    whole = _read_whole(folder / SIDE_NAME, 2 * MAX_JSON_BYTES)
+    if whole is None or len(whole[0]) < SIDE_HEADER.size:
+        return None
+    data = whole[0]
+    magic, stamp, body_digest, head_size = SIDE_HEADER.unpack_from(data)
+    try:
+        json_now = _json_stamp(os.stat(folder / JSON_NAME, follow_symlinks=False))
+    except OSError:
+        return None
+    body = memoryview(data)[SIDE_HEADER.size:]
+    if magic != SIDE_MAGIC or stamp != json_now or body_digest != hashlib.sha256(body).digest():
+        return None
+    try:
+        head = json.loads(bytes(body[:head_size]))
+        meta, offset, sections = head["meta"], head_size, {}
+        for name, size in head["sections"]:
+            sections[name] = body[offset : offset + size]
+            offset += size
+        if offset != len(body) or not isinstance(meta, dict):
+            return None
+        return meta, PageTable.decode(sections)
+    except (KeyError, TypeError, ValueError, StoreError):
+        return None
 
 
 def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
-    """Read the store; raise StoreError (with a warning code) when it cannot be used."""
+    """Read the store; raise StoreError (with a warning code) when it cannot be used.
+    The page table comes from the sidecar when it matches the json (a few milliseconds on
+    10,000 pages), else from the json, validated entry by entry; the sidecar is then
+    rewritten (best effort) so that the next read is fast again."""
     json_path, bin_path = folder / JSON_NAME, folder / BIN_NAME
     if json_path.is_symlink() or bin_path.is_symlink():
         raise StoreError("the embedding store is a symlink; refusing to read it", "embedding-store-corrupt")
     if not json_path.exists():
         raise StoreError("no embedding store yet (.llmwiki/embeddings.json)")
-    try:
-        meta = json.loads(confine.read_file(json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}"))
-    except PathRefused as exc:
-        raise StoreError(f"{exc}", "embedding-store-corrupt") from exc
-    except (OSError, ValueError) as exc:
-        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt") from exc
+    side = _read_sidecar(folder)
+    if side is not None:
+        meta, table = side
+        problem = _table_problem(table)
+        json_info = None
+    else:
+        try:
+            json_info = os.stat(json_path)
+            raw = confine.read_file(json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}")
+        except PathRefused as exc:
+            raise StoreError(f"{exc}", "embedding-store-corrupt") from exc
+        except OSError as exc:
+            raise StoreError(f".llmwiki/{JSON_NAME} is unreadable ({exc})", "embedding-store-corrupt") from exc
+        meta, table, problem = _parse_json(raw)
     if not isinstance(meta, dict) or meta.get("version") != VERSION:
         raise StoreError(f".llmwiki/{JSON_NAME} has an unknown format version", "embedding-index-outdated")
     try:
         dims, rows, token = int(meta["dimensions"]), int(meta["rows"]), bytes.fromhex(meta["token"])
-        pages = [
-            PageEntry(p["pageId"], p["path"], p["blob"], p.get("title", ""), p.get("summary", ""),
-                      p["firstRow"], p["hashes"], p.get("links", ()), p.get("dangling", ()))
-            for p in meta["pages"]
-        ]
-        problem = _shape_problem(pages, rows, dims)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if problem is None:
+            problem = _size_problem(table, rows, dims)
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
     if problem is not None:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({problem})", "embedding-store-corrupt")
@@ -254,17 +343,51 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
             f"{expected_fingerprint!r}; vectors of two models are never mixed",
             "embedding-model-mismatch",
         )
-    if sum(len(p.hashes) for p in pages) != rows:
-        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (row count)", "embedding-store-corrupt")
     vectors: np.ndarray = np.zeros((0, dims), dtype="<f4")
     if dims:
         vectors = _map_vectors(bin_path, token, rows, dims)
     skipped = meta.get("skipped")
     digest = meta.get("vectorsDigest")
     names = meta.get("namesDigest")
-    return Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, pages, vectors,
-                 meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
-                 digest=digest if isinstance(digest, str) else "", names=names if isinstance(names, str) else "")
+    store = Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, table, vectors,
+                  meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
+                  digest=digest if isinstance(digest, str) else "", names=names if isinstance(names, str) else "")
+    if json_info is not None:
+        _repair_sidecar(folder, json_info, meta, table)
+    return store
+
+
+def _parse_json(raw: bytes) -> tuple[Any, PageTable, str | None]:
+    """The metadata, page table and shape problem (None: none) of ``embeddings.json``."""
+    try:
+        meta = json.loads(raw)
+    except ValueError as exc:
+        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt") from exc
+    if not isinstance(meta, dict) or meta.get("version") != VERSION:
+        return meta, PageTable([]), None
+    try:
+        pages = [
+            PageEntry(p["pageId"], p["path"], p["blob"], p.get("title", ""), p.get("summary", ""),
+                      p["firstRow"], p["hashes"], p.get("links", ()), p.get("dangling", ()))
+            for p in meta["pages"]
+        ]
+        problem = _shape_problem(pages)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
+    return meta, PageTable(pages), problem
+
+
+def _repair_sidecar(folder: Path, json_info: os.stat_result, meta: dict[str, Any], table: PageTable) -> None:
+    """Write the sidecar of a json read without one (a store from an older version, or one
+    whose sidecar was stale or damaged). Best effort and safe without the lock: the sidecar
+    names the json file it was made from (as it was before it was read), so a json replaced
+    meanwhile makes it unused, never wrong."""
+    try:
+        stamp = _json_stamp(json_info)
+        if _json_stamp(os.stat(folder / JSON_NAME)) == stamp:  # still the file that was read
+            _write_sidecar(folder, stamp, meta, table)
+    except (OSError, ValueError):
+        pass
 
 
 def _is_int(value: object) -> bool:
@@ -283,25 +406,41 @@ def _strings(value: object) -> bool:
     return True
 
 
-def _shape_problem(pages: list[PageEntry], rows: int, dims: int) -> str | None:
-    """What is wrong with the page table (None: nothing): every field of the right type,
-    each page's rows ``firstRow .. firstRow + len(hashes)`` inside the store and disjoint."""
-    if not (0 <= dims <= MAX_DIMENSIONS) or rows < 0:
-        return f"{rows} rows of {dims} dimensions"
-    spans = []
+def _shape_problem(pages: list[PageEntry]) -> str | None:
+    """What is wrong with the types of a page table read from json (None: nothing)."""
     for page in pages:
         if not _strings((page.page_id, page.path, page.blob, page.title, page.summary)):
             return f"a page entry of the wrong shape ({str(page.page_id)[:80]!r})"
         if not (_is_int(page.first_row) and _strings(page.hashes) and _strings(page.links) and _strings(page.dangling)):
             return f"page {page.page_id[:80]!r} has a firstRow, hashes or links of the wrong type"
-        if page.first_row < 0 or page.first_row + len(page.hashes) > rows:
-            return f"page {page.page_id[:80]!r} has firstRow {page.first_row}, outside the {rows} rows"
-        if page.hashes:
-            spans.append((page.first_row, page.first_row + len(page.hashes)))
-    spans.sort()
-    for (_, end), (start, _) in zip(spans, spans[1:]):
-        if start < end:
-            return "two pages claim the same rows"
+    return None
+
+
+def _table_problem(table: PageTable) -> str | None:
+    """What is wrong with a page table read from the sidecar (None: nothing): its columns
+    fit together (`PageTable.decode`); page ids are unique."""
+    if len(table.positions()) != len(table):
+        return "two pages share an id"
+    return None
+
+
+def _size_problem(table: PageTable, rows: int, dims: int) -> str | None:
+    """Each page's rows ``firstRow .. firstRow + len(hashes)`` inside the store and disjoint,
+    and the pages own exactly ``rows`` rows: checked on whole columns."""
+    if not (0 <= dims <= MAX_DIMENSIONS) or rows < 0:
+        return f"{rows} rows of {dims} dimensions"
+    first, counts = table.first_rows(), table.hash_counts()
+    outside = np.flatnonzero((first < 0) | (first + counts > rows))
+    if len(outside):
+        page = table[int(outside[0])]
+        return f"page {page.page_id[:80]!r} has firstRow {page.first_row}, outside the {rows} rows"
+    used = counts > 0
+    starts, ends = first[used], (first + counts)[used]
+    order = np.argsort(starts, kind="stable")
+    if bool((starts[order][1:] < ends[order][:-1]).any()):
+        return "two pages claim the same rows"
+    if int(counts.sum()) != rows:
+        return "row count"
     return None
 
 
@@ -329,5 +468,5 @@ def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarr
 
 def build(fingerprint: str, backend: str, model: str, dimensions: int, pages: Sequence[PageEntry],
           vectors: np.ndarray, updated_at: str, skipped: dict[str, str] | None = None, names: str = "") -> Store:
-    return Store(fingerprint, backend, model, dimensions, list(pages), vectors, updated_at, dict(skipped or {}),
+    return Store(fingerprint, backend, model, dimensions, PageTable(list(pages)), vectors, updated_at, dict(skipped or {}),
                  names=names)

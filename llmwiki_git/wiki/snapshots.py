@@ -108,21 +108,21 @@ class WorktreeSnapshot:
         answers without reading them); modified and untracked files are read from disk.
         On the 10,000-page wiki of docs/benchmarks.md this skips reading and hashing its 35 MB."""
         assert self.git is not None
-        modified = self.git.modified_paths()
+        index, modified, untracked = self.git.ls_worktree()  # one git process for the three listings
         files: list[SourceFile] = []
         issues: list[SourceIssue] = []
-        for entry in self.git.ls_index():
-            if entry.is_symlink:
-                if os.path.islink(os.path.join(self.root, entry.path)) and self._check_link(entry.path, issues):
-                    files.append(self._file(entry.path))
-            elif entry.path in modified:
-                if os.path.isfile(os.path.join(self.root, entry.path)) and not os.path.islink(os.path.join(self.root, entry.path)):
-                    files.append(SourceFile(entry.path))
-                elif os.path.islink(os.path.join(self.root, entry.path)) and self._check_link(entry.path, issues):
-                    files.append(self._file(entry.path))
-            elif entry.is_file:
-                files.append(SourceFile(entry.path, entry.blob))
-        for rel in self.git.untracked_paths():
+        for path, (mode, blob) in index.items():
+            if mode == "120000":
+                if os.path.islink(os.path.join(self.root, path)) and self._check_link(path, issues):
+                    files.append(self._file(path))
+            elif path in modified:
+                if os.path.isfile(os.path.join(self.root, path)) and not os.path.islink(os.path.join(self.root, path)):
+                    files.append(SourceFile(path))
+                elif os.path.islink(os.path.join(self.root, path)) and self._check_link(path, issues):
+                    files.append(self._file(path))
+            elif mode in ("100644", "100755"):
+                files.append(SourceFile(path, blob))
+        for rel in untracked:
             full = os.path.join(self.root, rel)
             if os.path.islink(full):
                 if self._check_link(rel, issues):

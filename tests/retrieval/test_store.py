@@ -50,5 +50,5 @@ def test_missing_truncated_foreign_and_mismatched(tmp_path: Path) -> None:
 def test_save_leaves_no_temp_files(tmp_path: Path) -> None:
     S.save(tmp_path, make())
     S.save(tmp_path, make(rows=5))
-    assert sorted(p.name for p in tmp_path.iterdir()) == [S.BIN_NAME, S.JSON_NAME]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [S.BIN_NAME, S.JSON_NAME, S.SIDE_NAME]
     assert S.load(tmp_path).rows == 5
