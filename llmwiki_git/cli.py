@@ -352,6 +352,7 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
     ws = _workspace(ctx)
     _require_some_wiki(ws)
     ws.prefetch_pages()  # git lists the work tree while the retrieval modules load
+    ws.prefetch_embedder()  # and the local model starts on the other core
     # One search needs no BLAS thread pool, and starting OpenBLAS's cost a fresh process
     # 0.03-0.08 s of CPU (benchmarks/refresh.py, fresh context); a user's setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

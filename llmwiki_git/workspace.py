@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import config
-from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
+from .errors import DATA_ERRORS, ConfigError, LlmwikiError, NotARepository, UsageError
 from .git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
 from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
@@ -35,6 +35,7 @@ class Workspace:
     _git_index: str | None = field(default=None, repr=False)
     _watch: Any = field(default=None, repr=False)  # a WorktreeWatch, False where none can be had, None: not tried
     _prefetched: Any = field(default=None, repr=False)  # (thread, result box) of prefetch_pages
+    _preloading: Any = field(default=None, repr=False)  # (event, result box) of prefetch_embedder
 
     @property
     def project_prefix(self) -> str:
@@ -127,7 +128,54 @@ class Workspace:
             mode=self.settings.retrieval,
             git=self.git,
             list_pages=self._page_blobs,
+            preloaded=self._take_preloaded if self._preloading is not None else None,
         )
+
+    def prefetch_embedder(self) -> None:
+        """Start the local embedding model in a thread, when it is the configured provider and
+        the store on disk holds vectors, while a one-shot command imports and loads the rest:
+        onnxruntime's import and session start (~0.3 s) release the interpreter lock for most
+        of it and overlap the store, the listing and numpy on the second core. The retrieval
+        service takes the loaded model on its first use; any failure here is left to that
+        normal path (which reports it)."""
+        from .retrieval.embedders import provider_name
+
+        try:
+            if provider_name(os.environ, self.settings.embedding_provider) != "local":
+                return
+        except LlmwikiError:  # a misconfigured provider: reported by the normal path
+            return
+        import threading
+
+        state = (self.project or self.root) / ".llmwiki"
+        box: dict[str, Any] = {}
+        handed = threading.Event()
+
+        def ready(embedder: Any) -> None:
+            box["embedder"] = embedder
+            handed.set()
+
+        def preload() -> None:
+            from .retrieval.embedders import preload_local
+
+            try:
+                preload_local(state, ready)
+            except (LlmwikiError, OSError, ImportError, ValueError, RuntimeError):
+                pass  # the first embed loads again and reports what goes wrong
+            finally:
+                handed.set()
+
+        threading.Thread(target=preload, name="llmwiki-model", daemon=True).start()
+        self._preloading = (handed, box)
+
+    def _take_preloaded(self) -> Any:
+        """The model `prefetch_embedder` made (still loading, perhaps: its first `embed`
+        waits), once; None if there is none."""
+        if self._preloading is None:
+            return None
+        (handed, box), self._preloading = self._preloading, None
+        handed.wait()
+        return box.get("embedder")
 
     def prefetch_pages(self) -> None:
         """Start the listing of `_page_blobs` in a thread (git does the work in its own

@@ -9,11 +9,13 @@ option: BM25 only, no vectors), ``openai`` or ``ollama`` (HTTP endpoints);
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
-
-import numpy as np
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Progress = Callable[[int, int], Any]
 
@@ -53,3 +55,21 @@ def make_embedder(name: str, environ: Mapping[str, str], model: str | None = Non
     from .embedding_http import HttpEmbedder
 
     return HttpEmbedder.from_env(name, environ, model)
+
+
+def preload_local(state: Path, ready: Callable[[Embedder | None], object]) -> None:
+    """Hand ``ready`` the local model as soon as it exists, then load it, when the store in
+    ``state`` holds vectors (else ``ready(None)``, nothing loaded). Run in a thread by a
+    one-shot command: onnxruntime's import and session start (~0.3 s) then overlap the rest
+    of its start-up, and the first `embed` waits for the load (the embedder's own lock);
+    a load that fails here fails again, and is reported, there."""
+    from .store import stored_dimensions
+
+    if not stored_dimensions(state):
+        ready(None)
+        return
+    from .embedding_onnx import OnnxMiniLMEmbedder
+
+    embedder = OnnxMiniLMEmbedder(optimize=False)  # one question to embed: the quicker start
+    ready(embedder)
+    embedder.load()

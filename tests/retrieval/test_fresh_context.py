@@ -86,3 +86,51 @@ def test_every_kind_of_change_is_seen_by_the_next_fresh_call(vault: tuple[Repo, 
     assert S._read_sidecar(state) is not None  # the refresh saved a store with its sidecar
     paths = S.load(state).path_blobs()
     assert f"{prefix}orchard/walnut.md" in paths and f"{prefix}orchard/cherry.md" not in paths
+
+
+LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
+
+
+def test_a_dense_fresh_context_preloads_the_model_and_ranks_the_same(vault: tuple[Repo, str]) -> None:  # noqa: F811
+    """With vectors in the store, `context` starts the model in a thread (no graph
+    optimizations: one question to embed) while the rest loads. Its pack is the one the
+    service gives with the model made and loaded the ordinary way."""
+    from llmwiki_git.retrieval.context import ContextOptions
+    from llmwiki_git.workspace import Workspace
+
+    repo, prefix = vault
+    repo.write(f"{prefix}orchard/apple-pruning.md", page("Apple pruning", "Apple trees are pruned in late winter."))
+    repo.write(f"{prefix}orchard/quince.md", page("Quince", "Quinces ripen late in the autumn and keep for weeks."))
+    repo.commit("pages to find")
+    assert repo.llmwiki("index", "--full", env=LOCAL).returncode == 0
+    question = "when should I cut back my fruit trees"
+    result = repo.llmwiki_process("context", question, "--json", env=LOCAL)
+    assert result.returncode == 0, result.stderr
+    fresh = json.loads(result.stdout)
+    ordinary = Workspace.open(repo.root).retrieval({**os.environ, **LOCAL}).context(question, ContextOptions())
+    assert fresh["warnings"] == ordinary["warnings"] == []
+    assert [p["id"] for p in fresh["primary"]] == [p["id"] for p in ordinary["primary"]]
+    assert "Apple pruning" in [p["title"] for p in fresh["primary"]]
+    assert [c["text"] for c in fresh["primary"][0]["chunks"]] == [c["text"] for c in ordinary["primary"][0]["chunks"]]
+    for mine, theirs in zip(fresh["primary"], ordinary["primary"]):
+        assert abs(mine["score"] - theirs["score"]) <= 0.01  # page scores are rounded to 2 places
+
+
+def test_preload_hands_over_the_model_only_for_a_store_with_vectors(vault: tuple[Repo, str]) -> None:  # noqa: F811
+    from llmwiki_git.retrieval.embedders import preload_local
+    from llmwiki_git.retrieval.store import stored_dimensions
+
+    repo, _ = vault
+    state = repo.root / ".llmwiki"
+    handed: list[object] = []
+    assert stored_dimensions(state) == 0  # the fixture's lexical-only store
+    preload_local(state, handed.append)
+    assert handed == [None]
+    assert repo.llmwiki("index", "--full", env=LOCAL).returncode == 0
+    assert stored_dimensions(state) == 384
+    preload_local(state, handed.append)
+    model = handed[-1]
+    assert model is not None and getattr(model, "optimize") is False
+    assert getattr(model, "_session") is not None  # loaded by the time preload returns
+    (state / "embeddings.bin").write_bytes(b"not a vectors file at all, not ours")
+    assert stored_dimensions(state) == 0
