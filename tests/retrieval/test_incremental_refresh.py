@@ -155,3 +155,26 @@ def test_a_refresh_by_difference_equals_a_full_index(repo: Repo, prefix: str, st
     assert_same_index(refreshed_lexical, full_lexical)
     for question in ("prune apple trees", "quince jelly", "medlar bletted", "orchard grafting sap"):
         assert np.array_equal(refreshed_lexical.scores(question), full_lexical.scores(question))
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_a_lexical_only_index_follows_many_edits_at_once(repo: Repo, prefix: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found measuring issue 15: a `--fast` index has nothing to embed, yet edits adding more
+    new chunks than the on-the-fly embedding bound were never saved: every read rebuilt
+    them in memory (2 s a call at 10,000 pages) and warned that chunks awaited embedding."""
+    monkeypatch.setenv("LLMWIKI_EMBEDDING_PROVIDER", "none")
+    build_vault(repo, prefix)
+    assert repo.llmwiki("index", "--fast", env=FAST).returncode == 0
+    for i in range(12):
+        repo.write(f"{prefix}notes/n{i}.md", page(f"Note {i}", f"Rewritten note {i} about quince cordials. " * 40))
+    repo.commit("many pages rewritten")
+    state = Path(repo.root) / ".llmwiki"
+    ws = Workspace.open(Path(repo.root))
+    plan = indexer.plan_update(ws.wiki(), store_mod.load(state))
+    assert plan.read == 12 and not plan.missing  # no vectors in this store: nothing to embed
+    loaded = ws.retrieval().load()
+    assert loaded.warnings == []
+    saved = store_mod.load(state)
+    assert entries(saved) == entries(loaded.store)  # saved, not kept in memory only
+    assert indexer.plan_update(Workspace.open(Path(repo.root)).wiki(), saved).read == 0
