@@ -142,16 +142,18 @@ def context_runs(bench: Any, folders: dict[str, tuple[Path, dict[str, str]]], re
             runs[label]["quiet"].append(_timed(cmd, folder, env)[:2])
             edited = sorted((wiki / "concepts").glob("*.md"))[i % 7]
             with open(edited, "a", encoding="utf-8") as fh:
-                fh.write(f"\nA medlar is bletted, edit {i}.\n")
+                fh.write(f"\nA medlar is bletted, edit {i}, benchmark{i}edit.\n")
             _commit(folder, env, f"edit {i}")
-            wall, cpu, out = _timed(cmd, folder, env)
+            # The question names this edit's own word: earlier edits and new pages say
+            # "medlar bletted" too, and the pack holds five pages.
+            wall, cpu, out = _timed([*cmd[:-2], f"medlar bletted benchmark{i}edit", "--json"], folder, env)
             runs[label]["edit"].append((wall, cpu))
             assert f"edit {i}" in out, "the edited text was not found"
             new = wiki / "bench-new"
             new.mkdir(exist_ok=True)
-            (new / f"{i}.md").write_text(f"# New {i}\n\nA medlar is bletted, run {i}.\n")
+            (new / f"{i}.md").write_text(f"# New {i}\n\nA medlar is bletted, run {i}, benchmark{i}new.\n")
             _commit(folder, env, f"new {i}")
-            wall, cpu, out = _timed(cmd, folder, env)
+            wall, cpu, out = _timed([*cmd[:-2], f"medlar bletted benchmark{i}new", "--json"], folder, env)
             runs[label]["add"].append((wall, cpu))
             assert f"bench-new/{i}" in out, "the new page was not found"
     for folder, env in folders.values():
