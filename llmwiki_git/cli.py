@@ -359,7 +359,10 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
     from .retrieval.context import ContextOptions, render_markdown
 
     options = ContextOptions(budget, depth, top_pages, top_chunks, include_sources, omit_root)
-    pack = ws.retrieval().context(prompt, options)
+    try:
+        pack = ws.retrieval().context(prompt, options)
+    finally:
+        ws.settle()
     if as_json or fmt == "json":
         click.echo(json.dumps(pack, indent=2, ensure_ascii=False))
     else:

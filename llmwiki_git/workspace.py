@@ -36,6 +36,7 @@ class Workspace:
     _watch: Any = field(default=None, repr=False)  # a WorktreeWatch, False where none can be had, None: not tried
     _prefetched: Any = field(default=None, repr=False)  # (thread, result box) of prefetch_pages
     _preloading: Any = field(default=None, repr=False)  # (event, result box) of prefetch_embedder
+    _preloader: Any = field(default=None, repr=False)  # its thread, until `settle`
 
     @property
     def project_prefix(self) -> str:
@@ -165,8 +166,17 @@ class Workspace:
             finally:
                 handed.set()
 
-        threading.Thread(target=preload, name="llmwiki-model", daemon=True).start()
+        thread = threading.Thread(target=preload, name="llmwiki-model", daemon=True)
+        thread.start()
         self._preloading = (handed, box)
+        self._preloader = thread
+
+    def settle(self) -> None:
+        """Wait for the model `prefetch_embedder` is loading, if it still is (a command whose
+        search never embedded: the process must not exit inside onnxruntime's start-up)."""
+        thread, self._preloader = self._preloader, None
+        if thread is not None:
+            thread.join()
 
     def _take_preloaded(self) -> Any:
         """The model `prefetch_embedder` made (still loading, perhaps: its first `embed`
