@@ -143,11 +143,11 @@ class Git:
         return {entry.path: entry.blob for entry in _tree_entries(out)}
 
     def ls_worktree(self) -> tuple[dict[str, tuple[str, str]], set[str], list[str]]:
-        """`ls_index`, `modified_paths` and `untracked_paths` from one ``ls-files`` call:
+        """The index, the changed files and the untracked files from one ``ls-files`` call:
         path -> (mode, blob) of the index (in a conflict "ours" over the base), the tracked
-        paths whose work-tree file differs (or is gone), and the untracked paths. One
-        process and one regular-expression pass instead of three processes and a parse per
-        record (a fresh `llmwiki context` lists the work tree once)."""
+        paths whose work-tree file differs (or is gone), and the untracked paths (not
+        ignored). One process and one regular-expression pass (a fresh `llmwiki context`
+        lists the work tree once)."""
         args = ("ls-files", "-z", "-s", "-t", "-m", "-o", "--exclude-standard")
         out = self.run(*args)
         entries: dict[str, tuple[str, str]] = {}
@@ -165,15 +165,6 @@ class Git:
             elif stage in (b"0", b"2") or path not in entries:
                 entries[path] = (mode.decode(), blob.decode())
         return entries, modified, untracked
-
-    def modified_paths(self) -> set[str]:
-        """Tracked paths whose work-tree file differs from the index (or is gone)."""
-        out = self.run("diff-files", "--name-only", "-z", "--no-ext-diff")
-        return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
-
-    def untracked_paths(self) -> list[str]:
-        out = self.run("ls-files", "-z", "--others", "--exclude-standard")
-        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
     def read_blobs(self, blobs: Iterable[str]) -> dict[str, bytes]:
         """Read many blobs with one ``cat-file --batch`` process."""

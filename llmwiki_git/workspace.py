@@ -35,8 +35,7 @@ class Workspace:
     _git_index: str | None = field(default=None, repr=False)
     _watch: Any = field(default=None, repr=False)  # a WorktreeWatch, False where none can be had, None: not tried
     _prefetched: Any = field(default=None, repr=False)  # (thread, result box) of prefetch_pages
-    _preloading: Any = field(default=None, repr=False)  # (event, result box) of prefetch_embedder
-    _preloader: Any = field(default=None, repr=False)  # its thread, until `settle`
+    _preloading: Any = field(default=None, repr=False)  # (thread, handed event, result box) of prefetch_embedder
 
     @property
     def project_prefix(self) -> str:
@@ -168,24 +167,23 @@ class Workspace:
 
         thread = threading.Thread(target=preload, name="llmwiki-model", daemon=True)
         thread.start()
-        self._preloading = (handed, box)
-        self._preloader = thread
+        self._preloading = (thread, handed, box)
 
     def settle(self) -> None:
         """Wait for the model `prefetch_embedder` is loading, if it still is (a command whose
         search never embedded: the process must not exit inside onnxruntime's start-up)."""
-        thread, self._preloader = self._preloader, None
-        if thread is not None:
-            thread.join()
+        preloading, self._preloading = self._preloading, None
+        if preloading is not None:
+            preloading[0].join()
 
     def _take_preloaded(self) -> Any:
         """The model `prefetch_embedder` made (still loading, perhaps: its first `embed`
         waits), once; None if there is none."""
         if self._preloading is None:
             return None
-        (handed, box), self._preloading = self._preloading, None
+        _, handed, box = self._preloading
         handed.wait()
-        return box.get("embedder")
+        return box.pop("embedder", None)  # once
 
     def prefetch_pages(self) -> None:
         """Start the listing of `_page_blobs` in a thread (git does the work in its own

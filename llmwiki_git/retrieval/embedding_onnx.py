@@ -43,41 +43,33 @@ MODEL_FILE = "model.onnx"
 ProgressCallback = Callable[[int, int], Any]
 
 
-def _package_file(package: str, relpath: str) -> Path | None:
-    """``relpath`` inside the installed top-level ``package``, or None.
-
-    ``find_spec`` on a top-level name locates the package without importing it.
-    """
+def _package_dirs(package: str) -> list[Path]:
+    """The folders of the installed top-level ``package`` (``find_spec`` locates a top-level
+    package without importing it); empty when it is not installed."""
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    for location in spec.submodule_search_locations or ():
-        candidate = Path(location) / relpath
-        if candidate.is_file():
-            return candidate
-    return None
+        return []
+    return [Path(location) for location in (spec.submodule_search_locations or ())] if spec else []
+
+
+def _package_file(package: str, relpath: str) -> Path | None:
+    """``relpath`` inside the installed top-level ``package``, or None."""
+    return next((d / relpath for d in _package_dirs(package) if (d / relpath).is_file()), None)
 
 
 def _distribution_version(name: str) -> str:
     """The installed version of distribution ``name``: read from its ``*.dist-info`` folder
-    name beside the package when there is one (~1 ms), else from importlib.metadata, which
-    scans every folder of the path (~0.04 s a fresh process; measured, issue 15)."""
-    spec = None
-    try:
-        spec = importlib.util.find_spec(name.replace("-", "_"))
-    except (ImportError, ValueError):
-        pass
+    name beside the package when there is exactly one (~1 ms), else from importlib.metadata,
+    which scans every folder of the path (~0.04 s a fresh process; measured, issue 15)."""
     prefix = name.replace("-", "_").lower() + "-"
-    for location in (spec.submodule_search_locations or ()) if spec else ():
+    for folder in _package_dirs(name.replace("-", "_")):
         try:
-            found = [entry for entry in os.listdir(Path(location).parent)
+            found = [entry for entry in os.listdir(folder.parent)
                      if entry.lower().startswith(prefix) and entry.endswith(".dist-info")]
         except OSError:
             continue
-        if len(found) == 1:  # exactly one installed copy: its folder name carries the version
+        if len(found) == 1:
             return found[0][len(prefix):-len(".dist-info")]
     return _metadata_version(name)
 

@@ -280,9 +280,10 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
                                                indexed.summary, len(hashes), chunk_hashes, indexed.links,
                                                indexed.dangling))
             layout.extend(indexed.lexical)
-            for text, chunk_hash in zip(indexed.embedded, chunk_hashes) if store.dimensions else ():
-                if chunk_hash not in known:  # a lexical-only store has no vectors to miss
-                    missing.setdefault(chunk_hash, text)
+            if store.dimensions:  # a lexical-only store has no vectors to miss
+                for text, chunk_hash in zip(indexed.embedded, chunk_hashes):
+                    if chunk_hash not in known:
+                        missing.setdefault(chunk_hash, text)
             hashes.extend(chunk_hashes)
         elif page.path not in touched and page.path in old:
             entry = old[page.path]
