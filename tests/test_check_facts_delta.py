@@ -186,25 +186,22 @@ def test_concurrent_hooks_after_a_switch_agree_and_leave_a_sound_cache(repo: Rep
 
 @pytest.mark.parametrize("root", ["wiki", ""])
 def test_a_hook_killed_mid_write_leaves_a_usable_cache(repo: Repo, root: str) -> None:
-    """kill -9 at spread-out moments of cold checks and of branch-switch hooks: the next
-    hook still says what a full check says, and stale temporary files are swept."""
+    """kill -9 inside cache writes of cold checks and of branch-switch hooks (between a
+    file's write and its rename, the n-th write of the run): the next hook still says what a
+    full check says, and stale temporary files are swept."""
     at = build(repo, root, pages=400)
-    killed = 0
     for attempt in range(6):
         branch = "feature" if attempt % 2 else "main"
         _switch_with_edit(repo, at, branch, f"[[fresh]] [[moved]] [[killed-{attempt}]]\n")
         if attempt % 3 == 0:
             for path in cache_dir(repo).glob("*.marshal"):
                 path.unlink()  # a cold check: the longest write (every scan)
-        proc = subprocess.Popen([sys.executable, "-m", "llmwiki_git", "check", *HOOK], cwd=repo.root,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.15 + 0.12 * attempt)
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            killed += 1
-        proc.wait()
+        env = {**os.environ, "LLMWIKI_TEST_KILL_AT": f"cache:{attempt % 3 + 1}"}
+        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "check", *HOOK], cwd=repo.root, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if attempt % 3 == 0:
+            assert proc.returncode == -signal.SIGKILL, f"attempt {attempt}: the cold check wrote no cache"
         assert agrees(repo, *HOOK), f"attempt {attempt}"
-    assert killed >= 1  # at least one run really died mid-way (the rest finished first)
     leftover = cache_dir(repo) / ".facts-left.marshal.1.abc"
     leftover.write_bytes(b"half a file")
     old = time.time() - 2 * 3600

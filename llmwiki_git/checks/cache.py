@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..gitstore.transaction import crash_point
 from ..wiki.pages import PageScan
 from .version import CACHE_VERSION
 
@@ -64,6 +65,7 @@ def _write(path: Path, payload: Any) -> None:
         try:
             with os.fdopen(fd, "wb") as handle:
                 marshal.dump(payload, handle)
+            crash_point("cache")  # the crash tests kill a writer here, between write and rename
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
