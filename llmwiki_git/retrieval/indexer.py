@@ -17,6 +17,7 @@ from ..wiki.model import Page, Wiki
 from ..wiki.slug import parse_target
 from ..wiki.pages import decode
 from ..wiki.snapshots import SourceFile
+from ..wiki.titles import page_title
 from . import store as store_mod
 from .chunking import content_hash, embedding_input, path_words, readable_text, split_into_chunks
 from .chunking import store_fingerprint
@@ -51,16 +52,6 @@ class IndexSummary:
     notes: tuple[str, ...] = ()
 
 
-def page_title(meta: frontmatter.Frontmatter, body: str, stem: str) -> str:
-    title = meta.data.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    for line in body.splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()
-    return stem
-
-
 def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPage], dict[str, str]]:
     """Live text of every page that may be evidence (of those in ``only`` when given),
     chunked; and the pages left out (path -> blob): the generated index, the journal,
@@ -81,7 +72,7 @@ def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPa
             continue
         meta = frontmatter.parse(text)
         body = text[meta.body_offset :]
-        title = page_title(meta, body, page.stem)
+        title = page_title(meta.data, body, page.stem)
         summary = meta.data.get("summary")
         chunks = split_into_chunks(body)
         texts = tuple(f"{title}\n\n{c.text}" for c in chunks)

@@ -62,12 +62,14 @@ class CandidateView:
     question: str
     diff: str
     verdict: Verdict
+    title: str | None = None  # the target page's title as the candidate leaves it (None: it deletes the page)
 
     def metadata(self) -> dict[str, str | None]:
-        """The candidate's branch, commit, trailer values and question, in display order."""
+        """The candidate's branch, commit, trailer values, the target's title and the
+        question, in display order."""
         c, t = self.candidate, self.candidate.trailers
         return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind if t else None, "commit": c.commit,
-                "target": t.target if t else None, "precondition": t.precondition if t else None,
+                "target": t.target if t else None, "title": self.title, "precondition": t.precondition if t else None,
                 "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": self.question}
 
     def to_json(self) -> dict[str, Any]:
@@ -117,7 +119,22 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
     question = ""
     if t is None or t.kind != PAGE_KIND:
         question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
-    return CandidateView(candidate, question, diff, verdict)
+    return CandidateView(candidate, question, diff, verdict, _title_at(git, candidate.commit, t.target) if t else None)
+
+
+def _title_at(git: Any, commit: str, path: str) -> str | None:
+    """The title (by convention, ``wiki.titles``) of the page at ``path`` in ``commit``;
+    None when the commit has no such page."""
+    from ..wiki.frontmatter import parse
+    from ..wiki.pages import decode
+    from ..wiki.titles import page_title
+
+    data = git.run("cat-file", "-p", f"{commit}:{path}", check=False) if path.endswith(".md") else b""
+    text = decode(data)[0] if data else None
+    if text is None:
+        return None
+    meta = parse(text)
+    return page_title(meta.data, text[meta.body_offset:], path.rsplit("/", 1)[-1][:-3])
 
 
 def approve_candidate(ws: ReviewProject, candidate_id: str, note: Callable[[str], None] | None = None) -> Approved:

@@ -1,0 +1,89 @@
+"""A page's title, by the conventions wikis are written in.
+
+In order:
+
+1. the frontmatter ``title``;
+2. a Logseq page property ``title:: ...`` among the property lines that open the page
+   (Logseq's frontmatter: its first block);
+3. a level-1 heading that opens the body (the first line that is not blank), as Foam,
+   MkDocs and most READMEs write it: ``# Title``, or ``Title`` underlined with ``===``;
+4. the file name, as Obsidian, Logseq and many Foam vaults mean it: the stem, with
+   Logseq's file-name encoding undone (``___`` for ``/`` in a namespaced page,
+   ``%3F`` and other percent escapes).
+
+Never a heading from the middle of a page: a vault whose pages start with text and have
+``# Context`` further down would otherwise title ten pages "Context". Headings stay what
+they are (anchors, and words of the body), never the title unless they open the page.
+
+Import-light (stdlib only): the check path scans titles too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_ATX_H1 = re.compile(r"#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
+_SETEXT_H1 = re.compile(r"=+[ \t]*")
+_PROPERTY = re.compile(r"([A-Za-z][\w.-]*)::(?:[ \t]+(.*?))?[ \t]*")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_LOOK_AT = 4096  # a title is found in the first lines: never scan a whole long page
+
+
+def frontmatter_title(data: Mapping[str, Any]) -> str | None:
+    title = data.get("title")
+    return title.strip() if isinstance(title, str) and title.strip() else None
+
+
+def opening_heading(body: str) -> str | None:
+    """The text of a level-1 heading on the first non-blank line of ``body`` (ATX ``# x``
+    or setext ``x`` over ``===``); None when the body opens with anything else."""
+    lines = body[:_LOOK_AT].lstrip("\ufeff").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if line[:1] == "#":
+            match = _ATX_H1.fullmatch(line.rstrip())
+            return match.group(1).strip() or None if match else None
+        if i + 1 < len(lines) and line[:1] not in " \t" and _SETEXT_H1.fullmatch(lines[i + 1]):
+            return line.strip()
+        return None
+    return None
+
+
+def property_title(body: str) -> str | None:
+    """``title:: x`` among the ``key:: value`` lines that open ``body`` (Logseq)."""
+    for line in body[:_LOOK_AT].lstrip("\ufeff").splitlines():
+        match = _PROPERTY.fullmatch(line.strip())
+        if match is None:
+            return None
+        if match.group(1).lower() == "title" and match.group(2):
+            return match.group(2)
+    return None
+
+
+def declared_title(data: Mapping[str, Any], body: str) -> str | None:
+    """The title a page declares (frontmatter, Logseq property, opening heading), or None
+    when it declares none and its file name is its title."""
+    return frontmatter_title(data) or property_title(body) or opening_heading(body)
+
+
+def stem_title(stem: str) -> str:
+    """A file name as a title: Logseq's ``a___b`` is the page ``a/b``; percent escapes
+    (``What is it%3F``) are decoded."""
+    title = stem.replace("___", "/")
+    if "%" in title and _PERCENT.search(title):
+        from urllib.parse import unquote  # noqa: PLC0415 - rare, and not on the check path
+
+        try:
+            title = unquote(title, errors="strict")
+        except UnicodeDecodeError:  # not an escape a tool wrote: the name as it is
+            pass
+    return title.strip() or stem
+
+
+def page_title(data: Mapping[str, Any], body: str, stem: str) -> str:
+    """The title of a page with frontmatter ``data``, ``body`` (the text after the
+    frontmatter) and file stem ``stem``."""
+    return declared_title(data, body) or stem_title(stem)
