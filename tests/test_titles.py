@@ -23,6 +23,8 @@ RECORD = "We chose sqlite for the queue.\n\n# Context\n\nThe queue lost jobs on 
     ({}, RECORD, "adr-0007-queue-storage", "adr-0007-queue-storage"),
     ({}, "\n\n# Daily notes\n\nText.\n", "daily-notes", "Daily notes"),
     ({}, "# Daily notes #\n", "x", "Daily notes"),
+    ({}, "<!-- omit in toc -->\n\n# Recipes\n\nA #recipe is a guide.\n", "recipes", "Recipes"),
+    ({}, "<!-- a comment\nover lines -->\n# Not opening\n", "multi", "multi"),
     ({}, "Daily notes\n===========\n\nText.\n", "x", "Daily notes"),
     ({}, "## Usage\n\n# Not a title either\n", "Snap to grid", "Snap to grid"),
     ({}, "#tag-line first\n\n# Heading\n", "tagged", "tagged"),

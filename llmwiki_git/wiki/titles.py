@@ -28,6 +28,7 @@ _ATX_H1 = re.compile(r"#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
 _SETEXT_H1 = re.compile(r"=+[ \t]*")
 _PROPERTY = re.compile(r"([A-Za-z][\w.-]*)::(?:[ \t]+(.*?))?[ \t]*")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_COMMENT_LINE = re.compile(r"[ \t]*<!--.*?-->[ \t]*")
 _LOOK_AT = 4096  # a title is found in the first lines: never scan a whole long page
 
 
@@ -37,11 +38,12 @@ def frontmatter_title(data: Mapping[str, Any]) -> str | None:
 
 
 def opening_heading(body: str) -> str | None:
-    """The text of a level-1 heading on the first non-blank line of ``body`` (ATX ``# x``
-    or setext ``x`` over ``===``); None when the body opens with anything else."""
+    """The text of a level-1 heading on the first line of ``body`` a reader sees (blank
+    lines and one-line HTML comments such as ``<!-- omit in toc -->`` are skipped): ATX
+    ``# x`` or setext ``x`` over ``===``; None when the body opens with anything else."""
     lines = body[:_LOOK_AT].lstrip("\ufeff").splitlines()
     for i, line in enumerate(lines):
-        if not line.strip():
+        if not line.strip() or (line.lstrip().startswith("<!--") and _COMMENT_LINE.fullmatch(line)):
             continue
         if line[:1] == "#":
             match = _ATX_H1.fullmatch(line.rstrip())
