@@ -1,4 +1,4 @@
-"""A page's title, by the conventions wikis are written in.
+"""A page's title and description, by the conventions wikis are written in.
 
 In order:
 
@@ -14,6 +14,9 @@ In order:
 Never a heading from the middle of a page: a vault whose pages start with text and have
 ``# Context`` further down would otherwise title ten pages "Context". Headings stay what
 they are (anchors, and words of the body), never the title unless they open the page.
+
+A page's description is what it says about itself in one line: the frontmatter
+``summary``, ``description`` or Dendron's ``desc``, and a Logseq ``description::`` property.
 
 Import-light (stdlib only): the check path scans titles too.
 """
@@ -54,15 +57,27 @@ def opening_heading(body: str) -> str | None:
     return None
 
 
-def property_title(body: str) -> str | None:
-    """``title:: x`` among the ``key:: value`` lines that open ``body`` (Logseq)."""
+def page_properties(body: str) -> dict[str, str]:
+    """The ``key:: value`` lines that open ``body``: a Logseq page's properties (its first
+    block), keys lower-cased; empty for a page that opens otherwise."""
+    found: dict[str, str] = {}
     for line in body[:_LOOK_AT].lstrip("\ufeff").splitlines():
         match = _PROPERTY.fullmatch(line.strip())
         if match is None:
-            return None
-        if match.group(1).lower() == "title" and match.group(2):
-            return match.group(2)
-    return None
+            break
+        if match.group(2):
+            found.setdefault(match.group(1).lower(), match.group(2))
+    return found
+
+
+def property_title(body: str) -> str | None:
+    """``title:: x`` among the ``key:: value`` lines that open ``body`` (Logseq)."""
+    return page_properties(body).get("title") if "::" in body[:_LOOK_AT] else None
+
+
+def property_list(value: str) -> list[str]:
+    """A Logseq list value (``alias:: a, [[b c]]``) as its items."""
+    return [item.strip().removeprefix("[[").removesuffix("]]").strip() for item in value.split(",") if item.strip()]
 
 
 def declared_title(data: Mapping[str, Any], body: str) -> str | None:
@@ -89,3 +104,15 @@ def page_title(data: Mapping[str, Any], body: str, stem: str) -> str:
     """The title of a page with frontmatter ``data``, ``body`` (the text after the
     frontmatter) and file stem ``stem``."""
     return declared_title(data, body) or stem_title(stem)
+
+
+def page_description(data: Mapping[str, Any], body: str) -> str:
+    """The page's one-line descriptions (frontmatter ``summary``, ``description``,
+    Dendron's ``desc``; a Logseq ``description::`` page property), one per line; empty
+    when it has none."""
+    found = [v.strip() for k in ("summary", "description", "desc") if isinstance(v := data.get(k), str) and v.strip()]
+    if "::" in body[:_LOOK_AT]:
+        described = page_properties(body).get("description")
+        if described:
+            found.append(described)
+    return "\n".join(found)
