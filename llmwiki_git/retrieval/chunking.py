@@ -209,7 +209,8 @@ def embedding_input(title: str, readable: str, about: str = "") -> str:
 def chunk_key(title: str, about: str, text: str) -> str:
     """What identifies a chunk (its :func:`content_hash` is the store's chunk hash): every
     part of the page that is embedded with it, so that a vector is reused only for the
-    same input. ``about`` is the page's description (embedded with its first chunk)."""
+    same input. ``about``: the page's description for its first chunk (embedded with it),
+    empty for the others."""
     return f"{title}\n\n{about}\n\n{text}" if about else f"{title}\n\n{text}"
 
 
@@ -219,7 +220,8 @@ def live_chunks(title: str, meta: Mapping[str, Any], body: str) -> dict[str, str
     from ..wiki.titles import page_description
 
     about = page_description(meta, body)
-    return {content_hash(chunk_key(title, about, c.text)): c.text for c in split_into_chunks(body)}
+    return {content_hash(chunk_key(title, about if c.index == 0 else "", c.text)): c.text
+            for c in split_into_chunks(body)}
 
 
 def store_fingerprint(embedder_fingerprint: str) -> str:

@@ -76,7 +76,7 @@ def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPa
         summary = meta.data.get("summary")
         chunks = split_into_chunks(body)
         about = page_description(meta.data, body)
-        texts = tuple(chunk_key(title, about, c.text) for c in chunks)
+        texts = tuple(chunk_key(title, about if c.index == 0 else "", c.text) for c in chunks)
         links, dangling = _graph(wiki, page)
         properties = page_properties(body) if "::" in body else {}
         names = "\n".join((title, *page.scan.aliases, *property_list(properties.get("alias", ""))))
