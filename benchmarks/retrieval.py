@@ -3,6 +3,14 @@
 
     python benchmarks/retrieval.py [--work DIR] [--skip-10k] [--modes rrf,rerank,cosine,bm25]
                                    [--no-full-build] [--repeat 5] [--baseline REV | --no-baseline]
+    python benchmarks/retrieval.py --leave-one-out [-- --ablations --cache DIR --work DIR
+                                                    --embedder openai|ollama [--test-server]]
+
+``--leave-one-out`` runs ``benchmarks/leave_one_out.py`` instead: the four wikis of
+``../shared/corpora`` (Foam, Dendron, Hugo's docs, Logseq's docs), every ranking choice made
+on three and measured on the fourth, before (``c97a644``) and after, per held-out wiki, for
+the default (hybrid) mode and the fast option; with ``--ablations``, what each change was
+worth. Vectors are cached outside the repository, keyed by the embedded text.
 
 Sections (each prints a markdown table; rows that miss their target say **FAIL** or **missed**):
 
@@ -833,10 +841,23 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"git revision measured as 'before' in sections 1 and 4 (default {BASELINE}, the last "
                              "commit before the question handling / BM25F / fusion work)")
     parser.add_argument("--no-baseline", action="store_true", help="measure this tree only (no before-numbers)")
+    parser.add_argument("--leave-one-out", action="store_true",
+                        help="the leave-one-wiki-out table instead (benchmarks/leave_one_out.py: four wikis, every "
+                             "ranking choice made on three and measured on the fourth, before vs after); the options "
+                             "after `--` go to it, e.g. -- --ablations --cache DIR")
     parser.add_argument("--quality-json", action="store_true",
                         help="internal: run section 1's measurement only and print it as one JSON line "
                              "(how the baseline is measured, with PYTHONPATH pointing at its source)")
+    argv = sys.argv[1:] if argv is None else argv
+    rest: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, rest = argv[:at], argv[at + 1:]
     args = parser.parse_args(argv)
+    if args.leave_one_out:
+        import leave_one_out
+
+        return leave_one_out.main(rest)
     modes = [m.strip() for m in args.modes.replace(" ", ",").split(",") if m.strip()]
     bad = [m for m in modes if m not in ALL_MODES]
     if bad:
