@@ -112,54 +112,37 @@ def shipped_tops(work: Path, cache: Path, corpora: Sequence[str], remote: dict[s
 @contextlib.contextmanager
 def embedding_test_server(provider: str, cache: Path) -> Iterator[dict[str, str]]:
     """A local server on 127.0.0.1 speaking ``provider``'s embeddings wire format (OpenAI's
-    ``/v1/embeddings`` or Ollama's ``/api/embed``), answering with the default local model's
-    vectors (through the cache). The library's HTTP embedder pointed at it must rank exactly as
-    the local model does: batching, order, normalisation and the store's fingerprint on that
-    path are what it checks. Yields the environment that configures the provider."""
+    ``/v1/embeddings`` or Ollama's ``/api/embed``; ``tests/servers.py``), answering with the
+    default local model's vectors (through the cache). The library's HTTP embedder pointed at
+    it must rank exactly as the local model does: batching, order, normalisation and the
+    store's fingerprint on that path are what it checks. Yields the environment that
+    configures the provider."""
     import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    if str(B.REPO) not in sys.path:
+        sys.path.insert(0, str(B.REPO))
+    from tests.servers import json_response, serve
 
     model = local_embedder(cache)
     lock = threading.Lock()
-    seen = {"requests": 0, "texts": 0}
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def handler(path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        with lock:  # one model call at a time; the client sends batches in order anyway
+            vectors = model.embed(texts).tolist()
+        if path.endswith("/embeddings"):
+            return json_response({"object": "list", "model": body.get("model"), "data": [
+                {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]})
+        return json_response({"model": body.get("model"), "embeddings": vectors})
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            with lock:
-                vectors = model.embed(texts).tolist()
-                seen["requests"] += 1
-                seen["texts"] += len(texts)
-            if self.path.endswith("/embeddings"):
-                reply = {"object": "list", "model": body.get("model"),
-                         "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]}
-            else:
-                reply = {"model": body.get("model"), "embeddings": vectors}
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    env = {"LLMWIKI_EMBEDDING_PROVIDER": provider, "LLMWIKI_EMBEDDING_MODEL": "minilm-over-http"}
-    env.update({"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "test"} if provider == "openai" else {"OLLAMA_HOST": url})
-    try:
+    with serve(handler, keep_alive=True) as (url, recorder):
+        env = {"LLMWIKI_EMBEDDING_PROVIDER": provider, "LLMWIKI_EMBEDDING_MODEL": "minilm-over-http"}
+        env.update({"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "test"} if provider == "openai"
+                   else {"OLLAMA_HOST": url})
         yield env
-    finally:
-        server.shutdown()
-        server.server_close()
-        log(f"test server: {seen['requests']} requests, {seen['texts']} texts")
+        texts = sum(len(b["input"]) if isinstance(b["input"], list) else 1 for _, b, _ in recorder.requests)
+        log(f"test server: {len(recorder.requests)} requests, {texts} texts, "
+            f"{len(set(recorder.client_ports))} connections")
 
 
 def run_remote(work: Path, cache: Path, corpora: Sequence[str], provider: str, test_server: bool) -> None:
@@ -411,7 +394,7 @@ def run_leave_one_out(work: Path, cache: Path, corpora: Sequence[str], baseline:
     modes = {"hybrid": L.grid(True), "lexical": L.grid(False)}
     results = {mode: L.evaluate_all(arrays, configs, mode) for mode, configs in modes.items()}
     folds = {mode: L.leave_one_out(results[mode], corpora, ["after"], modes[mode]) for mode in modes}
-    shipped = {mode: L.choose_on_all(results[mode], corpora, ["after"], modes[mode]) for mode in modes}
+    shipped = {mode: L.choose_on(results[mode], corpora, ["after"], modes[mode]) for mode in modes}
 
     print("## Leave one wiki out: before vs after, per held-out wiki\n")
     print("Every ranking choice (page aggregation in each list, RRF k, the BM25 weight) is made on the "

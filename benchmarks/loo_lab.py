@@ -320,26 +320,10 @@ def evaluate_all(arrays: dict[tuple[str, str], Arrays], configs: Sequence[Config
     return out
 
 
-def leave_one_out(results: dict[tuple[str, str, int], tuple[float, float]], corpora: Sequence[str],
-                  variants: Sequence[str], configs: Sequence[Config]) -> list[Fold]:
-    """For each held-out corpus: the (variant, config) with the best objective on the
-    others (first in order on ties), and its score on the held-out one."""
-    folds = []
-    for held in corpora:
-        train = [c for c in corpora if c != held]
-        best: tuple[float, str, int] | None = None
-        for v in variants:
-            for i in range(len(configs)):
-                value = objective([results[(c, v, i)] for c in train])
-                if best is None or value > best[0] + 1e-12:
-                    best = (value, v, i)
-        assert best is not None
-        folds.append(Fold(held, configs[best[2]], best[1], results[(held, best[1], best[2])], best[0]))
-    return folds
-
-
-def choose_on_all(results: dict[tuple[str, str, int], tuple[float, float]], corpora: Sequence[str],
-                  variants: Sequence[str], configs: Sequence[Config]) -> tuple[str, int, float]:
+def choose_on(results: dict[tuple[str, str, int], tuple[float, float]], corpora: Sequence[str],
+              variants: Sequence[str], configs: Sequence[Config]) -> tuple[str, int, float]:
+    """The (variant, config index) with the best objective on ``corpora`` (the first in
+    order on ties), and that objective."""
     best: tuple[float, str, int] | None = None
     for v in variants:
         for i in range(len(configs)):
@@ -348,6 +332,17 @@ def choose_on_all(results: dict[tuple[str, str, int], tuple[float, float]], corp
                 best = (value, v, i)
     assert best is not None
     return best[1], best[2], best[0]
+
+
+def leave_one_out(results: dict[tuple[str, str, int], tuple[float, float]], corpora: Sequence[str],
+                  variants: Sequence[str], configs: Sequence[Config]) -> list[Fold]:
+    """For each held-out corpus: the (variant, config) chosen on the others
+    (:func:`choose_on`), and its score on the held-out one."""
+    folds = []
+    for held in corpora:
+        variant, index, value = choose_on(results, [c for c in corpora if c != held], variants, configs)
+        folds.append(Fold(held, configs[index], variant, results[(held, variant, index)], value))
+    return folds
 
 
 def fmt(score: tuple[float, float]) -> str:

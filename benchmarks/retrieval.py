@@ -744,7 +744,7 @@ def section_dense_context(facts: dict[str, Any], repeat: int, timings: dict[str,
     print_time_table(rows)
 
 
-def section_10k(work: Path, repeat: int, timings: dict[str, float]) -> None:
+def section_10k(work: Path, repeat: int, timings: dict[str, float], baseline_src: Path | None = None) -> None:
     print("## 3. 10,000 pages with the fast option (`index --fast`, BM25 only)\n")
     check = load_check_module()
     root = work / "wiki10k"
@@ -807,8 +807,15 @@ def section_10k(work: Path, repeat: int, timings: dict[str, float]) -> None:
     t0 = time.perf_counter()
     print("Query retrieval in a fresh process (`python -m llmwiki_git -C DIR context \"...\" --json`):\n")
     rows = floor_rows(repeat, [("floor: `python -c \"import llmwiki_git.cli\"`", "import llmwiki_git.cli")])
-    rows += context_rows(root, pick_context_questions(2) + ["graph links and backlinks between pages"], repeat,
-                         TARGET_CONTEXT)
+    questions = pick_context_questions(2) + ["graph links and backlinks between pages"]
+    rows += context_rows(root, questions, repeat, TARGET_CONTEXT)
+    if baseline_src is not None:
+        # The same store read by the baseline's code, interleaved per question with this
+        # tree's: "no slower than before" on a loaded machine is a comparison, not a figure.
+        before_env = clean_env(PYTHONPATH=str(baseline_src))
+        for q in questions:
+            rows += context_rows(root, [q], repeat, None, before_env, "before: ")[:1]
+            rows += context_rows(root, [q], repeat, None, None, "after: ")[:1]
     timings["10k: context timing"] = time.perf_counter() - t0
     print_time_table(rows)
 
@@ -893,7 +900,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_10k:
         print("## 3. 10,000 pages with the fast option\n\nSkipped (--skip-10k).\n")
     else:
-        guarded("3. 10k pages", lambda: section_10k(work, args.repeat, timings))
+        guarded("3. 10k pages", lambda: section_10k(work, args.repeat, timings, facts.get("baseline_src")))
     if facts.get("dendron"):
         guarded("4. dense context", lambda: section_dense_context(facts, args.repeat, timings))
 

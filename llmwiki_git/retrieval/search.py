@@ -65,7 +65,11 @@ def page_scores(owner: np.ndarray, counts: np.ndarray, scores: np.ndarray, how: 
     page's chunks). A page without a chunk scores -inf in the cosine list; a page without
     any query term 0 in the BM25 list."""
     best = np.full(counts.shape[0], -np.inf if dense else 0.0, dtype=np.float64)
-    np.maximum.at(best, owner, scores)
+    if dense:
+        _max_by_page(best, owner, scores)
+    else:  # most chunks hold no query term: only the others can raise a page above 0
+        hit = np.flatnonzero(scores > 0)
+        _max_by_page(best, owner[hit], scores[hit])
     if how.kind == "max":
         return best
     if how.kind != "length":
@@ -99,6 +103,31 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     part = np.argpartition(-scores, k - 1)[:k]
     return part[np.argsort(-scores[part], kind="stable")]
+
+
+def _max_by_page(best: np.ndarray, owner: np.ndarray, scores: np.ndarray) -> None:
+    """``best[p] = max(best[p], scores of p's rows)``. Rows come page by page in a store, so
+    one ``reduceat`` over the runs does it (``maximum.at``, ~10x slower, otherwise)."""
+    if owner.size == 0:
+        return
+    if bool((owner[1:] >= owner[:-1]).all()):
+        starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+        pages = owner[starts]
+        best[pages] = np.maximum(best[pages], np.maximum.reduceat(scores, starts))
+    else:
+        np.maximum.at(best, owner, scores)
+
+
+def _first_pages(scores: np.ndarray, limit: int) -> np.ndarray:
+    """The ``limit`` best pages by ``scores``, ties in page order (as a stable sort of all
+    of them would give), without sorting every page."""
+    if limit <= 0 or scores.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if limit >= scores.size:
+        return np.argsort(-scores, kind="stable")
+    kth = np.partition(scores, scores.size - limit)[scores.size - limit]
+    candidates = np.flatnonzero(scores >= kth)  # every page tied with the last one kept
+    return candidates[np.argsort(-scores[candidates], kind="stable")][:limit]
 
 
 def _fused_pages(owner: np.ndarray, counts: np.ndarray, cosine: np.ndarray, bm25: np.ndarray) -> np.ndarray:
@@ -159,7 +188,7 @@ def search(
     bm25 = lexical.scores(question) if lexical is not None else np.zeros(rows, dtype=np.float32)
     if cosine is None:
         mode = "bm25"
-    owners = np.asarray(owner, dtype=np.int64)
+    owners = store.owner_array()
     by_page: np.ndarray | None = None  # page scores, when the mode ranks pages by their own
     if mode == "cosine":
         order = _top(cosine, keep)  # type: ignore[arg-type]
@@ -194,7 +223,7 @@ def search(
         by_page[by_page <= 0] = -np.inf
     top_pages = np.zeros(0, dtype=np.int64)
     if by_page is not None:
-        top_pages = np.argsort(-by_page, kind="stable")[:max_pages]
+        top_pages = _first_pages(by_page, max_pages)
         top_pages = top_pages[np.isfinite(by_page[top_pages])]
         kept = set(order.tolist())
         dense_scores = cosine if cosine is not None else np.zeros(rows, dtype=np.float32)
