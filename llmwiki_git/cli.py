@@ -632,6 +632,46 @@ def review_reject(ctx: click.Context, candidate_id: str) -> None:
     click.echo(f"Rejected {done.candidate_id}; its commit is kept at {done.ref}.")
 
 
+# -- growing the wiki from sources: ingest, compile (docs/compile.md) -------------------------
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--json", "as_json", is_flag=True, help="Print what was ingested as JSON.")
+@click.pass_context
+def ingest(ctx: click.Context, files: tuple[str, ...], as_json: bool) -> None:
+    """Copy FILE... into sources/<slug>.md as sources to compile from, in one commit.
+
+    Markdown and text are kept as they are, HTML becomes markdown and PDF text (those two
+    need the `ingest` extra). Each source gets frontmatter with its original name, type and
+    size; past 100,000 characters it is cut and marked `truncated: true`. FILE must be a
+    regular file inside the repository (not a symlink, not in a hidden folder); a binary,
+    empty or oversize file is refused, and then nothing is written. Ingesting the same
+    content again changes nothing.
+
+    \b
+    Examples:
+      llmwiki ingest inbox/paper.pdf inbox/notes.md
+      llmwiki ingest saved/article.html --json
+    """
+    from .compiler.ingest import ingest_files
+
+    ws = _workspace(ctx)
+    base = ctx.obj["repo"] if ctx.obj["repo"] is not None else Path.cwd()
+    paths = [(Path(os.path.abspath(base / name)), name) for name in files]
+    result = ingest_files(ws, paths, None if as_json else _note)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return
+    for item in result.files:
+        cut = ", truncated" if item.truncated else ""
+        click.echo(f"{item.status.capitalize()}: {item.name} → {item.target} ({item.kind}, {plural(item.chars, 'character')}{cut})")
+    if result.commit is None:
+        click.echo("Nothing changed: every source was already there.", err=True)
+    else:
+        click.echo(f"Committed {result.commit[:12]}. Next: `llmwiki compile` writes wiki pages from the sources.", err=True)
+
+
 @cli.command()
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="The wiki to serve: any folder inside its repository (default: -C, else the current folder).")

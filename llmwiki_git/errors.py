@@ -9,6 +9,7 @@
     ├── WikiError                   a page or the wiki cannot be read as asked
     │   ├── PageReadError           one page's bytes could not be read (reported as a page issue)
     │   ├── PathRefused             a path the confinement rule refuses (confine.py)
+    │   ├── InputRefused            a file `llmwiki ingest` cannot take (binary, empty, outside...)
     │   └── SourceRefused           a source citation's line window cannot be shown
     ├── GitError                    a git command failed (cmd, returncode, stderr)
     ├── WriteRefused                a write refused before anything changed (gitstore/)
@@ -92,6 +93,16 @@ class PathRefused(WikiError):
         self.path = path
         self.reason = reason
         self.code = code  # symlink-escape | not-regular-file | too-large | unreadable | symlink-write | path-refused
+
+
+class InputRefused(WikiError):
+    """A file ``llmwiki ingest`` cannot take: binary, empty, symlinked, outside the
+    repository, too large or unreadable. Nothing was written."""
+
+    def __init__(self, name: str, reason: str, *, hint: str | None = None) -> None:
+        super().__init__(f"cannot ingest {name}: {reason}; nothing was written", hint=hint)
+        self.name = name
+        self.reason = reason
 
 
 class SourceRefused(WikiError):
