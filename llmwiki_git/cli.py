@@ -582,14 +582,27 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
     else:
         click.echo(f"Candidate {view.candidate.id}")
         for key, value in view.metadata().items():
-            click.echo(f"{key}: {value}")
+            if value is not None or not view.pages:
+                click.echo(f"{key}: {value}")
+        provenance = view.provenance()
+        for source in provenance.get("sources", []):
+            click.echo(f"source: {source['path']} (blob {source['blob']})")
+        for key in ("model", "prompt"):
+            if provenance.get(key):
+                click.echo(f"{key}: {provenance[key]}")
         click.echo("")
         if view.verdict.citations is not None:
             for line in format_report(view.verdict.citations):
                 click.echo(line)
         click.echo("")
-        click.echo(view.diff.rstrip("\n"))
-        click.echo("")
+        if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
+            for number, item in enumerate(view.pages, 1):
+                click.echo(f"=== page {number}/{len(view.pages)}: {item['target']} (was: {item['precondition']}) ===")
+                click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
+                click.echo("")
+        else:
+            click.echo(view.diff.rstrip("\n"))
+            click.echo("")
         verdict = view.verdict
         click.echo(("Approval would pass: " if verdict.ok else f"Approval would be refused ({verdict.code}): ") + verdict.message)
     ctx.exit(0)
@@ -617,7 +630,8 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
         click.echo(f"Candidate {candidate_id} cleared.")
         return
     how = "replayed on the current tip" if done.replayed else "fast-forward"
-    click.echo(f"Approved {candidate_id} → {done.target} ({how}, commit {done.commit[:12]}).")
+    what = done.target if len(done.targets) <= 1 else f"{len(done.targets)} pages: {', '.join(done.targets)}"
+    click.echo(f"Approved {candidate_id} → {what} ({how}, commit {done.commit[:12]}).")
     click.echo(f"Candidate {candidate_id} cleared.")
 
 
