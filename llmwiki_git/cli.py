@@ -686,6 +686,90 @@ def ingest(ctx: click.Context, files: tuple[str, ...], as_json: bool) -> None:
         click.echo(f"Committed {result.commit[:12]}. Next: `llmwiki compile` writes wiki pages from the sources.", err=True)
 
 
+@cli.command("compile")
+@click.option("--publish", is_flag=True,
+              help="Approve the run's candidate at once, through the same validation as `llmwiki review approve`.")
+@click.option("--provider", default=None, metavar="NAME",
+              help="openai, anthropic or ollama to write concept pages with a model; extractive for offline source "
+                   "notes (default: LLMWIKI_PROVIDER, config, first with credentials, else extractive).")
+@click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
+              help="Model requests in flight at once (1 to 16).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run (sources, pages, candidate, usage) as JSON.")
+@click.pass_context
+def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrency: int, as_json: bool) -> None:
+    """Write wiki pages from the sources that changed since their pages were written, as ONE
+    review candidate branch (kind compile/1); prints its id.
+
+    Offline (no provider configured) each source gets a source note: its title, an
+    extractive summary, key passages with line citations ^[name.md:L-L], and [[links]] to
+    the pages it mentions. With a model, concepts are extracted per source and one page is
+    written or updated per concept. Every page records its sources (frontmatter `sources:`,
+    trailers `Llmwiki-Source: <path> <blob>`). A run with no source changed makes no model
+    request and no branch.
+
+    \b
+    Examples:
+      llmwiki compile                  stage a run; then `llmwiki review show <id>`
+      llmwiki compile --publish        stage and approve it at once
+      llmwiki compile --provider openai --concurrency 8
+    """
+    from .compiler.service import compile_wiki
+
+    ws = _workspace(ctx)
+    ws.require_git("compiling sources")
+    bar: Any = None
+
+    def progress(state: Any) -> None:
+        nonlocal bar
+        if as_json:
+            return
+        eta = state.eta
+        left = f", about {_age(eta)} left" if eta is not None and state.done < state.total else ""
+        click.echo(f"  {state.phase}: {state.done}/{state.total} {state.current}{left}", err=True)
+
+    result = compile_wiki(ws, provider=provider, publish=publish, concurrency=concurrency, on_progress=progress,
+                          note=None if as_json else _note)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        ctx.exit(result.exit_code)
+    _render_compile(result)
+    ctx.exit(result.exit_code)
+
+
+def _render_compile(result: Any) -> None:
+    for path, why in result.unreadable:
+        _note(f"warning: {path} cannot be compiled ({why}); skipped")
+    for path, cid in result.staged_elsewhere.items():
+        _note(f"{path} is staged already in candidate {cid}: approve or reject it first")
+    if not result.compiled:
+        click.echo(f"Nothing to compile: {plural(len(result.up_to_date), 'source')} up to date"
+                   + (f", {len(result.staged_elsewhere)} staged for review" if result.staged_elsewhere else "") + ".")
+        return
+    if result.raced:
+        click.echo(f"Nothing to compile: another compile recorded or staged {', '.join(result.raced)} meanwhile "
+                   "(`llmwiki review list` shows it).")
+        return
+    usage = result.usage
+    if usage.requests:
+        _note(f"Model: {result.model}: {plural(usage.requests, 'request')}, {usage.input_tokens} tokens in, "
+              f"{usage.output_tokens} out{' (some estimated)' if usage.estimated else ''}.")
+    if result.candidate is None:
+        click.echo(f"Nothing to stage: the pages of {plural(len(result.compiled), 'source')} already read so.")
+        return
+    staged = result.candidate
+    click.echo(f"Staged {staged.candidate_id}: {plural(len(staged.files), 'page')} from "
+               f"{plural(len(result.compiled), 'source')} on {staged.branch}.")
+    for page in result.pages:
+        _note(f"  {page.target} ({'new' if page.change == 'add' else 'rewritten'}) from {', '.join(page.sources)}")
+    if result.approved is not None:
+        click.echo(f"Approved {staged.candidate_id} (commit {result.approved.commit[:12]}).")
+    elif result.refusal:
+        _note(result.refusal)
+    else:
+        _note(f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
+              f"`llmwiki review approve {staged.candidate_id}`.")
+
+
 @cli.command()
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="The wiki to serve: any folder inside its repository (default: -C, else the current folder).")

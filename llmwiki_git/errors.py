@@ -21,7 +21,8 @@
     ├── CandidateNotFound           no review candidate with that id
     ├── ApprovalRefused             an approval refused (its verdict attached)
     ├── ProviderError               a model provider could not be reached or refused
-    │   └── RetryableStreamError    an in-stream error worth a retry before any text
+    │   ├── RetryableStreamError    an in-stream error worth a retry before any text
+    │   └── MalformedOutput         a model's reply is not what compile asked for (names the source)
     └── RetrievalError              the search state cannot be used
         ├── StoreError              the embedding store is missing, corrupt or of another model
         ├── LexicalIndexError       the lexical index is missing, corrupt or of another version
@@ -244,6 +245,11 @@ class ProviderError(LlmwikiError):
 
 class RetryableStreamError(ProviderError):
     """An error event inside a stream that is worth retrying if no text was yielded yet."""
+
+
+class MalformedOutput(ProviderError):
+    """A model's reply that is not what ``llmwiki compile`` asked for; the message names the
+    source it was about. Nothing was staged."""
 
 
 class RetrievalError(LlmwikiError):

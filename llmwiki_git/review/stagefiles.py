@@ -118,23 +118,31 @@ def stage_files(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, sl
     """Stage ``writes`` as ONE candidate of ``kind`` on ``base`` (default: the current tip),
     under the repository lock; None when no write changes anything. The user's work tree,
     index and HEAD are untouched."""
-    git: Git = ws.require_git("staging a review candidate")
     site = Site.of(ws, "staging a review candidate")
     try:
         with locked(site):
-            current_branch(git)  # refuse on a detached HEAD
-            base = base or git.rev_parse("HEAD")
-            if base is None:
-                raise UsageError("the branch has no commit yet", hint="commit the wiki first")
-            root_dir = ws.wiki(base).root_dir
-            files = plan_files(git, base, root_dir, ws.project_prefix, writes, ws.settings.max_page_mb * 1024 * 1024)
-            if not files:
-                return None
-            return _commit(git, base, writes, files, kind, slug, subject, body, recorded)
+            return stage_locked(ws, writes, kind=kind, slug=slug, subject=subject, body=body, recorded=recorded,
+                                base=base)
     finally:
         for text in site.notes:
             if note is not None:
                 note(text)
+
+
+def stage_locked(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, slug: str, subject: str, body: str,
+                 recorded: Recorded = Recorded(), base: str | None = None) -> StagedFiles | None:
+    """:func:`stage_files` for a caller that holds the repository lock already (and decides,
+    under it, whether to stage at all)."""
+    git: Git = ws.require_git("staging a review candidate")
+    current_branch(git)  # refuse on a detached HEAD
+    base = base or git.rev_parse("HEAD")
+    if base is None:
+        raise UsageError("the branch has no commit yet", hint="commit the wiki first")
+    root_dir = ws.wiki(base).root_dir
+    files = plan_files(git, base, root_dir, ws.project_prefix, writes, ws.settings.max_page_mb * 1024 * 1024)
+    if not files:
+        return None
+    return _commit(git, base, writes, files, kind, slug, subject, body, recorded)
 
 
 def _commit(git: Git, base: str, writes: Sequence[FileWrite], files: list[FileTrailer], kind: str, slug: str,

@@ -17,6 +17,7 @@ pages, even when the wiki root is the project folder itself (:func:`in_sources`)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,3 +174,70 @@ def provenance(git: Git, texts: Mapping[str, str], rev: str, project_prefix: str
     ``rev``) names, and the blob of each recorded by the commits below ``rev``."""
     sources_of = named_sources(texts, project_prefix)
     return Provenance(sources_of, recorded_blobs(git, rev, sources_of, pathspec))
+
+
+_TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
+
+
+def set_keys(text: str, updates: Mapping[str, Any]) -> str:
+    """``text`` with the frontmatter keys of ``updates`` set (None removes a key): each key's
+    lines are replaced where it stands, new keys come last, and every other line of the
+    frontmatter -- unknown keys, comments, their order -- stays byte for byte (DESIGN §2).
+    A page without frontmatter gets one. Frontmatter this line editor cannot follow (the
+    result would not parse to the same data) is rewritten from its parsed data, in order."""
+    import yaml
+
+    from .frontmatter import parse, split
+
+    def render(key: str, value: Any) -> list[str]:
+        dumped = yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True, width=10**6,
+                                default_flow_style=False)
+        return dumped.splitlines(keepends=True)
+
+    raw, offset, _ = split(text)
+    if raw is None:
+        head = [line for key, value in updates.items() if value is not None for line in render(key, value)]
+        return "---\n" + "".join(head) + "---\n\n" + text.lstrip("\n") if head else text
+    lines = raw.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    blocks: list[tuple[str | None, list[str]]] = []  # (top-level key or None, its lines)
+    for line in lines:
+        found = _TOP_KEY.match(line)
+        if found is not None or not blocks or line.startswith("#"):  # a comment line stays where it is
+            blocks.append((found.group(1) if found else None, [line]))
+        else:
+            blocks[-1][1].append(line)
+    out: list[str] = []
+    done: set[str] = set()
+    for key, block in blocks:
+        if key is not None and key in updates:
+            if key not in done and updates[key] is not None:
+                out += render(key, updates[key])
+            done.add(key)
+        else:
+            out += block
+    for key, value in updates.items():
+        if key not in done and value is not None:
+            out += render(key, value)
+    result = "---\n" + "".join(out) + "---\n" + text[offset:]
+    before, after = parse(text), parse(result)
+    expected = {k: v for k, v in {**before.data, **updates}.items() if v is not None}
+    if not after.error and dict(after.data) == expected:
+        return result
+    data = {k: v for k, v in {**before.data, **updates}.items() if v is not None}
+    return "---\n" + "".join(line for k, v in data.items() for line in render(k, v)) + "---\n" + text[offset:]
+
+
+BLOBS_KEY = "sourceBlobs"
+
+
+def stamp(text: str, sources: Iterable[tuple[str, str]], project_prefix: str) -> str:
+    """``text`` with frontmatter naming the ``sources`` ((repository path, blob) pairs) it
+    was written from: ``sources:`` (paths from the project folder) and ``sourceBlobs:``
+    (path -> blob). The blobs there are a copy for readers -- and what makes a page rewritten
+    from a changed source always differ from the page before; the record that counts is the
+    ``Llmwiki-Source`` trailers of the commit that wrote it."""
+    pairs = list(dict.fromkeys(sources))
+    paths = frontmatter_paths([path for path, _ in pairs], project_prefix)
+    return set_keys(text, {"sources": paths, BLOBS_KEY: {p: blob for p, (_, blob) in zip(paths, pairs)}})
