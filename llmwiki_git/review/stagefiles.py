@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import UsageError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
+from ..gitstore.transaction import crash_point
 from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
 from ..publication.trailers import ABSENT, FileTrailer, message as commit_message, with_files
 from ..publication.write import Site, locked
@@ -154,5 +155,6 @@ def _commit(git: Git, base: str, writes: Sequence[FileWrite], files: list[FileTr
     data = {f.target: (None if documents[f.target] is None else str(documents[f.target]).encode("utf-8"))
             for f in files}
     commit = build_commit(git, base, data, commit_message(subject[:200], body, trailers))
+    crash_point("stage")  # a kill here leaves an unreferenced commit and no branch: nothing staged
     git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")
     return StagedFiles(candidate_id, f"llmwiki/review/{candidate_id}", commit, base, tuple(files))
