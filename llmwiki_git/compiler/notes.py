@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from ..wiki.generated import index_path, log_path
 from ..wiki.model import Page, Wiki
 from ..wiki.slug import parse_target
 from ..wiki.provenance import stamp
@@ -124,38 +125,48 @@ def summary_block(found: Sequence[Block]) -> Block | None:
 
 def key_passages(found: Sequence[Block], skip: Block | None, limit: int = MAX_PASSAGES) -> list[Block]:
     """The ``limit`` blocks richest in the source's own frequent words (each distinct word
-    counted once per block, weighted by its frequency in the source), in reading order."""
+    counted once per block, weighted by its frequency in the source; paragraphs before list
+    items, short lines left out), in reading order."""
     counts = Counter(w for b in found for w in _words(b.text))
     scored = []
     for index, block in enumerate(found):
-        if block is skip or len(block.text) < 30:
+        if block is skip or len(block.text) < 40:
             continue
         distinct = set(_words(block.text))
-        score = sum(counts[w] for w in distinct) / (1 + len(block.text) / 400)
+        score = sum(counts[w] for w in distinct) / (1 + len(block.text) / 400) * (1.0 if block.prose else 0.7)
         scored.append((-score, index, block))
     best = sorted(scored)[:limit]
     return [block for _, _, block in sorted(best, key=lambda item: item[1])]
 
 
 def mentioned_pages(source: Source, wiki: Wiki, exclude: Iterable[str] = ()) -> list[tuple[str, Page]]:
-    """(link text, page) for each existing page whose title or an alias the source's text
-    mentions (whole words, any case), by first mention; the link text resolves to that page."""
-    skip = set(exclude)
+    """(link text, page) for each existing page whose title, file name or an alias the
+    source's text mentions (whole words, any case), by first mention; the link text resolves
+    to that page."""
+    skip = set(exclude) | {index_path(wiki.root_dir), log_path(source.project_prefix)}  # never evidence
     names: dict[str, list[tuple[tuple[str, ...], Page]]] = {}
     for page in wiki.pages:
         if page.path in skip:
             continue
-        for name in (page.scan.title, *page.scan.aliases):
+        stem = re.sub(r"[-_.]+", " ", page.stem)  # a vault's note is titled by its file name
+        for name in (page.scan.title, stem, *page.scan.aliases):
             tokens = tuple(_WORD.findall((name or "").casefold()))
             if not tokens or len("".join(tokens)) < 3 or (len(tokens) == 1 and tokens[0] in STOPWORDS):
                 continue
             names.setdefault(tokens[0], []).append((tokens, page))
+    for found_names in names.values():
+        found_names.sort(key=lambda item: (-len(item[0]), item[1].path))  # the longest name first
     words = _WORD.findall(source.body.casefold())
     first: dict[str, tuple[int, Page]] = {}
-    for position, word in enumerate(words):
-        for tokens, page in names.get(word, ()):
-            if page.path not in first and tuple(words[position:position + len(tokens)]) == tokens:
-                first[page.path] = (position, page)
+    position = 0
+    while position < len(words):
+        step = 1
+        for tokens, page in names.get(words[position], ()):
+            if tuple(words[position:position + len(tokens)]) == tokens:
+                first.setdefault(page.path, (position, page))
+                step = len(tokens)  # "daily notes" is one mention, not also one of "daily"
+                break
+        position += step
     found = []
     for _, page in sorted(first.values(), key=lambda item: (item[0], item[1].path)):
         link = link_text(wiki, page)
