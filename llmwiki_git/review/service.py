@@ -11,6 +11,7 @@ from ..errors import BEST_EFFORT_ERRORS, LlmwikiError
 from ..publication.candidates import Candidate, get, list_candidates, pending_index, reject
 from ..publication.trailers import KIND, MULTI_KINDS, PAGE_KIND
 from ..wiki.citations import BROKEN, PENDING
+from ..wording import plural
 from .approve import Approved, Verdict, approve, evaluate
 from .project import ReviewProject
 
@@ -72,8 +73,8 @@ class CandidateView:
         c, t = self.candidate, self.candidate.trailers
         if t is not None and t.kind in MULTI_KINDS:  # each page's target, precondition and digest: `pages`
             return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind, "commit": c.commit,
-                    "target": f"{len(t.files)} pages", "precondition": None, "bodyDigest": None, "base": t.base,
-                    "question": self.question}
+                    "target": plural(len(t.files), "page"), "precondition": None, "bodyDigest": None, "base": t.base,
+                    "question": None}
         return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind if t else None, "commit": c.commit,
                 "target": t.target if t else None, "precondition": t.precondition if t else None,
                 "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": self.question}
