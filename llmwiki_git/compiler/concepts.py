@@ -206,15 +206,22 @@ def repair_citations(body: str, sources: dict[str, Source]) -> str:
     return _CITE.sub(fix, body)
 
 
-def repair_links(body: str, wiki: Wiki) -> str:
-    """Links that resolve in ``wiki`` (the wiki with this run's pages) are kept; one that
-    names exactly one page by its file name, title or an alias -- singular or plural -- is
-    pointed at it; any other becomes its plain text. No model call."""
+def name_index(wiki: Wiki) -> dict[str, set[str]]:
+    """Slug of every page's file name, title and aliases -> the pages answering to it."""
     by_name: dict[str, set[str]] = {}
     for page in wiki.pages:
         for name in (page.stem, page.scan.title, *page.scan.aliases):
             if name:
                 by_name.setdefault(slugify(name), set()).add(page.path)
+    return by_name
+
+
+def repair_links(body: str, wiki: Wiki, by_name: dict[str, set[str]] | None = None) -> str:
+    """Links that resolve in ``wiki`` (the wiki with this run's pages) are kept; one that
+    names exactly one page by its file name, title or an alias -- singular or plural -- is
+    pointed at it; any other becomes its plain text. No model call. ``by_name`` is
+    :func:`name_index` of ``wiki`` (made here when not given)."""
+    by_name = name_index(wiki) if by_name is None else by_name
     lines = body.split("\n")
     for occ in sorted(scan_links(body), key=lambda o: (o.line, o.col), reverse=True):
         if occ.embed:
@@ -271,6 +278,7 @@ def model_writes(plan: Plan, chat: ChatProvider, *, concurrency: int,
                  progress: Progress) -> tuple[list[FileWrite], list[Written]]:
     """The run's pages, written by ``chat`` (see the module docstring)."""
     ask = _Asker(chat, progress)
+    plan.wiki.build_tables()  # resolved from several threads below: built once, first
     progress.restart("extracting concepts", len(plan.todo))
 
     def extract_one(source: Source) -> list[Concept]:
@@ -291,9 +299,11 @@ def model_writes(plan: Plan, chat: ChatProvider, *, concurrency: int,
         if concept.existing is None:
             head = yaml.safe_dump({"title": concept.name, "aliases": concept.aliases or None}, sort_keys=False)
             after = after.with_page(concept.target, f"---\n{head}---\n")
+    after.build_tables()
+    names = name_index(after)
     link_of = {c.target: link_text(after, after.by_path[c.target]) or c.target for c in concepts}
     progress.restart("writing pages", len(concepts))
-    by_name = {s.name: s for s in plan.sources}
+    by_file = {s.name: s for s in plan.sources}
 
     def write_one(concept: Concept) -> tuple[FileWrite, Written]:
         existing_text = plan.texts.get(concept.target) if concept.existing is not None else None
@@ -306,7 +316,7 @@ def model_writes(plan: Plan, chat: ChatProvider, *, concurrency: int,
         body = _text(reply.get("body"), what, "body", chat.name)
         if body.startswith("---"):
             body = body[parse(body).body_offset:].lstrip("\n") or body
-        body = repair_links(repair_citations(body, by_name), after)
+        body = repair_links(repair_citations(body, by_file), after, names)
         document = _document(plan, concept, existing_text, title, summary, body)
         progress.step(concept.target)
         change = "replace" if concept.existing is not None else "add"

@@ -105,11 +105,14 @@ def make_plan(git: Git, wiki: Wiki, base: str, project_prefix: str) -> Plan:
     return plan
 
 
-def still_to_do(git: Git, wiki: Wiki, head: str, project_prefix: str, pairs: list[tuple[str, str]]) -> list[str]:
+def still_to_do(git: Git, plan: Plan, wiki: Wiki, head: str, project_prefix: str,
+                pairs: list[tuple[str, str]]) -> list[str]:
     """Of ``pairs`` ((source path, blob) a run compiled), the paths neither recorded by the
-    pages at ``head`` nor staged by an open candidate: what another compile did not do
-    while this one was working. Run under the repository lock, just before staging."""
+    pages at ``head`` (``wiki``) nor staged by an open candidate: what another compile did
+    not do while this one was working. Run under the repository lock, just before staging;
+    when the tip is still the plan's base, its provenance is the plan's."""
     open_runs = staged_sources(git)
-    found = provenance(git, page_texts(git, wiki), head, project_prefix, wiki.root_dir)
+    found = plan.provenance if head == plan.base else \
+        provenance(git, page_texts(git, wiki), head, project_prefix, wiki.root_dir)
     return [path for path, blob in pairs
             if (path, blob) not in open_runs and not any(f.recorded == blob for f in found.feeds(path))]

@@ -123,7 +123,7 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
     try:
         with locked(site):
             head = git.rev_parse("HEAD") or base
-            left = still_to_do(git, wiki if head == base else ws.wiki(head), head, ws.project_prefix, compiled)
+            left = still_to_do(git, plan, wiki if head == base else ws.wiki(head), head, ws.project_prefix, compiled)
             if len(left) != len(compiled):  # another compile got there first: stage nothing
                 result.raced = sorted({p for p, _ in compiled} - set(left))
                 return result
