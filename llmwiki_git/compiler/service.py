@@ -31,6 +31,7 @@ from ..review.approve import Approved
 from ..review.project import ReviewProject
 from ..review.service import approve_candidate
 from ..review.stagefiles import FileWrite, Recorded, StagedFiles, stage_locked
+from ..wiki.provenance import sources_dir
 from ..wiki.slug import slugify
 from . import notes
 from .plan import Plan, Written, make_plan, page_path, still_to_do
@@ -79,7 +80,7 @@ def offline_writes(plan: Plan, progress: Progress) -> tuple[list[FileWrite], lis
     taken: set[str] = set()
     for source in plan.todo:
         existing = [f.page for f in plan.provenance.feeds(source.path) if plan.kind_of(f.page) == notes.KIND]
-        target = existing[0] if existing else page_path(plan.wiki, slugify(source.path.rsplit("/", 1)[-1][:-3]), taken)
+        target = existing[0] if existing else page_path(plan.wiki, slugify(source.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]), taken)
         writes.append(FileWrite(target, notes.note(source, plan.wiki, target)))
         written.append(Written(target, [source.path], "replace" if target in plan.wiki.by_path else "add"))
         progress.step(source.path)
@@ -97,6 +98,12 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
     if base is None:
         raise UsageError("the branch has no commit yet", hint="commit the wiki (and `llmwiki ingest` sources) first")
     name, _ = provider_name(provider, env, ws.settings.chat_provider)
+    folder = sources_dir(ws.project_prefix)
+    loose = git.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
+                    f":(top,literal){folder}").count(b"\0")
+    if loose and note is not None:
+        note(f"{loose} uncommitted change(s) in {folder}/ are not compiled: compile reads the committed sources "
+             "(commit them, or use `llmwiki ingest`)")
     wiki = ws.wiki(base)
     plan = make_plan(git, wiki, base, ws.project_prefix)
     result = CompileResult(base, name, notes.MODEL, notes.PROMPT, up_to_date=[s.path for s in plan.up_to_date],

@@ -195,10 +195,9 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
     problem = (page_target_problem if page_edit else target_problem)(t.target, wiki_root)
     if problem is not None:
         return Malformed("bad-target", f"candidate {candidate.id}: {problem}; reject it")
-    parents = git.text("rev-list", "--parents", "-n", "1", candidate.commit).split()[1:]
-    if len(parents) != 1 or parents[0] != t.base:
-        return Malformed("not-single-commit", f"candidate {candidate.id} must be exactly one commit on top of its base "
-                                              f"{t.base[:12]}; the branch was changed after staging")
+    stacked = _not_one_commit(git, candidate, t)
+    if stacked is not None:
+        return stacked
     changes = _raw_changes(git, t.base, candidate.commit)
     paths = [c[3] for c in changes]
     if paths != [t.target]:
@@ -210,14 +209,21 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
             return None  # a deletion candidate: no blob at the target
         return Malformed("touches-other-files", f"candidate {candidate.id} deletes {t.target}")
     if mode != REGULAR:
-        kind = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)",
-                "040000": "a folder"}.get(mode, f"mode {mode}")
-        return Malformed("not-a-regular-file", f"candidate {candidate.id} makes {t.target} {kind}; only a regular "
-                                               "file (mode 100644) can be approved; reject it")
+        return Malformed("not-a-regular-file", f"candidate {candidate.id} makes {t.target} {_MODES.get(mode, f'mode {mode}')}; "
+                                               "only a regular file (mode 100644) can be approved; reject it")
     return None
 
 
 _MODES = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)", "040000": "a folder"}
+
+
+def _not_one_commit(git: Git, candidate: Candidate, t: Trailers) -> Malformed | None:
+    """Refusal unless the branch is exactly one commit on top of the base its trailers name."""
+    parents = git.text("rev-list", "--parents", "-n", "1", candidate.commit).split()[1:]
+    if len(parents) != 1 or parents[0] != t.base:
+        return Malformed("not-single-commit", f"candidate {candidate.id} must be exactly one commit on top of its base "
+                                              f"{t.base[:12]}; the branch was changed after staging")
+    return None
 
 
 def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
@@ -233,10 +239,9 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
             problem = f"target {f.target!r} is a source (in sources/), not a page"
         if problem is not None:
             return Malformed("bad-target", f"candidate {cid}: {problem}; reject it")
-    parents = git.text("rev-list", "--parents", "-n", "1", candidate.commit).split()[1:]
-    if len(parents) != 1 or parents[0] != t.base:
-        return Malformed("not-single-commit", f"candidate {cid} must be exactly one commit on top of its base "
-                                              f"{t.base[:12]}; the branch was changed after staging")
+    stacked = _not_one_commit(git, candidate, t)
+    if stacked is not None:
+        return stacked
     changes = {c[3]: c for c in _raw_changes(git, t.base, candidate.commit)}
     listed = {f.target for f in t.files}
     if set(changes) != listed:

@@ -167,9 +167,14 @@ def test_a_note_never_takes_the_name_of_an_existing_page(repo: Repo) -> None:
     assert links == [{"target": "merkle", "status": "resolved", "pageId": "guides/merkle"}]
 
 
-def test_nothing_to_compile_without_sources(repo: Repo) -> None:
+def test_nothing_to_compile_without_committed_sources(repo: Repo) -> None:
     repo.write("wiki/concepts/alpha.md", page("Alpha", "A."))
     repo.commit("wiki")
+    repo.write("sources/draft.markdown", "# Draft\n\nNot committed yet.\n")
     proc = run(repo, "compile")
     assert proc.returncode == 0 and proc.stdout.startswith("Nothing to compile: 0 sources"), proc.stdout
+    assert "1 uncommitted change(s) in sources/ are not compiled" in proc.stderr
     assert branches(repo) == []
+    repo.commit("the draft")
+    staged = compile_json(repo)  # a .markdown source is named after its file, without the extension
+    assert [p["target"] for p in staged["pages"]] == ["wiki/concepts/draft.md"]  # type: ignore[index]
