@@ -28,6 +28,7 @@ import yaml
 
 from ..errors import MalformedOutput
 from ..providers.base import ChatProvider
+from ..publication.candidates import page_target_problem
 from ..review.stagefiles import FileWrite
 from ..wiki.frontmatter import parse
 from ..wiki.model import Page, Wiki
@@ -248,11 +249,12 @@ def repair_links(body: str, wiki: Wiki, by_name: dict[str, set[str]] | None = No
 
 def _existing_page(plan: Plan, concept: Concept) -> Page | None:
     """The page a concept updates: the one its name resolves to, unless that is a saved
-    answer or an offline source note."""
+    answer, an offline source note, or no page a candidate may write (the table of contents
+    or journal at the wiki root)."""
     page = plan.wiki.resolve(parse_target(concept.name)).page
     if page is None or page.kind == "query" or plan.kind_of(page.path) == NOTE_KIND:
         return None
-    return page
+    return page if page_target_problem(page.path, plan.wiki.root_dir) is None else None
 
 
 def _targets(plan: Plan, concepts: list[Concept], concept: Concept, link_of: dict[str, str]) -> list[str]:

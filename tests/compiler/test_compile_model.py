@@ -179,3 +179,18 @@ def test_extractions_run_concurrently(wiki: tuple[Repo, str], model: Model, serv
     assert re.search(r"Model: openai/test-model: 5 requests, 500 tokens in, 50 out", proc.stderr)
 
 
+
+
+def test_a_concept_named_like_the_table_of_contents_gets_a_page_of_its_own(wiki: tuple[Repo, str], model: Model,
+                                                                           server: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, prefix = wiki
+    repo.write(f"{prefix}index.md", "# Knowledge Wiki\n\n## Concepts\n\n- **[[alpha|Alpha]]**\n\n_1 page | Generated now_\n")
+    repo.commit("an index")
+    monkeypatch.setitem(CONCEPTS, "raft.md", [{"name": "Index", "summary": "Raft's log index."}])
+    monkeypatch.setitem(PAGES, "Index", "Each log entry has an index ^[raft.md:3-3].")
+    proc = compile_(repo, server, "--json")
+    assert proc.returncode == 0, proc.stderr
+    targets = [p["target"] for p in json.loads(proc.stdout)["pages"]]
+    # never the table of contents; and a name of its own ([[index]] keeps reaching the index page)
+    assert f"{prefix}concepts/index-2.md" in targets and f"{prefix}index.md" not in targets
