@@ -30,7 +30,7 @@ RESTAGE = "regenerate and restage the answer with `llmwiki query \"…\" --save 
 @dataclass
 class Verdict:
     ok: bool
-    code: str  # ok | malformed | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable
+    code: str  # ok | malformed | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable | not-checkable (a compile run)
     message: str
     candidate: Candidate
     tip: str | None = None

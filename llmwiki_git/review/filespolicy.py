@@ -15,13 +15,15 @@ from typing import Any
 from ..errors import DATA_ERRORS, LlmwikiError
 from ..git import Git
 from ..publication.candidates import Candidate, body_digest
-from ..publication.trailers import ABSENT
+from ..publication.trailers import ABSENT, COMPILE_KIND
 from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome_many, \
     precondition_of, three_way
 from .project import ReviewProject
 from .stagefiles import acceptance_problem
 
-RESTAGE_RUN = "run `llmwiki compile` again on the current tip, then reject this candidate"
+#: How to make a refused run anew, by kind (a kind added to MULTI_KINDS says its own).
+RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate"}
+RESTAGE_ANY = "stage it again on the current tip, then reject this candidate"
 
 
 def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
@@ -38,6 +40,7 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
     t = candidate.trailers
     assert t is not None
     cid = candidate.id
+    restage = RESTAGE.get(t.kind, RESTAGE_ANY)
     limit = ws.settings.max_page_mb * 1024 * 1024
     writes: dict[str, str | None] = {}
     pages: list[dict[str, Any]] = []
@@ -46,7 +49,7 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
         data = None if new_blob is None else git.run("cat-file", "blob", new_blob)
         if (ABSENT if data is None else body_digest(data)) != f.body_digest:
             return refuse("candidate-edited", f"candidate-edited: {f.target} of {cid} no longer matches its digest; "
-                                              f"{RESTAGE_RUN}")
+                                              f"{restage}")
         if data is not None:
             bad = acceptance_problem(data, limit)
             if bad is not None:
@@ -65,7 +68,7 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
             code, what = _moved(started, at_tip)
             view = three_way(git, f.target, started, at_tip, new_blob)
             return refuse(code, f"{f.target} {what} since {cid} was written (it read {f.precondition}, the tip has "
-                                f"{precondition_of(at_tip)}); {RESTAGE_RUN}", threeWay=view, page=f.target)
+                                f"{precondition_of(at_tip)}); {restage}", threeWay=view, page=f.target)
         writes[f.target] = None if data is None else data.decode("utf-8")
         pages.append({"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest,
                       "change": "delete" if data is None else "add" if started is None else "replace"})
