@@ -35,7 +35,7 @@ from ..wiki.model import Page, Wiki
 from ..wiki.provenance import set_keys, source_paths, stamp
 from ..wiki.scanner import scan_links
 from ..wiki.slug import parse_target, slugify
-from .notes import KIND as NOTE_KIND, link_text, mentioned_pages
+from .notes import KIND as NOTE_KIND, link_text, mentioned_pages, name_table
 from .plan import Plan, Written, page_path
 from .progress import Progress
 from .sources import Source
@@ -257,7 +257,8 @@ def _existing_page(plan: Plan, concept: Concept) -> Page | None:
     return page if page_target_problem(page.path, plan.wiki.root_dir) is None else None
 
 
-def _targets(plan: Plan, concepts: list[Concept], concept: Concept, link_of: dict[str, str]) -> list[str]:
+def _targets(concepts: list[Concept], concept: Concept, link_of: dict[str, str], mentions: dict[str, list[str]],
+             rest: list[tuple[str, str]]) -> list[str]:
     """The valid link targets of one page request: this run's other pages, the pages its
     sources mention, then the rest of the wiki by id, at most :data:`MAX_TARGETS`."""
     found: dict[str, None] = {}
@@ -265,14 +266,13 @@ def _targets(plan: Plan, concepts: list[Concept], concept: Concept, link_of: dic
         if other is not concept:
             found[link_of[other.target]] = None
     for source in concept.sources:
-        for link, _ in mentioned_pages(source, plan.wiki):
+        for link in mentions.get(source.path, ()):
             found[link] = None
-    for page in plan.wiki.pages:
+    for path, link in rest:
         if len(found) >= MAX_TARGETS:
             break
-        text = link_text(plan.wiki, page)
-        if text is not None and page.path != concept.target:
-            found[text] = None
+        if path != concept.target:
+            found[link] = None
     return list(found)[:MAX_TARGETS]
 
 
@@ -304,14 +304,23 @@ def model_writes(plan: Plan, chat: ChatProvider, *, concurrency: int,
     after.build_tables()
     names = name_index(after)
     link_of = {c.target: link_text(after, after.by_path[c.target]) or c.target for c in concepts}
+    table = name_table(plan.wiki, plan.project_prefix)  # once: each is read by several requests
+    mentions = {s.path: [link for link, _ in mentioned_pages(s, plan.wiki, names=table)] for s in plan.todo}
+    rest: list[tuple[str, str]] = []
+    for page in plan.wiki.pages:
+        if len(rest) > MAX_TARGETS:
+            break
+        text = link_text(plan.wiki, page)
+        if text is not None and page_target_problem(page.path, plan.wiki.root_dir) is None:
+            rest.append((page.path, text))
     progress.restart("writing pages", len(concepts))
     by_file = {s.name: s for s in plan.sources}
 
     def write_one(concept: Concept) -> tuple[FileWrite, Written]:
         existing_text = plan.texts.get(concept.target) if concept.existing is not None else None
         what = f"the page on {concept.name!r} from {', '.join(s.path for s in concept.sources)}"
-        reply = parse_reply(ask(PAGE_SYSTEM, _page_request(concept, existing_text, _targets(plan, concepts, concept,
-                                                                                            link_of))),
+        reply = parse_reply(ask(PAGE_SYSTEM, _page_request(concept, existing_text, _targets(concepts, concept, link_of,
+                                                                                            mentions, rest))),
                             what, chat.name)
         title = _text(reply.get("title", concept.name), what, "title", chat.name)
         summary = _text(reply.get("summary", ""), what, "summary", chat.name, required=False)

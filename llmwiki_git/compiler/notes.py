@@ -139,32 +139,58 @@ def key_passages(found: Sequence[Block], skip: Block | None, limit: int = MAX_PA
     return [block for _, _, block in sorted(best, key=lambda item: item[1])]
 
 
-def mentioned_pages(source: Source, wiki: Wiki, exclude: Iterable[str] = ()) -> list[tuple[str, Page]]:
-    """(link text, page) for each existing page whose title, file name or an alias the
-    source's text mentions (whole words, any case), by first mention; the link text resolves
-    to that page."""
-    skip = set(exclude) | {index_path(wiki.root_dir), log_path(source.project_prefix)}  # never evidence
-    names: dict[str, list[tuple[tuple[str, ...], Page]]] = {}
+MAX_NAME_WORDS = 12  # a longer title or alias is not looked for in a source
+
+
+@dataclass(frozen=True)
+class Names:
+    """Every page's title, file name and aliases as word tuples -> the pages answering to
+    each (by path), and the lengths in words that occur, longest first."""
+
+    pages: dict[tuple[str, ...], list[Page]]
+    lengths: tuple[int, ...]
+
+
+def name_table(wiki: Wiki, project_prefix: str) -> Names:
+    """The names of a wiki (made once per run: a wiki of 10,000 pages has some 30,000). The
+    generated table of contents and the journal are never linked: they are never evidence."""
+    skip = {index_path(wiki.root_dir), log_path(project_prefix)}
+    pages: dict[tuple[str, ...], list[Page]] = {}
     for page in wiki.pages:
         if page.path in skip:
             continue
         stem = re.sub(r"[-_.]+", " ", page.stem)  # a vault's note is titled by its file name
         for name in (page.scan.title, stem, *page.scan.aliases):
             tokens = tuple(_WORD.findall((name or "").casefold()))
-            if not tokens or len("".join(tokens)) < 3 or (len(tokens) == 1 and tokens[0] in STOPWORDS):
+            if (not tokens or len(tokens) > MAX_NAME_WORDS or len("".join(tokens)) < 3
+                    or (len(tokens) == 1 and tokens[0] in STOPWORDS)):
                 continue
-            names.setdefault(tokens[0], []).append((tokens, page))
-    for found_names in names.values():
-        found_names.sort(key=lambda item: (-len(item[0]), item[1].path))  # the longest name first
+            found = pages.setdefault(tokens, [])
+            if page not in found:
+                found.append(page)
+    for found in pages.values():
+        found.sort(key=lambda p: p.path)
+    return Names(pages, tuple(sorted({len(t) for t in pages}, reverse=True)))
+
+
+def mentioned_pages(source: Source, wiki: Wiki, exclude: Iterable[str] = (),
+                    names: Names | None = None) -> list[tuple[str, Page]]:
+    """(link text, page) for each existing page whose title, file name or an alias the
+    source's text mentions (whole words, any case; the longest name at a mention), by first
+    mention; the link text resolves to that page. ``names`` is :func:`name_table` of ``wiki``
+    (made here when not given)."""
+    names = name_table(wiki, source.project_prefix) if names is None else names
+    skip = set(exclude)
     words = _WORD.findall(source.body.casefold())
     first: dict[str, tuple[int, Page]] = {}
     position = 0
     while position < len(words):
         step = 1
-        for tokens, page in names.get(words[position], ()):
-            if tuple(words[position:position + len(tokens)]) == tokens:
-                first.setdefault(page.path, (position, page))
-                step = len(tokens)  # "daily notes" is one mention, not also one of "daily"
+        for length in names.lengths:  # a few dict lookups a word, whatever the wiki's size
+            hit = [p for p in names.pages.get(tuple(words[position:position + length]), ()) if p.path not in skip]
+            if hit:
+                first.setdefault(hit[0].path, (position, hit[0]))
+                step = length  # "daily notes" is one mention, not also one of "daily"
                 break
         position += step
     found = []
@@ -185,9 +211,9 @@ def link_text(wiki: Wiki, page: Page) -> str | None:
     return None
 
 
-def note(source: Source, wiki: Wiki, own_path: str | None = None) -> str:
+def note(source: Source, wiki: Wiki, own_path: str | None = None, names: Names | None = None) -> str:
     """The source note of ``source`` (a whole page: frontmatter and body). ``own_path`` is
-    where it goes (never linked from itself)."""
+    where it goes (never linked from itself); ``names`` the run's :func:`name_table`."""
     found = blocks(source)
     first = summary_block(found)
     summary = _cut(first.text, MAX_SUMMARY_CHARS) if first is not None else ""
@@ -204,7 +230,7 @@ def note(source: Source, wiki: Wiki, own_path: str | None = None) -> str:
             kept = _cut(block.text, MAX_PASSAGE_CHARS)
             items.append(f"- {clean(kept)} {source.cite(*_span(block, kept))}")
         parts.append("\n".join(items))
-    links = mentioned_pages(source, wiki, [own_path] if own_path else [])
+    links = mentioned_pages(source, wiki, [own_path] if own_path else [], names)
     if links:
         parts.append("## Related pages")
         parts.append("\n".join(f"- [[{link}]]" for link, _ in links))

@@ -31,6 +31,7 @@ class Plan:
     up_to_date: list[Source] = field(default_factory=list)
     staged: dict[str, str] = field(default_factory=dict)  # source path -> the open candidate staging its blob
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    project_prefix: str = ""
 
     def kind_of(self, path: str) -> str | None:
         """A page's frontmatter ``kind`` (``source-note`` for the offline notes)."""
@@ -93,7 +94,7 @@ def make_plan(git: Git, wiki: Wiki, base: str, project_prefix: str) -> Plan:
     texts = page_texts(git, wiki)
     found = provenance(git, texts, base, project_prefix, wiki.root_dir)
     sources, unreadable = read_sources(git, list_sources(git, base, project_prefix), project_prefix)
-    plan = Plan(base, wiki, texts, found, sources, unreadable=unreadable)
+    plan = Plan(base, wiki, texts, found, sources, unreadable=unreadable, project_prefix=project_prefix)
     open_runs = staged_sources(git)
     for source in sources:
         if any(fed.recorded == source.blob for fed in found.feeds(source.path)):

@@ -78,10 +78,11 @@ def offline_writes(plan: Plan, progress: Progress) -> tuple[list[FileWrite], lis
     has one, else a new page named after the source."""
     writes, written = [], []
     taken: set[str] = set()
+    names = notes.name_table(plan.wiki, plan.project_prefix)
     for source in plan.todo:
         existing = [f.page for f in plan.provenance.feeds(source.path) if plan.kind_of(f.page) == notes.KIND]
         target = existing[0] if existing else page_path(plan.wiki, slugify(source.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]), taken)
-        writes.append(FileWrite(target, notes.note(source, plan.wiki, target)))
+        writes.append(FileWrite(target, notes.note(source, plan.wiki, target, names)))
         written.append(Written(target, [source.path], "replace" if target in plan.wiki.by_path else "add"))
         progress.step(source.path)
     return writes, written
@@ -135,7 +136,8 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
                 result.raced = sorted({p for p, _ in compiled} - set(left))
                 return result
             result.candidate = stage_locked(ws, writes, kind=COMPILE_KIND, slug="compile",
-                                            subject=_subject(result), body=_body(result), recorded=recorded, base=base)
+                                            subject=_subject(result), body=_body(result), recorded=recorded, base=base,
+                                            root_dir=wiki.root_dir)
     finally:
         for text in site.notes:
             if note is not None:

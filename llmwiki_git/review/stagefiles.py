@@ -131,15 +131,17 @@ def stage_files(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, sl
 
 
 def stage_locked(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, slug: str, subject: str, body: str,
-                 recorded: Recorded = Recorded(), base: str | None = None) -> StagedFiles | None:
+                 recorded: Recorded = Recorded(), base: str | None = None,
+                 root_dir: str | None = None) -> StagedFiles | None:
     """:func:`stage_files` for a caller that holds the repository lock already (and decides,
-    under it, whether to stage at all)."""
+    under it, whether to stage at all); ``root_dir``, the wiki root at ``base``, when the
+    caller knows it (else the wiki at ``base`` is read to find it)."""
     git: Git = ws.require_git("staging a review candidate")
     current_branch(git)  # refuse on a detached HEAD
     base = base or git.rev_parse("HEAD")
     if base is None:
         raise UsageError("the branch has no commit yet", hint="commit the wiki first")
-    root_dir = ws.wiki(base).root_dir
+    root_dir = ws.wiki(base).root_dir if root_dir is None else root_dir
     files = plan_files(git, base, root_dir, ws.project_prefix, writes, ws.settings.max_page_mb * 1024 * 1024)
     if not files:
         return None
