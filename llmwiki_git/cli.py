@@ -19,6 +19,8 @@ from .wording import plural
 if TYPE_CHECKING:
     from .answer.query import QueryResult
     from .checks import CheckResult
+    from .compiler.progress import Progress
+    from .compiler.service import CompileResult
 
 EXIT_INTERNAL = 3
 
@@ -717,10 +719,8 @@ def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrenc
 
     ws = _workspace(ctx)
     ws.require_git("compiling sources")
-    bar: Any = None
 
-    def progress(state: Any) -> None:
-        nonlocal bar
+    def progress(state: Progress) -> None:
         if as_json:
             return
         eta = state.eta
@@ -736,7 +736,7 @@ def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrenc
     ctx.exit(result.exit_code)
 
 
-def _render_compile(result: Any) -> None:
+def _render_compile(result: CompileResult) -> None:
     for path, why in result.unreadable:
         _note(f"warning: {path} cannot be compiled ({why}); skipped")
     for path, cid in result.staged_elsewhere.items():
