@@ -42,8 +42,9 @@ from ..git import Git
 
 JOURNAL = "transaction.json"
 POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")
-# Outside a write transaction: between a check cache file's write and its rename (checks/cache.py).
-OTHER_POINTS = ("cache",)
+# Outside a write transaction: between a check cache file's write and its rename (checks/cache.py);
+# between a multi-file candidate's commit and its branch (review/stagefiles.py).
+OTHER_POINTS = ("cache", "stage")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 TEMP_RE = re.compile(r"^\.llmwiki-[0-9a-f]{12}\.tmp$")
