@@ -1,10 +1,30 @@
 #!/usr/bin/env python3
 """Leave-one-wiki-out evaluation of the ranking: every choice made on three wikis, measured on the fourth.
 
-    python benchmarks/retrieval.py --leave-one-out [--work DIR] [--cache DIR] [--baseline REV]
-    python benchmarks/leave_one_out.py [same options]
+    python benchmarks/leave_one_out.py [--work DIR] [--cache DIR] [--baseline REV] [--ablations]
+    python benchmarks/retrieval.py --leave-one-out -- [the same options]
+    python benchmarks/leave_one_out.py --embedder openai|ollama [--test-server]
+    python benchmarks/leave_one_out.py --shipped-only
 
-(Stage 1: the shipped ranking of this tree and of a baseline revision, per wiki.)
+The four wikis of ``../shared/corpora`` (Foam, Dendron, Hugo's docs, Logseq's docs) and the
+questions of ``benchmarks/data/questions.jsonl``. Prints, as markdown:
+
+1. per held-out wiki, before (the shipped ranking of ``--baseline``, run as a child process
+   with that revision's package) and after (this tree's reading rules, the ranking config
+   chosen on the other three: ``loo_lab.py``), hybrid and lexical only, with the targets;
+   the config chosen on all four and whether this tree ships it; two checks (the lab re-makes
+   the baseline's own ranking, and this tree's ``search.search``, question by question);
+2. every page aggregation measured on all four; how often each wiki's longest page is in the
+   first five;
+3. with ``--ablations``: each change taken back (each cleaning step left out, each
+   alternative tried) and the leave-one-out redone, per held-out wiki, and the same with the
+   config fixed.
+
+``--embedder openai|ollama`` instead measures the shipped ranking through that HTTP embedder
+(with ``--test-server``: a local server serving the default model's vectors in that wire
+format, which must rank exactly as the local model). Vectors are cached in ``--cache``
+(outside the repository), keyed by the embedded text; the lab's arrays in ``--work``, keyed
+by a digest of the code that reads pages. Always exits 0: a measurement, not a test.
 """
 
 from __future__ import annotations
