@@ -424,6 +424,7 @@ def _jsonable(value: Any) -> Any:
 
 def _read_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     from .wiki import frontmatter
+    from .wiki.titles import page_title
 
     if ("pageId" in args) == ("path" in args):
         raise ArgumentError(f"invalid arguments for read_page: {_ONE_OF_MESSAGES['read_page']}")
@@ -431,7 +432,6 @@ def _read_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     page = _find_page(wiki, page_id=args.get("pageId"), path=args.get("path"))
     text = _read_confined(ws, wiki, page.path)
     meta = frontmatter.parse(text)
-    title = meta.data.get("title")
     warnings = []
     if meta.error:
         warnings.append({"code": "malformed-frontmatter", "message": f"{page.path}:{meta.error_line}: {meta.error}"})
@@ -441,7 +441,7 @@ def _read_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
         head_blob = found or None
     return {"version": 1, "pageId": page.id, "path": page.path,
             "blobId": blob_id(text.encode("utf-8")), "headBlobId": head_blob,
-            "title": title if isinstance(title, str) and title.strip() else page.stem,
+            "title": page_title(meta.data, text[meta.body_offset:], page.stem),
             "frontmatter": _jsonable(meta.data), "body": text[meta.body_offset:], "warnings": warnings}
 
 
@@ -646,6 +646,8 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         return path_of_index(wiki.root_dir)
 
     def resources_listing(offset: int) -> tuple[list[Any], int | None]:
+        from .wiki.titles import stem_title
+
         wiki = ws.wiki("worktree")
         items: list[Any] = []
         index = wiki.by_path.get(index_path(wiki))
@@ -656,7 +658,8 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         for page in wiki.pages:
             if page is index:
                 continue
-            items.append(types.Resource(uri=page_uri(page.id), name=page.id, title=page.scan.title or page.stem,
+            items.append(types.Resource(uri=page_uri(page.id), name=page.id,
+                                        title=page.scan.title or stem_title(page.stem),
                                         description=f"{page.kind} page {page.path}", mime_type="text/markdown"))
         end = offset + RESOURCES_PER_PAGE
         return items[offset:end], end if end < len(items) else None

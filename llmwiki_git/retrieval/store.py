@@ -87,6 +87,10 @@ class Store:
         """Index into ``pages`` for every row (built once)."""
         return self.pages.row_owner()
 
+    def owner_array(self) -> np.ndarray:
+        """:meth:`row_owner` as an int64 array (built once)."""
+        return self.pages.owner_array()
+
     def by_id(self) -> Mapping[str, PageEntry]:
         """Page id -> entry (the id table is built once per store; entries on demand)."""
         return EntriesById(self.pages)

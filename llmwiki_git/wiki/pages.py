@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 from . import frontmatter
 from .scanner import Anchors, Occurrence, scan_raw
 from .slug import slugify
+from .titles import declared_title
 
 MAX_PAGE_BYTES = 8 * 1024 * 1024
 """Pages larger than this are still pages (links to them resolve) but are not scanned."""
@@ -28,7 +29,7 @@ class PageScan(NamedTuple):
     (the cached check of docs/benchmarks.md reads 10,000 of them). Headings and block ids are kept sorted, so records compare stably.
     """
 
-    title: str | None
+    title: str | None  # the title the page declares (titles.declared_title); None: its file name is its title
     aliases: tuple[str, ...]
     raw_links: tuple[tuple[Any, ...], ...]  # Occurrence fields; plain tuples when read from the cache
     body_line: int
@@ -128,11 +129,11 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
     meta = frontmatter.parse(text)
     if meta.error:
         issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
-    title = meta.data.get("title")
+    title = declared_title(meta.data, text[meta.body_offset:])
     links, headings, blocks = scan_raw(text, meta.body_line)
     aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
     return (
-        title if isinstance(title, str) else None,
+        title,
         aliases,
         tuple(links),
         meta.body_line,
