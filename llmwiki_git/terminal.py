@@ -22,9 +22,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2
 
 
 def _visible(match: re.Match[str]) -> str:
-    char = match.group()
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    """C0 as ``\\xNN``; DEL, C1 and the rest as ``\\uNNNN``, which is also a valid JSON
+    escape: ``--json`` output (``ensure_ascii=False``) holds those raw inside strings."""
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"
 
 
 def clean(text: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import CandidateNotFound, LlmwikiError, UsageError
 from ..git import Git
 from ..wiki.frontmatter import split
+from ..wiki.pages import MAX_PAGE_BYTES, acceptance_problem
 from ..wiki.slug import slugify
 from .trailers import ABSENT, KIND, KINDS, PAGE_KIND, Trailers, parse as parse_trailers, read_many as read_trailers
 
@@ -170,12 +171,30 @@ def _raw_changes(git: Git, parent: str, commit: str) -> list[tuple[str, str, str
     return changes
 
 
-def validate(git: Git, candidate: Candidate, wiki_root: str) -> Malformed | None:
+def blob_problem(git: Git, blob: str, *, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
+    """The one acceptance rule (:func:`~llmwiki_git.wiki.pages.acceptance_problem`) applied to
+    a page a candidate writes, read from its blob: the size is asked first, so an oversize
+    blob is refused without being loaded. Every candidate kind calls this for each page."""
+    size = git.text("cat-file", "-s", blob)
+    if not size.isdigit() or int(size) > max_bytes:
+        return f"it is over the {max_bytes // (1024 * 1024)} MB page limit ({size} bytes)"
+    return acceptance_problem(git.run("cat-file", "blob", blob), max_bytes=max_bytes)
+
+
+def unchecked(candidate_id: str, target: str, why: str) -> Malformed:
+    """The refusal of a page that breaks the acceptance rule."""
+    return Malformed("unchecked-page", f"candidate {candidate_id} writes {target}, which is not fully checkable: {why}; "
+                                       "a page a candidate writes must be fully checkable, as the gate requires "
+                                       "of a commit; reject it")
+
+
+def validate(git: Git, candidate: Candidate, wiki_root: str, *, max_bytes: int = MAX_PAGE_BYTES) -> Malformed | None:
     """The one structural check of a candidate, used by approve, show, list and the Action:
     a well-formed trailer block; exactly one commit on its base changing exactly one entry,
     its target, to a regular file (mode 100644: no symlink, executable or gitlink); the
-    target ``<wiki root>/queries/<slug>.md``, through no ``.git`` or other hidden folder.
-    Returns None when the candidate is a plain query page."""
+    target ``<wiki root>/queries/<slug>.md``, through no ``.git`` or other hidden folder;
+    the page it writes acceptable (:func:`blob_problem`: fully checkable within
+    ``max_bytes``, no control or bidi characters). Returns None when the candidate passes."""
     t = candidate.trailers
     if t is None or candidate.notes:
         return Malformed("malformed", f"candidate {candidate.id} has a malformed trailer block "
@@ -195,7 +214,7 @@ def validate(git: Git, candidate: Candidate, wiki_root: str) -> Malformed | None
     if paths != [t.target]:
         return Malformed("touches-other-files", f"candidate {candidate.id} must change exactly {t.target}, "
                                                 f"but changes: {', '.join(map(repr, paths)) or 'nothing'}")
-    mode, _blob, status, _path = changes[0]
+    mode, blob, status, _path = changes[0]
     if status.startswith("D"):
         if page_edit:
             return None  # a deletion candidate: no blob at the target
@@ -205,7 +224,8 @@ def validate(git: Git, candidate: Candidate, wiki_root: str) -> Malformed | None
                 "040000": "a folder"}.get(mode, f"mode {mode}")
         return Malformed("not-a-regular-file", f"candidate {candidate.id} makes {t.target} {kind}; only a regular "
                                                "file (mode 100644) can be approved; reject it")
-    return None
+    why = blob_problem(git, blob, max_bytes=max_bytes)
+    return None if why is None else unchecked(candidate.id, t.target, why)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ RESTAGE = "regenerate and restage the answer with `llmwiki query \"…\" --save 
 @dataclass
 class Verdict:
     ok: bool
-    code: str  # ok | malformed | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable
+    code: str  # ok | malformed | bad-target | not-a-regular-file | unchecked-page | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable
     message: str
     candidate: Candidate
     tip: str | None = None
@@ -66,7 +66,8 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
         tip_wiki = ws.wiki(tip) if tip is not None else None
     except LlmwikiError:  # judged below as "validation unavailable"
         tip_wiki = None
-    malformed = validate(git, candidate, (tip_wiki or ws.wiki("worktree")).root_dir)
+    malformed = validate(git, candidate, (tip_wiki or ws.wiki("worktree")).root_dir,
+                         max_bytes=ws.settings.max_page_mb * 1024 * 1024)
     if malformed is not None:
         extra = f": {RESTAGE}" if malformed.code == "not-single-commit" else ""
         return refuse(malformed.code, malformed.message + extra)

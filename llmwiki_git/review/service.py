@@ -15,8 +15,9 @@ from .approve import Approved, Verdict, approve, evaluate
 from .project import ReviewProject
 
 
-REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file"})
-"""Verdict codes meaning the candidate is not a plain query page (listed as malformed)."""
+REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file",
+                            "unchecked-page"})
+"""Verdict codes meaning the candidate can never be approved as it is (listed as malformed)."""
 
 
 def _status(citations: list[Any] | None) -> str:
