@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import confine
 from ..errors import DirtyPaths, FollowIncomplete, GitError, LlmwikiError, RefChanged
 from ..git import Git
 
@@ -44,9 +45,7 @@ JOURNAL = "transaction.json"
 POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")
 # Outside a write transaction: between a check cache file's write and its rename (checks/cache.py).
 OTHER_POINTS = ("cache",)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-TEMP_RE = re.compile(r"^\.llmwiki-[0-9a-f]{12}\.tmp$")
+TEMP_RE = re.compile("^" + re.escape(confine.TEMP_PREFIX) + "[0-9a-f]{12}" + re.escape(confine.TEMP_SUFFIX) + "$")
 
 
 _passed: dict[str, int] = {}
@@ -107,30 +106,12 @@ class Intent:
 # --------------------------------------------------------------------------- files
 
 
-def write_atomic(target: Path, data: bytes, executable: bool = False) -> None:
-    """Write ``target`` through a ``.llmwiki-<hex>.tmp`` sibling and a rename; new files get
-    the user's umask; never follows a symlink at the temp name."""
-    import secrets  # here: every command imports this module (`pending`), few write
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".llmwiki-{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o777 if executable else 0o666)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        crash_point("file")
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def write_atomic(target: Path, data: bytes, executable: bool = False, *, root: Path) -> None:
+    """Replace ``target`` (a file under ``root``) through a ``.llmwiki-<hex>.tmp`` sibling and
+    a rename, never through a symlink on the way from ``root`` (confinement's one write,
+    :func:`llmwiki_git.confine.replace_file`); new files get the user's umask."""
+    rel = os.path.relpath(target, root)
+    confine.replace_file(root, rel, data, executable=executable, before_rename=lambda: crash_point("file"))
 
 
 def sweep_temp_files(top: Path, paths: Sequence[str]) -> None:
@@ -151,6 +132,7 @@ def sweep_temp_files(top: Path, paths: Sequence[str]) -> None:
 
 
 def _delete(top: Path, rel: str) -> None:
+    confine.refuse_symlinks(top, rel)  # never unlink through a symlinked folder
     target = top / rel
     try:
         os.unlink(target)
@@ -283,7 +265,7 @@ def _follow(git: Git, top: Path, intent: Intent) -> list[str]:
             if new is None:
                 _delete(top, rel)
             else:
-                write_atomic(top / rel, new_bytes or b"", new[0] == "100755")
+                write_atomic(top / rel, new_bytes or b"", new[0] == "100755", root=top)
         records.append((new[0], new[1], rel) if new else ("0", zero, rel))
     crash_point("files")
     if records:
@@ -319,8 +301,7 @@ def journal_path(state_dir: Path) -> Path:
 
 
 def _write_journal(state_dir: Path, intent: Intent) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(journal_path(state_dir), (json.dumps(intent.to_json(), indent=2) + "\n").encode())
+    write_atomic(journal_path(state_dir), (json.dumps(intent.to_json(), indent=2) + "\n").encode(), root=state_dir.parent)
 
 
 def _drop_journal(state_dir: Path) -> None:

@@ -122,21 +122,10 @@ class Store:
 
 
 def _atomic_write(path: Path, write: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Replace the state file ``path`` as a whole (confinement's one write: never through a
+    symlink from the project folder down), after moving a non-file at its place aside."""
     _clear_non_file(path)
-    import tempfile  # writers only: a read imports neither this nor secrets
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    confine.replace_with(path.parent.parent, f"{path.parent.name}/{path.name}", write)
 
 
 def _clear_non_file(path: Path) -> None:

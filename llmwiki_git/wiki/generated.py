@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import PathRefused
 from ..git import Git
 from ..gitstore.transaction import write_atomic
 
@@ -127,9 +128,8 @@ def notice(state_dir: Path, key: str, text: str) -> list[str]:
     if key in seen:
         return []
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(marker, ("\n".join(sorted(seen | {key})) + "\n").encode())
-    except OSError:
+        write_state_file(marker, ("\n".join(sorted(seen | {key})) + "\n").encode())
+    except (OSError, PathRefused):
         pass
     return [text]
 
@@ -138,10 +138,16 @@ def appended_log(old: bytes | None, entry: str) -> bytes:
     return (old if old else LOG_HEADER) + entry.encode("utf-8")
 
 
+def write_state_file(path: Path, data: bytes) -> None:
+    """Replace ``path``, a file of the state folder, confined to the project folder holding
+    that folder (neither ``.llmwiki`` nor the file may be a symlink)."""
+    write_atomic(path, data, root=path.parent.parent)
+
+
 def write_local_log(path: Path, entry: str) -> None:
     """Append ``entry`` to llmwiki's own journal in the state folder."""
-    old = path.read_bytes() if path.is_file() else None
-    write_atomic(path, appended_log(old, entry))
+    old = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    write_state_file(path, appended_log(old, entry))
 
 
 # -- evidence ------------------------------------------------------------------------------
