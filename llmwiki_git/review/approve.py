@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DATA_ERRORS, ApprovalRefused, LlmwikiError
+from ..errors import DATA_ERRORS, ApprovalRefused, GitLockHeld, LlmwikiError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
+from ..gitstore.transaction import held_git_locks
 from ..publication.trailers import ABSENT, PAGE_KIND, REPLAYED
 from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
@@ -197,6 +198,9 @@ def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingI
     tip = git.rev_parse(ref)
     landed = _on_branch(git, candidate, tip)
     if landed is not None and candidate.trailers is not None:  # a re-run after an interrupted approval
+        held = held_git_locks(git, [f"{candidate.ref}.lock", "packed-refs.lock"])
+        if held:
+            raise GitLockHeld(held, f"approval of {candidate_id}")
         git.run("update-ref", "-m", f"llmwiki: approved {candidate_id}", "-d", candidate.ref, candidate.commit)
         return Approved(candidate_id, landed, landed != candidate.commit, tip or landed, candidate.trailers.target, True)
     verdict = evaluate(ws, candidate_id, pending)
