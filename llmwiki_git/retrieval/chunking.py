@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..markup import strip_comments
+
 TARGET_CHARS = 800
 MAX_CHARS = 1400
 MIN_CHARS = 200
@@ -101,10 +103,12 @@ def split_into_chunks(body: str) -> list[Chunk]:
 EMBEDDING_INPUT_VERSION = 2
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*$", re.M)
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _REFERENCE_DEFINITION = re.compile(r"^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*\S+.*$", re.M)
-_WIKILINK = re.compile(r"!?\[\[([^\]|\n]*)(?:\|([^\]\n]*))?\]\]")
-_MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
+# Bracketed text never holds "[" (as the scanner reads links): an attempt that fails stops at
+# the next "[" instead of rescanning a run of them (linear on a page of 2,000,000 "[";
+# tests/test_linear_links.py). HTML comments go through markup.strip_comments for the same reason.
+_WIKILINK = re.compile(r"!?\[\[([^\[\]|\n]*)(?:\|([^\[\]\n]*))?\]\]")
+_MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
 _URL = re.compile(r"(?=[fhwFHW])(?:\b(?:https?|ftp|file)://[^\s<>)\]]+|\bwww\.[^\s<>)\]]+)", re.I)
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]*-{3,}[ \t:|-]*$", re.M)
@@ -129,8 +133,8 @@ def _link_label(match: re.Match[str]) -> str:
 #: The steps of :func:`readable_text`, in order: (strings one of which the text must contain
 #: for the pattern to match at all, pattern, replacement). The substring test skips most
 #: patterns for most chunks (indexing 50,000 chunks runs every step).
-_READABLE_STEPS: tuple[tuple[tuple[str, ...], re.Pattern[str], Any], ...] = (
-    (("<!--",), _COMMENT, " "),
+_READABLE_STEPS: tuple[tuple[tuple[str, ...], re.Pattern[str] | None, Any], ...] = (
+    (("<!--",), None, " "),  # markup.strip_comments
     (("]:",), _REFERENCE_DEFINITION, ""),
     (("```", "~~~"), _FENCE, ""),
     (("[[",), _WIKILINK, _link_label),
@@ -151,7 +155,7 @@ def readable_text(text: str) -> str:
     no block ids; whitespace runs collapsed. Code, table cells and words stay."""
     for needles, pattern, replacement in _READABLE_STEPS:
         if any(needle in text for needle in needles):
-            text = pattern.sub(replacement, text)
+            text = strip_comments(text, replacement) if pattern is None else pattern.sub(replacement, text)
     return _BLANK_LINES.sub("\n\n", text).strip()
 
 
