@@ -24,7 +24,7 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .errors import PathRefused
 
@@ -123,6 +123,45 @@ def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, 
         if len(data) > max_bytes:
             raise PathRefused(shown, f"grew over the {max_bytes / 1048576:g} MB limit while being read; not read", code="too-large")
         return data
+    except OSError as exc:
+        raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
+    finally:
+        os.close(fd)
+
+
+def load_json(data: bytes | str, *, name: str) -> Any:
+    """``json.loads`` of a state file with bounded depth: a document nested deeper than the
+    interpreter's recursion limit (``[[[[…`` by the hundred thousand) is a ValueError naming
+    ``name``, never a RecursionError -- callers treat it as any other corrupt file."""
+    import json  # here: the check path reads no JSON
+
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError(f"{name} is nested too deeply to be read (corrupt)") from None
+
+
+def read_json(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, name: str | None = None) -> Any:
+    """A state file's JSON: `read_file` (regular files only, non-blocking, size-capped) then
+    `load_json` (bounded depth). PathRefused or ValueError when it cannot be used."""
+    shown = name or os.fspath(path)
+    return load_json(read_file(path, max_bytes=max_bytes, name=shown), name=shown)
+
+
+def read_head(path: str | os.PathLike[str], size: int, *, name: str | None = None) -> bytes:
+    """The first ``size`` bytes of the regular file ``path`` (fewer when it is shorter),
+    opened non-blocking and checked with ``fstat`` first: a FIFO or device is refused at
+    once (PathRefused) instead of blocking the command."""
+    shown = name or os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    except OSError as exc:
+        raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise PathRefused(shown, f"{_kind(info.st_mode)}, not a regular file; not read", code="not-regular-file")
+        return os.read(fd, size)
     except OSError as exc:
         raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
     finally:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import confine
-from ..errors import DirtyPaths, FollowIncomplete, GitError, GitLockHeld, LlmwikiError, RefChanged
+from ..errors import DirtyPaths, FollowIncomplete, GitError, GitLockHeld, LlmwikiError, PathRefused, RefChanged
 from ..git import Git
 
 JOURNAL = "transaction.json"
@@ -447,9 +447,9 @@ def recover(git: Git, top: Path, state_dir: Path) -> str | None:
     if not path.is_file():
         sweep_temp_files(top, [])
         return None
-    try:
-        intent = Intent.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
+    try:  # non-blocking, size-capped, bounded depth (confine): a hostile journal is unreadable, not a crash
+        intent = Intent.from_json(confine.read_json(path, max_bytes=1024 * 1024, name=JOURNAL))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, PathRefused):
         _drop_journal(state_dir)
         return "llmwiki: dropped an unreadable record of an interrupted write (nothing was changed by it)"
     actual = git.rev_parse(intent.ref)

@@ -3,12 +3,12 @@ wiki as it will be after the write, then one git commit touching only the writte
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DATA_ERRORS
+from .. import confine
+from ..errors import DATA_ERRORS, PathRefused
 from ..gitstore.commits import current_branch
 from ..gitstore.transaction import Intent, check_worktree
 from ..wiki.citations import BROKEN, PENDING, Citation, PendingIndex, citation_report
@@ -43,8 +43,8 @@ def profile_refusal(state_dir: Path) -> Refusal | None:
     if not path.is_file():
         return None
     try:
-        profile = json.loads(path.read_text(encoding="utf-8")).get("profileId", "default")
-    except (OSError, ValueError, AttributeError):
+        profile = confine.read_json(path, max_bytes=1024 * 1024, name="profile.json").get("profileId", "default")
+    except (PathRefused, ValueError, AttributeError):
         profile = "unknown"
     if profile == "default":
         return None

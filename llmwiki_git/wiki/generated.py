@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import confine
 from ..errors import PathRefused
 from ..git import Git
 from ..gitstore.transaction import write_atomic
@@ -121,9 +122,9 @@ def paths_for(git: Git | None, top: Path, state_dir: Path, head: str | None, *, 
 def notice(state_dir: Path, key: str, text: str) -> list[str]:
     """``[text]`` the first time ``key`` is noticed in this project, then ``[]``."""
     marker = state_dir / NOTICE
-    try:
-        seen = set(marker.read_text(encoding="utf-8").split())
-    except OSError:
+    try:  # non-blocking and size-capped: a FIFO or a huge file in its place is no notice record
+        seen = set(confine.read_file(marker, max_bytes=64 * 1024, name=NOTICE).decode("utf-8", "replace").split())
+    except PathRefused:
         seen = set()
     if key in seen:
         return []
