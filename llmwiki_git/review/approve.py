@@ -18,7 +18,7 @@ from ..gitstore.transaction import held_git_locks
 from ..publication.trailers import ABSENT, PAGE_KIND, REPLAYED
 from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
-from ..publication.save import body_of, policy_refusal
+from ..publication.save import body_of, hand_written_problem, policy_refusal
 from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome, precondition_of, three_way
 from .project import ReviewProject
 from ..publication.write import Site, commit_and_move, locked
@@ -30,7 +30,7 @@ RESTAGE = "regenerate and restage the answer with `llmwiki query \"…\" --save 
 @dataclass
 class Verdict:
     ok: bool
-    code: str  # ok | malformed | bad-target | not-a-regular-file | unchecked-page | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable
+    code: str  # ok | malformed | bad-target | not-a-regular-file | unchecked-page | hand-written | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable
     message: str
     candidate: Candidate
     tip: str | None = None
@@ -91,6 +91,9 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
     if at_tip != at_base:
         code, what = _moved(at_base, at_tip)
         return refuse(code, f"{t.target} {what} since {candidate_id} was staged; {RESTAGE}")
+    problem = hand_written_problem(git, tip, t.target)
+    if problem is not None:  # a forged precondition naming a hand-written page
+        return refuse("hand-written", f"Approval of {candidate_id} refused: {problem}; reject it")
     try:
         after = (tip_wiki or ws.wiki(tip)).with_page(t.target, document.decode("utf-8"))
         citations, error = citation_report(body_of(document.decode("utf-8")), after, pending), None
