@@ -94,6 +94,24 @@ def confined(root: str | os.PathLike[str], rel: str, *, allow_hidden: bool = Fal
     return os.path.realpath(os.path.join(os.path.realpath(root), rel))
 
 
+def _open_regular(path: str | os.PathLike[str], shown: str, nofollow: bool = False) -> tuple[int, os.stat_result]:
+    """An open descriptor on the regular file ``path`` and its status: opened non-blocking
+    and checked with ``fstat`` first, so a FIFO or device is refused at once (PathRefused)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | (_NOFOLLOW if nofollow else 0))
+    except OSError as exc:
+        raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
+    try:
+        info = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise PathRefused(shown, f"{_kind(info.st_mode)}, not a regular file; not read", code="not-regular-file")
+    return fd, info
+
+
 def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, name: str | None = None,
               nofollow: bool = False) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes``; PathRefused for a FIFO,
@@ -101,14 +119,8 @@ def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, 
     and memory (never more than ``max_bytes + 1`` bytes read). ``nofollow``: refuse a
     symlink as the last component (for paths listed as plain files)."""
     shown = name or os.fspath(path)
+    fd, info = _open_regular(path, shown, nofollow)
     try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | (_NOFOLLOW if nofollow else 0))
-    except OSError as exc:
-        raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise PathRefused(shown, f"{_kind(info.st_mode)}, not a regular file; not read", code="not-regular-file")
         if info.st_size > max_bytes:
             raise PathRefused(shown, f"{info.st_size / 1048576:.1f} MB is over the {max_bytes / 1048576:g} MB limit; not read", code="too-large")
         chunks: list[bytes] = []
@@ -153,14 +165,8 @@ def read_head(path: str | os.PathLike[str], size: int, *, name: str | None = Non
     opened non-blocking and checked with ``fstat`` first: a FIFO or device is refused at
     once (PathRefused) instead of blocking the command."""
     shown = name or os.fspath(path)
+    fd, _info = _open_regular(path, shown)
     try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
-    except OSError as exc:
-        raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise PathRefused(shown, f"{_kind(info.st_mode)}, not a regular file; not read", code="not-regular-file")
         return os.read(fd, size)
     except OSError as exc:
         raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc

@@ -17,18 +17,7 @@ from llmwiki_git.gitstore.commits import commit_paths
 
 from ..conftest import Repo
 from ..test_security import demo_in
-
-FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
-
-
-@pytest.fixture(params=["wiki", "vault"])
-def demo(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
-    return repo, demo_in(repo, request.param)
-
-
-def state(repo: Repo) -> tuple[str, str, str]:
-    return (repo.git("for-each-ref", "--format=%(refname) %(objectname)"), repo.git("ls-files", "-s"),
-            repo.git("status", "--porcelain", "--untracked-files=all"))
+from .test_confined_writes import FAST, demo, state  # noqa: F401 - demo is a fixture
 
 
 def stage(repo: Repo) -> str:

@@ -7,16 +7,14 @@ step and in MCP `propose_page`. Real repositories, both layouts."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from llmwiki_git.publication.candidates import body_digest
 from llmwiki_git.wiki.pages import acceptance_problem
 
 from ..conftest import Repo, page
-from ..test_security import _tree_with
+from ..test_security import forge
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 FRONT = b"---\ntitle: Evil\ntype: query\n---\n"
@@ -44,21 +42,6 @@ def wiki(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
     return repo, prefix
 
 
-def forge(repo: Repo, cid: str, kind: str, target: str, content: bytes) -> str:
-    """A candidate branch built with plumbing only (as a stranger can push it), whose
-    trailers and body digest match its content."""
-    base = repo.git("rev-parse", "HEAD").strip()
-    sha = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input=content,
-                         capture_output=True, check=True).stdout.decode().strip()
-    tree = _tree_with(repo, f"{base}^{{tree}}", target.split("/"), "100644", sha)
-    message = (f"llmwiki: candidate {cid}\n\nQuestion: forged\n\nLlmwiki-Candidate: {cid}\n"
-               f"Llmwiki-Kind: {kind}\nLlmwiki-Target: {target}\nLlmwiki-Precondition: absent\n"
-               f"Llmwiki-Body-Digest: {body_digest(content)}\nLlmwiki-Base: {base}\n")
-    commit = repo.git("commit-tree", tree, "-p", base, "-m", message).strip()
-    repo.git("update-ref", f"refs/heads/llmwiki/review/{cid}", commit)
-    return commit
-
-
 @pytest.mark.parametrize("kind", ["validated-answer/1", "page/1"])
 def test_forged_candidates_that_are_not_fully_checkable_are_refused(wiki: tuple[Repo, str], kind: str) -> None:
     repo, prefix = wiki
@@ -66,7 +49,7 @@ def test_forged_candidates_that_are_not_fully_checkable_are_refused(wiki: tuple[
     folder = "queries" if kind == "validated-answer/1" else "concepts"
     ids = {name: f"evil{name}-{index:08x}" for index, name in enumerate(sorted(HOSTILE))}
     for name, cid in ids.items():
-        forge(repo, cid, kind, f"{prefix}{folder}/evil{name}.md", HOSTILE[name])
+        forge(repo, cid, f"{prefix}{folder}/evil{name}.md", content=HOSTILE[name], kind=kind)
     rows = {r["id"]: r for r in json.loads(repo.llmwiki("review", "list", "--json", env=FAST).stdout)["candidates"]}
     for name, cid in ids.items():
         verdict = json.loads(repo.llmwiki("review", "show", cid, "--json", env=FAST).stdout)["verdict"]
@@ -98,7 +81,7 @@ def test_the_action_refuses_a_candidate_pull_request_with_escape_sequences(repo:
 
     base = seed(repo)
     cid = "evil-0000000e"
-    commit = forge(repo, cid, "validated-answer/1", "wiki/queries/evil.md", HOSTILE["esc"])
+    commit = forge(repo, cid, "wiki/queries/evil.md", content=HOSTILE["esc"])
     repo.git("update-ref", f"refs/remotes/origin/llmwiki/review/{cid}", commit)
     repo.git("update-ref", "-d", f"refs/heads/llmwiki/review/{cid}")
     repo.git("update-ref", "refs/remotes/origin/main", base)
