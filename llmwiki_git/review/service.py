@@ -113,8 +113,13 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
     t = candidate.trailers
     diff = verdict.details.get("threeWay", "")
     if t is not None and verdict.tip and not diff:
-        diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
-                       check=False).decode("utf-8", "replace")
+        limit = ws.settings.max_page_mb * 1024 * 1024
+        size = git.run("cat-file", "-s", f"{candidate.commit}:{t.target}", check=False).decode().strip()
+        if size.isdigit() and int(size) > limit:  # a forged 40 MB page is not printed
+            diff = f"(no diff: {t.target} is {int(size):,} bytes, over the {ws.settings.max_page_mb} MB page limit)\n"
+        else:
+            diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
+                           check=False).decode("utf-8", "replace")
     question = ""
     if t is None or t.kind != PAGE_KIND:
         question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")

@@ -56,6 +56,9 @@ def test_forged_candidates_that_are_not_fully_checkable_are_refused(wiki: tuple[
         assert verdict["ok"] is False and verdict["code"] == "unchecked-page", (name, verdict)
         assert WHY[name] in verdict["message"], (name, verdict["message"])
         assert rows[cid]["citationStatus"] == "malformed" and rows[cid]["notes"], rows[cid]
+        if name == "oversize":  # not printed whole
+            shown = repo.llmwiki("review", "show", cid, env=FAST)
+            assert len(shown.stdout) < 100_000 and "over the 8 MB page limit" in shown.stdout, shown.stdout[:500]
         approved = repo.llmwiki("review", "approve", cid, env=FAST)
         assert approved.returncode == 1 and "fully checkable" in approved.stderr, (name, approved.stderr)
         assert "\x1b" not in approved.stderr and "\u202e" not in approved.stderr
