@@ -19,6 +19,8 @@ from .wording import plural
 if TYPE_CHECKING:
     from .answer.query import QueryResult
     from .checks import CheckResult
+    from .compiler.progress import Progress
+    from .compiler.service import CompileResult
 
 EXIT_INTERNAL = 3
 
@@ -583,14 +585,27 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
     else:
         click.echo(f"Candidate {view.candidate.id}")
         for key, value in view.metadata().items():
-            click.echo(f"{key}: {value}")
+            if value is not None or not view.pages:
+                click.echo(f"{key}: {value}")
+        provenance = view.provenance()
+        for source in provenance.get("sources", []):
+            click.echo(f"source: {source['path']} (blob {source['blob']})")
+        for key in ("model", "prompt"):
+            if provenance.get(key):
+                click.echo(f"{key}: {provenance[key]}")
         click.echo("")
         if view.verdict.citations is not None:
             for line in format_report(view.verdict.citations):
                 click.echo(line)
         click.echo("")
-        click.echo(view.diff.rstrip("\n"))
-        click.echo("")
+        if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
+            for number, item in enumerate(view.pages, 1):
+                click.echo(f"=== page {number}/{len(view.pages)}: {item['target']} (was: {item['precondition']}) ===")
+                click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
+                click.echo("")
+        else:
+            click.echo(view.diff.rstrip("\n"))
+            click.echo("")
         verdict = view.verdict
         click.echo(("Approval would pass: " if verdict.ok else f"Approval would be refused ({verdict.code}): ") + verdict.message)
     ctx.exit(0)
@@ -618,7 +633,8 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
         click.echo(f"Candidate {candidate_id} cleared.")
         return
     how = "replayed on the current tip" if done.replayed else "fast-forward"
-    click.echo(f"Approved {candidate_id} → {done.target} ({how}, commit {done.commit[:12]}).")
+    what = done.target if len(done.targets) <= 1 else f"{len(done.targets)} pages: {', '.join(done.targets)}"
+    click.echo(f"Approved {candidate_id} → {what} ({how}, commit {done.commit[:12]}).")
     click.echo(f"Candidate {candidate_id} cleared.")
 
 
@@ -631,6 +647,128 @@ def review_reject(ctx: click.Context, candidate_id: str) -> None:
 
     done = reject_candidate(_workspace(ctx), candidate_id)
     click.echo(f"Rejected {done.candidate_id}; its commit is kept at {done.ref}.")
+
+
+# -- growing the wiki from sources: ingest, compile (docs/compile.md) -------------------------
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--json", "as_json", is_flag=True, help="Print what was ingested as JSON.")
+@click.pass_context
+def ingest(ctx: click.Context, files: tuple[str, ...], as_json: bool) -> None:
+    """Copy FILE... into sources/<slug>.md as sources to compile from, in one commit.
+
+    Markdown and text are kept as they are, HTML becomes markdown and PDF text (those two
+    need the `ingest` extra). Each source gets frontmatter with its original name, type and
+    size; past 100,000 characters it is cut and marked `truncated: true`. FILE must be a
+    regular file inside the repository (not a symlink, not in a hidden folder); a binary,
+    empty or oversize file is refused, and then nothing is written. Ingesting the same
+    content again changes nothing.
+
+    \b
+    Examples:
+      llmwiki ingest inbox/paper.pdf inbox/notes.md
+      llmwiki ingest saved/article.html --json
+    """
+    from .compiler.ingest import ingest_files
+
+    ws = _workspace(ctx)
+    base = ctx.obj["repo"] if ctx.obj["repo"] is not None else Path.cwd()
+    paths = [(Path(os.path.abspath(base / name)), name) for name in files]
+    result = ingest_files(ws, paths, None if as_json else _note)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return
+    for item in result.files:
+        cut = ", truncated" if item.truncated else ""
+        click.echo(f"{item.status.capitalize()}: {item.name} → {item.target} ({item.kind}, {plural(item.chars, 'character')}{cut})")
+    if result.commit is None:
+        click.echo("Nothing changed: every source was already there.", err=True)
+    else:
+        click.echo(f"Committed {result.commit[:12]}. Next: `llmwiki compile` writes wiki pages from the sources.", err=True)
+
+
+@cli.command("compile")
+@click.option("--publish", is_flag=True,
+              help="Approve the run's candidate at once, through the same validation as `llmwiki review approve`.")
+@click.option("--provider", default=None, metavar="NAME",
+              help="openai, anthropic or ollama to write concept pages with a model; extractive for offline source "
+                   "notes (default: LLMWIKI_PROVIDER, config, first with credentials, else extractive).")
+@click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
+              help="Model requests in flight at once (1 to 16).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run (sources, pages, candidate, usage) as JSON.")
+@click.pass_context
+def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrency: int, as_json: bool) -> None:
+    """Write wiki pages from the sources that changed since their pages were written, as ONE
+    review candidate branch (kind compile/1); prints its id.
+
+    Offline (no provider configured) each source gets a source note: its title, an
+    extractive summary, key passages with line citations ^[name.md:L-L], and [[links]] to
+    the pages it mentions. With a model, concepts are extracted per source and one page is
+    written or updated per concept. Every page records its sources (frontmatter `sources:`,
+    trailers `Llmwiki-Source: <path> <blob>`). A run with no source changed makes no model
+    request and no branch.
+
+    \b
+    Examples:
+      llmwiki compile                  stage a run; then `llmwiki review show <id>`
+      llmwiki compile --publish        stage and approve it at once
+      llmwiki compile --provider openai --concurrency 8
+    """
+    from .compiler.service import compile_wiki
+
+    ws = _workspace(ctx)
+    ws.require_git("compiling sources")
+
+    def progress(state: Progress) -> None:
+        if as_json:
+            return
+        eta = state.eta
+        left = f", about {_age(eta)} left" if eta is not None and state.done < state.total else ""
+        click.echo(f"  {state.phase}: {state.done}/{state.total} {state.current}{left}", err=True)
+
+    result = compile_wiki(ws, provider=provider, publish=publish, concurrency=concurrency, on_progress=progress,
+                          note=None if as_json else _note)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        ctx.exit(result.exit_code)
+    _render_compile(result)
+    ctx.exit(result.exit_code)
+
+
+def _render_compile(result: CompileResult) -> None:
+    for path, why in result.unreadable:
+        _note(f"warning: {path} cannot be compiled ({why}); skipped")
+    for path, cid in result.staged_elsewhere.items():
+        _note(f"{path} is staged already in candidate {cid}: approve or reject it first")
+    if not result.compiled:
+        click.echo(f"Nothing to compile: {plural(len(result.up_to_date), 'source')} up to date"
+                   + (f", {len(result.staged_elsewhere)} staged for review" if result.staged_elsewhere else "") + ".")
+        return
+    if result.raced:
+        click.echo(f"Nothing to compile: another compile recorded or staged {', '.join(result.raced)} meanwhile "
+                   "(`llmwiki review list` shows it).")
+        return
+    usage = result.usage
+    if usage.requests:
+        _note(f"Model: {result.model}: {plural(usage.requests, 'request')}, {usage.input_tokens} tokens in, "
+              f"{usage.output_tokens} out{' (some estimated)' if usage.estimated else ''}.")
+    if result.candidate is None:
+        click.echo(f"Nothing to stage: the pages of {plural(len(result.compiled), 'source')} already read so.")
+        return
+    staged = result.candidate
+    click.echo(f"Staged {staged.candidate_id}: {plural(len(staged.files), 'page')} from "
+               f"{plural(len(result.compiled), 'source')} on {staged.branch}.")
+    for page in result.pages:
+        _note(f"  {page.target} ({'new' if page.change == 'add' else 'rewritten'}) from {', '.join(page.sources)}")
+    if result.approved is not None:
+        click.echo(f"Approved {staged.candidate_id} (commit {result.approved.commit[:12]}).")
+    elif result.refusal:
+        _note(result.refusal)
+    else:
+        _note(f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
+              f"`llmwiki review approve {staged.candidate_id}`.")
 
 
 @cli.command()

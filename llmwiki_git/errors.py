@@ -9,6 +9,7 @@
     ├── WikiError                   a page or the wiki cannot be read as asked
     │   ├── PageReadError           one page's bytes could not be read (reported as a page issue)
     │   ├── PathRefused             a path the confinement rule refuses (confine.py)
+    │   ├── InputRefused            a file `llmwiki ingest` cannot take (binary, empty, outside...)
     │   └── SourceRefused           a source citation's line window cannot be shown
     ├── GitError                    a git command failed (cmd, returncode, stderr)
     ├── WriteRefused                a write refused before anything changed (gitstore/)
@@ -20,7 +21,8 @@
     ├── CandidateNotFound           no review candidate with that id
     ├── ApprovalRefused             an approval refused (its verdict attached)
     ├── ProviderError               a model provider could not be reached or refused
-    │   └── RetryableStreamError    an in-stream error worth a retry before any text
+    │   ├── RetryableStreamError    an in-stream error worth a retry before any text
+    │   └── MalformedOutput         a model's reply is not what compile asked for (names the source)
     └── RetrievalError              the search state cannot be used
         ├── StoreError              the embedding store is missing, corrupt or of another model
         ├── LexicalIndexError       the lexical index is missing, corrupt or of another version
@@ -92,6 +94,16 @@ class PathRefused(WikiError):
         self.path = path
         self.reason = reason
         self.code = code  # symlink-escape | not-regular-file | too-large | unreadable | symlink-write | path-refused
+
+
+class InputRefused(WikiError):
+    """A file ``llmwiki ingest`` cannot take: binary, empty, symlinked, outside the
+    repository, too large or unreadable. Nothing was written."""
+
+    def __init__(self, name: str, reason: str, *, hint: str | None = None) -> None:
+        super().__init__(f"cannot ingest {name}: {reason}; nothing was written", hint=hint)
+        self.name = name
+        self.reason = reason
 
 
 class SourceRefused(WikiError):
@@ -257,6 +269,11 @@ class ProviderError(LlmwikiError):
 
 class RetryableStreamError(ProviderError):
     """An error event inside a stream that is worth retrying if no text was yielded yet."""
+
+
+class MalformedOutput(ProviderError):
+    """A model's reply that is not what ``llmwiki compile`` asked for; the message names the
+    source it was about. Nothing was staged."""
 
 
 class RetrievalError(LlmwikiError):

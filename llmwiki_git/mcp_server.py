@@ -128,6 +128,11 @@ def _input_schemas() -> dict[str, dict[str, Any]]:
             "basedOn": {"type": "string", "pattern": "^(absent|[0-9a-f]{40}|[0-9a-f]{64})$",
                         "description": "The blobId read_page (or get_context_pack) gave for the version you edited; "
                                        "'absent' for a new page."},
+            "sources": {"type": "array", "maxItems": 100, "uniqueItems": True,
+                        "items": {"type": "string", "minLength": 1, "maxLength": 1024},
+                        "description": "The sources you wrote the page from, as paths from the project folder "
+                                       "(sources/paper.md): recorded as `llmwiki compile` records them (the page's "
+                                       "frontmatter sources:, and each source's blob in the candidate's trailers)."},
         }, ("path", "content", "basedOn")),
     }
 
@@ -454,7 +459,7 @@ def _propose_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     from .review.stagepage import PageEdit, stage_pages
 
     rel = _clean_relative(args["path"], "path")
-    (staged,) = stage_pages(ws, [PageEdit(rel, args["content"], args["basedOn"])])
+    (staged,) = stage_pages(ws, [PageEdit(rel, args["content"], args["basedOn"], tuple(args.get("sources") or ()))])
     return {"version": 1, "candidateId": staged.candidate_id, "branch": staged.branch, "commit": staged.commit,
             "target": staged.target, "precondition": staged.precondition}
 

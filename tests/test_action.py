@@ -611,6 +611,28 @@ def test_real_page_candidate_is_validated_as_approval_would(repo: Repo, tmp_path
     assert ("lost update refused" if case == "lost-update" else "wiki/concepts/delta.md") in refused[0]
 
 
+def test_a_compile_run_on_a_pull_request_is_validated_as_approval_would(repo: Repo, tmp_path: Path) -> None:
+    """A compile/1 candidate (several pages, one commit) on a pull request from
+    llmwiki/review/*: the gate and the Action accept a run that approval would accept."""
+    from llmwiki_git.compiler.service import compile_wiki
+    from llmwiki_git.workspace import Workspace
+
+    seed(repo)
+    repo.write("sources/greek.md", "# Greek letters\n\nAlpha comes first and Beta second, as every child learns.\n")
+    repo.write("sources/latin.md", "# Latin letters\n\nThe Latin alphabet took its letters from the Greek one.\n")
+    base = repo.commit("sources")
+    result = compile_wiki(Workspace.open(repo.root), environ={})
+    staged = result.candidate
+    assert staged is not None and len(staged.files) == 2
+    repo.git("update-ref", f"refs/remotes/origin/{staged.branch}", staged.commit)
+    repo.git("update-ref", "-d", f"refs/heads/{staged.branch}")
+    repo.git("update-ref", "refs/remotes/origin/main", base)
+    repo.git("checkout", "-q", "--detach", staged.commit)
+    run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
+    assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, run.stdout + run.stderr
+    assert run.commands == [f"::notice title=llmwiki review::review candidate {staged.candidate_id}: approval would pass"]
+
+
 # --- the install step --------------------------------------------------------------------
 
 def test_install_step_makes_a_virtualenv_and_installs_the_actions_checkout(repo: Repo, tmp_path: Path) -> None:

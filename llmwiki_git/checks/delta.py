@@ -27,6 +27,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..wiki.model import Page, detect_root, names_wiki, page_kind
+from ..wiki.provenance import in_sources
 from ..wiki.pages import scan_page
 from ..wiki.slug import parse_target, slugify
 from .links import Checker, Outcome
@@ -288,7 +289,7 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     for status, path, _old, new_blob in changes:
         if path[:1] == "." or "/." in path:
             continue
-        is_page = path.startswith(prefix) and path[-3:].lower() == ".md"
+        is_page = path.startswith(prefix) and path[-3:].lower() == ".md" and not in_sources(path, base)
         if not is_page:
             affected_files.add(path.rsplit("/", 1)[-1].lower())
             if status == "D":

@@ -29,6 +29,7 @@ RULE_MODULES = (
     "wiki/frontmatter.py",
     "wiki/slug.py",
     "wiki/model.py",
+    "wiki/provenance.py",  # which folder holds sources (never pages)
     "checks/links.py",
     "checks/result.py",
     "checks/delta.py",

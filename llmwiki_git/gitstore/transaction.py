@@ -43,8 +43,9 @@ from ..git import Git
 
 JOURNAL = "transaction.json"
 POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")
-# Outside a write transaction: between a check cache file's write and its rename (checks/cache.py).
-OTHER_POINTS = ("cache",)
+# Outside a write transaction: between a check cache file's write and its rename (checks/cache.py);
+# between a multi-file candidate's commit and its branch (review/stagefiles.py).
+OTHER_POINTS = ("cache", "stage")
 TEMP_RE = re.compile("^" + re.escape(confine.TEMP_PREFIX) + "[0-9a-f]{12}" + re.escape(confine.TEMP_SUFFIX) + "$")
 
 

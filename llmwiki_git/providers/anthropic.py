@@ -94,6 +94,10 @@ class AnthropicProvider(PromptedProvider):
     def _parse_stream(self, lines: Iterator[str]) -> Iterator[str | None]:
         return _parse_stream(lines)
 
+    def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
+        usage = body.get("usage")
+        return (usage.get("input_tokens"), usage.get("output_tokens")) if isinstance(usage, dict) else (None, None)
+
     def _parse_full(self, body: Any) -> str:
         return _parse_full(body)
 

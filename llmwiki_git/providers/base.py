@@ -170,10 +170,38 @@ class PromptedProvider:
 
         return json_request(self._endpoint, self._payload(system, user, False), self._parse_full)
 
+    def complete_counted(self, system: str, user: str) -> Completion:
+        """One non-streamed reply with the tokens the server says it used."""
+        from .http import answer_of, post_json
+
+        body = post_json(self._endpoint, self._payload(system, user, False))
+        text = answer_of(self._endpoint, body, self._parse_full)
+        return Completion(text, *_counts(self._usage(body) if isinstance(body, dict) else (None, None)))
+
+    def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
+        """(input tokens, output tokens) as the wire format reports them (None: not reported)."""
+        return None, None
+
     def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
         """Yield the grounded answer's text as the server streams it."""
         system, user = build_prompt(request)
         return self.stream(system, user)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A non-streamed reply and its token counts (None where the server reported none)."""
+
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+def _counts(pair: tuple[Any, Any]) -> tuple[int | None, int | None]:
+    def number(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    return number(pair[0]), number(pair[1])
 
 
 def chat_messages(system: str, user: str) -> list[dict[str, str]]:

@@ -368,6 +368,11 @@ def json_request(endpoint: Endpoint, payload: Mapping[str, Any], parse_full: Cal
     return _parse_full(endpoint, post_json(endpoint, payload), parse_full)
 
 
+def answer_of(endpoint: Endpoint, data: Any, parse_full: Callable[[Any], str]) -> str:
+    """The text ``parse_full`` finds in a decoded JSON answer (a malformed one: ProviderError)."""
+    return _parse_full(endpoint, data, parse_full)
+
+
 def _parse_full_body(endpoint: Endpoint, body: str, parse_full: Callable[[Any], str]) -> str:
     try:
         data = json.loads(body)

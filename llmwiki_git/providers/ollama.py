@@ -174,6 +174,9 @@ class OllamaProvider(PromptedProvider):
                 yield STREAM_END
                 return
 
+    def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
+        return body.get("prompt_eval_count"), body.get("eval_count")
+
     def _parse_full(self, body: Any) -> str:
         if isinstance(body, dict) and body.get("error"):
             raise self._in_stream_error(str(body["error"]))

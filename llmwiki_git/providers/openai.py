@@ -72,6 +72,10 @@ class OpenAIProvider(PromptedProvider):
     def _parse_stream(self, lines: Iterator[str]) -> Iterator[str | None]:
         return _parse_stream(lines)
 
+    def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
+        usage = body.get("usage")
+        return (usage.get("prompt_tokens"), usage.get("completion_tokens")) if isinstance(usage, dict) else (None, None)
+
     def _parse_full(self, body: Any) -> str:
         return _parse_full(body)
 

@@ -1,7 +1,9 @@
 """Candidates: ``refs/heads/llmwiki/review/<id>`` branches whose single commit adds, replaces
 or (``page/1`` only) deletes one page, described by a trailer block. A validated answer
 (``validated-answer/1``) may only write ``<wiki root>/queries/<slug>.md``; a page edit
-(``page/1``) any ``.md`` page under the wiki root except the generated index and journal."""
+(``page/1``) any ``.md`` page under the wiki root except the generated index and journal.
+A multi-file kind (``compile/1``) writes several such pages in its one commit, each listed
+in its trailers with its own precondition and digest, each under the page edit's rules."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from ..git import Git
 from ..wiki.frontmatter import split
 from ..wiki.pages import MAX_PAGE_BYTES, acceptance_problem
 from ..wiki.slug import slugify
-from .trailers import ABSENT, KIND, KINDS, PAGE_KIND, Trailers, parse as parse_trailers, read_many as read_trailers
+from ..wiki.provenance import in_sources
+from .trailers import (ABSENT, KIND, KINDS, MULTI_KINDS, PAGE_KIND, Trailers, parse as parse_trailers,
+                       read_many as read_trailers)
 
 BRANCH_PREFIX = "llmwiki/review/"
 PREFIX = "refs/heads/" + BRANCH_PREFIX
@@ -188,27 +192,32 @@ def unchecked(candidate_id: str, target: str, why: str) -> Malformed:
                                        "of a commit; reject it")
 
 
-def validate(git: Git, candidate: Candidate, wiki_root: str, *, max_bytes: int = MAX_PAGE_BYTES) -> Malformed | None:
+def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str | None = None, *,
+             max_bytes: int = MAX_PAGE_BYTES) -> Malformed | None:
     """The one structural check of a candidate, used by approve, show, list and the Action:
     a well-formed trailer block; exactly one commit on its base changing exactly one entry,
     its target, to a regular file (mode 100644: no symlink, executable or gitlink); the
     target ``<wiki root>/queries/<slug>.md``, through no ``.git`` or other hidden folder;
-    the page it writes acceptable (:func:`blob_problem`: fully checkable within
-    ``max_bytes``, no control or bidi characters). Returns None when the candidate passes."""
+    the page it writes acceptable (:func:`blob_problem`: the one acceptance rule, fully
+    checkable within ``max_bytes``, no control or bidi characters). Returns None when the
+    candidate passes. A multi-file kind (``compile/1``) is held to the same rules for each
+    file it lists (:func:`_validate_files`); ``project_prefix`` names the project folder
+    whose ``sources/`` no candidate may write (None: the wiki root's parent rules are enough)."""
     t = candidate.trailers
     if t is None or candidate.notes:
         return Malformed("malformed", f"candidate {candidate.id} has a malformed trailer block "
                                       f"({'; '.join(candidate.notes) or 'missing keys'}); reject it")
     if t.kind not in KINDS:
         return Malformed("malformed", f"candidate kind {t.kind!r} is not one of {', '.join(KINDS)}")
+    if t.kind in MULTI_KINDS:
+        return _validate_files(git, candidate, t, wiki_root, project_prefix, max_bytes)
     page_edit = t.kind == PAGE_KIND
     problem = (page_target_problem if page_edit else target_problem)(t.target, wiki_root)
     if problem is not None:
         return Malformed("bad-target", f"candidate {candidate.id}: {problem}; reject it")
-    parents = git.text("rev-list", "--parents", "-n", "1", candidate.commit).split()[1:]
-    if len(parents) != 1 or parents[0] != t.base:
-        return Malformed("not-single-commit", f"candidate {candidate.id} must be exactly one commit on top of its base "
-                                              f"{t.base[:12]}; the branch was changed after staging")
+    stacked = _not_one_commit(git, candidate, t)
+    if stacked is not None:
+        return stacked
     changes = _raw_changes(git, t.base, candidate.commit)
     paths = [c[3] for c in changes]
     if paths != [t.target]:
@@ -220,12 +229,62 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, *, max_bytes: int =
             return None  # a deletion candidate: no blob at the target
         return Malformed("touches-other-files", f"candidate {candidate.id} deletes {t.target}")
     if mode != REGULAR:
-        kind = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)",
-                "040000": "a folder"}.get(mode, f"mode {mode}")
-        return Malformed("not-a-regular-file", f"candidate {candidate.id} makes {t.target} {kind}; only a regular "
-                                               "file (mode 100644) can be approved; reject it")
+        return Malformed("not-a-regular-file", f"candidate {candidate.id} makes {t.target} {_MODES.get(mode, f'mode {mode}')}; "
+                                               "only a regular file (mode 100644) can be approved; reject it")
     why = blob_problem(git, blob, max_bytes=max_bytes)
     return None if why is None else unchecked(candidate.id, t.target, why)
+
+
+_MODES = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)", "040000": "a folder"}
+
+
+def _not_one_commit(git: Git, candidate: Candidate, t: Trailers) -> Malformed | None:
+    """Refusal unless the branch is exactly one commit on top of the base its trailers name."""
+    parents = git.text("rev-list", "--parents", "-n", "1", candidate.commit).split()[1:]
+    if len(parents) != 1 or parents[0] != t.base:
+        return Malformed("not-single-commit", f"candidate {candidate.id} must be exactly one commit on top of its base "
+                                              f"{t.base[:12]}; the branch was changed after staging")
+    return None
+
+
+def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
+                    project_prefix: str | None, max_bytes: int) -> Malformed | None:
+    """The structural check of a multi-file candidate: one commit on its base changing
+    exactly the files its trailers list, each a ``.md`` page under the wiki root (not the
+    generated index or journal, not in ``sources/``, through no hidden folder) that becomes a
+    regular file (mode 100644) passing the one acceptance rule (:func:`blob_problem`) -- or
+    is deleted, where its body digest says ``absent``."""
+    cid = candidate.id
+    for f in t.files:
+        problem = page_target_problem(f.target, wiki_root)
+        if problem is None and project_prefix is not None and in_sources(f.target, project_prefix):
+            problem = f"target {f.target!r} is a source (in sources/), not a page"
+        if problem is not None:
+            return Malformed("bad-target", f"candidate {cid}: {problem}; reject it")
+    stacked = _not_one_commit(git, candidate, t)
+    if stacked is not None:
+        return stacked
+    changes = {c[3]: c for c in _raw_changes(git, t.base, candidate.commit)}
+    listed = {f.target for f in t.files}
+    if set(changes) != listed:
+        extra, missing = sorted(set(changes) - listed), sorted(listed - set(changes))
+        what = "; ".join(part for part in (f"unlisted: {', '.join(map(repr, extra))}" if extra else "",
+                                           f"listed but unchanged: {', '.join(map(repr, missing))}" if missing else "")
+                         if part)
+        return Malformed("touches-other-files", f"candidate {cid} must change exactly the {len(listed)} file(s) its "
+                                                f"trailers list ({what})")
+    for f in t.files:
+        mode, blob, status, _path = changes[f.target]
+        if status.startswith("D") != (f.body_digest == ABSENT):
+            return Malformed("touches-other-files", f"candidate {cid} {'deletes' if status.startswith('D') else 'writes'} "
+                                                    f"{f.target}, but its trailers say otherwise")
+        if not status.startswith("D") and mode != REGULAR:
+            return Malformed("not-a-regular-file", f"candidate {cid} makes {f.target} {_MODES.get(mode, f'mode {mode}')}; "
+                                                   "only a regular file (mode 100644) can be approved; reject it")
+        why = None if status.startswith("D") else blob_problem(git, blob, max_bytes=max_bytes)
+        if why is not None:
+            return unchecked(cid, f.target, why)
+    return None
 
 
 @dataclass(frozen=True)
@@ -250,11 +309,17 @@ def pending_index(git: Git) -> BranchPending:
         if candidate.trailers is None or candidate.notes or candidate.slug is None:
             continue
         t = candidate.trailers
+        if t.kind in MULTI_KINDS:  # every page the run adds or replaces
+            for f in t.files:
+                stem = f.target.rsplit("/", 1)[-1]
+                if f.body_digest != ABSENT and stem.endswith(".md"):
+                    by_slug.setdefault(slugify(stem[:-3]), []).append(candidate.id)
+            continue
         answer = t.kind == KIND and "/queries/" in f"/{t.target}"
         if not answer and not (t.kind == PAGE_KIND and t.body_digest != ABSENT):
             continue
         by_slug.setdefault(slugify(candidate.slug), []).append(candidate.id)  # a page file name may not be a slug
-    return BranchPending({k: tuple(sorted(v)) for k, v in by_slug.items()})
+    return BranchPending({k: tuple(sorted(set(v))) for k, v in by_slug.items()})
 
 
 def reject(git: Git, candidate_id: str) -> str:

@@ -4,7 +4,7 @@ being committed, and the branch moved once by the write transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,3 +148,16 @@ def commit_and_move(
                 drop_refs=drop_refs, what=what)
     finish_local(gen, index_text, entry)
     return page_on_branch, final
+
+
+def commit_files(site: Site, *, ref: str, head: str | None, files: Mapping[str, bytes | None], message: str,
+                 entry: str, what: str) -> str:
+    """Commit ``files`` (path -> bytes, None = delete; not pages: ``llmwiki ingest``'s
+    sources) with the generated table of contents and the journal entry as one commit on
+    ``head``, and move ``ref`` to it once, as one transaction. Returns the commit."""
+    generated, gen, index_text = generated_files(site, head, head, entry)
+    final = build_commit(site.git, head, {**files, **generated}, message)
+    force = [p for p in (gen.index_rel, gen.log_rel) if p is not None]
+    move_branch(site.git, site.top, ref, head, final, message, state_dir=site.state_dir, force=force, what=what)
+    finish_local(gen, index_text, entry)
+    return final

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..wiki import frontmatter
+from ..wiki.provenance import source_paths
 from ..wiki.slug import slugify
 from . import sources as src
 from .chunking import content_hash, split_into_chunks
@@ -127,6 +128,7 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
                 except src.SourceRefused as exc:
                     page_warnings.append({"code": "source-window-unavailable", "message": str(exc)})
         summary = meta.data.get("summary")
+        named = source_paths(meta.data.get("sources"), "")  # provenance: filled in by the retrieval service
         primary.append({
             "id": entry.page_id,
             "title": entry.title,
@@ -141,6 +143,7 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
             "freshnessStatus": "fresh" if live.blob == entry.blob else "stale",
             "contradicted": False,
             "archived": False,
+            **({"sources": [{"path": path} for path in named]} if named else {}),
         })
         entries.append(entry)
     return primary, entries

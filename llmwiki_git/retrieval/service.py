@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -365,4 +365,28 @@ class Retrieval:
         loaded, result = self.search(prompt, keep=max(50, options.top_chunks), max_pages=options.top_pages + SPARE_PAGES)
         inputs = PackInputs(prompt, loaded.store, result, self.read_live, self.project / "sources",
                             self.project, list(loaded.warnings))
-        return build_pack(inputs, options)
+        pack = build_pack(inputs, options)
+        self._provenance(pack)
+        return pack
+
+    def _provenance(self, pack: dict[str, Any]) -> None:
+        """For primary pages that name their sources: each source's blob at HEAD and the blob
+        recorded when the page was written from it (the Llmwiki-Source trailers; one git log)."""
+        items = [item for item in pack.get("primary", []) if item.get("sources")]
+        if not items or self.git is None or self.git.rev_parse("HEAD") is None:
+            return
+        from ..wiki.provenance import recorded_blobs
+
+        prefix = "" if self.project == self.root else self.project.relative_to(self.root).as_posix()
+        full = (lambda path: f"{prefix}/{path}" if prefix else path)
+        pages = self.paths_of(item["id"] for item in items)
+        wanted = {pages[item["id"]]: tuple(full(s["path"]) for s in item["sources"]) for item in items
+                  if item["id"] in pages}
+        recorded = recorded_blobs(self.git, "HEAD", wanted)
+        now = self.git.blob_ids("HEAD", sorted({p for names in wanted.values() for p in names}))
+        for item in items:
+            page = pages.get(item["id"], "")
+            for source in item["sources"]:
+                path = full(source["path"])
+                source["blob"] = now.get(path)
+                source["recordedBlob"] = recorded.get((page, path), (None, None))[0]

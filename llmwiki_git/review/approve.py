@@ -15,10 +15,11 @@ from ..errors import DATA_ERRORS, ApprovalRefused, GitLockHeld, LlmwikiError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
 from ..gitstore.transaction import held_git_locks
-from ..publication.trailers import ABSENT, PAGE_KIND, REPLAYED
+from ..publication.trailers import ABSENT, MULTI_KINDS, PAGE_KIND, REPLAYED
 from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, hand_written_problem, policy_refusal
+from .filespolicy import evaluate_files
 from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome, precondition_of, three_way
 from .project import ReviewProject
 from ..publication.write import Site, commit_and_move, locked
@@ -67,12 +68,15 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
         tip_wiki = ws.wiki(tip) if tip is not None else None
     except LlmwikiError:  # judged below as "validation unavailable"
         tip_wiki = None
-    malformed = validate(git, candidate, (tip_wiki or ws.wiki("worktree")).root_dir,
+    malformed = validate(git, candidate, (tip_wiki or ws.wiki("worktree")).root_dir, ws.project_prefix,
                          max_bytes=ws.settings.max_page_mb * 1024 * 1024)
     if malformed is not None:
         extra = f": {RESTAGE}" if malformed.code == "not-single-commit" else ""
         return refuse(malformed.code, malformed.message + extra)
     assert t is not None
+    if t.kind in MULTI_KINDS:  # a compile run: every page, all or nothing (filespolicy)
+        return evaluate_files(ws, candidate, tip, ref, refuse,
+                              lambda message, **details: Verdict(True, "ok", message, candidate, tip, ref, None, details))
     if t.kind == PAGE_KIND:
         return _evaluate_page(ws, candidate, tip, ref, refuse)
     new_blob = blob_at(git, candidate.commit, t.target)
@@ -162,10 +166,12 @@ class Approved:
     followup: str
     target: str
     already: bool = False  # it was on the branch already: only the remaining steps were done
+    targets: tuple[str, ...] = ()  # every file it wrote (a multi-file candidate: several)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": 1, "approved": self.candidate_id, "commit": self.commit, "replayed": self.replayed,
-                "followup": self.followup, "target": self.target, "alreadyOnBranch": self.already}
+                "followup": self.followup, "target": self.target, "targets": list(self.targets or (self.target,)),
+                "alreadyOnBranch": self.already}
 
 
 def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:
@@ -205,7 +211,8 @@ def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingI
         if held:
             raise GitLockHeld(held, f"approval of {candidate_id}")
         git.run("update-ref", "-m", f"llmwiki: approved {candidate_id}", "-d", candidate.ref, candidate.commit)
-        return Approved(candidate_id, landed, landed != candidate.commit, tip or landed, candidate.trailers.target, True)
+        return Approved(candidate_id, landed, landed != candidate.commit, tip or landed, candidate.trailers.target, True,
+                        tuple(f.target for f in candidate.trailers.files))
     verdict = evaluate(ws, candidate_id, pending)
     if not verdict.ok:
         raise ApprovalRefused(verdict)
@@ -217,14 +224,15 @@ def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingI
         raw = git.run("cat-file", "commit", commit).decode("utf-8", "surrogateescape")
         message = raw.split("\n\n", 1)[1]
         message = message.rstrip("\n") + f"\n{REPLAYED}: {commit}\n"
-        document = None if blob_at(git, commit, t.target) is None else git.run("cat-file", "blob", f"{commit}:{t.target}")
+        documents = {f.target: None if blob_at(git, commit, f.target) is None
+                     else git.run("cat-file", "blob", f"{commit}:{f.target}") for f in t.files}
         author = git.text("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit).split("\0")
-        commit = build_commit(git, verdict.tip, {t.target: document}, message, author=(author[0], author[1], author[2]))
+        commit = build_commit(git, verdict.tip, documents, message, author=(author[0], author[1], author[2]))
     entry = log_entry("approve", verdict.candidate.subject,
-                      [f"Candidate: {candidate_id}", f"Page: {t.target}", f"Commit: {commit}"])
+                      [f"Candidate: {candidate_id}", *[f"Page: {f.target}" for f in t.files], f"Commit: {commit}"])
     _, final = commit_and_move(
         site, ref=verdict.branch, head=verdict.tip, page_commit=commit, page=None,
         message=f"llmwiki: approve {candidate_id}\n",
         followup_message=f"llmwiki: index and log for approved {candidate_id}\n", entry=entry,
         drop_refs=[(verdict.candidate.ref, verdict.candidate.commit)], what=f"approval of {candidate_id}")
-    return Approved(candidate_id, commit, replayed, final, t.target)
+    return Approved(candidate_id, commit, replayed, final, t.target, targets=tuple(f.target for f in t.files))

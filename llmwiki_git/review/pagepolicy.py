@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,15 +65,21 @@ def _without(result: CheckResult, paths: set[str]) -> CheckResult:
 def link_outcome(ws: ReviewProject, tip: str, target: str, document: str | None) -> LinkOutcome:
     """Every page's links at ``tip`` against the wiki after ``target`` is written with
     ``document`` (None: deleted)."""
+    return link_outcome_many(ws, tip, {target: document})
+
+
+def link_outcome_many(ws: ReviewProject, tip: str, writes: Mapping[str, str | None]) -> LinkOutcome:
+    """Every page's links at ``tip`` against the wiki after every ``writes`` target is
+    written with its document (None: deleted) -- all at once, so links among the written
+    pages resolve within them."""
     before_wiki = ws.wiki(tip)
-    if document is None:
-        after_wiki = before_wiki.without_page(target)
-    else:
-        after_wiki = before_wiki.with_page(target, document)
+    after_wiki = before_wiki
+    for target, document in writes.items():
+        after_wiki = after_wiki.without_page(target) if document is None else after_wiki.with_page(target, document)
     generated = _generated(ws, tip, before_wiki.root_dir)
     before = _without(mark_pending(ws.git, check_wiki(before_wiki)), generated)
     after = _without(mark_pending(ws.git, check_wiki(after_wiki)), generated)
-    after = fail_closed(after, after, {target} if document is not None else set())
+    after = fail_closed(after, after, {target for target, document in writes.items() if document is not None})
     fresh = new_problems(before, after)
     fresh_keys = {id(p) for p in fresh.problems}
     return LinkOutcome(

@@ -4,13 +4,14 @@ reject. Each returns a value (a row, a view, the approval, the rejection); entry
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BEST_EFFORT_ERRORS, LlmwikiError
 from ..publication.candidates import Candidate, get, list_candidates, pending_index, reject
-from ..publication.trailers import PAGE_KIND
+from ..publication.trailers import KIND, MULTI_KINDS, PAGE_KIND
 from ..wiki.citations import BROKEN, PENDING
+from ..wording import plural
 from .approve import Approved, Verdict, approve, evaluate
 from .project import ReviewProject
 
@@ -50,9 +51,12 @@ class CandidateRow:
     commit: str
     notes: list[str]
 
+    targets: tuple[str, ...] = ()  # every page it writes (a compile run: several)
+
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "target": self.target, "committedAt": self.committed_at,
-                "citationStatus": self.citation_status, "base": self.base, "commit": self.commit, "notes": self.notes}
+                "citationStatus": self.citation_status, "base": self.base, "commit": self.commit, "notes": self.notes,
+                "targets": list(self.targets)}
 
 
 @dataclass
@@ -63,17 +67,37 @@ class CandidateView:
     question: str
     diff: str
     verdict: Verdict
+    pages: list[dict[str, Any]] = field(default_factory=list)  # a multi-file run: each page with its own diff
 
     def metadata(self) -> dict[str, str | None]:
         """The candidate's branch, commit, trailer values and question, in display order."""
         c, t = self.candidate, self.candidate.trailers
+        if t is not None and t.kind in MULTI_KINDS:  # each page's target, precondition and digest: `pages`
+            return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind, "commit": c.commit,
+                    "target": plural(len(t.files), "page"), "precondition": None, "bodyDigest": None, "base": t.base,
+                    "question": None}
         return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind if t else None, "commit": c.commit,
                 "target": t.target if t else None, "precondition": t.precondition if t else None,
                 "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": self.question}
 
+    def provenance(self) -> dict[str, Any]:
+        """What the pages were written from: each source with its blob, the model and prompt
+        (the Llmwiki-Source, -Model and -Prompt trailers; empty for a plain edit)."""
+        t = self.candidate.trailers
+        if t is None or not (t.sources or t.model or t.prompt):
+            return {}
+        return {"sources": [{"path": path, "blob": blob} for path, blob in t.sources], "model": t.model,
+                "prompt": t.prompt}
+
     def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "id": self.candidate.id, **self.metadata(), "notes": self.candidate.notes,
-                "diff": self.diff, "verdict": self.verdict.to_json()}
+        out: dict[str, Any] = {"version": 1, "id": self.candidate.id, **self.metadata(), "notes": self.candidate.notes,
+               "diff": self.diff, "verdict": self.verdict.to_json()}
+        provenance = self.provenance()
+        if provenance:
+            out["provenance"] = provenance
+        if self.pages:
+            out["pages"] = self.pages
+        return out
 
 
 @dataclass(frozen=True)
@@ -97,12 +121,14 @@ def list_view(ws: ReviewProject) -> list[CandidateRow]:
             else:
                 if verdict.code in REFUSED_SHAPES:
                     candidate.notes.append(verdict.message)
-                elif t.kind == PAGE_KIND:
+                elif t.kind == PAGE_KIND or t.kind in MULTI_KINDS:
                     status = _page_status(verdict)
                 else:
                     status = _status(verdict.citations)
-        rows.append(CandidateRow(candidate.id, t.kind if t else None, t.target if t else None, candidate.committed_at,
-                                 status, t.base if t else None, candidate.commit, candidate.notes))
+        targets = tuple(f.target for f in t.files) if t is not None else ()
+        shown = None if t is None else t.target if len(targets) == 1 else f"{len(targets)} pages: {', '.join(targets)}"
+        rows.append(CandidateRow(candidate.id, t.kind if t else None, shown, candidate.committed_at,
+                                 status, t.base if t else None, candidate.commit, candidate.notes, targets))
     return rows
 
 
@@ -112,7 +138,11 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
     verdict = evaluate(ws, candidate_id, pending_index(git), branch=onto)
     t = candidate.trailers
     diff = verdict.details.get("threeWay", "")
-    if t is not None and verdict.tip and not diff:
+    pages: list[dict[str, Any]] = []
+    if t is not None and t.kind in MULTI_KINDS and verdict.code not in REFUSED_SHAPES:
+        pages = _pages(git, candidate, verdict.tip)
+        diff = diff or "".join(p["diff"] for p in pages)
+    elif t is not None and verdict.tip and not diff:
         limit = ws.settings.max_page_mb * 1024 * 1024
         size = git.run("cat-file", "-s", f"{candidate.commit}:{t.target}", check=False).decode().strip()
         if size.isdigit() and int(size) > limit:  # a forged 40 MB page is not printed
@@ -121,9 +151,23 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
             diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
                            check=False).decode("utf-8", "replace")
     question = ""
-    if t is None or t.kind != PAGE_KIND:
+    if t is None or t.kind == KIND:
         question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
-    return CandidateView(candidate, question, diff, verdict)
+    return CandidateView(candidate, question, diff, verdict, pages)
+
+
+def _pages(git: Any, candidate: Candidate, tip: str | None) -> list[dict[str, Any]]:
+    """Each page a multi-file candidate writes, in its trailers' order: target, precondition,
+    digest, and its diff against ``tip`` (against the candidate's base without a tip)."""
+    t = candidate.trailers
+    assert t is not None
+    against = tip or t.base
+    pages = []
+    for f in t.files:
+        diff = git.run("diff", "--no-color", "--no-ext-diff", against, candidate.commit, "--", f":(top,literal){f.target}",
+                       check=False).decode("utf-8", "replace")
+        pages.append({"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest, "diff": diff})
+    return pages
 
 
 def approve_candidate(ws: ReviewProject, candidate_id: str, note: Callable[[str], None] | None = None) -> Approved:

@@ -16,6 +16,7 @@ from ..gitstore.commits import build_commit, current_branch
 from ..publication.trailers import ABSENT, PAGE_KIND, Trailers, message as commit_message
 from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
 from ..publication.write import Site, locked
+from ..wiki.provenance import in_sources, source_paths, sources_dir, stamp
 from ..wiki.slug import slugify
 from ..wiki.pages import acceptance_problem
 from .pagepolicy import blob_at, blob_of_precondition, precondition_of
@@ -28,6 +29,23 @@ class PageEdit:
     target: str  # repository-relative path of the page
     document: str | None  # None: delete the page
     started_from: str | None = None  # "absent", a blob id, or a commit-ish; None: HEAD's blob
+    sources: tuple[str, ...] = ()  # sources it was written from (paths from the project folder): recorded as compile does
+
+
+def source_blobs(git: Git, base: str, project_prefix: str, names: Sequence[str]) -> list[tuple[str, str]]:
+    """(repository path, blob at ``base``) of each named source; UsageError for a name that
+    is not a file in the project's ``sources/`` folder at ``base``."""
+    paths = source_paths(list(names), project_prefix)
+    if len(paths) != len(names):
+        raise UsageError(f"sources must be paths from the project folder such as sources/paper.md, not {list(names)!r}")
+    found = []
+    for path in paths:
+        blob = blob_at(git, base, path) if in_sources(path, project_prefix) else None
+        if blob is None or git.text("ls-tree", "--format=%(objectmode)", base, "--", path) not in ("100644", "100755"):
+            raise UsageError(f"source {path} is not a file in {sources_dir(project_prefix)}/ at HEAD",
+                             hint="name committed sources (`llmwiki ingest` adds them)")
+        found.append((path, blob))
+    return found
 
 
 def _started_from(git: Git, base: str, target: str, given: str | None) -> str:
@@ -64,12 +82,26 @@ def stage_pages(ws: ReviewProject, edits: Sequence[PageEdit], note: Callable[[st
                 raise UsageError("the branch has no commit yet", hint="commit the wiki first, then stage edits")
             root_dir = ws.wiki(base).root_dir
             limit = ws.settings.max_page_mb * 1024 * 1024
-            planned = [_plan(git, Path(ws.root), base, root_dir, edit, limit) for edit in edits]
-            return [_commit(git, base, edit, precondition) for edit, precondition in planned]
+            sourced = [_with_sources(git, base, ws.project_prefix, edit) for edit in edits]
+            planned = [(*_plan(git, Path(ws.root), base, root_dir, edit, limit), pairs) for edit, pairs in sourced]
+            return [_commit(git, base, edit, precondition, pairs) for edit, precondition, pairs in planned]
     finally:
         for text in site.notes:
             if note is not None:
                 note(text)
+
+
+def _with_sources(git: Git, base: str, project_prefix: str,
+                  edit: PageEdit) -> tuple[PageEdit, tuple[tuple[str, str], ...]]:
+    """An edit naming its sources gets them in its frontmatter (``sources:``,
+    ``sourceBlobs:``), as a compiled page does; their blobs go into the trailers."""
+    if not edit.sources:
+        return edit, ()
+    if edit.document is None:
+        raise UsageError(f"cannot stage the deletion of {edit.target} with sources: a deleted page has none")
+    pairs = source_blobs(git, base, project_prefix, edit.sources)
+    return PageEdit(edit.target, stamp(edit.document, pairs, project_prefix), edit.started_from, edit.sources), \
+        tuple(pairs)
 
 
 def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit, limit: int) -> tuple[PageEdit, str]:
@@ -94,11 +126,11 @@ def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit, limit: 
     return edit, _started_from(git, base, edit.target, edit.started_from)
 
 
-def _commit(git: Git, base: str, edit: PageEdit, precondition: str) -> Staged:
+def _commit(git: Git, base: str, edit: PageEdit, precondition: str, sources: tuple[tuple[str, str], ...] = ()) -> Staged:
     stem = edit.target.rsplit("/", 1)[-1][:-3]
     candidate_id = new_id(git, (slugify(stem) or "page")[:80])
     digest = ABSENT if edit.document is None else body_digest(edit.document)
-    trailers = Trailers(candidate_id, PAGE_KIND, edit.target, precondition, digest, base)
+    trailers = Trailers(candidate_id, PAGE_KIND, edit.target, precondition, digest, base, sources=sources)
     verb = "delete" if edit.document is None else ("edit" if precondition != ABSENT else "add")
     message = commit_message(f"llmwiki: review candidate: {verb} {edit.target}"[:200], "", trailers)
     data = None if edit.document is None else edit.document.encode("utf-8")

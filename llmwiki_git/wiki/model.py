@@ -15,6 +15,7 @@ from ..confine import hidden_part
 from ..git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .parallel import read_and_scan
+from .provenance import sources_dir
 from .slug import LinkTarget, slugify
 from ..errors import PageReadError
 from .snapshots import Snapshot, SourceFile
@@ -231,6 +232,7 @@ def _select_pages(files: list[SourceFile], wiki_dir: str | None,
     else:
         root = detect_root((f.path for f in files), project_prefix)
     prefix = f"{root}/" if root else ""
+    raw = sources_dir(project_prefix) + "/"  # the user's raw material: never pages (DESIGN §6.1)
     page_files: list[SourceFile] = []
     others: list[str] = []
     escapes: list[tuple[str, str]] = []
@@ -238,7 +240,7 @@ def _select_pages(files: list[SourceFile], wiki_dir: str | None,
         path = item.path
         if path[:1] == "." or "/." in path:
             continue  # folders and files starting with "." are never pages
-        if path.startswith(prefix) and path[-3:].lower() == ".md":
+        if path.startswith(prefix) and path[-3:].lower() == ".md" and not path.startswith(raw):
             leaves = _link_leaves(item, prefix)
             if leaves:
                 escapes.append((path, leaves))

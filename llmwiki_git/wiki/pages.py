@@ -123,7 +123,7 @@ def uncheckable(document: bytes | str, *, max_bytes: int = MAX_PAGE_BYTES) -> st
 REFUSED_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def acceptance_problem(document: bytes | str, *, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
+def acceptance_problem(document: bytes | str, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
     """The one acceptance rule for a page llmwiki writes or approves -- a saved answer, a
     staged or proposed page edit, every page of any candidate kind at approval and in the
     Action: it must be fully checkable, as the gate requires of a commit (:func:`uncheckable`:

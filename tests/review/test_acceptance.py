@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from llmwiki_git.publication.candidates import body_digest
 from llmwiki_git.wiki.pages import acceptance_problem
 
 from ..conftest import Repo, page
@@ -131,3 +132,26 @@ def test_an_answer_with_a_bidi_override_is_neither_saved_nor_staged(wiki: tuple[
     assert repo.git("rev-parse", "HEAD").strip() == before
     assert repo.git("for-each-ref", "refs/heads/llmwiki/review/") == ""
     assert not (repo.root / prefix / "queries").exists()
+
+
+def test_a_forged_compile_run_with_a_bidi_page_is_refused(wiki: tuple[Repo, str]) -> None:
+    """compile/1 (several pages, each listed in the trailers) under the same rule: a run whose
+    digests all match but one page holds a bidi override is refused as a whole."""
+    from llmwiki_git.git import Git
+    from llmwiki_git.gitstore.commits import build_commit
+    from llmwiki_git.publication.trailers import COMPILE_KIND, FileTrailer, message, with_files
+
+    repo, prefix = wiki
+    tip = repo.git("rev-parse", "HEAD").strip()
+    pages = {f"{prefix}concepts/gamma.md": page("Gamma", "Gamma follows [[alpha]]."),
+             f"{prefix}concepts/delta.md": page("Delta", "Delta \u202etxt.exe follows [[gamma]].")}
+    cid = "compile-0000000f"
+    files = [FileTrailer(path, "absent", body_digest(text)) for path, text in pages.items()]
+    text = message("llmwiki: compile (forged)", "", with_files(cid, COMPILE_KIND, files, tip))
+    commit = build_commit(Git(repo.root), tip, {p: t.encode() for p, t in pages.items()}, text)
+    repo.git("update-ref", f"refs/heads/llmwiki/review/{cid}", commit)
+    verdict = json.loads(repo.llmwiki("review", "show", cid, "--json", env=FAST).stdout)["verdict"]
+    assert verdict["code"] == "unchecked-page" and "delta.md" in verdict["message"], verdict
+    approved = repo.llmwiki("review", "approve", cid, env=FAST)
+    assert approved.returncode == 1 and "\\u202e" in approved.stderr, approved.stderr
+    assert repo.git("rev-parse", "HEAD").strip() == tip

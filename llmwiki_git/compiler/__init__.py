@@ -1,0 +1,1 @@
+"""Growing the wiki from sources: `llmwiki ingest` and `llmwiki compile` (docs/compile.md)."""

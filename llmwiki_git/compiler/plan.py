@@ -1,0 +1,119 @@
+"""What a compile run has to do: the sources whose blob at the compiled commit is not what
+the pages they feed record, less those an open candidate already stages at that blob.
+
+A source is up to date when some page it feeds records its current blob (the provenance
+lookup of ``wiki.provenance``); pages of it that still record an older blob are stale, which
+`review show`, `context --json` and a staleness check see from the same lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..git import Git
+from ..publication.candidates import list_candidates
+from ..wiki.frontmatter import parse
+from ..wiki.model import Wiki
+from ..wiki.pages import decode
+from ..wiki.provenance import Provenance, provenance
+from .sources import Source, list_sources, read_sources
+
+
+@dataclass
+class Plan:
+    base: str
+    wiki: Wiki  # at base
+    texts: dict[str, str]  # page path -> its text at base
+    provenance: Provenance
+    sources: list[Source]  # every readable source at base
+    todo: list[Source] = field(default_factory=list)  # to compile
+    up_to_date: list[Source] = field(default_factory=list)
+    staged: dict[str, str] = field(default_factory=dict)  # source path -> the open candidate staging its blob
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    project_prefix: str = ""
+
+    def kind_of(self, path: str) -> str | None:
+        """A page's frontmatter ``kind`` (``source-note`` for the offline notes)."""
+        text = self.texts.get(path)
+        kind = parse(text).data.get("kind") if text else None
+        return kind if isinstance(kind, str) else None
+
+
+@dataclass
+class Written:
+    """One page of the run: where, from which sources, and whether it is new."""
+
+    target: str
+    sources: list[str]
+    change: str  # add | replace
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "sources": self.sources, "change": self.change}
+
+
+def page_path(wiki: Wiki, slug: str, taken: set[str]) -> str:
+    """A new page ``<wiki root>/concepts/<slug>.md`` whose name no page answers to yet (a
+    new page must never take over an existing link), with ``-2``, ``-3``… when needed."""
+    names = wiki.name_slugs() | taken
+    base = slug or "source"
+    candidate, number = base, 1
+    while candidate in names:
+        number += 1
+        candidate = f"{base}-{number}"
+    taken.add(candidate)
+    return "/".join(p for p in (wiki.root_dir, "concepts", f"{candidate}.md") if p)
+
+
+def staged_sources(git: Git) -> dict[tuple[str, str], str]:
+    """(source path, blob) -> the id of an open, well-formed candidate whose trailers record
+    it (the first by age): a source staged there needs no second run."""
+    found: dict[tuple[str, str], str] = {}
+    for candidate in list_candidates(git):
+        if candidate.trailers is None or candidate.notes:
+            continue
+        for pair in candidate.trailers.sources:
+            found.setdefault(pair, candidate.id)
+    return found
+
+
+def page_texts(git: Git, wiki: Wiki) -> dict[str, str]:
+    """Every page's text at the wiki's revision (one ``cat-file --batch``)."""
+    blobs = git.read_blobs(p.blob for p in wiki.pages if p.blob)
+    texts = {}
+    for page in wiki.pages:
+        data = blobs.get(page.blob or "")
+        if data is not None:
+            text, _ = decode(data)
+            if text is not None:
+                texts[page.path] = text
+    return texts
+
+
+def make_plan(git: Git, wiki: Wiki, base: str, project_prefix: str) -> Plan:
+    texts = page_texts(git, wiki)
+    found = provenance(git, texts, base, project_prefix, wiki.root_dir)
+    sources, unreadable = read_sources(git, list_sources(git, base, project_prefix), project_prefix)
+    plan = Plan(base, wiki, texts, found, sources, unreadable=unreadable, project_prefix=project_prefix)
+    open_runs = staged_sources(git)
+    for source in sources:
+        if any(fed.recorded == source.blob for fed in found.feeds(source.path)):
+            plan.up_to_date.append(source)
+        elif (source.path, source.blob) in open_runs:
+            plan.staged[source.path] = open_runs[(source.path, source.blob)]
+        else:
+            plan.todo.append(source)
+    return plan
+
+
+def still_to_do(git: Git, plan: Plan, wiki: Wiki, head: str, project_prefix: str,
+                pairs: list[tuple[str, str]]) -> list[str]:
+    """Of ``pairs`` ((source path, blob) a run compiled), the paths neither recorded by the
+    pages at ``head`` (``wiki``) nor staged by an open candidate: what another compile did
+    not do while this one was working. Run under the repository lock, just before staging;
+    when the tip is still the plan's base, its provenance is the plan's."""
+    open_runs = staged_sources(git)
+    found = plan.provenance if head == plan.base else \
+        provenance(git, page_texts(git, wiki), head, project_prefix, wiki.root_dir)
+    return [path for path, blob in pairs
+            if (path, blob) not in open_runs and not any(f.recorded == blob for f in found.feeds(path))]

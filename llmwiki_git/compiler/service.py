@@ -1,0 +1,161 @@
+"""``llmwiki compile``: the sources whose blob changed since the pages they feed were written
+become pages on ONE review candidate branch (kind ``compile/1``).
+
+1. Plan (``plan.py``): at the current tip, each source whose current blob no page records,
+   and no open candidate stages, is to compile. None: "Nothing to compile" -- no model
+   request, no branch.
+2. Write the pages, outside the lock: offline (no provider configured) one deterministic
+   source note per source (``notes.py``); with a model, concept pages (``concepts.py``).
+   Every page's frontmatter names its sources (``sources:``, ``sourceBlobs:``).
+3. Stage, under the repository lock: if another compile recorded or staged these sources
+   meanwhile, nothing is staged; otherwise one commit on the planned tip holds every page,
+   each with its precondition, and the trailers record each source with its blob, the
+   model and the prompt version.
+4. ``--publish``: approve the candidate at once, through the same validation and transaction
+   as ``llmwiki review approve``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ApprovalRefused, UsageError
+from ..gitstore.commits import current_branch
+from ..providers.registry import make_provider, provider_name
+from ..publication.trailers import COMPILE_KIND
+from ..publication.write import Site, locked
+from ..review.approve import Approved
+from ..review.project import ReviewProject
+from ..review.service import approve_candidate
+from ..review.stagefiles import FileWrite, Recorded, StagedFiles, stage_locked
+from ..wiki.provenance import sources_dir
+from ..wiki.slug import slugify
+from . import notes
+from .plan import Plan, Written, make_plan, page_path, still_to_do
+from .progress import Progress, Usage
+
+OFFLINE = "extractive"  # the provider name that means: no model, source notes
+
+
+@dataclass
+class CompileResult:
+    base: str
+    provider: str
+    model: str
+    prompt: str
+    compiled: list[str] = field(default_factory=list)  # source paths compiled by this run
+    up_to_date: list[str] = field(default_factory=list)
+    staged_elsewhere: dict[str, str] = field(default_factory=dict)  # source path -> open candidate id
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    raced: list[str] = field(default_factory=list)  # compiled meanwhile by another run: nothing staged
+    pages: list[Written] = field(default_factory=list)
+    candidate: StagedFiles | None = None
+    approved: Approved | None = None
+    refusal: str | None = None  # --publish was refused: the candidate is kept
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.refusal else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1, "base": self.base, "provider": self.provider, "model": self.model, "prompt": self.prompt,
+            "compiled": self.compiled, "upToDate": self.up_to_date, "stagedElsewhere": self.staged_elsewhere,
+            "unreadable": [{"path": p, "reason": why} for p, why in self.unreadable], "raced": self.raced,
+            "pages": [p.to_json() for p in self.pages],
+            "candidate": None if self.candidate is None else self.candidate.to_json(),
+            "approved": None if self.approved is None else self.approved.to_json(),
+            "refusal": self.refusal, "usage": self.usage.to_json(),
+        }
+
+
+def offline_writes(plan: Plan, progress: Progress) -> tuple[list[FileWrite], list[Written]]:
+    """One source note per source to compile: rewritten in place where the source already
+    has one, else a new page named after the source."""
+    writes, written = [], []
+    taken: set[str] = set()
+    names = notes.name_table(plan.wiki, plan.project_prefix)
+    for source in plan.todo:
+        existing = [f.page for f in plan.provenance.feeds(source.path) if plan.kind_of(f.page) == notes.KIND]
+        target = existing[0] if existing else page_path(plan.wiki, slugify(source.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]), taken)
+        writes.append(FileWrite(target, notes.note(source, plan.wiki, target, names)))
+        written.append(Written(target, [source.path], "replace" if target in plan.wiki.by_path else "add"))
+        progress.step(source.path)
+    return writes, written
+
+
+def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: bool = False, concurrency: int = 4,
+                 on_progress: Callable[[Progress], None] | None = None, note: Callable[[str], None] | None = None,
+                 environ: Mapping[str, str] | None = None) -> CompileResult:
+    """Compile what changed into one candidate (see the module docstring)."""
+    env = os.environ if environ is None else environ
+    git = ws.require_git("compiling sources")
+    current_branch(git)  # a detached HEAD refuses before any work
+    base = git.rev_parse("HEAD")
+    if base is None:
+        raise UsageError("the branch has no commit yet", hint="commit the wiki (and `llmwiki ingest` sources) first")
+    name, _ = provider_name(provider, env, ws.settings.chat_provider)
+    folder = sources_dir(ws.project_prefix)
+    loose = git.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
+                    f":(top,literal){folder}").count(b"\0")
+    if loose and note is not None:
+        note(f"{loose} uncommitted change(s) in {folder}/ are not compiled: compile reads the committed sources "
+             "(commit them, or use `llmwiki ingest`)")
+    wiki = ws.wiki(base)
+    plan = make_plan(git, wiki, base, ws.project_prefix)
+    result = CompileResult(base, name, notes.MODEL, notes.PROMPT, up_to_date=[s.path for s in plan.up_to_date],
+                           staged_elsewhere=dict(plan.staged), unreadable=plan.unreadable)
+    if not plan.todo:
+        return result
+    result.compiled = [s.path for s in plan.todo]
+    progress = Progress(len(plan.todo), on_progress)
+    if name == OFFLINE:
+        writes, result.pages = offline_writes(plan, progress)
+    else:
+        from .concepts import PROMPT, model_writes
+
+        chat = make_provider(name, env, None)
+        result.model, result.prompt = f"{name}/{chat.model}", PROMPT
+        writes, result.pages = model_writes(plan, chat, concurrency=concurrency, progress=progress)
+    result.usage = progress.usage
+    compiled = [(s.path, s.blob) for s in plan.todo]
+    named = {path for page in result.pages for path in page.sources}
+    blobs = {s.path: s.blob for s in plan.sources}
+    recorded = Recorded(tuple(sorted(set(compiled) | {(p, blobs[p]) for p in named if p in blobs})), result.model,
+                        result.prompt)
+    site = Site.of(ws, "compiling sources")
+    try:
+        with locked(site):
+            head = git.rev_parse("HEAD") or base
+            left = still_to_do(git, plan, wiki if head == base else ws.wiki(head), head, ws.project_prefix, compiled)
+            if len(left) != len(compiled):  # another compile got there first: stage nothing
+                result.raced = sorted({p for p, _ in compiled} - set(left))
+                return result
+            result.candidate = stage_locked(ws, writes, kind=COMPILE_KIND, slug="compile",
+                                            subject=_subject(result), body=_body(result), recorded=recorded, base=base,
+                                            root_dir=wiki.root_dir)
+    finally:
+        for text in site.notes:
+            if note is not None:
+                note(text)
+    if result.candidate is not None and publish:
+        try:
+            result.approved = approve_candidate(ws, result.candidate.candidate_id, note)
+        except ApprovalRefused as exc:
+            result.refusal = exc.message
+    return result
+
+
+def _subject(result: CompileResult) -> str:
+    pages, sources = len(result.pages), len(result.compiled)
+    return f"llmwiki: compile {pages} page{'s' if pages != 1 else ''} from {sources} source{'s' if sources != 1 else ''}"
+
+
+def _body(result: CompileResult) -> str:
+    lines = ["Sources:", *[f"- {p}" for p in result.compiled], "", "Pages:"]
+    lines += [f"- {p.target} ({'new' if p.change == 'add' else 'rewritten'})" for p in result.pages]
+    return "\n".join(lines)

@@ -1,0 +1,110 @@
+"""The sources of a compile, read from a commit: their paths, blobs, lines and titles; and the
+safe quoting of their text into pages (no wikilinks, citations or control characters
+smuggled in)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..git import Git, TreeEntry
+from ..wiki.frontmatter import parse
+from ..wiki.provenance import citation_name, sources_dir
+
+SOURCE_EXTS = (".md", ".markdown", ".txt")
+MAX_SOURCE_BYTES = 4 * 1024 * 1024  # a source larger than this (ingest keeps 100,000 characters) is skipped
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source file at the compiled commit. Line numbers are the file's own, frontmatter
+    included (what ``^[name.md:L-L]`` citations count)."""
+
+    path: str  # from the repository root: sources/paper.md
+    blob: str
+    text: str
+    project_prefix: str
+
+    @property
+    def name(self) -> str:
+        """How pages cite it: its path inside ``sources/``."""
+        return citation_name(self.path, self.project_prefix)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    @cached_property
+    def body(self) -> str:
+        """The text after the frontmatter."""
+        return self.text[parse(self.text).body_offset:]
+
+    @cached_property
+    def body_start(self) -> int:
+        """The 1-based number of the first line after the frontmatter."""
+        return parse(self.text).body_line
+
+    @cached_property
+    def title(self) -> str:
+        meta = parse(self.text)
+        title = meta.data.get("title") if not meta.error else None
+        if isinstance(title, str) and title.strip():
+            return clean(title.strip())
+        found = re.search(r"^#[ \t]+(.+?)[ \t#]*$", self.text[meta.body_offset:], re.MULTILINE)
+        if found:
+            return clean(found.group(1).strip())
+        return self.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+    def cite(self, start: int, end: int) -> str:
+        return f"^[{self.name}:{start}-{end}]"
+
+
+def list_sources(git: Git, commit: str, project_prefix: str) -> list[tuple[str, str]]:
+    """(path, blob) of every text source (``.md``, ``.markdown``, ``.txt``, regular files) in
+    the project's ``sources/`` folder at ``commit``, by path."""
+    folder = sources_dir(project_prefix)
+    out = git.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit, "--", f":(top,literal){folder}",
+                  check=False)
+    entries: list[TreeEntry] = []
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, name = record.partition(b"\t")
+        mode, kind, blob = meta.decode().split(" ")
+        entries.append(TreeEntry(mode, blob, name.decode("utf-8", "surrogateescape")))
+    return sorted((e.path, e.blob) for e in entries
+                  if e.mode in ("100644", "100755") and e.path.lower().endswith(SOURCE_EXTS))
+
+
+def read_sources(git: Git, listed: list[tuple[str, str]], project_prefix: str) -> tuple[list[Source], list[tuple[str, str]]]:
+    """The sources' texts, and (path, why) for those that cannot be compiled (binary, not
+    UTF-8, too large)."""
+    blobs = git.read_blobs(blob for _, blob in listed)
+    found, skipped = [], []
+    for path, blob in listed:
+        data = blobs.get(blob, b"")
+        if len(data) > MAX_SOURCE_BYTES:
+            skipped.append((path, f"over {MAX_SOURCE_BYTES // 1048576} MB"))
+            continue
+        if b"\0" in data:
+            skipped.append((path, "binary (NUL bytes)"))
+            continue
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            skipped.append((path, "not UTF-8"))
+            continue
+        if not text.strip():
+            skipped.append((path, "empty"))
+            continue
+        found.append(Source(path, blob, text, project_prefix))
+    return found, skipped
+
+
+def clean(text: str) -> str:
+    """``text`` safe to quote into a page: no control or bidirectional-override characters,
+    no ``[[`` that would become a link, no ``^[`` that would read as a citation."""
+    text = _UNSAFE.sub("", text.replace("\t", " "))
+    return text.replace("[[", "\\[[").replace("^[", "^\\[")

@@ -1,0 +1,88 @@
+"""The approval policy of a multi-file candidate (``compile/1``): all or nothing.
+
+Every file must still read as staged (its body digest), pass the acceptance rule, and find
+at the tip exactly what its writer read (its precondition); then the links of the whole
+wiki are checked against the tree with every file written at once -- so links among the
+run's own pages resolve within it -- and links the run newly breaks refuse it, as for a page
+edit. One file refused refuses the candidate; nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import DATA_ERRORS, LlmwikiError
+from ..git import Git
+from ..publication.candidates import Candidate, body_digest
+from ..publication.trailers import ABSENT, COMPILE_KIND
+from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome_many, \
+    precondition_of, three_way
+from .project import ReviewProject
+from ..wiki.pages import acceptance_problem
+
+#: How to make a refused run anew, by kind (a kind added to MULTI_KINDS says its own).
+RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate"}
+RESTAGE_ANY = "stage it again on the current tip, then reject this candidate"
+
+
+def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
+    if expected is None:
+        return "target-appeared", "now exists"
+    return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
+
+
+def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref: str,
+                   refuse: Callable[..., Any], accept: Callable[..., Any]) -> Any:
+    """The verdict on ``candidate`` (already structurally valid) onto ``tip`` of ``ref``:
+    ``refuse(code, message, **details)`` or ``accept(message, **details)``."""
+    git: Git = ws.require_git("reviewing candidates")
+    t = candidate.trailers
+    assert t is not None
+    cid = candidate.id
+    restage = RESTAGE.get(t.kind, RESTAGE_ANY)
+    limit = ws.settings.max_page_mb * 1024 * 1024
+    writes: dict[str, str | None] = {}
+    pages: list[dict[str, Any]] = []
+    for f in t.files:
+        new_blob = blob_at(git, candidate.commit, f.target)
+        data = None if new_blob is None else git.run("cat-file", "blob", new_blob)
+        if (ABSENT if data is None else body_digest(data)) != f.body_digest:
+            return refuse("candidate-edited", f"candidate-edited: {f.target} of {cid} no longer matches its digest; "
+                                              f"{restage}")
+        if data is not None:
+            bad = acceptance_problem(data, limit)  # validate() refused it already; kept for direct callers
+            if bad is not None:
+                return refuse("unchecked-page", f"candidate {cid}: {f.target} is not fully checkable: {bad}; reject it")
+        try:
+            started = blob_of_precondition(f.precondition)
+        except LlmwikiError as exc:
+            return refuse("malformed", f"candidate {cid}: {exc}; reject it")
+        if data is None and started is None:
+            return refuse("malformed", f"candidate {cid} deletes {f.target}, which its precondition says was absent; "
+                                       "reject it")
+        if tip is None:
+            return refuse("target-vanished", f"branch {ref} does not exist")
+        at_tip = blob_at(git, tip, f.target)
+        if at_tip != started:
+            code, what = _moved(started, at_tip)
+            view = three_way(git, f.target, started, at_tip, new_blob)
+            return refuse(code, f"{f.target} {what} since {cid} was written (it read {f.precondition}, the tip has "
+                                f"{precondition_of(at_tip)}); {restage}", threeWay=view, page=f.target)
+        writes[f.target] = None if data is None else data.decode("utf-8")
+        pages.append({"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest,
+                      "change": "delete" if data is None else "add" if started is None else "replace"})
+    assert tip is not None
+    try:
+        links = link_outcome_many(ws, tip, writes)
+    except DATA_ERRORS as exc:  # validation failure refuses, keeps the candidate
+        return refuse("unavailable", f"Approval of {cid} refused: link validation unavailable "
+                                     f"({exc.__class__.__name__}: {exc}); the candidate is kept")
+    details = {"pages": pages, "brokenBefore": [p.to_json() for p in links.old_errors],
+               "pendingLinks": [p.to_json() for p in links.pending]}
+    if links.new_errors:
+        return refuse("broken", f"Approval of {cid} refused: the run breaks {len(links.new_errors)} link(s): "
+                                f"{describe_problems(links.new_errors)}; fix them or approve the pages they need first; "
+                                "the candidate is kept", newlyBroken=[p.to_json() for p in links.new_errors], **details)
+    note = f" ({len(links.old_errors)} link(s) were broken before and still are)" if links.old_errors else ""
+    return accept(f"{cid} ({len(pages)} page(s)) can be approved onto {ref}{note}", **details)
