@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..markup import strip_comments
+
 TARGET_CHARS = 800
 MAX_CHARS = 1400
 MIN_CHARS = 200
@@ -104,7 +106,6 @@ def split_into_chunks(body: str) -> list[Chunk]:
 EMBEDDING_INPUT_VERSION = 3
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*$", re.M)
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _REFERENCE_DEFINITION = re.compile(r"^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*\S+.*$", re.M)
 _ORG_BLOCK = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?#\+(?:BEGIN|END)_\w+.*$", re.M | re.I)
 #: Logseq's bookkeeping properties (block ids, folding, timestamps, card schedules): no words.
@@ -117,8 +118,11 @@ _PROPERTY = re.compile(r"^([ \t]*(?:[-*+][ \t]+)?[A-Za-z][\w.-]*)::(?=[ \t]|$)",
 _MACRO = re.compile(r"\{\{(?:[<%](?:/\*)?[ \t]*(/?)[ \t]*([A-Za-z][\w.-]*)([^{}\n]*?)[ \t]*/?[ \t]*(?:\*/)?[ \t]*/?[>%]"
                     r"|\{?([A-Za-z][\w-]*)([^{}\n]*?)\}?)\}\}")
 _BLOCK_REFERENCE = re.compile(r"\(\([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\)\)")
-_WIKILINK = re.compile(r"!?\[\[([^\]|\n]*)(?:\|([^\]\n]*))?\]\]")
-_MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
+# Bracketed text never holds "[" (as the scanner reads links): an attempt that fails stops at
+# the next "[" instead of rescanning a run of them (linear on a page of 2,000,000 "[";
+# tests/test_linear_links.py). HTML comments go through markup.strip_comments for the same reason.
+_WIKILINK = re.compile(r"!?\[\[([^\[\]|\n]*)(?:\|([^\[\]\n]*))?\]\]")
+_MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
 _URL = re.compile(r"(?=[fhwFHW])(?:\b(?:https?|ftp|file)://[^\s<>)\]]+|\bwww\.[^\s<>)\]]+)", re.I)
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]*-{3,}[ \t:|-]*$", re.M)
@@ -166,8 +170,8 @@ def _macro_words(match: re.Match[str]) -> str:
 #: contain for the pattern to match at all, pattern, replacement). The substring test skips
 #: most patterns for most chunks (indexing 50,000 chunks runs every step). Each step was
 #: measured on its own on four wikis (docs/embeddings.md).
-_READABLE_STEPS: tuple[tuple[str, tuple[str, ...], re.Pattern[str], Any], ...] = (
-    ("comment", ("<!--",), _COMMENT, " "),
+_READABLE_STEPS: tuple[tuple[str, tuple[str, ...], re.Pattern[str] | None, Any], ...] = (
+    ("comment", ("<!--",), None, " "),  # markup.strip_comments
     ("reference definition", ("]:",), _REFERENCE_DEFINITION, ""),
     ("fence", ("```", "~~~"), _FENCE, ""),
     ("org block", ("#+",), _ORG_BLOCK, ""),
@@ -195,7 +199,7 @@ def readable_text(text: str) -> str:
     cells and words stay."""
     for _name, needles, pattern, replacement in _READABLE_STEPS:
         if any(needle in text for needle in needles):
-            text = pattern.sub(replacement, text)
+            text = strip_comments(text, replacement) if pattern is None else pattern.sub(replacement, text)
     return _BLANK_LINES.sub("\n\n", text).strip()
 
 

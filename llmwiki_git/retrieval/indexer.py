@@ -100,8 +100,12 @@ def lexical_fields(names: str, about: str, where: str, readable: str) -> Documen
 def _graph(wiki: Wiki, page: Page) -> tuple[tuple[str, ...], tuple[str, ...]]:
     links: dict[str, None] = {}
     dangling: dict[str, None] = {}
-    for occ in page.scan.links:
-        target = parse_target(occ.target)
+    seen: set[str] = set()
+    for occ in page.scan.raw_links:  # field tuples of `Occurrence`: [3] is the target
+        if occ[3] in seen:
+            continue  # a repeated link is resolved once (a page of 700,000 links: one lookup each)
+        seen.add(occ[3])
+        target = parse_target(occ[3])
         if target.is_self_anchor or target.is_empty:
             continue
         found = wiki.resolve(target)

@@ -16,8 +16,9 @@ from .approve import Approved, Verdict, approve, evaluate
 from .project import ReviewProject
 
 
-REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file"})
-"""Verdict codes meaning the candidate is not a plain query page (listed as malformed)."""
+REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file",
+                            "unchecked-page"})
+"""Verdict codes meaning the candidate can never be approved as it is (listed as malformed)."""
 
 
 def _status(citations: list[Any] | None) -> str:
@@ -144,8 +145,13 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
         pages = _pages(git, candidate, verdict.tip)
         diff = diff or "".join(p["diff"] for p in pages)
     elif t is not None and verdict.tip and not diff:
-        diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
-                       check=False).decode("utf-8", "replace")
+        limit = ws.settings.max_page_mb * 1024 * 1024
+        size = git.run("cat-file", "-s", f"{candidate.commit}:{t.target}", check=False).decode().strip()
+        if size.isdigit() and int(size) > limit:  # a forged 40 MB page is not printed
+            diff = f"(no diff: {t.target} is {int(size):,} bytes, over the {ws.settings.max_page_mb} MB page limit)\n"
+        else:
+            diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
+                           check=False).decode("utf-8", "replace")
     question = ""
     if t is None or t.kind == KIND:
         question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")

@@ -5,7 +5,8 @@ move can reuse it with a kind of its own.
 
 Every file is a ``.md`` page under the wiki root (never the generated index or journal,
 never in ``sources/``, never through a hidden folder) written as a regular file, and every
-page must pass :func:`acceptance_problem` -- the same rule at staging and at approval.
+page must pass :func:`~llmwiki_git.wiki.pages.acceptance_problem`, the one acceptance rule of
+every candidate kind -- the same at staging and at approval.
 """
 
 from __future__ import annotations
@@ -21,23 +22,10 @@ from ..gitstore.transaction import crash_point
 from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
 from ..publication.trailers import ABSENT, FileTrailer, message as commit_message, with_files
 from ..publication.write import Site, locked
-from ..wiki.pages import uncheckable
+from ..wiki.pages import acceptance_problem  # the one acceptance rule (issue 22), re-exported
 from ..wiki.provenance import in_sources
-from .pagepolicy import blob_at, content_problem, precondition_of
+from .pagepolicy import blob_at, precondition_of
 from .project import ReviewProject
-
-
-def acceptance_problem(document: str | bytes, max_bytes: int) -> str | None:
-    """Why a page with this content cannot be accepted (None: it can): THE acceptance rule
-    of every page a multi-file candidate writes, at staging and at approval alike. A page
-    must be fully checkable -- within the size limit, UTF-8, no NUL, no control characters
-    -- exactly as the link checker's gate requires. (One place: the wiki-wide rule that
-    issue 22 introduces replaces this body.)"""
-    problem = uncheckable(document, max_bytes=max_bytes)
-    if problem is not None:
-        return problem
-    text = document.decode("utf-8") if isinstance(document, bytes) else document
-    return content_problem(text)
 
 
 @dataclass(frozen=True)

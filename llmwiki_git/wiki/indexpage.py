@@ -12,7 +12,7 @@ from ..wording import plural
 if TYPE_CHECKING:
     from .model import Wiki
 
-_LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+_LINK = re.compile(r"\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]")  # no "[" inside: linear on a run of "["
 _FOOTER = re.compile(r"^_\d+ pages? \| Generated .*_$", re.MULTILINE)
 
 

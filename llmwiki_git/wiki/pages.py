@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from . import frontmatter
@@ -116,6 +117,33 @@ def uncheckable(document: bytes | str, *, max_bytes: int = MAX_PAGE_BYTES) -> st
     return None
 
 
+#: Characters no page llmwiki accepts may hold: C0 controls but tab, newline and carriage
+#: return (NUL, the escape that starts terminal sequences, form feed, ...), DEL, the C1
+#: controls (the 8-bit CSI U+009B among them) and the Unicode bidi embeddings, overrides and
+#: isolates (U+202A-U+202E, U+2066-U+2069) that make a text read differently from its bytes.
+REFUSED_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def acceptance_problem(document: bytes | str, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
+    """The one acceptance rule for a page llmwiki writes or approves -- a saved answer, a
+    staged or proposed page edit, every page of any candidate kind at approval and in the
+    Action: it must be fully checkable, as the gate requires of a commit (:func:`uncheckable`:
+    within ``max_bytes``, UTF-8, no NUL), and hold no control or bidi character beyond tab,
+    newline and carriage return (:data:`REFUSED_CHARACTERS`). Returns why not, naming the
+    character as an escape and its line, or None when the page is acceptable."""
+    why = uncheckable(document, max_bytes=max_bytes)
+    if why is not None:
+        return why
+    text = document.decode("utf-8") if isinstance(document, bytes) else document
+    found = REFUSED_CHARACTERS.search(text)
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    shown = ascii(found.group())[1:-1]
+    return (f"it holds the control character {shown} on line {line} (escape sequences, C1 controls and "
+            "bidi overrides are refused; tab, newline and carriage return are fine)")
+
+
 def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, ...]:
     """The scan of one page's bytes as a plain record (`PageScan` fields; links and issues
     plain tuples): what the scan cache stores and scan workers send back."""
@@ -146,3 +174,4 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
 
 def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:
     return PageScan._make(scan_record(data, max_bytes=max_bytes))
+
