@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .errors import LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
+from .terminal import raw_stream
 from .workspace import Workspace
 from .wording import plural
 
@@ -289,12 +290,12 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
         if as_json:
             return
         if bar is None:  # chunks done/total, rate and time left (click's ETA)
-            if total > 8:  # more than a page's worth: say so first, with a rough time and the way around it
-                cores = os.cpu_count() or 1  # the local model: ~6 chunks/s per idle core (docs/embeddings.md)
-                click.echo(f"Embedding {total} new chunks, roughly {max(1, round(total / (6 * cores) / 60))} min with "
-                           f"the local model on {cores} idle cores; `llmwiki index --fast` builds a lexical-only index "
-                           "in seconds instead.", err=True)
-            bar = click.progressbar(length=total, label=f"Embedding {total} chunks", file=sys.stderr,
+            if total > 8:  # more than a page's worth: say so first, with a rough time (and the way around a long one)
+                click.echo(_embedding_estimate(total, os.cpu_count() or 1), err=True)
+            # The bar is our own text, and its carriage returns and cursor codes are the point:
+            # it goes to the terminal itself, not through the filter that makes control
+            # characters from files and models visible (which printed it as "\x0d\x1b[?25l...").
+            bar = click.progressbar(length=total, label=f"Embedding {total} chunks", file=raw_stream(sys.stderr),
                                     show_pos=True, show_eta=True, item_show_func=lambda rate: rate)
             bar.__enter__()
         rate = done / max(time.monotonic() - started, 1e-6)
@@ -320,6 +321,17 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
                    "run `llmwiki index --full` to embed it for semantic ranking", err=True)
     if written:
         click.echo(f"Regenerated {written}.")
+
+
+def _embedding_estimate(total: int, cores: int) -> str:
+    """What `index` says before embedding ``total`` chunks: how long, roughly, with the local
+    model (~6 chunks/s per idle core, docs/embeddings.md); the lexical-only way around a
+    wait of more than a minute."""
+    seconds = total / (6 * cores)
+    if seconds < 60:
+        return f"Embedding {total} new chunks, roughly {max(1, round(seconds))} s with the local model on {cores} idle cores."
+    return (f"Embedding {total} new chunks, roughly {round(seconds / 60)} min with the local model on {cores} idle "
+            "cores; `llmwiki index --fast` builds a lexical-only index in seconds instead.")
 
 
 @cli.command()
