@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .errors import LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
+from .errors import Interrupted, LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
 from .terminal import raw_stream
 from .workspace import Workspace
 from .wording import plural
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .checks import CheckResult
 
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = Interrupted.exit_code  # 128 + SIGINT
 
 
 class LlmwikiGroup(click.Group):
@@ -41,6 +42,10 @@ class LlmwikiGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except KeyboardInterrupt as exc:  # Ctrl-C: 130, as a shell reports SIGINT (not 1, "problems found")
+            said = f": {exc}" if isinstance(exc, Interrupted) else ""
+            click.echo(f"\nInterrupted{said}.", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             missing = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else None
             if missing is not None:

@@ -26,7 +26,10 @@
         ├── LexicalIndexError       the lexical index is missing, corrupt or of another version
         └── EmbeddingUnavailable    the local embedding model cannot be loaded
 
-Anything else escaping to the CLI is a bug: exit 3 with a one-line hint to re-run with
+    Interrupted (a KeyboardInterrupt) Ctrl-C, with what the interrupted work kept: exit 130
+
+Ctrl-C (SIGINT) exits 130, as shells report a command that SIGINT ended, with one line on
+stderr. Anything else escaping to the CLI is a bug: exit 3 with a one-line hint to re-run with
 ``--traceback``. Below the three entry points (cli.py, mcp_server.py, action.py) code
 catches these or named builtin exceptions, never ``Exception`` (tests/test_shape.py);
 :data:`DATA_ERRORS` and :data:`BEST_EFFORT_ERRORS` name the two usual sets.
@@ -253,6 +256,20 @@ class LexicalIndexError(RetrievalError):
 
 class EmbeddingUnavailable(RetrievalError):
     """The local embedding model cannot be loaded (a package or file is missing)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, raised in place of the KeyboardInterrupt by work that kept what it had done
+    (``index`` keeps the chunks embedded so far); the message says what was kept."""
+
+    exit_code = 130
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 #: What reading a wiki, git objects, caches or state files raises when the data is broken

@@ -721,7 +721,4 @@ def main(root: Path | str | None = None, *, wiki_dir: str | None = None) -> None
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    try:
-        anyio.run(serve)
-    except KeyboardInterrupt:  # Ctrl-C in a terminal: a normal way to stop a stdio server
-        pass
+    anyio.run(serve)  # Ctrl-C reaches the CLI, which exits 130 as for every command

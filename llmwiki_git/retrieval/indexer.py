@@ -17,6 +17,7 @@ from ..wiki.model import Page, Wiki
 from ..wiki.slug import parse_target
 from ..wiki.pages import decode
 from ..wiki.snapshots import SourceFile
+from . import checkpoint
 from . import store as store_mod
 from .chunking import content_hash, embedding_input, path_words, readable_text, split_into_chunks
 from .chunking import store_fingerprint
@@ -178,22 +179,25 @@ def build(
         for text, chunk_hash in zip(all_texts, hashes_in_order):
             if chunk_hash not in previous:
                 missing.setdefault(chunk_hash, text)
-        fresh = embedder.embed(list(missing.values()), progress=progress) if missing else np.zeros((0, dims), np.float32)
-        if fresh.shape[0]:
-            dims = fresh.shape[1]  # HTTP models tell their dimension only by answering
+        # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
+        fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
+        if fresh:
+            dims = len(next(iter(fresh.values())))  # HTTP models tell their dimension only by answering
         elif previous:
             dims = len(next(iter(previous.values())))
         vectors = np.zeros((row, dims), dtype=np.float32)
-        lookup = {**previous, **dict(zip(missing.keys(), fresh))}
+        lookup = {**previous, **fresh}
         for i, chunk_hash in enumerate(hashes_in_order):
             vectors[i] = lookup[chunk_hash]
-        embedded = len(missing)
-        reused = row - sum(1 for h in hashes_in_order if h in missing)
+        embedded = len(missing) - len(kept)
+        reused = row - sum(1 for h in hashes_in_order if h in missing and h not in kept)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
     LexicalIndex.build(documents).save(folder / LEXICAL_DIR)
     store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now, skipped, names))
+    if embedder is not None:
+        checkpoint.remove(folder)  # its vectors are in the store now
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
 
 
