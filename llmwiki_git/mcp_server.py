@@ -100,7 +100,7 @@ def _input_schemas() -> dict[str, dict[str, Any]]:
         "query_wiki": _obj({
             "question": _text("The question to answer from the wiki."),
             "save": _flag("Publish the answer as wiki/queries/<slug>.md in one git commit; refused (nothing written) "
-                          "when a citation is pending or broken."),
+                          "when a citation is ambiguous, pending or broken."),
             "review": _flag("With save=true: stage the answer as a review candidate branch instead of publishing."),
             "lang": {"type": "string", "minLength": 1, "maxLength": 64,
                      "description": "Answer language (e.g. ja, zh-CN, German); wins over LLMWIKI_OUTPUT_LANG."},
@@ -141,8 +141,9 @@ _WARNINGS = {"type": "array", "items": {"type": "object", "required": ["code", "
                                         "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}
 _CITATIONS = {"type": "array", "items": {
     "type": "object", "required": ["target", "status"],
-    "properties": {"target": {"type": "string"}, "status": {"enum": ["resolved", "pending", "broken"]},
-                   "pageId": {"type": "string"}, "candidateIds": {"type": "array", "items": {"type": "string"}}}}}
+    "properties": {"target": {"type": "string"}, "status": {"enum": ["resolved", "ambiguous", "pending", "broken"]},
+                   "pageId": {"type": "string"}, "alternatives": {"type": "array", "items": {"type": "string"}},
+                   "candidateIds": {"type": "array", "items": {"type": "string"}}}}}
 _LINKS_ENVELOPE = {"type": "object", "required": ["version", "citations"],
                    "properties": {"version": {"const": 1}, "citations": _CITATIONS}}
 _NULLABLE_STR = {"type": ["string", "null"]}
@@ -522,7 +523,8 @@ def _tools() -> list[_Tool]:
              "basedOn) and headBlobId (the page at HEAD). Only .md files under the wiki root are readable.",
              _read_page),
         tool("check_links", "Check [[links]]",
-             "Classify each unique [[wikilink]] of a text as resolved (with its page id), pending (an open review "
+             "Classify each unique [[wikilink]] of a text as resolved (with its page id), ambiguous (several pages "
+             "match: the page id it resolves to and the alternatives; cite by path instead), pending (an open review "
              "candidate would create it) or broken, in order of first appearance (`llmwiki links --json`).",
              _check_links),
         tool("review_list", "Review candidates",

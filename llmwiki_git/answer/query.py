@@ -108,8 +108,11 @@ def _select_with_llm(provider: ChatProvider, question: str, loaded: Loaded, limi
     return [c for c in dict.fromkeys(chosen) if isinstance(c, str) and c in known][:limit]
 
 
-def _link_for(entry: PageEntry) -> str:
-    return entry.page_id.rsplit("/", 1)[-1]
+def _link_for(entry: PageEntry, wiki: Wiki | None) -> str:
+    """What the answer writes in ``[[...]]`` to cite ``entry``: a link that resolves to that
+    page and no other (``user/index`` when ``index`` would also match the home page)."""
+    page = wiki.by_path.get(entry.path) if wiki is not None else None
+    return wiki.link_to(page) if wiki is not None and page is not None else entry.page_id.rsplit("/", 1)[-1]
 
 
 def is_own_target(page_id: str, question: str) -> bool:
@@ -141,6 +144,11 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
             if picked:
                 page_ids, source = picked, "page-level"
     by_id = {p.page_id: p for p in loaded.store.pages}
+    try:
+        wiki: Wiki | None = retrieval.wiki() if page_ids else None
+    except DATA_ERRORS as exc:  # the page names are then the links, as the report will show
+        warnings.append({"code": "links-unchecked", "message": f"could not load the wiki to choose unique links ({exc})"})
+        wiki = None
     evidence: list[Evidence] = []
     for page_id in page_ids:
         entry = by_id.get(page_id)
@@ -156,7 +164,7 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
         meta = frontmatter.parse(live.text)
         body = live.text[meta.body_offset:]
         chunk_texts = _excerpts(entry, body, result, page_id)
-        evidence.append(Evidence(page_id, _link_for(entry), entry.title, body.strip(), tuple(chunk_texts)))
+        evidence.append(Evidence(page_id, _link_for(entry, wiki), entry.title, body.strip(), tuple(chunk_texts)))
     return Retrieved(evidence, result, source, warnings)
 
 

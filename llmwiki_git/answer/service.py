@@ -80,7 +80,7 @@ def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, 
             on_token(chunk)
     result.answer = "".join(pieces)
     pending = pending_index(ws)
-    result.citations, result.citations_error = report(result.answer, lambda: ws.wiki("worktree"), pending)
+    result.citations, result.citations_error = report(result.answer, retrieval.wiki, pending)
     cites_itself = self_citation(question, result.citations) if save else None
     if save and declines(result.answer, chat.name, retrieved.result, result.citations):
         result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}

@@ -165,6 +165,10 @@ class Retrieval:
 
     # -- reading --------------------------------------------------------------------------
 
+    def wiki(self) -> Wiki:
+        """The live wiki (the work tree's pages, scans served by the checker's cache)."""
+        return self._load_wiki()
+
     def _stamps(self) -> tuple:
         """(name, inode, mtime, size) of every file the store and lexical index load."""
         files = [self.state / store_mod.JSON_NAME, self.state / store_mod.BIN_NAME]
