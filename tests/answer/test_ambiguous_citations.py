@@ -138,3 +138,17 @@ def test_mcp_check_links_marks_an_ambiguous_link(vault: tuple[Repo, str, str], t
                                            "alternatives": [other]}]
 
     run(body)
+
+
+def test_check_names_a_link_that_reaches_the_page_alone(vault: tuple[Repo, str, str]) -> None:
+    """`check`'s ambiguous-link warning says which link picks the page it resolved to; that
+    link then checks clean (for a page at the root it said only "rename one of the pages")."""
+    repo, prefix, name = vault
+    first = "index" if not prefix else "about/guide"
+    suggested = "/index" if not prefix else "about/guide"
+    repo.write(f"{prefix}notes/see.md", f"# See\n\nSee [[{name}]].\n")
+    warned = repo.llmwiki("check").stdout
+    assert f"ambiguous link [[{name}]]: resolved to {first}" in warned and f"use [[{suggested}]]" in warned \
+        or f"use a path like [[{suggested}]]" in warned, warned
+    repo.write(f"{prefix}notes/see.md", f"# See\n\nSee [[{suggested}]].\n")
+    assert "ambiguous" not in repo.llmwiki("check").stdout
