@@ -94,15 +94,30 @@ def _read_text_argument(ctx: click.Context, name: str) -> str:
         data = sys.stdin.buffer.read(confine.MAX_READ_BYTES + 1)
         if len(data) > confine.MAX_READ_BYTES:
             raise UsageError(f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit")
-        return data.decode("utf-8", errors="replace")
+        return _text_of(data, "standard input")
     path = Path(name)
     if ctx.obj["repo"] is not None and not path.is_absolute():
         path = ctx.obj["repo"] / path
     try:  # a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
-        return confine.read_file(path, name=name).decode("utf-8", errors="replace")
+        data = confine.read_file(path, name=name)
     except PathRefused as exc:
         reason = exc.reason.removeprefix("cannot read: ")
         raise UsageError(f"cannot read {name}: {reason}", hint="name a file that exists, or - for standard input") from exc
+    return _text_of(data, name)
+
+
+def _text_of(data: bytes, name: str) -> str:
+    """``data`` as markdown text: a binary file is refused; bytes that are not UTF-8 are
+    replaced, and a warning names where (never silently)."""
+    from .wiki.pages import decode
+
+    text, issues = decode(data)
+    if text is None:
+        raise UsageError(f"cannot read {name}: it is a binary file (it contains NUL bytes), not markdown text",
+                         hint="name a markdown file")
+    for issue in issues:
+        _note(f"warning: {name}:{issue.line}: {issue.message}")
+    return text
 
 
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:

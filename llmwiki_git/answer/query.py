@@ -24,6 +24,7 @@ from ..retrieval.store import PageEntry
 from ..wiki import frontmatter
 from ..wiki.citations import Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki
+from ..wiki.pages import unusable_notes
 from ..publication.document import now_iso, query_slug
 
 NO_MATCH = "No matching pages found."
@@ -144,11 +145,14 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
             if picked:
                 page_ids, source = picked, "page-level"
     by_id = {p.page_id: p for p in loaded.store.pages}
+    wiki: Wiki | None = None
     try:
-        wiki: Wiki | None = retrieval.wiki() if page_ids else None
+        wiki = retrieval.wiki()
     except DATA_ERRORS as exc:  # the page names are then the links, as the report will show
         warnings.append({"code": "links-unchecked", "message": f"could not load the wiki to choose unique links ({exc})"})
-        wiki = None
+    else:  # pages whose text is not UTF-8 (or binary) are never searched or quoted: say which
+        warnings += [{"code": "page-unreadable", "message": note}
+                     for note in unusable_notes([(p.path, p.scan) for p in wiki.pages])]
     evidence: list[Evidence] = []
     for page_id in page_ids:
         entry = by_id.get(page_id)
@@ -159,7 +163,7 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
         live = retrieval.read_live(entry)
         if live.text is None:
             if not live.missing:
-                warnings.append({"code": "page-unreadable", "message": f"{entry.path} could not be read; left out of the grounding"})
+                warnings.append({"code": "page-unreadable", "message": f"{entry.path}: {live.why}; left out of the grounding"})
             continue
         meta = frontmatter.parse(live.text)
         body = live.text[meta.body_offset:]

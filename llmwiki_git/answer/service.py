@@ -103,6 +103,12 @@ def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, s
         result.refusal = Refusal("uncheckable", [], f"Answer publication refused: {why}, so the saved page could not "
                                                     "be link-checked; nothing was written").to_json()
         return 1
+    if "\ufffd" in result.question + result.answer:  # "na\ufffdve" was committed for "naïve"
+        result.refusal = Refusal("replacement-characters", [], (
+            "Answer publication refused: it holds U+FFFD replacement characters (bytes that were not valid UTF-8, "
+            "in the question or in a page), which would be committed in place of the real letters; nothing was "
+            "written. Save the page as UTF-8, or ask the question in UTF-8")).to_json()
+        return 1
     if stage is not None:  # --review: the caller's staging (the review feature), not ours
         outcome = stage(result.question, result.answer, pending)
         if hasattr(outcome, "candidate_id"):

@@ -65,7 +65,7 @@ def page_title(meta: frontmatter.Frontmatter, body: str, stem: str) -> str:
 def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPage], dict[str, str]]:
     """Live text of every page that may be evidence (of those in ``only`` when given),
     chunked; and the pages left out (path -> blob): the generated index, the journal,
-    binary and oversize files. The store records both, so a later call can tell what
+    binary, oversize and non-UTF-8 files. The store records both, so a later call can tell what
     changed since (see `refresh`)."""
     wanted = [p for p in wiki.pages if only is None or p.path in only]
     data = wiki.read([SourceFile(p.path, p.blob) for p in wanted])
@@ -76,8 +76,8 @@ def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPa
         if not isinstance(raw, bytes) or len(raw) > 8 * 1024 * 1024:
             skipped[page.path] = page.blob or ""
             continue
-        text, _ = decode(raw)
-        if text is None or not is_evidence(page.path, wiki.root_dir, text):
+        text, issues = decode(raw)
+        if text is None or issues or not is_evidence(page.path, wiki.root_dir, text):  # never U+FFFD text
             skipped[page.path] = page.blob or ""
             continue
         meta = frontmatter.parse(text)

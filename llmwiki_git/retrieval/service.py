@@ -14,7 +14,7 @@ import numpy as np
 from .. import confine
 from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
 from ..git import Git, blob_id
-from ..wiki.pages import decode
+from ..wiki.pages import decode, unusable_notes
 from . import refresh
 from . import store as store_mod
 from .chunking import store_fingerprint
@@ -118,6 +118,7 @@ class Retrieval:
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
             pages, skipped = indexer.read_pages(wiki)
+            notes += unusable_notes([(p.path, p.scan) for p in wiki.pages if p.path in skipped])
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped,
                                     names=indexer.names_digest(wiki))
             written = self._write_index_page(wiki, index_path, notes) if index_path and page else None
@@ -362,7 +363,9 @@ class Retrieval:
             if isinstance(exc.__cause__, FileNotFoundError):
                 return LivePage(None, None, missing=True)  # deleted since it was listed: not an error
             return LivePage(None, None)
-        text, _ = decode(data)
+        text, issues = decode(data)
+        if text is None or issues:  # never quoted with U+FFFD in place of its letters
+            return LivePage(None, None, why="binary file" if text is None else "not valid UTF-8")
         return LivePage(text, blob_id(data))
 
     def context(self, prompt: str, options: ContextOptions) -> dict:
