@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ import yaml
 from llmwiki_git import config
 from llmwiki_git.config import tomllib  # tomli on Python 3.10
 
-from .conftest import REPO_ROOT
+from .conftest import DEMO_STATE_TRACKED, REPO_ROOT, copy_checkout, copy_demo
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"(?:^<!-- snippet: skip \((?P<skip>[^)]*)\) -->\n)?^```(?P<lang>[a-z]*)\n(?P<body>.*?)^```$", re.M | re.S)
@@ -81,11 +80,7 @@ def _env(tmp: Path) -> dict[str, str]:
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh repository with this checkout's tracked files, as `git clone` would give."""
     dest = tmp_path_factory.mktemp("clone") / "llmwiki-git"
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True).stdout
-    for rel in filter(None, files.decode().split("\0")):
-        if (REPO_ROOT / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO_ROOT / rel, dest / rel)
+    copy_checkout(dest)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "clone"]):
         subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True)
     return dest
@@ -200,3 +195,22 @@ def test_python_snippet_runs(snippet: Snippet, clone: Path, tmp_path: Path) -> N
     proc = subprocess.run([sys.executable, "-c", snippet.body], cwd=clone / "examples" / "demo",
                           capture_output=True, text=True, env=_env(tmp_path))
     assert proc.returncode == 0, f"{snippet}\n{proc.stdout}{proc.stderr}"
+
+
+def test_the_quickstart_then_the_tests_in_readme_order(clone: Path, tmp_path: Path) -> None:
+    """README order (issue 23): the quickstart (`index`, then `query`) writes the example's
+    search index and activity log in the clone's examples/demo/.llmwiki/; the tests copy the
+    example without that state (`copy_demo`), so a test's first `index` still embeds every
+    chunk and its first query finds no log (it was "5 failed": `assert 'Embedding 9 chunks'
+    in ''`, `FileExistsError ... activity.log`)."""
+    demo = clone / "examples" / "demo"
+    for args in (["index", "--fast"], ["query", "how does approval avoid overwriting a page edited meanwhile?"]):
+        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "-C", str(demo), *args], capture_output=True,
+                              text=True, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr
+    assert (demo / ".llmwiki" / "embeddings.json").is_file() and (demo / ".llmwiki" / "activity.log").is_file()
+    copied = tmp_path / "test-repo"
+    copy_demo(copied, source=demo)
+    assert sorted(p.name for p in (copied / ".llmwiki").iterdir()) == sorted(DEMO_STATE_TRACKED)
+    assert sorted(p.name for p in (copied / "wiki" / "concepts").iterdir()) == \
+        sorted(p.name for p in (demo / "wiki" / "concepts").iterdir())

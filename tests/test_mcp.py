@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +23,7 @@ import anyio  # noqa: E402
 import jsonschema  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
-from .conftest import REPO_ROOT, Repo  # noqa: E402
+from .conftest import REPO_ROOT, Repo, copy_demo  # noqa: E402
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 TOOLS = {"get_context_pack", "query_wiki", "search_pages", "read_page", "check_links", "review_list", "wiki_status", "propose_page"}
@@ -33,7 +32,7 @@ PACK_SCHEMA = json.loads((REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pac
 
 @pytest.fixture
 def demo(repo: Repo) -> Repo:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo wiki")
     proc = repo.llmwiki("index", env=FAST)
     assert proc.returncode == 0, proc.stderr

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from ..conftest import REPO_ROOT, Repo
+from ..conftest import Repo, copy_demo
 
 LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
 
 
 @pytest.fixture
 def demo(repo: Repo) -> Repo:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo wiki")
     return repo
 
