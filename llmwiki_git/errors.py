@@ -115,8 +115,15 @@ class GitError(LlmwikiError):
         self.stderr = stderr
 
 
+#: How to install an extra: no release is published, so from a clone or a git URL, never a
+#: bare registry name (``pip install 'llmwiki-git[local]'`` finds nothing).
+def install_hint(extras: str) -> str:
+    return (f"in your clone of llmwiki-git: pip install '.[{extras}]' (no release is published: from a git URL, "
+            f"pip install 'llmwiki-git[{extras}] @ git+URL@COMMIT')")
+
+
 #: How to install what query, context, index and serve need (the ``local`` extra).
-LOCAL_INSTALL_HINT = "pip install 'llmwiki-git[local]' (from a clone: pip install '.[local]')"
+LOCAL_INSTALL_HINT = install_hint("local")
 #: Third-party modules of the retrieval extras: their absence is a missing extra, not a bug.
 RETRIEVAL_MODULES = frozenset({"numpy", "httpx"})
 

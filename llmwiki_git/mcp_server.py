@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .errors import ArgumentError, LlmwikiError, UsageError, WikiError
+from .errors import ArgumentError, LlmwikiError, UsageError, WikiError, install_hint
 from .git import blob_id
 
-SDK_MISSING = "llmwiki serve needs the MCP SDK: pip install 'llmwiki-git[mcp]' (from a clone: pip install '.[local,mcp]')"
+SDK_MISSING = f"llmwiki serve needs the MCP SDK: {install_hint('local,mcp')}"
 SERVER_NAME = "llmwiki"
 INDEX_URI = "llmwiki://index"
 PAGE_PREFIX = "llmwiki://page/"
@@ -560,7 +560,7 @@ def _sdk() -> Any:
         found = "0"
     if not found.split(".", 1)[0].isdigit() or int(found.split(".", 1)[0]) != 2:
         raise LlmwikiError(f"llmwiki serve needs version 2 of the MCP SDK, found mcp {found}",
-                           hint="pip install 'llmwiki-git[mcp]'")
+                           hint=install_hint("local,mcp"))
     return mcp
 
 

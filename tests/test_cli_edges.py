@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -134,7 +135,9 @@ def test_missing_retrieval_extra_names_the_install_command(blob_wiki: Repo) -> N
     proc = subprocess.run([sys.executable, "-c", code, "query", "what is a blob?"], cwd=blob_wiki.root,
                           capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
-    assert "this command needs numpy" in proc.stderr and "pip install 'llmwiki-git[local]'" in proc.stderr
+    assert "this command needs numpy" in proc.stderr and "pip install '.[local]'" in proc.stderr
+    # no release is published: never a bare registry name that finds nothing (issue 23)
+    assert not re.search(r"pip install 'llmwiki-git\[[a-z,]+\]'", proc.stderr), proc.stderr
     assert "Internal error" not in proc.stderr
 
 

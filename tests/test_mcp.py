@@ -226,7 +226,7 @@ def test_missing_sdk_is_a_clear_error(demo: Repo, monkeypatch: pytest.MonkeyPatc
     from llmwiki_git.errors import LlmwikiError
 
     monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` now raises ImportError
-    with pytest.raises(LlmwikiError, match=r"llmwiki serve needs the MCP SDK: pip install 'llmwiki-git\[mcp\]'"):
+    with pytest.raises(LlmwikiError, match=r"llmwiki serve needs the MCP SDK: in your clone of llmwiki-git: pip install '\.\[local,mcp\]'"):
         mcp_server.build_server(demo.root)
 
 
