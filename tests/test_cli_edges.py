@@ -176,3 +176,22 @@ def test_fast_index_says_it_sticks(repo: Repo) -> None:
     assert "plain `llmwiki index` runs keep it so; run `llmwiki index --full`" in fast.stderr
     again = repo.llmwiki("index")
     assert "lexical-only (built with --fast)" in again.stderr
+
+
+def test_a_chat_provider_with_no_server_on_this_machine_fails_at_once(blob_wiki: Repo, monkeypatch) -> None:
+    """Regression: `chat_provider = "ollama"` copied from the docs without Ollama running
+    took 9.5 s to fail (1 + 2 + 4 s of retries of a refused connection), and said its hint
+    twice."""
+    import socket
+
+    with socket.socket() as probe:  # a port on this machine where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (blob_wiki.root / ".llmwiki").mkdir(exist_ok=True)
+    (blob_wiki.root / ".llmwiki" / "config.toml").write_text('chat_provider = "ollama"\n')
+    slept: list[float] = []
+    monkeypatch.setattr("llmwiki_git.providers.http.time.sleep", slept.append)
+    proc = blob_wiki.llmwiki("query", "what is a blob?", env={**LEXICAL, "OLLAMA_HOST": f"127.0.0.1:{port}"})
+    assert proc.returncode == 1 and slept == [], (slept, proc.stderr)
+    assert f"Error: ollama: cannot connect to http://127.0.0.1:{port}/api/chat (connection refused)" in proc.stderr
+    assert proc.stderr.count("ollama serve") == 1, proc.stderr

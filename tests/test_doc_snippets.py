@@ -188,6 +188,10 @@ def test_toml_snippet_is_a_valid_config(snippet: Snippet, tmp_path: Path) -> Non
     (tmp_path / "wiki").mkdir()
     settings = config.load(tmp_path, environ={})
     assert settings.wiki_dir == "wiki"
+    # Copied as it is, a config example keeps `query` working offline (issue 23: one set
+    # chat_provider = "ollama", and query then failed for want of an Ollama server).
+    assert settings.chat_provider in (None, "extractive"), f"{snippet}: needs a server: {settings.chat_provider}"
+    assert settings.embedding_provider in (None, "local", "none"), f"{snippet}: {settings.embedding_provider}"
 
 
 @pytest.mark.parametrize("snippet", _of("python"), ids=str)
