@@ -163,8 +163,14 @@ def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
     errors, warnings = len(result.errors), len(result.warnings)
     what = f"new in {scope} since {base}" if base else f"in {scope}"
     if errors:
-        next_step = "fix the links, or create the missing pages" if errors else ""
-        click.echo(f"{plural(result.checked, 'page')} checked: {plural(errors, 'broken link')} {what}, {plural(warnings, 'warning')}; {next_step}.", err=True)
+        unchecked = sum(1 for p in result.errors if p.code == "unchecked-page")
+        links = errors - unchecked  # a page that cannot be checked is no broken link (it said "4 broken links" for 2)
+        found = [plural(links, "broken link")] if links else []
+        found += [f"{plural(unchecked, 'page')} that cannot be checked"] if unchecked else []
+        steps = ["fix the links, or create the missing pages"] if links else []
+        steps += ["save those pages as UTF-8 text within the size limit, or keep them out of the wiki"] if unchecked else []
+        click.echo(f"{plural(result.checked, 'page')} checked: {' and '.join(found)} {what}, "
+                   f"{plural(warnings, 'warning')}; {'; '.join(steps)}.", err=True)
     else:
         click.echo(f"{plural(result.checked, 'page')} checked: no broken links {what}, {plural(warnings, 'warning')}.", err=True)
 

@@ -326,3 +326,25 @@ def test_a_link_added_without_changing_names_is_rechecked_when_its_page_appears(
     repo.git("add", "-A")
     assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache") == (0, [])
     assert problems(repo, "--staged", "--base", "HEAD") == (0, [])
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_the_hook_counts_pages_it_cannot_check_apart_from_broken_links(repo: Repo, prefix: str) -> None:
+    """Regression (issue 23): the hook said "4 broken links new" for two broken links and two
+    pages it could not check, and listed binary.md twice (the warning and the refusal)."""
+    if not prefix:
+        repo.write("index.md", "# Home\n\n[[a]]\n")
+    repo.write(f"{prefix}a.md", "# A\n\n[[b]]\n")
+    repo.write(f"{prefix}b.md", "# B\n")
+    repo.commit("wiki")
+    repo.write(f"{prefix}c.md", "# C\n\n[[missing-1]] [[missing-2]]\n")
+    repo.write(f"{prefix}binary.md", b"bin\x00ary [[x]]")
+    repo.write(f"{prefix}latin.md", "caf\xe9 [[b]]\n".encode("latin-1"))
+    repo.git("add", "-A")
+    proc = repo.llmwiki("check", "--staged", "--base", "HEAD")
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == [f"{prefix}binary.md", f"{prefix}c.md", f"{prefix}c.md",
+                                                       f"{prefix}latin.md"], lines
+    assert "2 broken links and 2 pages that cannot be checked new in the index since HEAD, 0 warnings" in proc.stderr
+    assert "save those pages as UTF-8 text" in proc.stderr
