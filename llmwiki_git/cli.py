@@ -472,7 +472,7 @@ def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: boo
 
 def _render_query(result: QueryResult, debug: bool) -> None:
     """The streamed answer's tail: citation report, warnings, debug snapshot, what was written."""
-    from .answer.query import NO_MATCH
+    from .answer.query import NO_ANSWER, NO_MATCH
     from .wiki.citations import format_report
 
     if not result.matched:
@@ -502,7 +502,7 @@ def _render_query(result: QueryResult, debug: bool) -> None:
         _note(f"Saved query → {result.saved}")
     elif result.candidate_id:
         _note(f"Staged review candidate {result.candidate_id}")
-    else:
+    elif result.answer.strip() != NO_ANSWER:  # "The wiki does not say." is nothing to save
         _note("Tip: use --save to add this answer to your wiki")
 
 
@@ -579,7 +579,7 @@ def review_stage(ctx: click.Context, paths: tuple[Path, ...], started_from: str 
 @click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
 @click.pass_context
 def review_list(ctx: click.Context, as_json: bool) -> None:
-    """Open candidates, oldest first: id, target, age, citation status now, base."""
+    """Open candidates, oldest first: id, kind, target, age, citation status now, base."""
     import time
 
     from .review.service import list_view
@@ -596,8 +596,8 @@ def review_list(ctx: click.Context, as_json: bool) -> None:
     for row in rows:
         for note in row.notes:
             click.echo(f"warning: {row.id}: {note}", err=True)
-        click.echo(f"{row.id}  {row.target or '?'}  {_age(now - row.committed_at)}  {row.citation_status}  "
-                   f"base {row.base[:12] if row.base else '?'}")
+        click.echo(f"{row.id}  {row.kind or '?'}  {row.target or '?'}  {_age(now - row.committed_at)}  "
+                   f"{row.citation_status}  base {row.base[:12] if row.base else '?'}")
     click.echo("Inspect one with `llmwiki review show <id>`.", err=True)
 
 
@@ -620,6 +620,8 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
     else:
         click.echo(f"Candidate {view.candidate.id}")
         for key, value in view.metadata().items():
+            if key == "question" and not value:
+                continue  # a page edit asks no question (it printed an empty "question:" line)
             click.echo(f"{key}: {value}")
         click.echo("")
         if view.verdict.citations is not None:

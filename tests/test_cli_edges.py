@@ -195,3 +195,15 @@ def test_a_chat_provider_with_no_server_on_this_machine_fails_at_once(blob_wiki:
     assert proc.returncode == 1 and slept == [], (slept, proc.stderr)
     assert f"Error: ollama: cannot connect to http://127.0.0.1:{port}/api/chat (connection refused)" in proc.stderr
     assert proc.stderr.count("ollama serve") == 1, proc.stderr
+
+
+def test_no_tip_to_save_an_answer_that_says_the_wiki_does_not_say(repo: Repo) -> None:
+    """Regression (issue 23): "Tip: use --save to add this answer to your wiki" followed
+    "The wiki does not say." (saving it is refused: nothing to publish)."""
+    repo.write("wiki/zebra.md", "---\ntitle: Zebra\n---\n\nStripes are black and white on every animal of the herd.\n")
+    repo.commit("wiki")
+    proc = repo.llmwiki("query", "zebra?", env=LEXICAL)
+    assert proc.returncode == 0 and proc.stdout.startswith("The wiki does not say."), proc.stdout
+    assert "Tip: use --save" not in proc.stderr
+    answered = repo.llmwiki("query", "what colour are the stripes?", env=LEXICAL)
+    assert "Tip: use --save" in answered.stderr
