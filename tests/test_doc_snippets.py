@@ -218,3 +218,12 @@ def test_the_quickstart_then_the_tests_in_readme_order(clone: Path, tmp_path: Pa
     assert sorted(p.name for p in (copied / ".llmwiki").iterdir()) == sorted(DEMO_STATE_TRACKED)
     assert sorted(p.name for p in (copied / "wiki" / "concepts").iterdir()) == \
         sorted(p.name for p in (demo / "wiki" / "concepts").iterdir())
+
+
+def test_every_install_in_the_readme_says_its_size() -> None:
+    """Regression (issue 23): the `[local,mcp]` row of the install table had no size."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in readme.splitlines() if line.startswith("| `pip install")]
+    assert len(rows) >= 4
+    for row in rows:
+        assert re.search(r"\d+ MB", row.rsplit("|", 2)[1]), row
