@@ -138,7 +138,7 @@ _READABLE_STEPS: tuple[tuple[tuple[str, ...], re.Pattern[str], Any], ...] = (
     (("://", "www.", "WWW.", "Www."), _URL, " "),
     (("<",), _TAG, " "),
     (("---",), _TABLE_RULE, ""),
-    (("#", ">", "["), _LINE_MARKUP, ""),
+    (("#", ">", "[ ]", "[x]", "[X]"), _LINE_MARKUP, ""),
     (("*", "_", "~", "`"), _INLINE_MARKUP, ""),
     (("^",), _BLOCK_ID, ""),
     (("  ", "\t"), _SPACES, " "),
@@ -150,8 +150,10 @@ def readable_text(text: str) -> str:
     tags or comments, no code-fence lines, no emphasis or heading marks, no table rules,
     no block ids; whitespace runs collapsed. Code, table cells and words stay."""
     for needles, pattern, replacement in _READABLE_STEPS:
-        if any(needle in text for needle in needles):
-            text = pattern.sub(replacement, text)
+        for needle in needles:  # a plain loop: a generator per step cost 20 % of indexing a chunk
+            if needle in text:
+                text = pattern.sub(replacement, text)
+                break
     return _BLANK_LINES.sub("\n\n", text).strip()
 
 

@@ -8,12 +8,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..wiki import frontmatter
 from ..wiki.generated import is_evidence
 from ..wiki.model import Page, Wiki
+from ..wiki.parallel import MIN_PAGES, in_shares
 from ..wiki.slug import parse_target
 from ..wiki.pages import decode
 from ..wiki.snapshots import SourceFile
@@ -68,17 +70,35 @@ def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPa
     binary, oversize and non-UTF-8 files. The store records both, so a later call can tell what
     changed since (see `refresh`)."""
     wanted = [p for p in wiki.pages if only is None or p.path in only]
-    data = wiki.read([SourceFile(p.path, p.blob) for p in wanted])
+    if len(wanted) >= MIN_PAGES:
+        wiki.build_tables()  # before the workers fork: each resolves its pages' links
     pages: list[IndexedPage] = []
     skipped: dict[str, str] = {}
+    # On every core for a large wiki (wiki/parallel.py): reading, chunking and the text each
+    # chunk is searched by are per page; the pages come back in order, as plain tuples.
+    for share in in_shares(lambda share: _read_share(wiki, share), wanted):
+        for item in share:
+            if item[0] is None:
+                skipped[item[1]] = item[2]
+            else:
+                pages.append(IndexedPage(*item))
+    return pages, skipped
+
+
+def _read_share(wiki: Wiki, wanted: list[Page]) -> list[tuple[Any, ...]]:
+    """`read_pages` of some pages: each an `IndexedPage`'s fields, or (None, path, blob) for
+    a page left out; plain data, for `marshal` to carry back from a worker."""
+    data = wiki.read([SourceFile(p.path, p.blob) for p in wanted])
+    out: list[tuple[Any, ...]] = []
+    resolved: dict[str, tuple[str | None, str | None]] = {}  # link text -> (page id, dangling key)
     for page in wanted:
         raw = data.get(page.path)
         if not isinstance(raw, bytes) or len(raw) > 8 * 1024 * 1024:
-            skipped[page.path] = page.blob or ""
+            out.append((None, page.path, page.blob or ""))
             continue
         text, issues = decode(raw)
         if text is None or issues or not is_evidence(page.path, wiki.root_dir, text):  # never U+FFFD text
-            skipped[page.path] = page.blob or ""
+            out.append((None, page.path, page.blob or ""))
             continue
         meta = frontmatter.parse(text)
         body = text[meta.body_offset :]
@@ -86,16 +106,15 @@ def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPa
         summary = meta.data.get("summary")
         chunks = split_into_chunks(body)
         texts = tuple(f"{title}\n\n{c.text}" for c in chunks)
-        links, dangling = _graph(wiki, page)
+        links, dangling = _graph(wiki, page, resolved)
         names = "\n".join((title, *page.scan.aliases))
         about = "\n".join(_descriptions(meta))
         readable = [readable_text(c.text) for c in chunks]
         where = path_words(page.path)
         lexical = tuple(lexical_fields(names, about, where, text) for text in readable)
-        pages.append(IndexedPage(page.id, page.path, page.blob or "", title,
-                                 summary if isinstance(summary, str) else "", texts, links, dangling,
-                                 tuple(embedding_input(title, text) for text in readable), lexical))
-    return pages, skipped
+        out.append((page.id, page.path, page.blob or "", title, summary if isinstance(summary, str) else "", texts,
+                    links, dangling, tuple(embedding_input(title, text) for text in readable), lexical))
+    return out
 
 
 def _descriptions(meta: frontmatter.Frontmatter) -> list[str]:
@@ -112,19 +131,32 @@ def lexical_fields(names: str, about: str, where: str, readable: str) -> Documen
             (where, FIELD_WEIGHTS["path"]), (readable, FIELD_WEIGHTS["body"]))
 
 
-def _graph(wiki: Wiki, page: Page) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _graph(wiki: Wiki, page: Page, resolved: dict[str, tuple[str | None, str | None]] | None = None
+           ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The pages ``page`` links to and the targets it names that nothing answers;
+    ``resolved`` remembers each link text's meaning across pages (a wiki names the same
+    targets from many pages)."""
     links: dict[str, None] = {}
     dangling: dict[str, None] = {}
-    for occ in page.scan.links:
-        target = parse_target(occ.target)
-        if target.is_self_anchor or target.is_empty:
-            continue
-        found = wiki.resolve(target)
-        if found.page is not None:
-            if found.page.id != page.id:
-                links[found.page.id] = None
-        elif not found.resolved:
-            dangling[target.key] = None
+    known = resolved if resolved is not None else {}
+    for link in page.scan.raw_links:
+        text = link[3]
+        meaning = known.get(text)
+        if meaning is None:
+            target = parse_target(text)
+            if target.is_self_anchor or target.is_empty:
+                meaning = (None, None)
+            else:
+                found = wiki.resolve(target)
+                meaning = (found.page.id if found.page is not None else None,
+                           None if found.resolved else target.key)
+            known[text] = meaning
+        page_id, missing = meaning
+        if page_id is not None:
+            if page_id != page.id:
+                links[page_id] = None
+        elif missing is not None:
+            dangling[missing] = None
     return tuple(links), tuple(dangling)
 
 
