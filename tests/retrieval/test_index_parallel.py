@@ -38,3 +38,23 @@ def test_pages_read_in_shares_equal_pages_read_in_one_process(repo: Repo, prefix
     assert len(pages) == n + (prefix == "") and set(skipped) == {f"{prefix}notes/latin.md", f"{prefix}notes/binary.md"}
     first = next(p for p in pages if p.page_id == "notes/note-3")
     assert first.links == ("notes/note-4", "notes/note-21") and first.dangling == ("missing-3",)
+
+
+def test_bm25_tokenized_in_shares_equals_one_process(monkeypatch) -> None:
+    """The lexical index of many chunks is tokenized on every core and merged: the same
+    vocabulary, postings, weights and lengths, bit for bit, as one process builds."""
+    import numpy as np
+
+    from llmwiki_git.retrieval.lexical import SHARED_DOCS, LexicalIndex, _tokenize_all
+
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+    docs = [((f"Title {i % 97}", 3.0), ("", 2.0), (f"notes n{i % 13}", 1.5),
+             (" ".join(words[(i * k) % len(words)] for k in range(i % 40)) + f" 東京{i % 7} café{i % 3}", 1.0))
+            for i in range(SHARED_DOCS + 500)]
+    shared, shared_top = _tokenize_all(docs), LexicalIndex.build(docs).top("gamma café1", 5)
+    monkeypatch.setenv("LLMWIKI_SERIAL_SCAN", "1")
+    alone = _tokenize_all(docs)
+    assert shared[0] == alone[0]
+    for a, b in zip(shared[1:], alone[1:]):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert shared_top and shared_top == LexicalIndex.build(docs).top("gamma café1", 5)
