@@ -41,6 +41,7 @@ class IndexedPage:
     dangling: tuple[str, ...] = ()
     embedded: tuple[str, ...] = ()  # what is embedded, per chunk (chunking.embedding_input)
     lexical: tuple[Document, ...] = ()  # what BM25 indexes, per chunk: weighted fields
+    meta_title: object = None  # the frontmatter's title value as it is (the table of contents uses it)
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,10 @@ def _read_share(wiki: Wiki, wanted: list[Page]) -> list[tuple[Any, ...]]:
         readable = [readable_text(c.text) for c in chunks]
         where = path_words(page.path)
         lexical = tuple(lexical_fields(names, about, where, text) for text in readable)
+        meta_title = meta.data.get("title")
         out.append((page.id, page.path, page.blob or "", title, summary if isinstance(summary, str) else "", texts,
-                    links, dangling, tuple(embedding_input(title, text) for text in readable), lexical))
+                    links, dangling, tuple(embedding_input(title, text) for text in readable), lexical,
+                    meta_title if isinstance(meta_title, str) else None))
     return out
 
 

@@ -471,10 +471,19 @@ def _tokenize_share(docs: Sequence[Document]) -> Tokenized:
     token_weights = array("d")
     lengths = np.zeros(n_docs, dtype=np.float64)
     counts = np.zeros(n_docs, dtype=np.int64)
+    # A page's title, description and path words are fields of each of its chunks: the same
+    # short texts again and again, tokenized once.
+    short: dict[str, list[str]] = {}
     for i, doc in enumerate(docs):
         fields = ((doc, 1.0),) if isinstance(doc, str) else doc
         for text, weight in fields:
-            tokens = tokenize(text) if weight > 0 else []
+            if weight <= 0:
+                continue
+            tokens = short.get(text) if len(text) < 256 else None
+            if tokens is None:
+                tokens = tokenize(text)
+                if len(text) < 256:
+                    short[text] = tokens
             if not tokens:
                 continue
             lengths[i] += weight * len(tokens)
