@@ -150,7 +150,11 @@ class Facts:
         for index, (path, key, links) in enumerate(pages):
             mark = str(index)
             for link in links:
-                users.setdefault(link[3], []).append(mark)
+                using = users.get(link[3])
+                if using is None:
+                    users[link[3]] = [mark]
+                elif using[-1] is not mark:  # a page's marks are consecutive: each once, in order
+                    using.append(mark)
             for slug in _answers_to(path, key):
                 by_slug.setdefault(slug, []).append(path)
         texts: dict[str, list[str]] = {}  # what add_texts(users) lists, built as one dict (~3x faster)
@@ -159,7 +163,7 @@ class Facts:
                 texts.setdefault(name, []).append(text)
         return cls(root_dir, fingerprint, names, list(other_files), outcomes,
                    {path: key for path, key, _ in pages}, [path for path, _, _ in pages],
-                   PartedMap.from_dict({text: " ".join(dict.fromkeys(marks)) for text, marks in users.items()}),
+                   PartedMap.from_dict({text: " ".join(marks) for text, marks in users.items()}),
                    PartedMap.from_dict({name: "\x00".join(listed) for name, listed in texts.items()}),
                    PartedMap.from_dict({slug: "\x00".join(paths) for slug, paths in by_slug.items()}))
 
