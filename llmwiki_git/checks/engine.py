@@ -130,9 +130,9 @@ class CheckEngine:
                 return result
         wiki = self.load_wiki(scope, cache)
         checker = Checker(wiki)
-        result = check_wiki_with(wiki, checker, cache, self.limit)
+        fingerprint = names_fingerprint(wiki, self.limit) if cache is not None else ""
+        result = check_wiki_with(wiki, checker, cache, self.limit, fingerprint)
         if cache is not None and tree is not None:
-            fingerprint = names_fingerprint(wiki, self.limit)
             own = facts_id(fingerprint, tree)
             if not cache.has_facts(own):
                 for page in wiki.pages:  # every target's outcome, for the next delta

@@ -38,6 +38,7 @@ _QUOTED = rf'"(?:[^"\\{_BAD}]|{_ESCAPE})*"|\'[^\'{_BAD}]*\''
 _PLAIN = r"[A-Za-z][A-Za-z0-9_.()-]*(?: [A-Za-z0-9_.()-]+)*"
 _SCALAR = re.compile(rf"(?:{_QUOTED}|{_PLAIN})")
 _FLOW = re.compile(rf"\[ *(?:(?:{_QUOTED}|{_PLAIN})(?: *, *(?:{_QUOTED}|{_PLAIN}))*)? *\]")
+_FLOW_ITEM = re.compile(rf"{_QUOTED}|{_PLAIN}")
 _ITEM = re.compile(r"( *)- +(.*?) *")
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _INT = re.compile(r"0|[1-9][0-9]{0,8}")
@@ -69,7 +70,7 @@ def _flow_items(text: str) -> list[str] | None:
     if not inner:
         return []
     items = []
-    for part in re.findall(rf"{_QUOTED}|{_PLAIN}", inner):
+    for part in _FLOW_ITEM.findall(inner):
         value = _simple_scalar(part)
         if not isinstance(value, str):
             return None
