@@ -212,7 +212,7 @@ def declines(answer: str, provider: str, result: SearchResult | None, citations:
 
 
 def answer_stream(provider: ChatProvider, question: str, retrieved: Retrieved, language: str | None) -> Iterator[str]:
-    return provider.stream_answer(AnswerRequest(question, tuple(retrieved.evidence), language))
+    return provider.stream_answer(AnswerRequest(question, tuple(retrieved.evidence), language, (query_slug(question),)))
 
 
 def report(answer: str, load_wiki: Callable[[], Wiki], pending: PendingIndex | None) -> tuple[list[Citation] | None, str | None]:

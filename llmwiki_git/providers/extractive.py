@@ -125,6 +125,12 @@ def _link_text(match: re.Match[str]) -> str:
     return f"[[{target.strip()}]]" if target.strip() else ""
 
 
+def _link_name(target: str) -> str:
+    """A link's page name, compared loosely (``[[Queries/What Is X#a|x]]`` -> ``what-is-x``)."""
+    name = target.split("|", 1)[0].split("#", 1)[0].strip().rsplit("/", 1)[-1]
+    return "-".join(name.lower().removesuffix(".md").split())
+
+
 def _link_chars(text: str) -> int:
     spans = [m.group(0) for rx in (_WIKILINK, _MDLINK, _MDIMAGE, _URL, _SHORTCUT_REF) for m in rx.finditer(text)]
     return sum(len(s) for s in spans)
@@ -316,7 +322,7 @@ class ExtractiveProvider:
         tokenize = _tokenizer()
         ignore = {t for word in _QUESTION_WORDS for t in tokenize(word)}
         query = [t for t in tokenize(request.question) if t not in ignore]
-        sentences = self._sentences(request.evidence, tokenize)
+        sentences = self._sentences(request.evidence, tokenize, {_link_name(a) for a in request.avoid})
         if not query or not sentences:
             return [NO_ANSWER]
         self._score(sentences, query)
@@ -333,7 +339,8 @@ class ExtractiveProvider:
         chosen = self._choose(ranked, sentences, request.evidence)
         return self._render(chosen, request.evidence)
 
-    def _sentences(self, evidence: tuple[Evidence, ...], tokenize: Callable[[str], list[str]]) -> list[_Sentence]:
+    def _sentences(self, evidence: tuple[Evidence, ...], tokenize: Callable[[str], list[str]],
+                   avoid: set[str] | frozenset[str] = frozenset()) -> list[_Sentence]:
         seen: set[str] = set()
         out: list[_Sentence] = []
         for p, page in enumerate(evidence):
@@ -348,6 +355,8 @@ class ExtractiveProvider:
                     cleaned = clean_sentence(raw)
                     if not _usable(raw, cleaned):
                         continue
+                    if avoid and any(_link_name(m.group(1)) in avoid for m in _WIKILINK.finditer(cleaned)):
+                        continue  # it would cite the page a save of this answer replaces
                     if is_item and cleaned[-1] not in _CLOSERS and len(cleaned.split()) < 6:
                         continue  # a list fragment ("- Fast startup"), not a sentence
                     key = _key(cleaned)

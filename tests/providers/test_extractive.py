@@ -274,3 +274,18 @@ def test_the_asker_is_not_a_search_term() -> None:
                                         "Pages are published from the main branch by the publish workflow.")
     answer = "".join(ask("How do I publish pages?", (faq,)))
     assert "I deployed" not in answer and answer.startswith("Pages are published"), answer
+
+
+def test_a_sentence_linking_the_page_a_save_would_replace_is_not_quoted() -> None:
+    """Regression (issue 23, seen as a flaky concurrent-save test): a saved answer quoted as
+    evidence carried its own citation of [[what-are-git-objects]]; quoting it in a new answer
+    to that very question made `--save` refuse a self-citation. The answerer is told which
+    link a save would replace and quotes no sentence linking it."""
+    saved = Evidence("queries/what-is-a-commit-trailer", "what-is-a-commit-trailer", "Commit trailers",
+                     "Git parses commit trailers with interpret-trailers [[commit-trailers]] [[what-are-git-objects]].\n\n"
+                     "Git objects hold commit trailers in the commit message body.")
+    request = AnswerRequest("what are git objects and their commit trailers?", (saved,), None, ("what-are-git-objects",))
+    answer = "".join(ExtractiveProvider().stream_answer(request))
+    assert "what-are-git-objects" not in answer and answer.startswith("Git objects hold commit trailers"), answer
+    plain = "".join(ExtractiveProvider().stream_answer(AnswerRequest(request.question, (saved,))))
+    assert "[[what-are-git-objects]]" in plain  # the same evidence, no save to protect: quoted
