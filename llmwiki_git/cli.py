@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .errors import LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
+from .errors import Interrupted, LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
+from .terminal import raw_stream
 from .workspace import Workspace
 from .wording import plural
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .compiler.service import CompileResult
 
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = Interrupted.exit_code  # 128 + SIGINT
 
 
 class LlmwikiGroup(click.Group):
@@ -42,6 +44,10 @@ class LlmwikiGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except KeyboardInterrupt as exc:  # Ctrl-C: 130, as a shell reports SIGINT (not 1, "problems found")
+            said = f": {exc}" if isinstance(exc, Interrupted) else ""
+            click.echo(f"\nInterrupted{said}.", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             missing = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else None
             if missing is not None:
@@ -90,15 +96,30 @@ def _read_text_argument(ctx: click.Context, name: str) -> str:
         data = sys.stdin.buffer.read(confine.MAX_READ_BYTES + 1)
         if len(data) > confine.MAX_READ_BYTES:
             raise UsageError(f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit")
-        return data.decode("utf-8", errors="replace")
+        return _text_of(data, "standard input")
     path = Path(name)
     if ctx.obj["repo"] is not None and not path.is_absolute():
         path = ctx.obj["repo"] / path
     try:  # a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
-        return confine.read_file(path, name=name).decode("utf-8", errors="replace")
+        data = confine.read_file(path, name=name)
     except PathRefused as exc:
         reason = exc.reason.removeprefix("cannot read: ")
         raise UsageError(f"cannot read {name}: {reason}", hint="name a file that exists, or - for standard input") from exc
+    return _text_of(data, name)
+
+
+def _text_of(data: bytes, name: str) -> str:
+    """``data`` as markdown text: a binary file is refused; bytes that are not UTF-8 are
+    replaced, and a warning names where (never silently)."""
+    from .wiki.pages import decode
+
+    text, issues = decode(data)
+    if text is None:
+        raise UsageError(f"cannot read {name}: it is a binary file (it contains NUL bytes), not markdown text",
+                         hint="name a markdown file")
+    for issue in issues:
+        _note(f"warning: {name}:{issue.line}: {issue.message}")
+    return text
 
 
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
@@ -144,8 +165,14 @@ def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
     errors, warnings = len(result.errors), len(result.warnings)
     what = f"new in {scope} since {base}" if base else f"in {scope}"
     if errors:
-        next_step = "fix the links, or create the missing pages" if errors else ""
-        click.echo(f"{plural(result.checked, 'page')} checked: {plural(errors, 'broken link')} {what}, {plural(warnings, 'warning')}; {next_step}.", err=True)
+        unchecked = sum(1 for p in result.errors if p.code == "unchecked-page")
+        links = errors - unchecked  # a page that cannot be checked is no broken link (it said "4 broken links" for 2)
+        found = [plural(links, "broken link")] if links else []
+        found += [f"{plural(unchecked, 'page')} that cannot be checked"] if unchecked else []
+        steps = ["fix the links, or create the missing pages"] if links else []
+        steps += ["save those pages as UTF-8 text within the size limit, or keep them out of the wiki"] if unchecked else []
+        click.echo(f"{plural(result.checked, 'page')} checked: {' and '.join(found)} {what}, "
+                   f"{plural(warnings, 'warning')}; {'; '.join(steps)}.", err=True)
     else:
         click.echo(f"{plural(result.checked, 'page')} checked: no broken links {what}, {plural(warnings, 'warning')}.", err=True)
 
@@ -292,12 +319,12 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
         if as_json:
             return
         if bar is None:  # chunks done/total, rate and time left (click's ETA)
-            if total > 8:  # more than a page's worth: say so first, with a rough time and the way around it
-                cores = os.cpu_count() or 1  # the local model: ~6 chunks/s per idle core (docs/embeddings.md)
-                click.echo(f"Embedding {total} new chunks, roughly {max(1, round(total / (6 * cores) / 60))} min with "
-                           f"the local model on {cores} idle cores; `llmwiki index --fast` builds a lexical-only index "
-                           "in seconds instead.", err=True)
-            bar = click.progressbar(length=total, label=f"Embedding {total} chunks", file=sys.stderr,
+            if total > 8:  # more than a page's worth: say so first, with a rough time (and the way around a long one)
+                click.echo(_embedding_estimate(total, os.cpu_count() or 1), err=True)
+            # The bar is our own text, and its carriage returns and cursor codes are the point:
+            # it goes to the terminal itself, not through the filter that makes control
+            # characters from files and models visible (which printed it as "\x0d\x1b[?25l...").
+            bar = click.progressbar(length=total, label=f"Embedding {total} chunks", file=raw_stream(sys.stderr),
                                     show_pos=True, show_eta=True, item_show_func=lambda rate: rate)
             bar.__enter__()
         rate = done / max(time.monotonic() - started, 1e-6)
@@ -323,6 +350,17 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
                    "run `llmwiki index --full` to embed it for semantic ranking", err=True)
     if written:
         click.echo(f"Regenerated {written}.")
+
+
+def _embedding_estimate(total: int, cores: int) -> str:
+    """What `index` says before embedding ``total`` chunks: how long, roughly, with the local
+    model (~6 chunks/s per idle core, docs/embeddings.md); the lexical-only way around a
+    wait of more than a minute."""
+    seconds = total / (6 * cores)
+    if seconds < 60:
+        return f"Embedding {total} new chunks, roughly {max(1, round(seconds))} s with the local model on {cores} idle cores."
+    return (f"Embedding {total} new chunks, roughly {round(seconds / 60)} min with the local model on {cores} idle "
+            "cores; `llmwiki index --fast` builds a lexical-only index in seconds instead.")
 
 
 @cli.command()
@@ -437,7 +475,7 @@ def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: boo
 
 def _render_query(result: QueryResult, debug: bool) -> None:
     """The streamed answer's tail: citation report, warnings, debug snapshot, what was written."""
-    from .answer.query import NO_MATCH
+    from .answer.query import NO_ANSWER, NO_MATCH
     from .wiki.citations import format_report
 
     if not result.matched:
@@ -467,7 +505,7 @@ def _render_query(result: QueryResult, debug: bool) -> None:
         _note(f"Saved query → {result.saved}")
     elif result.candidate_id:
         _note(f"Staged review candidate {result.candidate_id}")
-    else:
+    elif result.answer.strip() != NO_ANSWER:  # "The wiki does not say." is nothing to save
         _note("Tip: use --save to add this answer to your wiki")
 
 
@@ -544,7 +582,7 @@ def review_stage(ctx: click.Context, paths: tuple[Path, ...], started_from: str 
 @click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
 @click.pass_context
 def review_list(ctx: click.Context, as_json: bool) -> None:
-    """Open candidates, oldest first: id, target, age, citation status now, base."""
+    """Open candidates, oldest first: id, kind, target, age, citation status now, base."""
     import time
 
     from .review.service import list_view
@@ -561,8 +599,8 @@ def review_list(ctx: click.Context, as_json: bool) -> None:
     for row in rows:
         for note in row.notes:
             click.echo(f"warning: {row.id}: {note}", err=True)
-        click.echo(f"{row.id}  {row.target or '?'}  {_age(now - row.committed_at)}  {row.citation_status}  "
-                   f"base {row.base[:12] if row.base else '?'}")
+        click.echo(f"{row.id}  {row.kind or '?'}  {row.target or '?'}  {_age(now - row.committed_at)}  "
+                   f"{row.citation_status}  base {row.base[:12] if row.base else '?'}")
     click.echo("Inspect one with `llmwiki review show <id>`.", err=True)
 
 
@@ -585,6 +623,8 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
     else:
         click.echo(f"Candidate {view.candidate.id}")
         for key, value in view.metadata().items():
+            if key == "question" and not value:
+                continue  # a page edit asks no question (it printed an empty "question:" line)
             if value is not None or not view.pages:
                 click.echo(f"{key}: {value}")
         provenance = view.provenance()

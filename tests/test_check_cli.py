@@ -366,3 +366,66 @@ def test_a_cache_edited_after_llmwiki_wrote_it_is_discarded(repo: Repo, prefix: 
     again = repo.llmwiki("check", "--staged", "--base", "HEAD")
     assert again.returncode == 1 and "broken link [[nowhere]]" in again.stdout, again.stdout + again.stderr
     assert repo.llmwiki("check").returncode == 1
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_the_hook_counts_pages_it_cannot_check_apart_from_broken_links(repo: Repo, prefix: str) -> None:
+    """Regression (issue 23): the hook said "4 broken links new" for two broken links and two
+    pages it could not check, and listed binary.md twice (the warning and the refusal)."""
+    if not prefix:
+        repo.write("index.md", "# Home\n\n[[a]]\n")
+    repo.write(f"{prefix}a.md", "# A\n\n[[b]]\n")
+    repo.write(f"{prefix}b.md", "# B\n")
+    repo.commit("wiki")
+    repo.write(f"{prefix}c.md", "# C\n\n[[missing-1]] [[missing-2]]\n")
+    repo.write(f"{prefix}binary.md", b"bin\x00ary [[x]]")
+    repo.write(f"{prefix}latin.md", "caf\xe9 [[b]]\n".encode("latin-1"))
+    repo.git("add", "-A")
+    proc = repo.llmwiki("check", "--staged", "--base", "HEAD")
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == [f"{prefix}binary.md", f"{prefix}c.md", f"{prefix}c.md",
+                                                       f"{prefix}latin.md"], lines
+    assert "2 broken links and 2 pages that cannot be checked new in the index since HEAD, 0 warnings" in proc.stderr
+    assert "save those pages as UTF-8 text" in proc.stderr
+
+
+def _cached_trees(repo: Repo) -> set[str]:
+    from llmwiki_git.checks.cache import open_cache
+
+    return {key.split("\0")[0] for key in open_cache(repo.root / ".git").trees()}
+
+
+@pytest.mark.parametrize("root", ["wiki", ""])
+def test_a_clean_work_tree_is_checked_as_head_and_a_dirty_one_never(repo: Repo, root: str) -> None:
+    """A whole-tree check of a work tree `git status` finds clean (hidden folders aside) is
+    cached as HEAD's tree, so the hook's first run after it starts from HEAD's result and
+    facts (issue 23: that first `--staged` check took 1.6-1.9 s on 10,000 pages). A work tree
+    with any change is never taken for HEAD: each check says what an uncached one says."""
+    at = f"{root}/" if root else ""
+    if not root:
+        repo.write("index.md", "# My vault\n\n[[alpha]]\n")
+    repo.write(f"{at}concepts/alpha.md", page("Alpha", "[[beta]] [[missing]]\n"))
+    repo.write(f"{at}concepts/beta.md", page("Beta", "[[alpha]]\n"))
+    repo.commit("wiki")
+    head_tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    (repo.root / ".llmwiki").mkdir()
+    (repo.root / ".llmwiki" / "activity.log").write_text("{}\n")  # untracked, in a hidden folder: still clean
+    assert problems(repo) == problems(repo, "--no-cache")
+    assert head_tree in _cached_trees(repo)  # the whole-tree check stood for HEAD's tree
+    repo.write(f"{at}concepts/alpha.md", page("Alpha", "[[beta]] [[missing]]\nfix\n"))
+    repo.git("add", "-A")
+    assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+    repo.git("reset", "-q", "--hard")
+    for change in ("modified", "untracked", "staged", "deleted"):
+        if change == "modified":
+            repo.write(f"{at}concepts/alpha.md", page("Alpha", "[[beta]] [[missing-too]]\n"))
+        elif change == "untracked":
+            repo.write(f"{at}concepts/missing.md", page("Missing", "here now\n"))
+        elif change == "staged":
+            repo.write(f"{at}concepts/missing.md", page("Missing", "here now\n"))
+            repo.git("add", "-A")
+        else:
+            (repo.root / f"{at}concepts/beta.md").unlink()
+        assert problems(repo) == problems(repo, "--no-cache"), change
+        assert problems(repo, "--rev", "HEAD") == problems(repo, "--rev", "HEAD", "--no-cache"), change
+        repo.git("reset", "-q", "--hard")
+        repo.git("clean", "-q", "-fd", "--", f"{at}concepts" if at else "concepts")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO_ROOT, Repo
+from .conftest import Repo, copy_demo
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 TOKEN = "ghp_SECRETTOKEN1234567890"
@@ -23,7 +23,7 @@ TOKEN = "ghp_SECRETTOKEN1234567890"
 def demo_in(repo: Repo, layout: str) -> str:
     """The demo wiki in ``layout`` (``wiki`` folder or a vault at the root); returns the
     prefix pages live under."""
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     if layout == "vault":
         for item in (repo.root / "wiki").iterdir():
             shutil.move(str(item), repo.root / item.name)

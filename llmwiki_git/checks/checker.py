@@ -42,9 +42,13 @@ def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int =
     return check_wiki_with(wiki, Checker(wiki), cache, max_page_bytes)
 
 
-def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int) -> CheckResult:
+def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int,
+                    fingerprint: str | None = None) -> CheckResult:
+    """`check_wiki` with a given `Checker`; ``fingerprint``: `names_fingerprint` of ``wiki``
+    when the caller has it already."""
     found = [make_problem(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
-    fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
+    if fingerprint is None:
+        fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
     todo: list[Page] = []
     for page in wiki.pages:
         key = f"{page.path}\0{page.blob}\0{fingerprint}" if (cache is not None and page.blob) else None

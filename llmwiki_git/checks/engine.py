@@ -4,7 +4,9 @@ derivation or in full, and the result new since a base (the hook's ``--staged --
 Whole results are cached per git tree: the hook's base (HEAD) is usually the tree the
 previous commit's hook already checked; a tree never checked is derived from one that was
 (delta.py), and only else checked in full (checker.py, with page scans and problems cached
-by blob).
+by blob). A work tree that `git status` finds clean (nothing staged, modified or untracked
+outside hidden folders) is HEAD's tree: its check is cached as HEAD's, so the hook's first
+run after a whole-tree check (the first commit after a clone) starts from it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class CheckEngine:
         self._index_next = False
         self._started: list[Callable[[], bytes]] = []  # git commands started ahead of need
         self._write_tree: Callable[[], bytes] | None = None
+        self._status: Callable[[], bytes] | None = None  # `git status` of the work tree, started early
 
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``.
@@ -58,6 +61,10 @@ class CheckEngine:
         try:
             if head == "index" and self.git is not None and self.cache is not None:
                 self._prefetch_index()
+            if "worktree" in (head, base) and self.git is not None and self.cache is not None:
+                self._status = self.git.spawn("--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch",
+                                              "--untracked-files=all", "--ignore-submodules=all")
+                self._started.append(self._status)
             before = self._check_scope(base) if base is not None else None
             result = checked = self._check_scope(head)
             if before is not None and base is not None:
@@ -77,9 +84,13 @@ class CheckEngine:
         return mark_pending(self.git, result)
 
     def _tree_id(self, scope: str) -> str | None:
-        """The git tree a scope stands for (None for the work tree, or when unknown)."""
-        if self.git is None or scope == "worktree":
+        """The git tree a scope stands for (None when unknown, or a work tree that differs
+        from HEAD)."""
+        if self.git is None:
             return None
+        if scope == "worktree":
+            status, self._status = self._status, None
+            return self._tree_id("HEAD") if status is not None and clean_status(status()) else None
         if scope == "index":
             # write-tree only adds the tree object the next commit would add anyway
             pending, self._write_tree = self._write_tree, None
@@ -119,9 +130,9 @@ class CheckEngine:
                 return result
         wiki = self.load_wiki(scope, cache)
         checker = Checker(wiki)
-        result = check_wiki_with(wiki, checker, cache, self.limit)
+        fingerprint = names_fingerprint(wiki, self.limit) if cache is not None else ""
+        result = check_wiki_with(wiki, checker, cache, self.limit, fingerprint)
         if cache is not None and tree is not None:
-            fingerprint = names_fingerprint(wiki, self.limit)
             own = facts_id(fingerprint, tree)
             if not cache.has_facts(own):
                 for page in wiki.pages:  # every target's outcome, for the next delta
@@ -229,6 +240,36 @@ class CheckEngine:
             out = self.git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
                                "--end-of-options", against, head, check=False)
         return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+
+def _hidden(path: bytes) -> bool:
+    return path.startswith(b".") or b"/." in path  # never a page nor an attachment (wiki/model.py)
+
+
+def clean_status(out: bytes) -> bool:
+    """Whether ``git status --porcelain=v2 -z --branch`` output says the work tree is HEAD's
+    tree for the wiki: no change staged, modified or untracked but in hidden folders (such
+    as ``.llmwiki/``). Output without its branch header (git failed) is never clean."""
+    items = iter(out.split(b"\0"))
+    header = False
+    for item in items:
+        if not item or item.startswith(b"# "):
+            header = header or item.startswith(b"# branch.oid ")
+            continue
+        kind = item[:2]
+        if kind == b"? ":
+            paths = [item[2:]]
+        elif kind == b"1 ":
+            paths = item.split(b" ", 8)[8:]
+        elif kind == b"2 ":
+            paths = [*item.split(b" ", 9)[9:], next(items, b"")]
+        elif kind == b"u ":
+            paths = item.split(b" ", 10)[10:]
+        else:
+            return False
+        if not paths or not all(_hidden(p) for p in paths):
+            return False
+    return header
 
 
 def _in_index(paths: list[str]) -> dict[str, str]:

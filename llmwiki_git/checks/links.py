@@ -92,7 +92,7 @@ class Checker:
             else:
                 _, key, ref, alternatives, page_id, what = known
                 if alternatives:
-                    fix = f"use a path like [[{ref}]]" if "/" in (ref or "") else "rename one of the pages"
+                    fix = f"use a path like [[{ref}]]" if "/" in (ref or "") else f"use [[/{ref}]] (its path from the wiki root)"
                     out.append(make_problem(page.path, line, col, "ambiguous-link",
                                       f"ambiguous link {source}: resolved to {ref}, also matches {', '.join(alternatives)}; {fix}",
                                       key))

@@ -2,7 +2,9 @@
 
 Resolution order for a normalized target (DESIGN §3): (1) exact concept page stem,
 (2) exact query page stem, (3) concept alias, (4) query alias, (5) any page whose
-slugified stem equals the target. A path-style target's folder hint filters every step.
+slugified stem equals the target. A path-style target's folder hint filters every step
+(the end of the page's folder path; all of it, from the wiki or repository root, for a
+rooted ``[[/path]]``).
 A target naming a non-markdown file (``diagram.png``) resolves to a file of that name.
 """
 
@@ -16,7 +18,7 @@ from ..git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .parallel import read_and_scan
 from .provenance import sources_dir
-from .slug import LinkTarget, slugify
+from .slug import LinkTarget, parse_target, slugify
 from ..errors import PageReadError
 from .snapshots import Snapshot, SourceFile
 
@@ -83,6 +85,14 @@ def _hint_matches(folders: tuple[str, ...], hint: tuple[str, ...]) -> bool:
     return len(hint) <= len(folders) and folders[len(folders) - len(hint) :] == hint
 
 
+def _place_matches(folders: tuple[str, ...], target: LinkTarget, root: tuple[str, ...]) -> bool:
+    """Whether a file in ``folders`` is where ``target`` points: its hint ends the folder
+    path; or, rooted, is the whole path from the repository root or from the wiki root ``root``."""
+    if target.rooted:
+        return folders == target.hint or folders == root + target.hint
+    return _hint_matches(folders, target.hint)
+
+
 class Wiki:
     """The pages of one snapshot and everything needed to resolve links between them."""
 
@@ -101,6 +111,7 @@ class Wiki:
         self._snapshot = snapshot
         self.by_id = {p.id: p for p in self.pages}
         self.by_path = {p.path: p for p in self.pages}
+        self._root_folders = _folder_slugs(f"{root_dir}/x") if root_dir else ()
         # Lookup tables are built on the first resolve(): a check served entirely from the
         # cache never needs them.
         self._steps: list[dict[str, list[Page]]] = []
@@ -145,7 +156,7 @@ class Wiki:
             self._build_tables()
         if target.file_name is not None:
             paths = self._files.get(target.file_name.lower(), [])
-            paths = [p for p in paths if _hint_matches(_folder_slugs(p), target.hint)]
+            paths = [p for p in paths if _place_matches(_folder_slugs(p), target, self._root_folders)]
             if paths:
                 return Resolution(file=paths[0], alternatives=tuple(paths[1:]))
         if not target.slug:
@@ -154,12 +165,24 @@ class Wiki:
             found = table.get(target.slug)
             if not found:
                 continue
-            if target.hint:
-                found = [p for p in found if _hint_matches(p.folders, target.hint)]
+            if target.hint or target.rooted:
+                found = [p for p in found if _place_matches(p.folders, target, self._root_folders)]
                 if not found:
                     continue
             return Resolution(page=found[0], alternatives=tuple(p.id for p in found[1:]))
         return Resolution()
+
+    def link_to(self, page: Page) -> str:
+        """What to write inside ``[[...]]`` to cite ``page`` so that the link resolves to it
+        and to no other page: its name when that is unique, else the shortest folder path
+        that is (``user/index``), else its path from the wiki root (``/index``)."""
+        parts = page.path[:-3].split("/")
+        rooted = "/" + page.id
+        for link in [*("/".join(parts[-k:]) for k in range(1, len(parts) + 1)), rooted]:
+            found = self.resolve(parse_target(link))
+            if found.page is not None and found.page.path == page.path and not found.alternatives:
+                return link
+        return rooted
 
     def read(self, files: list[SourceFile]) -> dict[str, bytes | PageReadError | OSError]:
         """Bytes of some files of the snapshot this wiki was loaded from."""

@@ -97,6 +97,27 @@ def decode(data: bytes) -> tuple[str | None, list[Issue]]:
         ]
 
 
+#: Issues of a page whose text cannot be used as written (search, answers): not UTF-8,
+#: binary, too large. Such a page is left out of the search index and of every answer.
+UNUSABLE = frozenset({"invalid-utf8", "unreadable-page", "page-too-large"})
+
+
+def unusable(scan: PageScan) -> Issue | None:
+    """Why a page's text cannot be searched or quoted (None: it can), from its scan."""
+    return next((Issue._make(i) for i in scan.raw_issues if i[0] in UNUSABLE), None)
+
+
+def unusable_notes(pages: list[tuple[str, PageScan]], limit: int = 10) -> list[str]:
+    """One line per page whose text cannot be used (``wiki/x.md (line 3): not valid UTF-8 ...``),
+    at most ``limit`` of them and a count of the rest."""
+    found = [(path, issue) for path, scan in pages if (issue := unusable(scan)) is not None]
+    notes = [f"{path}{f' (line {issue.line})' if issue.line > 1 else ''}: {issue.message.split(';')[0]}; "
+             "left out of search and answers (save it as UTF-8 text to include it)" for path, issue in found[:limit]]
+    if len(found) > limit:
+        notes.append(f"... and {len(found) - limit} more pages that are not UTF-8 text (`llmwiki check` lists them)")
+    return notes
+
+
 def uncheckable(document: bytes | str, *, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
     """Why a page with this content could not be fully checked (None: it could). Writers
     refuse such content before any write, so the checker never has to skip a page
