@@ -194,7 +194,7 @@ def names_wiki(root_dir: str, names_by_path: dict[str, str], other_files: list[s
     prefix = f"{root_dir}/" if root_dir else ""
     pages = []
     for path, key in names_by_path.items():
-        aliases, headings, blocks = (tuple(p for p in part.split("\x02") if p) for part in key.split("\x01"))
+        aliases, headings, blocks = (tuple(p for p in part.split("\x02") if p) for part in key.split("\x01")[:3])
         page_id = path[len(prefix) : -3]
         kind = page_kind(page_id)
         scan = PageScan(None, (), (), 0, (), headings, blocks, aliases)

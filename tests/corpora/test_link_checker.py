@@ -248,7 +248,7 @@ def test_foam_probe_path_style_case_and_attachments(tmp_path: Path) -> None:
         (10, 1, "broken-link", "features/cli/grep"),  # the folder hint matches no grep.md
         (15, 1, "broken-link", "missing.png"),
         (16, 1, "ambiguous-link", "index"),  # index.md and user/index.md
-        (19, 1, "broken-anchor", "search"),
+        (19, 1, "missing-heading", "search"),
     ]
     refs = {o.line: wiki.resolve(parse_target(o.target)).ref for o in wiki.by_path["probe.md"].scan.links}
     assert refs == {
@@ -307,17 +307,17 @@ DENDRON_FINDINGS: list[Finding] = [
     # ![[|dendron://dendron.dendron-site/community.events.reading-series.2022.04.26]]
     ("changelog.release.2022-04-26.md", 52, 1, "empty-link", ""),
     # headings that do not exist on the (existing) target page
-    ("changelog.past-versions.0-1-x.md", 713, 1, "broken-anchor", "dendrontopicextensions"),
-    ("changelog.past-versions.0-1-x.md", 861, 1, "broken-anchor", "dendrontopiclookup"),
-    ("dendron.topic.tasks.config.add-behavior.md", 12, 17, "broken-anchor", "dendrontopicspecial-notes"),
-    ("changelog.release.2021-05-17.md", 44, 1, "broken-anchor", "changelog"),  # ![[changelog#042:#041]]
+    ("changelog.past-versions.0-1-x.md", 713, 1, "missing-heading", "dendrontopicextensions"),
+    ("changelog.past-versions.0-1-x.md", 861, 1, "missing-heading", "dendrontopiclookup"),
+    ("dendron.topic.tasks.config.add-behavior.md", 12, 17, "missing-heading", "dendrontopicspecial-notes"),
+    ("changelog.release.2021-05-17.md", 44, 1, "missing-heading", "changelog"),  # ![[changelog#042:#041]]
     # Dendron's positional `#^begin` is not a block id on the page
-    ("dendron.topic.note-reference.md", 109, 1, "broken-anchor", "dendrontopicnote-referencesample"),
+    ("dendron.topic.note-reference.md", 109, 1, "missing-heading", "dendrontopicnote-referencesample"),
     # [[#feedback|...]]: a self-anchor, and the page has no "feedback" heading
-    ("changelog.release.2022-05-31.md", 38, 482, "broken-anchor", ""),
+    ("changelog.release.2022-05-31.md", 38, 482, "missing-heading", ""),
     # Dendron range refs (`#heading,1:#*`): no heading on the target page matches
-    ("dendron.concepts.md", 23, 1, "broken-anchor", "dendrontopicworkspace"),
-    ("careers.senior-full-stack-engineer.md", 49, 1, "broken-anchor", "dendron"),
+    ("dendron.concepts.md", 23, 1, "missing-heading", "dendrontopicworkspace"),
+    ("careers.senior-full-stack-engineer.md", 49, 1, "missing-heading", "dendron"),
 ]
 
 
@@ -328,8 +328,8 @@ def test_dendron_checked(dendron: Run) -> None:
 def test_dendron_counts_unaffected_by_known_bugs(dendron: Run) -> None:
     codes = dendron.codes()
     assert codes["empty-link"] == 1
-    assert codes["broken-anchor"] == 195
-    assert set(codes) == {"broken-link", "empty-link", "broken-anchor"}
+    assert codes["missing-heading"] == 195
+    assert set(codes) == {"broken-link", "empty-link", "missing-heading"}
     assert len(dendron.result.warnings) == 195
     # broken links outside the three files the two recognition bugs touch (verified
     # independently: 2,628 there; 2,654 in all = 2,628 + 25 missed + 1 before the comment
@@ -446,7 +446,7 @@ def test_dendron_anchor_after_comment_with_fence(tmp_path: Path) -> None:
     # All five headings exist. Today "## Summary" (line 10, before the comment), "###
     # Whitelisting localhost" (line 296, after the fences fall back in step) and "## Use
     # Cases" pass; "## Workspace" (line 27, taken for code) and "## Discussions" (line 291,
-    # after the runaway fence) are reported as broken anchors.
+    # after the runaway fence) are reported as missing headings.
     assert [p for p in result.problems if p.path == "zz-probe.md"] == []
 
 
@@ -474,6 +474,6 @@ def test_reduction_multiline_code_span() -> None:
 
 
 def test_reduction_heading_inside_html_comment() -> None:
-    # a commented-out heading is not on the page; links to it should warn (broken-anchor)
+    # a commented-out heading is not on the page; links to it should warn (missing-heading)
     anchors = scan_anchors("# Shown\n\n<!--\n## Hidden\n-->\n")
     assert anchors.headings == frozenset({"shown"})
