@@ -177,6 +177,11 @@ class Wiki:
         pages = [p for p in self.pages if p.path != path] + [page]
         return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot)
 
+    def with_pages(self, pages: list[Page], other_files: Iterable[str]) -> Wiki:
+        """Another set of pages and files read from the same snapshot (blob ids do not move:
+        a moved page reads as before)."""
+        return Wiki(self.root_dir, pages, other_files, self.source_issues, self._snapshot)
+
     def without_page(self, path: str) -> Wiki:
         """This wiki as it will be after the page at ``path`` is deleted."""
         pages = [p for p in self.pages if p.path != path]
