@@ -269,8 +269,8 @@ class FactsClaims:
                 continue
             if _stem_slug(path) == name:
                 found.append((page_id, "stem"))
-            if name in key.split("\x01", 1)[0].split("\x02"):
-                found.append((page_id, "alias"))
+            if page_kind(page_id) != "page" and name in key.split("\x01", 1)[0].split("\x02"):
+                found.append((page_id, "alias"))  # only concept and query aliases resolve links
         return found
 
 

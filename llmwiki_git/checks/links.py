@@ -115,8 +115,9 @@ def anchor_code(what: str) -> str:
 
 
 class Claims(Protocol):
-    """The names pages claim: for a slug, who claims it by file name ("stem") or alias
-    ("alias"); for ``TITLE + slug``, whose title it is ("title")."""
+    """The names pages claim: for a slug, who claims it by file name ("stem") or by an alias
+    links resolve ("alias": a concept or query page's); for ``TITLE + slug``, whose title it
+    is ("title")."""
 
     def claimants(self, name: str) -> list[tuple[str, str]]: ...  # (page id, how)
 
@@ -130,8 +131,9 @@ class WikiClaims:
         for page in wiki.pages:
             self.stems.setdefault(slugify(page.stem), []).append(page.id)
             scan = page.scan
-            for alias in scan.alias_slugs:
-                self.named.setdefault(alias, []).append((page.id, "alias"))
+            if page.kind != "page":  # only concept and query aliases resolve links
+                for alias in scan.alias_slugs:
+                    self.named.setdefault(alias, []).append((page.id, "alias"))
             if scan.title:
                 title = slugify(scan.title)
                 if title:
@@ -147,21 +149,32 @@ def _listed(ids: list[str]) -> str:
     return shown + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
 
 
+def leaf_titled(page_id: str, title: str) -> bool:
+    """Whether the title slug ``title`` only repeats the page's file name (or the last part of
+    a dotted one: Dendron's ``dendron.ref.commands`` titled "Commands"): the path tells such
+    pages apart, so they are no duplicates of each other."""
+    stem = page_id.rsplit("/", 1)[-1]
+    return title == slugify(stem) or title == slugify(stem.rsplit(".", 1)[-1])
+
+
 def name_problems(page: Page, claims: Claims) -> list[Problem]:
-    """``duplicate-title`` and ``alias-collision`` of ``page``: a title another page has too,
-    an alias another page answers to (by its file name or an alias of its own)."""
+    """``duplicate-title`` and ``alias-collision`` of ``page``: a title another page has too
+    (unless both titles only repeat their file names), an alias another page answers to (by
+    its file name or an alias of its own)."""
     scan = page.scan
     out = []
     title_line, aliases_line = scan.meta_lines if len(scan.meta_lines) == 2 else (0, 0)
     if scan.title:
         title = slugify(scan.title)
-        others = sorted({pid for pid, _ in claims.claimants(TITLE + title) if pid != page.id}) if title else []
+        mine = leaf_titled(page.id, title)
+        others = sorted({pid for pid, _ in claims.claimants(TITLE + title)
+                         if pid != page.id and not (mine and leaf_titled(pid, title))}) if title else []
         if others:
             out.append(make_problem(page.path, title_line or 1, 1, "duplicate-title",
                                     f'duplicate title "{scan.title}": {_listed(others)} '
                                     f'{"has" if len(others) == 1 else "have"} it too; merge the pages '
                                     "(`llmwiki mv` keeps links whole) or give each its own title", title))
-    for alias, raw in zip(scan.alias_slugs, _alias_texts(scan)):
+    for alias, raw in zip(scan.alias_slugs if page.kind != "page" else (), _alias_texts(scan)):
         hits = sorted({(pid, how) for pid, how in claims.claimants(alias) if pid != page.id})
         if hits:
             what = "; ".join(f"{pid} ({'its file name' if how == 'stem' else 'an alias'})" for pid, how in hits[:3])
@@ -302,7 +315,7 @@ class Checker:
                 if what:
                     out.append(make_problem(page.path, line, col, anchor_code(what),
                                             f"{anchor_code(what).replace('-', ' ')} {source}: {what} in this page",
-                                            page.path))
+                                            ""))  # as a wikilink's [[#anchor]]
             elif known[0] == "nofile":
                 path = known[1]
                 why = "it leaves the repository" if path.startswith("..") else f"no file {path}"
