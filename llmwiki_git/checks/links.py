@@ -62,12 +62,24 @@ def md_key(page_path: str, url: str) -> str | None:
     return f"{MD}{joined}#{anchor}" if anchor else f"{MD}{joined}"
 
 
+_KEYS: dict[tuple[str, str], str | None] = {}  # (folder, destination) -> md_key, memoized
+
+
 def md_keys(page: Page) -> Iterator[tuple[tuple[Any, ...], str]]:
     """(markdown link, its key) for each checked markdown link of ``page``."""
+    folder = page.path.rsplit("/", 1)[0] if "/" in page.path else ""
     for link in page.scan.md_links:
-        key = md_key(page.path, link[3])
-        if key is not None:
-            yield link, key
+        url = link[3]
+        if url[:1] == "#":
+            yield link, f"{MD}{unquote(url) if '%' in url else url}"
+            continue
+        known = _KEYS.get((folder, url), MD)
+        if known == MD:
+            if len(_KEYS) > 65536:
+                _KEYS.clear()
+            known = _KEYS[(folder, url)] = md_key(page.path, url)
+        if known is not None:
+            yield link, known
 
 
 def link_keys(page: Page) -> list[str]:
@@ -123,24 +135,34 @@ class Claims(Protocol):
 
 
 class WikiClaims:
-    """`Claims` of a loaded wiki (the whole-wiki check)."""
+    """`Claims` of a loaded wiki (the whole-wiki check). ``shared`` lists the names more
+    than one page claims: a page claiming none of them has no name problem (most pages)."""
 
     def __init__(self, wiki: Wiki) -> None:
-        self.stems: dict[str, list[str]] = {}
+        self.stems = wiki.stem_slugs()
         self.named: dict[str, list[tuple[str, str]]] = {}
+        named = self.named
         for page in wiki.pages:
-            self.stems.setdefault(slugify(page.stem), []).append(page.id)
             scan = page.scan
-            if page.kind != "page":  # only concept and query aliases resolve links
+            if scan.alias_slugs and page.kind != "page":  # only concept and query aliases resolve links
                 for alias in scan.alias_slugs:
-                    self.named.setdefault(alias, []).append((page.id, "alias"))
+                    named.setdefault(alias, []).append((page.id, "alias"))
             if scan.title:
                 title = slugify(scan.title)
                 if title:
-                    self.named.setdefault(TITLE + title, []).append((page.id, "title"))
+                    named.setdefault(TITLE + title, []).append((page.id, "title"))
+        stems = self.stems
+        self.shared: set[str] = set()
+        for name, found in named.items():
+            if len(found) > 1:
+                self.shared.add(name)
+            elif name[:1] != TITLE:
+                others = stems.get(name)
+                if others and (len(others) > 1 or others[0].id != found[0][0]):
+                    self.shared.add(name)
 
     def claimants(self, name: str) -> list[tuple[str, str]]:
-        found = [(page_id, "stem") for page_id in self.stems.get(name, ())]
+        found = [(page.id, "stem") for page in self.stems.get(name, ())]
         return found + self.named.get(name, [])
 
 
@@ -287,13 +309,17 @@ class Checker:
                                             f"{anchor_code(what).replace('-', ' ')} {source}: {what} in {where}", key))
         if page.scan.md_links and not self._md_problems(page, out, fallback):
             return None
-        if page.scan.title or page.scan.alias_slugs:
+        scan = page.scan
+        if scan.title or scan.alias_slugs:
             claims = self.claims
             if claims is None and self.wiki is not None:
                 claims = self.claims = WikiClaims(self.wiki)
             if claims is None:
                 return None
-            out.extend(name_problems(page, claims))
+            shared = getattr(claims, "shared", None)
+            if shared is None or (scan.title and TITLE + slugify(scan.title) in shared) or \
+                    (scan.alias_slugs and not shared.isdisjoint(scan.alias_slugs)):
+                out.extend(name_problems(page, claims))
         return out
 
     def _md_problems(self, page: Page, out: list[Problem],

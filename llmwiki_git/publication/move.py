@@ -208,7 +208,12 @@ def _commit(site: Site, ref: str, head: str, wiki: Wiki, plan: RewritePlan, mode
     entry = log_entry("mv", f"{old} → {new}", [summary])
     first = build_commit(site.git, head, files, message, placed=placed)
     after = wiki_after(wiki, plan.moves)
+    said = len(site.notes)
     generated, gen, index_text = generated_files(site, first, head, entry, wiki=after)
+    if gen.index_rel is None and gen.notes:  # "never rewrites it" is not what mv does to a user's index.md
+        site.notes[said:] = [n for n in site.notes[said:] if not n.startswith(G.index_path(wiki.root_dir) + " ")]
+        site.notes.append(f"{G.index_path(wiki.root_dir)} is your own page: llmwiki rewrote only its links to moved "
+                          f"files; its generated table of contents goes to {site.state_dir.name}/{G.INDEX}")
     # A move creates no table of contents or journal the wiki did not have: those go to
     # llmwiki's own copies in the state folder, as where the user owns the files.
     for rel in [p for p in (gen.index_rel, gen.log_rel) if p is not None]:

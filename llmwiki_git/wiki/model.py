@@ -129,6 +129,12 @@ class Wiki:
                 table.setdefault(alias, []).append(page)
         by_slug.setdefault(slugify(page.stem), []).append(page)
 
+    def stem_slugs(self) -> dict[str, list[Page]]:
+        """Pages by slugified file stem (resolution's last step; the table is not to be changed)."""
+        if not self._steps:
+            self._build_tables()
+        return self._steps[4]
+
     def name_slugs(self) -> set[str]:
         """Every slug some page answers to (stems, slugified stems, aliases): a target whose
         slug is not here can only be a broken link or an attachment."""
