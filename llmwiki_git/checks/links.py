@@ -12,7 +12,6 @@ Three kinds of target text share one table of outcomes:
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -20,6 +19,7 @@ from urllib.parse import unquote
 
 from ..problems import Problem
 from ..problems import make as make_problem
+from ..wiki.destinations import destination
 from ..wiki.model import Page, Wiki
 from ..wiki.pages import PageScan
 from ..wiki.slug import LinkTarget, parse_target, slugify
@@ -46,20 +46,14 @@ def _source_text(inner: str, embed: bool) -> str:
 def md_key(page_path: str, url: str) -> str | None:
     """The outcome key of the markdown link ``url`` in the page at ``page_path``, or None
     when it names no file (a folder, a site URL): ``MD + path[#anchor]``, the path from the
-    repository root after ``..`` and percent-escapes are resolved (``MD + "#anchor"`` for a
-    heading of the same page; ``MD + "../…"`` for a path leaving the repository)."""
-    path, _, anchor = url.partition("#")
-    path = path.split("?", 1)[0]
-    anchor = unquote(anchor) if "%" in anchor else anchor
-    if not path:
-        return f"{MD}#{anchor}" if anchor else None
-    if "%" in path:
-        path = unquote(path)
-    if not _FILE_NAME.search(path):
+    repository root (`wiki.destinations.destination`; ``MD + "#anchor"`` for a heading of the
+    same page, ``MD + "../…"`` for a path leaving the repository)."""
+    if not _FILE_NAME.search(url.partition("#")[0].split("?", 1)[0]) and url[:1] != "#":
         return None
-    folder = page_path.rsplit("/", 1)[0] if "/" in page_path else ""
-    joined = posixpath.normpath(posixpath.join(folder, path))
-    return f"{MD}{joined}#{anchor}" if anchor else f"{MD}{joined}"
+    path, anchor = destination(page_path, url)
+    if not path and not anchor:
+        return None
+    return f"{MD}{path}#{anchor}" if anchor else f"{MD}{path}"
 
 
 _KEYS: dict[tuple[str, str], str | None] = {}  # (folder, destination) -> md_key, memoized

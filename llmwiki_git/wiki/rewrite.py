@@ -30,8 +30,9 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
+from .destinations import destination
 from .frontmatter import split
 from .model import Page, Resolution, Wiki, page_kind
 from .scanner import MdLink, RawLink, scan_raw
@@ -242,13 +243,8 @@ def _moved_file(file: str | None, moves: Mapping[str, str]) -> str | None:
 
 def _md_target(page_path: str, url: str) -> str | None:
     """The repository path a markdown link's destination names (None: no file path)."""
-    path = url.partition("#")[0].split("?", 1)[0]
-    if not path:
-        return None
-    if "%" in path:
-        path = unquote(path)
-    folder = posixpath.dirname(page_path)
-    return posixpath.normpath(posixpath.join(folder, path))
+    path, _ = destination(page_path, url)
+    return path or None
 
 
 def _page_edits(wiki: Wiki, after: Wiki, moves: Mapping[str, str], path: str, text: str,
