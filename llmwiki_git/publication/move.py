@@ -148,7 +148,7 @@ def _moves(site: Site, head: str, wiki: Wiki, old: str,
     if not reasons and len(entries) == 1 and entries[0].path == old and not os.path.lexists(top / old) \
             and _is_regular(top / new):
         adopted = True  # the user renamed it already (git mv or mv): finish the rename
-        contents[old] = _adopted_text(site, new)
+        contents[old] = _adopted_text(site, old, new)
     elif os.path.lexists(top / new):
         reasons.append(f"{new} exists in the work tree; move it away first or pick another name")
     if reasons:
@@ -169,7 +169,7 @@ def _is_regular(path: Path) -> bool:
         return False
 
 
-def _adopted_text(site: Site, new: str) -> str:
+def _adopted_text(site: Site, old: str, new: str) -> str:
     """NEW's content in a rename the user made: the staged version (which must match the
     work tree: nothing unstaged is committed), or the work-tree file when it is not staged."""
     data = (site.top / new).read_bytes()
@@ -177,7 +177,7 @@ def _adopted_text(site: Site, new: str) -> str:
     if staged:
         blob = staged.split(b" ")[1].decode()
         if site.git.run("cat-file", "blob", blob) != data:
-            raise MoveRefused(new, [f"{new} has unstaged edits"],
+            raise MoveRefused(old, [f"{new} has unstaged edits"],
                               hint=f"stage them (git add {new}) or stash them, then run the command again")
     return decode(data)
 
