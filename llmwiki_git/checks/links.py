@@ -129,35 +129,34 @@ class Claims(Protocol):
 
 
 class WikiClaims:
-    """`Claims` of a loaded wiki (the whole-wiki check). ``shared`` lists the names more
-    than one page claims: a page claiming none of them has no name problem (most pages)."""
+    """`Claims` of a loaded wiki (the whole-wiki check). ``flagged``: the pages claiming a
+    name another page claims too; any other page has no name problem (most pages)."""
 
     def __init__(self, wiki: Wiki) -> None:
         self.stems = wiki.stem_slugs()
-        self.named: dict[str, list[tuple[str, str]]] = {}
-        named = self.named
+        titles: dict[str, list[str]] = {}
+        aliases: dict[str, list[str]] = {}
         for page in wiki.pages:
             scan = page.scan
+            if scan.title:
+                titles.setdefault(slugify(scan.title), []).append(page.id)
             if scan.alias_slugs and page.kind != "page":  # only concept and query aliases resolve links
                 for alias in scan.alias_slugs:
-                    named.setdefault(alias, []).append((page.id, "alias"))
-            if scan.title:
-                title = slugify(scan.title)
-                if title:
-                    named.setdefault(TITLE + title, []).append((page.id, "title"))
+                    aliases.setdefault(alias, []).append(page.id)
+        self.titles, self.aliases = titles, aliases
         stems = self.stems
-        self.shared: set[str] = set()
-        for name, found in named.items():
-            if len(found) > 1:
-                self.shared.add(name)
-            elif name[:1] != TITLE:
-                others = stems.get(name)
-                if others and (len(others) > 1 or others[0].id != found[0][0]):
-                    self.shared.add(name)
+        flagged = {page_id for title, ids in titles.items() if len(ids) > 1 and title for page_id in ids}
+        for alias, ids in aliases.items():
+            others = stems.get(alias)
+            if len(ids) > 1 or (others and (len(others) > 1 or others[0].id != ids[0])):
+                flagged.update(ids)
+        self.flagged: set[str] | None = flagged
 
     def claimants(self, name: str) -> list[tuple[str, str]]:
+        if name[:1] == TITLE:
+            return [(page_id, "title") for page_id in self.titles.get(name[1:], ())]
         found = [(page.id, "stem") for page in self.stems.get(name, ())]
-        return found + self.named.get(name, [])
+        return found + [(page_id, "alias") for page_id in self.aliases.get(name, ())]
 
 
 def _listed(ids: list[str]) -> str:
@@ -310,9 +309,8 @@ class Checker:
                 claims = self.claims = WikiClaims(self.wiki)
             if claims is None:
                 return None
-            shared = getattr(claims, "shared", None)
-            if shared is None or (scan.title and TITLE + slugify(scan.title) in shared) or \
-                    (scan.alias_slugs and not shared.isdisjoint(scan.alias_slugs)):
+            flagged = getattr(claims, "flagged", None)
+            if flagged is None or page.id in flagged:
                 out.extend(name_problems(page, claims))
         return out
 
