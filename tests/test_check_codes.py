@@ -132,3 +132,10 @@ def test_the_staged_delta_sees_cross_page_rules(repo: Repo, edit: str) -> None:
     repo.write("wiki/notes/extra.md", "[[alpha]]\n")  # a second edit, derived from the first index
     repo.git("add", "-A")
     assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
+
+
+def test_images_are_relative_links_too(repo: Repo) -> None:
+    repo.write("wiki/a.md", "![ok](img/d.png) ![gone](img/x.png) `![code](img/y.png)` ![web](https://e.org/z.png)\n")
+    repo.write("wiki/img/d.png", b"\x89PNG")
+    repo.commit("wiki")
+    assert [(p["col"], p["code"], p["target"]) for p in problems(repo)] == [(18, "broken-relative-link", "wiki/img/x.png")]

@@ -321,7 +321,10 @@ def _new_wikilink_name(wiki: Wiki, written: str, page: Page | None, new_page: Pa
             name = f"{wiki.root_dir}/{new_page.id}" if (len(hints) > depth and wiki.root_dir) else new_page.id
         return name + (written[len(base):] if md else "")
     assert new_file is not None
-    return new_file if hinted else posixpath.basename(new_file)
+    if not hinted:
+        return posixpath.basename(new_file)
+    prefix = f"{wiki.root_dir}/" if wiki.root_dir else ""
+    return new_file[len(prefix):] if prefix and new_file.startswith(prefix) else new_file
 
 
 def _markdown_edit(moves: Mapping[str, str], path: str, link: MdLink, starts: list[int]) -> Edit | None:

@@ -12,8 +12,8 @@ in docs/benchmarks.md). It follows CommonMark where links are concerned:
 
 Every occurrence carries its 1-based line and column in the file (frontmatter included).
 
-The same pass also returns the page's local markdown links, ``[text](../page.md#anchor)``
-(not images, not URLs with a scheme, not site-absolute ``/paths``), by the same rules: never
+The same pass also returns the page's local markdown links, ``[text](../page.md#anchor)`` and
+``![alt](img.png)`` (not URLs with a scheme, not site-absolute ``/paths``), by the same rules: never
 in code, comments or escapes. Each is (line, column of ``[``, column of the destination,
 destination as written), so that the checker can check them and ``llmwiki mv`` rewrite them.
 """
@@ -40,6 +40,9 @@ _MD_LINK = re.compile(
 # A destination that names something outside the wiki: a scheme (``https:``, ``mailto:``),
 # ``//host`` or a site-absolute ``/path`` (a docs site's URL, not a file the page can name).
 _NOT_LOCAL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|/")
+# An image, ``![alt](path)``: its destination is a file too (never blanked: a wikilink in
+# alt text is a link, as the reference tool reads it).
+_MD_IMAGE = re.compile(r"!\[(?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*\]\((?P<url>[^()\s]*)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 # Where a local destination may start: a line without one only has its links blanked (most
 # markdown links are URLs; collecting each in Python cost the cold check ~5 %).
 _LOCAL_START = re.compile(r"\]\((?![A-Za-z][A-Za-z0-9+.-]*:|/|\))")
@@ -224,6 +227,12 @@ def _md_links_of(line: str, masked: str, index: int, md: list[MdLink] | None) ->
     (destinations as written in ``line``, which ``masked`` aligns with)."""
     if md is None or not _LOCAL_START.search(masked):
         return _MD_LINK.sub(_blank, masked)
+    if "![" in masked:
+        for match in _MD_IMAGE.finditer(masked):
+            url_start, url_end = match.span("url")
+            url = line[url_start:url_end]
+            if url and not _NOT_LOCAL.match(url):
+                md.append((index + 1, match.start() + 1, url_start + 1, url))
     out = []
     end = 0
     for match in _MD_LINK.finditer(masked):

@@ -38,7 +38,9 @@ def linking(names: dict[str, str]) -> bytes:
 @pytest.fixture
 def wiki(repo: Repo) -> Repo:
     repo.write("wiki/concepts/old-page.md", page("Old Page", "# Old Page\n\n## Usage\n\npara ^b1\n\n"
-                                                 "[up](../notes/linking.md) [[other]]\n", aliases="[Ancient Name]"))
+                                                 "[up](../notes/linking.md) [[other]] ![pic](pic.png)\n",
+                                                 aliases="[Ancient Name]"))
+    repo.write("wiki/concepts/pic.png", b"\x89PNG")
     repo.write("wiki/concepts/other.md", page("Other", "Nothing to see: [[elsewhere-missing]]\n"))
     repo.write("wiki/notes/linking.md", linking(OLD))
     repo.commit("wiki")
@@ -57,7 +59,7 @@ def test_mv_rewrites_every_link_form_and_nothing_else(wiki: Repo) -> None:
     before = wiki.git("rev-parse", "HEAD").strip()
     proc = mv(wiki, "wiki/concepts/old-page.md", "wiki/concepts/sub/new-page.md")
     assert proc.returncode == 0, proc.stderr
-    assert "rewrote 11 links in 2 pages" in proc.stdout
+    assert "rewrote 12 links in 2 pages" in proc.stdout
     # one commit on top of the old tip, touching only the moved page and the linking pages
     assert wiki.git("rev-parse", "HEAD~1").strip() == before
     assert sorted(wiki.git("show", "--no-renames", "--name-only", "--format=", "HEAD").split()) == [
@@ -66,7 +68,7 @@ def test_mv_rewrites_every_link_form_and_nothing_else(wiki: Repo) -> None:
     assert head_bytes(wiki, "wiki/notes/linking.md") == linking(NEW)
     assert (wiki.root / "wiki/notes/linking.md").read_bytes() == linking(NEW)
     moved = head_bytes(wiki, "wiki/concepts/sub/new-page.md").decode()
-    assert "[up](../../notes/linking.md) [[other]]" in moved  # its own relative link follows it
+    assert "[up](../../notes/linking.md) [[other]] ![pic](../pic.png)" in moved  # its relative links follow it
     assert wiki.git("status", "--porcelain") == ""
     check = wiki.llmwiki("check", "--json")
     codes = {(p["path"], p["code"]) for p in json.loads(check.stdout)["problems"]}
@@ -80,7 +82,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(wiki: Repo) -> None:
     assert "  wiki/notes/linking.md:3:8: old-page → new-page" in proc.stdout
     assert "  wiki/concepts/old-page.md:11:6: ../notes/linking.md → ../../notes/linking.md" in proc.stdout
     data = json.loads(mv(wiki, "wiki/concepts/old-page.md", "wiki/concepts/sub/new-page.md", "-n", "--json").stdout)
-    assert data["dryRun"] is True and data["commit"] is None and data["links"] == 11 and data["pages"] == 2
+    assert data["dryRun"] is True and data["commit"] is None and data["links"] == 12 and data["pages"] == 2
     assert data["moves"] == [{"from": "wiki/concepts/old-page.md", "to": "wiki/concepts/sub/new-page.md"}]
     assert {"path": "wiki/notes/linking.md", "newPath": "wiki/notes/linking.md", "line": 4, "col": 8,
             "old": "concepts/old-page", "new": "concepts/sub/new-page"} in data["edits"]
@@ -132,7 +134,7 @@ def test_folder_move_with_an_attachment(repo: Repo) -> None:
     assert "(3 files)" in proc.stdout
     assert repo.git("show", "HEAD:wiki/notes/n.md") == (
         "[[topics/machine-learning/intro]] [[basics]] [i](../topics/machine-learning/intro.md) "
-        "![[wiki/topics/machine-learning/img/d.png]]\n")
+        "![[topics/machine-learning/img/d.png]]\n")
     intro = repo.git("show", "HEAD:wiki/topics/machine-learning/intro.md")
     assert "[[topics/machine-learning/basics]] [n](../../notes/n.md)" in intro
     assert (repo.root / "wiki/topics/machine-learning/img/d.png").read_bytes() == b"\x89PNG\r\n"
