@@ -309,6 +309,7 @@ def mv(ctx: click.Context, old: str, new: str, dry_run: bool, as_json: bool) -> 
 
     ws = _workspace(ctx)
     site = Site.of(ws, "llmwiki mv")
+    site.load_wiki = ws.cached_wiki  # every page is read: scans come from the checker's cache
     done = move(site, _repo_path(ctx, ws, old), _repo_path(ctx, ws, new), dry_run=dry_run)
     if as_json:
         click.echo(json.dumps(done.to_json(), indent=2, ensure_ascii=False))
