@@ -138,14 +138,14 @@ class WikiClaims:
         aliases: dict[str, list[str]] = {}
         for page in wiki.pages:
             scan = page.scan
-            if scan.title:
-                titles.setdefault(slugify(scan.title), []).append(page.id)
+            if scan.title_slug:
+                titles.setdefault(scan.title_slug, []).append(page.id)
             if scan.alias_slugs and page.kind != "page":  # only concept and query aliases resolve links
                 for alias in scan.alias_slugs:
                     aliases.setdefault(alias, []).append(page.id)
         self.titles, self.aliases = titles, aliases
         stems = self.stems
-        flagged = {page_id for title, ids in titles.items() if len(ids) > 1 and title for page_id in ids}
+        flagged = {page_id for ids in titles.values() if len(ids) > 1 for page_id in ids}
         for alias, ids in aliases.items():
             others = stems.get(alias)
             if len(ids) > 1 or (others and (len(others) > 1 or others[0].id != ids[0])):
@@ -180,7 +180,7 @@ def name_problems(page: Page, claims: Claims) -> list[Problem]:
     out = []
     title_line, aliases_line = scan.meta_lines if len(scan.meta_lines) == 2 else (0, 0)
     if scan.title:
-        title = slugify(scan.title)
+        title = scan.title_slug
         mine = leaf_titled(page.id, title)
         others = sorted({pid for pid, _ in claims.claimants(TITLE + title)
                          if pid != page.id and not (mine and leaf_titled(pid, title))}) if title else []

@@ -39,13 +39,14 @@ class PageScan(NamedTuple):
     alias_slugs: tuple[str, ...] = ()  # slugified aliases, unique, in order
     md_links: tuple[tuple[Any, ...], ...] = ()  # local markdown links (scanner.MdLink)
     meta_lines: tuple[int, int] = (0, 0)  # lines of the `title:` and `aliases:` keys (0: none)
+    title_slug: str = ""  # slugify(title), kept: the names key of every page needs it on each run
 
     @property
     def names_key(self) -> str:
         """What other pages' problems can depend on, as one string (for the fingerprint):
         alias slugs, headings and block ids (links), and the title's slug (duplicate titles)."""
         return ("\x02".join(self.alias_slugs) + "\x01" + "\x02".join(self.headings) + "\x01"
-                + "\x02".join(self.blocks) + "\x01" + (slugify(self.title) if self.title else ""))
+                + "\x02".join(self.blocks) + "\x01" + self.title_slug)
 
     @property
     def links(self) -> tuple[Occurrence, ...]:
@@ -70,7 +71,7 @@ class PageScan(NamedTuple):
     def to_record(self) -> tuple[Any, ...]:
         return (self.title, self.aliases, tuple(map(tuple, self.raw_links)), self.body_line,
                 tuple(map(tuple, self.raw_issues)), self.headings, self.blocks, self.alias_slugs,
-                tuple(map(tuple, self.md_links)), tuple(self.meta_lines))
+                tuple(map(tuple, self.md_links)), tuple(self.meta_lines), self.title_slug)
 
     @classmethod
     def from_record(cls, record: tuple[Any, ...]) -> PageScan:
@@ -79,7 +80,7 @@ class PageScan(NamedTuple):
 
 def only_issue_record(code: str, message: str) -> tuple[Any, ...]:
     """The scan record of a page that could not be scanned, with why."""
-    return (None, (), (), 0, ((code, message, 1),), (), (), (), (), (0, 0))
+    return (None, (), (), 0, ((code, message, 1),), (), (), (), (), (0, 0), "")
 
 
 def decode(data: bytes) -> tuple[str | None, list[Issue]]:
@@ -130,7 +131,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
                                  f"{size_mb:.1f} MB is over the {max_bytes // (1024 * 1024)} MB limit; not scanned")
     text, issues = decode(data)
     if text is None:
-        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), (), (), (0, 0))
+        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), (), (), (0, 0), "")
     meta = frontmatter.parse(text)
     if meta.error:
         issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
@@ -152,6 +153,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
         tuple(s for s in dict.fromkeys(map(slugify, aliases)) if s) if aliases else (),
         tuple(md),
         (_key_line(meta.raw, "title"), _key_line(meta.raw, "aliases")) if (title or aliases) and meta.raw else (0, 0),
+        slugify(title) if title else "",
     )
 
 
