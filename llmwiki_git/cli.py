@@ -228,12 +228,12 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
 
 
 def _rename_hints(ws: Workspace, result: CheckResult) -> list[Any]:
-    """Staged renames that broke links (checks/renames.py); asked only when links broke."""
-    if ws.git is None or not any(p.code in ("broken-link", "broken-relative-link") for p in result.errors):
+    """Staged renames that broke links (checks/renames.py)."""
+    if not result.renames:
         return []
     from .checks.renames import rename_hints
 
-    return rename_hints(ws.git, result)
+    return rename_hints(list(result.renames), result)
 
 
 def _render_summary_line(result: CheckResult) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
 
 from ..errors import GitError
@@ -24,6 +25,7 @@ from .links import Checker, link_keys
 from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record, sort_problems
 from .severity import apply as apply_severity, enabled, severities
 
+BROKEN = ("broken-link", "broken-relative-link")  # what a rename can break (renames.py)
 CANDIDATE_REFS = "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
 LoadWiki = Callable[[str, "ScanCache | None"], Wiki]  # (scope, cache) -> the wiki of that scope
 
@@ -76,7 +78,14 @@ class CheckEngine:
                 gc.enable()
         if changed:
             result = fail_closed(checked, result, changed)
-        return apply_severity(mark_pending(self.git, result), self.severity)
+        result = apply_severity(mark_pending(self.git, result), self.severity)
+        if head == "index" and self.git is not None and any(p.code in BROKEN for p in result.errors):
+            from .renames import staged_renames  # only when links broke: the gate then says what to run
+
+            head_tree = self._trees.get("HEAD") or self.git.rev_parse("HEAD^{tree}")
+            raw = self._index_diff(head_tree) if head_tree and head_tree != EMPTY_TREE else b""
+            result = replace(result, renames=tuple(staged_renames(self.git, raw)))
+        return result
 
     def _scope_result(self, scope: str) -> CheckResult:
         """A scope's result, with its orphan pages when `orphan-page` is on (they depend on

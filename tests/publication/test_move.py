@@ -224,3 +224,16 @@ def test_kill_9_during_mv_leaves_the_old_or_the_whole_new_state(wiki: Repo, poin
         assert (wiki.root / "wiki/notes/linking.md").read_bytes() == linking(NEW)
         assert not (wiki.root / "wiki/concepts/old-page.md").exists()
     assert not list(wiki.root.rglob(".llmwiki-*.tmp"))
+
+
+def test_the_gate_names_a_rename_made_with_edits(wiki: Repo) -> None:
+    """A rename with an edit has no blob in common with the old page: git's similarity
+    (-M) pairs them, and the hint still names the move."""
+    wiki.git("mv", "wiki/concepts/old-page.md", "wiki/concepts/renamed.md")
+    with open(wiki.root / "wiki/concepts/renamed.md", "a", encoding="utf-8") as handle:
+        handle.write("one more line\n")
+    wiki.git("add", "-A")
+    hook = wiki.llmwiki("check", "--staged", "--base", "HEAD")
+    assert "run: llmwiki mv wiki/concepts/old-page.md wiki/concepts/renamed.md" in hook.stderr
+    wiki.git("rm", "-q", "--cached", "wiki/concepts/renamed.md")  # a deletion alone: no hint
+    assert "run: llmwiki mv" not in wiki.llmwiki("check", "--staged", "--base", "HEAD").stderr
