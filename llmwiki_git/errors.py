@@ -16,6 +16,7 @@
     │   ├── DirtyPaths              a path to write has uncommitted edits
     │   ├── RefChanged              the branch moved meanwhile (compare-and-swap failed)
     │   ├── UnsafePath              not a plain repository-relative file path
+    │   ├── MoveRefused             `llmwiki mv` refused (a target exists, a link would break)
     │   └── LockBusy                the repository lock is held and waiting timed out
     ├── FollowIncomplete            the branch moved; some edited work-tree paths were kept
     ├── CandidateNotFound           no review candidate with that id
@@ -186,6 +187,15 @@ class RefChanged(WriteRefused):
 
 class UnsafePath(WriteRefused):
     """A path given to commit_paths is not a plain repo-relative file path."""
+
+
+class MoveRefused(WriteRefused):
+    """``llmwiki mv`` refused before anything moved; ``reasons`` says each thing in the way."""
+
+    def __init__(self, what: str, reasons: Sequence[str], hint: str | None = None) -> None:
+        shown = "\n  ".join(reasons[:20]) + (f"\n  … and {len(reasons) - 20} more" if len(reasons) > 20 else "")
+        super().__init__(f"refusing to move {what}; nothing was changed:\n  {shown}", hint=hint)
+        self.reasons = list(reasons)
 
 
 class LockBusy(WriteRefused):

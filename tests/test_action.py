@@ -371,7 +371,7 @@ def test_fail_on_never_reports_but_passes(repo: Repo, tmp_path: Path) -> None:
 
 def test_fail_on_warnings_fails_on_a_new_broken_anchor(repo: Repo, tmp_path: Path) -> None:
     change = {"wiki/concepts/gamma.md": "[[alpha#No Such]]\n"}
-    warning = '::warning file=wiki/concepts/gamma.md,line=1,col=1,title=llmwiki broken-anchor::broken anchor [[alpha#No Such]]: no heading "No Such" in concepts/alpha'
+    warning = '::warning file=wiki/concepts/gamma.md,line=1,col=1,title=llmwiki missing-heading::missing heading [[alpha#No Such]]: no heading "No Such" in concepts/alpha'
     strict = pr(repo, tmp_path, change, inputs={"fail-on": "warnings"})
     assert not strict.success and strict.outputs == {"broken": "0", "warnings": "1", "checked": "4"}
     assert strict.commands == [warning] and "fail-on: warnings -> fail" in strict.stdout

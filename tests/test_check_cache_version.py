@@ -31,7 +31,7 @@ def test_the_version_is_computed_from_codes_rules_and_layout() -> None:
 def test_a_new_problem_code_moves_the_version() -> None:
     codes, sources, layout = _inputs()
     assert cache_version({**codes, "dangling-embed": problems.ERROR}, sources, layout) != CACHE_VERSION
-    flipped = {**codes, "broken-anchor": problems.ERROR if codes["broken-anchor"] != problems.ERROR else problems.WARNING}
+    flipped = {**codes, "missing-heading": problems.ERROR if codes["missing-heading"] != problems.ERROR else problems.WARNING}
     assert cache_version(flipped, sources, layout) != CACHE_VERSION
 
 

@@ -39,7 +39,7 @@ def test_broken_link_text_format_and_exit_1(repo: Repo) -> None:
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "wiki/concepts/gamma.md:4:5: broken link [[Nowhere]]",
-        'wiki/concepts/gamma.md:4:21: warning: broken anchor [[alpha#No Such]]: no heading "No Such" in concepts/alpha',
+        'wiki/concepts/gamma.md:4:21: warning: missing heading [[alpha#No Such]]: no heading "No Such" in concepts/alpha',
     ]
     assert "1 broken link" in proc.stderr
 
@@ -64,7 +64,7 @@ def test_warnings_alone_exit_0(repo: Repo) -> None:
     seed(repo)
     repo.write("wiki/concepts/gamma.md", "[[alpha#missing-heading]]\n")
     code, found = problems(repo)
-    assert code == 0 and [p["code"] for p in found] == ["broken-anchor"]
+    assert code == 0 and [p["code"] for p in found] == ["missing-heading"]
 
 
 def test_staged_sees_index_not_work_tree(repo: Repo) -> None:

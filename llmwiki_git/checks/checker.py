@@ -17,7 +17,7 @@ from ..problems import make as make_problem
 from ..wiki.model import Page, Wiki
 from ..wiki.parallel import in_shares
 from .cache import ScanCache
-from .links import PLAIN_OK, Checker, Outcome
+from .links import PLAIN_OK, Checker, Outcome, link_keys
 from .result import CheckResult, problems_from_record, problems_to_record, sort_problems
 
 
@@ -70,7 +70,7 @@ def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tup
     outcomes of their pages' targets (the engine's facts use every outcome)."""
     if not pages:
         return []  # all cached: a warm check never builds the lookup tables
-    wiki.build_tables()
+    checker.prepare()  # lookup tables and the names pages claim, built once before any fork
     parent = os.getpid()
     shares = in_shares(lambda share: _share_records(checker, share, parent), pages)
     records: list[tuple[Any, ...]] = []
@@ -89,8 +89,8 @@ def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tup
 
 
 def _targets(pages: list[Page]) -> list[str]:
-    """The distinct link target texts of ``pages``, in order of first use."""
-    return list(dict.fromkeys(link[3] for page in pages for link in page.scan.raw_links))
+    """The distinct link target texts (and markdown link keys) of ``pages``, in order of first use."""
+    return list(dict.fromkeys(key for page in pages for key in link_keys(page)))
 
 
 def _share_records(checker: Checker, pages: list[Page], parent: int) -> tuple[list[tuple[Any, ...]], list[Outcome]]:

@@ -12,7 +12,8 @@ run after a whole-tree check (the first commit after a clone) starts from it.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
 
 from ..errors import GitError
@@ -22,9 +23,11 @@ from ..wiki.model import Wiki
 from .cache import ScanCache
 from .checker import check_wiki_with, names_fingerprint
 from .delta import MAX_EXTRAS, NO_EXTRAS, Extras, Facts, derive, extras_size, facts_id, merge_extras
-from .links import Checker
-from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record
+from .links import Checker, link_keys
+from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record, sort_problems
+from .severity import apply as apply_severity, enabled, severities
 
+BROKEN = ("broken-link", "broken-relative-link")  # what a rename can break (renames.py)
 CANDIDATE_REFS = "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
 LoadWiki = Callable[[str, "ScanCache | None"], Wiki]  # (scope, cache) -> the wiki of that scope
 
@@ -35,7 +38,8 @@ class CheckEngine:
     (the page size limit) are part of every cached tree's key."""
 
     def __init__(self, git: Git | None, load_wiki: LoadWiki, *, wiki_dir: str | None, project_prefix: str, limit: int,
-                 cache: ScanCache | None) -> None:
+                 cache: ScanCache | None, severity: Iterable[tuple[str, str]] = ()) -> None:
+        self.severity = severities(severity)  # [check.severity]: a bad setting fails before any work
         self.git = git
         self.load_wiki = load_wiki
         self.wiki_dir = wiki_dir
@@ -65,8 +69,8 @@ class CheckEngine:
                 self._status = self.git.spawn("--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch",
                                               "--untracked-files=all", "--ignore-submodules=all")
                 self._started.append(self._status)
-            before = self._check_scope(base) if base is not None else None
-            result = checked = self._check_scope(head)
+            before = self._scope_result(base) if base is not None else None
+            result = checked = self._scope_result(head)
             if before is not None and base is not None:
                 result = new_problems(before, result, base)
             if self.cache is not None:
@@ -81,7 +85,33 @@ class CheckEngine:
                 gc.enable()
         if changed:
             result = fail_closed(checked, result, changed)
-        return mark_pending(self.git, result)
+        result = apply_severity(mark_pending(self.git, result), self.severity)
+        if head == "index" and self.git is not None and any(p.code in BROKEN for p in result.errors):
+            from .renames import staged_renames  # only when links broke: the gate then says what to run
+
+            head_tree = self._trees.get("HEAD") or self.git.rev_parse("HEAD^{tree}")
+            raw = self._index_diff(head_tree) if head_tree and head_tree != EMPTY_TREE else b""
+            result = replace(result, renames=tuple(staged_renames(self.git, raw)))
+        return result
+
+    def _scope_result(self, scope: str) -> CheckResult:
+        """A scope's result, with its orphan pages when `orphan-page` is on (they depend on
+        every page's links, so they are computed for the whole wiki and cached per tree)."""
+        result = self._check_scope(scope)
+        if not enabled(self.severity, "orphan-page"):
+            return result
+        from .orphans import orphan_problems
+
+        tree = self._tree_id(scope) if self.cache is not None else None
+        key = f"orphans\0{self._tree_key(tree)}" if tree is not None else None
+        record = self.cache.problems_get(key) if (self.cache is not None and key is not None) else None
+        if record is not None:
+            found = result_from_record(record).problems
+        else:
+            found = orphan_problems(self.load_wiki(scope, self.cache))
+            if self.cache is not None and key is not None:
+                self.cache.problems_put(key, result_to_record(CheckResult(0, found)))
+        return CheckResult(result.checked, sort_problems(result.problems + found), result.base)
 
     def _tree_id(self, scope: str) -> str | None:
         """The git tree a scope stands for (None when unknown, or a work tree that differs
@@ -135,11 +165,12 @@ class CheckEngine:
         if cache is not None and tree is not None:
             own = facts_id(fingerprint, tree)
             if not cache.has_facts(own):
-                for page in wiki.pages:  # every target's outcome, for the next delta
-                    for link in page.scan.raw_links:
-                        checker.outcome(link[3])
+                keys = [(page.path, page.scan.names_key, link_keys(page)) for page in wiki.pages]
+                for _, _, texts in keys:  # every target's outcome, for the next delta
+                    for text in texts:
+                        checker.outcome(text)
                 facts = Facts.build(wiki.root_dir, fingerprint, wiki.name_slugs(), wiki.other_files, checker.outcomes,
-                                    [(page.path, page.scan.names_key, page.scan.raw_links) for page in wiki.pages])
+                                    keys)
                 cache.facts_put(own, facts.to_record(), replace=True)
             cache.tree_put(self._tree_key(tree), (*result_to_record(result), own, NO_EXTRAS))
         return result

@@ -19,6 +19,8 @@ class CheckResult:
     checked: int
     problems: list[Problem]
     base: str | None = None
+    # With --staged, when links broke: (old, new) of the pages the index renames (renames.py)
+    renames: tuple[tuple[str, str], ...] = ()
 
     @property
     def errors(self) -> list[Problem]:

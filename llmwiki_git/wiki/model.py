@@ -141,6 +141,12 @@ class Wiki:
                 table.setdefault(alias, []).append(page)
         by_slug.setdefault(slugify(page.stem), []).append(page)
 
+    def stem_slugs(self) -> dict[str, list[Page]]:
+        """Pages by slugified file stem (resolution's last step; the table is not to be changed)."""
+        if not self._steps:
+            self._build_tables()
+        return self._steps[4]
+
     def name_slugs(self) -> set[str]:
         """Every slug some page answers to (stems, slugified stems, aliases): a target whose
         slug is not here can only be a broken link or an attachment."""
@@ -201,6 +207,11 @@ class Wiki:
         pages = [p for p in self.pages if p.path != path] + [page]
         return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot)
 
+    def with_pages(self, pages: list[Page], other_files: Iterable[str]) -> Wiki:
+        """Another set of pages and files read from the same snapshot (blob ids do not move:
+        a moved page reads as before)."""
+        return Wiki(self.root_dir, pages, other_files, self.source_issues, self._snapshot)
+
     def without_page(self, path: str) -> Wiki:
         """This wiki as it will be after the page at ``path`` is deleted."""
         pages = [p for p in self.pages if p.path != path]
@@ -218,7 +229,7 @@ def names_wiki(root_dir: str, names_by_path: dict[str, str], other_files: list[s
     prefix = f"{root_dir}/" if root_dir else ""
     pages = []
     for path, key in names_by_path.items():
-        aliases, headings, blocks = (tuple(p for p in part.split("\x02") if p) for part in key.split("\x01"))
+        aliases, headings, blocks = (tuple(p for p in part.split("\x02") if p) for part in key.split("\x01")[:3])
         page_id = path[len(prefix) : -3]
         kind = page_kind(page_id)
         scan = PageScan(None, (), (), 0, (), headings, blocks, aliases)
