@@ -557,7 +557,8 @@ def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: boo
 
 def _render_query(result: QueryResult, debug: bool) -> None:
     """The streamed answer's tail: citation report, warnings, debug snapshot, what was written."""
-    from .answer.query import NO_ANSWER, NO_MATCH
+    from .answer.query import NO_MATCH
+    from .providers.extractive import NO_ANSWER
     from .wiki.citations import format_report
 
     if not result.matched:

@@ -232,10 +232,10 @@ def _describe(tool: str, error: Any, schema: Mapping[str, Any]) -> str:
         extra = sorted(set(error.instance) - set(schema.get("properties", {})))
         return f"unknown argument {', '.join(map(repr, extra))} (valid arguments: {known})"
     if error.validator == "oneOf" and not where:
-        return _ONE_OF_MESSAGES.get(tool, error.message)
+        return _ONE_OF_MESSAGES.get(tool, str(error.message))
     if error.validator == "type" and not where:
         return "arguments must be a JSON object"
-    return f"argument {where!r}: {error.message}" if where else error.message
+    return f"argument {where!r}: {error.message}" if where else str(error.message)
 
 
 @dataclass
@@ -275,7 +275,7 @@ def _context_pack(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     options = ContextOptions(args["budget"], args["depth"], args["topPages"], args["topChunks"],
                              args["includeSources"], args["omitRoot"])
     retrieval = ws.retrieval()
-    pack = retrieval.context(args["prompt"], options)
+    pack: dict[str, Any] = retrieval.context(args["prompt"], options)
     if ws.git is not None:  # the blob each primary page has at HEAD: propose_page's basedOn
         # One `git ls-tree` for the few primary pages, not a scan of the wiki at HEAD (issue 15).
         paths = retrieval.paths_of(item.get("id") for item in pack.get("primary", []))
@@ -472,6 +472,7 @@ def _review_list(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _status(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
+    from .errors import StoreError
     from .retrieval import store as store_mod
 
     wiki = ws.wiki("worktree")
@@ -484,7 +485,7 @@ def _status(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     }
     try:
         store = store_mod.load(state)
-    except store_mod.StoreError as exc:
+    except StoreError as exc:
         out.update(indexed=False, storeModel=None, storeBackend=None, indexedPages=0, storeProblem=exc.message)
     else:
         out.update(indexed=True, storeModel=store.model or None, storeBackend=store.backend or None,

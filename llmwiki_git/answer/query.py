@@ -20,7 +20,7 @@ from ..providers.base import AnswerRequest, ChatProvider, Evidence
 from ..providers.extractive import NO_ANSWER
 from ..retrieval.search import SearchResult
 from ..retrieval.service import Loaded, Retrieval
-from ..retrieval.store import PageEntry
+from ..retrieval.pagetable import PageEntry
 from ..wiki import frontmatter
 from ..wiki.citations import Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki

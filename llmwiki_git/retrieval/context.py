@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import SourceRefused
 from ..wiki import frontmatter
 from ..wiki.provenance import source_paths
 from ..wiki.slug import slugify
@@ -21,7 +22,8 @@ from . import sources as src
 from .chunking import live_chunks
 from .lexical import tokenize
 from .search import SearchResult
-from .store import PageEntry, Store
+from .pagetable import PageEntry
+from .store import Store
 
 VERSION = 1
 PROMPT_LIMIT = 1024
@@ -126,7 +128,7 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
                 try:
                     windows.append(src.window(inputs.sources_root, citation))
                     windows_left -= 1
-                except src.SourceRefused as exc:
+                except SourceRefused as exc:
                     page_warnings.append({"code": "source-window-unavailable", "message": str(exc)})
         summary = meta.data.get("summary")
         named = source_paths(meta.data.get("sources"), "")  # provenance: filled in by the retrieval service
@@ -238,8 +240,8 @@ def _trim(pack: dict[str, Any], budget: int) -> None:
     trimmed: list[str] = []
 
     def over() -> bool:
-        pack["budget"]["estimatedTokens"] = _estimate(pack)
-        return pack["budget"]["estimatedTokens"] > budget
+        estimated = pack["budget"]["estimatedTokens"] = _estimate(pack)
+        return estimated > budget
 
     def pop_from_pages(key: str) -> bool:
         for page in reversed(pack["primary"]):

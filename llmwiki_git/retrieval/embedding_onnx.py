@@ -315,4 +315,5 @@ class OnnxMiniLMEmbedder:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         # Normalize(): F.normalize(p=2, eps=1e-12).
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        out: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return out

@@ -21,10 +21,12 @@ from ..wiki.pages import decode
 from ..wiki.snapshots import SourceFile
 from ..wiki.titles import page_description, page_properties, page_title, property_list
 from . import checkpoint
+from ..errors import StoreError
 from . import store as store_mod
 from .chunking import chunk_key, content_hash, embedding_input, path_words, readable_text, split_into_chunks
 from .chunking import store_fingerprint
 from .embedders import Embedder
+from .pagetable import PageEntry
 from .lexical import FIELD_WEIGHTS, LEXICAL_DIR, Document, LexicalIndex
 
 NO_EMBEDDINGS = "none"
@@ -169,7 +171,7 @@ def build(
         if old is None:
             try:
                 old = store_mod.load(folder, expected_fingerprint=fingerprint)
-            except store_mod.StoreError as exc:
+            except StoreError as exc:
                 if exc.code == "embedding-store-corrupt":
                     notes.append(f"{exc.message}; rebuilt it")
         if old is not None:
@@ -178,14 +180,14 @@ def build(
                 notes.append(f"{bad}; every chunk was embedded again")
             else:
                 previous = old.vectors_by_hash()
-    entries: list[store_mod.PageEntry] = []
+    entries: list[PageEntry] = []
     all_texts: list[str] = []
     documents: list[Document] = []
     hashes_in_order: list[str] = []
     row = 0
     for page in pages:
         hashes = tuple(content_hash(t) for t in page.texts)
-        entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary, row,
+        entries.append(PageEntry(page.page_id, page.path, page.blob, page.title, page.summary, row,
                                            hashes, page.links, page.dangling))
         row += len(hashes)
         all_texts.extend(page.embedded)
@@ -227,12 +229,12 @@ def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,
     is no usable store on disk; with ``base``, in its model's shape, every chunk whose
     content ``previous`` has a vector for gets it and new chunks get zeros (they are found
     lexically: a read that may not embed them all, see `refresh`)."""
-    entries: list[store_mod.PageEntry] = []
+    entries: list[PageEntry] = []
     documents: list[Document] = []
     hashes_in_order: list[str] = []
     for page in pages:
         hashes = tuple(content_hash(t) for t in page.texts)
-        entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
+        entries.append(PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
                                            len(documents), hashes, page.links, page.dangling))
         documents.extend(page.lexical)
         hashes_in_order.extend(hashes)
@@ -269,7 +271,7 @@ class Update:
     blob changed (or that are new) are read and chunked; the rest keep their store entries
     and their rows of the lexical index (``layout``, see ``LexicalIndex.updated``)."""
 
-    entries: list[store_mod.PageEntry]
+    entries: list[PageEntry]
     hashes: list[str]  # chunk hash of every row, in order
     missing: dict[str, str]  # chunk hash -> embedding input, for chunks the store has no vector of
     layout: list[int | Document]
@@ -291,7 +293,7 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
     names = names_digest(wiki)
     same_names = bool(store.names) and store.names == names
     known = {h for e in store.pages for h in e.hashes} if store.dimensions else set()
-    entries: list[store_mod.PageEntry] = []
+    entries: list[PageEntry] = []
     hashes: list[str] = []
     layout: list[int | Document] = []
     missing: dict[str, str] = {}
@@ -299,7 +301,7 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
         indexed = fresh.get(page.path)
         if indexed is not None:
             chunk_hashes = tuple(content_hash(t) for t in indexed.texts)
-            entries.append(store_mod.PageEntry(indexed.page_id, indexed.path, indexed.blob, indexed.title,
+            entries.append(PageEntry(indexed.page_id, indexed.path, indexed.blob, indexed.title,
                                                indexed.summary, len(hashes), chunk_hashes, indexed.links,
                                                indexed.dangling))
             layout.extend(indexed.lexical)

@@ -369,7 +369,7 @@ class _Tokenizer:
         for found in terms:
             if found.__class__ is str:
                 if found:
-                    out.append(found)  # type: ignore[arg-type]
+                    out.append(found)
             else:
                 out.extend(found)  # type: ignore[arg-type]
         return out

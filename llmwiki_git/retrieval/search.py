@@ -75,7 +75,8 @@ def page_scores(owner: np.ndarray, counts: np.ndarray, scores: np.ndarray, how: 
     if how.kind != "length":
         raise ValueError(f"unknown page aggregation {how.kind!r}")
     ln = np.log(np.maximum(counts, 1))
-    return best - how.param * ln if dense else best * np.exp(-how.param * ln)
+    scored: np.ndarray = best - how.param * ln if dense else best * np.exp(-how.param * ln)
+    return scored
 
 
 @dataclass(frozen=True)

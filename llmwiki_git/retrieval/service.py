@@ -22,7 +22,8 @@ from .context import ContextOptions, LivePage, PackInputs, build_pack
 from .embedders import Embedder, make_embedder, provider_name
 from .lexical import LEXICAL_DIR, LexicalIndex
 from .search import DEFAULT_MODE, MODES, SearchResult, search
-from .store import PageEntry, Store
+from .pagetable import PageEntry
+from .store import Store
 
 if TYPE_CHECKING:  # the indexer, the write layer and the index page: imported by the calls that use them
     from ..wiki.model import Wiki
@@ -36,7 +37,7 @@ SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that can
 # same, so a warm call pays for one query embedding and a search, not a new ONNX session
 # (~0.2 s). Writers replace these files by rename, so a re-index by any process changes a
 # stamp and the next call loads afresh.
-_WARM: dict[str, tuple[tuple, tuple, Loaded]] = {}
+_WARM: dict[str, tuple[tuple[object, ...], tuple[object, ...], Loaded]] = {}
 # The (store, live listing) pair last found current, by identity: a long-lived workspace
 # returns the same listing object while no file changed (Workspace._page_blobs), and the
 # warm store is the same object while its files are, so a warm call skips the comparison.
@@ -172,7 +173,7 @@ class Retrieval:
         """The live wiki (the work tree's pages, scans served by the checker's cache)."""
         return self._load_wiki()
 
-    def _stamps(self) -> tuple:
+    def _stamps(self) -> tuple[object, ...]:
         """(name, inode, mtime, size) of every file the store and lexical index load."""
         files = [self.state / store_mod.JSON_NAME, self.state / store_mod.BIN_NAME]
         try:
@@ -189,7 +190,7 @@ class Retrieval:
             out.append((path.name, st.st_ino, st.st_mtime_ns, st.st_size))
         return tuple(out)
 
-    def _embedder_key(self) -> tuple:
+    def _embedder_key(self) -> tuple[object, ...]:
         return (self.provider, self.model, tuple(sorted(self.environ.items())))
 
     def load(self) -> Loaded:
@@ -370,7 +371,7 @@ class Retrieval:
             return LivePage(None, None, why="binary file" if text is None else "not valid UTF-8")
         return LivePage(text, blob_id(data))
 
-    def context(self, prompt: str, options: ContextOptions) -> dict:
+    def context(self, prompt: str, options: ContextOptions) -> dict[str, Any]:
         loaded, result = self.search(prompt, keep=max(50, options.top_chunks), max_pages=options.top_pages + SPARE_PAGES)
         inputs = PackInputs(prompt, loaded.store, result, self.read_live, self.project / "sources",
                             self.project, list(loaded.warnings))
@@ -387,7 +388,10 @@ class Retrieval:
         from ..wiki.provenance import recorded_blobs
 
         prefix = "" if self.project == self.root else self.project.relative_to(self.root).as_posix()
-        full = (lambda path: f"{prefix}/{path}" if prefix else path)
+
+        def full(path: str) -> str:
+            return f"{prefix}/{path}" if prefix else path
+
         pages = self.paths_of(item["id"] for item in items)
         wanted = {pages[item["id"]]: tuple(full(s["path"]) for s in item["sources"]) for item in items
                   if item["id"] in pages}

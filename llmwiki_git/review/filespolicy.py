@@ -10,7 +10,7 @@ edit. One file refused refuses the candidate; nothing is written.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import DATA_ERRORS, LlmwikiError
 from ..git import Git
@@ -25,6 +25,8 @@ from ..wiki.pages import acceptance_problem
 RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate"}
 RESTAGE_ANY = "stage it again on the current tip, then reject this candidate"
 
+V = TypeVar("V")  # the caller's verdict
+
 
 def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
     if expected is None:
@@ -33,7 +35,7 @@ def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
 
 
 def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref: str,
-                   refuse: Callable[..., Any], accept: Callable[..., Any]) -> Any:
+                   refuse: Callable[..., V], accept: Callable[..., V]) -> V:
     """The verdict on ``candidate`` (already structurally valid) onto ``tip`` of ``ref``:
     ``refuse(code, message, **details)`` or ``accept(message, **details)``."""
     git: Git = ws.require_git("reviewing candidates")

@@ -27,7 +27,7 @@ def _status(citations: list[Any] | None) -> str:
     return counts_line(citations)
 
 
-def _page_status(verdict: Any) -> str:
+def _page_status(verdict: Verdict) -> str:
     """A page edit's link status now: links it newly breaks, broken before, pending."""
     details = verdict.details
     if verdict.code not in ("ok", "broken"):
