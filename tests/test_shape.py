@@ -14,18 +14,50 @@ from llmwiki_git.cli import cli
 
 from .conftest import REPO_ROOT, Repo
 
-HEAVY = ("numpy", "httpx", "openai", "anthropic", "onnxruntime", "tokenizers", "git", "frontmatter")
+#: Our own modules that must stay off the check path: model providers and retrieval (numpy).
+OWN_HEAVY = ("llmwiki_git.providers", "llmwiki_git.retrieval", "llmwiki_git.answer", "llmwiki_git.compiler")
+
+
+def heavy_modules() -> list[str]:
+    """The top-level modules of every distribution an extra adds to the base install
+    (pyproject's optional-dependencies, ``test`` aside): what `llmwiki check` must not import.
+    Derived, so the list names real dependencies only and follows pyproject."""
+    import importlib.metadata
+    import re
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    base = {re.split(r"[<>=!~; \[]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    extra = {re.split(r"[<>=!~; \[]", d, maxsplit=1)[0].lower()
+             for name, deps in project["optional-dependencies"].items() if name != "test" for d in deps} - base
+    modules = [module for module, dists in importlib.metadata.packages_distributions().items()
+               if any(dist.lower() in extra for dist in dists) and not module.startswith("_")]
+    found = {dist.lower() for dists in importlib.metadata.packages_distributions().values() for dist in dists}
+    assert extra <= found, f"extras not installed in the test environment: {sorted(extra - found)}"
+    return sorted(modules)
+
+
+def test_heavy_modules_are_the_extras() -> None:
+    """The list the check-path test uses holds exactly the extras' modules (numpy, httpx,
+    onnxruntime, the MCP SDK, ...), never a module no extra installs."""
+    heavy = heavy_modules()
+    assert {"numpy", "httpx", "onnxruntime", "tokenizers", "mcp", "jsonschema", "pypdf", "bs4"} <= set(heavy)
+    assert not {"click", "yaml"} & set(heavy)  # the base install is allowed
 
 
 def test_check_path_imports_nothing_heavy(repo: Repo) -> None:
     repo.write("wiki/a.md", "[[b]]\n")
+    heavy = (*heavy_modules(), *OWN_HEAVY)
     code = (
         "import sys\n"
         "from llmwiki_git.cli import main\n"
         "sys.argv = ['llmwiki', 'check']\n"
         "try:\n    main()\n"
         "except SystemExit:\n    pass\n"
-        f"bad = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        f"bad = [m for m in {heavy!r} if m in sys.modules]\n"
         "assert not bad, bad\n"
         "print('light')\n"
     )
@@ -34,9 +66,26 @@ def test_check_path_imports_nothing_heavy(repo: Repo) -> None:
 
 
 def test_public_api_sorted_and_complete() -> None:
-    assert llmwiki_git.__all__ == sorted(llmwiki_git.__all__)
-    for name in llmwiki_git.__all__:
-        assert getattr(llmwiki_git, name).__doc__, name
+    """``__all__`` is written out sorted in the source (not computed), names exactly what
+    ``_EXPORTS`` maps and the TYPE_CHECKING block imports, and each name is defined, with a
+    docstring, in the module ``_EXPORTS`` says."""
+    source = (REPO_ROOT / "llmwiki_git" / "__init__.py").read_text()
+    written: list[str] | None = None
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            written = ast.literal_eval(node.value)  # a call such as sorted(...) is no literal: fails here
+        elif isinstance(node, ast.ImportFrom) and node.level == 1:
+            imported.update(a.name for a in node.names)
+    assert written is not None and written == sorted(written)
+    assert set(written) == set(llmwiki_git._EXPORTS) == imported
+    assert llmwiki_git.__all__ == written
+    for name in written:
+        value = getattr(llmwiki_git, name)
+        assert value.__doc__, name
+        defined_in = llmwiki_git._EXPORTS[name].lstrip(".")
+        assert value.__module__ in (f"llmwiki_git.{defined_in}", f"llmwiki_git.{defined_in}.__init__") or \
+            value.__module__.startswith(f"llmwiki_git.{defined_in}."), (name, value.__module__)
 
 
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
