@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from .errors import ArgumentError, LlmwikiError, UsageError, WikiError, install_hint
-from .git import blob_id
+from .gitstore.git import blob_id
 
 SDK_MISSING = f"llmwiki serve needs the MCP SDK: {install_hint('local,mcp')}"
 SERVER_NAME = "llmwiki"
@@ -279,25 +279,10 @@ def _context_pack(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     if ws.git is not None:  # the blob each primary page has at HEAD: propose_page's basedOn
         # One `git ls-tree` for the few primary pages, not a scan of the wiki at HEAD (issue 15).
         paths = retrieval.paths_of(item.get("id") for item in pack.get("primary", []))
-        heads = _head_blobs(ws.git, sorted(set(paths.values())))
+        heads = ws.git.blob_ids("HEAD", sorted(set(paths.values())))
         for item in pack.get("primary", []):
             item["blobId"] = heads.get(paths.get(item.get("id"), ""))
     return pack
-
-
-def _head_blobs(git: Any, paths: list[str]) -> dict[str, str]:
-    """Path -> blob id at HEAD of each of ``paths`` that HEAD has (none on an unborn branch)."""
-    if not paths:
-        return {}
-    out = git.run("--literal-pathspecs", "ls-tree", "-z", "--full-tree", "--end-of-options", "HEAD", "--", *paths,
-                  check=False)
-    blobs: dict[str, str] = {}
-    for record in out.split(b"\0"):
-        meta, _, path = record.partition(b"\t")
-        fields = meta.decode("ascii", "replace").split(" ")
-        if len(fields) == 3 and fields[1] == "blob":
-            blobs[path.decode("utf-8", "surrogateescape")] = fields[2]
-    return blobs
 
 
 def _query(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
@@ -438,8 +423,7 @@ def _read_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
         warnings.append({"code": "malformed-frontmatter", "message": f"{page.path}:{meta.error_line}: {meta.error}"})
     head_blob = None
     if ws.git is not None:
-        found = ws.git.run("rev-parse", "--verify", "--quiet", f"HEAD:{page.path}", check=False).decode().strip()
-        head_blob = found or None
+        head_blob = ws.git.blob_at("HEAD", page.path)
     return {"version": 1, "pageId": page.id, "path": page.path,
             "blobId": blob_id(text.encode("utf-8")), "headBlobId": head_blob,
             "title": page_title(meta.data, text[meta.body_offset:], page.stem),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import config
 from .errors import DATA_ERRORS, ConfigError, LlmwikiError, NotARepository, UsageError
-from .git import EMPTY_TREE, Git, find_project, find_root
+from .gitstore.git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.model import Wiki, load_wiki
 from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
 
@@ -227,7 +227,7 @@ class Workspace:
         stamp: object = None
         if self.reuse_listing:
             if self._git_index is None and self.git is not None:  # git's index file, found once
-                self._git_index = self.git.text("rev-parse", "--git-path", "index")
+                self._git_index = str(self.git.git_path("index"))
             index = self._git_index
             extra = [self.root / index] if index else []
             if self._watch is None:

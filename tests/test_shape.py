@@ -142,7 +142,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("providers", "hooks", "github", "terminal", "statedir"),  # adapters and ground
     ("gitstore",),  # git plumbing, the repository lock, the write journal
     ("confine",),  # the one security boundary: paths, symlinks, bounded reads
-    ("git", "config", "problems", "wording", "markup"),
+    ("config", "problems", "wording", "markup"),
     ("errors",),
 )
 
@@ -261,3 +261,39 @@ def test_corpus_tests_find_the_corpora_one_way() -> None:
            if any(isinstance(node, ast.Constant) and node.value in ("shared", "corpora")
                   for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
     assert own == []
+
+
+def raw_git_calls(package: Path) -> list[str]:
+    """``git.run(...)``, ``.text``, ``.spawn`` or ``.call`` on a git object (a name or
+    attribute called ``git``, or ``require_git(...)``) outside ``gitstore/``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith("gitstore/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("run", "text", "spawn", "call")):
+                continue
+            receiver = node.func.value
+            name = (receiver.id if isinstance(receiver, ast.Name) else receiver.attr
+                    if isinstance(receiver, ast.Attribute) else receiver.func.attr
+                    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) else "")
+            if name == "git" or name.endswith("_git") or name == "require_git":
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_git_commands_only_in_gitstore() -> None:
+    """Every git command line is written once, in gitstore/ (a typed helper of
+    ``gitstore.git.Git``); the rest of the package calls those helpers."""
+    assert raw_git_calls(REPO_ROOT / "llmwiki_git") == []
+
+
+def test_raw_git_calls_are_found(tmp_path: Path) -> None:
+    package = tmp_path / "llmwiki_git"
+    (package / "review").mkdir(parents=True)
+    (package / "review" / "x.py").write_text(
+        "def f(git, ws, self):\n    git.run('log')\n    ws.require_git('x').run('x')\n    self.git.spawn('y')\n"
+        "    self._git.text('z')\n    proc.run()\n")
+    assert raw_git_calls(package) == ["review/x.py:2", "review/x.py:3", "review/x.py:4", "review/x.py:5"]

@@ -100,8 +100,7 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
         raise UsageError("the branch has no commit yet", hint="commit the wiki (and `llmwiki ingest` sources) first")
     name, _ = provider_name(provider, env, ws.settings.chat_provider)
     folder = sources_dir(ws.project_prefix)
-    loose = git.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
-                    f":(top,literal){folder}").count(b"\0")
+    loose = len(git.status_paths(f":(top,literal){folder}"))
     if loose and note is not None:
         note(f"{loose} uncommitted change(s) in {folder}/ are not compiled: compile reads the committed sources "
              "(commit them, or use `llmwiki ingest`)")

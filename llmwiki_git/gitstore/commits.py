@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..confine import refuse_symlinks
 from ..errors import DirtyPaths, GitError, LlmwikiError, PathRefused, RefChanged, UnsafePath
-from ..git import Git, TreeEntry
+from .git import Git, TreeEntry
 from .lock import pid_alive
 from .transaction import Intent, apply, changed_paths, check_worktree
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MoveRefused, UsageError
-from ..git import TreeEntry
+from ..gitstore.git import TreeEntry
 from ..gitstore.commits import build_commit, check_path, current_branch, move_branch
 from ..wiki import generated as G
 from ..wiki.model import Wiki
@@ -107,15 +107,7 @@ def _clean(path: str) -> str:
 
 def _tree_under(site: Site, head: str, path: str) -> list[TreeEntry]:
     """HEAD's entries at ``path`` or under it (recursively), submodules included."""
-    out = site.git.run("--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", head, "--",
-                       path, check=False)
-    entries = []
-    for record in out.split(b"\0"):
-        if record:
-            meta, _, name = record.partition(b"\t")
-            mode, _kind, blob = meta.decode().split(" ")
-            entries.append(TreeEntry(mode, blob, name.decode("utf-8", "surrogateescape")))
-    return entries
+    return site.git.ls_tree_under(head, path, literal=True, submodules=True)
 
 
 def _moves(site: Site, head: str, wiki: Wiki, old: str,
@@ -158,8 +150,7 @@ def _moves(site: Site, head: str, wiki: Wiki, old: str,
 
 def _is_generated(site: Site, head: str, rel: str) -> bool:
     check = G.is_generated_index if rel.endswith(G.INDEX) else G.is_generated_log
-    data = site.git.run("cat-file", "blob", f"{head}:{rel}", check=False)
-    return check(data)
+    return check(site.git.read_blob_at(head, rel) or b"")
 
 
 def _is_regular(path: Path) -> bool:
@@ -173,10 +164,9 @@ def _adopted_text(site: Site, old: str, new: str) -> str:
     """NEW's content in a rename the user made: the staged version (which must match the
     work tree: nothing unstaged is committed), or the work-tree file when it is not staged."""
     data = (site.top / new).read_bytes()
-    staged = site.git.run("ls-files", "-s", "-z", "--", f":(top,literal){new}").split(b"\0")[0]
-    if staged:
-        blob = staged.split(b" ")[1].decode()
-        if site.git.run("cat-file", "blob", blob) != data:
+    blob = site.git.staged_blob(new)
+    if blob is not None:
+        if site.git.read_blob(blob) != data:
             raise MoveRefused(old, [f"{new} has unstaged edits"],
                               hint=f"stage them (git add {new}) or stash them, then run the command again")
     return decode(data)
@@ -217,7 +207,7 @@ def _commit(site: Site, ref: str, head: str, wiki: Wiki, plan: RewritePlan, mode
     # A move creates no table of contents or journal the wiki did not have: those go to
     # llmwiki's own copies in the state folder, as where the user owns the files.
     for rel in [p for p in (gen.index_rel, gen.log_rel) if p is not None]:
-        if not site.git.run("rev-parse", "--verify", "--quiet", f"{head}:{rel}", check=False).strip():
+        if site.git.blob_at(head, rel) is None:
             generated.pop(rel, None)
             gen.index_rel = None if rel == gen.index_rel else gen.index_rel
             gen.log_rel = None if rel == gen.log_rel else gen.log_rel

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..git import Git
+from ..gitstore.git import Git
 from ..wiki.provenance import parse_source_trailer
 
 KEYS = (
@@ -100,7 +100,7 @@ def read_many(git: Git, commits: list[str]) -> dict[str, dict[str, list[str]]]:
     if not commits:
         return {}
     fmt = f"%H{_SEP}%(trailers:only,unfold,separator=%x1f){_REC}"
-    out = git.run("log", "--no-walk=unsorted", f"--format={fmt}", *commits, "--").decode("utf-8", "replace")
+    out = git.log(commits, format=fmt, no_walk=True).decode("utf-8", "replace")
     result: dict[str, dict[str, list[str]]] = {}
     for record in out.split(_REC):
         record = record.strip("\n")

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import confine
 from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
-from ..git import Git, blob_id
+from ..gitstore.git import Git, blob_id
 from ..wiki.pages import decode, unusable_notes
 from . import refresh
 from . import store as store_mod

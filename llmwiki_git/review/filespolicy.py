@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..errors import DATA_ERRORS, LlmwikiError
-from ..git import Git
+from ..gitstore.git import Git
 from ..publication.candidates import Candidate, body_digest
 from ..publication.trailers import ABSENT, COMPILE_KIND
-from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome_many, \
+from .pagepolicy import blob_of_precondition, describe as describe_problems, link_outcome_many, \
     precondition_of, three_way
 from .project import ReviewProject
 from ..wiki.pages import acceptance_problem
@@ -47,8 +47,8 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
     writes: dict[str, str | None] = {}
     pages: list[dict[str, Any]] = []
     for f in t.files:
-        new_blob = blob_at(git, candidate.commit, f.target)
-        data = None if new_blob is None else git.run("cat-file", "blob", new_blob)
+        new_blob = git.blob_at(candidate.commit, f.target)
+        data = None if new_blob is None else git.read_blob(new_blob)
         if (ABSENT if data is None else body_digest(data)) != f.body_digest:
             return refuse("candidate-edited", f"candidate-edited: {f.target} of {cid} no longer matches its digest; "
                                               f"{restage}")
@@ -65,7 +65,7 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
                                        "reject it")
         if tip is None:
             return refuse("target-vanished", f"branch {ref} does not exist")
-        at_tip = blob_at(git, tip, f.target)
+        at_tip = git.blob_at(tip, f.target)
         if at_tip != started:
             code, what = _moved(started, at_tip)
             view = three_way(git, f.target, started, at_tip, new_blob)

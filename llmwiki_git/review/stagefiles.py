@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ..git import Git
+from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, current_branch
 from ..gitstore.transaction import crash_point
 from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
@@ -24,7 +24,7 @@ from ..publication.trailers import ABSENT, FileTrailer, message as commit_messag
 from ..publication.write import Site, locked
 from ..wiki.pages import acceptance_problem  # the one acceptance rule (issue 22), re-exported
 from ..wiki.provenance import in_sources
-from .pagepolicy import blob_at, precondition_of
+from .pagepolicy import precondition_of
 from .project import ReviewProject
 
 
@@ -79,8 +79,8 @@ def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: 
         if problem is not None:
             raise UsageError(f"cannot stage {target!r}: {problem}")
         seen.add(target)
-        at_base = blob_at(git, base, target)
-        if at_base is not None and git.text("ls-tree", "--format=%(objectmode)", base, "--", target) != "100644":
+        at_base = git.blob_at(base, target)
+        if at_base is not None and git.file_mode(base, target) != "100644":
             raise UsageError(f"cannot stage {target}: it is not a regular file at the base (a symlink, executable "
                              "or submodule)")
         if write.document is None:
@@ -91,7 +91,7 @@ def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: 
             bad = acceptance_problem(write.document, max_bytes)
             if bad is not None:
                 raise UsageError(f"cannot stage {target}: {bad}")
-            if at_base is not None and git.run("cat-file", "blob", at_base) == write.document.encode("utf-8"):
+            if at_base is not None and git.read_blob(at_base) == write.document.encode("utf-8"):
                 continue  # the page already reads so
             digest = body_digest(write.document)
         started = write.started_from
@@ -146,5 +146,5 @@ def _commit(git: Git, base: str, writes: Sequence[FileWrite], files: list[FileTr
             for f in files}
     commit = build_commit(git, base, data, commit_message(subject[:200], body, trailers))
     crash_point("stage")  # a kill here leaves an unreferenced commit and no branch: nothing staged
-    git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")
+    git.update_ref(PREFIX + candidate_id, commit, "", message=f"llmwiki: stage {candidate_id}")
     return StagedFiles(candidate_id, f"llmwiki/review/{candidate_id}", commit, base, tuple(files))
