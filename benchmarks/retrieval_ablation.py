@@ -247,7 +247,7 @@ def card_texts(c: Corpus, headings: bool) -> list[str]:
 
 
 def stripped_question(text: str) -> str:
-    from llmwiki_git.retrieval.lexical import QUERY_STOPWORDS
+    from llmwiki_git.terms import QUERY_STOPWORDS
 
     kept = [w for w in _WORD.findall(text) if w.lower() not in QUERY_STOPWORDS]
     return " ".join(kept) or text
@@ -318,7 +318,7 @@ def page_bm25(c: Corpus, b: float) -> np.ndarray:
 
 def title_matches(c: Corpus) -> np.ndarray:
     """1 where every token of a page's title (or an alias) occurs in the question."""
-    from llmwiki_git.retrieval.lexical import tokenize
+    from llmwiki_git.terms import tokenize
 
     names = [[set(tokenize(n)) for n in (p.lexical[0][0][0] if p.lexical else p.title).split("\n")] for p in c.pages]
     out = np.zeros((len(c.questions), c.n_pages))

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SourceRefused
+from ..terms import tokenize
 from ..wiki import frontmatter
 from ..wiki.provenance import source_paths
 from ..wiki.slug import slugify
 from . import sources as src
 from .chunking import live_chunks
-from .lexical import tokenize
 from .search import SearchResult
 from .pagetable import PageEntry
 from .store import Store
