@@ -7,11 +7,13 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from .providertable import CHAT_PROVIDERS, DEFAULT_CHAT
 from .errors import Interrupted, LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
 from .terminal import raw_stream
 from .workspace import Workspace
@@ -24,6 +26,13 @@ if TYPE_CHECKING:
     from .compiler.service import CompileResult
 
 EXIT_INTERNAL = 3
+
+
+def _one_of(names: Sequence[str]) -> str:
+    """``a, b or c`` (the names, for help text)."""
+    return f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 EXIT_INTERRUPTED = Interrupted.exit_code  # 128 + SIGINT
 
 
@@ -498,7 +507,7 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
 @click.option("--review", is_flag=True, help="With --save: stage the answer as a review candidate branch instead of publishing.")
 @click.option("--lang", default=None, metavar="CODE", help="Answer language (e.g. ja, zh-CN, German); wins over LLMWIKI_OUTPUT_LANG.")
 @click.option("--debug", is_flag=True, help="After the answer, print the retrieval snapshot (pages, chunks, scores, rerank).")
-@click.option("--provider", default=None, metavar="NAME", help="openai, anthropic, ollama or extractive (default: LLMWIKI_PROVIDER, config, first with credentials, else extractive).")
+@click.option("--provider", default=None, metavar="NAME", help=f"{_one_of(CHAT_PROVIDERS)} (default: LLMWIKI_PROVIDER, config, first with credentials, else {DEFAULT_CHAT}).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON result instead of streaming text.")
 @click.pass_context
 def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: bool, lang: str | None, debug: bool,
@@ -817,8 +826,9 @@ def ingest(ctx: click.Context, files: tuple[str, ...], as_json: bool) -> None:
 @click.option("--publish", is_flag=True,
               help="Approve the run's candidate at once, through the same validation as `llmwiki review approve`.")
 @click.option("--provider", default=None, metavar="NAME",
-              help="openai, anthropic or ollama to write concept pages with a model; extractive for offline source "
-                   "notes (default: LLMWIKI_PROVIDER, config, first with credentials, else extractive).")
+              help=f"{_one_of([p for p in CHAT_PROVIDERS if p != DEFAULT_CHAT])} to write concept pages with a model; "
+                   f"{DEFAULT_CHAT} for offline source notes (default: LLMWIKI_PROVIDER, config, first with "
+                   f"credentials, else {DEFAULT_CHAT}).")
 @click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
               help="Model requests in flight at once (1 to 16).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run (sources, pages, candidate, usage) as JSON.")

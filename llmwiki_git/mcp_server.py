@@ -80,9 +80,9 @@ def _flag(description: str) -> dict[str, Any]:
 
 
 def _provider_names() -> list[str]:
-    from .providers.registry import PROVIDERS
+    from .providertable import CHAT_PROVIDERS
 
-    return list(PROVIDERS)
+    return list(CHAT_PROVIDERS)
 
 
 def _input_schemas() -> dict[str, dict[str, Any]]:

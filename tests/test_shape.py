@@ -143,7 +143,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gitstore",),  # git plumbing, the repository lock, the write journal
     ("confine",),  # the one security boundary: paths, symlinks, bounded reads
     ("config", "problems", "wording", "markup", "terms"),
-    ("errors",),
+    ("errors", "providertable"),  # the exception tree; the provider table (names and import paths only)
 )
 
 #: Known back-edges owned by another change, each named exactly; the test fails when one

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from .base import AnswerRequest, Evidence
@@ -293,6 +293,11 @@ class ExtractiveProvider:
     def __init__(self, max_sentences: int = MAX_SENTENCES, max_chars: int = MAX_CHARS) -> None:
         self.max_sentences = max_sentences
         self.max_chars = max_chars
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], model: str | None = None) -> ExtractiveProvider:
+        """The provider table's builder: nothing to configure (no key, no model)."""
+        return cls()
 
     def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
         """Yield the answer sentence by sentence (with their separating spaces)."""
