@@ -483,8 +483,8 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
     """
     ws = _workspace(ctx)
     _require_some_wiki(ws)
-    ws.prefetch_pages()  # git lists the work tree while the retrieval modules load
-    ws.prefetch_embedder()  # and the local model starts on the other core
+    ws.listing.prefetch()  # git lists the work tree while the retrieval modules load
+    preload = ws.preload_model()  # and the local model starts on the other core
     # One search needs no BLAS thread pool, and starting OpenBLAS's cost a fresh process
     # 0.03-0.08 s of CPU (benchmarks/refresh.py, fresh context); a user's setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -492,9 +492,10 @@ def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: in
 
     options = ContextOptions(budget, depth, top_pages, top_chunks, include_sources, omit_root)
     try:
-        pack = ws.retrieval().context(prompt, options)
+        pack = ws.retrieval(preload=preload).context(prompt, options)
     finally:
-        ws.settle()
+        if preload is not None:
+            preload.settle()
     if as_json or fmt == "json":
         click.echo(json.dumps(pack, indent=2, ensure_ascii=False))
     else:

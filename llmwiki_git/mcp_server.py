@@ -583,8 +583,9 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
 
     from .workspace import Workspace
 
-    ws = Workspace.open(Path(root), wiki_dir=wiki_dir)
-    ws.reuse_listing = True  # long-running: a call with no file changed skips the git listing
+    # Long-lived: a call with no file changed skips the git listing, and the one retrieval
+    # service keeps what it loaded warm for the next call (retrieval/service.py).
+    ws = Workspace.open(Path(root), wiki_dir=wiki_dir, long_lived=True)
     tools = {t.name: t for t in _tools()}
     for t in tools.values():
         Draft202012Validator.check_schema(t.input_schema)

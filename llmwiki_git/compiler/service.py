@@ -17,7 +17,6 @@ become pages on ONE review candidate branch (kind ``compile/1``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,8 +90,9 @@ def offline_writes(plan: Plan, progress: Progress) -> tuple[list[FileWrite], lis
 def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: bool = False, concurrency: int = 4,
                  on_progress: Callable[[Progress], None] | None = None, note: Callable[[str], None] | None = None,
                  environ: Mapping[str, str] | None = None) -> CompileResult:
-    """Compile what changed into one candidate (see the module docstring)."""
-    env = os.environ if environ is None else environ
+    """Compile what changed into one candidate (see the module docstring). ``environ``: the
+    provider keys and settings (default: the workspace's)."""
+    env = ws.environ if environ is None else environ
     git = ws.require_git("compiling sources")
     current_branch(git)  # a detached HEAD refuses before any work
     base = git.rev_parse("HEAD")

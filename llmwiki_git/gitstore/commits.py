@@ -98,7 +98,7 @@ def _check_tree_shape(entries: Mapping[str, TreeEntry], files: Mapping[str, byte
 
 def _with_index(git: Git, index: Path) -> Git:
     """The same git, with GIT_INDEX_FILE pointing at ``index``."""
-    env = dict(getattr(git, "_env", os.environ))
+    env = dict(git.env)
     env["GIT_INDEX_FILE"] = str(index)
     return Git(git.root, env)
 

@@ -32,23 +32,6 @@ if TYPE_CHECKING:  # the indexer, the write layer and the index page: imported b
 
 SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that cannot be read
 
-# What a long-lived process (the MCP server) loaded, per state folder: reused while the
-# store's and the lexical index's files keep their stamps and the embedder settings are the
-# same, so a warm call pays for one query embedding and a search, not a new ONNX session
-# (~0.2 s). Writers replace these files by rename, so a re-index by any process changes a
-# stamp and the next call loads afresh.
-_WARM: dict[str, tuple[tuple[object, ...], tuple[object, ...], Loaded]] = {}
-# The (store, live listing) pair last found current, by identity: a long-lived workspace
-# returns the same listing object while no file changed (Workspace._page_blobs), and the
-# warm store is the same object while its files are, so a warm call skips the comparison.
-_CURRENT: dict[str, tuple[Store, Mapping[str, str]]] = {}
-
-
-def forget_warm_state() -> None:
-    """Drop what was kept warm (a test running many commands in one process starts each cold)."""
-    _WARM.clear()
-
-
 @dataclass
 class Loaded:
     store: Store
@@ -58,6 +41,16 @@ class Loaded:
 
 
 class Retrieval:
+    """Build the index, load it, search, and build context packs, for one project.
+
+    One instance per workspace, so what it loaded stays warm on the instance for the next
+    call of a long-lived process (the MCP server): the store, the lexical index and the
+    embedder are reused while their files keep their stamps and the embedder settings are
+    the same, so a warm call pays for one query embedding and a search, not a new ONNX
+    session (~0.2 s). Writers replace these files by rename, so a re-index by any process
+    changes a stamp and the next call loads afresh. Nothing is kept in module globals: a new
+    instance starts cold."""
+
     def __init__(
         self,
         *,
@@ -87,6 +80,12 @@ class Retrieval:
         self.model = model
         chosen = (environ.get("LLMWIKI_RETRIEVAL") or mode or DEFAULT_MODE).lower()
         self.mode = chosen if chosen in MODES else DEFAULT_MODE
+        # What was loaded last, with the file stamps and embedder settings it was loaded under.
+        self._warm: tuple[tuple[object, ...], tuple[object, ...], Loaded] | None = None
+        # The (store, live listing) pair last found current, by identity: a long-lived listing
+        # returns the same dict while no file changed (wiki/listing.py), and the warm store is
+        # the same object while its files are, so a warm call skips the comparison.
+        self._current: tuple[Store, Mapping[str, str]] | None = None
 
     def embedder(self, fast: bool = False) -> Embedder | None:
         name = provider_name(self.environ, self.provider, fast)
@@ -174,7 +173,8 @@ class Retrieval:
         return self._load_wiki()
 
     def _stamps(self) -> tuple[object, ...]:
-        """(name, inode, mtime, size) of every file the store and lexical index load."""
+        """(name, inode, mtime, size) of every file the store and lexical index load (the
+        file store's vectors among them: their generation is the token inside that file)."""
         files = [self.state / store_mod.JSON_NAME, self.state / store_mod.BIN_NAME]
         try:
             files += sorted((self.state / LEXICAL_DIR).iterdir())
@@ -198,14 +198,14 @@ class Retrieval:
         for a missing or unusable store (an empty lexical-only store is returned instead).
         Reused from the last call in this process while their files are unchanged."""
         stamps, key = self._stamps(), self._embedder_key()
-        warm = _WARM.get(str(self.state))
+        warm = self._warm
         if warm is not None and warm[0] == stamps and warm[1] == key:
             base = warm[2]
         else:
             files = self._load_files()
             if files is None:
                 return self._load_without_store()
-            _WARM[str(self.state)] = (stamps, key, files)
+            self._warm = (stamps, key, files)
             base = files
         return self._follow_wiki(Loaded(base.store, base.lexical, base.embedder, list(base.warnings)))
 
@@ -263,12 +263,12 @@ class Retrieval:
             loaded.warnings.append({"code": "index-freshness-unknown",
                                     "message": f"could not list the wiki's pages ({exc}); recent edits may be missing"})
             return loaded
-        current = _CURRENT.get(str(self.state))
+        current = self._current
         if current is not None and current[0] is loaded.store and current[1] is live:
             return loaded  # this very listing was found current for this very store last call
         stale = refresh.staleness(loaded.store, live)
         if not stale:
-            _CURRENT[str(self.state)] = (loaded.store, live)
+            self._current = (loaded.store, live)
             return loaded
         if loaded.lexical is not None and loaded.lexical.updatable:
             return self._follow_by_difference(loaded, stale)
@@ -278,8 +278,7 @@ class Retrieval:
         wiki = self._load_wiki()
         pages, skipped = indexer.read_pages(wiki)
         can_embed = loaded.embedder is not None or not store.dimensions
-        previous = store.vectors_by_hash() if store.dimensions else {}
-        missing = refresh.plan(pages, previous).missing if store.dimensions else {}
+        missing = refresh.plan(pages, store.vectors).missing if store.dimensions else {}
         if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder,
                                                                                                indexer.names_digest(wiki)):
             try:
@@ -290,7 +289,7 @@ class Retrieval:
             else:
                 warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
                 return Loaded(fresh, lexical, loaded.embedder, warnings)
-        memory, lexical = indexer.memory_index(pages, store, previous, skipped)
+        memory, lexical = indexer.memory_index(pages, store, skipped)
         warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
         if missing:
             warnings.append(refresh.stale_warning(stale, len(missing), self.refresh_bound if can_embed else 0))
@@ -317,8 +316,8 @@ class Retrieval:
                     indexer.save_update(self.state, new_store, new_lexical)
                     # What was just written is what the next call would load: keep it warm (the
                     # stamps are taken under the lock, so no other writer's files get them).
-                    _WARM[str(self.state)] = (self._stamps(), self._embedder_key(),
-                                              Loaded(new_store, new_lexical, loaded.embedder, list(warnings)))
+                    self._warm = (self._stamps(), self._embedder_key(),
+                                  Loaded(new_store, new_lexical, loaded.embedder, list(warnings)))
             except (LlmwikiError, OSError):
                 pass  # could not be saved: rank from memory this time
             else:
