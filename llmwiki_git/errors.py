@@ -16,7 +16,7 @@
     │   ├── DirtyPaths              a path to write has uncommitted edits
     │   ├── RefChanged              the branch moved meanwhile (compare-and-swap failed)
     │   ├── UnsafePath              not a plain repository-relative file path
-    │   ├── MoveRefused             `llmwiki mv` refused (a target exists, a link would break)
+    │   ├── MoveRefused             `llmwiki mv` or `merge-pages` refused (a target exists, a link would break)
     │   └── LockBusy                the repository lock is held and waiting timed out
     ├── FollowIncomplete            the branch moved; some edited work-tree paths were kept
     ├── CandidateNotFound           no review candidate with that id
@@ -190,11 +190,12 @@ class UnsafePath(WriteRefused):
 
 
 class MoveRefused(WriteRefused):
-    """``llmwiki mv`` refused before anything moved; ``reasons`` says each thing in the way."""
+    """``llmwiki mv`` (or ``merge-pages``: ``verb`` "merge") refused before anything moved;
+    ``reasons`` says each thing in the way."""
 
-    def __init__(self, what: str, reasons: Sequence[str], hint: str | None = None) -> None:
+    def __init__(self, what: str, reasons: Sequence[str], hint: str | None = None, verb: str = "move") -> None:
         shown = "\n  ".join(reasons[:20]) + (f"\n  … and {len(reasons) - 20} more" if len(reasons) > 20 else "")
-        super().__init__(f"refusing to move {what}; nothing was changed:\n  {shown}", hint=hint)
+        super().__init__(f"refusing to {verb} {what}; nothing was changed:\n  {shown}", hint=hint)
         self.reasons = list(reasons)
 
 
