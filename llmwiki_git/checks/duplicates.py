@@ -10,9 +10,9 @@ Three reasons, strongest first:
 * ``similar-title``: titles that differ only in case, punctuation, a leading article, a
   plural, or one typo (one letter added, dropped or changed; titles of five letters or more).
 
-Numbered and dated titles are never offered: two titles whose numbers differ (``Well 2`` and
-``Well 3``, ``2024-01-02`` and ``2024-01-03``, ``World War I`` and ``World War II``) name
-different things however alike they read. In each group the page more links reach is kept.
+Numbered, dated and lettered titles are never offered: two titles whose numbers or letters
+differ (``Well 2`` and ``Well 3``, ``2024-01-02`` and ``2024-01-03``, ``World War I`` and
+``World War II``, ``Plan A`` and ``Plan B``) name different things however alike they read. In each group the page more links reach is kept.
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ def _title(page: Page) -> str:
     return page.scan.title or stem_title(page.stem)
 
 
-def _numbers(slug: str) -> tuple[str, ...]:
-    """The numbers a title holds (digits and roman numerals), in order: what tells ``Well 2``
-    from ``Well 3``."""
+def _labels(key: str) -> tuple[str, ...]:
+    """The numbers and letters that label a title (digits, roman numerals, one-letter words),
+    in order: what tells ``Well 2`` from ``Well 3`` and ``Plan A`` from ``Plan B``."""
     return tuple(token.lstrip("0") or "0" if token.isdigit() else token
-                 for token in re.findall(r"[0-9]+|[a-z]+", slug) if token.isdigit() or _ROMAN.fullmatch(token))
+                 for token in re.findall(r"[0-9]+|[^\W\d_]+", key)
+                 if token.isdigit() or len(token) == 1 or _ROMAN.fullmatch(token))
 
 
 def _singular(token: str) -> str:
@@ -160,7 +161,7 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
         members = keys[a_key] + (keys[b_key] if b_key != a_key else [])
         for i, (a_slug, a) in enumerate(members):
             for b_slug, b in members[i + 1:]:
-                if a_slug != b_slug and _numbers(a_slug) == _numbers(b_slug) and \
+                if a_slug != b_slug and _labels(concept_key(a_slug)) == _labels(concept_key(b_slug)) and \
                         not (leaf_titled(a.id, a_slug) and leaf_titled(b.id, b_slug) and _folder(a) != _folder(b)):
                     yield "similar-title", a, b, _title(a)
 

@@ -4,7 +4,8 @@
 to read file texts, and returns a `MergePlan`: A's new text -- B's title and aliases added to
 A's ``aliases`` (every other frontmatter byte kept, key order too), B's body appended under a
 heading of B's title -- and the link edits that make every link to B reach A
-(`wiki.rewrite.plan_links`: ``[[B]]`` becomes ``[[A]]``, ``[[B#Heading]]`` ``[[A#Heading]]``
+(`wiki.rewrite.plan_links`: every link naming B's file, ``[[B]]``, becomes ``[[A]]`` (a link
+by one of B's aliases still reaches A by it and is left alone), ``[[B#Heading]]`` ``[[A#Heading]]``
 since the heading moved with B's body, ``![[B]]`` ``![[A#B's title]]`` so an embed still shows
 B's text only; B's own relative markdown links follow its text to A's folder). It reads and
 writes nothing else: the review service stages the plan as a ``merge/1`` candidate.
@@ -210,7 +211,7 @@ def plan_merge(wiki: Wiki, keep: str, fold: str, read: Callable[[list[str]], Map
     anchor = None if _LINK_BREAKING.search(heading) else heading
     links = plan_links(wiki, after, {fold: keep}, reading, {keep: keep_text, fold: fold_text},
                        new_slugs={slugify(name) for name in aliases}, refusals=refusals,
-                       embed_anchor={fold: anchor} if anchor else None)
+                       embed_anchor={fold: anchor} if anchor else None, by_name=True)
     notes.extend(links.notes)
     edits = {f.path: f.edits for f in links.edited_files}
     document = provisional

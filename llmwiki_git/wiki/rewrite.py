@@ -190,6 +190,7 @@ class _Plan:
     moves: Mapping[str, str]
     refusals: list[str]
     embed_anchor: Mapping[str, str]
+    by_name: bool = False  # rewrite a link that names a moved page's file even if an alias still reaches it
     before_cache: dict[str, Resolution] = field(default_factory=dict)
     after_cache: dict[str, Resolution] = field(default_factory=dict)
 
@@ -207,7 +208,7 @@ class _Plan:
 def plan_links(wiki: Wiki, after: Wiki, moves: Mapping[str, str], read: Callable[[list[str]], Mapping[str, str]],
                contents: Mapping[str, str] | None = None, *, new_slugs: Collection[str] = (),
                new_names: Collection[str] = (), refusals: list[str] | None = None,
-               embed_anchor: Mapping[str, str] | None = None) -> RewritePlan:
+               embed_anchor: Mapping[str, str] | None = None, by_name: bool = False) -> RewritePlan:
     """The edits that keep every link of ``wiki`` whole when it becomes ``after``: a link that
     reaches a file of ``moves`` (its path -> the path that answers for it in ``after``: where
     it moved, or for a page merge the page it is folded into) is rewritten to reach that path,
@@ -215,10 +216,13 @@ def plan_links(wiki: Wiki, after: Wiki, moves: Mapping[str, str], read: Callable
     ``new_names`` (file names) that answer differently in ``after`` refuses the change, as does
     a link that cannot be rewritten unambiguously. A moved file's own relative markdown links
     follow it to its new folder. ``embed_anchor``: for a moved page, the heading an embed of
-    the whole page (``![[old]]``) is pointed at (a merge: the section holding its body)."""
+    the whole page (``![[old]]``) is pointed at (a merge: the section holding its body).
+    ``by_name``: a link that names a moved page by its file name is rewritten even when the
+    page keeps answering to that name by an alias (a merge: B's title becomes an alias of A,
+    but editors that resolve file names only would find ``[[B]]`` broken)."""
     contents = dict(contents or {})
     notes: list[str] = []
-    ctx = _Plan(wiki, after, moves, refusals if refusals is not None else [], embed_anchor or {})
+    ctx = _Plan(wiki, after, moves, refusals if refusals is not None else [], embed_anchor or {}, by_name)
     candidates: list[str] = []
     for page in wiki.pages:
         wanted = page.path in moves and bool(page.scan.md_links)
@@ -305,7 +309,8 @@ def _wikilink_edit(ctx: _Plan, path: str, link: RawLink, starts: list[int], text
     want_page, want_file = _moved(page, moves, after), _moved_file(file, moves)
     # An embed of a whole page folded into another keeps showing that page's text only.
     section = ctx.embed_anchor.get(page.path) if embed and page is not None and target.anchor is None else None
-    still = _same(ctx.later(target_text), want_page, want_file)
+    still = _same(ctx.later(target_text), want_page, want_file) and \
+        not (ctx.by_name and page is not None and target.slug == slugify(page.stem))
     if still and section is None:
         return None  # an alias, or a name the moved file keeps: still reaches it
     # The name part of the inner text: before "|" (or a table's "\|") and before "#".
