@@ -8,11 +8,14 @@ Three reasons, strongest first:
 * ``alias-collision``: an alias of one page is another page's name or alias (the check's
   ``alias-collision``, for every page, not only those whose aliases resolve links);
 * ``similar-title``: titles that differ only in case, punctuation, a leading article, a
-  plural, or one typo (one letter added, dropped or changed; titles of five letters or more).
+  plural, or one typo (one letter added, dropped or changed in a word of five letters or
+  more, or two words written as one).
 
 Numbered, dated and lettered titles are never offered: two titles whose numbers or letters
 differ (``Well 2`` and ``Well 3``, ``2024-01-02`` and ``2024-01-03``, ``World War I`` and
-``World War II``, ``Plan A`` and ``Plan B``) name different things however alike they read. In each group the page more links reach is kept.
+``World War II``, ``Plan A`` and ``Plan B``) name different things however alike they read,
+and so do pages whose file names number or date them differently (a daily note whose title
+was copied from the day before). In each group the page more links reach is kept.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from .links import leaf_titled
 REASONS = ("duplicate-title", "alias-collision", "similar-title")
 _ARTICLES = frozenset({"the", "a", "an"})
 _ROMAN = re.compile(r"(?=[ivxlcdm]+$)m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})")
-_MIN_FUZZY = 5  # a typo in a shorter title is another word (cat, car)
+_MIN_FUZZY = 5  # a typo in a shorter word is another word (cat, car; list, lint)
 
 
 def _title(page: Page) -> str:
@@ -70,6 +73,18 @@ def _one_edit(a: str, b: str) -> bool:
     while i < len(a) and a[i] == b[i]:
         i += 1
     return a[i + (len(a) == len(b)):] == b[i + 1:]
+
+
+def _typo(a: str, b: str) -> bool:
+    """Whether the keys ``a`` and ``b`` are one typo apart: one edit, either joining or
+    splitting words, or inside one word of five letters or more (``list`` and ``lint`` are
+    two words, ``decent`` and ``descent`` one misspelt)."""
+    if not _one_edit(a, b):
+        return False
+    if a.replace("-", "") == b.replace("-", ""):
+        return True
+    words = [(x, y) for x, y in zip(a.split("-"), b.split("-")) if x != y]
+    return a.count("-") == b.count("-") and len(words) == 1 and min(map(len, words[0])) >= _MIN_FUZZY
 
 
 @dataclass
@@ -155,19 +170,30 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
     for near in deleted.values():
         for i, one in enumerate(near):
             for two in near[i + 1:]:
-                if one != two and _one_edit(one, two):
+                if one != two and _typo(one, two):
                     alike.add((min(one, two), max(one, two)))
     for a_key, b_key in sorted(alike):
         members = keys[a_key] + (keys[b_key] if b_key != a_key else [])
         for i, (a_slug, a) in enumerate(members):
             for b_slug, b in members[i + 1:]:
                 if a_slug != b_slug and _labels(concept_key(a_slug)) == _labels(concept_key(b_slug)) and \
-                        not (leaf_titled(a.id, a_slug) and leaf_titled(b.id, b_slug) and _folder(a) != _folder(b)):
+                        not (leaf_titled(a.id, a_slug) and leaf_titled(b.id, b_slug) and _place(a) != _place(b)):
                     yield "similar-title", a, b, _title(a)
 
 
-def _folder(page: Page) -> str:
-    return page.path.rsplit("/", 1)[0] if "/" in page.path else ""
+def _series(a: Page, b: Page) -> bool:
+    """Whether two pages are items of a numbered or dated series by their file names (both
+    names hold numbers, and not the same ones: ``2022.02.08`` and ``2022.02.22``), however
+    alike their titles (one copied from the other and never changed)."""
+    one, two = _labels(slugify(a.stem.replace(".", "-"))), _labels(slugify(b.stem.replace(".", "-")))
+    digits = [x for x in one if x.isdigit()], [x for x in two if x.isdigit()]
+    return bool(digits[0]) and bool(digits[1]) and digits[0] != digits[1]
+
+
+def _place(page: Page) -> str:
+    """Where a page sits: its folder, and the hierarchy of a dotted name (Dendron's
+    ``tags.feature.images`` sits in ``tags.feature``)."""
+    return page.path[:-3].rsplit(".", 1)[0] if "." in page.stem else page.path.rsplit("/", 1)[0] + "/"
 
 
 def suggest(wiki: Wiki) -> list[Group]:
@@ -183,7 +209,7 @@ def suggest(wiki: Wiki) -> list[Group]:
     reasons: dict[frozenset[str], str] = {}
     names: dict[frozenset[str], str] = {}
     for reason, a, b, name in _pairs(wiki):
-        if a.path == b.path:
+        if a.path == b.path or _series(a, b):
             continue
         pair = frozenset((a.path, b.path))
         if pair not in reasons or REASONS.index(reason) < REASONS.index(reasons[pair]):

@@ -46,11 +46,13 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
     assert t is not None
     cid = candidate.id
     restage = RESTAGE.get(t.kind, RESTAGE_ANY)
+    renamed: dict[str, str] = {}
     if t.kind in REWRITE_KINDS:  # a move or merge: exactly its plan at its base, shown with every verdict
         run, problem = plan_problem(ws, candidate)
         restage = rewrite_restage(t)
         if run is not None:
             refuse, accept = _with_plan(refuse, run.plan), _with_plan(accept, run.plan)
+            renamed = run.renamed
         if problem is not None:
             return refuse("plan-mismatch", f"candidate {cid} {problem}; reject it")
     limit = ws.settings.max_page_mb * 1024 * 1024
@@ -86,7 +88,7 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
                       "change": "delete" if data is None else "add" if started is None else "replace"})
     assert tip is not None
     try:
-        links = link_outcome_many(ws, tip, writes)
+        links = link_outcome_many(ws, tip, writes, renamed)
     except DATA_ERRORS as exc:  # validation failure refuses, keeps the candidate
         return refuse("unavailable", f"Approval of {cid} refused: link validation unavailable "
                                      f"({exc.__class__.__name__}: {exc}); the candidate is kept")

@@ -44,6 +44,7 @@ class RewriteRun:
     plan: dict[str, Any]
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)  # whose text goes where: moved pages, B into A
 
     @property
     def subject(self) -> str:
@@ -129,7 +130,7 @@ def move_run(git: Git, base: str, wiki: Wiki, old: str, new: str, project_prefix
     shown = {"kind": MOVE_KIND, "from": old, "to": new,
              "moves": [{"from": a, "to": b} for a, b in sorted(moves.items())], "edits": _edits_json(plan),
              "links": plan.links, "pages": len(plan.edited_files)}
-    run = RewriteRun(MOVE_KIND, (old, new), [], shown, [*reasons, *plan.refusals], list(plan.notes))
+    run = RewriteRun(MOVE_KIND, (old, new), [], shown, [*reasons, *plan.refusals], list(plan.notes), dict(moves))
     texts = reader([*moves, *(f.path for f in plan.edited_files)])
     writes: dict[str, str | None] = {}
     for source, target in sorted(moves.items()):
@@ -164,7 +165,7 @@ def merge_run(git: Git, base: str, wiki: Wiki, keep: str, fold: str, project_pre
     shown = {"kind": MERGE_KIND, **merge.to_json()}
     shown.pop("refusals")
     shown.pop("notes")
-    run = RewriteRun(MERGE_KIND, (fold, keep), [], shown, list(merge.refusals), list(merge.notes))
+    run = RewriteRun(MERGE_KIND, (fold, keep), [], shown, list(merge.refusals), list(merge.notes), {fold: keep})
     return _finish(git, base, wiki, project_prefix, run, merge.writes() if not merge.refusals else {}, reader,
                    max_bytes)
 

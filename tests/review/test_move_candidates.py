@@ -213,3 +213,18 @@ def test_kill_9_while_approving_a_move_leaves_all_of_it_or_none(wiki: tuple[Repo
         assert (repo.root / path).read_bytes() == staged if staged else not (repo.root / path).exists()
     assert repo.git("branch", "--list", "llmwiki/review/*") == ""
     assert run(repo, "check").returncode == 0
+
+
+def test_links_broken_before_in_the_moved_page_do_not_refuse_it(repo: Repo) -> None:
+    """The moved page's own broken links go with it: broken before, not newly broken (Foam's
+    templates.md links images the corpus does not hold; approval refused the move)."""
+    repo.write("wiki/concepts/old-page.md", page("Old", "[[nowhere]] ![shot](../img/missing.png)\n"))
+    repo.write("wiki/concepts/b.md", page("B", "[[old-page]]\n"))
+    repo.commit("wiki")
+    proc = run(repo, "mv", "wiki/concepts/old-page.md", "wiki/concepts/sub/new-page.md", "--review", "--json")
+    candidate = json.loads(proc.stdout)["candidate"]
+    view = json.loads(run(repo, "review", "show", candidate["id"], "--json").stdout)
+    assert view["verdict"]["ok"] is True, view["verdict"]["message"]
+    assert sorted(p["code"] for p in view["verdict"]["details"]["brokenBefore"]) == ["broken-link",
+                                                                                     "broken-relative-link"]
+    assert run(repo, "review", "approve", candidate["id"]).returncode == 0
