@@ -10,7 +10,8 @@
     │   ├── PageReadError           one page's bytes could not be read (reported as a page issue)
     │   ├── PathRefused             a path the confinement rule refuses (confine.py)
     │   ├── InputRefused            a file `llmwiki ingest` cannot take (binary, empty, outside...)
-    │   └── SourceRefused           a source citation's line window cannot be shown
+    │   ├── SourceRefused           a source citation's line window cannot be shown
+    │   └── FrontmatterRefused      a frontmatter cannot take new aliases without other changes
     ├── GitError                    a git command failed (cmd, returncode, stderr)
     ├── WriteRefused                a write refused before anything changed (gitstore/)
     │   ├── DirtyPaths              a path to write has uncommitted edits
@@ -112,6 +113,11 @@ class InputRefused(WikiError):
 
 class SourceRefused(WikiError):
     """A source citation whose line window cannot be read (outside ``sources/``, missing...)."""
+
+
+class FrontmatterRefused(WikiError):
+    """A page's frontmatter cannot take an edit (``merge-pages`` adding aliases) without
+    changing how the rest of it reads: malformed, or aliases that are not a list."""
 
 
 class ArgumentError(UsageError):

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..errors import FrontmatterRefused
 from .frontmatter import parse, raw_start, split, string_list
 from .model import Wiki
 from .rewrite import RewritePlan, apply_edits, plan_links
@@ -31,10 +32,6 @@ _NOT_STRINGS = frozenset("yes no true false on off null y n".split())
 _KEY = re.compile(r"aliases[ \t]*:")
 _ITEM = re.compile(r"[ \t]*-[ \t]+")
 _LINK_BREAKING = re.compile(r"[\[\]|#^]")  # a heading with these cannot be named inside [[...]]
-
-
-class FrontmatterRefused(ValueError):
-    """The frontmatter cannot take the aliases without changing another byte of it."""
 
 
 def yaml_scalar(text: str) -> str:

@@ -13,7 +13,8 @@ import pytest
 
 from llmwiki_git.checks.duplicates import suggest
 from llmwiki_git.wiki.frontmatter import parse
-from llmwiki_git.wiki.merge import FrontmatterRefused, with_aliases
+from llmwiki_git.errors import FrontmatterRefused
+from llmwiki_git.wiki.merge import with_aliases
 from llmwiki_git.workspace import Workspace
 
 from ..conftest import Repo, page

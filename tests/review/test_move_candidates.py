@@ -228,3 +228,22 @@ def test_links_broken_before_in_the_moved_page_do_not_refuse_it(repo: Repo) -> N
     assert sorted(p["code"] for p in view["verdict"]["details"]["brokenBefore"]) == ["broken-link",
                                                                                      "broken-relative-link"]
     assert run(repo, "review", "approve", candidate["id"]).returncode == 0
+
+
+def test_llmwikis_generated_index_is_left_to_the_approval(repo: Repo) -> None:
+    """The generated table of contents links the moved page: it is not in the candidate, and
+    the approval regenerates it from the tree it commits."""
+    repo.write("wiki/concepts/old-page.md", page("Old Page", "text\n"))
+    repo.write("wiki/concepts/b.md", page("B", "[[old-page]]\n"))
+    run(repo, "index")
+    repo.write(".gitignore", ".llmwiki/\n")
+    repo.commit("wiki")
+    assert "[[old-page|Old Page]]" in (repo.root / "wiki/index.md").read_text()
+    proc = run(repo, "mv", "wiki/concepts/old-page.md", "wiki/concepts/new-page.md", "--review", "--json")
+    out = json.loads(proc.stdout)
+    assert "wiki/index.md is llmwiki's generated file: approval regenerates it" in out["notes"]
+    assert [p["target"] for p in out["candidate"]["pages"]] == [
+        "wiki/concepts/old-page.md", "wiki/concepts/new-page.md", "wiki/concepts/b.md"]
+    assert run(repo, "review", "approve", out["candidate"]["id"]).returncode == 0
+    assert "[[new-page|Old Page]]" in repo.git("show", "HEAD:wiki/index.md")
+    assert repo.git("status", "--porcelain") == "" and run(repo, "check").returncode == 0
