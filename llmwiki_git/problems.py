@@ -22,6 +22,7 @@ CODES = {
     "duplicate-title": WARNING,
     "alias-collision": WARNING,
     "empty-page": WARNING,
+    "control-character": ERROR,
     "orphan-page": OFF,
     "malformed-frontmatter": WARNING,
     "unreadable-page": WARNING,

@@ -429,3 +429,29 @@ def test_a_clean_work_tree_is_checked_as_head_and_a_dirty_one_never(repo: Repo, 
         assert problems(repo, "--rev", "HEAD") == problems(repo, "--rev", "HEAD", "--no-cache"), change
         repo.git("reset", "-q", "--hard")
         repo.git("clean", "-q", "-fd", "--", f"{at}concepts" if at else "concepts")
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_the_gate_applies_the_candidates_rule_to_control_characters(repo: Repo, prefix: str) -> None:
+    """Issue 22's acceptance rule (no C0/C1 control or bidi override in a page) is the
+    gate's too: a commit adding an escape sequence or a right-to-left override is refused,
+    as an approval of the same page would be; tab, CR and newline pass; a wiki that keeps
+    form feeds on purpose can lower the code in [check.severity]."""
+    if not prefix:
+        repo.write("index.md", "# My vault\n\n[[a]]\n")
+    repo.write(f"{prefix}a.md", page("A", "Plain.\ttab\r\n"))
+    repo.commit("seed")
+    assert problems(repo, "--staged", "--base", "HEAD") == (0, [])
+    repo.write(f"{prefix}evil.md", page("Evil", "Looks fine \x1b[8mhidden\x1b[0m.\n"))
+    repo.write(f"{prefix}rtl.md", page("Rtl", "access = user \u202e // check\n"))
+    repo.git("add", "-A")
+    code, found = problems(repo, "--staged", "--base", "HEAD")
+    assert code == 1
+    assert [(p["path"], p["code"], p["severity"]) for p in found] == [
+        (f"{prefix}evil.md", "control-character", "error"), (f"{prefix}rtl.md", "control-character", "error")]
+    assert "\\x1b" in found[0]["message"] and "\\u202e" in found[1]["message"]
+    assert found[0]["line"] == found[1]["line"] == 4  # the body line (after three frontmatter lines)
+    proc = repo.llmwiki("check", "--staged", "--base", "HEAD")
+    assert "\x1b" not in proc.stdout + proc.stderr  # the message names the character, never prints it
+    repo.write(".llmwiki/config.toml", '[check.severity]\ncontrol-character = "warning"\n')
+    assert problems(repo, "--staged", "--base", "HEAD")[0] == 0

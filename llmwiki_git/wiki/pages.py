@@ -187,6 +187,11 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
     if not _TEXT.search(text, meta.body_offset):
         issues.append(Issue("empty-page", "empty page: no text after the frontmatter; write its body, or delete it"
                             if meta.raw is not None else "empty page: the file holds no text; write it, or delete it"))
+    control = REFUSED_CHARACTERS.search(text)  # the candidates' acceptance rule, applied by the gate too
+    if control is not None:
+        issues.append(Issue("control-character", f"control character {ascii(control.group())[1:-1]}: remove it "
+                            "(escape sequences, C1 controls and bidi overrides can hide text from a reviewer; tab, "
+                            "newline and carriage return are fine)", text.count("\n", 0, control.start()) + 1))
     title = declared_title(meta.data, text[meta.body_offset:])
     links, headings, blocks, md = scan_raw(text, meta.body_line)
     aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
