@@ -19,7 +19,8 @@ from ..wiki.frontmatter import split
 from ..wiki.pages import MAX_PAGE_BYTES, acceptance_problem
 from ..wiki.slug import slugify
 from ..wiki.provenance import in_sources
-from .trailers import (ABSENT, KIND, KINDS, MULTI_KINDS, PAGE_KIND, Trailers, parse as parse_trailers,
+from ..wiki.generated import is_generated_index, is_generated_log
+from .trailers import (ABSENT, KIND, KINDS, MULTI_KINDS, PAGE_KIND, REWRITE_KINDS, Trailers, parse as parse_trailers,
                        read_many as read_trailers)
 
 BRANCH_PREFIX = "llmwiki/review/"
@@ -161,6 +162,23 @@ def page_target_problem(target: str, wiki_root: str) -> str | None:
     return None
 
 
+def users_own_page(git: Git, base: str, target: str, wiki_root: str) -> bool:
+    """Whether ``target`` is an ``index.md`` or ``log.md`` at the wiki root that is the user's
+    own page at ``base`` (a vault's home page: a regular file not in llmwiki's generated
+    format). A move or merge (REWRITE_KINDS) may rewrite the links in it, exactly as its
+    plan says (review/rewrites.py); no other candidate may write it."""
+    prefix = f"{wiki_root}/" if wiki_root else ""
+    name = target[len(prefix):] if target.startswith(prefix) else ""
+    if name not in GENERATED:
+        return False
+    entry = git.text("ls-tree", "--full-tree", "--format=%(objectmode) %(objectname)", base, "--", target)
+    mode, _, blob = entry.partition(" ")
+    if mode != REGULAR:
+        return False
+    data = git.run("cat-file", "blob", blob)
+    return not (is_generated_index(data) if name == GENERATED[0] else is_generated_log(data))
+
+
 def _raw_changes(git: Git, parent: str, commit: str) -> list[tuple[str, str, str, str]]:
     """(new mode, new blob, status, path) of every entry ``commit`` changes against ``parent``."""
     out = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-commit-id", parent, commit)
@@ -257,6 +275,8 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
     cid = candidate.id
     for f in t.files:
         problem = page_target_problem(f.target, wiki_root)
+        if problem is not None and t.kind in REWRITE_KINDS and users_own_page(git, t.base, f.target, wiki_root):
+            problem = None  # a vault's own home page or diary: the plan check allows its link rewrites only
         if problem is None and project_prefix is not None and in_sources(f.target, project_prefix):
             problem = f"target {f.target!r} is a source (in sources/), not a page"
         if problem is not None:

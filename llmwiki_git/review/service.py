@@ -17,7 +17,7 @@ from .project import ReviewProject
 
 
 REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file",
-                            "unchecked-page"})
+                            "unchecked-page", "plan-mismatch"})
 """Verdict codes meaning the candidate can never be approved as it is (listed as malformed)."""
 
 
@@ -97,7 +97,16 @@ class CandidateView:
             out["provenance"] = provenance
         if self.pages:
             out["pages"] = self.pages
+        if self.plan is not None:
+            out["plan"] = self.plan
         return out
+
+    @property
+    def plan(self) -> dict[str, Any] | None:
+        """A move's or merge's plan (review/rewrites.py): the moves, or the page folded in and
+        what the kept page gains, and every link edit."""
+        plan = self.verdict.details.get("plan")
+        return plan if isinstance(plan, dict) else None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
 from ..gitstore.transaction import crash_point
-from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
+from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem, users_own_page
 from ..publication.trailers import ABSENT, FileTrailer, message as commit_message, with_files
 from ..publication.write import Site, locked
 from ..wiki.pages import acceptance_problem  # the one acceptance rule (issue 22), re-exported
@@ -36,6 +36,7 @@ class FileWrite:
     target: str
     document: str | None
     started_from: str | None = None
+    own_page: bool = False  # a vault's own index.md or log.md whose links a move or merge rewrites
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Recorded:
     sources: tuple[tuple[str, str], ...] = ()
     model: str | None = None
     prompt: str | None = None
+    move: tuple[str, str] | None = None  # a move or merge: what moved where (Llmwiki-Move-From/-To)
 
 
 def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: Sequence[FileWrite],
@@ -72,6 +74,8 @@ def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: 
     for write in writes:
         target = write.target
         problem = page_target_problem(target, root_dir)
+        if problem is not None and write.own_page and users_own_page(git, base, target, root_dir):
+            problem = None
         if problem is None and in_sources(target, project_prefix):
             problem = f"target {target!r} is a source (in sources/), not a page"
         if problem is None and target in seen:
@@ -140,7 +144,7 @@ def _commit(git: Git, base: str, writes: Sequence[FileWrite], files: list[FileTr
             subject: str, body: str, recorded: Recorded) -> StagedFiles:
     candidate_id = new_id(git, slug)
     trailers = with_files(candidate_id, kind, files, base, sources=recorded.sources, model=recorded.model,
-                          prompt=recorded.prompt)
+                          prompt=recorded.prompt, move=recorded.move)
     documents = {w.target: w.document for w in writes}
     data = {f.target: (None if documents[f.target] is None else str(documents[f.target]).encode("utf-8"))
             for f in files}
