@@ -144,8 +144,10 @@ def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
     errors, warnings = len(result.errors), len(result.warnings)
     what = f"new in {scope} since {base}" if base else f"in {scope}"
     if errors:
-        next_step = "fix the links, or create the missing pages" if errors else ""
-        click.echo(f"{plural(result.checked, 'page')} checked: {plural(errors, 'broken link')} {what}, {plural(warnings, 'warning')}; {next_step}.", err=True)
+        links = all(p.code not in ("stale-page", "source-missing") for p in result.errors)
+        next_step = "fix the links, or create the missing pages" if links else "see each problem above for what to do"
+        counted = plural(errors, "broken link" if links else "error")
+        click.echo(f"{plural(result.checked, 'page')} checked: {counted} {what}, {plural(warnings, 'warning')}; {next_step}.", err=True)
     else:
         click.echo(f"{plural(result.checked, 'page')} checked: no broken links {what}, {plural(warnings, 'warning')}.", err=True)
 

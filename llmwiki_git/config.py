@@ -41,6 +41,7 @@ class Settings:
     embedding_model: str | None = None
     retrieval: str | None = None
     chat_provider: str | None = None
+    check_severity: tuple[tuple[str, str], ...] = ()  # (problem code, severity) from [check.severity]
 
 
 def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -71,7 +72,23 @@ def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] 
             raise ConfigError(f"{CONFIG_PATH}: {key} must be a string, not {value!r}")
         strings[key] = value
     _validate_choices(strings, os.environ if environ is None else environ)
-    return Settings(wiki_dir=chosen, max_page_mb=max_mb, **strings)
+    return Settings(wiki_dir=chosen, max_page_mb=max_mb, check_severity=_check_severity(data.get("check")), **strings)
+
+
+def _check_severity(check: Any) -> tuple[tuple[str, str], ...]:
+    """``[check.severity]``: problem code -> error or warning (the codes are validated by
+    the checker, checks/severity.py)."""
+    if check is None:
+        return ()
+    if not isinstance(check, dict) or not isinstance(check.get("severity", {}), dict):
+        raise ConfigError(f"{CONFIG_PATH}: [check] must be a table, with a [check.severity] table of code = severity",
+                          hint='e.g. [check.severity] then stale-page = "error"')
+    found = []
+    for code, value in check.get("severity", {}).items():
+        if not isinstance(value, str):
+            raise ConfigError(f"{CONFIG_PATH}: [check.severity] {code} = {value!r}: use \"error\" or \"warning\"")
+        found.append((str(code), value.strip().lower()))
+    return tuple(found)
 
 
 def _validate_choices(strings: Mapping[str, str | None], environ: Mapping[str, str]) -> None:

@@ -263,5 +263,6 @@ class Workspace:
         from .checks.engine import CheckEngine
 
         engine = CheckEngine(self.git, self.wiki, wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix,
-                             limit=self.settings.max_page_mb * 1024 * 1024, cache=self._cache())
+                             limit=self.settings.max_page_mb * 1024 * 1024, cache=self._cache(),
+                             severity=self.settings.check_severity)
         return engine.check(head, base)

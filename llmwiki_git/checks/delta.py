@@ -33,6 +33,7 @@ from ..wiki.slug import parse_target, slugify
 from .links import Checker, Outcome
 from .parts import PartedMap
 from .result import CheckResult, result_from_record, sort_problems
+from .stale import CODES as SOURCING_CODES
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
 # What a derived tree changed in the facts file it started from (see Facts.added), stored in
@@ -398,8 +399,10 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     new_facts.added = ({text: tuple(paths) for text, paths in added_users.items()},
                        {text: outcomes[text] for text in resolver.resolved}, names_changed, files_changed,
                        tuple(dropped), fingerprint)
-    gone = removed | set(fresh)
-    kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in gone))).problems
+    gone = removed | set(to_read)
+    relinked = set(fresh) - gone  # unchanged pages re-checked for links: their sources' problems stand (stale.py)
+    kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in gone
+                                        and (r[0] not in relinked or r[3] in SOURCING_CODES)))).problems
     return CheckResult(len(names_by_path), sort_problems(kept + found)), new_facts
 
 

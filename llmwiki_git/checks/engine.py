@@ -10,7 +10,7 @@ by blob).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from ..errors import GitError
@@ -21,7 +21,9 @@ from .cache import ScanCache
 from .checker import check_wiki_with, names_fingerprint
 from .delta import MAX_EXTRAS, NO_EXTRAS, Extras, Facts, derive, extras_size, facts_id, merge_extras
 from .links import Checker
-from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record
+from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record, sort_problems
+from .severity import apply as apply_severity, severities
+from .sourcing import derived_sourcing, full_sourcing, scope_sourcing
 
 CANDIDATE_REFS = "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
 LoadWiki = Callable[[str, "ScanCache | None"], Wiki]  # (scope, cache) -> the wiki of that scope
@@ -33,7 +35,8 @@ class CheckEngine:
     (the page size limit) are part of every cached tree's key."""
 
     def __init__(self, git: Git | None, load_wiki: LoadWiki, *, wiki_dir: str | None, project_prefix: str, limit: int,
-                 cache: ScanCache | None) -> None:
+                 cache: ScanCache | None, severity: Iterable[tuple[str, str]] = ()) -> None:
+        self.severity = severities(severity)  # [check.severity]: a bad setting fails before any work
         self.git = git
         self.load_wiki = load_wiki
         self.wiki_dir = wiki_dir
@@ -62,6 +65,7 @@ class CheckEngine:
             result = checked = self._check_scope(head)
             if before is not None and base is not None:
                 result = new_problems(before, result, base)
+                result = scope_sourcing(self.git, result, head, base, self.project_prefix, self._index_diff_of)
             if self.cache is not None:
                 self.cache.save()
             changed = self._changed_paths(head, base)
@@ -74,7 +78,7 @@ class CheckEngine:
                 gc.enable()
         if changed:
             result = fail_closed(checked, result, changed)
-        return mark_pending(self.git, result)
+        return apply_severity(mark_pending(self.git, result), self.severity)
 
     def _tree_id(self, scope: str) -> str | None:
         """The git tree a scope stands for (None for the work tree, or when unknown)."""
@@ -120,6 +124,9 @@ class CheckEngine:
         wiki = self.load_wiki(scope, cache)
         checker = Checker(wiki)
         result = check_wiki_with(wiki, checker, cache, self.limit)
+        sourcing = full_sourcing(wiki, self.project_prefix, cache)
+        if sourcing:
+            result = CheckResult(result.checked, sort_problems(result.problems + sourcing), result.base)
         if cache is not None and tree is not None:
             fingerprint = names_fingerprint(wiki, self.limit)
             own = facts_id(fingerprint, tree)
@@ -169,11 +176,15 @@ class CheckEngine:
             else:
                 diff = diff_output()
                 locate = self._locator(tree)
-            derived = derive(self._cat.read_blobs if self._cat is not None else git.read_blobs, locate, record[1], facts,
+            read = self._cat.read_blobs if self._cat is not None else git.read_blobs
+            derived = derive(read, locate, record[1], facts,
                              diff=diff, wiki_dir=self.wiki_dir, base=self.project_prefix, limit=self.limit)
             if derived is None:
                 return None
-            return (*derived, record[2], record[3])
+            result, new_facts = derived
+            result = derived_sourcing(git, result, diff, scope, tree, set(new_facts.names_by_path), locate, read,
+                                      self.project_prefix, new_facts.root_dir)
+            return result, new_facts, record[2], record[3]
         return None
 
     def _prefetch_index(self) -> None:
@@ -186,6 +197,12 @@ class CheckEngine:
         if head is not None:
             self._index_diffs[head] = self.git.spawn("diff-index", "--cached", "-z", "--no-renames", head)
             self._started.append(self._index_diffs[head])
+
+    def _index_diff_of(self, base: str) -> bytes | None:
+        """The index's raw diff against the commit ``base`` when this check has it already
+        (the hook's ``--staged --base HEAD``), else None."""
+        tree = self._trees.get(base)
+        return self._index_diff(tree) if tree is not None and tree in self._index_diffs else None
 
     def _index_diff(self, tree: str) -> bytes:
         """``git diff-index --cached`` against ``tree`` (asked once per check)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import frontmatter
+from .provenance import RETRACTED_KEY, scan_sourcing
 from .scanner import Anchors, Occurrence, scan_raw
 from .slug import slugify
 
@@ -36,6 +37,7 @@ class PageScan(NamedTuple):
     headings: tuple[str, ...] = ()
     blocks: tuple[str, ...] = ()
     alias_slugs: tuple[str, ...] = ()  # slugified aliases, unique, in order
+    sourcing: tuple[tuple[Any, ...], ...] = ()  # sources named, retracted and cited (provenance.Sourcing)
 
     @property
     def names_key(self) -> str:
@@ -64,7 +66,7 @@ class PageScan(NamedTuple):
 
     def to_record(self) -> tuple[Any, ...]:
         return (self.title, self.aliases, tuple(map(tuple, self.raw_links)), self.body_line,
-                tuple(map(tuple, self.raw_issues)), self.headings, self.blocks, self.alias_slugs)
+                tuple(map(tuple, self.raw_issues)), self.headings, self.blocks, self.alias_slugs, self.sourcing)
 
     @classmethod
     def from_record(cls, record: tuple[Any, ...]) -> PageScan:
@@ -73,7 +75,7 @@ class PageScan(NamedTuple):
 
 def only_issue_record(code: str, message: str) -> tuple[Any, ...]:
     """The scan record of a page that could not be scanned, with why."""
-    return (None, (), (), 0, ((code, message, 1),), (), (), ())
+    return (None, (), (), 0, ((code, message, 1),), (), (), (), ())
 
 
 def decode(data: bytes) -> tuple[str | None, list[Issue]]:
@@ -124,7 +126,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
                                  f"{size_mb:.1f} MB is over the {max_bytes // (1024 * 1024)} MB limit; not scanned")
     text, issues = decode(data)
     if text is None:
-        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), ())
+        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), (), ())
     meta = frontmatter.parse(text)
     if meta.error:
         issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
@@ -140,8 +142,22 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
         tuple(sorted(headings)),
         tuple(sorted(blocks)),
         tuple(s for s in dict.fromkeys(map(slugify, aliases)) if s) if aliases else (),
+        scan_sourcing(text, meta.raw, meta.data, meta.body_line)
+        if "^[" in text or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw)) else (),
     )
 
 
 def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:
     return PageScan._make(scan_record(data, max_bytes=max_bytes))
+
+
+def sourcing_of(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[tuple[Any, ...], ...]:
+    """Only the provenance part of a page's scan (`PageScan.sourcing`): what the staged
+    delta re-reads of a page whose sources changed, without scanning its links."""
+    if len(data) > max_bytes or b"\0" in data:
+        return ()
+    text, _ = decode(data)
+    if text is None:
+        return ()
+    meta = frontmatter.parse(text)
+    return scan_sourcing(text, meta.raw, meta.data, meta.body_line)

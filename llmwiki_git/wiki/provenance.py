@@ -26,6 +26,8 @@ from ..git import Git
 
 SOURCES_DIR = "sources"
 SOURCE_TRAILER = "Llmwiki-Source"
+BLOBS_KEY = "sourceBlobs"  # frontmatter: source path -> the blob the page was written from
+RETRACTED_KEY = "retracted"  # frontmatter: sources the page drew on that were retracted since
 _HEAD_END = "\x1d"
 
 
@@ -39,24 +41,68 @@ def in_sources(path: str, project_prefix: str) -> bool:
     return path.startswith(sources_dir(project_prefix) + "/")
 
 
-def source_paths(value: Any, project_prefix: str) -> list[str]:
-    """A page's frontmatter ``sources:`` as repository paths, in order, without repeats.
+def source_entry(item: object) -> str | None:
+    """One entry of ``sources:`` (or a key of ``sourceBlobs:``, or of ``retracted:``) as a
+    path from the project folder, or None when it names no source file: not a string,
+    absolute, climbing out with ``..``, a URL, or no file name with an extension (``sources:
+    [Wikipedia]`` in a vault of one's own is a bibliography, not a claim about a file). A
+    bare file name (``paper.md``, as the TypeScript tool writes it) means ``sources/paper.md``."""
+    if not isinstance(item, str):
+        return None
+    text = item.strip().replace("\\", "/")
+    if not text or text.startswith("/") or "://" in text or ".." in text.split("/"):
+        return None
+    name = text.rsplit("/", 1)[-1]
+    if "." not in name.strip(".") or any(c.isspace() for c in name) or any(ord(c) < 0x20 for c in text):
+        return None
+    return text if "/" in text else f"{SOURCES_DIR}/{text}"
 
-    An entry is a path from the project folder (``sources/paper.md``); a bare file name
-    (``paper.md``, as the TypeScript tool writes it) means ``sources/paper.md``. Entries that
-    are not strings, are absolute or climb out with ``..`` are ignored."""
+
+def source_paths(value: Any, project_prefix: str) -> list[str]:
+    """A page's frontmatter ``sources:`` as repository paths, in order, without repeats (each
+    entry read by :func:`source_entry`)."""
     items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
     found: dict[str, None] = {}
     for item in items:
-        if not isinstance(item, str):
-            continue
-        text = item.strip().replace("\\", "/")
-        if not text or text.startswith("/") or ".." in text.split("/"):
-            continue
-        if "/" not in text:
-            text = f"{SOURCES_DIR}/{text}"
-        found[f"{project_prefix}/{text}" if project_prefix else text] = None
+        text = source_entry(item)
+        if text is not None:
+            found[f"{project_prefix}/{text}" if project_prefix else text] = None
     return list(found)
+
+
+def is_blob_id(value: object) -> bool:
+    return isinstance(value, str) and len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value)
+
+
+@dataclass(frozen=True)
+class Claims:
+    """What a page's frontmatter says about where it came from, paths from the project
+    folder: ``sources`` (in order), the blob of each it was written from (``sourceBlobs:``,
+    which compile and ``propose_page`` write beside the trailers) and the sources it drew on
+    that were retracted since (``retracted:``, which an offline ``llmwiki retract`` writes)."""
+
+    sources: tuple[str, ...] = ()
+    blobs: Mapping[str, str] = field(default_factory=dict)
+    retracted: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.sources or self.retracted)
+
+
+def claims(data: Mapping[str, Any]) -> Claims:
+    """The :class:`Claims` of parsed frontmatter ``data``."""
+    if "sources" not in data and RETRACTED_KEY not in data:
+        return Claims()
+    sources = tuple(source_paths(data.get("sources"), ""))
+    blobs: dict[str, str] = {}
+    raw = data.get(BLOBS_KEY)
+    if isinstance(raw, Mapping):
+        for key, value in raw.items():
+            path = source_entry(key)
+            blob = value.strip().lower() if isinstance(value, str) else None
+            if path is not None and is_blob_id(blob) and path in sources:
+                blobs.setdefault(path, str(blob))
+    return Claims(sources, blobs, tuple(source_paths(data.get(RETRACTED_KEY), "")))
 
 
 def frontmatter_paths(paths: Iterable[str], project_prefix: str) -> list[str]:
@@ -76,7 +122,7 @@ def parse_source_trailer(value: str) -> tuple[str, str] | None:
     spaces: the blob id is the last word."""
     path, _, blob = value.strip().rpartition(" ")
     blob = blob.lower()
-    if not path or len(blob) not in (40, 64) or any(c not in "0123456789abcdef" for c in blob):
+    if not path or not is_blob_id(blob):
         return None
     return path, blob
 
@@ -84,7 +130,8 @@ def parse_source_trailer(value: str) -> tuple[str, str] | None:
 @dataclass(frozen=True)
 class Fed:
     """One page fed by one source: the blob of the source recorded when the page was last
-    written from it (None: no commit records it) and that commit."""
+    written from it (None: nothing records it) and the commit whose trailers record it (None
+    when the page's own ``sourceBlobs:`` does, or nothing)."""
 
     page: str
     source: str
@@ -101,6 +148,7 @@ class Provenance:
 
     sources_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # page path -> source paths
     recorded: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (page, source) -> (blob, commit)
+    stamped: dict[tuple[str, str], str] = field(default_factory=dict)  # (page, source) -> the page's sourceBlobs entry
 
     def of_page(self, page: str) -> list[Fed]:
         """The sources ``page`` names, each with its recorded blob."""
@@ -114,24 +162,46 @@ class Provenance:
         """Every source some page names."""
         return sorted({s for names in self.sources_of.values() for s in names})
 
+    def stale(self, blobs: Mapping[str, str]) -> list[Fed]:
+        """Each (page, source) whose recorded blob is not the source's blob in ``blobs``
+        (source path -> blob at the revision compared with), by page: what ``compile --stale``
+        rewrites. A source not in ``blobs`` (gone) or a pair nothing records is left out."""
+        return [fed for page in sorted(self.sources_of) for fed in self.of_page(page)
+                if fed.recorded is not None and fed.source in blobs and blobs[fed.source] != fed.recorded]
+
     def _fed(self, page: str, source: str) -> Fed:
+        own = self.stamped.get((page, source))
+        if own is not None:
+            return Fed(page, source, own, None)
         blob, commit = self.recorded.get((page, source), (None, None))
         return Fed(page, source, blob, commit)
 
 
-def named_sources(texts: Mapping[str, str], project_prefix: str) -> dict[str, tuple[str, ...]]:
-    """Page path -> the sources its frontmatter names, for the pages that name any."""
+def page_claims(texts: Mapping[str, str]) -> dict[str, Claims]:
+    """Page path -> the :class:`Claims` of its frontmatter, for the pages that make any."""
     from .frontmatter import parse
 
-    found: dict[str, tuple[str, ...]] = {}
+    found: dict[str, Claims] = {}
     for path, text in texts.items():
-        if "sources" not in text[:65536]:
+        head = text[:65536]
+        if "sources" not in head and RETRACTED_KEY not in head:
             continue  # no frontmatter key (the cheap test: most pages of a wiki)
         meta = parse(text)
-        paths = source_paths(meta.data.get("sources"), project_prefix) if not meta.error else []
-        if paths:
-            found[path] = tuple(paths)
+        made = claims(meta.data) if not meta.error else Claims()
+        if made:
+            found[path] = made
     return found
+
+
+def named_sources(texts: Mapping[str, str], project_prefix: str) -> dict[str, tuple[str, ...]]:
+    """Page path -> the sources its frontmatter names (repository paths), for the pages
+    that name any."""
+    return {path: tuple(_repo_paths(made.sources, project_prefix))
+            for path, made in page_claims(texts).items() if made.sources}
+
+
+def _repo_paths(paths: Iterable[str], project_prefix: str) -> list[str]:
+    return [f"{project_prefix}/{p}" if project_prefix else p for p in paths]
 
 
 def recorded_blobs(git: Git, rev: str, sources_of: Mapping[str, tuple[str, ...]],
@@ -171,9 +241,94 @@ def recorded_blobs(git: Git, rev: str, sources_of: Mapping[str, tuple[str, ...]]
 
 def provenance(git: Git, texts: Mapping[str, str], rev: str, project_prefix: str, pathspec: str = "") -> Provenance:
     """The one provenance lookup: which sources each page of ``texts`` (path -> text at
-    ``rev``) names, and the blob of each recorded by the commits below ``rev``."""
-    sources_of = named_sources(texts, project_prefix)
-    return Provenance(sources_of, recorded_blobs(git, rev, sources_of, pathspec))
+    ``rev``) names, and the blob of each it was written from. That blob is the page's own
+    record, ``sourceBlobs:`` (which survives squash merges, rebases and shallow clones, and
+    which someone who checked a page against a changed source may update by hand); where a
+    page has none for a source, the ``Llmwiki-Source`` trailer of the newest commit below
+    ``rev`` that wrote the page (one ``git log``, only then)."""
+    made = page_claims(texts)
+    found = Provenance()
+    for page, claim in made.items():
+        if not claim.sources:
+            continue
+        found.sources_of[page] = tuple(_repo_paths(claim.sources, project_prefix))
+        for source, blob in claim.blobs.items():
+            found.stamped[(page, _repo_paths([source], project_prefix)[0])] = blob
+    unstamped = {page: tuple(s for s in names if (page, s) not in found.stamped)
+                 for page, names in found.sources_of.items()}
+    found.recorded = recorded_blobs(git, rev, {p: n for p, n in unstamped.items() if n}, pathspec)
+    return found
+
+
+_CITATION = re.compile(r"\^\[([^\]\n]+)\]")
+_CITED = re.compile(r"\s*(?P<file>[^\s:;,]+?)(?::(?P<start>\d{1,9})(?:-(?P<end>\d{1,9}))?)?\s*")
+_TEXT_EXTS = (".md", ".markdown", ".txt")
+Sourcing = tuple[tuple[Any, ...], ...]
+"""A page's provenance as the checker caches it with the page's scan (``PageScan.sourcing``),
+paths from the project folder, lines 1-based in the file:
+``("s", source, line, recorded blob or "")`` for each ``sources:`` entry,
+``("r", source, line)`` for each ``retracted:`` entry,
+``("c", name, line, col, start, end)`` for each cited file (``^[name:start-end]``; its path
+inside ``sources/``; start and end 0 without a line range)."""
+
+
+def cited(marker: str) -> list[tuple[str, int, int]]:
+    """The source files one citation marker's text (``paper.md:3-5, notes.md:7``) cites:
+    (name inside ``sources/``, start, end; 0, 0 without lines). A part counts when it has a
+    line range or names a ``.md``, ``.markdown`` or ``.txt`` file, and no part may climb out
+    (``..``) or be absolute: ``^[an inline footnote.]`` is not a citation."""
+    found = []
+    for part in re.split(r"[;,]", marker):
+        match = _CITED.fullmatch(part)
+        if match is None:
+            continue
+        name = match.group("file").replace("\\", "/")
+        start = int(match.group("start") or 0)
+        end = int(match.group("end") or start)
+        if name.startswith("/") or ".." in name.split("/") or not (start or name.lower().endswith(_TEXT_EXTS)):
+            continue
+        if start and not name.rsplit("/", 1)[-1].strip(".").count("."):
+            continue  # "see:12" is no file
+        found.append((name, start, end))
+    return found
+
+
+def scan_sourcing(text: str, raw: str | None, data: Mapping[str, Any], body_line: int) -> Sourcing:
+    """The :data:`Sourcing` of a page: ``text``, its frontmatter ``raw`` and parsed ``data``
+    (empty when malformed), and the 0-based line index of its body."""
+    from .scanner import prose_lines
+
+    out: list[tuple[Any, ...]] = []
+    made = claims(data) if raw is not None and data else Claims()
+    if made:
+        lines = raw.split("\n") if raw is not None else []
+
+        def line_of(key: str, entry: str) -> int:
+            """The file line of ``entry`` under the top-level ``key`` (the key's own line
+            when it is not found on its own; 1 without the key)."""
+            starts = [i for i, row in enumerate(lines) if re.match(rf"{re.escape(key)}[ \t]*:", row)]
+            if not starts:
+                return 1
+            first = starts[0]
+            for i in range(first, len(lines)):
+                if i > first and _TOP_KEY.match(lines[i]):
+                    break
+                if entry in lines[i] or entry.rsplit("/", 1)[-1] in lines[i]:
+                    return i + 2
+            return first + 2
+
+        for source in made.sources:
+            out.append(("s", source, line_of("sources", source), made.blobs.get(source, "")))
+        for source in made.retracted:
+            out.append(("r", source, line_of(RETRACTED_KEY, source)))
+    if "^[" in text:
+        for index, line in prose_lines(text, body_line):
+            if "^[" not in line:
+                continue
+            for match in _CITATION.finditer(line):
+                for name, start, end in cited(match.group(1)):
+                    out.append(("c", name, index + 1, match.start() + 1, start, end))
+    return tuple(out)
 
 
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
@@ -227,9 +382,6 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
         return result
     data = {k: v for k, v in {**before.data, **updates}.items() if v is not None}
     return "---\n" + "".join(line for k, v in data.items() for line in render(k, v)) + "---\n" + text[offset:]
-
-
-BLOBS_KEY = "sourceBlobs"
 
 
 def stamp(text: str, sources: Iterable[tuple[str, str]], project_prefix: str) -> str:

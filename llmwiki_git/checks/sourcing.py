@@ -1,0 +1,146 @@
+"""Where the provenance rule (stale.py) gets its inputs in each way the engine checks a tree.
+
+* In full: every page's scan carries its record (``PageScan.sourcing``, cached by blob), the
+  wiki's listing the sources' blobs; line counts of cited sources are cached by blob.
+* Derived from another tree (the hook): the base tree's problems stand for every page the
+  diff leaves alone, except the pages of a source the diff changed -- found with one ``git
+  grep`` for the source's name, only when a source changed -- and the pages it changed;
+  those are re-read and judged against the sources of the new tree.
+* Against a base (``--base``, the hook, the Action): what the change newly made stale is
+  reported on the source it changed, naming the pages left behind (:func:`stale.scoped`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from ..git import EMPTY_TREE, Git
+from ..problems import Problem
+from ..wiki.model import Wiki
+from ..wiki.pages import sourcing_of
+from ..wiki.provenance import citation_name, sources_dir
+from ..wiki.snapshots import SourceFile
+from .cache import ScanCache
+from .result import CheckResult, sort_problems
+from .stale import CODES, SourceTable, problems, scoped
+
+Change = tuple[str, str, str, str]  # (status letter, path, old blob, new blob) of a raw diff
+_NO_BLOB = "0" * 40
+
+
+def raw_changes(diff: bytes) -> list[Change]:
+    """The entries of ``git diff-index``/``diff-tree -z --no-renames`` raw output."""
+    fields = diff.split(b"\0")
+    out = []
+    for meta, raw in zip(fields[0::2], fields[1::2]):
+        parts = meta.decode("ascii", "replace").lstrip(":").split(" ")
+        if len(parts) == 5:
+            out.append((parts[4][:1], raw.decode("utf-8", "surrogateescape"), parts[2], parts[3]))
+    return out
+
+
+def full_sourcing(wiki: Wiki, project_prefix: str, cache: ScanCache | None) -> list[Problem]:
+    """The provenance problems of a wiki read in full (its scans carry every page's record)."""
+    items = [(page.path, page.scan.sourcing) for page in wiki.pages if page.scan.sourcing]
+    if not items:
+        return []
+    lines = cache.source_lines() if cache is not None else {}
+    known = len(lines)
+
+    def read(paths: list[str]) -> dict[str, bytes]:
+        got = wiki.read([SourceFile(path, wiki.sources.get(path)) for path in paths])
+        return {path: data for path, data in got.items() if isinstance(data, bytes)}
+
+    found = problems(items, SourceTable(wiki.sources, read, lines), project_prefix)
+    if cache is not None and len(lines) != known:
+        cache.lines_changed()
+    return found
+
+
+def _source_blobs(git: Git, scope: str, tree: str, project_prefix: str) -> dict[str, str]:
+    """Path -> blob of the sources in ``tree`` (the index for ``scope`` ``index``)."""
+    folder = f":(top,literal){sources_dir(project_prefix)}"
+    if scope == "index":
+        out = git.run("ls-files", "-s", "-z", "--", folder, check=False)
+        rows = [(meta.split(b" "), path) for meta, _, path in (r.partition(b"\t") for r in out.split(b"\0") if r)]
+        return {path.decode("utf-8", "surrogateescape"): meta[1].decode() for meta, path in rows
+                if len(meta) == 3 and meta[2] in (b"0", b"2") and meta[0] != b"160000"}
+    out = git.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", tree, "--", folder, check=False)
+    found = {}
+    for record in out.split(b"\0"):
+        meta, _, path = record.partition(b"\t")
+        parts = meta.split(b" ")
+        if len(parts) == 3 and parts[1] == b"blob":
+            found[path.decode("utf-8", "surrogateescape")] = parts[2].decode()
+    return found
+
+
+def dependents(git: Git, scope: str, tree: str, names: Iterable[str], root_dir: str) -> set[str]:
+    """Files under the wiki root of ``tree`` (the index for ``scope`` ``index``) whose text
+    holds one of ``names`` (a superset of the pages naming or citing those sources)."""
+    patterns = [arg for name in sorted(set(names)) for arg in ("-e", name)]
+    if not patterns:
+        return set()
+    where = f":(top){root_dir}" if root_dir else ":(top)"
+    target = ["--cached"] if scope == "index" else [tree]
+    out = git.run("grep", "-l", "-z", "-F", "-I", "--no-color", *patterns, *target, "--", where, check=False)
+    cut = 0 if scope == "index" else len(tree) + 1
+    return {item[cut:].decode("utf-8", "surrogateescape") for item in out.split(b"\0") if item}
+
+
+def derived_sourcing(git: Git, result: CheckResult, diff: bytes, scope: str, tree: str, pages: set[str],
+                     locate: Callable[[list[str]], dict[str, str]], read: Callable[[Iterable[str]], dict[str, bytes]],
+                     project_prefix: str, root_dir: str) -> CheckResult:
+    """``result`` (a tree derived from another: delta.derive kept the base's provenance
+    problems of every page it did not re-read) with the provenance problems of the pages
+    ``diff`` changed, and of the pages of the sources it changed, judged again."""
+    folder = sources_dir(project_prefix) + "/"
+    changes = raw_changes(diff)
+    affected = {path for status, path, _, _ in changes if status != "D" and path in pages}
+    changed_sources = [path for _, path, _, _ in changes if path.startswith(folder)]
+    if changed_sources:
+        names = [citation_name(path, project_prefix) for path in changed_sources]
+        affected |= dependents(git, scope, tree, names, root_dir) & pages
+    if not affected:
+        return result
+    where = locate(sorted(affected))
+    data = read(where.values())
+    items = [(path, sourcing_of(data[where[path]])) for path in sorted(affected) if where.get(path) in data]
+    items = [(path, sourcing) for path, sourcing in items if sourcing]
+    kept = [p for p in result.problems if not (p.code in CODES and p.path in affected)]
+    if not items:
+        return CheckResult(result.checked, kept, result.base) if len(kept) != len(result.problems) else result
+    blobs = _source_blobs(git, scope, tree, project_prefix)
+
+    def read_sources(paths: list[str]) -> dict[str, bytes]:
+        got = read([blobs[p] for p in paths if p in blobs])
+        return {p: got[blobs[p]] for p in paths if blobs.get(p) in got}
+
+    found = problems(items, SourceTable(blobs, read_sources), project_prefix)
+    return CheckResult(result.checked, sort_problems(kept + found), result.base)
+
+
+def scope_sourcing(git: Git | None, result: CheckResult, head: str, base: str, project_prefix: str,
+                   index_diff_of: Callable[[str], bytes | None]) -> CheckResult:
+    """``result`` (what is new since ``base``) with its provenance problems as a change
+    shows them (:func:`stale.scoped`): one on each source the change touched, naming the
+    pages it left behind."""
+    if git is None or not any(p.code in CODES for p in result.problems):
+        return result
+    against = base if git.rev_parse(base) is not None else EMPTY_TREE
+    if head == "index":
+        raw = index_diff_of(base) if against == base else None
+        if raw is None:
+            raw = git.run("diff-index", "--cached", "-z", "--no-renames", "--end-of-options", against, check=False)
+    elif head == "worktree":
+        raw = git.run("diff-index", "-z", "--no-renames", "--end-of-options", against, check=False)
+    else:
+        raw = git.run("diff-tree", "-r", "-z", "--no-renames", "--end-of-options", against, head, check=False)
+    folder = sources_dir(project_prefix) + "/"
+    changes = raw_changes(raw)
+    touched = {path for _, path, _, _ in changes}
+    changed: dict[str, tuple[str | None, str | None]] = {}
+    for status, path, old, new in changes:
+        if path.startswith(folder):
+            changed[path] = (None if status == "A" else old, None if status == "D" else (new if new != _NO_BLOB else ""))
+    return CheckResult(result.checked, sort_problems(scoped(result.problems, changed, touched)), result.base)
