@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from ..git import blob_id
 from ..problems import Problem, make
-from ..wiki.provenance import SOURCES_DIR, Sourcing, sources_dir
+from ..wiki.provenance import Finding, Sourcing, judge, line_count, sources_dir
 
 CODES = frozenset({"stale-page", "source-missing"})  # computed here, never by a page's own scan (links.py)
 ReadPaths = Callable[[list[str]], Mapping[str, bytes]]  # source paths -> their bytes at the checked scope
@@ -84,57 +84,31 @@ class SourceTable:
         return known
 
 
-def line_count(data: bytes) -> int:
-    """Lines of a source as its citations number them (compile and ``context
-    --include-sources`` split the decoded text with ``str.splitlines``)."""
-    return len(data.decode("utf-8-sig", "replace").splitlines())
-
-
 def page_problems(path: str, sourcing: Sourcing, table: SourceTable, project_prefix: str) -> list[Problem]:
-    """The provenance problems of one page (its ``sourcing`` record, see provenance.Sourcing)."""
-    out: list[Problem] = []
-    folder = sources_dir(project_prefix)
-    lead = f"{project_prefix}/" if project_prefix else ""
-    for item in sourcing:
-        kind = item[0]
-        if kind == "c":
-            _, name, line, col, start, end = item
-            source = f"{folder}/{name}"
-            cite = f"^[{name}{f':{start}-{end}' if start else ''}]"
-            if table.blob(source) is None:
-                out.append(make(path, line, col, "source-missing",
-                                f"source missing: {cite} cites {source}, which does not exist; restore it, or "
-                                f"remove the citation (`llmwiki retract {source}` cleans up after a removed source)",
-                                source))
-            elif start:
-                count = table.lines(source)
-                last = max(start, end)
-                if count is not None and last > count:
-                    out.append(make(path, line, col, "stale-page",
-                                    f"stale page: {cite} cites lines up to {last} of {source}, which has {count} "
-                                    f"now (it changed since); recompile with `llmwiki compile --stale`", source))
-            continue
-        rel, line = item[1], item[2]
-        if not rel.startswith(f"{SOURCES_DIR}/"):
-            continue  # a claim about a file elsewhere: not this rule's
-        source = lead + rel
-        if kind == "r":
-            out.append(make(path, line, 1, "stale-page",
-                            f"stale page: it drew on {source}, which was retracted; review what it still says, then "
-                            "remove the `retracted:` entry (or recompile it with a model)", source))
-            continue
-        recorded = item[3]
-        now = table.blob(source)
-        if now is None:
-            out.append(make(path, line, 1, "source-missing",
-                            f"source missing: the page names {source} in `sources:`, which does not exist; restore "
-                            f"it, or run `llmwiki retract {source}` to remove what it fed", source))
-        elif recorded and recorded != now:
-            out.append(make(path, line, 1, "stale-page",
-                            f"stale page: written from {source} at blob {recorded}, which is blob "
-                            f"{now} now; recompile with `llmwiki compile --stale` (or, if the page still "
-                            f"holds, record the new blob in `sourceBlobs:`)", source))
-    return out
+    """The provenance problems of one page (its ``sourcing`` record, see provenance.Sourcing),
+    as the rule judges it (provenance.judge)."""
+    return [_problem(path, f) for f in judge(sourcing, project_prefix, table.blob, table.lines)]
+
+
+def _problem(path: str, f: Finding) -> Problem:
+    source = f.source
+    if f.reason == "missing" and f.cite is not None:
+        message = (f"source missing: {f.cite} cites {source}, which does not exist; restore it, or remove the "
+                   f"citation (`llmwiki retract {source}` cleans up after a removed source)")
+    elif f.reason == "missing":
+        message = (f"source missing: the page names {source} in `sources:`, which does not exist; restore it, or "
+                   f"run `llmwiki retract {source}` to remove what it fed")
+    elif f.reason == "past-end":
+        message = (f"stale page: {f.cite} cites lines up to {f.last} of {source}, which has {f.lines} now (it "
+                   "changed since); recompile with `llmwiki compile --stale`")
+    elif f.reason == "retracted":
+        message = (f"stale page: it drew on {source}, which was retracted; review what it still says, then remove "
+                   "the `retracted:` entry (or recompile it with a model)")
+    else:
+        message = (f"stale page: written from {source} at blob {f.recorded}, which is blob {f.now} now; recompile "
+                   "with `llmwiki compile --stale` (or, if the page still holds, record the new blob in "
+                   "`sourceBlobs:`)")
+    return make(path, f.line, f.col, "source-missing" if f.reason == "missing" else "stale-page", message, source)
 
 
 def problems(items: Iterable[tuple[str, Sourcing]], table: SourceTable, project_prefix: str) -> list[Problem]:

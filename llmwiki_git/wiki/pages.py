@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import frontmatter
-from .provenance import RETRACTED_KEY, scan_sourcing
+from .provenance import RETRACTED_KEY, scan_sourcing, text_sourcing
 from .scanner import Anchors, Occurrence, scan_raw
 from .slug import slugify
 
@@ -157,7 +157,4 @@ def sourcing_of(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[tuple[
     if len(data) > max_bytes or b"\0" in data:
         return ()
     text, _ = decode(data)
-    if text is None:
-        return ()
-    meta = frontmatter.parse(text)
-    return scan_sourcing(text, meta.raw, meta.data, meta.body_line)
+    return text_sourcing(text) if text is not None else ()

@@ -18,7 +18,7 @@ pages, even when the wiki root is the project folder itself (:func:`in_sources`)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -329,6 +329,100 @@ def scan_sourcing(text: str, raw: str | None, data: Mapping[str, Any], body_line
                 for name, start, end in cited(match.group(1)):
                     out.append(("c", name, index + 1, match.start() + 1, start, end))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Why a page is stale, or names a source that is missing (see :func:`judge`).
+    ``reason``: ``changed`` (the recorded blob is not the source's now), ``past-end`` (a
+    citation runs past the source's last line), ``retracted`` (``retracted:``) or
+    ``missing``; ``line``/``col`` where the page says it (1-based, in the file)."""
+
+    reason: str
+    source: str  # from the repository root
+    line: int
+    col: int = 1
+    recorded: str | None = None
+    now: str | None = None
+    cite: str | None = None  # the citation as written, ^[paper.md:3-5]
+    last: int = 0  # the last line it cites
+    lines: int = 0  # how many the source has
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.source, "reason": self.reason}
+        if self.reason == "changed":
+            out.update(recordedBlob=self.recorded, blob=self.now)
+        if self.cite is not None:
+            out["citation"] = self.cite
+        return out
+
+
+def judge(sourcing: Sourcing, project_prefix: str, blob_of: Callable[[str], str | None],
+          lines_of: Callable[[str], int | None]) -> list[Finding]:
+    """THE staleness rule, for one page's :data:`Sourcing` against the sources of one revision
+    (``blob_of``: a source's blob, None when it does not exist; ``lines_of``: how many lines
+    it has). Only sources in the project's ``sources/`` folder are judged. The check reports
+    the findings (checks/stale.py), ``context --json`` gives each page's freshness from them."""
+    folder = sources_dir(project_prefix)
+    lead = f"{project_prefix}/" if project_prefix else ""
+    out: list[Finding] = []
+    for item in sourcing:
+        kind = item[0]
+        if kind == "c":
+            _, name, line, col, start, end = item
+            source = f"{folder}/{name}"
+            cite = f"^[{name}{f':{start}-{end}' if start else ''}]"
+            if blob_of(source) is None:
+                out.append(Finding("missing", source, line, col, cite=cite))
+            elif start:
+                count, last = lines_of(source), max(start, end)
+                if count is not None and last > count:
+                    out.append(Finding("past-end", source, line, col, cite=cite, last=last, lines=count))
+            continue
+        rel, line = item[1], item[2]
+        if not rel.startswith(f"{SOURCES_DIR}/"):
+            continue  # a claim about a file elsewhere: not this rule's
+        source = lead + rel
+        if kind == "r":
+            out.append(Finding("retracted", source, line))
+            continue
+        now = blob_of(source)
+        if now is None:
+            out.append(Finding("missing", source, line))
+        elif item[3] and item[3] != now:
+            out.append(Finding("changed", source, line, recorded=item[3], now=now))
+    return out
+
+
+def freshness(sourcing: Sourcing, findings: list[Finding]) -> str:
+    """``stale`` with any finding; ``fresh`` when the page names sources (in ``sources/``)
+    and records the blob of each; else ``unknown`` (no provenance, or not all recorded)."""
+    if findings:
+        return "stale"
+    named = [item for item in sourcing if item[0] == "s" and item[1].startswith(f"{SOURCES_DIR}/")]
+    return "fresh" if named and all(item[3] for item in named) else "unknown"
+
+
+def line_count(data: bytes) -> int:
+    """Lines of a source as its citations number them (compile and ``context
+    --include-sources`` split the decoded text with ``str.splitlines``)."""
+    return len(data.decode("utf-8-sig", "replace").splitlines())
+
+
+def text_sourcing(text: str) -> Sourcing:
+    """The :data:`Sourcing` of a page's text."""
+    from .frontmatter import parse
+
+    meta = parse(text)
+    return scan_sourcing(text, meta.raw, meta.data, meta.body_line)
+
+
+def with_recorded(sourcing: Sourcing, fed: Iterable[Fed], project_prefix: str) -> Sourcing:
+    """``sourcing`` with each named source's recorded blob as the one lookup found it
+    (``fed``: :meth:`Provenance.of_page`; a page's own record, else the trailers)."""
+    cut = len(project_prefix) + 1 if project_prefix else 0
+    found = {f.source[cut:]: f.recorded for f in fed if f.recorded}
+    return tuple((*item[:3], item[3] or found.get(item[1], "")) if item[0] == "s" else item for item in sourcing)
 
 
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
