@@ -698,9 +698,14 @@ def ingest(ctx: click.Context, files: tuple[str, ...], as_json: bool) -> None:
                    "notes (default: LLMWIKI_PROVIDER, config, first with credentials, else extractive).")
 @click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
               help="Model requests in flight at once (1 to 16).")
+@click.option("--stale", is_flag=True,
+              help="Rewrite only the pages whose sources changed since they were written (those `llmwiki check` "
+                   "flags stale-page), and nothing else.")
+@click.option("--dry-run", is_flag=True, help="List what the run would compile or rewrite; no model request, no branch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run (sources, pages, candidate, usage) as JSON.")
 @click.pass_context
-def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrency: int, as_json: bool) -> None:
+def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrency: int, stale: bool, dry_run: bool,
+             as_json: bool) -> None:
     """Write wiki pages from the sources that changed since their pages were written, as ONE
     review candidate branch (kind compile/1); prints its id.
 
@@ -711,11 +716,16 @@ def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrenc
     trailers `Llmwiki-Source: <path> <blob>`). A run with no source changed makes no model
     request and no branch.
 
+    With --stale, only the pages recording an older blob of a source than the source's now
+    are rewritten (a source note from its source; any other page needs a model), on one
+    candidate as well.
+
     \b
     Examples:
       llmwiki compile                  stage a run; then `llmwiki review show <id>`
       llmwiki compile --publish        stage and approve it at once
       llmwiki compile --provider openai --concurrency 8
+      llmwiki compile --stale --dry-run   the stale pages and the sources that changed under them
     """
     from .compiler.service import compile_wiki
 
@@ -729,8 +739,10 @@ def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrenc
         left = f", about {_age(eta)} left" if eta is not None and state.done < state.total else ""
         click.echo(f"  {state.phase}: {state.done}/{state.total} {state.current}{left}", err=True)
 
+    if dry_run and publish:
+        raise UsageError("--dry-run and --publish do not go together", hint="drop one of them")
     result = compile_wiki(ws, provider=provider, publish=publish, concurrency=concurrency, on_progress=progress,
-                          note=None if as_json else _note)
+                          note=None if as_json else _note, stale=stale, dry_run=dry_run)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         ctx.exit(result.exit_code)
@@ -743,6 +755,19 @@ def _render_compile(result: CompileResult) -> None:
         _note(f"warning: {path} cannot be compiled ({why}); skipped")
     for path, cid in result.staged_elsewhere.items():
         _note(f"{path} is staged already in candidate {cid}: approve or reject it first")
+    if result.mode == "stale" and (result.dry_run or not result.stale):
+        _render_stale(result)
+        return
+    if result.dry_run:
+        click.echo(f"Would compile {plural(len(result.compiled), 'source')}" + (":" if result.compiled else "."))
+        for path in result.compiled:
+            click.echo(f"  {path}")
+        return
+    for path in result.needs_model:
+        _note(f"{path} is stale but only a model rewrites it: run with --provider (see docs/compile.md)")
+    if result.mode == "stale" and not result.pages and not result.raced:
+        click.echo(f"Nothing staged: {plural(len(result.needs_model), 'stale page')} need a model to rewrite them.")
+        return
     if not result.compiled:
         click.echo(f"Nothing to compile: {plural(len(result.up_to_date), 'source')} up to date"
                    + (f", {len(result.staged_elsewhere)} staged for review" if result.staged_elsewhere else "") + ".")
@@ -770,6 +795,20 @@ def _render_compile(result: CompileResult) -> None:
     else:
         _note(f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
               f"`llmwiki review approve {staged.candidate_id}`.")
+
+
+def _render_stale(result: CompileResult) -> None:
+    """`compile --stale --dry-run`, or `--stale` with nothing stale: the stale pages."""
+    rows = result.stale_json(result.source_blobs)
+    if not rows:
+        click.echo("Nothing is stale: every page records the blob of its sources as they are now.")
+        return
+    sources = {fed.source for fed in result.stale}
+    click.echo(f"Stale: {plural(len(rows), 'page')} from {plural(len(sources), 'changed source')}:")
+    for row in rows:
+        for source in row["sources"]:
+            click.echo(f"  {row['page']}  {source['path']}  blob {source['recordedBlob'][:12]} -> {str(source['blob'])[:12]}")
+    click.echo("Run `llmwiki compile --stale` to rewrite them on one review candidate.", err=True)
 
 
 @cli.command()
