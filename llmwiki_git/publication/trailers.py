@@ -24,14 +24,17 @@ FILE_KEYS = KEYS[2:5]  # written once per file, in this order, one group after a
 SOURCE = "Llmwiki-Source"  # <path> <blob id>, one per source the pages were written from
 MODEL = "Llmwiki-Model"  # <provider>/<model> that wrote the pages
 PROMPT = "Llmwiki-Prompt"  # <prompt name>/<version>
+RETRACTS = "Llmwiki-Retracts"  # <path>: the source a retraction removes (and that its pages no longer draw on)
 REPLAYED = "Llmwiki-Replayed-From"
 KIND = "validated-answer/1"
 PAGE_KIND = "page/1"  # any page edit, addition or deletion (`review stage`, MCP propose_page)
 COMPILE_KIND = "compile/1"  # a `llmwiki compile` run: several pages, each listed with its precondition
-KINDS = (KIND, PAGE_KIND, COMPILE_KIND)
+RETRACT_KIND = "retraction/1"  # `llmwiki retract`: a source deleted, the pages it fed deleted or rewritten
+KINDS = (KIND, PAGE_KIND, COMPILE_KIND, RETRACT_KIND)
 #: Kinds whose one commit writes several files, each listed (target, precondition, digest)
-#: and each under the rules of a page edit (DESIGN §6: compile runs; later retractions).
-MULTI_KINDS = frozenset({COMPILE_KIND})
+#: and each under the rules of a page edit (DESIGN §6: compile runs, retractions) -- except
+#: that a retraction also deletes the one source its Llmwiki-Retracts trailer names.
+MULTI_KINDS = frozenset({COMPILE_KIND, RETRACT_KIND})
 ABSENT = "absent"  # a precondition: no page at the target; a page/1 body digest: a deletion
 _SEP = "\x1f"
 _REC = "\x1e"
@@ -63,6 +66,7 @@ class Trailers:
     sources: tuple[tuple[str, str], ...] = ()
     model: str | None = None
     prompt: str | None = None
+    retracts: str | None = None
 
     @property
     def files(self) -> tuple[FileTrailer, ...]:
@@ -73,6 +77,8 @@ class Trailers:
         for f in self.files:
             lines += list(zip(FILE_KEYS, (f.target, f.precondition, f.body_digest)))
         lines.append((KEYS[5], self.base))
+        if self.retracts:
+            lines.append((RETRACTS, self.retracts))
         lines += [(SOURCE, f"{path} {blob}") for path, blob in self.sources]
         lines += [(key, value) for key, value in ((MODEL, self.model), (PROMPT, self.prompt)) if value]
         return "".join(f"{key}: {value}\n" for key, value in lines)
@@ -80,11 +86,11 @@ class Trailers:
 
 def with_files(candidate: str, kind: str, files: list[FileTrailer], base: str, *,
                sources: tuple[tuple[str, str], ...] = (), model: str | None = None,
-               prompt: str | None = None) -> Trailers:
+               prompt: str | None = None, retracts: str | None = None) -> Trailers:
     """The trailers of a candidate writing ``files`` (at least one)."""
     first, *rest = files
     return Trailers(candidate, kind, first.target, first.precondition, first.body_digest, base, tuple(rest),
-                    sources, model, prompt)
+                    sources, model, prompt, retracts)
 
 
 def message(subject: str, body: str, trailers: Trailers) -> str:
@@ -119,7 +125,8 @@ def read_many(git: Git, commits: list[str]) -> dict[str, dict[str, list[str]]]:
 def parse(found: Mapping[str, list[str]]) -> Trailers | None:
     """The block, or None when it is malformed or forged: exactly one candidate, kind and
     base; as many targets, preconditions and digests as each other (one, unless the kind is
-    multi-file), no target twice; well-formed sources; at most one model and prompt."""
+    multi-file), no target twice; well-formed sources; at most one model and prompt; one
+    retracted source for a retraction, none for any other kind."""
     def one(key: str) -> str | None:
         got = found.get(key, [])
         return got[0] if len(got) == 1 and got[0] else None
@@ -141,6 +148,9 @@ def parse(found: Mapping[str, list[str]]) -> Trailers | None:
         sources.append(parsed)
     if any(len(found.get(key, [])) > 1 for key in (MODEL, PROMPT)):
         return None
+    retracts = one(RETRACTS)
+    if (kind == RETRACT_KIND) != (retracts is not None) or len(found.get(RETRACTS, [])) > (kind == RETRACT_KIND):
+        return None
     files = [FileTrailer(*values) for values in zip(*columns)]
     return with_files(candidate, kind, files, base, sources=tuple(sources),
-                      model=one(MODEL), prompt=one(PROMPT))
+                      model=one(MODEL), prompt=one(PROMPT), retracts=retracts)

@@ -105,3 +105,13 @@ def test_with_a_model_each_stale_page_is_rewritten_from_all_its_sources(compiled
     assert repo.llmwiki("review", "approve", run["candidate"]["id"], env=FAST).returncode == 0
     assert stale_pages(repo) == []
     assert repo.llmwiki("compile", "--stale", env=FAST).stdout.startswith("Nothing is stale")
+
+
+def test_a_source_without_frontmatter_is_cited_from_its_own_lines(repo: Repo) -> None:
+    """A source committed by hand (no frontmatter) was read from line "0" -- its last line --
+    first, giving notes a citation ^[x.md:0-0] that no reader can follow."""
+    repo.write("sources/x.md", "# Paper X\n\nX says the sky is green.\nMore about x.\n")
+    repo.commit("a source of mine")
+    run = json.loads(repo.llmwiki("compile", "--json", env=FAST).stdout)
+    note = repo.git("show", f"{run['candidate']['branch']}:concepts/x.md")
+    assert "^[x.md:3-4]" in note and ":0-" not in note
