@@ -233,3 +233,18 @@ def test_a_stale_page_rechecked_for_its_links_stays_stale(repo: Repo) -> None:
     repo.git("add", "-A")
     assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
     assert keyed(problems(repo, "--staged")[1]) == [("wiki/concepts/old.md", 4, 1, "stale-page", "sources/a.md")]
+
+
+@pytest.mark.parametrize("edit", ["same record", "lines shift", "record changed"])
+def test_an_edited_stale_page_is_judged_as_a_full_check_would(repo: Repo, edit: str) -> None:
+    repo.write("sources/a.md", SOURCE)
+    text = fed("Old", "First line ^[a.md:6-20].", {"sources/a.md": OLD})
+    repo.write("wiki/concepts/old.md", text)
+    repo.commit("a stale page")
+    assert len(problems(repo, "--rev", "HEAD")[1]) == 2
+    changed = {"same record": text.replace("6-20].", "6-20]. Edited after the citation."),
+               "lines shift": text.replace("First line", "A new first line.\n\nFirst line"),
+               "record changed": text.replace(OLD, repo.git("hash-object", "sources/a.md").strip())}[edit]
+    repo.write("wiki/concepts/old.md", changed)
+    repo.git("add", "-A")
+    assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")

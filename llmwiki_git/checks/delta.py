@@ -399,10 +399,10 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     new_facts.added = ({text: tuple(paths) for text, paths in added_users.items()},
                        {text: outcomes[text] for text in resolver.resolved}, names_changed, files_changed,
                        tuple(dropped), fingerprint)
-    gone = removed | set(to_read)
-    relinked = set(fresh) - gone  # unchanged pages re-checked for links: their sources' problems stand (stale.py)
-    kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in gone
-                                        and (r[0] not in relinked or r[3] in SOURCING_CODES)))).problems
+    # Pages re-read here keep their provenance problems (stale.py: sourcing.derived_sourcing
+    # judges again those of pages whose record or sources changed); the rest they lose.
+    kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in removed
+                                        and (r[0] not in fresh or r[3] in SOURCING_CODES)))).problems
     return CheckResult(len(names_by_path), sort_problems(kept + found)), new_facts
 
 

@@ -96,16 +96,22 @@ def derived_sourcing(git: Git, result: CheckResult, diff: bytes, scope: str, tre
     ``diff`` changed, and of the pages of the sources it changed, judged again."""
     folder = sources_dir(project_prefix) + "/"
     changes = raw_changes(diff)
-    affected = {path for status, path, _, _ in changes if status != "D" and path in pages}
+    edited = {path: old for status, path, old, _ in changes if status != "D" and path in pages}
     changed_sources = [path for _, path, _, _ in changes if path.startswith(folder)]
+    affected = set(edited)
     if changed_sources:
         names = [citation_name(path, project_prefix) for path in changed_sources]
         affected |= dependents(git, scope, tree, names, root_dir) & pages
     if not affected:
         return result
     where = locate(sorted(affected))
-    data = read(where.values())
+    olds = {path: old for path, old in edited.items() if old.strip("0")}  # an edited page's blob before
+    data = read([*where.values(), *olds.values()])
     items = [(path, sourcing_of(data[where[path]])) for path in sorted(affected) if where.get(path) in data]
+    if not changed_sources:  # a page whose record did not change keeps its problems (most edits)
+        items = [(path, s) for path, s in items if path not in olds or olds[path] not in data
+                 or sourcing_of(data[olds[path]]) != s]
+        affected = {path for path, _ in items} | (set(edited) - set(olds))
     items = [(path, sourcing) for path, sourcing in items if sourcing]
     kept = [p for p in result.problems if not (p.code in CODES and p.path in affected)]
     if not items:

@@ -112,20 +112,24 @@ def stale_writes(plan: Plan, progress: Progress, chat: ChatProvider | None, conc
                  ) -> tuple[list[FileWrite], list[Written], list[str]]:
     """``--stale``: each stale page rewritten -- a source note from its source, any other page
     by ``chat`` from every source it names (None: offline, such pages are only listed)."""
-    writes, written, needs_model, by_model = [], [], [], []
+    writes: list[FileWrite] = []
+    written: list[Written] = []
+    needs_model: list[str] = []
+    by_model: list[str] = []
     names = notes.name_table(plan.wiki, plan.project_prefix)
     sources = {s.path: s for s in plan.sources}
+    as_notes = []
     for page in plan.stale_pages():
         fed = plan.provenance.of_page(page)
         if plan.kind_of(page) == notes.KIND and len(fed) == 1 and fed[0].source in sources:
-            source = sources[fed[0].source]
-            writes.append(FileWrite(page, notes.note(source, plan.wiki, page, names)))
-            written.append(Written(page, [source.path], "replace"))
-            progress.step(page)
-        elif chat is None:
-            needs_model.append(page)
+            as_notes.append((page, sources[fed[0].source]))
         else:
-            by_model.append(page)
+            (needs_model if chat is None else by_model).append(page)
+    progress.restart("compiling", len(as_notes))
+    for page, source in as_notes:
+        writes.append(FileWrite(page, notes.note(source, plan.wiki, page, names)))
+        written.append(Written(page, [source.path], "replace"))
+        progress.step(page)
     if by_model and chat is not None:
         from .concepts import asker, page_concepts, write_pages
 
