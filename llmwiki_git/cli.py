@@ -601,7 +601,8 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
         click.echo("")
         if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
             for number, item in enumerate(view.pages, 1):
-                click.echo(f"=== page {number}/{len(view.pages)}: {item['target']} (was: {item['precondition']}) ===")
+                what = "retracted source" if item["target"] == provenance.get("retracts") else "page"
+                click.echo(f"=== {what} {number}/{len(view.pages)}: {item['target']} (was: {item['precondition']}) ===")
                 click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
                 click.echo("")
         else:

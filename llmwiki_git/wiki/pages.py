@@ -142,7 +142,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
         tuple(sorted(headings)),
         tuple(sorted(blocks)),
         tuple(s for s in dict.fromkeys(map(slugify, aliases)) if s) if aliases else (),
-        scan_sourcing(text, meta.raw, meta.data, meta.body_line)
+        scan_sourcing(text, meta.raw, meta.data, meta.body_line, meta.body_offset)
         if "^[" in text or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw)) else (),
     )
 

@@ -29,6 +29,9 @@ SOURCE_TRAILER = "Llmwiki-Source"
 BLOBS_KEY = "sourceBlobs"  # frontmatter: source path -> the blob the page was written from
 RETRACTED_KEY = "retracted"  # frontmatter: sources the page drew on that were retracted since
 _HEAD_END = "\x1d"
+_SPACE = re.compile(r"\s")
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_BLOB = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 def sources_dir(project_prefix: str) -> str:
@@ -53,7 +56,7 @@ def source_entry(item: object) -> str | None:
     if not text or text.startswith("/") or "://" in text or ".." in text.split("/"):
         return None
     name = text.rsplit("/", 1)[-1]
-    if "." not in name.strip(".") or any(c.isspace() for c in name) or any(ord(c) < 0x20 for c in text):
+    if "." not in name.strip(".") or _SPACE.search(name) or _CONTROL.search(text):
         return None
     return text if "/" in text else f"{SOURCES_DIR}/{text}"
 
@@ -71,7 +74,7 @@ def source_paths(value: Any, project_prefix: str) -> list[str]:
 
 
 def is_blob_id(value: object) -> bool:
-    return isinstance(value, str) and len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value)
+    return isinstance(value, str) and _BLOB.fullmatch(value) is not None
 
 
 @dataclass(frozen=True)
@@ -293,27 +296,27 @@ def cited(marker: str) -> list[tuple[str, int, int]]:
     return found
 
 
-def scan_sourcing(text: str, raw: str | None, data: Mapping[str, Any], body_line: int) -> Sourcing:
+def scan_sourcing(text: str, raw: str | None, data: Mapping[str, Any], body_line: int, body_offset: int = 0) -> Sourcing:
     """The :data:`Sourcing` of a page: ``text``, its frontmatter ``raw`` and parsed ``data``
-    (empty when malformed), and the 0-based line index of its body."""
-    from .scanner import prose_lines
-
+    (empty when malformed), and where its body starts (0-based line index, offset)."""
     out: list[tuple[Any, ...]] = []
     made = claims(data) if raw is not None and data else Claims()
     if made:
         lines = raw.split("\n") if raw is not None else []
+        keys = {found.group(1): i for i, row in reversed(list(enumerate(lines)))
+                if (found := _TOP_KEY.match(row)) is not None}
+        tops = sorted(keys.values())
 
         def line_of(key: str, entry: str) -> int:
             """The file line of ``entry`` under the top-level ``key`` (the key's own line
             when it is not found on its own; 1 without the key)."""
-            starts = [i for i, row in enumerate(lines) if re.match(rf"{re.escape(key)}[ \t]*:", row)]
-            if not starts:
+            first = keys.get(key)
+            if first is None:
                 return 1
-            first = starts[0]
-            for i in range(first, len(lines)):
-                if i > first and _TOP_KEY.match(lines[i]):
-                    break
-                if entry in lines[i] or entry.rsplit("/", 1)[-1] in lines[i]:
+            stop = next((i for i in tops if i > first), len(lines))
+            name = entry.rsplit("/", 1)[-1]
+            for i in range(first, stop):
+                if entry in lines[i] or name in lines[i]:
                     return i + 2
             return first + 2
 
@@ -322,13 +325,40 @@ def scan_sourcing(text: str, raw: str | None, data: Mapping[str, Any], body_line
         for source in made.retracted:
             out.append(("r", source, line_of(RETRACTED_KEY, source)))
     if "^[" in text:
-        for index, line in prose_lines(text, body_line):
-            if "^[" not in line:
-                continue
-            for match in _CITATION.finditer(line):
-                for name, start, end in cited(match.group(1)):
-                    out.append(("c", name, index + 1, match.start() + 1, start, end))
+        out += _citations(text, body_line, body_offset)
     return tuple(out)
+
+
+_CODE_MARKS = ("```", "~~~", "<!--", "\t", "\r", "\n    ")
+
+
+def _citations(text: str, body_line: int, body_offset: int) -> list[tuple[Any, ...]]:
+    """The ``("c", ...)`` items of a page's body: citation markers outside code. A body with no
+    fence, comment, tab or indented line (most pages) is searched at once, masking inline
+    code only on the lines holding a marker; any other walks its lines (scanner.prose_lines)."""
+    from .scanner import mask_code_spans, prose_lines
+
+    out: list[tuple[Any, ...]] = []
+    if not text.startswith("    ", body_offset) and \
+            not any(mark in text[body_offset:] for mark in _CODE_MARKS):
+        line, counted = body_line, body_offset
+        for match in _CITATION.finditer(text, body_offset):
+            at = match.start()
+            line += text.count("\n", counted, at)
+            counted = at
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            row = text[start:end if end >= 0 else len(text)]
+            col = at - start
+            if "`" in row and mask_code_spans(row)[col:col + 2] != "^[":
+                continue  # inside inline code
+            out += [("c", name, line + 1, col + 1, first, last) for name, first, last in cited(match.group(1))]
+        return out
+    for index, row in prose_lines(text, body_line):
+        if "^[" in row:
+            for match in _CITATION.finditer(row):
+                out += [("c", name, index + 1, match.start() + 1, first, last) for name, first, last in cited(match.group(1))]
+    return out
 
 
 @dataclass(frozen=True)
@@ -363,24 +393,25 @@ def judge(sourcing: Sourcing, project_prefix: str, blob_of: Callable[[str], str 
     (``blob_of``: a source's blob, None when it does not exist; ``lines_of``: how many lines
     it has). Only sources in the project's ``sources/`` folder are judged. The check reports
     the findings (checks/stale.py), ``context --json`` gives each page's freshness from them."""
-    folder = sources_dir(project_prefix)
+    folder = sources_dir(project_prefix) + "/"
     lead = f"{project_prefix}/" if project_prefix else ""
+    inside = f"{SOURCES_DIR}/"
     out: list[Finding] = []
     for item in sourcing:
         kind = item[0]
         if kind == "c":
             _, name, line, col, start, end = item
-            source = f"{folder}/{name}"
-            cite = f"^[{name}{f':{start}-{end}' if start else ''}]"
+            source = folder + name
             if blob_of(source) is None:
-                out.append(Finding("missing", source, line, col, cite=cite))
+                out.append(Finding("missing", source, line, col, cite=_cite(name, start, end)))
             elif start:
                 count, last = lines_of(source), max(start, end)
                 if count is not None and last > count:
-                    out.append(Finding("past-end", source, line, col, cite=cite, last=last, lines=count))
+                    out.append(Finding("past-end", source, line, col, cite=_cite(name, start, end), last=last,
+                                       lines=count))
             continue
         rel, line = item[1], item[2]
-        if not rel.startswith(f"{SOURCES_DIR}/"):
+        if not rel.startswith(inside):
             continue  # a claim about a file elsewhere: not this rule's
         source = lead + rel
         if kind == "r":
@@ -392,6 +423,10 @@ def judge(sourcing: Sourcing, project_prefix: str, blob_of: Callable[[str], str 
         elif item[3] and item[3] != now:
             out.append(Finding("changed", source, line, recorded=item[3], now=now))
     return out
+
+
+def _cite(name: str, start: int, end: int) -> str:
+    return f"^[{name}:{start}-{end}]" if start else f"^[{name}]"
 
 
 def freshness(sourcing: Sourcing, findings: list[Finding]) -> str:
@@ -414,7 +449,7 @@ def text_sourcing(text: str) -> Sourcing:
     from .frontmatter import parse
 
     meta = parse(text)
-    return scan_sourcing(text, meta.raw, meta.data, meta.body_line)
+    return scan_sourcing(text, meta.raw, meta.data, meta.body_line, meta.body_offset)
 
 
 def with_recorded(sourcing: Sourcing, fed: Iterable[Fed], project_prefix: str) -> Sourcing:

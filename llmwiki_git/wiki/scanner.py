@@ -395,3 +395,8 @@ def prose_lines(text: str, start_line: int = 0) -> Iterator[tuple[int, str]]:
     citations ``^[paper.md:3-5]``). A code span running over lines is not followed."""
     for index, line in _text_lines(split_lines(text), start_line):
         yield index, _mask_code_spans(line)[0] if "`" in line else line
+
+
+def mask_code_spans(line: str) -> str:
+    """``line`` with its inline code spans blanked (columns kept)."""
+    return _mask_code_spans(line)[0]
