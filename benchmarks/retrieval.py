@@ -3,6 +3,14 @@
 
     python benchmarks/retrieval.py [--work DIR] [--skip-10k] [--modes rrf,rerank,cosine,bm25]
                                    [--no-full-build] [--repeat 5] [--baseline REV | --no-baseline]
+    python benchmarks/retrieval.py --leave-one-out [-- --ablations --cache DIR --work DIR
+                                                    --embedder openai|ollama [--test-server]]
+
+``--leave-one-out`` runs ``benchmarks/leave_one_out.py`` instead: the four wikis of
+``../shared/corpora`` (Foam, Dendron, Hugo's docs, Logseq's docs), every ranking choice made
+on three and measured on the fourth, before (``c97a644``) and after, per held-out wiki, for
+the default (hybrid) mode and the fast option; with ``--ablations``, what each change was
+worth. Vectors are cached outside the repository, keyed by the embedded text.
 
 Sections (each prints a markdown table; rows that miss their target say **FAIL** or **missed**):
 
@@ -736,7 +744,7 @@ def section_dense_context(facts: dict[str, Any], repeat: int, timings: dict[str,
     print_time_table(rows)
 
 
-def section_10k(work: Path, repeat: int, timings: dict[str, float]) -> None:
+def section_10k(work: Path, repeat: int, timings: dict[str, float], baseline_src: Path | None = None) -> None:
     print("## 3. 10,000 pages with the fast option (`index --fast`, BM25 only)\n")
     check = load_check_module()
     root = work / "wiki10k"
@@ -799,8 +807,15 @@ def section_10k(work: Path, repeat: int, timings: dict[str, float]) -> None:
     t0 = time.perf_counter()
     print("Query retrieval in a fresh process (`python -m llmwiki_git -C DIR context \"...\" --json`):\n")
     rows = floor_rows(repeat, [("floor: `python -c \"import llmwiki_git.cli\"`", "import llmwiki_git.cli")])
-    rows += context_rows(root, pick_context_questions(2) + ["graph links and backlinks between pages"], repeat,
-                         TARGET_CONTEXT)
+    questions = pick_context_questions(2) + ["graph links and backlinks between pages"]
+    rows += context_rows(root, questions, repeat, TARGET_CONTEXT)
+    if baseline_src is not None:
+        # The same store read by the baseline's code, interleaved per question with this
+        # tree's: "no slower than before" on a loaded machine is a comparison, not a figure.
+        before_env = clean_env(PYTHONPATH=str(baseline_src))
+        for q in questions:
+            rows += context_rows(root, [q], repeat, None, before_env, "before: ")[:1]
+            rows += context_rows(root, [q], repeat, None, None, "after: ")[:1]
     timings["10k: context timing"] = time.perf_counter() - t0
     print_time_table(rows)
 
@@ -833,10 +848,23 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"git revision measured as 'before' in sections 1 and 4 (default {BASELINE}, the last "
                              "commit before the question handling / BM25F / fusion work)")
     parser.add_argument("--no-baseline", action="store_true", help="measure this tree only (no before-numbers)")
+    parser.add_argument("--leave-one-out", action="store_true",
+                        help="the leave-one-wiki-out table instead (benchmarks/leave_one_out.py: four wikis, every "
+                             "ranking choice made on three and measured on the fourth, before vs after); the options "
+                             "after `--` go to it, e.g. -- --ablations --cache DIR")
     parser.add_argument("--quality-json", action="store_true",
                         help="internal: run section 1's measurement only and print it as one JSON line "
                              "(how the baseline is measured, with PYTHONPATH pointing at its source)")
+    argv = sys.argv[1:] if argv is None else argv
+    rest: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, rest = argv[:at], argv[at + 1:]
     args = parser.parse_args(argv)
+    if args.leave_one_out:
+        import leave_one_out
+
+        return leave_one_out.main(rest)
     modes = [m.strip() for m in args.modes.replace(" ", ",").split(",") if m.strip()]
     bad = [m for m in modes if m not in ALL_MODES]
     if bad:
@@ -872,7 +900,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_10k:
         print("## 3. 10,000 pages with the fast option\n\nSkipped (--skip-10k).\n")
     else:
-        guarded("3. 10k pages", lambda: section_10k(work, args.repeat, timings))
+        guarded("3. 10k pages", lambda: section_10k(work, args.repeat, timings, facts.get("baseline_src")))
     if facts.get("dendron"):
         guarded("4. dense context", lambda: section_dense_context(facts, args.repeat, timings))
 

@@ -162,9 +162,19 @@ class Lab:
             out[c.name] = np.array(rows).reshape(-1, 2)
         return out
 
-    def shipped(self, c: Corpus, k: float = 20, weight: float = 1.5, dense: np.ndarray | None = None) -> np.ndarray:
-        pbm = self.pbm25[c.name]
-        return rrf([(1.0, self.pcos[c.name] if dense is None else dense, None), (weight, pbm, pbm > 0)], k)
+    def shipped(self, c: Corpus, k: float | None = None, weight: float | None = None,
+                dense: np.ndarray | None = None) -> np.ndarray:
+        """The shipped fusion (retrieval/search.py's k, BM25 weight and page aggregations);
+        ``dense`` replaces the cosine list's page scores."""
+        from llmwiki_git.retrieval import search as S
+
+        k = S.RRF_K if k is None else k
+        weight = S.LEXICAL_WEIGHT if weight is None else weight
+        counts = np.bincount(c.owner, minlength=c.n_pages)
+        if dense is None:
+            dense = np.stack([S.page_scores(c.owner, counts, row, S.DENSE_AGGREGATION, dense=True) for row in c.cos])
+        pbm = np.stack([S.page_scores(c.owner, counts, row, S.LEXICAL_AGGREGATION, dense=False) for row in c.bm25])
+        return rrf([(1.0, dense, None), (weight, pbm, pbm > 0)], k)
 
 
 def summarise(outcome: dict[str, np.ndarray]) -> list[str]:
@@ -401,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     table(lab, "Single lists and the shipped fusion", [
         ("cosine only (best chunk per page)", lambda c: pcos[c.name]),
         ("BM25 only (best chunk per page)", lambda c: pbm[c.name]),
-        ("**shipped: rrf, k = 20, BM25 x1.5**", lab.shipped),
+        ("**shipped rrf** (search.py's k, BM25 weight and page aggregations)", lab.shipped),
     ], ref)
     ceiling(lab, [("cosine only", lambda c: pcos[c.name]), ("BM25 only", lambda c: pbm[c.name]),
                   ("shipped rrf", lab.shipped)])

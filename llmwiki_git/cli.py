@@ -211,9 +211,10 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
                                "problems": [p.to_json() for p in result.problems]}, indent=2, ensure_ascii=False))
     elif fmt == "github":
         from . import github
+        from .terminal import echo_command
 
         for line in github.problem_annotations(result.problems):
-            click.echo(line)
+            echo_command(line)  # llmwiki's own commands: the only lines that may start with "::"
         _write_github_files(result)
         _render_summary_line(result)
     else:
@@ -602,7 +603,8 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
         if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
             for number, item in enumerate(view.pages, 1):
                 what = "retracted source" if item["target"] == provenance.get("retracts") else "page"
-                click.echo(f"=== {what} {number}/{len(view.pages)}: {item['target']} (was: {item['precondition']}) ===")
+                titled = f" \"{item['title']}\"" if item.get("title") else ""
+                click.echo(f"=== {what} {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ===")
                 click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
                 click.echo("")
         else:
@@ -912,13 +914,15 @@ def hooks() -> None:
 
 
 @hooks.command("install")
-@click.option("--force", is_flag=True, help="Replace an existing pre-commit hook that is not llmwiki's.")
+@click.option("--force", is_flag=True, help="Replace existing pre-commit / pre-merge-commit hooks that are not llmwiki's.")
 @click.pass_context
 def hooks_install(ctx: click.Context, force: bool) -> None:
-    """Install the plain git pre-commit hook (no pre-commit framework needed).
+    """Install the plain git pre-commit and pre-merge-commit hooks (no pre-commit framework
+    needed).
 
-    The hook runs `llmwiki check --staged --base HEAD` and refuses the commit when it adds
-    broken links. With the pre-commit framework, use the `llmwiki-check` hook instead.
+    Both run `llmwiki check --staged --base HEAD` and refuse a commit, or a merge git would
+    commit by itself, that adds broken links. With the pre-commit framework, use the
+    `llmwiki-check` hook instead (docs/hooks.md: install it for merges too).
     """
     from .hooks import install
 
@@ -926,10 +930,11 @@ def hooks_install(ctx: click.Context, force: bool) -> None:
     git = ws.require_git("installing a hook")
     start = (ctx.obj["repo"] or Path.cwd()).resolve()
     directory = start.relative_to(ws.root.resolve()).as_posix() if start != ws.root.resolve() else "."
-    path = install(git, force=force, directory=directory, wiki_dir=ctx.obj["wiki_dir"])
-    where = "" if directory == "." else f" (it checks the wiki of {directory}, as `llmwiki -C {directory} check` does)"
-    click.echo(f"Installed the pre-commit hook at {path}{where}.")
-    click.echo("Commits that add broken [[wikilinks]] will now be refused; skip once with `git commit --no-verify`.")
+    paths = install(git, force=force, directory=directory, wiki_dir=ctx.obj["wiki_dir"])
+    where = "" if directory == "." else f" (they check the wiki of {directory}, as `llmwiki -C {directory} check` does)"
+    click.echo(f"Installed the pre-commit and pre-merge-commit hooks at {paths[0].parent}{where}.")
+    click.echo("Commits and merges that add broken [[wikilinks]] will now be refused; skip once with "
+               "`git commit --no-verify` (`git merge --no-verify`).")
 
 
 _ONE_COMMAND = False  # True in the `llmwiki` process itself (not when cli is called in-process)

@@ -44,6 +44,9 @@ class Settings:
     check_severity: tuple[tuple[str, str], ...] = ()  # (problem code, severity) from [check.severity]
 
 
+MAX_CONFIG_BYTES = 1024 * 1024  # a settings file is a few lines; anything bigger is refused unread
+
+
 def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Read the repository's config; ``wiki_dir`` from the command line wins.
 
@@ -52,10 +55,15 @@ def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] 
     path = root / CONFIG_PATH
     data: dict[str, Any] = {}
     if path.is_file():
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{CONFIG_PATH} is over {MAX_CONFIG_BYTES // 1024} KB: not a settings file",
+                              hint="fix the file or delete it")
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{CONFIG_PATH}: {exc}", hint="fix the file or delete it") from exc
+        except RecursionError:  # "a = [[[[…": bounded by the interpreter's depth, never a crash
+            raise ConfigError(f"{CONFIG_PATH}: nested too deeply to be read", hint="fix the file or delete it") from None
     configured = data.get("wiki_dir")
     if configured is not None and not isinstance(configured, str):
         raise ConfigError(f"{CONFIG_PATH}: wiki_dir must be a string, not {configured!r}")

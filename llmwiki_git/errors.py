@@ -207,6 +207,30 @@ class LockBusy(WriteRefused):
         self.owner = owner
 
 
+class GitLockHeld(WriteRefused):
+    """One of git's own lock files (``index.lock``, ``HEAD.lock``, a ref's ``.lock``,
+    ``packed-refs.lock``) exists, so git would refuse a step of the write; decided before any
+    ref moves (or, in recovery, before the remaining steps run)."""
+
+    def __init__(self, paths: Sequence[Path], what: str, *, recovering: bool = False) -> None:
+        from shlex import quote
+
+        shown = ", ".join(str(p) for p in paths)
+        if recovering:
+            message = f"an interrupted {what} is not finished: git's lock {shown} is held, and the rest waits for it"
+            after = "then run any llmwiki command (e.g. `llmwiki review list`) to finish it"
+        else:
+            message = f"refusing {what}: git's lock {shown} is held; nothing was changed"
+            after = "then run the command again"
+        super().__init__(
+            message,
+            hint="another git command is running in this repository, or one was killed and left the lock behind: "
+                 f"wait for it to finish; if no git command is running, remove the stale lock "
+                 f"(rm {' '.join(quote(str(p)) for p in paths)}), {after}",
+        )
+        self.paths = list(paths)
+
+
 def _age(seconds: float) -> str:
     seconds = max(0, int(seconds))
     if seconds < 120:

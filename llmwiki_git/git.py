@@ -69,11 +69,15 @@ class Git:
         self.root = root
         self._env = _clean_env(environ)
 
-    def run(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+    def run(self, *args: str, input: bytes | None = None, check: bool = True, detached: bool = False) -> bytes:
+        """``git ARGS``; its output, GitError on failure (``check``). ``detached``: in a
+        session of its own, so a signal to llmwiki's process group (a killed CI step, a closed
+        terminal) does not kill it halfway through a step that holds one of git's locks --
+        it finishes and releases the lock, and recovery finds a consistent repository."""
         cmd = ["git", *args]
         try:
             proc = subprocess.run(
-                cmd, cwd=self.root, input=input, capture_output=True, env=self._env
+                cmd, cwd=self.root, input=input, capture_output=True, env=self._env, start_new_session=detached
             )
         except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
             raise GitError(cmd, 127, "git is not installed or not on PATH") from exc

@@ -1,4 +1,5 @@
-"""Installing the plain git pre-commit hook (for users without the pre-commit framework)."""
+"""Installing the plain git hooks, ``pre-commit`` and ``pre-merge-commit`` (for users without
+the pre-commit framework)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from .errors import LlmwikiError
 from .git import Git
 
-MARKER = "# llmwiki-git pre-commit hook"
+MARKER = "# llmwiki-git pre-commit hook"  # in both hooks: the same script
 
 
 def hook_script(python: str | None = None, directory: str = ".", wiki_dir: str | None = None) -> str:
@@ -22,22 +23,32 @@ def hook_script(python: str | None = None, directory: str = ".", wiki_dir: str |
     return text.replace('LLMWIKI_PYTHON=""', f"LLMWIKI_PYTHON={shlex.quote(python or sys.executable)}", 1)
 
 
-def install(git: Git, *, force: bool = False, directory: str = ".", wiki_dir: str | None = None) -> Path:
-    """Write the hook to the repository's hooks folder (``core.hooksPath`` respected)."""
+#: The git hooks the gate runs in: every commit, and every merge git commits by itself (a
+#: clean ``git merge`` runs ``pre-merge-commit``, not ``pre-commit``, and can join a branch
+#: that renames a page with one that links to it).
+HOOKS = ("pre-commit", "pre-merge-commit")
+
+
+def install(git: Git, *, force: bool = False, directory: str = ".", wiki_dir: str | None = None) -> list[Path]:
+    """Write the hook as each of :data:`HOOKS` in the repository's hooks folder
+    (``core.hooksPath`` respected). Decided before anything is written: a hook that is not
+    llmwiki's refuses the whole install unless ``force``."""
     hooks_dir = Path(git.text("rev-parse", "--git-path", "hooks"))
     if not hooks_dir.is_absolute():
         hooks_dir = git.root / hooks_dir
-    target = hooks_dir / "pre-commit"
-    if target.exists() and not force:
-        existing = target.read_text(encoding="utf-8", errors="replace")
-        if MARKER not in existing:
-            raise LlmwikiError(
-                f"{target} already exists and is not llmwiki's hook",
-                hint="add `llmwiki check --staged --base HEAD` to it yourself, or pass --force to replace it",
-            )
+    targets = [hooks_dir / name for name in HOOKS]
+    foreign = [t for t in targets if t.exists() and MARKER not in t.read_text(encoding="utf-8", errors="replace")]
+    if foreign and not force:
+        raise LlmwikiError(
+            f"{', '.join(map(str, foreign))} already {'exists' if len(foreign) == 1 else 'exist'} and "
+            f"{'is' if len(foreign) == 1 else 'are'} not llmwiki's hook",
+            hint="add `llmwiki check --staged --base HEAD` to it yourself, or pass --force to replace it",
+        )
     hooks_dir.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(".pre-commit.llmwiki-tmp")
-    tmp.write_text(hook_script(directory=directory, wiki_dir=wiki_dir), encoding="utf-8")
-    tmp.chmod(0o755)
-    os.replace(tmp, target)
-    return target
+    script = hook_script(directory=directory, wiki_dir=wiki_dir)
+    for target in targets:
+        tmp = target.with_name(f".{target.name}.llmwiki-tmp")
+        tmp.write_text(script, encoding="utf-8")
+        tmp.chmod(0o755)
+        os.replace(tmp, target)
+    return targets

@@ -424,6 +424,7 @@ def _jsonable(value: Any) -> Any:
 
 def _read_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     from .wiki import frontmatter
+    from .wiki.titles import page_title
 
     if ("pageId" in args) == ("path" in args):
         raise ArgumentError(f"invalid arguments for read_page: {_ONE_OF_MESSAGES['read_page']}")
@@ -431,7 +432,6 @@ def _read_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
     page = _find_page(wiki, page_id=args.get("pageId"), path=args.get("path"))
     text = _read_confined(ws, wiki, page.path)
     meta = frontmatter.parse(text)
-    title = meta.data.get("title")
     warnings = []
     if meta.error:
         warnings.append({"code": "malformed-frontmatter", "message": f"{page.path}:{meta.error_line}: {meta.error}"})
@@ -441,7 +441,7 @@ def _read_page(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
         head_blob = found or None
     return {"version": 1, "pageId": page.id, "path": page.path,
             "blobId": blob_id(text.encode("utf-8")), "headBlobId": head_blob,
-            "title": title if isinstance(title, str) and title.strip() else page.stem,
+            "title": page_title(meta.data, text[meta.body_offset:], page.stem),
             "frontmatter": _jsonable(meta.data), "body": text[meta.body_offset:], "warnings": warnings}
 
 
@@ -646,6 +646,8 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         return path_of_index(wiki.root_dir)
 
     def resources_listing(offset: int) -> tuple[list[Any], int | None]:
+        from .wiki.titles import stem_title
+
         wiki = ws.wiki("worktree")
         items: list[Any] = []
         index = wiki.by_path.get(index_path(wiki))
@@ -656,7 +658,8 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         for page in wiki.pages:
             if page is index:
                 continue
-            items.append(types.Resource(uri=page_uri(page.id), name=page.id, title=page.scan.title or page.stem,
+            items.append(types.Resource(uri=page_uri(page.id), name=page.id,
+                                        title=page.scan.title or stem_title(page.stem),
                                         description=f"{page.kind} page {page.path}", mime_type="text/markdown"))
         end = offset + RESOURCES_PER_PAGE
         return items[offset:end], end if end < len(items) else None
@@ -715,6 +718,74 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
     )
 
 
+def _frame_id(exc: Exception) -> int | str | None:
+    """The id of the frame the SDK could not read, when it had one (JSON-RPC: null when it
+    cannot be determined). The validation error carries the parsed frame as its input."""
+    errors = getattr(exc, "errors", None)
+    try:
+        for error in errors() if callable(errors) else ():
+            frame = error.get("input")
+            if isinstance(frame, dict):
+                value = frame.get("id")
+                return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    except Exception:  # noqa: BLE001 - any shape: answer with a null id
+        pass
+    return None
+
+
+class _AnswerInvalidFrames:
+    """The stdio read stream, answering each frame the SDK could not read as a JSON-RPC
+    request -- no ``method``, ``params`` that are not an object, ``jsonrpc`` other than
+    "2.0", not JSON at all -- with an Invalid Request (-32600) or Parse error (-32700)
+    response, instead of the silence a client would wait on forever. Valid frames pass on."""
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner = inner
+        self._write = write_stream
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        from mcp import types
+        from mcp.shared.message import SessionMessage
+
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            errors = getattr(item, "errors", None)
+            kinds = {e.get("type") for e in errors()} if callable(errors) else set()
+            code, what = (-32700, "Parse error") if "json_invalid" in kinds else (-32600, "Invalid Request")
+            error = types.ErrorData(code=code, message=f"{what}: not a JSON-RPC 2.0 request, notification or response "
+                                                       "(a method, params that are an object, \"jsonrpc\": \"2.0\")")
+            await self._write.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=_frame_id(item), error=error)))
+
+    def __aiter__(self) -> _AnswerInvalidFrames:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _AnswerInvalidFrames:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 def main(root: Path | str | None = None, *, wiki_dir: str | None = None) -> None:
     """Serve the wiki containing ``root`` (default: the current folder) over stdio until
     the client closes standard input."""
@@ -724,7 +795,8 @@ def main(root: Path | str | None = None, *, wiki_dir: str | None = None) -> None
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await server.run(_AnswerInvalidFrames(read_stream, write_stream), write_stream,
+                             server.create_initialization_options())
 
     try:
         anyio.run(serve)

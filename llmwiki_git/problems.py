@@ -44,7 +44,10 @@ class Problem:
 
     @property
     def location(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}"
+        """``path:line:col`` for text output, a newline or carriage return in the file name
+        shown as ``\\n`` / ``\\r``: one problem stays one line."""
+        path = self.path.replace("\n", "\\n").replace("\r", "\\r") if "\n" in self.path or "\r" in self.path else self.path
+        return f"{path}:{self.line}:{self.col}"
 
 
 def make(path: str, line: int, col: int, code: str, message: str, target: str | None = None) -> Problem:

@@ -22,9 +22,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2
 
 
 def _visible(match: re.Match[str]) -> str:
-    char = match.group()
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    """C0 as ``\\xNN``; DEL, C1 and the rest as ``\\uNNNN``, which is also a valid JSON
+    escape: ``--json`` output (``ensure_ascii=False``) holds those raw inside strings."""
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"
 
 
 def clean(text: str) -> str:
@@ -33,15 +34,46 @@ def clean(text: str) -> str:
     return _CONTROL.sub(_visible, text) if _CONTROL.search(text) else text
 
 
+# GitHub's runner takes a log line for a workflow command when, leading whitespace trimmed,
+# it starts with "::" (``::error file=…::``, ``::add-mask::``), or holds the older "##[".
+_COMMAND_V2 = re.compile(r"(?:^|\n)[^\S\n]*:(:)")
+_COMMAND_V1 = re.compile(r"##(\[)")
+_DISARMED = {":": "\\x3a", "[": "\\x5b"}
+
+
 class SafeStream(io.TextIOBase):
-    """A text stream that writes `clean` text to the stream it wraps."""
+    """A text stream that writes `clean` text to the stream it wraps, in which no line can
+    start a GitHub workflow command: the character that would complete ``::`` at the start
+    of a line (or ``##[`` anywhere) is shown as its escape (``\\x3a``, ``\\x5b``), whether it
+    came from a file name, a page or a model answer, and however the text is split across
+    writes. `write_command` writes llmwiki's own annotations (``check --format github``)."""
 
     def __init__(self, inner: TextIO) -> None:
         self.inner = inner
+        self._line = ""  # the current line so far: "" (blank), ":" (blank then one colon), "x" (anything else)
+        self._last = ""  # the last two characters written
 
     def write(self, text: str) -> int:
-        self.inner.write(clean(text))
+        self.inner.write(self._disarm(clean(text)))
         return len(text)
+
+    def write_command(self, line: str) -> None:
+        """One workflow command line of llmwiki's own, written as it is (control characters
+        still made visible)."""
+        self.inner.write(clean(line) + "\n")
+        self._line, self._last = "", "\n"
+
+    def _disarm(self, text: str) -> str:
+        line, last = self._line, self._last
+        spots = {m.start(1) - len(line) for m in _COMMAND_V2.finditer(line + text) if m.start(1) >= len(line)}
+        spots |= {m.start(1) - len(last) for m in _COMMAND_V1.finditer(last + text) if m.start(1) >= len(last)}
+        if spots:
+            text = "".join(_DISARMED[c] if i in spots else c for i, c in enumerate(text))
+        newline = text.rfind("\n")
+        current = (line + text if newline < 0 else text[newline + 1:]).lstrip()
+        self._line = "" if not current else (":" if current == ":" else "x")
+        self._last = (last + text)[-2:]
+        return text
 
     def flush(self) -> None:
         self.inner.flush()
@@ -65,6 +97,17 @@ class SafeStream(io.TextIOBase):
     @property
     def errors(self) -> str | None:  # type: ignore[override]
         return self.inner.errors
+
+
+def echo_command(line: str) -> None:
+    """Print one workflow command of llmwiki's own (an annotation of ``check --format
+    github``, already escaped by ``github.command``) on standard output."""
+    stream = sys.stdout
+    if isinstance(stream, SafeStream):
+        stream.write_command(line)
+    else:
+        stream.write(line + "\n")
+    stream.flush()
 
 
 @contextlib.contextmanager

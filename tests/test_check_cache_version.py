@@ -10,6 +10,7 @@ from pathlib import Path
 
 from llmwiki_git import problems
 from llmwiki_git.checks import version
+from llmwiki_git.checks.cache import store, stored
 from llmwiki_git.checks.version import CACHE_VERSION, RULE_MODULES, cache_version, rule_sources
 from llmwiki_git.wiki.pages import PageScan
 
@@ -58,9 +59,9 @@ def _seed(repo: Repo) -> None:
 def _rewrite(path: Path, version_: str, clear: tuple[int, ...] = ()) -> None:
     """Rewrite a cache file as if another version had written it: the same layout, the
     records of the parts numbered in ``clear`` emptied (what a misread would report)."""
-    payload = marshal.loads(path.read_bytes())
+    payload = stored(path)
     parts = [{k: () for k in part} if i in clear else part for i, part in enumerate(payload[1:])]
-    path.write_bytes(marshal.dumps((version_, *parts)))
+    store(path, (version_, *parts))
 
 
 def test_a_cache_of_another_version_is_ignored_not_misread(repo: Repo) -> None:
@@ -88,11 +89,10 @@ def test_tree_and_facts_of_another_version_are_ignored(repo: Repo) -> None:
     assert json.loads(repo.llmwiki("check", "--json", "--rev", "HEAD").stdout) == expect
     folder = repo.root / ".git" / "llmwiki" / "check"
     trees = folder / "trees.marshal"
-    stored = marshal.loads(trees.read_bytes())
-    emptied = {key: (record[0], (), *record[2:]) for key, record in stored[1].items()}
-    trees.write_bytes(marshal.dumps((CACHE_VERSION, emptied)))
+    emptied = {key: (record[0], (), *record[2:]) for key, record in stored(trees)[1].items()}
+    store(trees, (CACHE_VERSION, emptied))
     assert json.loads(repo.llmwiki("check", "--json", "--rev", "HEAD").stdout)["problems"] == []  # control: read
-    trees.write_bytes(marshal.dumps(("stale", emptied)))
+    store(trees, ("stale", emptied))
     for facts in folder.glob("facts-*.marshal"):
         _rewrite(facts, "stale")
     assert json.loads(repo.llmwiki("check", "--json", "--rev", "HEAD").stdout) == expect

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import marshal
+from pathlib import Path
 
 import pytest
+
+from llmwiki_git.checks.cache import stored
 
 from .conftest import Repo, page
 
@@ -170,12 +174,12 @@ def test_cache_survives_runs_answered_from_the_tree_cache(repo: Repo) -> None:
     repo.git("add", "-A")
     proc = repo.llmwiki("check", "--staged", "--base", "HEAD")
     assert proc.returncode == 1 and "new-broken" in proc.stdout
-    payload = marshal.loads((repo.root / ".git" / "llmwiki" / "check" / "scans.marshal").read_bytes())
+    payload = stored(repo.root / ".git" / "llmwiki" / "check" / "scans.marshal")
     assert len(payload[1]) >= 1100  # every page's scan is still cached
     repo.write("wiki/concepts/p7.md", "# P7\n[[p8]] and [[another-broken]]\n")
     repo.git("add", "-A")
     assert repo.llmwiki("check", "--staged").returncode == 1
-    payload = marshal.loads((repo.root / ".git" / "llmwiki" / "check" / "scans.marshal").read_bytes())
+    payload = stored(repo.root / ".git" / "llmwiki" / "check" / "scans.marshal")
     assert len(payload[1]) >= 1100
 
 
@@ -326,3 +330,39 @@ def test_a_link_added_without_changing_names_is_rechecked_when_its_page_appears(
     repo.git("add", "-A")
     assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache") == (0, [])
     assert problems(repo, "--staged", "--base", "HEAD") == (0, [])
+
+
+def _empty_problem_lists(path: Path) -> None:
+    """Edit a cache file the way a crafted one would: every recorded problem list emptied,
+    nothing else changed (the layout before issue 22 was ``(version, *maps)``; now
+    ``(version, digest, marshalled maps)``, the digest left as llmwiki wrote it)."""
+    outer = marshal.loads(path.read_bytes())
+    checked = len(outer) == 3 and isinstance(outer[2], bytes)
+    maps = list(marshal.loads(outer[2]) if checked else outer[1:])
+    if path.name == "trees.marshal":
+        maps[0] = {key: (r[0], ()) + tuple(r[2:]) for key, r in maps[0].items()}
+    else:  # scans.marshal: (scans by blob, page problems by key)
+        maps[1] = {key: () for key in maps[1]}
+    body = tuple(maps)
+    path.write_bytes(marshal.dumps((outer[0], outer[1], marshal.dumps(body)) if checked else (outer[0], *body)))
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_a_cache_edited_after_llmwiki_wrote_it_is_discarded(repo: Repo, prefix: str) -> None:
+    """Issue 22: a crafted check cache under .git/llmwiki whose problem lists were emptied
+    made `check --staged` pass; a record whose content no longer matches what was written
+    under its key is never used."""
+    if not prefix:
+        repo.write("index.md", "# My vault\n")
+    repo.write(f"{prefix}concepts/a.md", page("A", "See [[b]]."))
+    repo.write(f"{prefix}concepts/b.md", page("B", "Bee."))
+    repo.commit("seed")
+    repo.write(f"{prefix}concepts/c.md", page("C", "See [[nowhere]]."))
+    repo.git("add", "-A")
+    assert repo.llmwiki("check", "--staged", "--base", "HEAD").returncode == 1
+    folder = repo.root / ".git" / "llmwiki" / "check"
+    for name in ("trees.marshal", "scans.marshal"):
+        _empty_problem_lists(folder / name)
+    again = repo.llmwiki("check", "--staged", "--base", "HEAD")
+    assert again.returncode == 1 and "broken link [[nowhere]]" in again.stdout, again.stdout + again.stderr
+    assert repo.llmwiki("check").returncode == 1

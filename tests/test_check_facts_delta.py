@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from llmwiki_git.checks.cache import store, stored
 from llmwiki_git.checks.version import CACHE_VERSION
 
 from .conftest import Repo, page
@@ -41,7 +42,7 @@ def facts_files(repo: Repo) -> list[Path]:
 
 
 def tree_records(repo: Repo) -> dict[str, tuple]:
-    version, trees = marshal.loads((cache_dir(repo) / "trees.marshal").read_bytes())
+    version, trees = stored(cache_dir(repo) / "trees.marshal")
     assert version == CACHE_VERSION
     return trees
 
@@ -127,11 +128,11 @@ def test_a_damaged_part_inside_sound_facts_falls_back_to_the_full_check(repo: Re
     at = build(repo, root)
     assert repo.llmwiki("check", *HOOK).returncode == 0
     (facts,) = facts_files(repo)
-    version, stored = marshal.loads(facts.read_bytes())
-    (key, record), = stored.items()
+    version, records = stored(facts)
+    (key, record), = records.items()
     damaged = tuple(tuple(blob[: len(blob) // 2] for blob in part) if isinstance(part, tuple) else part
                     for part in record)  # every parted map cut short: the file itself still loads
-    facts.write_bytes(marshal.dumps((version, {key: damaged})))
+    store(facts, (version, {key: damaged}))  # a sound file (its digest right) holding damaged parts
     repo.git("checkout", "-q", "feature")
     repo.write(f"{at}concepts/p6.md", "[[moved-away]] [[moved]] [[new-alias]]\n")
     repo.git("add", "-A")
@@ -146,8 +147,7 @@ def test_facts_of_another_version_or_gone_are_not_trusted(repo: Repo, root: str)
     at = build(repo, root)
     assert repo.llmwiki("check", *HOOK).returncode == 0
     (facts,) = facts_files(repo)
-    stored = marshal.loads(facts.read_bytes())
-    facts.write_bytes(marshal.dumps(("0123456789abcdef", *stored[1:])))
+    store(facts, ("0123456789abcdef", *stored(facts)[1:]))
     (cache_dir(repo) / "trees.marshal").unlink()
     assert agrees(repo, *HOOK)
     assert marshal.loads(facts.read_bytes())[0] == CACHE_VERSION  # written again, so deltas can start from it

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from llmwiki_git.hooks import MARKER
+
 from .conftest import REPO_ROOT, Repo
 
 BROKEN = "[[does-not-exist]]"
@@ -54,6 +56,31 @@ def _scenario(repo: Repo, env: dict[str, str] | None = None) -> None:
     assert repo.git("log", "--format=%s", "-1").strip() == "fix the link"
 
 
+def _merge_scenario(repo: Repo, prefix: str, env: dict[str, str] | None = None) -> None:
+    """A clean `git merge` of a branch renaming a page into one that links to it: git would
+    commit the broken link by itself; the pre-merge-commit hook refuses it (issue 22)."""
+    repo.write(f"{prefix}concepts/blobs.md", "# Blobs\nA blob stores file contents.\n")
+    repo.write(f"{prefix}concepts/trees.md", "# Trees\nA tree lists names.\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "--no-verify", "-m", "merge seed")
+    base = repo.git("rev-parse", "--abbrev-ref", "HEAD").strip()
+    repo.git("checkout", "-q", "-b", "rename")
+    repo.git("mv", f"{prefix}concepts/blobs.md", f"{prefix}concepts/blob-objects.md")
+    assert _commit(repo, "rename blobs", env).returncode == 0
+    repo.git("checkout", "-q", base)
+    repo.git("checkout", "-q", "-b", "cite")
+    repo.write(f"{prefix}concepts/trees.md", "# Trees\nA tree lists names of [[blobs]].\n")
+    assert _commit(repo, "cite blobs", env).returncode == 0
+    tip = repo.git("rev-parse", "HEAD").strip()
+    merged = subprocess.run(["git", "merge", "--no-edit", "-q", "rename"], cwd=repo.root, capture_output=True, text=True,
+                            env={**os.environ, **(env or {})})
+    assert merged.returncode != 0, merged.stdout + merged.stderr
+    assert f"{prefix}concepts/trees.md:2:23: broken link [[blobs]]" in merged.stdout + merged.stderr
+    assert repo.git("rev-parse", "HEAD").strip() == tip
+    repo.git("merge", "--abort")
+    repo.git("checkout", "-q", base)
+
+
 def _baked_python(script: str) -> str:
     match = re.search(r"^LLMWIKI_PYTHON=(.*)$", script, re.M)
     assert match, script
@@ -74,13 +101,27 @@ def test_plain_git_hook_installed_by_cli(repo: Repo) -> None:
     hook = repo.root / ".git" / "hooks" / "pre-commit"
     assert os.access(hook, os.X_OK)
     assert _same_interpreter(_baked_python(hook.read_text()), sys.executable)
+    assert "pre-merge-commit" in proc.stdout and os.access(hook.with_name("pre-merge-commit"), os.X_OK)
     _scenario(repo)
-    # a second install replaces our own hook; a foreign hook is refused without --force
+    _merge_scenario(repo, "wiki/")
+    # a second install replaces our own hooks; a foreign one is refused without --force,
+    # before anything is written
     assert repo.llmwiki_process("hooks", "install").returncode == 0
     hook.write_text("#!/bin/sh\necho mine\n")
+    merge_hook = hook.with_name("pre-merge-commit")
+    merge_hook.unlink()
     proc = repo.llmwiki_process("hooks", "install")
-    assert proc.returncode == 1 and "--force" in proc.stderr
+    assert proc.returncode == 1 and "--force" in proc.stderr and str(hook) in proc.stderr
+    assert not merge_hook.exists()
     assert repo.llmwiki_process("hooks", "install", "--force").returncode == 0
+    assert MARKER in hook.read_text() and MARKER in merge_hook.read_text()
+
+
+def test_the_merge_hook_guards_a_root_layout_vault(repo: Repo) -> None:
+    repo.write("index.md", "# My vault\n")
+    repo.commit("vault")
+    assert repo.llmwiki("hooks", "install").returncode == 0
+    _merge_scenario(repo, "")
 
 
 @pytest.fixture(scope="module")
@@ -104,11 +145,13 @@ def test_pre_commit_framework_hook(repo: Repo, hook_repo: tuple[Path, str], tmp_
     repo.write(".pre-commit-config.yaml", f"repos:\n- repo: {path}\n  rev: {sha}\n  hooks:\n  - id: llmwiki-check\n")
     repo.commit("add pre-commit config")
     env = {"PRE_COMMIT_HOME": str(tmp_path_factory.getbasetemp() / "pre-commit-home")}
-    install = subprocess.run([*PRE_COMMIT, "install"], cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
+    install = subprocess.run([*PRE_COMMIT, "install", "--hook-type", "pre-commit", "--hook-type", "pre-merge-commit"],
+                             cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
     assert install.returncode == 0, install.stderr
     _scenario(repo, env)
     run = subprocess.run([*PRE_COMMIT, "run", "--all-files"], cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
     assert run.returncode == 1 and "llmwiki check (broken wikilinks)" in run.stdout
+    _merge_scenario(repo, "wiki/", env)
 
 
 def test_hook_installed_with_dash_c_checks_the_wiki_check_does(repo: Repo) -> None:
@@ -120,7 +163,7 @@ def test_hook_installed_with_dash_c_checks_the_wiki_check_does(repo: Repo) -> No
     repo.write("sub/wiki/concepts/beta.md", "# Beta\n")
     repo.commit("seed")
     proc = repo.llmwiki("-C", "sub", "hooks", "install")
-    assert proc.returncode == 0 and "it checks the wiki of sub" in proc.stdout, proc.stderr
+    assert proc.returncode == 0 and "they check the wiki of sub" in proc.stdout, proc.stderr
     repo.write("README.md", "# Project\nNot a wiki page: [[no-such-page]].\n")
     outside = _commit(repo, "readme outside the wiki")
     assert outside.returncode == 0, outside.stdout + outside.stderr

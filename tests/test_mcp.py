@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -285,3 +286,56 @@ def test_hostile_vault_and_candidates_over_mcp(demo: Repo, tmp_path: Path) -> No
             assert listed["sub-00000003"]["citationStatus"] == "malformed"
 
     run(body)
+
+
+# --- frames that are not JSON-RPC requests (issue 22) ---------------------------------------
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+BAD_FRAMES = [
+    ('{"jsonrpc":"2.0","id":5,"params":{}}', 5, -32600),  # no method
+    ('{"jsonrpc":"2.0","id":6,"method":"tools/list","params":"x"}', 6, -32600),  # params a string
+    ('{"jsonrpc":"1.0","id":7,"method":"tools/list"}', 7, -32600),  # not JSON-RPC 2.0
+    ('{"jsonrpc":"2.0","method":"notifications/x","params":"s"}', None, -32600),  # no id to answer to
+    ("[1, 2]", None, -32600),
+    ("not json at all", None, -32700),
+]
+
+
+def test_frames_that_are_not_requests_get_a_json_rpc_error_and_the_server_goes_on(demo: Repo) -> None:
+    """Each answered with Invalid Request (or Parse error) naming its id (null when it has
+    none), in order; a valid request after them is still served."""
+    import select
+
+    proc = subprocess.Popen([sys.executable, "-m", "llmwiki_git", "serve", "--root", str(demo.root)], cwd=demo.root,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **FAST})
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(line: str) -> None:
+        proc.stdin.write((line + "\n").encode())  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+
+    def reply() -> dict[str, Any]:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        if not ready:
+            proc.kill()
+            pytest.fail("no reply from the server")
+        return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+
+    try:
+        send(json.dumps(INIT))
+        assert reply()["id"] == 1
+        send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        for frame, frame_id, code in BAD_FRAMES:
+            send(frame)
+            answer = reply()
+            assert answer["jsonrpc"] == "2.0" and answer["id"] == frame_id, (frame, answer)
+            assert answer["error"]["code"] == code, (frame, answer)
+        send('{"jsonrpc":"2.0","id":9,"method":"tools/list"}')
+        listed = reply()
+        assert listed["id"] == 9 and {t["name"] for t in listed["result"]["tools"]} == TOOLS
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        proc.stdout.close()

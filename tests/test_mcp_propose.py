@@ -97,8 +97,10 @@ def test_propose_page_refusals(wiki: tuple[Repo, str], tmp_path: Path) -> None:
                 ({"path": ".git/config.md" if not prefix else "README.md"}, "hidden folder" if not prefix else "not a .md page under the wiki root"),
                 ({"path": f"{prefix}concepts/link.md"}, "symlink"),
                 ({"path": f"{prefix}elsewhere/new.md"}, "symlink"),
-                ({"content": "---\ntitle: x\n---\nnul \x00 byte\n"}, "control character"),
+                ({"content": "---\ntitle: x\n---\nnul \x00 byte\n"}, "NUL bytes"),
                 ({"content": "---\ntitle: x\n---\n\x1b[2J\x1b]0;pwned\x07 escape\n"}, "control character"),
+                ({"content": "---\ntitle: x\n---\n8-bit CSI \u009b31m red\n"}, "control character \\x9b"),
+                ({"content": "---\ntitle: x\n---\nbidi \u202etxt.exe\n"}, "control character \\u202e"),
                 ({"basedOn": "HEAD"}, "basedOn"),
             ]:
                 args = {"path": path, "content": content, "basedOn": base, **bad}

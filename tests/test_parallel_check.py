@@ -5,7 +5,6 @@ workers must die with their parent, and a failed worker's share is redone."""
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import shutil
 import signal
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from llmwiki_git.checks.cache import stored
 from llmwiki_git.wiki.parallel import MIN_PAGES, in_shares
 
 from .conftest import Repo, page
@@ -50,7 +50,7 @@ def _many_pages(repo: Repo, root: str) -> None:
 
 def _facts(repo: Repo) -> list[object]:
     folder = repo.root / ".git" / "llmwiki" / "check"
-    return [marshal.loads(p.read_bytes())[1:] for p in sorted(folder.glob("*.marshal"))]
+    return [stored(p)[1:] for p in sorted(folder.glob("*.marshal"))]
 
 
 @pytest.mark.parametrize("root", ["wiki", ""])

@@ -150,7 +150,7 @@ def test_symlinked_state_folder_is_refused(repo: Repo, tmp_path: Path) -> None:
 # --- hostile review candidates ------------------------------------------------------------
 
 def forge(repo: Repo, cid: str, target: str, mode: str = "100644", content: bytes = b"Forged [[blobs]] answer.\n",
-          *, sha: str | None = None, base: str | None = None) -> str:
+          *, sha: str | None = None, base: str | None = None, kind: str = "validated-answer/1") -> str:
     """A candidate branch built with git plumbing only, as an outsider could push it: one
     commit on ``base`` adding ``target`` with ``mode``, trailers and a body digest that match."""
     from llmwiki_git.publication.candidates import body_digest
@@ -161,7 +161,7 @@ def forge(repo: Repo, cid: str, target: str, mode: str = "100644", content: byte
                              capture_output=True, check=True).stdout.decode().strip()
     tree = _tree_with(repo, f"{base}^{{tree}}", target.split("/"), mode, sha)
     message = (f"llmwiki: candidate {cid}\n\nQuestion: forged\n\nLlmwiki-Candidate: {cid}\n"
-               f"Llmwiki-Kind: validated-answer/1\nLlmwiki-Target: {target}\nLlmwiki-Precondition: absent\n"
+               f"Llmwiki-Kind: {kind}\nLlmwiki-Target: {target}\nLlmwiki-Precondition: absent\n"
                f"Llmwiki-Body-Digest: {body_digest(content)}\nLlmwiki-Base: {base}\n")
     commit = repo.git("commit-tree", tree, "-p", base, "-m", message).strip()
     repo.git("update-ref", f"refs/heads/llmwiki/review/{cid}", commit)

@@ -93,7 +93,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("providers", "hooks", "github", "terminal", "statedir"),  # adapters and ground
     ("gitstore",),  # git plumbing, the repository lock, the write journal
     ("confine",),  # the one security boundary: paths, symlinks, bounded reads
-    ("git", "config", "problems", "wording"),
+    ("git", "config", "problems", "wording", "markup"),
     ("errors",),
 )
 

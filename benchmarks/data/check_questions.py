@@ -8,8 +8,10 @@ CORPORA_DIR defaults to ``../shared/corpora`` relative to the repository root
 (the folder two levels above this file). Each line of questions.jsonl must be a
 JSON object with ``id``, ``corpus``, ``split`` (``tune``: may be used to choose
 parameters; ``report``: only ever measured), ``question``, ``answers`` (1-3 POSIX paths
-relative to the corpus folder, ending in ``.md``) and ``note``. Every answer
-must exist as a file under ``CORPORA_DIR/<corpus>/``; ids must be unique.
+relative to the corpus folder, ending in ``.md``, the page that answers best first) and
+``note``. Every answer must exist as a file under ``CORPORA_DIR/<corpus>/``; ids must be
+unique; no page is the first answer of more than three questions (a page that also answers
+is listed after it, so that a ranking finding it is not counted wrong).
 Exits non-zero on any problem and prints counts per corpus.
 """
 from __future__ import annotations
@@ -76,24 +78,25 @@ def main(argv: list[str]) -> int:
                 errors.append(f"{where}: unknown corpus {corpus!r} (no folder {corpus_dir})")
                 continue
             per_corpus[corpus] += 1
-            for ans in answers:
+            for position, ans in enumerate(answers):
                 p = PurePosixPath(ans)
                 if "\\" in ans or p.is_absolute() or ".." in p.parts or p.suffix != ".md":
                     errors.append(f"{where}: bad answer path {ans!r} (want relative POSIX path to a .md file)")
                     continue
                 if not (corpus_dir / Path(*p.parts)).is_file():
                     errors.append(f"{where}: answer not found: {corpus}/{ans}")
-                per_page[(corpus, ans)] += 1
+                if position == 0:
+                    per_page[(corpus, ans)] += 1
 
     for (corpus, page), n in sorted(per_page.items()):
         if n > MAX_QUESTIONS_PER_PAGE:
-            errors.append(f"{corpus}/{page}: answers {n} questions (max {MAX_QUESTIONS_PER_PAGE})")
+            errors.append(f"{corpus}/{page}: first answer of {n} questions (max {MAX_QUESTIONS_PER_PAGE})")
 
     total = sum(per_corpus.values())
     print(f"corpora: {corpora}")
     for corpus, n in sorted(per_corpus.items()):
         pages = sum(1 for (c, _) in per_page if c == corpus)
-        print(f"  {corpus}: {n} questions, {pages} distinct answer pages")
+        print(f"  {corpus}: {n} questions, {pages} distinct first answers")
     print(f"  total: {total} questions, {len(seen_ids)} unique ids")
 
     if errors:

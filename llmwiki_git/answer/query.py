@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,17 +155,18 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
             continue
         meta = frontmatter.parse(live.text)
         body = live.text[meta.body_offset:]
-        chunk_texts = _excerpts(entry, body, result, page_id)
+        chunk_texts = _excerpts(entry, meta.data, body, result, page_id)
         evidence.append(Evidence(page_id, _link_for(entry), entry.title, body.strip(), tuple(chunk_texts)))
     return Retrieved(evidence, result, source, warnings)
 
 
-def _excerpts(entry: PageEntry, body: str, result: SearchResult | None, page_id: str) -> list[str]:
-    from ..retrieval.chunking import content_hash, split_into_chunks
+def _excerpts(entry: PageEntry, meta: Mapping[str, Any], body: str, result: SearchResult | None,
+              page_id: str) -> list[str]:
+    from ..retrieval.chunking import live_chunks
 
     if result is None:
         return []
-    live = {content_hash(f"{entry.title}\n\n{c.text}"): c.text for c in split_into_chunks(body)}
+    live = live_chunks(entry.title, meta, body)
     out = []
     for hit in result.chunks:
         if hit.page_id == page_id and hit.chunk_index < len(entry.hashes):

@@ -15,7 +15,7 @@ from ..retrieval.service import Retrieval
 from ..wiki.citations import PendingIndex
 from ..publication.save import Published, Refusal, precheck, profile_refusal, publish
 from ..publication.write import Project, Site
-from ..wiki.pages import uncheckable
+from ..wiki.pages import acceptance_problem
 from .query import NOTHING_TO_PUBLISH, QueryResult, answer_stream, declines, log_activity, report, retrieve, self_citation
 
 
@@ -98,10 +98,10 @@ def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, 
 
 def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, stage: Stager | None,
           note: Note | None) -> int:
-    why = uncheckable(result.question + "\n" + result.answer)
-    if why is not None:  # the gate fails closed: never write a page the checker would skip
-        result.refusal = Refusal("uncheckable", [], f"Answer publication refused: {why}, so the saved page could not "
-                                                    "be link-checked; nothing was written").to_json()
+    why = acceptance_problem(result.question + "\n" + result.answer, max_bytes=ws.settings.max_page_mb * 1024 * 1024)
+    if why is not None:  # the one acceptance rule: never write a page the gate or approval would refuse
+        result.refusal = Refusal("uncheckable", [], f"Answer publication refused: {why}; a saved page must be fully "
+                                                    "checkable; nothing was written").to_json()
         return 1
     if stage is not None:  # --review: the caller's staging (the review feature), not ours
         outcome = stage(result.question, result.answer, pending)

@@ -20,6 +20,7 @@ while scanning every page costs ~8 s. marshal, not pickle: loading it runs no co
 from __future__ import annotations
 
 import gc
+import hashlib
 import marshal
 import os
 import time
@@ -38,26 +39,56 @@ _MAX_TREES = 8
 _MAX_FACTS = 3  # names fingerprints (a branch switch or a renamed page makes another)
 
 
+def _digest(body: bytes) -> str:
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
+
+
 def _read(path: Path | None, parts: int, version: str) -> tuple[Any, ...] | None:
+    """The ``parts`` record maps of a cache file, or None when it is absent, of another
+    version, corrupt -- or edited since llmwiki wrote it: a file is ``(version, digest,
+    body)`` with ``body`` the marshalled maps and ``digest`` its BLAKE2b, so a record whose
+    content no longer matches its key (a problem list emptied by hand) is never used: the
+    whole file is discarded and rebuilt."""
     if path is None:
         return None
     enabled = gc.isenabled()
     gc.disable()
     try:
         with open(path, "rb") as handle:
-            payload = marshal.loads(handle.read())
+            outer = marshal.loads(handle.read())
+        if not (isinstance(outer, tuple) and len(outer) == 3 and outer[0] == version and isinstance(outer[2], bytes)
+                and outer[1] == _digest(outer[2])):
+            return None
+        payload = marshal.loads(outer[2])
     except (OSError, EOFError, ValueError, TypeError):
         return None  # absent or corrupt: start empty, it is only a cache
     finally:
         if enabled:
             gc.enable()
-    if isinstance(payload, tuple) and len(payload) == parts + 1 and payload[0] == version:
-        if all(isinstance(part, dict) for part in payload[1:]):
-            return payload[1:]
+    if isinstance(payload, tuple) and len(payload) == parts and all(isinstance(part, dict) for part in payload):
+        return payload
     return None
 
 
-def _write(path: Path, payload: Any) -> None:
+def _write(path: Path, payload: tuple[Any, ...]) -> None:
+    """Write ``payload`` = (version, *maps) in the checked form `_read` expects."""
+    body = marshal.dumps(payload[1:])
+    _write_raw(path, (payload[0], _digest(body), body))
+
+
+def stored(path: Path) -> tuple[Any, ...]:
+    """``(version, *maps)`` of a cache file as it is stored, its digest not checked: for
+    tools and tests that look inside (llmwiki itself reads through `_read`)."""
+    outer = marshal.loads(path.read_bytes())
+    return (outer[0], *marshal.loads(outer[2]))
+
+
+def store(path: Path, payload: tuple[Any, ...]) -> None:
+    """Write ``(version, *maps)`` as llmwiki does (with its digest): for tools and tests."""
+    _write(path, payload)
+
+
+def _write_raw(path: Path, payload: Any) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # a unique temporary name without `tempfile` (~5 ms of imports on the hook's path)

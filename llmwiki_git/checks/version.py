@@ -26,6 +26,7 @@ RULE_MODULES = (
     "problems.py",
     "wiki/scanner.py",
     "wiki/pages.py",
+    "wiki/titles.py",
     "wiki/frontmatter.py",
     "wiki/slug.py",
     "wiki/model.py",

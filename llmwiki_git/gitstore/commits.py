@@ -320,6 +320,7 @@ def move_branch(
     paths = changed_paths(git, old, new)
     intent = Intent(ref, old, new, what or _reflog_message(message).removeprefix("llmwiki: "), paths,
                     [p for p in paths if p in set(force)], list(drop_refs))
+    _check_worktree_shape(top, dict.fromkeys(paths))  # a symlink on the way, tracked or not, refuses now
     check_worktree(git, intent, top)
     apply(git, top, state_dir if state_dir is not None else top / ".llmwiki", intent, _reflog_message(message))
     return new

@@ -37,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DirtyPaths, FollowIncomplete, GitError, LlmwikiError, RefChanged
+from .. import confine
+from ..errors import DirtyPaths, FollowIncomplete, GitError, GitLockHeld, LlmwikiError, PathRefused, RefChanged
 from ..git import Git
 
 JOURNAL = "transaction.json"
@@ -45,9 +46,7 @@ POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")
 # Outside a write transaction: between a check cache file's write and its rename (checks/cache.py);
 # between a multi-file candidate's commit and its branch (review/stagefiles.py).
 OTHER_POINTS = ("cache", "stage")
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-TEMP_RE = re.compile(r"^\.llmwiki-[0-9a-f]{12}\.tmp$")
+TEMP_RE = re.compile("^" + re.escape(confine.TEMP_PREFIX) + "[0-9a-f]{12}" + re.escape(confine.TEMP_SUFFIX) + "$")
 
 
 _passed: dict[str, int] = {}
@@ -108,30 +107,12 @@ class Intent:
 # --------------------------------------------------------------------------- files
 
 
-def write_atomic(target: Path, data: bytes, executable: bool = False) -> None:
-    """Write ``target`` through a ``.llmwiki-<hex>.tmp`` sibling and a rename; new files get
-    the user's umask; never follows a symlink at the temp name."""
-    import secrets  # here: every command imports this module (`pending`), few write
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".llmwiki-{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o777 if executable else 0o666)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        crash_point("file")
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def write_atomic(target: Path, data: bytes, executable: bool = False, *, root: Path) -> None:
+    """Replace ``target`` (a file under ``root``) through a ``.llmwiki-<hex>.tmp`` sibling and
+    a rename, never through a symlink on the way from ``root`` (confinement's one write,
+    :func:`llmwiki_git.confine.replace_file`); new files get the user's umask."""
+    rel = os.path.relpath(target, root)
+    confine.replace_file(root, rel, data, executable=executable, before_rename=lambda: crash_point("file"))
 
 
 def sweep_temp_files(top: Path, paths: Sequence[str]) -> None:
@@ -152,6 +133,7 @@ def sweep_temp_files(top: Path, paths: Sequence[str]) -> None:
 
 
 def _delete(top: Path, rel: str) -> None:
+    confine.refuse_symlinks(top, rel)  # never unlink through a symlinked folder
     target = top / rel
     try:
         os.unlink(target)
@@ -236,10 +218,84 @@ def _holds_new(git: Git, top: Path, intent: Intent, rel: str) -> bool:
     return _read(top / rel) == want and stage in ([], [old], [new])
 
 
+# --------------------------------------------------------------------------- git's own locks
+
+
+def _lock_names(intent: Intent, *, moving: bool = True) -> list[str]:
+    """The lock files (``--git-path`` names) git takes for the steps of ``intent``: the index
+    and HEAD when the work tree follows, the branch's ref (``moving``: the ref is yet to move),
+    each ref to delete and, for those, ``packed-refs``."""
+    names = ["index.lock"] if intent.follow else []
+    if intent.ref and moving:
+        names.append(f"{intent.ref}.lock")
+        if intent.follow:  # the checked-out branch: git logs the move in HEAD's reflog, under HEAD.lock
+            names.append("HEAD.lock")
+    names += [f"{ref}.lock" for ref, _ in intent.drop_refs]
+    if intent.drop_refs:
+        names.append("packed-refs.lock")
+    return names
+
+
+def held_git_locks(git: Git, names: Sequence[str]) -> list[Path]:
+    """Those of git's lock files ``names`` (``--git-path`` names: ``index.lock``,
+    ``refs/heads/main.lock``) that exist now: git would refuse the step that needs them."""
+    if not names:
+        return []
+    out = git.run("rev-parse", *[arg for name in names for arg in ("--git-path", name)])
+    held = []
+    for line in out.decode("utf-8", "surrogateescape").splitlines():
+        path = Path(line) if os.path.isabs(line) else git.root / line
+        if os.path.lexists(path):
+            held.append(path)
+    return held
+
+
+def check_git_locks(git: Git, intent: Intent) -> None:
+    """Refuse (GitLockHeld, naming each lock and what to do) when a lock git needs for the
+    write is held: decided before the ref moves, so a held lock never half-applies a write."""
+    held = held_git_locks(git, _lock_names(intent))
+    if held:
+        raise GitLockHeld(held, intent.what)
+
+
+def _boot_time() -> float | None:
+    """When this machine last started (Linux ``/proc/stat``), else None."""
+    try:
+        with open("/proc/stat", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"btime "):
+                    return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _clear_stale(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """(cleared, still held): a lock file last written before this machine started cannot be
+    held by any process running on it (a power loss or a killed git left it): removed."""
+    boot = _boot_time()
+    cleared, held = [], []
+    for path in paths:
+        try:
+            stale = boot is not None and os.lstat(path).st_mtime < boot
+        except FileNotFoundError:
+            continue
+        if stale:
+            try:
+                os.unlink(path)
+                cleared.append(path)
+                continue
+            except OSError:
+                pass
+        held.append(path)
+    return cleared, held
+
+
 def check_worktree(git: Git, intent: Intent, top: Path | None = None) -> None:
-    """Refuse (DirtyPaths) unless every non-generated path the write changes is clean, as at
-    HEAD, in the index and the work tree (or, given ``top``, already holds the new content).
-    Nothing is written."""
+    """Refuse (GitLockHeld) when git's own locks for the write are held, and (DirtyPaths)
+    unless every non-generated path the write changes is clean, as at HEAD, in the index and
+    the work tree (or, given ``top``, already holds the new content). Nothing is written."""
+    check_git_locks(git, intent)
     if not intent.follow:
         return
     wanted = [p for p in intent.paths if p not in intent.force]
@@ -284,14 +340,14 @@ def _follow(git: Git, top: Path, intent: Intent) -> list[str]:
             if new is None:
                 _delete(top, rel)
             else:
-                write_atomic(top / rel, new_bytes or b"", new[0] == "100755")
+                write_atomic(top / rel, new_bytes or b"", new[0] == "100755", root=top)
         records.append((new[0], new[1], rel) if new else ("0", zero, rel))
     crash_point("files")
     if records:
         info = b"".join(f"{m} {b}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0" for m, b, p in records)
         _update_index(git, info)
         crash_point("index")
-    git.run("update-index", "-q", "--refresh", check=False)  # stat info only: keeps diff-files exact
+    git.run("update-index", "-q", "--refresh", check=False, detached=True)  # stat info only: keeps diff-files exact
     return kept
 
 
@@ -300,7 +356,7 @@ def _update_index(git: Git, info: bytes, attempts: int = 40) -> None:
     git command holds ``index.lock``."""
     for attempt in range(attempts):
         try:
-            git.run("update-index", "-z", "--index-info", input=info)
+            git.run("update-index", "-z", "--index-info", input=info, detached=True)
             return
         except GitError as exc:
             if "index.lock" not in exc.stderr or attempt == attempts - 1:
@@ -320,8 +376,7 @@ def journal_path(state_dir: Path) -> Path:
 
 
 def _write_journal(state_dir: Path, intent: Intent) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(journal_path(state_dir), (json.dumps(intent.to_json(), indent=2) + "\n").encode())
+    write_atomic(journal_path(state_dir), (json.dumps(intent.to_json(), indent=2) + "\n").encode(), root=state_dir.parent)
 
 
 def _drop_journal(state_dir: Path) -> None:
@@ -339,7 +394,14 @@ def _finish(git: Git, top: Path, state_dir: Path, intent: Intent) -> list[str]:
     if intent.follow and _head_ref(git) == intent.ref:
         kept = _follow(git, top, intent)
     for ref, commit in intent.drop_refs:
-        git.run("update-ref", "-m", f"llmwiki: {intent.what}", "-d", ref, commit, check=False)
+        git.run("update-ref", "-m", f"llmwiki: {intent.what}", "-d", ref, commit, check=False, detached=True)
+    left = [ref for ref, commit in intent.drop_refs if git.rev_parse(ref) == commit]
+    if left:  # not deleted: the journal stays, so the next command finishes the write
+        held = held_git_locks(git, [*(f"{ref}.lock" for ref in left), "packed-refs.lock"])
+        if held:
+            raise GitLockHeld(held, intent.what, recovering=True)
+        raise LlmwikiError(f"could not delete {', '.join(left)} after the {intent.what}",
+                           hint="run any llmwiki command (e.g. `llmwiki review list`) to try again")
     crash_point("refs")
     _drop_journal(state_dir)
     sweep_temp_files(top, intent.paths)
@@ -354,8 +416,8 @@ def apply(git: Git, top: Path, state_dir: Path, intent: Intent, reflog: str) -> 
     crash_point("built")
     _write_journal(state_dir, intent)
     crash_point("journal")
-    try:
-        git.run("update-ref", "-m", reflog, intent.ref, intent.new, intent.old or zero)
+    try:  # detached: a signal to our process group (a CI timeout, a closed terminal) lets git finish
+        git.run("update-ref", "-m", reflog, intent.ref, intent.new, intent.old or zero, detached=True)
     except GitError:
         _drop_journal(state_dir)
         actual = git.rev_parse(intent.ref)
@@ -363,6 +425,8 @@ def apply(git: Git, top: Path, state_dir: Path, intent: Intent, reflog: str) -> 
     crash_point("ref")
     try:
         kept = _finish(git, top, state_dir, intent)
+    except GitLockHeld:
+        raise
     except (OSError, GitError) as exc:
         raise LlmwikiError(
             f"committed {intent.new[:12]} on {intent.ref}, but could not bring the work tree along yet: {exc}",
@@ -384,25 +448,42 @@ def recover(git: Git, top: Path, state_dir: Path) -> str | None:
     if not path.is_file():
         sweep_temp_files(top, [])
         return None
-    try:
-        intent = Intent.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
+    try:  # non-blocking, size-capped, bounded depth (confine): a hostile journal is unreadable, not a crash
+        intent = Intent.from_json(confine.read_json(path, max_bytes=1024 * 1024, name=JOURNAL))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, PathRefused):
         _drop_journal(state_dir)
         return "llmwiki: dropped an unreadable record of an interrupted write (nothing was changed by it)"
     actual = git.rev_parse(intent.ref)
     if actual == intent.old:
         _drop_journal(state_dir)
         sweep_temp_files(top, intent.paths)
-        return f"llmwiki: an interrupted {intent.what} had not moved {intent.ref}; rolled it back (nothing to undo)"
+        text = f"llmwiki: an interrupted {intent.what} had not moved {intent.ref}; rolled it back (nothing to undo)"
+        return text + _stale_note(git, _lock_names(intent))
     if actual != intent.new:
         _drop_journal(state_dir)
         sweep_temp_files(top, intent.paths)
         return (f"llmwiki: an interrupted {intent.what} was found, but {intent.ref} has moved on since; "
                 "left the work tree as it is")
+    cleared, held = _clear_stale(held_git_locks(git, _lock_names(intent, moving=False)))
+    if held:  # the journal stays: the next command finishes the write once the lock is gone
+        raise GitLockHeld(held, intent.what, recovering=True)
     kept = _finish(git, top, state_dir, intent)
     text = f"llmwiki: completed an interrupted {intent.what} ({intent.ref} at {intent.new[:12]})"
+    if cleared:
+        text += f"; removed git's stale lock {', '.join(map(str, cleared))} (left before this machine last started)"
     if kept:
         text += f"; kept your edits to {', '.join(kept)} (compare with `git diff HEAD`)"
+    return text
+
+
+def _stale_note(git: Git, names: Sequence[str]) -> str:
+    """A rolled-back write may have left a lock of a killed git behind: clear it when it is
+    provably stale, name it otherwise (the next write would refuse on it)."""
+    cleared, held = _clear_stale(held_git_locks(git, names))
+    text = f"; removed git's stale lock {', '.join(map(str, cleared))}" if cleared else ""
+    if held:
+        text += (f"; git's lock {', '.join(map(str, held))} is still held: if no git command is running, "
+                 f"remove it (rm {' '.join(str(p) for p in held)})")
     return text
 
 

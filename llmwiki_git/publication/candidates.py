@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..errors import CandidateNotFound, LlmwikiError, UsageError
 from ..git import Git
 from ..wiki.frontmatter import split
+from ..wiki.pages import MAX_PAGE_BYTES, acceptance_problem
 from ..wiki.slug import slugify
 from ..wiki.provenance import in_sources
 from .trailers import (ABSENT, KIND, KINDS, MULTI_KINDS, PAGE_KIND, Trailers, parse as parse_trailers,
@@ -200,15 +201,34 @@ def _raw_entries(git: Git, parent: str, commit: str) -> list[tuple[str, str, str
     return changes
 
 
-def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str | None = None) -> Malformed | None:
+def blob_problem(git: Git, blob: str, *, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
+    """The one acceptance rule (:func:`~llmwiki_git.wiki.pages.acceptance_problem`) applied to
+    a page a candidate writes, read from its blob: the size is asked first, so an oversize
+    blob is refused without being loaded. Every candidate kind calls this for each page."""
+    size = git.text("cat-file", "-s", blob)
+    if not size.isdigit() or int(size) > max_bytes:
+        return f"it is over the {max_bytes // (1024 * 1024)} MB page limit ({size} bytes)"
+    return acceptance_problem(git.run("cat-file", "blob", blob), max_bytes=max_bytes)
+
+
+def unchecked(candidate_id: str, target: str, why: str) -> Malformed:
+    """The refusal of a page that breaks the acceptance rule."""
+    return Malformed("unchecked-page", f"candidate {candidate_id} writes {target}, which is not fully checkable: {why}; "
+                                       "a page a candidate writes must be fully checkable, as the gate requires "
+                                       "of a commit; reject it")
+
+
+def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str | None = None, *,
+             max_bytes: int = MAX_PAGE_BYTES) -> Malformed | None:
     """The one structural check of a candidate, used by approve, show, list and the Action:
     a well-formed trailer block; exactly one commit on its base changing exactly one entry,
     its target, to a regular file (mode 100644: no symlink, executable or gitlink); the
-    target ``<wiki root>/queries/<slug>.md``, through no ``.git`` or other hidden folder.
-    Returns None when the candidate is a plain query page. A multi-file kind
-    (``compile/1``) is held to the same rules for each file it lists
-    (:func:`_validate_files`); ``project_prefix`` names the project folder whose
-    ``sources/`` no candidate may write (None: the wiki root's parent rules are enough)."""
+    target ``<wiki root>/queries/<slug>.md``, through no ``.git`` or other hidden folder;
+    the page it writes acceptable (:func:`blob_problem`: the one acceptance rule, fully
+    checkable within ``max_bytes``, no control or bidi characters). Returns None when the
+    candidate passes. A multi-file kind (``compile/1``) is held to the same rules for each
+    file it lists (:func:`_validate_files`); ``project_prefix`` names the project folder
+    whose ``sources/`` no candidate may write (None: the wiki root's parent rules are enough)."""
     t = candidate.trailers
     if t is None or candidate.notes:
         return Malformed("malformed", f"candidate {candidate.id} has a malformed trailer block "
@@ -216,7 +236,7 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
     if t.kind not in KINDS:
         return Malformed("malformed", f"candidate kind {t.kind!r} is not one of {', '.join(KINDS)}")
     if t.kind in MULTI_KINDS:
-        return _validate_files(git, candidate, t, wiki_root, project_prefix)
+        return _validate_files(git, candidate, t, wiki_root, project_prefix, max_bytes)
     page_edit = t.kind == PAGE_KIND
     problem = (page_target_problem if page_edit else target_problem)(t.target, wiki_root)
     if problem is not None:
@@ -229,7 +249,7 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
     if paths != [t.target]:
         return Malformed("touches-other-files", f"candidate {candidate.id} must change exactly {t.target}, "
                                                 f"but changes: {', '.join(map(repr, paths)) or 'nothing'}")
-    mode, _blob, status, _path = changes[0]
+    mode, blob, status, _path = changes[0]
     if status.startswith("D"):
         if page_edit:
             return None  # a deletion candidate: no blob at the target
@@ -237,7 +257,8 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
     if mode != REGULAR:
         return Malformed("not-a-regular-file", f"candidate {candidate.id} makes {t.target} {_MODES.get(mode, f'mode {mode}')}; "
                                                "only a regular file (mode 100644) can be approved; reject it")
-    return None
+    why = blob_problem(git, blob, max_bytes=max_bytes)
+    return None if why is None else unchecked(candidate.id, t.target, why)
 
 
 _MODES = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)", "040000": "a folder",
@@ -254,11 +275,12 @@ def _not_one_commit(git: Git, candidate: Candidate, t: Trailers) -> Malformed | 
 
 
 def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
-                    project_prefix: str | None) -> Malformed | None:
+                    project_prefix: str | None, max_bytes: int) -> Malformed | None:
     """The structural check of a multi-file candidate: one commit on its base changing
     exactly the files its trailers list, each a ``.md`` page under the wiki root (not the
     generated index or journal, not in ``sources/``, through no hidden folder) that becomes a
-    regular file (mode 100644) -- or is deleted, where its body digest says ``absent``."""
+    regular file (mode 100644) passing the one acceptance rule (:func:`blob_problem`) -- or
+    is deleted, where its body digest says ``absent``."""
     cid = candidate.id
     for f in t.files:
         if t.retracts is not None and f.target == t.retracts:  # the one source a retraction deletes
@@ -284,7 +306,7 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
         return Malformed("touches-other-files", f"candidate {cid} must change exactly the {len(listed)} file(s) its "
                                                 f"trailers list ({what})")
     for f in t.files:
-        old_mode, mode, _blob, status, _path = changes[f.target]
+        old_mode, mode, blob, status, _path = changes[f.target]
         if f.target == t.retracts and not (status.startswith("D") and old_mode in SOURCE_MODES):
             return Malformed("not-a-regular-file", f"candidate {cid} must delete the source {f.target}, a regular file "
                                                    f"at its base ({_MODES.get(old_mode, f'mode {old_mode}')} there, "
@@ -295,6 +317,9 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
         if not status.startswith("D") and mode != REGULAR:
             return Malformed("not-a-regular-file", f"candidate {cid} makes {f.target} {_MODES.get(mode, f'mode {mode}')}; "
                                                    "only a regular file (mode 100644) can be approved; reject it")
+        why = None if status.startswith("D") else blob_problem(git, blob, max_bytes=max_bytes)
+        if why is not None:
+            return unchecked(cid, f.target, why)
     return None
 
 

@@ -3,16 +3,18 @@ wiki as it will be after the write, then one git commit touching only the writte
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DATA_ERRORS
+from .. import confine
+from ..errors import DATA_ERRORS, PathRefused, WriteRefused
+from ..git import Git
 from ..gitstore.commits import current_branch
 from ..gitstore.transaction import Intent, check_worktree
 from ..wiki.citations import BROKEN, PENDING, Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki
+from ..wiki.pages import MAX_PAGE_BYTES
 from .document import log_entry, now_iso, page_list, query_slug, render_page
 from .write import Site, commit_and_move, locked
 
@@ -22,7 +24,7 @@ PROPOSAL = "proposal"
 
 @dataclass
 class Refusal:
-    code: str  # broken | pending | unavailable | profile-disabled
+    code: str  # broken | pending | unavailable | profile-disabled | hand-written
     targets: list[str]
     message: str
 
@@ -43,8 +45,8 @@ def profile_refusal(state_dir: Path) -> Refusal | None:
     if not path.is_file():
         return None
     try:
-        profile = json.loads(path.read_text(encoding="utf-8")).get("profileId", "default")
-    except (OSError, ValueError, AttributeError):
+        profile = confine.read_json(path, max_bytes=1024 * 1024, name="profile.json").get("profileId", "default")
+    except (PathRefused, ValueError, AttributeError):
         profile = "unknown"
     if profile == "default":
         return None
@@ -81,6 +83,27 @@ def target_path(wiki: Wiki, slug: str) -> str:
     return f"{wiki.root_dir}/queries/{slug}.md" if wiki.root_dir else f"queries/{slug}.md"
 
 
+def hand_written_problem(git: Git, rev: str | None, path: str) -> str | None:
+    """Why an answer may not be written to ``path``: a page is there at ``rev`` that is not a
+    saved answer (its frontmatter has no ``type: query``) -- someone wrote it by hand, and a
+    save or an approved answer must never silently replace it. None: absent, or an answer."""
+    if rev is None:
+        return None
+    blob = git.run("rev-parse", "--verify", "--quiet", f"{rev}:{path}", check=False).decode().strip()
+    if not blob:
+        return None
+    from ..wiki.frontmatter import parse
+
+    text = git.run("cat-file", "blob", blob)[:MAX_PAGE_BYTES].decode("utf-8", "replace")
+    if parse(text).data.get("type") == "query":
+        return None
+    return (f"{path} is a page someone wrote, not a saved answer (its frontmatter has no `type: query`); "
+            "an answer never replaces it")
+
+
+HAND_WRITTEN_HINT = "ask in other words (the page name comes from the question), or rename or move that page first"
+
+
 def precheck(site: Site, question: str) -> None:
     """Refuse a save before any answer is generated (and paid for) when the page it would
     write has uncommitted edits; repeated under the lock by :func:`publish`. Under the lock
@@ -95,6 +118,9 @@ def precheck(site: Site, question: str) -> None:
             return
         head = git.rev_parse("HEAD")
         check_worktree(git, Intent("", head, head or "", "save", [path]))
+        problem = hand_written_problem(git, head, path)
+        if problem is not None:
+            raise WriteRefused(f"refusing to save: {problem}; nothing was changed", hint=HAND_WRITTEN_HINT)
 
 
 def publish(
@@ -124,6 +150,9 @@ def publish(
         refusal = policy_refusal(citations, error, DIRECT)
         if refusal is not None:
             return refusal
+        problem = hand_written_problem(git, head, path)
+        if problem is not None:
+            return Refusal("hand-written", [path], f"Answer publication refused: {problem}; {HAND_WRITTEN_HINT}")
         first = " ".join(question.split())
         message = f"llmwiki: save query \"{first[:60]}{'…' if len(first) > 60 else ''}\"\n\nQuestion: {first}\nPage: {path}\n"
         entry = log_entry("query", question, [f"Saved: [[{slug}]]", f"Pages: {page_list(page_ids)}"])

@@ -13,7 +13,7 @@ from typing import Protocol
 from ..git import Git
 from ..gitstore.commits import build_commit, move_branch
 from ..gitstore.lock import repository_lock
-from ..gitstore.transaction import pending, recover, write_atomic
+from ..gitstore.transaction import pending, recover
 from ..wiki.indexpage import entries_of, render, same_content
 from ..wiki.model import Wiki
 from ..wiki import generated as G
@@ -109,7 +109,7 @@ def generated_files(site: Site, tree: str | None, head: str | None, entry: str,
 def finish_local(gen: G.Generated, index_text: str, entry: str) -> None:
     """llmwiki's own copies in the state folder, where the user owns the committed files."""
     if gen.index_rel is None:
-        write_atomic(gen.local_index, index_text.encode("utf-8"))
+        G.write_state_file(gen.local_index, index_text.encode("utf-8"))
     if gen.log_rel is None:
         G.write_local_log(gen.local_log, entry)
 

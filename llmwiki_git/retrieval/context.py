@@ -18,7 +18,7 @@ from ..wiki import frontmatter
 from ..wiki.provenance import claims
 from ..wiki.slug import slugify
 from . import sources as src
-from .chunking import content_hash, split_into_chunks
+from .chunking import live_chunks
 from .lexical import tokenize
 from .search import SearchResult
 from .store import PageEntry, Store
@@ -105,7 +105,7 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
             continue
         meta = frontmatter.parse(live.text)
         body = live.text[meta.body_offset :]
-        live_hashes = {content_hash(f"{entry.title}\n\n{c.text}"): c.text for c in split_into_chunks(body)}
+        live_hashes = live_chunks(entry.title, meta.data, body)
         page_warnings: list[dict[str, str]] = []
         chunks = []
         for hit in hits_by_page.get(page_id, []):

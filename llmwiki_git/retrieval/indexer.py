@@ -17,8 +17,9 @@ from ..wiki.model import Page, Wiki
 from ..wiki.slug import parse_target
 from ..wiki.pages import decode
 from ..wiki.snapshots import SourceFile
+from ..wiki.titles import page_description, page_properties, page_title, property_list
 from . import store as store_mod
-from .chunking import content_hash, embedding_input, path_words, readable_text, split_into_chunks
+from .chunking import chunk_key, content_hash, embedding_input, path_words, readable_text, split_into_chunks
 from .chunking import store_fingerprint
 from .embedders import Embedder
 from .lexical import FIELD_WEIGHTS, LEXICAL_DIR, Document, LexicalIndex
@@ -33,7 +34,7 @@ class IndexedPage:
     blob: str
     title: str
     summary: str
-    texts: tuple[str, ...]  # title + chunk: each chunk's identity (its hash) in the store
+    texts: tuple[str, ...]  # chunking.chunk_key: each chunk's identity (its hash) in the store
     links: tuple[str, ...] = ()
     dangling: tuple[str, ...] = ()
     embedded: tuple[str, ...] = ()  # what is embedded, per chunk (chunking.embedding_input)
@@ -49,16 +50,6 @@ class IndexSummary:
     seconds: float
     backend: str
     notes: tuple[str, ...] = ()
-
-
-def page_title(meta: frontmatter.Frontmatter, body: str, stem: str) -> str:
-    title = meta.data.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    for line in body.splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()
-    return stem
 
 
 def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPage], dict[str, str]]:
@@ -81,26 +72,21 @@ def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPa
             continue
         meta = frontmatter.parse(text)
         body = text[meta.body_offset :]
-        title = page_title(meta, body, page.stem)
+        title = page_title(meta.data, body, page.stem)
         summary = meta.data.get("summary")
         chunks = split_into_chunks(body)
-        texts = tuple(f"{title}\n\n{c.text}" for c in chunks)
+        about = page_description(meta.data, body)
+        texts = tuple(chunk_key(title, about if c.index == 0 else "", c.text) for c in chunks)
         links, dangling = _graph(wiki, page)
-        names = "\n".join((title, *page.scan.aliases))
-        about = "\n".join(_descriptions(meta))
+        properties = page_properties(body) if "::" in body else {}
+        names = "\n".join((title, *page.scan.aliases, *property_list(properties.get("alias", ""))))
         readable = [readable_text(c.text) for c in chunks]
         where = path_words(page.path)
         lexical = tuple(lexical_fields(names, about, where, text) for text in readable)
+        embedded = tuple(embedding_input(title, text, about if i == 0 else "") for i, text in enumerate(readable))
         pages.append(IndexedPage(page.id, page.path, page.blob or "", title,
-                                 summary if isinstance(summary, str) else "", texts, links, dangling,
-                                 tuple(embedding_input(title, text) for text in readable), lexical))
+                                 summary if isinstance(summary, str) else "", texts, links, dangling, embedded, lexical))
     return pages, skipped
-
-
-def _descriptions(meta: frontmatter.Frontmatter) -> list[str]:
-    """The page's own one-line descriptions in its frontmatter (``summary``, ``description``,
-    Dendron's ``desc``): they say what the page is about, as a title does."""
-    return [v for k in ("summary", "description", "desc") if isinstance(v := meta.data.get(k), str) and v.strip()]
 
 
 def lexical_fields(names: str, about: str, where: str, readable: str) -> Document:
@@ -114,8 +100,12 @@ def lexical_fields(names: str, about: str, where: str, readable: str) -> Documen
 def _graph(wiki: Wiki, page: Page) -> tuple[tuple[str, ...], tuple[str, ...]]:
     links: dict[str, None] = {}
     dangling: dict[str, None] = {}
-    for occ in page.scan.links:
-        target = parse_target(occ.target)
+    seen: set[str] = set()
+    for occ in page.scan.raw_links:  # field tuples of `Occurrence`: [3] is the target
+        if occ[3] in seen:
+            continue  # a repeated link is resolved once (a page of 700,000 links: one lookup each)
+        seen.add(occ[3])
+        target = parse_target(occ[3])
         if target.is_self_anchor or target.is_empty:
             continue
         found = wiki.resolve(target)

@@ -58,7 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LexicalIndexError
+from .. import confine
+from ..errors import LexicalIndexError, PathRefused
 
 __all__ = [
     "B",
@@ -751,11 +752,11 @@ class LexicalIndex:
         where = f"lexical index {folder}"
         if not folder.is_dir():
             raise LexicalIndexError(f"{where}: not found (build the index first)")
-        try:
-            meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise LexicalIndexError(f"{where}: {META_FILE} is missing (incomplete index)") from None
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+        if not (folder / META_FILE).exists():
+            raise LexicalIndexError(f"{where}: {META_FILE} is missing (incomplete index)")
+        try:  # non-blocking, size-capped, bounded depth: a FIFO or a hostile file is corrupt, not a hang
+            meta = confine.read_json(folder / META_FILE, name=META_FILE)
+        except (PathRefused, ValueError) as exc:
             raise LexicalIndexError(f"{where}: {META_FILE} is unreadable or corrupt ({exc})") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise LexicalIndexError(f"{where}: {META_FILE} is not a {FORMAT} index")

@@ -141,6 +141,7 @@ class PageTable(Sequence[PageEntry]):
         self._starts: dict[str, np.ndarray] = {}
         self._positions: dict[str, int] | None = None
         self._owner: list[int] | None = None
+        self._owner_array: np.ndarray | None = None
 
     @classmethod
     def decode(cls, sections: Mapping[str, memoryview]) -> PageTable:
@@ -241,6 +242,12 @@ class PageTable(Sequence[PageEntry]):
     def row_owner(self) -> list[int]:
         """Position of the page owning every row (built once)."""
         if self._owner is None:
+            self._owner = self.owner_array().tolist()
+        return self._owner
+
+    def owner_array(self) -> np.ndarray:
+        """:meth:`row_owner` as an int64 array (built once; searching takes it whole)."""
+        if self._owner_array is None:
             counts, first = self.hash_counts(), self.first_rows()
             rows = int(counts.sum())
             owner = np.zeros(rows, dtype=np.int64)
@@ -248,8 +255,8 @@ class PageTable(Sequence[PageEntry]):
                 # row of item k of page p: first[p] + (k - start[p])
                 at = np.repeat(first - _starts(counts)[:-1], counts) + np.arange(rows, dtype=np.int64)
                 owner[at] = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-            self._owner = owner.tolist()
-        return self._owner
+            self._owner_array = owner
+        return self._owner_array
 
     def linking_to(self, targets: set[str]) -> dict[str, list[str]]:
         """Pages whose links name each of ``targets``, in store order (each page once)."""

@@ -4,10 +4,15 @@ Modes (``LLMWIKI_RETRIEVAL`` or ``mode=``), chosen by measured recall on labelle
 questions (docs/embeddings.md):
 
 * ``rrf``    reciprocal-rank fusion of the cosine and BM25 rankings — default. Pages are
-             fused by their rank in each list (a page ranks where its best chunk does), the
-             BM25 list weighted 1.5 to 1, k = 20; chunks are fused the same way;
+             fused by their rank in each list, weighted :data:`LEXICAL_WEIGHT` for BM25,
+             k = :data:`RRF_K`; chunks are fused the same way;
 * ``rerank`` the reference tool's shape: cosine top 30, reordered by bm25 + 0.5 x cosine;
 * ``cosine`` dense only; ``bm25`` lexical only.
+
+A page's place in a list comes from its chunks (:class:`Aggregation`): its best chunk, less
+a length penalty, so that a long page (a changelog that mentions everything once) does not
+rank high on every question just because it has many chances. Chosen leave-one-wiki-out on
+four wikis (docs/embeddings.md).
 
 With no vectors (the fast option, or a failed query embedding) every mode is ``bm25``.
 """
@@ -28,11 +33,49 @@ DEFAULT_MODE = "rrf"
 CHUNK_TOP_K = 30
 RERANK_KEEP = 12
 PAGE_LIMIT = 5
-RRF_K = 20
-#: The BM25 list's weight in the fusion (the cosine list's is 1): lexical ranking alone is
-#: the stronger of the two on the labelled questions (docs/embeddings.md).
-LEXICAL_WEIGHT = 1.5
+#: RRF's k and the BM25 list's weight in the fusion (the cosine list's is 1), chosen
+#: leave-one-wiki-out with the page aggregations below (docs/embeddings.md).
+RRF_K = 10
+LEXICAL_WEIGHT = 1.0
 FUSION_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """How a page's score in one list comes from its chunks' scores: ``max`` is its best
+    chunk's score; ``length`` makes a long page pay for its many chances to match, ``s - p
+    ln n`` for a best cosine ``s`` and ``s n^-p`` for a best BM25 score ``s``, with ``n`` the
+    page's chunks. Neither lets a page gain by having more chunks."""
+
+    kind: str = "max"
+    param: float = 0.0
+
+
+#: How pages are scored in the cosine and the BM25 list of the fusion, and in the BM25 list
+#: alone (the fast option), chosen leave-one-wiki-out (docs/embeddings.md). The cosine
+#: penalty: a 160-chunk changelog loses 0.10 of cosine, a 5-chunk page 0.03.
+DENSE_AGGREGATION = Aggregation("length", 0.02)
+LEXICAL_AGGREGATION = Aggregation("length", 0.05)
+LEXICAL_ONLY_AGGREGATION = Aggregation()
+
+
+def page_scores(owner: np.ndarray, counts: np.ndarray, scores: np.ndarray, how: Aggregation,
+                *, dense: bool) -> np.ndarray:
+    """Every page's score in one list (``owner``: the page of each row; ``counts``: each
+    page's chunks). A page without a chunk scores -inf in the cosine list; a page without
+    any query term 0 in the BM25 list."""
+    best = np.full(counts.shape[0], -np.inf if dense else 0.0, dtype=np.float64)
+    if dense:
+        _max_by_page(best, owner, scores)
+    else:  # most chunks hold no query term: only the others can raise a page above 0
+        hit = np.flatnonzero(scores > 0)
+        _max_by_page(best, owner[hit], scores[hit])
+    if how.kind == "max":
+        return best
+    if how.kind != "length":
+        raise ValueError(f"unknown page aggregation {how.kind!r}")
+    ln = np.log(np.maximum(counts, 1))
+    return best - how.param * ln if dense else best * np.exp(-how.param * ln)
 
 
 @dataclass(frozen=True)
@@ -62,19 +105,42 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     return part[np.argsort(-scores[part], kind="stable")]
 
 
-def _fused_pages(n: int, owner: np.ndarray, cosine: np.ndarray, bm25: np.ndarray) -> np.ndarray:
+def _max_by_page(best: np.ndarray, owner: np.ndarray, scores: np.ndarray) -> None:
+    """``best[p] = max(best[p], scores of p's rows)``. Rows come page by page in a store, so
+    one ``reduceat`` over the runs does it (``maximum.at``, ~10x slower, otherwise)."""
+    if owner.size == 0:
+        return
+    if bool((owner[1:] >= owner[:-1]).all()):
+        starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+        pages = owner[starts]
+        best[pages] = np.maximum(best[pages], np.maximum.reduceat(scores, starts))
+    else:
+        np.maximum.at(best, owner, scores)
+
+
+def _first_pages(scores: np.ndarray, limit: int) -> np.ndarray:
+    """The ``limit`` best pages by ``scores``, ties in page order (as a stable sort of all
+    of them would give), without sorting every page."""
+    if limit <= 0 or scores.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if limit >= scores.size:
+        return np.argsort(-scores, kind="stable")
+    kth = np.partition(scores, scores.size - limit)[scores.size - limit]
+    candidates = np.flatnonzero(scores >= kth)  # every page tied with the last one kept
+    return candidates[np.argsort(-scores[candidates], kind="stable")][:limit]
+
+
+def _fused_pages(owner: np.ndarray, counts: np.ndarray, cosine: np.ndarray, bm25: np.ndarray) -> np.ndarray:
     """Reciprocal-rank fusion of pages: each page ranks, in the cosine and in the BM25 list,
-    where its best chunk ranks (max aggregation: better than sums of chunk scores, docs/embeddings.md);
-    pages without any query term are left out of the BM25 list."""
-    best_cosine = np.full(n, -np.inf, dtype=np.float32)
-    np.maximum.at(best_cosine, owner, cosine)
-    best_bm25 = np.zeros(n, dtype=np.float32)
-    np.maximum.at(best_bm25, owner, bm25)
+    by its :func:`page_scores`; pages without any query term are left out of the BM25 list."""
+    n = counts.shape[0]
+    dense_scores = page_scores(owner, counts, cosine, DENSE_AGGREGATION, dense=True)
+    lexical_scores = page_scores(owner, counts, bm25, LEXICAL_AGGREGATION, dense=False)
     fused = np.zeros(n, dtype=np.float64)
-    dense = np.argsort(-best_cosine, kind="stable")
+    dense = np.argsort(-dense_scores, kind="stable")
     fused[dense] += 1.0 / (RRF_K + 1 + np.arange(n))
-    lexical = np.argsort(-best_bm25, kind="stable")
-    lexical = lexical[best_bm25[lexical] > 0]
+    lexical = np.argsort(-lexical_scores, kind="stable")
+    lexical = lexical[lexical_scores[lexical] > 0]
     fused[lexical] += LEXICAL_WEIGHT / (RRF_K + 1 + np.arange(len(lexical)))
     return fused
 
@@ -122,15 +188,20 @@ def search(
     bm25 = lexical.scores(question) if lexical is not None else np.zeros(rows, dtype=np.float32)
     if cosine is None:
         mode = "bm25"
+    owners = store.owner_array()
+    by_page: np.ndarray | None = None  # page scores, when the mode ranks pages by their own
     if mode == "cosine":
         order = _top(cosine, keep)  # type: ignore[arg-type]
         scores = cosine[order]  # type: ignore[index]
         base = order
+        by_page = page_scores(owners, store.pages.hash_counts(), cosine, DENSE_AGGREGATION, dense=True)  # type: ignore[arg-type]
     elif mode == "bm25":
         order = _top(bm25, keep)
         order = order[bm25[order] > 0]
         scores = bm25[order]
         base = order
+        by_page = page_scores(owners, store.pages.hash_counts(), bm25, LEXICAL_ONLY_AGGREGATION, dense=False)
+        by_page[by_page <= 0] = -np.inf  # no query term: not a match at all
     elif mode == "rerank":
         base = _top(cosine, CHUNK_TOP_K)  # type: ignore[arg-type]
         combined = bm25[base] + 0.5 * cosine[base]  # type: ignore[index]
@@ -148,12 +219,16 @@ def search(
         order = np.array([r for r, _ in ranked], dtype=np.int64)
         scores = np.array([s for _, s in ranked], dtype=np.float32)
         base = dense
-        owners = np.asarray(owner, dtype=np.int64)
-        page_scores = _fused_pages(len(store.pages), owners, cosine, bm25)  # type: ignore[arg-type]
-        top_pages = np.argsort(-page_scores, kind="stable")[:max_pages]
+        by_page = _fused_pages(owners, store.pages.hash_counts(), cosine, bm25)  # type: ignore[arg-type]
+        by_page[by_page <= 0] = -np.inf
+    top_pages = np.zeros(0, dtype=np.int64)
+    if by_page is not None:
+        top_pages = _first_pages(by_page, max_pages)
+        top_pages = top_pages[np.isfinite(by_page[top_pages])]
         kept = set(order.tolist())
-        missing = [row for row in _best_rows(owners, cosine, bm25, top_pages) if row not in kept]  # type: ignore[arg-type]
-        if missing:
+        dense_scores = cosine if cosine is not None else np.zeros(rows, dtype=np.float32)
+        missing = [row for row in _best_rows(owners, dense_scores, bm25, top_pages) if row not in kept]
+        if missing:  # every ranked page brings at least its best chunk
             order = np.concatenate([order, np.array(missing, dtype=np.int64)])
             scores = np.concatenate([scores, np.zeros(len(missing), dtype=np.float32)])
     reranked = bool(len(order) and not np.array_equal(order[: len(base)], base[: len(order)]))
@@ -162,9 +237,9 @@ def search(
     for row, score in zip(order.tolist(), scores.tolist()):
         hits.append(ChunkHit(row, table.page_id(owner[row]), row - table.first_row(owner[row]), float(score),
                              None if cosine is None else float(cosine[row]), float(bm25[row])))
-    if mode == "rrf":
-        by_page = [(table.page_id(i), float(page_scores[i])) for i in top_pages.tolist() if page_scores[i] > 0]
-        return SearchResult(hits, by_page, mode, reranked, warnings)
+    if by_page is not None:
+        return SearchResult(hits, [(table.page_id(i), float(by_page[i])) for i in top_pages.tolist()], mode,
+                            reranked, warnings)
     pages: list[tuple[str, float]] = []
     seen: set[str] = set()
     for hit in hits:

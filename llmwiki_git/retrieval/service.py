@@ -160,7 +160,7 @@ class Retrieval:
         sweep_temp_files(path.parent, [])  # left by a killed writer (we hold the lock)
         if path.is_file() and same_content(path.read_text(encoding="utf-8", errors="replace"), text):
             return None
-        write_atomic(path, text.encode("utf-8"))
+        write_atomic(path, text.encode("utf-8"), root=self.root)
         return rel
 
     # -- reading --------------------------------------------------------------------------

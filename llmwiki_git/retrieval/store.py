@@ -87,6 +87,10 @@ class Store:
         """Index into ``pages`` for every row (built once)."""
         return self.pages.row_owner()
 
+    def owner_array(self) -> np.ndarray:
+        """:meth:`row_owner` as an int64 array (built once)."""
+        return self.pages.owner_array()
+
     def by_id(self) -> Mapping[str, PageEntry]:
         """Page id -> entry (the id table is built once per store; entries on demand)."""
         return EntriesById(self.pages)
@@ -122,21 +126,10 @@ class Store:
 
 
 def _atomic_write(path: Path, write: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Replace the state file ``path`` as a whole (confinement's one write: never through a
+    symlink from the project folder down), after moving a non-file at its place aside."""
     _clear_non_file(path)
-    import tempfile  # writers only: a read imports neither this nor secrets
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    confine.replace_with(path.parent.parent, f"{path.parent.name}/{path.name}", write)
 
 
 def _clear_non_file(path: Path) -> None:
@@ -221,7 +214,7 @@ def add_skipped(folder: Path, entries: dict[str, str]) -> None:
     """Record pages that are not evidence (a generated file written after the store was
     built) in ``embeddings.json``, leaving the vectors alone."""
     store = load(folder)
-    meta = json.loads((folder / JSON_NAME).read_bytes())
+    meta = confine.read_json(folder / JSON_NAME, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}")
     meta["skipped"] = {**(meta.get("skipped") or {}), **entries}
     _write_meta(folder, meta, store.pages)
 
@@ -291,7 +284,7 @@ def _read_sidecar(folder: Path) -> tuple[dict[str, Any], PageTable] | None:
     if magic != SIDE_MAGIC or stamp != json_now or body_digest != hashlib.sha256(body).digest():
         return None
     try:
-        head = json.loads(bytes(body[:head_size]))
+        head = confine.load_json(bytes(body[:head_size]), name=f".llmwiki/{SIDE_NAME}")
         meta, offset, sections = head["meta"], head_size, {}
         for name, size in head["sections"]:
             sections[name] = body[offset : offset + size]
@@ -360,7 +353,7 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
 def _parse_json(raw: bytes) -> tuple[Any, PageTable, str | None]:
     """The metadata, page table and shape problem (None: none) of ``embeddings.json``."""
     try:
-        meta = json.loads(raw)
+        meta = confine.load_json(raw, name=f".llmwiki/{JSON_NAME}")
     except ValueError as exc:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt") from exc
     if not isinstance(meta, dict) or meta.get("version") != VERSION:
@@ -448,10 +441,9 @@ def stored_dimensions(folder: Path) -> int:
     """The vector width the store in ``folder`` holds, from the 32-byte header of its vectors
     file alone (0: no store, a lexical-only one, or a file that is not ours). A hint for
     starting the model early, never a check: `load` validates everything."""
-    try:
-        with open(folder / BIN_NAME, "rb") as handle:
-            magic, _token, rows, dims = HEADER.unpack(handle.read(HEADER.size))
-    except (OSError, struct.error):
+    try:  # non-blocking: a FIFO in its place is refused at once, never waited on
+        magic, _token, rows, dims = HEADER.unpack(confine.read_head(folder / BIN_NAME, HEADER.size))
+    except (PathRefused, struct.error):
         return 0
     return int(dims) if magic == MAGIC and rows else 0
 
@@ -463,16 +455,18 @@ def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarr
         if not stat.S_ISREG(info.st_mode):
             raise StoreError(f".llmwiki/{BIN_NAME} is not a regular file", "embedding-store-corrupt")
         size = info.st_size
-        with open(bin_path, "rb") as handle:
-            magic, bin_token, bin_rows, bin_dims = HEADER.unpack(handle.read(HEADER.size))
+        magic, bin_token, bin_rows, bin_dims = HEADER.unpack(confine.read_head(bin_path, HEADER.size))
     except FileNotFoundError:
         raise StoreError(f".llmwiki/{BIN_NAME} is missing", "embedding-store-corrupt") from None
+    except PathRefused as exc:
+        raise StoreError(f".llmwiki/{BIN_NAME}: {exc.reason}", "embedding-store-corrupt") from exc
     except (OSError, struct.error) as exc:
         raise StoreError(f".llmwiki/{BIN_NAME} is unreadable ({exc})", "embedding-store-corrupt") from exc
     if magic != MAGIC or bin_token != token or (bin_rows, bin_dims) != (rows, dims):
         raise StoreError(f".llmwiki/{BIN_NAME} does not belong to .llmwiki/{JSON_NAME}", "embedding-store-corrupt")
     if size != expected:
-        raise StoreError(f".llmwiki/{BIN_NAME} is truncated ({size} of {expected} bytes)", "embedding-store-corrupt")
+        what = "truncated" if size < expected else "longer than its header says"
+        raise StoreError(f".llmwiki/{BIN_NAME} is {what} ({size} bytes, {expected} expected)", "embedding-store-corrupt")
     if rows == 0:
         return np.zeros((0, dims), dtype="<f4")
     return np.memmap(bin_path, dtype="<f4", mode="r", offset=HEADER.size, shape=(rows, dims))

@@ -11,13 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DATA_ERRORS, ApprovalRefused, LlmwikiError
+from ..errors import DATA_ERRORS, ApprovalRefused, GitLockHeld, LlmwikiError
 from ..git import Git
 from ..gitstore.commits import build_commit, current_branch
+from ..gitstore.transaction import held_git_locks
 from ..publication.trailers import ABSENT, MULTI_KINDS, PAGE_KIND, REPLAYED
 from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
-from ..publication.save import body_of, policy_refusal
+from ..publication.save import body_of, hand_written_problem, policy_refusal
 from .filespolicy import evaluate_files
 from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome, precondition_of, three_way
 from .project import ReviewProject
@@ -30,7 +31,7 @@ RESTAGE = "regenerate and restage the answer with `llmwiki query \"…\" --save 
 @dataclass
 class Verdict:
     ok: bool
-    code: str  # ok | malformed | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable | not-checkable (a compile run)
+    code: str  # ok | malformed | bad-target | not-a-regular-file | unchecked-page | hand-written | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable
     message: str
     candidate: Candidate
     tip: str | None = None
@@ -69,7 +70,8 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
         tip_wiki = ws.wiki(tip) if tip is not None else None
     except LlmwikiError:  # judged below as "validation unavailable"
         tip_wiki = None
-    malformed = validate(git, candidate, (tip_wiki or ws.wiki("worktree")).root_dir, ws.project_prefix)
+    malformed = validate(git, candidate, (tip_wiki or ws.wiki("worktree")).root_dir, ws.project_prefix,
+                         max_bytes=ws.settings.max_page_mb * 1024 * 1024)
     if malformed is not None:
         extra = f": {RESTAGE}" if malformed.code == "not-single-commit" else ""
         return refuse(malformed.code, malformed.message + extra)
@@ -96,6 +98,9 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
     if at_tip != at_base:
         code, what = _moved(at_base, at_tip)
         return refuse(code, f"{t.target} {what} since {candidate_id} was staged; {RESTAGE}")
+    problem = hand_written_problem(git, tip, t.target)
+    if problem is not None:  # a forged precondition naming a hand-written page
+        return refuse("hand-written", f"Approval of {candidate_id} refused: {problem}; reject it")
     try:
         after = (tip_wiki or ws.wiki(tip)).with_page(t.target, document.decode("utf-8"))
         citations, error = citation_report(body_of(document.decode("utf-8")), after, pending), None
@@ -206,6 +211,9 @@ def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingI
     tip = git.rev_parse(ref)
     landed = _on_branch(git, candidate, tip)
     if landed is not None and candidate.trailers is not None:  # a re-run after an interrupted approval
+        held = held_git_locks(git, [f"{candidate.ref}.lock", "packed-refs.lock"])
+        if held:
+            raise GitLockHeld(held, f"approval of {candidate_id}")
         git.run("update-ref", "-m", f"llmwiki: approved {candidate_id}", "-d", candidate.ref, candidate.commit)
         return Approved(candidate_id, landed, landed != candidate.commit, tip or landed, candidate.trailers.target, True,
                         tuple(f.target for f in candidate.trailers.files))

@@ -19,7 +19,7 @@ from ..publication.trailers import ABSENT, COMPILE_KIND, RETRACT_KIND
 from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome_many, \
     precondition_of, three_way
 from .project import ReviewProject
-from .stagefiles import acceptance_problem
+from ..wiki.pages import acceptance_problem
 
 #: How to make a refused run anew, by kind (a kind added to MULTI_KINDS says its own).
 RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate",
@@ -54,9 +54,9 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
             return refuse("candidate-edited", f"candidate-edited: {f.target} of {cid} no longer matches its digest; "
                                               f"{restage}")
         if data is not None:
-            bad = acceptance_problem(data, limit)
+            bad = acceptance_problem(data, limit)  # validate() refused it already; kept for direct callers
             if bad is not None:
-                return refuse("not-checkable", f"candidate {cid}: {f.target} cannot be accepted: {bad}; reject it")
+                return refuse("unchecked-page", f"candidate {cid}: {f.target} is not fully checkable: {bad}; reject it")
         try:
             started = blob_of_precondition(f.precondition)
         except LlmwikiError as exc:

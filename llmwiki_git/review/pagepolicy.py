@@ -19,18 +19,7 @@ from ..problems import Problem
 from ..publication.trailers import ABSENT
 from .project import ReviewProject
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-
-
-def content_problem(document: str) -> str | None:
-    """Why ``document`` cannot be a page: NUL bytes and terminal control characters (escape
-    sequences) are refused; tab, newline and carriage return are fine."""
-    found = _CONTROL.search(document)
-    if found is None:
-        return None
-    line = document.count("\n", 0, found.start()) + 1
-    return f"the page has a control character {found.group()!r} on line {line} (NUL bytes and escape sequences are refused)"
 
 
 def blob_at(git: Git, rev: str, path: str) -> str | None:

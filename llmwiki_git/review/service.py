@@ -16,8 +16,9 @@ from .approve import Approved, Verdict, approve, evaluate
 from .project import ReviewProject
 
 
-REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file"})
-"""Verdict codes meaning the candidate is not a plain query page (listed as malformed)."""
+REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file",
+                            "unchecked-page"})
+"""Verdict codes meaning the candidate can never be approved as it is (listed as malformed)."""
 
 
 def _status(citations: list[Any] | None) -> str:
@@ -67,16 +68,18 @@ class CandidateView:
     diff: str
     verdict: Verdict
     pages: list[dict[str, Any]] = field(default_factory=list)  # a multi-file run: each page with its own diff
+    title: str | None = None  # the target page's title as the candidate leaves it (None: it deletes the page)
 
     def metadata(self) -> dict[str, str | None]:
-        """The candidate's branch, commit, trailer values and question, in display order."""
+        """The candidate's branch, commit, trailer values, the target's title and the
+        question, in display order."""
         c, t = self.candidate, self.candidate.trailers
         if t is not None and t.kind in MULTI_KINDS:  # each page's target, precondition and digest: `pages`
             return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind, "commit": c.commit,
                     "target": plural(len(t.files), "page"), "precondition": None, "bodyDigest": None, "base": t.base,
                     "question": None}
         return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind if t else None, "commit": c.commit,
-                "target": t.target if t else None, "precondition": t.precondition if t else None,
+                "target": t.target if t else None, "title": self.title, "precondition": t.precondition if t else None,
                 "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": self.question}
 
     def provenance(self) -> dict[str, Any]:
@@ -143,17 +146,39 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
         pages = _pages(git, candidate, verdict.tip)
         diff = diff or "".join(p["diff"] for p in pages)
     elif t is not None and verdict.tip and not diff:
-        diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
-                       check=False).decode("utf-8", "replace")
+        limit = ws.settings.max_page_mb * 1024 * 1024
+        size = git.run("cat-file", "-s", f"{candidate.commit}:{t.target}", check=False).decode().strip()
+        if size.isdigit() and int(size) > limit:  # a forged 40 MB page is not printed
+            diff = f"(no diff: {t.target} is {int(size):,} bytes, over the {ws.settings.max_page_mb} MB page limit)\n"
+        else:
+            diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
+                           check=False).decode("utf-8", "replace")
     question = ""
     if t is None or t.kind == KIND:
         question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
-    return CandidateView(candidate, question, diff, verdict, pages)
+    title = _title_at(git, candidate.commit, t.target) if t is not None and t.kind not in MULTI_KINDS else None
+    return CandidateView(candidate, question, diff, verdict, pages, title)
+
+
+def _title_at(git: Any, commit: str, path: str) -> str | None:
+    """The title (by convention, ``wiki.titles``) of the page at ``path`` in ``commit``;
+    None when the commit has no such page."""
+    from ..wiki.frontmatter import parse
+    from ..wiki.pages import decode
+    from ..wiki.titles import page_title
+
+    data = git.run("cat-file", "-p", f"{commit}:{path}", check=False) if path.endswith(".md") else b""
+    text = decode(data)[0] if data else None
+    if text is None:
+        return None
+    meta = parse(text)
+    return page_title(meta.data, text[meta.body_offset:], path.rsplit("/", 1)[-1][:-3])
 
 
 def _pages(git: Any, candidate: Candidate, tip: str | None) -> list[dict[str, Any]]:
-    """Each page a multi-file candidate writes, in its trailers' order: target, precondition,
-    digest, and its diff against ``tip`` (against the candidate's base without a tip)."""
+    """Each page a multi-file candidate writes, in its trailers' order: target, its title as
+    the run leaves it, precondition, digest, and its diff against ``tip`` (against the
+    candidate's base without a tip)."""
     t = candidate.trailers
     assert t is not None
     against = tip or t.base
@@ -161,7 +186,8 @@ def _pages(git: Any, candidate: Candidate, tip: str | None) -> list[dict[str, An
     for f in t.files:
         diff = git.run("diff", "--no-color", "--no-ext-diff", against, candidate.commit, "--", f":(top,literal){f.target}",
                        check=False).decode("utf-8", "replace")
-        pages.append({"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest, "diff": diff})
+        pages.append({"target": f.target, "title": _title_at(git, candidate.commit, f.target),
+                      "precondition": f.precondition, "bodyDigest": f.body_digest, "diff": diff})
     return pages
 
 

@@ -10,7 +10,8 @@ from ..errors import DATA_ERRORS
 from ..publication.document import now_iso, query_slug, render_page
 from ..gitstore.commits import build_commit, current_branch
 from ..publication.write import Project, Site, locked
-from ..publication.save import PROPOSAL, Refusal, body_of, policy_refusal, target_path
+from ..publication.save import (HAND_WRITTEN_HINT, PROPOSAL, Refusal, body_of, hand_written_problem, policy_refusal,
+                                target_path)
 from ..wiki.citations import PendingIndex, citation_report
 from ..publication.trailers import ABSENT, KIND, Trailers, message as commit_message
 from ..publication.candidates import PREFIX, body_digest, new_id
@@ -55,6 +56,9 @@ def _stage(site: Site, question: str, slug: str, document: str, pending: Pending
         if refusal is not None:
             refusal.message = refusal.message.replace("publication", "staging")
             return refusal
+        problem = hand_written_problem(git, base, target)
+        if problem is not None:
+            return Refusal("hand-written", [target], f"Answer staging refused: {problem}; {HAND_WRITTEN_HINT}")
         old = git.run("rev-parse", "--verify", "--quiet", f"{base}:{target}", check=False).decode().strip()
         precondition = f"blob {old}" if old else ABSENT
         candidate_id = new_id(git, slug)

@@ -5,9 +5,10 @@ move can reuse it with a kind of its own.
 
 Every file is a ``.md`` page under the wiki root (never the generated index or journal,
 never in ``sources/``, never through a hidden folder) written as a regular file, and every
-page must pass :func:`acceptance_problem` -- the same rule at staging and at approval. The one
-exception: a retraction (``retraction/1``) deletes the source it retracts (``Recorded.retracts``),
-a regular file in ``sources/`` -- deleted, never written.
+page must pass :func:`~llmwiki_git.wiki.pages.acceptance_problem`, the one acceptance rule of
+every candidate kind -- the same at staging and at approval. The one exception: a retraction
+(``retraction/1``) deletes the source it retracts (``Recorded.retracts``), a regular file in
+``sources/`` -- deleted, never written.
 """
 
 from __future__ import annotations
@@ -24,23 +25,10 @@ from ..publication.candidates import PREFIX, SOURCE_MODES, body_digest, new_id, 
     source_target_problem
 from ..publication.trailers import ABSENT, FileTrailer, message as commit_message, with_files
 from ..publication.write import Site, locked
-from ..wiki.pages import uncheckable
+from ..wiki.pages import acceptance_problem  # the one acceptance rule (issue 22), re-exported
 from ..wiki.provenance import in_sources
-from .pagepolicy import blob_at, content_problem, precondition_of
+from .pagepolicy import blob_at, precondition_of
 from .project import ReviewProject
-
-
-def acceptance_problem(document: str | bytes, max_bytes: int) -> str | None:
-    """Why a page with this content cannot be accepted (None: it can): THE acceptance rule
-    of every page a multi-file candidate writes, at staging and at approval alike. A page
-    must be fully checkable -- within the size limit, UTF-8, no NUL, no control characters
-    -- exactly as the link checker's gate requires. (One place: the wiki-wide rule that
-    issue 22 introduces replaces this body.)"""
-    problem = uncheckable(document, max_bytes=max_bytes)
-    if problem is not None:
-        return problem
-    text = document.decode("utf-8") if isinstance(document, bytes) else document
-    return content_problem(text)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from ..publication.candidates import PREFIX, body_digest, new_id, page_target_pr
 from ..publication.write import Site, locked
 from ..wiki.provenance import in_sources, source_paths, sources_dir, stamp
 from ..wiki.slug import slugify
-from .pagepolicy import blob_at, blob_of_precondition, content_problem, precondition_of
+from ..wiki.pages import acceptance_problem
+from .pagepolicy import blob_at, blob_of_precondition, precondition_of
 from .project import ReviewProject
 from .stage import Staged
 
@@ -80,8 +81,9 @@ def stage_pages(ws: ReviewProject, edits: Sequence[PageEdit], note: Callable[[st
             if base is None:
                 raise UsageError("the branch has no commit yet", hint="commit the wiki first, then stage edits")
             root_dir = ws.wiki(base).root_dir
+            limit = ws.settings.max_page_mb * 1024 * 1024
             sourced = [_with_sources(git, base, ws.project_prefix, edit) for edit in edits]
-            planned = [(*_plan(git, Path(ws.root), base, root_dir, edit), pairs) for edit, pairs in sourced]
+            planned = [(*_plan(git, Path(ws.root), base, root_dir, edit, limit), pairs) for edit, pairs in sourced]
             return [_commit(git, base, edit, precondition, pairs) for edit, precondition, pairs in planned]
     finally:
         for text in site.notes:
@@ -102,7 +104,7 @@ def _with_sources(git: Git, base: str, project_prefix: str,
         tuple(pairs)
 
 
-def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit) -> tuple[PageEdit, str]:
+def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit, limit: int) -> tuple[PageEdit, str]:
     problem = page_target_problem(edit.target, root_dir)
     if problem is not None:
         raise UsageError(f"cannot stage {edit.target!r}: {problem}")
@@ -114,9 +116,11 @@ def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit) -> tupl
         if at_base is None:
             raise UsageError(f"cannot stage the deletion of {edit.target}: it is not in HEAD")
     else:
-        bad = content_problem(edit.document)
+        bad = acceptance_problem(edit.document, max_bytes=limit)  # the one acceptance rule, as approval applies it
         if bad is not None:
-            raise UsageError(f"cannot stage {edit.target}: {bad}", hint="remove the control characters and try again")
+            raise UsageError(f"cannot stage {edit.target}: {bad}",
+                             hint="a page must be fully checkable: UTF-8 within the size limit, without NUL bytes, "
+                                  "escape sequences or bidi overrides")
         if at_base is not None and git.run("cat-file", "blob", at_base) == edit.document.encode("utf-8"):
             raise UsageError(f"{edit.target} is unchanged from HEAD: nothing to stage")
     return edit, _started_from(git, base, edit.target, edit.started_from)

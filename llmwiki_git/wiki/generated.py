@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import confine
+from ..errors import PathRefused
 from ..git import Git
 from ..gitstore.transaction import write_atomic
 
@@ -120,16 +122,15 @@ def paths_for(git: Git | None, top: Path, state_dir: Path, head: str | None, *, 
 def notice(state_dir: Path, key: str, text: str) -> list[str]:
     """``[text]`` the first time ``key`` is noticed in this project, then ``[]``."""
     marker = state_dir / NOTICE
-    try:
-        seen = set(marker.read_text(encoding="utf-8").split())
-    except OSError:
+    try:  # non-blocking and size-capped: a FIFO or a huge file in its place is no notice record
+        seen = set(confine.read_file(marker, max_bytes=64 * 1024, name=NOTICE).decode("utf-8", "replace").split())
+    except PathRefused:
         seen = set()
     if key in seen:
         return []
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(marker, ("\n".join(sorted(seen | {key})) + "\n").encode())
-    except OSError:
+        write_state_file(marker, ("\n".join(sorted(seen | {key})) + "\n").encode())
+    except (OSError, PathRefused):
         pass
     return [text]
 
@@ -138,10 +139,16 @@ def appended_log(old: bytes | None, entry: str) -> bytes:
     return (old if old else LOG_HEADER) + entry.encode("utf-8")
 
 
+def write_state_file(path: Path, data: bytes) -> None:
+    """Replace ``path``, a file of the state folder, confined to the project folder holding
+    that folder (neither ``.llmwiki`` nor the file may be a symlink)."""
+    write_atomic(path, data, root=path.parent.parent)
+
+
 def write_local_log(path: Path, entry: str) -> None:
     """Append ``entry`` to llmwiki's own journal in the state folder."""
-    old = path.read_bytes() if path.is_file() else None
-    write_atomic(path, appended_log(old, entry))
+    old = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    write_state_file(path, appended_log(old, entry))
 
 
 # -- evidence ------------------------------------------------------------------------------

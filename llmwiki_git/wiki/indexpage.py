@@ -12,7 +12,7 @@ from ..wording import plural
 if TYPE_CHECKING:
     from .model import Wiki
 
-_LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+_LINK = re.compile(r"\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]")  # no "[" inside: linear on a run of "["
 _FOOTER = re.compile(r"^_\d+ pages? \| Generated .*_$", re.MULTILINE)
 
 
@@ -52,11 +52,13 @@ def same_content(old: str, new: str) -> bool:
 
 
 def entries_of(wiki: Wiki, overrides: dict[str, str] | None = None) -> list[Entry]:
-    """Index entries for the concept and query pages of ``wiki`` (titles and summaries from
-    their frontmatter); ``overrides`` maps a path to text that replaces the file's."""
+    """Index entries for the concept and query pages of ``wiki`` (titles by convention,
+    ``titles.page_title``; summaries from their frontmatter); ``overrides`` maps a path to
+    text that replaces the file's."""
     from .frontmatter import parse
     from .pages import decode
     from .snapshots import SourceFile
+    from .titles import page_title
 
     overrides = overrides or {}
     wanted = [p for p in wiki.pages if p.kind in ("concept", "query")]
@@ -67,9 +69,10 @@ def entries_of(wiki: Wiki, overrides: dict[str, str] | None = None) -> list[Entr
         if raw is None:
             blob = data.get(page.path)
             raw = decode(blob)[0] if isinstance(blob, bytes) else None
-        meta = parse(raw).data if raw else {}
-        title, summary = meta.get("title"), meta.get("summary")
-        title = title if isinstance(title, str) else page.stem
+        parsed = parse(raw) if raw else None
+        meta = parsed.data if parsed else {}
+        title = page_title(meta, raw[parsed.body_offset:] if raw and parsed else "", page.stem)
+        summary = meta.get("summary")
         summary = summary if isinstance(summary, str) else ""
         entries.append(Entry(page.stem, title, summary, page.kind))
     return entries

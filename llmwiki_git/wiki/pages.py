@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from . import frontmatter
 from .provenance import RETRACTED_KEY, scan_sourcing, text_sourcing
 from .scanner import Anchors, Occurrence, scan_raw
 from .slug import slugify
+from .titles import declared_title
 
 MAX_PAGE_BYTES = 8 * 1024 * 1024
 """Pages larger than this are still pages (links to them resolve) but are not scanned."""
@@ -29,7 +31,7 @@ class PageScan(NamedTuple):
     (the cached check of docs/benchmarks.md reads 10,000 of them). Headings and block ids are kept sorted, so records compare stably.
     """
 
-    title: str | None
+    title: str | None  # the title the page declares (titles.declared_title); None: its file name is its title
     aliases: tuple[str, ...]
     raw_links: tuple[tuple[Any, ...], ...]  # Occurrence fields; plain tuples when read from the cache
     body_line: int
@@ -117,6 +119,33 @@ def uncheckable(document: bytes | str, *, max_bytes: int = MAX_PAGE_BYTES) -> st
     return None
 
 
+#: Characters no page llmwiki accepts may hold: C0 controls but tab, newline and carriage
+#: return (NUL, the escape that starts terminal sequences, form feed, ...), DEL, the C1
+#: controls (the 8-bit CSI U+009B among them) and the Unicode bidi embeddings, overrides and
+#: isolates (U+202A-U+202E, U+2066-U+2069) that make a text read differently from its bytes.
+REFUSED_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def acceptance_problem(document: bytes | str, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
+    """The one acceptance rule for a page llmwiki writes or approves -- a saved answer, a
+    staged or proposed page edit, every page of any candidate kind at approval and in the
+    Action: it must be fully checkable, as the gate requires of a commit (:func:`uncheckable`:
+    within ``max_bytes``, UTF-8, no NUL), and hold no control or bidi character beyond tab,
+    newline and carriage return (:data:`REFUSED_CHARACTERS`). Returns why not, naming the
+    character as an escape and its line, or None when the page is acceptable."""
+    why = uncheckable(document, max_bytes=max_bytes)
+    if why is not None:
+        return why
+    text = document.decode("utf-8") if isinstance(document, bytes) else document
+    found = REFUSED_CHARACTERS.search(text)
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    shown = ascii(found.group())[1:-1]
+    return (f"it holds the control character {shown} on line {line} (escape sequences, C1 controls and "
+            "bidi overrides are refused; tab, newline and carriage return are fine)")
+
+
 def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, ...]:
     """The scan of one page's bytes as a plain record (`PageScan` fields; links and issues
     plain tuples): what the scan cache stores and scan workers send back."""
@@ -130,11 +159,11 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
     meta = frontmatter.parse(text)
     if meta.error:
         issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
-    title = meta.data.get("title")
+    title = declared_title(meta.data, text[meta.body_offset:])
     links, headings, blocks = scan_raw(text, meta.body_line)
     aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
     return (
-        title if isinstance(title, str) else None,
+        title,
         aliases,
         tuple(links),
         meta.body_line,

@@ -190,3 +190,73 @@ def test_old_store_fingerprint_is_re_embedded_with_readable_input(repo: Repo) ->
         assert summary["embedded"] == 0 and summary["reused"] == chunks
         pack = json.loads(repo.llmwiki("context", "label links", "--json", env=env).stdout)
         assert pack["warnings"] == []
+
+
+def test_embeds_and_images_say_what_they_do() -> None:
+    """Link syntax is reduced to words, not dropped: an embed stays an embed, an image an
+    image (a page of embed examples is about embedding, and says so)."""
+    text = ("Show it inline with ![[meeting-notes]] or one part: ![[meeting-notes#Actions]]; "
+            "resize ![[diagram.png|400]], ![[photo.jpg|300|center]]; alias ![[note|the summary]]; "
+            "link [[other-page|a label]] and [[plain]]; ![a flow chart](img/flow.png) ![](x.mp3) [text](https://x.y)")
+    assert readable_text(text) == (
+        "Show it inline with embed meeting-notes or one part: embed meeting-notes; resize embed diagram.png, "
+        "embed photo.jpg; alias embed the summary; link a label and plain; image a flow chart image text")
+
+
+def test_logseq_and_hugo_markup_become_words() -> None:
+    logseq = ("type:: [[Feature]]\nid:: 634fae2e-edab-42e0-8385-59df3fc3da0e\n- ## Usage\n  collapsed:: true\n"
+              "\t- #+BEGIN_NOTE\n\t  Works on desktop.\n\t  #+END_NOTE\n"
+              "\t- {{embed [[page name]]}} and {{embed ((5fbf4fbf-82c5-4d81-ba82-b66726bda00c))}}\n"
+              "\t- see ((5fbf4fbf-82c5-4d81-ba82-b66726bda00c)) and {{query (and [[a]] [[b]])}}")
+    out = readable_text(logseq)
+    for gone in ("634fae2e", "5fbf4fbf", "collapsed", "BEGIN_NOTE", "{{", "::"):
+        assert gone not in out, gone
+    for kept in ("type: Feature", "Usage", "Works on desktop.", "embed page name", "query (and a b)"):
+        assert kept in out, kept
+    hugo = ('{{< figure src="/zion.jpg" caption="Zion National Park" >}}\n{{< details summary="More" >}}\nhidden\n'
+            '{{< /details >}}\n{{</* qr text="tel:+1" /*/>}} {{% include "common/x.md" %}} {{ .Title }}')
+    assert readable_text(hugo) == ('figure src="/zion.jpg" caption="Zion National Park"\ndetails summary="More"\n'
+                                   'hidden\n\nqr text="tel:+1" include "common/x.md" {{ .Title }}')
+
+
+def test_the_description_is_embedded_with_the_first_chunk_and_identifies_it(repo: Repo) -> None:
+    """The page's own description (frontmatter or Logseq ``description::``) is embedded after
+    its title with its first chunk; editing it re-embeds that chunk only, and `context` still
+    finds the chunks' text (their identity includes it)."""
+    body = "\n\n".join(f"Paragraph {i}: " + "words about the queue worker " * 30 for i in range(3))
+    repo.write("notes/queue.md", f"---\ntitle: Queue\ndescription: How jobs wait for a worker\n---\n{body}\n")
+    repo.write("notes/Tasks.md", "alias:: Todos\ndescription:: Markers for work to do\n\n- LATER write the docs\n")
+    repo.commit("pages")
+    seen: list[str] = []
+    with _recording_server(seen) as (url, _):
+        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1",
+               "OPENAI_API_KEY": "k", "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        first = json.loads(repo.llmwiki("index", "--json", env=env).stdout)
+        queue = [t for t in seen if t.startswith("Queue\n\n")]
+        assert len(queue) == first["chunks"] - 1 >= 3  # every queue chunk, and the one of Tasks
+        assert queue[0].startswith("Queue\n\nHow jobs wait for a worker\n\nParagraph 0")
+        assert all("How jobs wait" not in t for t in queue[1:])
+        assert any(t.startswith("Tasks\n\nMarkers for work to do\n\n") for t in seen)
+        seen.clear()
+        repo.write("notes/queue.md", f"---\ntitle: Queue\ndescription: How jobs wait in line\n---\n{body}\n")
+        again = json.loads(repo.llmwiki("index", "--json", env=env).stdout)
+        assert again["embedded"] == 1 and seen == [queue[0].replace("wait for a worker", "wait in line")]
+        pack = json.loads(repo.llmwiki("context", "jobs wait in line", "--json", env=env).stdout)
+        page = next(p for p in pack["primary"] if p["id"].endswith("queue"))
+        assert page["chunks"] and page["warnings"] == [] and pack["warnings"] == []
+
+
+def test_logseq_page_properties_are_fields(repo: Repo) -> None:
+    """A Logseq page's ``alias::`` counts as a title and its ``description::`` as a
+    description: the page named by the alias outranks a page that only mentions the word."""
+    repo.write("Tasks.md", "alias:: Todos\ndescription:: Markers for work still to do\n\n- LATER write the docs\n"
+                           "- NOW review the pull request\n")
+    repo.write("Journal habits.md", "- Keep the todos short.\n- Review them every evening, and move old todos "
+                                    "to the weekly page.\n- Write one line a day.\n")
+    for i in range(4):
+        repo.write(f"Other {i}.md", f"- unrelated notes number {i} about gardens and trees\n")
+    repo.commit("graph")
+    assert repo.llmwiki("index", env=FAST).returncode == 0
+    for question in ("todos", "markers for work"):
+        proc = repo.llmwiki("context", question, "--json", env=FAST)
+        assert json.loads(proc.stdout)["primary"][0]["id"] == "Tasks", question

@@ -100,10 +100,11 @@ def test_a_run_is_staged_shown_page_by_page_and_approved_as_one(wiki: tuple[Repo
     assert listed[0]["citationStatus"] == "0 newly broken, 0 broken before, 0 pending"
     shown = run(repo, "review", "show", staged.candidate_id)
     assert shown.returncode == 0, shown.stderr
-    assert "=== page 1/3: " in shown.stdout and "=== page 3/3: " in shown.stdout
+    assert f'=== page 1/3: {prefix}concepts/gamma.md "Gamma" ' in shown.stdout and "=== page 3/3: " in shown.stdout
     assert f"source: sources/notes.md (blob {SOURCE_BLOB})" in shown.stdout and "Approval would pass" in shown.stdout
     view = json.loads(run(repo, "review", "show", staged.candidate_id, "--json").stdout)
     assert [p["target"] for p in view["pages"]] == [f"{prefix}concepts/{n}.md" for n in ("gamma", "delta", "beta")]
+    assert [p["title"] for p in view["pages"]] == ["Gamma", "Delta", "Beta"]  # by convention, wiki/titles.py
     assert view["provenance"]["sources"] == [{"path": "sources/notes.md", "blob": SOURCE_BLOB}]
     assert view["verdict"]["ok"] is True
     assert [p["change"] for p in view["verdict"]["details"]["pages"]] == ["add", "add", "replace"]
