@@ -46,7 +46,7 @@ from .plan import make_plan
 from .progress import Progress, Usage
 
 PROMPT = "retraction/1"  # the version of the model's instruction below, recorded as Llmwiki-Prompt
-_CITATION = re.compile(r"[ \t]?\^\[([^\]\n]+)\]")
+_CITATION = re.compile(r"[ \t]?\^\[([^\[\]\n]+)\]")  # as compiler/concepts._CITE: linear on a run of "^["
 _SOURCE_MODES = ("100644", "100755")
 
 
