@@ -18,8 +18,9 @@ check; exported with ``git archive``), each with its own cache:
   (the pages of a changed source are found with one ``git grep``);
 * ``check --no-cache`` (the cold check: every page scanned).
 
-Prints the machine, the load average before and after, and a markdown table of medians (and
-the overhead in per cent). Standard library only; deterministic (``random.Random(27)``).
+Prints the machine, the load average before and after, and a markdown table of medians of
+wall and CPU time (user + system of the process and its git children, steadier than wall time
+on a shared machine) with the overhead in per cent. Standard library only; deterministic (``random.Random(27)``).
 Always exits 0: a measurement, not a test.
 """
 
@@ -30,6 +31,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -140,14 +142,19 @@ def main(argv: list[str] | None = None) -> int:
         root, path = versions[which]
         cmd = [sys.executable, "-c", f"import sys; sys.path.insert(0, {path!r}); from llmwiki_git.cli import main; "
                                      "sys.argv = ['llmwiki', *sys.argv[1:]]; main()", "check", *check_args]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(cmd, cwd=root, env=clean_env(), capture_output=True)
         elapsed = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode not in (0, 1):
             raise SystemExit(f"{which}: check {' '.join(check_args)} failed: {done.stderr.decode()[-400:]}")
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)  # the process and its git children
         return elapsed
 
     results: dict[str, dict[str, list[float]]] = {}
+    cpus: dict[str, dict[str, list[float]]] = {}
+    cpu: list[float] = []
 
     def series(name: str, check_args: tuple[str, ...], prepare=None) -> None:  # type: ignore[no-untyped-def]
         for which in versions:
@@ -157,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 if prepare is not None:
                     prepare(versions[which][0], i)
                 results.setdefault(name, {}).setdefault(which, []).append(run(which, *check_args))
+                cpus.setdefault(name, {}).setdefault(which, []).append(cpu[-1])
 
     def edit_page(root: Path, i: int) -> None:
         target = sorted((root / "wiki/concepts").glob("*.md"))[100 + i]
@@ -171,22 +179,36 @@ def main(argv: list[str] | None = None) -> int:
 
     def new_commit(root: Path, i: int) -> None:
         git(root, "reset", "-q", "--hard", "HEAD")
-        (root / "wiki/concepts" / f"bench-{i}.md").write_text(f"---\ntitle: Bench {i}\n---\nA page.\n")
+        (root / "wiki/concepts" / f"bench-{i}.md").write_text(f"---\ntitle: Bench {i}\n---\nA page {time.time_ns()}.\n")
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", f"bench {i}")
 
+    inner: dict[str, list[float]] = {"before": [], "after": []}
+    probe = ("import sys, time; sys.path.insert(0, {path!r}); from llmwiki_git.workspace import Workspace; "
+             "import llmwiki_git.checks.engine; ws = Workspace.open(); t = time.process_time(); "
+             "ws.check('worktree'); print(time.process_time() - t)")
+    for _ in range(3 * args.repeat):  # the check alone, CPU, in a fresh process each (no start-up noise)
+        for which, (root, path) in versions.items():
+            done = subprocess.run([sys.executable, "-c", probe.format(path=path)], cwd=root, env=clean_env(),
+                                  capture_output=True, text=True)
+            inner[which].append(float(done.stdout.strip().splitlines()[-1]))
     series("`check`, whole work tree, warm", ())
     series("`check --rev HEAD`, a new commit (derived)", ("--rev", "HEAD"), new_commit)
     series("hook: `check --staged --base HEAD`, one page edited", ("--staged", "--base", "HEAD"), edit_page)
     series("hook, one source edited", ("--staged", "--base", "HEAD"), edit_source)
     series("`check --no-cache` (cold)", ("--no-cache",))
     print(f"load average after: {loadavg()}")
+    b, a = statistics.median(inner["before"]), statistics.median(inner["after"])
+    print(f"in process, `Workspace.check('worktree')` alone, CPU (median of {len(inner['after'])}): "
+          f"before {b:.3f} s, after {a:.3f} s, added {100 * (a - b) / b:+.1f} %")
     print()
-    print("| measurement | before (no stale check) s | after s | added |")
+    print("| measurement (median) | before: wall / CPU s | after: wall / CPU s | added: wall / CPU |")
     print("|---|---:|---:|---:|")
     for name, by in results.items():
         b, a = statistics.median(by["before"]), statistics.median(by["after"])
-        print(f"| {name} | {b:.3f} | {a:.3f} | {100 * (a - b) / b:+.1f} % |")
+        cb, ca = statistics.median(cpus[name]["before"]), statistics.median(cpus[name]["after"])
+        print(f"| {name} | {b:.3f} / {cb:.3f} | {a:.3f} / {ca:.3f} | {100 * (a - b) / b:+.1f} % / "
+              f"{100 * (ca - cb) / cb:+.1f} % |")
     return 0
 
 
