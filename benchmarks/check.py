@@ -2,6 +2,7 @@
 """Benchmark `llmwiki check` on a realistic 10,000-page wiki, in fresh processes.
 
     python benchmarks/check.py [--pages 10000] [--repeat 5] [--keep DIR] [--code DIR] [--only cold]
+                               [--wiki REPO]
 
 Builds a wiki in a temporary git repository from the real text of the corpora in
 ``../shared/corpora`` (dendron-vault, foam-docs; generated lorem text when absent), then
@@ -17,7 +18,8 @@ times, wall clock around ``subprocess.run``, each way the checker is started:
 Prints machine info and a markdown table with median and min over ``--repeat`` runs and the
 target of each measurement. Always exits 0: it is a measurement, not a test; rows that miss
 their target say FAIL. Standard library only; page generation is deterministic
-(``random.Random(42)``).
+(``random.Random(42)``). ``--wiki REPO`` times a copy of an existing wiki repository instead
+(``python /work/shared/tools/mkbigwiki.py OUT 10000`` builds the shared 10,000-page one).
 """
 
 from __future__ import annotations
@@ -540,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="time the llmwiki_git package found in DIR (a copy of another revision)")
     parser.add_argument("--only", choices=("all", "cold"), default="all",
                         help="cold: only the first-check rows (no scan cache, and --no-cache), quicker")
+    parser.add_argument("--wiki", type=Path, default=None, metavar="REPO",
+                        help="time a copy of this wiki repository (its committed wiki/ pages) instead of generating one")
     args = parser.parse_args(argv)
     repeat = max(1, args.repeat)
     global CODE_DIR
@@ -560,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp.name) / "wiki-repo"
         root.mkdir()
     try:
-        return _bench(root, args.pages, repeat, cold_only=args.only == "cold")
+        return _bench(root, args.pages, repeat, cold_only=args.only == "cold", wiki=args.wiki)
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -568,9 +572,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nkept the benchmark repository at {root}")
 
 
-def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False) -> int:
+def copy_wiki(source: Path, root: Path) -> tuple[WikiStats, str, list[PageSpec]]:
+    """A clone of the wiki repository ``source`` at ``root`` and specs of its pages."""
+    root.rmdir()
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(source), str(root)], env=clean_env(), check=True)
+    stats = WikiStats()
+    specs = []
+    for path in sorted(root.glob("wiki/**/*.md")):
+        rel = path.relative_to(root).as_posix()
+        if rel == "wiki/index.md":
+            continue
+        data = path.read_bytes()
+        stats.pages += 1
+        stats.bytes += len(data)
+        stats.min_size, stats.max_size = min(stats.min_size, len(data)), max(stats.max_size, len(data))
+        stats.links += data.count(b"[[")
+        name = path.stem
+        specs.append(PageSpec(rel, name, rel[len("wiki/"):-3], _title(name), [], []))
+    return stats, f"a clone of {source}", specs
+
+
+def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False, wiki: Path | None = None) -> int:
     t0 = time.perf_counter()
-    stats, source, specs = build_wiki(root, n_pages)
+    stats, source, specs = copy_wiki(wiki, root) if wiki is not None else build_wiki(root, n_pages)
     build_s = time.perf_counter() - t0
     print(f"- wiki: {stats.pages} pages, {stats.bytes / 1e6:.1f} MB (pages {stats.min_size}-{stats.max_size} B), "
           f"{stats.links} wikilinks ({stats.broken} deliberately broken, {stats.anchored} with #heading), "

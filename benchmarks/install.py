@@ -8,7 +8,10 @@ For each CLONE (a git checkout; its HEAD commit is what gets installed):
   ``pre-commit install-hooks`` in a throwaway repository with ``repo: CLONE`` and
   ``rev: <HEAD>`` and a fresh PRE_COMMIT_HOME;
 * action: what action.yml's install step runs: ``python -m venv`` then ``pip install CLONE``;
-* full: ``python -m venv`` then ``pip install 'CLONE[local]'`` (the README's quickstart).
+* full: ``python -m venv`` then ``pip install 'CLONE[local]'`` (the README's quickstart);
+* remote: ``pip install 'CLONE[remote]'`` (remote embeddings or lexical ranking);
+* mcp: ``pip install 'CLONE[local,mcp]'`` (``llmwiki serve``);
+* ingest: ``pip install 'CLONE[ingest]'`` (``llmwiki ingest`` of HTML and PDF).
 
 Sizes are the environment folders on disk (``du``); times are wall clock, with whatever pip
 cache this machine has (run once first to warm it). Needs pre-commit on PATH or in this
@@ -64,10 +67,14 @@ def main(clones: list[str]) -> None:
             work = Path(tmp)
             rows = {"hook (pre-commit env)": hook_env(clone, sha, work),
                     "action (venv + pip install CLONE)": venv_install(str(clone), work, "action"),
-                    "full (venv + pip install 'CLONE[local]')": venv_install(f"{clone}[local]", work, "full")}
+                    "full (venv + pip install 'CLONE[local]')": venv_install(f"{clone}[local]", work, "full"),
+                    "remote (venv + pip install 'CLONE[remote]')": venv_install(f"{clone}[remote]", work, "remote"),
+                    "mcp (venv + pip install 'CLONE[local,mcp]')": venv_install(f"{clone}[local,mcp]", work, "mcp"),
+                    "ingest (venv + pip install 'CLONE[ingest]')": venv_install(f"{clone}[ingest]", work, "ingest")}
         print(f"{clone} @ {sha[:12]}")
         for what, (mb, seconds) in rows.items():
-            print(f"  {what:42s} {mb:7.1f} MB  {seconds:6.1f} s")
+            print(f"  {what:46s} {mb:7.1f} MB  {seconds:6.1f} s")
+        print(f"  load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .errors import LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
+from .errors import Interrupted, LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
+from .terminal import raw_stream
 from .workspace import Workspace
 from .wording import plural
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .compiler.service import CompileResult
 
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = Interrupted.exit_code  # 128 + SIGINT
 
 
 class LlmwikiGroup(click.Group):
@@ -42,6 +44,10 @@ class LlmwikiGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except KeyboardInterrupt as exc:  # Ctrl-C: 130, as a shell reports SIGINT (not 1, "problems found")
+            said = f": {exc}" if isinstance(exc, Interrupted) else ""
+            click.echo(f"\nInterrupted{said}.", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             missing = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else None
             if missing is not None:
@@ -90,15 +96,30 @@ def _read_text_argument(ctx: click.Context, name: str) -> str:
         data = sys.stdin.buffer.read(confine.MAX_READ_BYTES + 1)
         if len(data) > confine.MAX_READ_BYTES:
             raise UsageError(f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit")
-        return data.decode("utf-8", errors="replace")
+        return _text_of(data, "standard input")
     path = Path(name)
     if ctx.obj["repo"] is not None and not path.is_absolute():
         path = ctx.obj["repo"] / path
     try:  # a FIFO, a device (/dev/zero) or an oversize file is refused, not read forever
-        return confine.read_file(path, name=name).decode("utf-8", errors="replace")
+        data = confine.read_file(path, name=name)
     except PathRefused as exc:
         reason = exc.reason.removeprefix("cannot read: ")
         raise UsageError(f"cannot read {name}: {reason}", hint="name a file that exists, or - for standard input") from exc
+    return _text_of(data, name)
+
+
+def _text_of(data: bytes, name: str) -> str:
+    """``data`` as markdown text: a binary file is refused; bytes that are not UTF-8 are
+    replaced, and a warning names where (never silently)."""
+    from .wiki.pages import decode
+
+    text, issues = decode(data)
+    if text is None:
+        raise UsageError(f"cannot read {name}: it is a binary file (it contains NUL bytes), not markdown text",
+                         hint="name a markdown file")
+    for issue in issues:
+        _note(f"warning: {name}:{issue.line}: {issue.message}")
+    return text
 
 
 def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
@@ -138,16 +159,24 @@ def _require_some_wiki(ws: Workspace, pages: int | None = None) -> None:
 
 
 def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
-    for p in result.problems:
-        prefix = "" if p.severity == "error" else "warning: "
-        click.echo(f"{p.location}: {prefix}{p.message}")
+    if result.problems:  # one write: a line each cost a flush each (~5 ms per 1,000 problems)
+        click.echo("\n".join(f"{p.location}: {'' if p.severity == 'error' else 'warning: '}{p.message}"
+                              for p in result.problems))
     errors, warnings = len(result.errors), len(result.warnings)
     what = f"new in {scope} since {base}" if base else f"in {scope}"
     if errors:
-        links = all(p.code not in ("stale-page", "source-missing") for p in result.errors)
-        next_step = "fix the links, or create the missing pages" if links else "see each problem above for what to do"
-        counted = plural(errors, "broken link" if links else "error")
-        click.echo(f"{plural(result.checked, 'page')} checked: {counted} {what}, {plural(warnings, 'warning')}; {next_step}.", err=True)
+        unchecked = sum(1 for p in result.errors if p.code == "unchecked-page")
+        links = sum(1 for p in result.errors if p.code in ("broken-link", "empty-link", "broken-relative-link"))
+        other = errors - unchecked - links  # codes set to `error` in [check.severity]
+        # a page that cannot be checked is no broken link (it said "4 broken links" for 2)
+        found = [plural(links, "broken link")] if links else []
+        found += [plural(other, "other error")] if other else []
+        found += [f"{plural(unchecked, 'page')} that cannot be checked"] if unchecked else []
+        steps = ["fix the links, or create the missing pages"] if links else []
+        steps += ["fix the other errors (codes: docs/check.md)"] if other else []
+        steps += ["save those pages as UTF-8 text within the size limit, or keep them out of the wiki"] if unchecked else []
+        click.echo(f"{plural(result.checked, 'page')} checked: {' and '.join(found)} {what}, "
+                   f"{plural(warnings, 'warning')}; {'; '.join(steps)}.", err=True)
     else:
         click.echo(f"{plural(result.checked, 'page')} checked: no broken links {what}, {plural(warnings, 'warning')}.", err=True)
 
@@ -205,10 +234,14 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
     if _ONE_COMMAND:
         gc.freeze()
     _require_some_wiki(ws, result.checked)
+    renames = _rename_hints(ws, result) if scope == "index" else []
     fmt = "json" if as_json else fmt
     if fmt == "json":
-        click.echo(json.dumps({"version": 1, "checked": result.checked,
-                               "problems": [p.to_json() for p in result.problems]}, indent=2, ensure_ascii=False))
+        envelope: dict[str, Any] = {"version": 1, "checked": result.checked,
+                                    "problems": [p.to_json() for p in result.problems]}
+        if renames:
+            envelope["renames"] = [hint.to_json() for hint in renames]
+        click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
     elif fmt == "github":
         from . import github
         from .terminal import echo_command
@@ -219,7 +252,21 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
         _render_summary_line(result)
     else:
         _render_text(result, base, {"index": "the index", "worktree": "the work tree"}.get(scope, scope))
+    for hint in renames:  # the hook's output too: a staged rename broke these links
+        old, new = (os.path.relpath(ws.root / p) if (ws.root / p).resolve().is_relative_to(Path.cwd().resolve())
+                    else p for p in (hint.old, hint.new))
+        click.echo(f"{hint.old} was renamed to {hint.new}, which breaks {plural(hint.broken, 'link')}; "
+                   f"to rewrite them in one commit, run: llmwiki mv {old} {new}", err=True)
     ctx.exit(1 if result.errors else 0)
+
+
+def _rename_hints(ws: Workspace, result: CheckResult) -> list[Any]:
+    """Staged renames that broke links (checks/renames.py)."""
+    if not result.renames:
+        return []
+    from .checks.renames import rename_hints
+
+    return rename_hints(list(result.renames), result)
 
 
 def _render_summary_line(result: CheckResult) -> None:
@@ -258,6 +305,66 @@ def links(ctx: click.Context, file: str, as_json: bool) -> None:
     ctx.exit(1 if any(c.status == BROKEN for c in report) else 0)
 
 
+def _repo_path(ctx: click.Context, ws: Workspace, name: str) -> str:
+    """A path argument (relative to -C, else to the current folder) from the repository root."""
+    path = Path(name)
+    if not path.is_absolute():
+        path = (ctx.obj["repo"] or Path.cwd()) / path
+    full = Path(os.path.normpath(os.path.abspath(path)))
+    try:
+        return full.relative_to(ws.root.resolve()).as_posix()
+    except ValueError:
+        raise UsageError(f"{name} is outside the repository {ws.root}") from None
+
+
+@cli.command("mv")
+@click.argument("old", metavar="OLD")
+@click.argument("new", metavar="NEW")
+@click.option("-n", "--dry-run", is_flag=True, help="Print the moves and every link rewrite; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan (and the commit) as JSON.")
+@click.pass_context
+def mv(ctx: click.Context, old: str, new: str, dry_run: bool, as_json: bool) -> None:
+    """Move a page, a file or a folder and rewrite every link to it, in one commit.
+
+    Rewrites [[OLD]], [[OLD|label]], [[OLD#Heading]], ![[OLD]], path-style [[folder/OLD]] and
+    relative markdown links [text](../OLD.md) in every page (labels and anchors kept; never
+    inside code), and the relative links of a moved page. Refused before anything moves when
+    NEW exists, when a link would become ambiguous, or when a file the commit touches has
+    uncommitted edits. A rename you already made (git mv) is finished the same way.
+
+    \b
+    Examples:
+      llmwiki mv wiki/concepts/old-name.md wiki/concepts/new-name.md
+      llmwiki mv wiki/concepts/ml wiki/concepts/machine-learning --dry-run
+    """
+    from .publication.move import move
+    from .publication.write import Site
+
+    ws = _workspace(ctx)
+    site = Site.of(ws, "llmwiki mv")
+    site.load_wiki = ws.cached_wiki  # every page is read: scans come from the checker's cache
+    done = move(site, _repo_path(ctx, ws, old), _repo_path(ctx, ws, new), dry_run=dry_run)
+    if as_json:
+        click.echo(json.dumps(done.to_json(), indent=2, ensure_ascii=False))
+        ctx.exit(1 if done.refused else 0)
+    for note in [*done.plan.notes, *done.notes]:
+        _note(note)
+    moved = plural(len(done.plan.moves), "file")
+    links_text = f"{plural(done.plan.links, 'link')} in {plural(len(done.plan.edited_files), 'page')}"
+    if not dry_run:
+        click.echo(f"Moved {done.old} → {done.new} ({moved}); rewrote {links_text} (commit {(done.commit or '')[:12]}).")
+        return
+    click.echo(f"Would move {done.old} → {done.new} ({moved}):")
+    for path, edit in done.edits():
+        click.echo(f"  {path}:{edit.line}:{edit.col}: {edit.old} → {edit.new}")
+    for reason in done.plan.refusals:
+        click.echo(f"refused: {reason}", err=True)
+    if done.refused:
+        click.echo("Nothing was changed; llmwiki mv would refuse this move.", err=True)
+        ctx.exit(1)
+    click.echo(f"Would rewrite {links_text}. Nothing was changed; run it without --dry-run to commit.", err=True)
+
+
 @cli.command()
 @click.option("--full", is_flag=True, help="Re-embed every chunk instead of reusing unchanged ones.")
 @click.option("--fast", is_flag=True,
@@ -294,12 +401,12 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
         if as_json:
             return
         if bar is None:  # chunks done/total, rate and time left (click's ETA)
-            if total > 8:  # more than a page's worth: say so first, with a rough time and the way around it
-                cores = os.cpu_count() or 1  # the local model: ~6 chunks/s per idle core (docs/embeddings.md)
-                click.echo(f"Embedding {total} new chunks, roughly {max(1, round(total / (6 * cores) / 60))} min with "
-                           f"the local model on {cores} idle cores; `llmwiki index --fast` builds a lexical-only index "
-                           "in seconds instead.", err=True)
-            bar = click.progressbar(length=total, label=f"Embedding {total} chunks", file=sys.stderr,
+            if total > 8:  # more than a page's worth: say so first, with a rough time (and the way around a long one)
+                click.echo(_embedding_estimate(total, os.cpu_count() or 1), err=True)
+            # The bar is our own text, and its carriage returns and cursor codes are the point:
+            # it goes to the terminal itself, not through the filter that makes control
+            # characters from files and models visible (which printed it as "\x0d\x1b[?25l...").
+            bar = click.progressbar(length=total, label=f"Embedding {total} chunks", file=raw_stream(sys.stderr),
                                     show_pos=True, show_eta=True, item_show_func=lambda rate: rate)
             bar.__enter__()
         rate = done / max(time.monotonic() - started, 1e-6)
@@ -325,6 +432,17 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
                    "run `llmwiki index --full` to embed it for semantic ranking", err=True)
     if written:
         click.echo(f"Regenerated {written}.")
+
+
+def _embedding_estimate(total: int, cores: int) -> str:
+    """What `index` says before embedding ``total`` chunks: how long, roughly, with the local
+    model (~6 chunks/s per idle core, docs/embeddings.md); the lexical-only way around a
+    wait of more than a minute."""
+    seconds = total / (6 * cores)
+    if seconds < 60:
+        return f"Embedding {total} new chunks, roughly {max(1, round(seconds))} s with the local model on {cores} idle cores."
+    return (f"Embedding {total} new chunks, roughly {round(seconds / 60)} min with the local model on {cores} idle "
+            "cores; `llmwiki index --fast` builds a lexical-only index in seconds instead.")
 
 
 @cli.command()
@@ -439,7 +557,7 @@ def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: boo
 
 def _render_query(result: QueryResult, debug: bool) -> None:
     """The streamed answer's tail: citation report, warnings, debug snapshot, what was written."""
-    from .answer.query import NO_MATCH
+    from .answer.query import NO_ANSWER, NO_MATCH
     from .wiki.citations import format_report
 
     if not result.matched:
@@ -469,7 +587,7 @@ def _render_query(result: QueryResult, debug: bool) -> None:
         _note(f"Saved query → {result.saved}")
     elif result.candidate_id:
         _note(f"Staged review candidate {result.candidate_id}")
-    else:
+    elif result.answer.strip() != NO_ANSWER:  # "The wiki does not say." is nothing to save
         _note("Tip: use --save to add this answer to your wiki")
 
 
@@ -546,7 +664,7 @@ def review_stage(ctx: click.Context, paths: tuple[Path, ...], started_from: str 
 @click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
 @click.pass_context
 def review_list(ctx: click.Context, as_json: bool) -> None:
-    """Open candidates, oldest first: id, target, age, citation status now, base."""
+    """Open candidates, oldest first: id, kind, target, age, citation status now, base."""
     import time
 
     from .review.service import list_view
@@ -563,8 +681,8 @@ def review_list(ctx: click.Context, as_json: bool) -> None:
     for row in rows:
         for note in row.notes:
             click.echo(f"warning: {row.id}: {note}", err=True)
-        click.echo(f"{row.id}  {row.target or '?'}  {_age(now - row.committed_at)}  {row.citation_status}  "
-                   f"base {row.base[:12] if row.base else '?'}")
+        click.echo(f"{row.id}  {row.kind or '?'}  {row.target or '?'}  {_age(now - row.committed_at)}  "
+                   f"{row.citation_status}  base {row.base[:12] if row.base else '?'}")
     click.echo("Inspect one with `llmwiki review show <id>`.", err=True)
 
 
@@ -587,6 +705,8 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
     else:
         click.echo(f"Candidate {view.candidate.id}")
         for key, value in view.metadata().items():
+            if key == "question" and not value:
+                continue  # a page edit asks no question (it printed an empty "question:" line)
             if value is not None or not view.pages:
                 click.echo(f"{key}: {value}")
         provenance = view.provenance()

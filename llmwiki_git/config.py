@@ -33,6 +33,11 @@ CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+#: What ``[check.severity]`` may set a problem code to (problems.SEVERITIES; the code names
+#: are validated by the checker, checks/severity.py).
+CHECK_SEVERITIES = ("error", "warning", "off")
+
+
 @dataclass(frozen=True)
 class Settings:
     wiki_dir: str | None = None
@@ -84,17 +89,16 @@ def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] 
 
 
 def _check_severity(check: Any) -> tuple[tuple[str, str], ...]:
-    """``[check.severity]``: problem code -> error or warning (the codes are validated by
-    the checker, checks/severity.py)."""
+    """``[check.severity]``: problem code -> error, warning or off."""
     if check is None:
         return ()
     if not isinstance(check, dict) or not isinstance(check.get("severity", {}), dict):
         raise ConfigError(f"{CONFIG_PATH}: [check] must be a table, with a [check.severity] table of code = severity",
-                          hint='e.g. [check.severity] then stale-page = "error"')
+                          hint='e.g. [check.severity] then orphan-page = "warning"')
     found = []
     for code, value in check.get("severity", {}).items():
-        if not isinstance(value, str):
-            raise ConfigError(f"{CONFIG_PATH}: [check.severity] {code} = {value!r}: use \"error\" or \"warning\"")
+        if not isinstance(value, str) or value.strip().lower() not in CHECK_SEVERITIES:
+            raise ConfigError(f"{CONFIG_PATH}: [check.severity] {code} = {value!r}: use one of {', '.join(CHECK_SEVERITIES)}")
         found.append((str(code), value.strip().lower()))
     return tuple(found)
 

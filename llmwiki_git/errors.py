@@ -16,6 +16,7 @@
     │   ├── DirtyPaths              a path to write has uncommitted edits
     │   ├── RefChanged              the branch moved meanwhile (compare-and-swap failed)
     │   ├── UnsafePath              not a plain repository-relative file path
+    │   ├── MoveRefused             `llmwiki mv` refused (a target exists, a link would break)
     │   └── LockBusy                the repository lock is held and waiting timed out
     ├── FollowIncomplete            the branch moved; some edited work-tree paths were kept
     ├── CandidateNotFound           no review candidate with that id
@@ -28,7 +29,10 @@
         ├── LexicalIndexError       the lexical index is missing, corrupt or of another version
         └── EmbeddingUnavailable    the local embedding model cannot be loaded
 
-Anything else escaping to the CLI is a bug: exit 3 with a one-line hint to re-run with
+    Interrupted (a KeyboardInterrupt) Ctrl-C, with what the interrupted work kept: exit 130
+
+Ctrl-C (SIGINT) exits 130, as shells report a command that SIGINT ended, with one line on
+stderr. Anything else escaping to the CLI is a bug: exit 3 with a one-line hint to re-run with
 ``--traceback``. Below the three entry points (cli.py, mcp_server.py, action.py) code
 catches these or named builtin exceptions, never ``Exception`` (tests/test_shape.py);
 :data:`DATA_ERRORS` and :data:`BEST_EFFORT_ERRORS` name the two usual sets.
@@ -124,8 +128,15 @@ class GitError(LlmwikiError):
         self.stderr = stderr
 
 
+#: How to install an extra: no release is published, so from a clone or a git URL, never a
+#: bare registry name (``pip install 'llmwiki-git[local]'`` finds nothing).
+def install_hint(extras: str) -> str:
+    return (f"in your clone of llmwiki-git: pip install '.[{extras}]' (no release is published: from a git URL, "
+            f"pip install 'llmwiki-git[{extras}] @ git+URL@COMMIT')")
+
+
 #: How to install what query, context, index and serve need (the ``local`` extra).
-LOCAL_INSTALL_HINT = "pip install 'llmwiki-git[local]' (from a clone: pip install '.[local]')"
+LOCAL_INSTALL_HINT = install_hint("local")
 #: Third-party modules of the retrieval extras: their absence is a missing extra, not a bug.
 RETRIEVAL_MODULES = frozenset({"numpy", "httpx"})
 
@@ -176,6 +187,15 @@ class RefChanged(WriteRefused):
 
 class UnsafePath(WriteRefused):
     """A path given to commit_paths is not a plain repo-relative file path."""
+
+
+class MoveRefused(WriteRefused):
+    """``llmwiki mv`` refused before anything moved; ``reasons`` says each thing in the way."""
+
+    def __init__(self, what: str, reasons: Sequence[str], hint: str | None = None) -> None:
+        shown = "\n  ".join(reasons[:20]) + (f"\n  … and {len(reasons) - 20} more" if len(reasons) > 20 else "")
+        super().__init__(f"refusing to move {what}; nothing was changed:\n  {shown}", hint=hint)
+        self.reasons = list(reasons)
 
 
 class LockBusy(WriteRefused):
@@ -294,6 +314,20 @@ class LexicalIndexError(RetrievalError):
 
 class EmbeddingUnavailable(RetrievalError):
     """The local embedding model cannot be loaded (a package or file is missing)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, raised in place of the KeyboardInterrupt by work that kept what it had done
+    (``index`` keeps the chunks embedded so far); the message says what was kept."""
+
+    exit_code = 130
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 #: What reading a wiki, git objects, caches or state files raises when the data is broken

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .errors import ArgumentError, LlmwikiError, UsageError, WikiError
+from .errors import ArgumentError, LlmwikiError, UsageError, WikiError, install_hint
 from .git import blob_id
 
-SDK_MISSING = "llmwiki serve needs the MCP SDK: pip install 'llmwiki-git[mcp]' (from a clone: pip install '.[local,mcp]')"
+SDK_MISSING = f"llmwiki serve needs the MCP SDK: {install_hint('local,mcp')}"
 SERVER_NAME = "llmwiki"
 INDEX_URI = "llmwiki://index"
 PAGE_PREFIX = "llmwiki://page/"
@@ -100,7 +100,7 @@ def _input_schemas() -> dict[str, dict[str, Any]]:
         "query_wiki": _obj({
             "question": _text("The question to answer from the wiki."),
             "save": _flag("Publish the answer as wiki/queries/<slug>.md in one git commit; refused (nothing written) "
-                          "when a citation is pending or broken."),
+                          "when a citation is ambiguous, pending or broken."),
             "review": _flag("With save=true: stage the answer as a review candidate branch instead of publishing."),
             "lang": {"type": "string", "minLength": 1, "maxLength": 64,
                      "description": "Answer language (e.g. ja, zh-CN, German); wins over LLMWIKI_OUTPUT_LANG."},
@@ -146,8 +146,9 @@ _WARNINGS = {"type": "array", "items": {"type": "object", "required": ["code", "
                                         "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}
 _CITATIONS = {"type": "array", "items": {
     "type": "object", "required": ["target", "status"],
-    "properties": {"target": {"type": "string"}, "status": {"enum": ["resolved", "pending", "broken"]},
-                   "pageId": {"type": "string"}, "candidateIds": {"type": "array", "items": {"type": "string"}}}}}
+    "properties": {"target": {"type": "string"}, "status": {"enum": ["resolved", "ambiguous", "pending", "broken"]},
+                   "pageId": {"type": "string"}, "alternatives": {"type": "array", "items": {"type": "string"}},
+                   "candidateIds": {"type": "array", "items": {"type": "string"}}}}}
 _LINKS_ENVELOPE = {"type": "object", "required": ["version", "citations"],
                    "properties": {"version": {"const": 1}, "citations": _CITATIONS}}
 _NULLABLE_STR = {"type": ["string", "null"]}
@@ -527,7 +528,8 @@ def _tools() -> list[_Tool]:
              "basedOn) and headBlobId (the page at HEAD). Only .md files under the wiki root are readable.",
              _read_page),
         tool("check_links", "Check [[links]]",
-             "Classify each unique [[wikilink]] of a text as resolved (with its page id), pending (an open review "
+             "Classify each unique [[wikilink]] of a text as resolved (with its page id), ambiguous (several pages "
+             "match: the page id it resolves to and the alternatives; cite by path instead), pending (an open review "
              "candidate would create it) or broken, in order of first appearance (`llmwiki links --json`).",
              _check_links),
         tool("review_list", "Review candidates",
@@ -563,7 +565,7 @@ def _sdk() -> Any:
         found = "0"
     if not found.split(".", 1)[0].isdigit() or int(found.split(".", 1)[0]) != 2:
         raise LlmwikiError(f"llmwiki serve needs version 2 of the MCP SDK, found mcp {found}",
-                           hint="pip install 'llmwiki-git[mcp]'")
+                           hint=install_hint("local,mcp"))
     return mcp
 
 
@@ -798,7 +800,4 @@ def main(root: Path | str | None = None, *, wiki_dir: str | None = None) -> None
             await server.run(_AnswerInvalidFrames(read_stream, write_stream), write_stream,
                              server.create_initialization_options())
 
-    try:
-        anyio.run(serve)
-    except KeyboardInterrupt:  # Ctrl-C in a terminal: a normal way to stop a stdio server
-        pass
+    anyio.run(serve)  # Ctrl-C reaches the CLI, which exits 130 as for every command

@@ -6,14 +6,24 @@ from dataclasses import asdict, dataclass
 
 ERROR = "error"
 WARNING = "warning"
+OFF = "off"  # not reported (a setting, or the default of a code you turn on)
+SEVERITIES = (ERROR, WARNING, OFF)
 
-#: code -> severity. Only errors fail a check (exit 1).
+#: code -> default severity. Only errors fail a check (exit 1); `[check.severity]` in
+#: .llmwiki/config.toml changes them (checks/severity.py), except `unchecked-page`.
 CODES = {
     "broken-link": ERROR,
     "empty-link": ERROR,
-    "broken-anchor": WARNING,
+    "broken-relative-link": ERROR,
+    "missing-heading": WARNING,
+    "missing-block": WARNING,
     "pending-link": WARNING,
     "ambiguous-link": WARNING,
+    "duplicate-title": WARNING,
+    "alias-collision": WARNING,
+    "empty-page": WARNING,
+    "control-character": ERROR,
+    "orphan-page": OFF,
     "malformed-frontmatter": WARNING,
     "unreadable-page": WARNING,
     "invalid-utf8": WARNING,

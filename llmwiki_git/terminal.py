@@ -119,3 +119,10 @@ def safe_streams() -> Iterator[None]:
         yield
     finally:
         sys.stdout, sys.stderr = saved
+
+
+def raw_stream(stream: TextIO) -> TextIO:
+    """The stream a `SafeStream` wraps (any other stream as it is): for output llmwiki
+    composes from no outside text and whose control characters are the point, the
+    progress bar's carriage returns and cursor codes."""
+    return stream.inner if isinstance(stream, SafeStream) else stream

@@ -251,8 +251,13 @@ class Workspace:
         return blobs
 
     def _cached_worktree_wiki(self) -> Wiki:
+        return self.cached_wiki("worktree")
+
+    def cached_wiki(self, scope: str) -> Wiki:
+        """The wiki of ``scope``, its page scans read from (and saved to) the checker's scan
+        cache: a command that reads every page (``llmwiki mv``) scans only what changed."""
         cache = self._cache()
-        wiki = self.wiki("worktree", cache)
+        wiki = self.wiki(scope, cache)
         if cache is not None:
             cache.save()
         return wiki

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -12,6 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+DEMO = REPO_ROOT / "examples" / "demo"
+#: What a clone has in the example's state folder: git ignores the rest (its .gitignore).
+DEMO_STATE_TRACKED = frozenset({".gitignore", "config.toml"})
 #: The corpus suite (real wikis outside the repository): run only when named, as
 #: `python -m pytest -q tests/corpora` (.ci/run does, after the default suite).
 CORPUS_SUITE = Path(__file__).resolve().parent / "corpora"
@@ -123,6 +127,32 @@ def repo(tmp_path: Path) -> Iterator[Repo]:
     r = Repo(root)
     r.git("init", "-q", "-b", "main")
     yield r
+
+
+def copy_checkout(dest: Path, *, leave_out: tuple[str, ...] = ()) -> None:
+    """The files of this checkout that git tracks (what `git clone` gives) into ``dest``,
+    except those under the top-level folders ``leave_out``: never the virtualenv, caches or
+    state a run in the checkout left behind."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True).stdout
+    for rel in filter(None, files.decode().split("\0")):
+        if rel.split("/", 1)[0] in leave_out or not (REPO_ROOT / rel).is_file():
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO_ROOT / rel, dest / rel)
+
+
+def copy_demo(dest: Path, source: Path = DEMO) -> None:
+    """The example wiki as a fresh clone has it, into ``dest``: its pages and its committed
+    settings, never the state a run in the checkout left in its ``.llmwiki/`` (the README's
+    quickstart runs ``llmwiki -C examples/demo index`` and ``query`` there, which write the
+    search index and ``activity.log``: copied along, they made tests find chunks already
+    embedded and a log already present)."""
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        if Path(folder).name == ".llmwiki":
+            return [n for n in names if n not in DEMO_STATE_TRACKED]
+        return [n for n in names if n == "__pycache__"]
+
+    shutil.copytree(source, dest, ignore=ignore, dirs_exist_ok=True)
 
 
 def page(title: str, body: str, **extra: object) -> str:

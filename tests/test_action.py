@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import Repo, page
+from .conftest import REPO_ROOT, Repo, page
 
 ACTION_PATH = Path(__file__).resolve().parents[1]
 ACTION = yaml.safe_load((ACTION_PATH / "action.yml").read_text(encoding="utf-8"))
@@ -371,7 +371,7 @@ def test_fail_on_never_reports_but_passes(repo: Repo, tmp_path: Path) -> None:
 
 def test_fail_on_warnings_fails_on_a_new_broken_anchor(repo: Repo, tmp_path: Path) -> None:
     change = {"wiki/concepts/gamma.md": "[[alpha#No Such]]\n"}
-    warning = '::warning file=wiki/concepts/gamma.md,line=1,col=1,title=llmwiki broken-anchor::broken anchor [[alpha#No Such]]: no heading "No Such" in concepts/alpha'
+    warning = '::warning file=wiki/concepts/gamma.md,line=1,col=1,title=llmwiki missing-heading::missing heading [[alpha#No Such]]: no heading "No Such" in concepts/alpha'
     strict = pr(repo, tmp_path, change, inputs={"fail-on": "warnings"})
     assert not strict.success and strict.outputs == {"broken": "0", "warnings": "1", "checked": "4"}
     assert strict.commands == [warning] and "fail-on: warnings -> fail" in strict.stdout
@@ -710,3 +710,15 @@ def test_candidate_ids_with_shell_syntax_are_only_ever_arguments(repo: Repo, tmp
     _assert_harmless(run, tmp_path)
     assert run.success and run.commands == [f"::notice title=llmwiki review::review candidate {cid}: approval would pass"]
     assert (tmp_path / "review.log").read_text().split(" ")[0] == cid
+
+
+def test_the_docs_show_the_job_summary_as_it_is_written() -> None:
+    """Regression (issue 23): docs/github-action.md showed backticks and [[Nowhere]] where the
+    summary holds <code> and &#91;&#91; (the escaping that keeps file names from acting)."""
+    from llmwiki_git.github import summary
+    from llmwiki_git.problems import make
+
+    doc = (REPO_ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
+    shown = doc.split("and this markdown in the job summary:\n\n```markdown\n", 1)[1].split("```", 1)[0]
+    written = summary([make("wiki/concepts/gamma.md", 4, 5, "broken-link", "broken link [[Nowhere]]", "nowhere")], 4)
+    assert shown == written

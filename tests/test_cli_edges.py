@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -134,7 +135,9 @@ def test_missing_retrieval_extra_names_the_install_command(blob_wiki: Repo) -> N
     proc = subprocess.run([sys.executable, "-c", code, "query", "what is a blob?"], cwd=blob_wiki.root,
                           capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
-    assert "this command needs numpy" in proc.stderr and "pip install 'llmwiki-git[local]'" in proc.stderr
+    assert "this command needs numpy" in proc.stderr and "pip install '.[local]'" in proc.stderr
+    # no release is published: never a bare registry name that finds nothing (issue 23)
+    assert not re.search(r"pip install 'llmwiki-git\[[a-z,]+\]'", proc.stderr), proc.stderr
     assert "Internal error" not in proc.stderr
 
 
@@ -173,3 +176,34 @@ def test_fast_index_says_it_sticks(repo: Repo) -> None:
     assert "plain `llmwiki index` runs keep it so; run `llmwiki index --full`" in fast.stderr
     again = repo.llmwiki("index")
     assert "lexical-only (built with --fast)" in again.stderr
+
+
+def test_a_chat_provider_with_no_server_on_this_machine_fails_at_once(blob_wiki: Repo, monkeypatch) -> None:
+    """Regression: `chat_provider = "ollama"` copied from the docs without Ollama running
+    took 9.5 s to fail (1 + 2 + 4 s of retries of a refused connection), and said its hint
+    twice."""
+    import socket
+
+    with socket.socket() as probe:  # a port on this machine where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (blob_wiki.root / ".llmwiki").mkdir(exist_ok=True)
+    (blob_wiki.root / ".llmwiki" / "config.toml").write_text('chat_provider = "ollama"\n')
+    slept: list[float] = []
+    monkeypatch.setattr("llmwiki_git.providers.http.time.sleep", slept.append)
+    proc = blob_wiki.llmwiki("query", "what is a blob?", env={**LEXICAL, "OLLAMA_HOST": f"127.0.0.1:{port}"})
+    assert proc.returncode == 1 and slept == [], (slept, proc.stderr)
+    assert f"Error: ollama: cannot connect to http://127.0.0.1:{port}/api/chat (connection refused)" in proc.stderr
+    assert proc.stderr.count("ollama serve") == 1, proc.stderr
+
+
+def test_no_tip_to_save_an_answer_that_says_the_wiki_does_not_say(repo: Repo) -> None:
+    """Regression (issue 23): "Tip: use --save to add this answer to your wiki" followed
+    "The wiki does not say." (saving it is refused: nothing to publish)."""
+    repo.write("wiki/zebra.md", "---\ntitle: Zebra\n---\n\nStripes are black and white on every animal of the herd.\n")
+    repo.commit("wiki")
+    proc = repo.llmwiki("query", "zebra?", env=LEXICAL)
+    assert proc.returncode == 0 and proc.stdout.startswith("The wiki does not say."), proc.stdout
+    assert "Tip: use --save" not in proc.stderr
+    answered = repo.llmwiki("query", "what colour are the stripes?", env=LEXICAL)
+    assert "Tip: use --save" in answered.stderr

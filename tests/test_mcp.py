@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -25,7 +24,7 @@ import anyio  # noqa: E402
 import jsonschema  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
-from .conftest import REPO_ROOT, Repo  # noqa: E402
+from .conftest import REPO_ROOT, Repo, copy_demo  # noqa: E402
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 TOOLS = {"get_context_pack", "query_wiki", "search_pages", "read_page", "check_links", "review_list", "wiki_status", "propose_page"}
@@ -34,7 +33,7 @@ PACK_SCHEMA = json.loads((REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pac
 
 @pytest.fixture
 def demo(repo: Repo) -> Repo:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo wiki")
     proc = repo.llmwiki("index", env=FAST)
     assert proc.returncode == 0, proc.stderr
@@ -228,7 +227,7 @@ def test_missing_sdk_is_a_clear_error(demo: Repo, monkeypatch: pytest.MonkeyPatc
     from llmwiki_git.errors import LlmwikiError
 
     monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` now raises ImportError
-    with pytest.raises(LlmwikiError, match=r"llmwiki serve needs the MCP SDK: pip install 'llmwiki-git\[mcp\]'"):
+    with pytest.raises(LlmwikiError, match=r"llmwiki serve needs the MCP SDK: in your clone of llmwiki-git: pip install '\.\[local,mcp\]'"):
         mcp_server.build_server(demo.root)
 
 

@@ -72,7 +72,7 @@ def test_a_cold_check_on_every_core_says_what_one_process_says(repo: Repo, root:
     report = json.loads(parallel.stdout)
     assert report["checked"] == MIN_PAGES + 62 + (0 if root else 2)  # a root vault: index.md and log.md are pages
     codes = {p["code"] for p in report["problems"]}
-    assert codes >= {"broken-link", "broken-anchor", "ambiguous-link", "empty-link", "malformed-frontmatter"}
+    assert codes >= {"broken-link", "missing-heading", "ambiguous-link", "empty-link", "malformed-frontmatter"}
     assert not any("fenced-" in p["message"] or "in-code" in p["message"] for p in report["problems"])
     if not root:
         assert any(p["path"] == "index.md" and p["target"] == "not-a-page" for p in report["problems"])

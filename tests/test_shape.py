@@ -201,3 +201,14 @@ def test_one_http_retry_loop() -> None:
                             and call.func.attr == "sleep"):
                         waiting.append(f"{folder}/{path.name}:{node.name}")
     assert sorted(set(waiting)) == ["providers/http.py:_exchange"]
+
+
+def test_corpus_tests_find_the_corpora_one_way() -> None:
+    """Every corpus test gets its corpus from ``tests/corpora/conftest.corpus()``, which
+    honours LLMWIKI_CORPORA (and fails under CI instead of skipping); none builds its own path
+    to ../shared/corpora (test_root_layout_foam.py did, and ignored LLMWIKI_CORPORA)."""
+    suite = REPO_ROOT / "tests" / "corpora"
+    own = [p.name for p in sorted(suite.glob("test_*.py"))
+           if any(isinstance(node, ast.Constant) and node.value in ("shared", "corpora")
+                  for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    assert own == []

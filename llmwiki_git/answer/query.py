@@ -24,6 +24,7 @@ from ..retrieval.store import PageEntry
 from ..wiki import frontmatter
 from ..wiki.citations import Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki
+from ..wiki.pages import unusable_notes
 from ..publication.document import now_iso, query_slug
 
 NO_MATCH = "No matching pages found."
@@ -108,8 +109,11 @@ def _select_with_llm(provider: ChatProvider, question: str, loaded: Loaded, limi
     return [c for c in dict.fromkeys(chosen) if isinstance(c, str) and c in known][:limit]
 
 
-def _link_for(entry: PageEntry) -> str:
-    return entry.page_id.rsplit("/", 1)[-1]
+def _link_for(entry: PageEntry, wiki: Wiki | None) -> str:
+    """What the answer writes in ``[[...]]`` to cite ``entry``: a link that resolves to that
+    page and no other (``user/index`` when ``index`` would also match the home page)."""
+    page = wiki.by_path.get(entry.path) if wiki is not None else None
+    return wiki.link_to(page) if wiki is not None and page is not None else entry.page_id.rsplit("/", 1)[-1]
 
 
 def is_own_target(page_id: str, question: str) -> bool:
@@ -141,6 +145,14 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
             if picked:
                 page_ids, source = picked, "page-level"
     by_id = {p.page_id: p for p in loaded.store.pages}
+    wiki: Wiki | None = None
+    try:
+        wiki = retrieval.wiki()
+    except DATA_ERRORS as exc:  # the page names are then the links, as the report will show
+        warnings.append({"code": "links-unchecked", "message": f"could not load the wiki to choose unique links ({exc})"})
+    else:  # pages whose text is not UTF-8 (or binary) are never searched or quoted: say which
+        warnings += [{"code": "page-unreadable", "message": note}
+                     for note in unusable_notes([(p.path, p.scan) for p in wiki.pages])]
     evidence: list[Evidence] = []
     for page_id in page_ids:
         entry = by_id.get(page_id)
@@ -151,12 +163,12 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
         live = retrieval.read_live(entry)
         if live.text is None:
             if not live.missing:
-                warnings.append({"code": "page-unreadable", "message": f"{entry.path} could not be read; left out of the grounding"})
+                warnings.append({"code": "page-unreadable", "message": f"{entry.path}: {live.why}; left out of the grounding"})
             continue
         meta = frontmatter.parse(live.text)
         body = live.text[meta.body_offset:]
         chunk_texts = _excerpts(entry, meta.data, body, result, page_id)
-        evidence.append(Evidence(page_id, _link_for(entry), entry.title, body.strip(), tuple(chunk_texts)))
+        evidence.append(Evidence(page_id, _link_for(entry, wiki), entry.title, body.strip(), tuple(chunk_texts)))
     return Retrieved(evidence, result, source, warnings)
 
 
@@ -201,7 +213,7 @@ def declines(answer: str, provider: str, result: SearchResult | None, citations:
 
 
 def answer_stream(provider: ChatProvider, question: str, retrieved: Retrieved, language: str | None) -> Iterator[str]:
-    return provider.stream_answer(AnswerRequest(question, tuple(retrieved.evidence), language))
+    return provider.stream_answer(AnswerRequest(question, tuple(retrieved.evidence), language, (query_slug(question),)))
 
 
 def report(answer: str, load_wiki: Callable[[], Wiki], pending: PendingIndex | None) -> tuple[list[Citation] | None, str | None]:

@@ -80,7 +80,7 @@ def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, 
             on_token(chunk)
     result.answer = "".join(pieces)
     pending = pending_index(ws)
-    result.citations, result.citations_error = report(result.answer, lambda: ws.wiki("worktree"), pending)
+    result.citations, result.citations_error = report(result.answer, retrieval.wiki, pending)
     cites_itself = self_citation(question, result.citations) if save else None
     if save and declines(result.answer, chat.name, retrieved.result, result.citations):
         result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
@@ -102,6 +102,12 @@ def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, s
     if why is not None:  # the one acceptance rule: never write a page the gate or approval would refuse
         result.refusal = Refusal("uncheckable", [], f"Answer publication refused: {why}; a saved page must be fully "
                                                     "checkable; nothing was written").to_json()
+        return 1
+    if "\ufffd" in result.question + result.answer:  # "na\ufffdve" was committed for "naïve"
+        result.refusal = Refusal("replacement-characters", [], (
+            "Answer publication refused: it holds U+FFFD replacement characters (bytes that were not valid UTF-8, "
+            "in the question or in a page), which would be committed in place of the real letters; nothing was "
+            "written. Save the page as UTF-8, or ask the question in UTF-8")).to_json()
         return 1
     if stage is not None:  # --review: the caller's staging (the review feature), not ours
         outcome = stage(result.question, result.answer, pending)

@@ -17,7 +17,7 @@ from ..problems import make as make_problem
 from ..wiki.model import Page, Wiki
 from ..wiki.parallel import in_shares
 from .cache import ScanCache
-from .links import PLAIN_OK, Checker, Outcome
+from .links import PLAIN_OK, Checker, Outcome, link_keys
 from .result import CheckResult, problems_from_record, problems_to_record, sort_problems
 
 
@@ -42,9 +42,13 @@ def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int =
     return check_wiki_with(wiki, Checker(wiki), cache, max_page_bytes)
 
 
-def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int) -> CheckResult:
+def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int,
+                    fingerprint: str | None = None) -> CheckResult:
+    """`check_wiki` with a given `Checker`; ``fingerprint``: `names_fingerprint` of ``wiki``
+    when the caller has it already."""
     found = [make_problem(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
-    fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
+    if fingerprint is None:
+        fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
     todo: list[Page] = []
     for page in wiki.pages:
         key = f"{page.path}\0{page.blob}\0{fingerprint}" if (cache is not None and page.blob) else None
@@ -66,7 +70,7 @@ def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tup
     outcomes of their pages' targets (the engine's facts use every outcome)."""
     if not pages:
         return []  # all cached: a warm check never builds the lookup tables
-    wiki.build_tables()
+    checker.prepare()  # lookup tables and the names pages claim, built once before any fork
     parent = os.getpid()
     shares = in_shares(lambda share: _share_records(checker, share, parent), pages)
     records: list[tuple[Any, ...]] = []
@@ -85,8 +89,8 @@ def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tup
 
 
 def _targets(pages: list[Page]) -> list[str]:
-    """The distinct link target texts of ``pages``, in order of first use."""
-    return list(dict.fromkeys(link[3] for page in pages for link in page.scan.raw_links))
+    """The distinct link target texts (and markdown link keys) of ``pages``, in order of first use."""
+    return list(dict.fromkeys(key for page in pages for key in link_keys(page)))
 
 
 def _share_records(checker: Checker, pages: list[Page], parent: int) -> tuple[list[tuple[Any, ...]], list[Outcome]]:

@@ -4,13 +4,16 @@ derivation or in full, and the result new since a base (the hook's ``--staged --
 Whole results are cached per git tree: the hook's base (HEAD) is usually the tree the
 previous commit's hook already checked; a tree never checked is derived from one that was
 (delta.py), and only else checked in full (checker.py, with page scans and problems cached
-by blob).
+by blob). A work tree that `git status` finds clean (nothing staged, modified or untracked
+outside hidden folders) is HEAD's tree: its check is cached as HEAD's, so the hook's first
+run after a whole-tree check (the first commit after a clone) starts from it.
 """
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
 
 from ..errors import GitError
@@ -20,11 +23,12 @@ from ..wiki.model import Wiki
 from .cache import ScanCache
 from .checker import check_wiki_with, names_fingerprint
 from .delta import MAX_EXTRAS, NO_EXTRAS, Extras, Facts, derive, extras_size, facts_id, merge_extras
-from .links import Checker
+from .links import Checker, link_keys
 from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record, sort_problems
-from .severity import apply as apply_severity, severities
+from .severity import apply as apply_severity, enabled, severities
 from .sourcing import derived_sourcing, full_sourcing, scope_sourcing
 
+BROKEN = ("broken-link", "broken-relative-link")  # what a rename can break (renames.py)
 CANDIDATE_REFS = "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
 LoadWiki = Callable[[str, "ScanCache | None"], Wiki]  # (scope, cache) -> the wiki of that scope
 
@@ -50,6 +54,7 @@ class CheckEngine:
         self._index_next = False
         self._started: list[Callable[[], bytes]] = []  # git commands started ahead of need
         self._write_tree: Callable[[], bytes] | None = None
+        self._status: Callable[[], bytes] | None = None  # `git status` of the work tree, started early
 
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``.
@@ -61,8 +66,12 @@ class CheckEngine:
         try:
             if head == "index" and self.git is not None and self.cache is not None:
                 self._prefetch_index()
-            before = self._check_scope(base) if base is not None else None
-            result = checked = self._check_scope(head)
+            if "worktree" in (head, base) and self.git is not None and self.cache is not None:
+                self._status = self.git.spawn("--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch",
+                                              "--untracked-files=all", "--ignore-submodules=all")
+                self._started.append(self._status)
+            before = self._scope_result(base) if base is not None else None
+            result = checked = self._scope_result(head)
             if before is not None and base is not None:
                 result = new_problems(before, result, base)
                 result = scope_sourcing(self.git, result, head, base, self.project_prefix, self._index_diff_of)
@@ -78,12 +87,42 @@ class CheckEngine:
                 gc.enable()
         if changed:
             result = fail_closed(checked, result, changed)
-        return apply_severity(mark_pending(self.git, result), self.severity)
+        result = apply_severity(mark_pending(self.git, result), self.severity)
+        if head == "index" and self.git is not None and any(p.code in BROKEN for p in result.errors):
+            from .renames import staged_renames  # only when links broke: the gate then says what to run
+
+            head_tree = self._trees.get("HEAD") or self.git.rev_parse("HEAD^{tree}")
+            raw = self._index_diff(head_tree) if head_tree and head_tree != EMPTY_TREE else b""
+            result = replace(result, renames=tuple(staged_renames(self.git, raw)))
+        return result
+
+    def _scope_result(self, scope: str) -> CheckResult:
+        """A scope's result, with its orphan pages when `orphan-page` is on (they depend on
+        every page's links, so they are computed for the whole wiki and cached per tree)."""
+        result = self._check_scope(scope)
+        if not enabled(self.severity, "orphan-page"):
+            return result
+        from .orphans import orphan_problems
+
+        tree = self._tree_id(scope) if self.cache is not None else None
+        key = f"orphans\0{self._tree_key(tree)}" if tree is not None else None
+        record = self.cache.problems_get(key) if (self.cache is not None and key is not None) else None
+        if record is not None:
+            found = result_from_record(record).problems
+        else:
+            found = orphan_problems(self.load_wiki(scope, self.cache))
+            if self.cache is not None and key is not None:
+                self.cache.problems_put(key, result_to_record(CheckResult(0, found)))
+        return CheckResult(result.checked, sort_problems(result.problems + found), result.base)
 
     def _tree_id(self, scope: str) -> str | None:
-        """The git tree a scope stands for (None for the work tree, or when unknown)."""
-        if self.git is None or scope == "worktree":
+        """The git tree a scope stands for (None when unknown, or a work tree that differs
+        from HEAD)."""
+        if self.git is None:
             return None
+        if scope == "worktree":
+            status, self._status = self._status, None
+            return self._tree_id("HEAD") if status is not None and clean_status(status()) else None
         if scope == "index":
             # write-tree only adds the tree object the next commit would add anyway
             pending, self._write_tree = self._write_tree, None
@@ -123,19 +162,20 @@ class CheckEngine:
                 return result
         wiki = self.load_wiki(scope, cache)
         checker = Checker(wiki)
-        result = check_wiki_with(wiki, checker, cache, self.limit)
+        fingerprint = names_fingerprint(wiki, self.limit) if cache is not None else ""
+        result = check_wiki_with(wiki, checker, cache, self.limit, fingerprint)
         sourcing = full_sourcing(wiki, self.project_prefix, cache)
         if sourcing:
             result = CheckResult(result.checked, sort_problems(result.problems + sourcing), result.base)
         if cache is not None and tree is not None:
-            fingerprint = names_fingerprint(wiki, self.limit)
             own = facts_id(fingerprint, tree)
             if not cache.has_facts(own):
-                for page in wiki.pages:  # every target's outcome, for the next delta
-                    for link in page.scan.raw_links:
-                        checker.outcome(link[3])
+                keys = [(page.path, page.scan.names_key, link_keys(page)) for page in wiki.pages]
+                for _, _, texts in keys:  # every target's outcome, for the next delta
+                    for text in texts:
+                        checker.outcome(text)
                 facts = Facts.build(wiki.root_dir, fingerprint, wiki.name_slugs(), wiki.other_files, checker.outcomes,
-                                    [(page.path, page.scan.names_key, page.scan.raw_links) for page in wiki.pages])
+                                    keys)
                 cache.facts_put(own, facts.to_record(), replace=True)
             cache.tree_put(self._tree_key(tree), (*result_to_record(result), own, NO_EXTRAS))
         return result
@@ -246,6 +286,36 @@ class CheckEngine:
             out = self.git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
                                "--end-of-options", against, head, check=False)
         return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+
+def _hidden(path: bytes) -> bool:
+    return path.startswith(b".") or b"/." in path  # never a page nor an attachment (wiki/model.py)
+
+
+def clean_status(out: bytes) -> bool:
+    """Whether ``git status --porcelain=v2 -z --branch`` output says the work tree is HEAD's
+    tree for the wiki: no change staged, modified or untracked but in hidden folders (such
+    as ``.llmwiki/``). Output without its branch header (git failed) is never clean."""
+    items = iter(out.split(b"\0"))
+    header = False
+    for item in items:
+        if not item or item.startswith(b"# "):
+            header = header or item.startswith(b"# branch.oid ")
+            continue
+        kind = item[:2]
+        if kind == b"? ":
+            paths = [item[2:]]
+        elif kind == b"1 ":
+            paths = item.split(b" ", 8)[8:]
+        elif kind == b"2 ":
+            paths = [*item.split(b" ", 9)[9:], next(items, b"")]
+        elif kind == b"u ":
+            paths = item.split(b" ", 10)[10:]
+        else:
+            return False
+        if not paths or not all(_hidden(p) for p in paths):
+            return False
+    return header
 
 
 def _in_index(paths: list[str]) -> dict[str, str]:

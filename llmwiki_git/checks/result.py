@@ -19,6 +19,8 @@ class CheckResult:
     checked: int
     problems: list[Problem]
     base: str | None = None
+    # With --staged, when links broke: (old, new) of the pages the index renames (renames.py)
+    renames: tuple[tuple[str, str], ...] = ()
 
     @property
     def errors(self) -> list[Problem]:
@@ -58,16 +60,20 @@ def result_from_record(record: tuple[Any, ...]) -> CheckResult:
 
 
 def fail_closed(head: CheckResult, result: CheckResult, changed: set[str]) -> CheckResult:
-    """``result`` plus an ``unchecked-page`` error for each page of ``changed`` that ``head``
-    could not fully check (NUL bytes, undecodable, oversize, unreadable): a gate that only
-    warned would let links hidden in such a page through."""
+    """``result`` with an ``unchecked-page`` error for each page of ``changed`` that ``head``
+    could not fully check (NUL bytes, undecodable, oversize, unreadable), in place of the
+    warning saying so (one line per page, not two): a gate that only warned would let links
+    hidden in such a page through."""
+    upgraded = [p for p in head.problems if p.code in UNCHECKABLE and p.path in changed]
+    if not upgraded:
+        return result
     extra = [make_problem(p.path, p.line, p.col, "unchecked-page",
                     f"{p.message}: a page this change adds or modifies must be fully checkable; "
                     "fix its encoding or size, or keep it out of the wiki")
-             for p in head.problems if p.code in UNCHECKABLE and p.path in changed]
-    if not extra:
-        return result
-    return CheckResult(result.checked, sort_problems(result.problems + extra), result.base)
+             for p in upgraded]
+    said = {(p.path, p.line, p.code) for p in upgraded}
+    kept = [p for p in result.problems if (p.path, p.line, p.code) not in said]
+    return CheckResult(result.checked, sort_problems(kept + extra), result.base)
 
 
 def _key(problem: Problem) -> tuple[str, str, str | None]:

@@ -31,7 +31,9 @@ RULE_MODULES = (
     "wiki/slug.py",
     "wiki/model.py",
     "wiki/provenance.py",  # which folder holds sources (never pages)
+    "wiki/destinations.py",
     "checks/links.py",
+    "checks/orphans.py",
     "checks/result.py",
     "checks/delta.py",
     "checks/cache.py",

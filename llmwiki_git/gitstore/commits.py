@@ -191,11 +191,13 @@ def _build(
     *,
     allow_unchanged: bool,
     author: Author | None = None,
+    placed: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[str, list[tuple[str, str, str]]] | None:
     """Write the commit ``parent`` + ``files`` through a temporary index; refs, the user's
     index and work tree are not touched. Returns the commit and the index records written
     (mode, blob, path; mode "0" = removed), or None when the tree would not change and
-    ``allow_unchanged`` is false."""
+    ``allow_unchanged`` is false. ``placed`` (path -> (mode, blob id)) are written as they
+    are, without reading them (a moved file keeps its blob and mode)."""
     sweep_temp_indexes(git_dir)
     zero = "0" * (len(parent) if parent else _oid_length(git))
     records: list[tuple[str, str, str]] = []
@@ -207,7 +209,7 @@ def _build(
         if parent is not None:
             tmp.run("read-tree", parent)
         entries = {entry.path: entry for entry in tmp.ls_index()}
-        _check_tree_shape(entries, files)
+        _check_tree_shape(entries, {**files, **dict.fromkeys(placed or {}, b"")})
         for rel, data in files.items():
             if data is None:
                 records.append(("0", zero, rel))
@@ -215,6 +217,10 @@ def _build(
             blob = tmp.run("hash-object", "-w", "--stdin", input=bytes(data)).decode().strip()
             old = entries.get(rel)
             records.append(("100755" if old is not None and old.mode == "100755" else "100644", blob, rel))
+        for rel, (mode, blob) in (placed or {}).items():
+            if mode not in ("100644", "100755"):
+                raise UnsafePath(f"{rel}: only regular files can be placed (mode {mode})")
+            records.append((mode, blob, rel))
         tmp.run("update-index", "-z", "--index-info", input=_index_info(records))
         tree = tmp.text("write-tree")
         if not allow_unchanged:
@@ -236,17 +242,19 @@ def build_commit(
     message: str,
     *,
     author: Author | None = None,
+    placed: Mapping[str, tuple[str, str]] | None = None,
 ) -> str:
     """A commit whose tree is ``parent``'s with ``files`` written (None = deleted), made with
     plumbing and a temporary index. No ref, no index, no work-tree file changes: the caller
     points a ref at it (review candidates, replayed approvals). ``author`` keeps an original
-    author; the committer is the user (or the llmwiki fallback identity)."""
-    if not files:
+    author; the committer is the user (or the llmwiki fallback identity). ``placed`` (path ->
+    (mode, blob id) of a blob already stored) adds files without reading them (a move)."""
+    if not files and not placed:
         raise LlmwikiError("nothing to commit: no paths given")
-    for rel in files:
+    for rel in [*files, *(placed or {})]:
         check_path(rel)
     git_dir = Path(git.text("rev-parse", "--absolute-git-dir"))
-    built = _build(git, git_dir, parent, files, message, allow_unchanged=True, author=author)
+    built = _build(git, git_dir, parent, files, message, allow_unchanged=True, author=author, placed=placed)
     if built is None:  # pragma: no cover - allow_unchanged=True always builds
         raise LlmwikiError("no commit was built")
     return built[0]

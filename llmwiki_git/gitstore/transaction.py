@@ -23,6 +23,9 @@ the user sees one line saying which, and never a half-applied write.
 
 ``LLMWIKI_TEST_KILL_AT=<point>[:<n>]`` makes the process kill itself with SIGKILL the n-th
 time it passes that point (the crash tests use it; see ``POINTS``).
+``LLMWIKI_TEST_PAUSE_AT=<point>[:<n>]`` makes it say so on stderr and wait there for a signal
+(the Ctrl-C tests send SIGINT then; see :func:`pause_point`); at these points and at
+``embedded`` (after each slice of chunks `index` embeds, retrieval/checkpoint.py).
 """
 
 from __future__ import annotations
@@ -55,13 +58,29 @@ _passed: dict[str, int] = {}
 def crash_point(name: str) -> None:
     """Kill this process with SIGKILL when LLMWIKI_TEST_KILL_AT is ``name`` or ``name:N`` (the
     N-th time this point is passed); the crash tests use it. A no-op otherwise."""
-    wanted = os.environ.get("LLMWIKI_TEST_KILL_AT")
-    if not wanted:
-        return
-    _passed[name] = _passed.get(name, 0) + 1
-    point, _, count = wanted.partition(":")
-    if point == name and _passed[name] == int(count or 1):
+    if _nth_pass("LLMWIKI_TEST_KILL_AT", name):
         os.kill(os.getpid(), signal.SIGKILL)
+    pause_point(name)  # every crash point is a place to be interrupted, too
+
+
+def _nth_pass(variable: str, name: str) -> bool:
+    """Whether this pass of point ``name`` is the one the test variable names."""
+    wanted = os.environ.get(variable)
+    if not wanted:
+        return False
+    key = f"{variable}\0{name}"
+    _passed[key] = _passed.get(key, 0) + 1
+    point, _, count = wanted.partition(":")
+    return point == name and _passed[key] == int(count or 1)
+
+
+def pause_point(name: str) -> None:
+    """When LLMWIKI_TEST_PAUSE_AT is ``name`` or ``name:N`` (the N-th pass), write
+    ``llmwiki-test: paused at <name>`` to stderr and wait for a signal: a test sends SIGINT
+    at exactly this point, as Ctrl-C would, with no timing involved. A no-op otherwise."""
+    if _nth_pass("LLMWIKI_TEST_PAUSE_AT", name):
+        os.write(2, f"llmwiki-test: paused at {name}\n".encode())
+        signal.pause()  # the default SIGINT handler raises KeyboardInterrupt here
 
 
 def _int(value: object) -> int:

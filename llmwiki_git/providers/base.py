@@ -38,11 +38,15 @@ class Evidence:
 
 @dataclass(frozen=True)
 class AnswerRequest:
-    """A question, its evidence pages (most relevant first) and an optional output language."""
+    """A question, its evidence pages (most relevant first) and an optional output language.
+    ``avoid``: link names the answer must not cite (the page a ``--save`` of this question
+    would replace; an evidence page may quote a link to it, as a saved answer citing an
+    earlier one does)."""
 
     question: str
     evidence: tuple[Evidence, ...]
     language: str | None = None
+    avoid: tuple[str, ...] = ()
 
 
 class ChatProvider(Protocol):

@@ -1,12 +1,16 @@
 """The offline answerer: no model, no network -- sentences of the evidence, cited.
 
 It composes a short answer (up to 6 sentences, about 900 characters) from the sentences
-of the evidence pages that best match the question: the retrieved excerpts first, then
-the page bodies. Sentences are scored BM25-style against the question's terms (the wiki
+of the evidence pages that best match the question. Sentences come from the page bodies
+only, read whole: the retrieved excerpts (chunks, which can start or end in the middle of a
+line) only mark which sentences retrieval found, so no fragment of a chunk boundary is ever
+quoted. Sentences are scored BM25-style against the question's terms (the wiki
 tokenizer of :mod:`llmwiki_git.retrieval.lexical` when importable: Unicode words, stemming,
 stopwords, CJK bigrams), with statistics over the sentences of the evidence. Headings,
 code blocks, tables, frontmatter-like ``key: value`` lines, short list fragments and
-sentences that are mostly links are never used. A chosen sentence reads as a reader sees
+sentences that are mostly links are never used; nor is one holding a fragment of markup
+(an emphasis marker, a link or reference-definition piece left open). A sentence never
+ends inside inline code, a link or an emphasis span. A chosen sentence reads as a reader sees
 it: emphasis and markdown links reduced to their text, inline code kept as code, a
 labelled wikilink as its label (``[[x|label]]`` -> ``label``) and a bare one kept as the
 link (``[[x]]``), never flattened to a slug word. Citations are ``[[link]]`` of the page a
@@ -42,11 +46,14 @@ _MIN_WORDS = 4
 _MAX_SENTENCE_CHARS = 600
 _K1, _B = 1.2, 0.75
 
-# Words of the question that say what kind of answer is wanted, not what it is about.
+# Words of the question that say what kind of answer is wanted, not what it is about: the
+# asker ("how do I ..." matched "I deployed, but ..."), and the verbs of "how does X work",
+# "how do I use X" (a sentence about work in general is not about templates).
 _QUESTION_WORDS = """
 what which who whom whose when where why how does do did doe done can could should would
 may might must shall explain describe tell define definition mean means meant give list
 show name wiki page pages about please difference between happen happens
+i me my we our you your work works working use using used
 """.split()
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
@@ -65,6 +72,7 @@ _MDIMAGE = re.compile(r"!\[[^\[\]\n]*\]\([^)\n]*\)")
 _MDLINK = re.compile(r"\[([^\[\]\n]*)\]\([^)\n]*\)")
 _REFLINK = re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\]")
 _FOOTNOTE = re.compile(r"\[\^[^\[\]\n]*\]")
+_SHORTCUT_REF = re.compile(r"(?<![\[!])\[[^\[\]\n]+\](?![\[(:\]])")  # [label], defined elsewhere as [label]: url
 _URL = re.compile(r"<?https?://[^\s>)\]]+>?")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 _EMPHASIS = re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\3(?![\w*])")
@@ -93,7 +101,7 @@ def _tokenizer() -> Callable[[str], list[str]]:
 class _Sentence:
     text: str  # cleaned, links reduced to text
     page: int  # index in the evidence
-    order: tuple[int, int]  # reading position: (0, i) in the page body, (1, i) excerpt-only
+    order: tuple[int, int]  # reading position: (0, i), the i-th usable sentence of the page body
     in_excerpt: bool
     terms: list[str] = field(default_factory=list)
     score: float = 0.0
@@ -119,8 +127,14 @@ def _link_text(match: re.Match[str]) -> str:
     return f"[[{target.strip()}]]" if target.strip() else ""
 
 
+def _link_name(target: str) -> str:
+    """A link's page name, compared loosely (``[[Queries/What Is X#a|x]]`` -> ``what-is-x``)."""
+    name = target.split("|", 1)[0].split("#", 1)[0].strip().rsplit("/", 1)[-1]
+    return "-".join(name.lower().removesuffix(".md").split())
+
+
 def _link_chars(text: str) -> int:
-    spans = [m.group(0) for rx in (_WIKILINK, _MDLINK, _MDIMAGE, _URL) for m in rx.finditer(text)]
+    spans = [m.group(0) for rx in (_WIKILINK, _MDLINK, _MDIMAGE, _URL, _SHORTCUT_REF) for m in rx.finditer(text)]
     return sum(len(s) for s in spans)
 
 
@@ -194,10 +208,21 @@ def _blocks(text: str) -> Iterator[tuple[str, bool]]:
         yield " ".join(current), item
 
 
+def _protected(block: str) -> list[tuple[int, int]]:
+    """Spans a sentence never ends inside: inline code, wikilinks, markdown links and images,
+    emphasis (``*Treat X by hand. Only use Y.*`` is one span, not two broken halves)."""
+    spans = [m.span() for rx in (_CODESPAN, _WIKILINK, _MDIMAGE, _MDLINK) for m in rx.finditer(block)]
+    spans += [m.span() for m in _EMPHASIS.finditer(block)]
+    return spans
+
+
 def _split_sentences(block: str) -> Iterator[str]:
     start = 0
+    spans = _protected(block) if any(c in block for c in "`[*_~") else []
     for m in _BOUNDARY.finditer(block):
         end = m.end(1) if m.group(1) else m.end(3)
+        if any(a < end < b for a, b in spans):
+            continue  # inside code, a link or an emphasis span: not the end of a sentence
         candidate = block[start:end].strip()
         if m.group(1) and _ABBREV.search(candidate):
             continue  # "e.g. Foo", "J. Smith": not the end of a sentence
@@ -209,7 +234,22 @@ def _split_sentences(block: str) -> Iterator[str]:
         yield tail
 
 
+# What is left of markup that did not parse: an emphasis marker with no partner (``**`` at a
+# word's edge), link syntax (``](``, ``]:``, ``[[``, ``]]``), an unclosed backtick.
+_LOWER_START = re.compile(r"[^\w`\[]*[a-z\u00df-\u00ff][a-z\u00df-\u00ff]*\b(?![-.]?[A-Z])")
+_DEBRIS = re.compile(r"\*\*|__|~~|(?<![\w*])\*(?=\s|$)|(?:^|(?<=\s))\*(?!\S*\*)|\]\(|\]:|\[\[|\]\]|`")
+
+
+def _debris(cleaned: str) -> bool:
+    """Whether ``cleaned`` holds a fragment of markup a reader would see as noise (kept code
+    spans and wikilinks aside)."""
+    return _DEBRIS.search(_CODESPAN.sub(" ", _WIKILINK.sub(" ", cleaned))) is not None
+
+
 def _usable(raw: str, cleaned: str) -> bool:
+    if _debris(cleaned) or _LOWER_START.match(cleaned):
+        return False  # markup left over; or the middle of a sentence (a list item or paragraph
+        # continuing one that began before it: "- automatically center the graph ...")
     dense = _DENSE_SCRIPT.search(cleaned) is not None  # CJK: no spaces, few characters per idea
     if len(cleaned) < (6 if dense else 20) or len(cleaned) > _MAX_SENTENCE_CHARS:
         return False
@@ -284,7 +324,7 @@ class ExtractiveProvider:
         tokenize = _tokenizer()
         ignore = {t for word in _QUESTION_WORDS for t in tokenize(word)}
         query = [t for t in tokenize(request.question) if t not in ignore]
-        sentences = self._sentences(request.evidence, tokenize)
+        sentences = self._sentences(request.evidence, tokenize, {_link_name(a) for a in request.avoid})
         if not query or not sentences:
             return [NO_ANSWER]
         self._score(sentences, query)
@@ -301,38 +341,33 @@ class ExtractiveProvider:
         chosen = self._choose(ranked, sentences, request.evidence)
         return self._render(chosen, request.evidence)
 
-    def _sentences(self, evidence: tuple[Evidence, ...], tokenize: Callable[[str], list[str]]) -> list[_Sentence]:
-        seen: dict[str, _Sentence] = {}
+    def _sentences(self, evidence: tuple[Evidence, ...], tokenize: Callable[[str], list[str]],
+                   avoid: set[str] | frozenset[str] = frozenset()) -> list[_Sentence]:
+        seen: set[str] = set()
         out: list[_Sentence] = []
         for p, page in enumerate(evidence):
             if not page.link.strip():
                 continue  # a page that cannot be cited cannot be quoted
-            sources = [(True, text) for text in page.excerpts] + [(False, page.text)]
-            position = excerpt_position = 0
-            for from_excerpt, text in sources:
-                for block, is_item in _blocks(text):
-                    for raw in _split_sentences(block):
-                        cleaned = clean_sentence(raw)
-                        if not _usable(raw, cleaned):
-                            continue
-                        if is_item and cleaned[-1] not in _CLOSERS and len(cleaned.split()) < 6:
-                            continue  # a list fragment ("- Fast startup"), not a sentence
-                        key = _key(cleaned)
-                        known = seen.get(key)
-                        if known is not None:
-                            if not from_excerpt and known.page == p and known.order[0] == 1:
-                                known.order = (0, position)  # read in page order, not excerpt order
-                                position += 1
-                            continue
-                        if from_excerpt:
-                            order = (1, excerpt_position)
-                            excerpt_position += 1
-                        else:
-                            order = (0, position)
-                            position += 1
-                        sentence = _Sentence(cleaned, p, order, from_excerpt, tokenize(cleaned))
-                        seen[key] = sentence
-                        out.append(sentence)
+            # The excerpts as the body's blocks read (quote markers and line breaks gone), to
+            # find which whole sentences of the body retrieval found.
+            marks = [" ".join(block for block, _ in _blocks(text)) for text in page.excerpts]
+            position = 0
+            for block, is_item in _blocks(page.text):
+                for raw in _split_sentences(block):
+                    cleaned = clean_sentence(raw)
+                    if not _usable(raw, cleaned):
+                        continue
+                    if avoid and any(_link_name(m.group(1)) in avoid for m in _WIKILINK.finditer(cleaned)):
+                        continue  # it would cite the page a save of this answer replaces
+                    if is_item and cleaned[-1] not in _CLOSERS and len(cleaned.split()) < 6:
+                        continue  # a list fragment ("- Fast startup"), not a sentence
+                    key = _key(cleaned)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    in_excerpt = any(raw in mark for mark in marks)
+                    out.append(_Sentence(cleaned, p, (0, position), in_excerpt, tokenize(cleaned)))
+                    position += 1
         return out
 
     def _score(self, sentences: list[_Sentence], query: list[str]) -> None:

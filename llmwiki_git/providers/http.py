@@ -25,7 +25,8 @@ RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 # Every request -- chat streamed or not, embeddings -- goes through one retry loop
 # (``_exchange``): POST, hand a 2xx response to a body reader (stream lines to a provider's
 # parser, or one JSON body), pass on what it yields. Transient failures (429, 5xx,
-# dropped or refused connections, a retryable error event) are retried with exponential
+# dropped connections, connections refused by another machine, a retryable error event;
+# not a connection refused on this one, where nothing listens) are retried with exponential
 # backoff -- but only while nothing has been yielded: once text has reached the caller a
 # retry would duplicate it, so a stream that breaks after output raises a ProviderError
 # saying how much arrived. ``Retry-After`` / ``retry-after-ms`` are honoured up to a cap.
@@ -193,8 +194,8 @@ def _transport_error(endpoint: Endpoint, exc: Exception, attempts: int) -> Provi
                              hint=f"set {endpoint.timeout_var} (milliseconds) to wait longer")
     if isinstance(exc, httpx.ConnectError):
         what = "connection refused" if "refused" in str(exc).lower() else (str(exc) or "cannot connect")
-        return ProviderError(name, f"cannot connect to {endpoint.url} ({what}): {endpoint.unreachable}",
-                             hint=endpoint.unreachable)
+        tries = f", {attempts} attempts" if attempts > 1 else ""
+        return ProviderError(name, f"cannot connect to {endpoint.url} ({what}{tries})", hint=endpoint.unreachable)
     if isinstance(exc, httpx.UnsupportedProtocol):
         return ProviderError(name, f"cannot use the URL {endpoint.url!r} ({exc})",
                              hint="the base URL must start with http:// or https://")
@@ -203,13 +204,31 @@ def _transport_error(endpoint: Endpoint, exc: Exception, attempts: int) -> Provi
                          + (f": {exc}" if str(exc) else ""), hint=endpoint.unreachable)
 
 
-def _retryable_transport(exc: Exception) -> bool:
+def _retryable_transport(exc: Exception, url: str) -> bool:
     import httpx
 
     # A read timeout means the model is slow, not that the request was lost: waiting
-    # another read_timeout per retry would only multiply the wait.
+    # another read_timeout per retry would only multiply the wait. A connection refused on
+    # this machine means nothing listens there (Ollama not started): waiting 1 + 2 + 4 s
+    # for it only delayed the error by 9 s.
+    if isinstance(exc, httpx.ConnectError) and "refused" in str(exc).lower() and _loopback(url):
+        return False
     return isinstance(exc, httpx.TransportError) and not isinstance(
         exc, (httpx.ReadTimeout, httpx.UnsupportedProtocol, httpx.LocalProtocolError))
+
+
+def _loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine (localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _body_text(response: httpx.Response) -> str:
@@ -356,7 +375,7 @@ def _exchange(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Clie
                     f"the stream broke after {emitted} characters ({exc.__class__.__name__}): "
                     "the answer is incomplete",
                     hint=_PARTIAL_HINT) from exc
-            if attempt >= settings.retries or not _retryable_transport(exc):
+            if attempt >= settings.retries or not _retryable_transport(exc, endpoint.url):
                 raise _transport_error(endpoint, exc, attempt + 1) from exc
         time.sleep(delay)
         attempt += 1

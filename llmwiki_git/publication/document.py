@@ -10,7 +10,11 @@ import yaml
 from ..wiki.slug import slugify
 
 MAX_SLUG = 80
+MAX_SUMMARY = 120
+MAX_TITLE = 200  # a 10,000-character question is still the commit message, not the page title
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+# What a cut never falls inside: a wikilink, a markdown link, inline code.
+_WHOLE = re.compile(r"!?\[\[[^\]\n]*\]\]|!?\[[^\]\n]*\]\([^)\n]*\)|`[^`\n]*`")
 
 
 def query_slug(question: str) -> str:
@@ -22,13 +26,34 @@ def query_slug(question: str) -> str:
     return slug or "query"
 
 
+def shorten(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: whole, or cut at a space outside any link
+    or inline code and ended with "…" (never ``… [[capture-not…``)."""
+    if len(text) <= limit:
+        return text
+    inside = [m.span() for m in _WHOLE.finditer(text)]
+    cuts = [i for i in range(limit - 1, 0, -1) if text[i] == " " and not any(a < i < b for a, b in inside)]
+    cut = cuts[0] if cuts else 0
+    if cut == 0:  # one unbroken word or link longer than the limit: cut before it
+        first = inside[0][0] if inside and inside[0][0] < limit else limit - 1
+        cut = first
+    return text[:cut].rstrip() + "…"
+
+
 def summarize(answer: str) -> str:
-    """First line of the answer, cut at its first sentence end, at most 120 chars."""
+    """First line of the answer, cut at its first sentence end (outside links and code), at
+    most 120 chars (see `shorten`)."""
     first = answer.strip().splitlines()[0] if answer.strip() else ""
-    end = _SENTENCE_END.search(first)
+    inside = [m.span() for m in _WHOLE.finditer(first)]
+    end = next((m for m in _SENTENCE_END.finditer(first) if not any(a < m.start() < b for a, b in inside)), None)
     if end:
         first = first[: end.end()]
-    return first if len(first) <= 120 else first[:119].rstrip() + "…"
+    return shorten(first, MAX_SUMMARY)
+
+
+def page_title(question: str) -> str:
+    """The saved page's title: the question on one line, at most 200 characters."""
+    return shorten(" ".join(question.split()), MAX_TITLE)
 
 
 def now_iso(ms: bool = True) -> str:
@@ -40,7 +65,7 @@ def now_iso(ms: bool = True) -> str:
 
 def render_page(question: str, answer: str, created_at: str) -> str:
     """The canonical document: exactly title, summary, type, createdAt, then the answer."""
-    meta = {"title": question, "summary": summarize(answer), "type": "query", "createdAt": created_at}
+    meta = {"title": page_title(question), "summary": summarize(answer), "type": "query", "createdAt": created_at}
     head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10**6, default_style=None)
     return f"---\n{head}---\n\n{answer.strip()}\n"
 

@@ -12,7 +12,7 @@ from ..errors import DATA_ERRORS, PathRefused, WriteRefused
 from ..git import Git
 from ..gitstore.commits import current_branch
 from ..gitstore.transaction import Intent, check_worktree
-from ..wiki.citations import BROKEN, PENDING, Citation, PendingIndex, citation_report
+from ..wiki.citations import AMBIGUOUS, BROKEN, PENDING, Citation, PendingIndex, ambiguity, citation_report
 from ..wiki.model import Wiki
 from ..wiki.pages import MAX_PAGE_BYTES
 from .document import log_entry, now_iso, page_list, query_slug, render_page
@@ -24,7 +24,7 @@ PROPOSAL = "proposal"
 
 @dataclass
 class Refusal:
-    code: str  # broken | pending | unavailable | profile-disabled | hand-written
+    code: str  # broken | ambiguous | pending | unavailable | profile-disabled | hand-written
     targets: list[str]
     message: str
 
@@ -66,6 +66,13 @@ def policy_refusal(citations: list[Citation] | None, error: str | None, mode: st
         if pending and mode == DIRECT:
             message += f"; pending citation targets: {', '.join(pending)}"
         return Refusal("broken", broken, message)
+    ambiguous = [c for c in citations if c.status == AMBIGUOUS]
+    if ambiguous:  # it may name another page than the one meant: a saved answer must cite exactly
+        return Refusal("ambiguous", [c.target for c in ambiguous],
+                       "Answer publication refused: ambiguous citation targets: "
+                       + "; ".join(ambiguity(c) for c in ambiguous)
+                       + ". Cite the page by a path that only it matches (such as [[folder/name]], or [[/name]] "
+                         "for a page at the wiki root)")
     if pending and mode == DIRECT:
         return Refusal("pending", pending, f"Answer publication refused: pending citation targets: {', '.join(pending)}"
                                            " (approve those review candidates first)")

@@ -81,13 +81,14 @@ def _blob(git: Git, rev: str | None, rel: str) -> bytes | None:
 
 
 def generated_files(site: Site, tree: str | None, head: str | None, entry: str,
-                    page: tuple[str, str] | None = None) -> tuple[dict[str, bytes], G.Generated, str]:
+                    page: tuple[str, str] | None = None,
+                    wiki: Wiki | None = None) -> tuple[dict[str, bytes], G.Generated, str]:
     """The generated files to commit on top of ``tree`` (with ``page`` = (path, document)
     written on it, when given): the table of contents rendered from that tree -- never the
     work tree -- and the journal with ``entry`` appended, each only where llmwiki owns it.
     Also returns the ownership decision and the rendered table of contents (for the local
-    copy when the user owns ``index.md``)."""
-    wiki = site.load_wiki(tree or "HEAD")
+    copy when the user owns ``index.md``). ``wiki``: that tree's wiki, when the caller has it."""
+    wiki = wiki if wiki is not None else site.load_wiki(tree or "HEAD")
     overrides = {}
     if page is not None:
         wiki = wiki.with_page(*page)

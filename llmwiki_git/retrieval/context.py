@@ -43,6 +43,7 @@ class LivePage:
     text: str | None
     blob: str | None
     missing: bool = False  # the file is gone (deleted since the listing): left out silently
+    why: str = "could not be read"  # said in the warning when ``text`` is None
 
 
 @dataclass
@@ -101,7 +102,7 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
         live = inputs.read_page(entry)
         if live.text is None:
             if not live.missing:
-                inputs.warnings.append({"code": "page-unreadable", "message": f"{entry.path} could not be read; left out"})
+                inputs.warnings.append({"code": "page-unreadable", "message": f"{entry.path}: {live.why}; left out"})
             continue
         meta = frontmatter.parse(live.text)
         body = live.text[meta.body_offset :]

@@ -8,16 +8,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..wiki import frontmatter
 from ..wiki.generated import is_evidence
 from ..wiki.model import Page, Wiki
+from ..wiki.parallel import MIN_PAGES, in_shares
 from ..wiki.slug import parse_target
 from ..wiki.pages import decode
 from ..wiki.snapshots import SourceFile
 from ..wiki.titles import page_description, page_properties, page_title, property_list
+from . import checkpoint
 from . import store as store_mod
 from .chunking import chunk_key, content_hash, embedding_input, path_words, readable_text, split_into_chunks
 from .chunking import store_fingerprint
@@ -55,20 +58,38 @@ class IndexSummary:
 def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPage], dict[str, str]]:
     """Live text of every page that may be evidence (of those in ``only`` when given),
     chunked; and the pages left out (path -> blob): the generated index, the journal,
-    binary and oversize files. The store records both, so a later call can tell what
+    binary, oversize and non-UTF-8 files. The store records both, so a later call can tell what
     changed since (see `refresh`)."""
     wanted = [p for p in wiki.pages if only is None or p.path in only]
-    data = wiki.read([SourceFile(p.path, p.blob) for p in wanted])
+    if len(wanted) >= MIN_PAGES:
+        wiki.build_tables()  # before the workers fork: each resolves its pages' links
     pages: list[IndexedPage] = []
     skipped: dict[str, str] = {}
+    # On every core for a large wiki (wiki/parallel.py): reading, chunking and the text each
+    # chunk is searched by are per page; the pages come back in order, as plain tuples.
+    for share in in_shares(lambda share: _read_share(wiki, share), wanted):
+        for item in share:
+            if item[0] is None:
+                skipped[item[1]] = item[2]
+            else:
+                pages.append(IndexedPage(*item))
+    return pages, skipped
+
+
+def _read_share(wiki: Wiki, wanted: list[Page]) -> list[tuple[Any, ...]]:
+    """`read_pages` of some pages: each an `IndexedPage`'s fields, or (None, path, blob) for
+    a page left out; plain data, for `marshal` to carry back from a worker."""
+    data = wiki.read([SourceFile(p.path, p.blob) for p in wanted])
+    out: list[tuple[Any, ...]] = []
+    resolved: dict[str, tuple[str | None, str | None]] = {}  # link text -> (page id, dangling key)
     for page in wanted:
         raw = data.get(page.path)
         if not isinstance(raw, bytes) or len(raw) > 8 * 1024 * 1024:
-            skipped[page.path] = page.blob or ""
+            out.append((None, page.path, page.blob or ""))
             continue
-        text, _ = decode(raw)
-        if text is None or not is_evidence(page.path, wiki.root_dir, text):
-            skipped[page.path] = page.blob or ""
+        text, issues = decode(raw)
+        if text is None or issues or not is_evidence(page.path, wiki.root_dir, text):  # never U+FFFD text
+            out.append((None, page.path, page.blob or ""))
             continue
         meta = frontmatter.parse(text)
         body = text[meta.body_offset :]
@@ -77,16 +98,16 @@ def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPa
         chunks = split_into_chunks(body)
         about = page_description(meta.data, body)
         texts = tuple(chunk_key(title, about if c.index == 0 else "", c.text) for c in chunks)
-        links, dangling = _graph(wiki, page)
+        links, dangling = _graph(wiki, page, resolved)
         properties = page_properties(body) if "::" in body else {}
         names = "\n".join((title, *page.scan.aliases, *property_list(properties.get("alias", ""))))
         readable = [readable_text(c.text) for c in chunks]
         where = path_words(page.path)
         lexical = tuple(lexical_fields(names, about, where, text) for text in readable)
         embedded = tuple(embedding_input(title, text, about if i == 0 else "") for i, text in enumerate(readable))
-        pages.append(IndexedPage(page.id, page.path, page.blob or "", title,
-                                 summary if isinstance(summary, str) else "", texts, links, dangling, embedded, lexical))
-    return pages, skipped
+        out.append((page.id, page.path, page.blob or "", title, summary if isinstance(summary, str) else "", texts,
+                    links, dangling, embedded, lexical))
+    return out
 
 
 def lexical_fields(names: str, about: str, where: str, readable: str) -> Document:
@@ -97,23 +118,32 @@ def lexical_fields(names: str, about: str, where: str, readable: str) -> Documen
             (where, FIELD_WEIGHTS["path"]), (readable, FIELD_WEIGHTS["body"]))
 
 
-def _graph(wiki: Wiki, page: Page) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _graph(wiki: Wiki, page: Page, resolved: dict[str, tuple[str | None, str | None]] | None = None
+           ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The pages ``page`` links to and the targets it names that nothing answers;
+    ``resolved`` remembers each link text's meaning across pages (a wiki names the same
+    targets from many pages)."""
     links: dict[str, None] = {}
     dangling: dict[str, None] = {}
-    seen: set[str] = set()
-    for occ in page.scan.raw_links:  # field tuples of `Occurrence`: [3] is the target
-        if occ[3] in seen:
-            continue  # a repeated link is resolved once (a page of 700,000 links: one lookup each)
-        seen.add(occ[3])
-        target = parse_target(occ[3])
-        if target.is_self_anchor or target.is_empty:
-            continue
-        found = wiki.resolve(target)
-        if found.page is not None:
-            if found.page.id != page.id:
-                links[found.page.id] = None
-        elif not found.resolved:
-            dangling[target.key] = None
+    known = resolved if resolved is not None else {}
+    for link in page.scan.raw_links:
+        text = link[3]
+        meaning = known.get(text)
+        if meaning is None:
+            target = parse_target(text)
+            if target.is_self_anchor or target.is_empty:
+                meaning = (None, None)
+            else:
+                found = wiki.resolve(target)
+                meaning = (found.page.id if found.page is not None else None,
+                           None if found.resolved else target.key)
+            known[text] = meaning
+        page_id, missing = meaning
+        if page_id is not None:
+            if page_id != page.id:
+                links[page_id] = None
+        elif missing is not None:
+            dangling[missing] = None
     return tuple(links), tuple(dangling)
 
 
@@ -168,22 +198,25 @@ def build(
         for text, chunk_hash in zip(all_texts, hashes_in_order):
             if chunk_hash not in previous:
                 missing.setdefault(chunk_hash, text)
-        fresh = embedder.embed(list(missing.values()), progress=progress) if missing else np.zeros((0, dims), np.float32)
-        if fresh.shape[0]:
-            dims = fresh.shape[1]  # HTTP models tell their dimension only by answering
+        # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
+        fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
+        if fresh:
+            dims = len(next(iter(fresh.values())))  # HTTP models tell their dimension only by answering
         elif previous:
             dims = len(next(iter(previous.values())))
         vectors = np.zeros((row, dims), dtype=np.float32)
-        lookup = {**previous, **dict(zip(missing.keys(), fresh))}
+        lookup = {**previous, **fresh}
         for i, chunk_hash in enumerate(hashes_in_order):
             vectors[i] = lookup[chunk_hash]
-        embedded = len(missing)
-        reused = row - sum(1 for h in hashes_in_order if h in missing)
+        embedded = len(missing) - len(kept)
+        reused = row - sum(1 for h in hashes_in_order if h in missing and h not in kept)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
     LexicalIndex.build(documents).save(folder / LEXICAL_DIR)
     store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now, skipped, names))
+    if embedder is not None:
+        checkpoint.remove(folder)  # its vectors are in the store now
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from .. import confine
 from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
 from ..git import Git, blob_id
-from ..wiki.pages import decode
+from ..wiki.pages import decode, unusable_notes
 from . import refresh
 from . import store as store_mod
 from .chunking import store_fingerprint
@@ -118,9 +118,11 @@ class Retrieval:
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
             pages, skipped = indexer.read_pages(wiki)
+            notes += unusable_notes([(p.path, p.scan) for p in wiki.pages if p.path in skipped])
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped,
                                     names=indexer.names_digest(wiki))
-            written = self._write_index_page(wiki, index_path, notes) if index_path and page else None
+            known = {p.path: (p.title, p.summary) for p in pages}  # read already: not read again
+            written = self._write_index_page(wiki, index_path, notes, known) if index_path and page else None
             if written and written == index_path:  # a page written after the pages were read: recorded,
                 # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
                 store_mod.add_skipped(self.state, {written: blob_id((self.root / written).read_bytes())})
@@ -140,7 +142,8 @@ class Retrieval:
 
         return index_path(wiki.root_dir)
 
-    def _write_index_page(self, wiki: Wiki, rel: str, notes: list[str]) -> str | None:
+    def _write_index_page(self, wiki: Wiki, rel: str, notes: list[str],
+                          known: Mapping[str, tuple[object, object]] | None = None) -> str | None:
         """Regenerate the table of contents where llmwiki owns ``rel`` (absent or generated);
         a user's own ``index.md`` is never touched: llmwiki's copy goes to the state folder."""
         from ..gitstore.transaction import sweep_temp_files, write_atomic
@@ -148,7 +151,7 @@ class Retrieval:
         from ..wiki.indexpage import entries_of, render, same_content
 
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        text = render(entries_of(wiki), now)
+        text = render(entries_of(wiki, known=known), now)
         head = self.git.rev_parse("HEAD") if self.git is not None else None
         if not generated.owned(self.git, self.root, rel, head, "index"):
             notes += generated.notice(self.state, "index", f"{rel} is your own page, so llmwiki never rewrites it; "
@@ -164,6 +167,10 @@ class Retrieval:
         return rel
 
     # -- reading --------------------------------------------------------------------------
+
+    def wiki(self) -> Wiki:
+        """The live wiki (the work tree's pages, scans served by the checker's cache)."""
+        return self._load_wiki()
 
     def _stamps(self) -> tuple:
         """(name, inode, mtime, size) of every file the store and lexical index load."""
@@ -358,7 +365,9 @@ class Retrieval:
             if isinstance(exc.__cause__, FileNotFoundError):
                 return LivePage(None, None, missing=True)  # deleted since it was listed: not an error
             return LivePage(None, None)
-        text, _ = decode(data)
+        text, issues = decode(data)
+        if text is None or issues:  # never quoted with U+FFFD in place of its letters
+            return LivePage(None, None, why="binary file" if text is None else "not valid UTF-8")
         return LivePage(text, blob_id(data))
 
     def context(self, prompt: str, options: ContextOptions) -> dict:

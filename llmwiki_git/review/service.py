@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import BEST_EFFORT_ERRORS, LlmwikiError, UsageError
 from ..publication.candidates import Candidate, get, list_candidates, pending_index, reject
 from ..publication.trailers import KIND, MULTI_KINDS, PAGE_KIND, RETRACT_KIND
-from ..wiki.citations import BROKEN, PENDING
+from ..wiki.citations import counts_line
 from ..wording import plural
 from .approve import Approved, Verdict, approve, evaluate
 from .project import ReviewProject
@@ -24,9 +24,7 @@ REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "tou
 def _status(citations: list[Any] | None) -> str:
     if citations is None:
         return "unavailable"
-    broken = sum(1 for c in citations if c.status == BROKEN)
-    pending = sum(1 for c in citations if c.status == PENDING)
-    return f"{len(citations) - broken - pending} resolved, {pending} pending, {broken} broken"
+    return counts_line(citations)
 
 
 def _page_status(verdict: Any) -> str:
@@ -46,7 +44,7 @@ class CandidateRow:
     kind: str | None
     target: str | None
     committed_at: int
-    citation_status: str  # "N resolved, N pending, N broken", a page edit's link counts, or a refusal code
+    citation_status: str  # "N resolved[, N ambiguous], N pending, N broken", a page edit's link counts, or a refusal code
     base: str | None
     commit: str
     notes: list[str]

@@ -3,6 +3,10 @@
 This is what `llmwiki links` prints and what `query` calls after an answer (DESIGN §3).
 "Pending" means no page resolves the target but an open review candidate would create
 exactly that slug; the candidates come from a `PendingIndex` (review branches, later).
+"Ambiguous" means several pages answer the target equally (``[[index]]`` with both
+``index.md`` and ``user/index.md``): it resolves to the first of them (fewest folders deep,
+then alphabetically, as `llmwiki check` says), which may not be the page the text meant, so
+it is never reported as plainly resolved and saving refuses it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from .frontmatter import split
 from .slug import parse_target
 
 RESOLVED = "resolved"
+AMBIGUOUS = "ambiguous"
 PENDING = "pending"
 BROKEN = "broken"
 
@@ -50,11 +55,14 @@ class Citation:
     status: str
     page_id: str | None = None
     candidate_ids: tuple[str, ...] = ()
+    alternatives: tuple[str, ...] = ()  # ambiguous: the other pages (or files) the target matches
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"target": self.target, "status": self.status}
         if self.page_id is not None:
             out["pageId"] = self.page_id
+        if self.alternatives:
+            out["alternatives"] = list(self.alternatives)
         if self.candidate_ids:
             out["candidateIds"] = list(self.candidate_ids)
         return out
@@ -79,7 +87,8 @@ def citation_report(text: str, wiki: Wiki, pending: PendingIndex | None = None) 
         seen.add(target.key)
         found = wiki.resolve(target)
         if found.resolved:
-            report.append(Citation(target.key, RESOLVED, page_id=found.ref))
+            status = AMBIGUOUS if found.alternatives else RESOLVED
+            report.append(Citation(target.key, status, page_id=found.ref, alternatives=found.alternatives))
             continue
         ids = tuple(sorted(set(pending.candidates_for(target.slug)))) if target.slug else ()
         if ids and target.hint in ((), ("queries",), ("wiki", "queries")):
@@ -89,15 +98,28 @@ def citation_report(text: str, wiki: Wiki, pending: PendingIndex | None = None) 
     return report
 
 
+def counts_line(citations: Sequence[Citation]) -> str:
+    """``N resolved, N pending, N broken``, with ``N ambiguous`` after resolved when any is."""
+    counts = {s: sum(1 for c in citations if c.status == s) for s in (RESOLVED, AMBIGUOUS, PENDING, BROKEN)}
+    ambiguous = f", {counts[AMBIGUOUS]} ambiguous" if counts[AMBIGUOUS] else ""
+    return f"{counts[RESOLVED]} resolved{ambiguous}, {counts[PENDING]} pending, {counts[BROKEN]} broken"
+
+
+def ambiguity(citation: Citation) -> str:
+    """``index -> index (also matches user/index)``: what an ambiguous target resolved to, and what else it matches."""
+    return f"{citation.target} -> {citation.page_id} (also matches {', '.join(citation.alternatives)})"
+
+
 def format_report(citations: Sequence[Citation]) -> list[str]:
-    """The ``Answer citations: …`` lines of DESIGN §3."""
+    """The ``Answer citations: …`` lines of DESIGN §3 (plus ``ambiguous:`` lines, see above)."""
     if not citations:
         return ["Answer citations: none recognized (not a factual-support assessment)"]
-    counts = {s: sum(1 for c in citations if c.status == s) for s in (RESOLVED, PENDING, BROKEN)}
-    lines = [f"Answer citations: {counts[RESOLVED]} resolved, {counts[PENDING]} pending, {counts[BROKEN]} broken"]
+    lines = [f"Answer citations: {counts_line(citations)}"]
     for c in citations:
         if c.status == RESOLVED:
             lines.append(f"resolved: {c.target} -> {c.page_id}")
+        elif c.status == AMBIGUOUS:
+            lines.append(f"ambiguous: {ambiguity(c)}")
         elif c.status == PENDING:
             lines.append(f"pending: {c.target}")
         else:

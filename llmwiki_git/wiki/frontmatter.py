@@ -23,16 +23,22 @@ def _yaml() -> tuple[Any, type]:
     return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # The fast path: frontmatter made only of lines a strict subset of YAML covers (simple keys;
-# double- or single-quoted strings without escapes; plain words; flow or block lists of
-# those; dates; small integers) is read without PyYAML, whose import alone costs the
+# double- or single-quoted strings, the double-quoted ones with JSON's escapes at most
+# (``\"``, ``\\``, ``\n``, ``\uXXXX``...: what a JSON-writing tool emits, and YAML reads the
+# same way); plain words; flow or block lists of those; dates; small integers) is read
+# without PyYAML, whose import alone costs the
 # pre-commit hook ~30 ms; anything else goes to PyYAML. tests/test_frontmatter.py checks
 # every form against PyYAML.
 _KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*?))? *")
 _BAD = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"  # line breaks, non-printables
-_QUOTED = rf'"[^"\\{_BAD}]*"|\'[^\'{_BAD}]*\''
+# JSON's escapes, which YAML's double-quoted style reads alike (a \u escape of a surrogate
+# excepted: JSON pairs two of them into one character, YAML does not).
+_ESCAPE = r'\\(?:["\\/bfnrt]|u(?![dD][89abAB])[0-9a-fA-F]{4})'
+_QUOTED = rf'"(?:[^"\\{_BAD}]|{_ESCAPE})*"|\'[^\'{_BAD}]*\''
 _PLAIN = r"[A-Za-z][A-Za-z0-9_.()-]*(?: [A-Za-z0-9_.()-]+)*"
 _SCALAR = re.compile(rf"(?:{_QUOTED}|{_PLAIN})")
 _FLOW = re.compile(rf"\[ *(?:(?:{_QUOTED}|{_PLAIN})(?: *, *(?:{_QUOTED}|{_PLAIN}))*)? *\]")
+_FLOW_ITEM = re.compile(rf"{_QUOTED}|{_PLAIN}")
 _ITEM = re.compile(r"( *)- +(.*?) *")
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _INT = re.compile(r"0|[1-9][0-9]{0,8}")
@@ -43,6 +49,10 @@ _MISS = object()
 def _simple_scalar(text: str) -> Any:
     """The value of one simple scalar, or _MISS when it is not in the subset."""
     if _SCALAR.fullmatch(text):
+        if text[0] == '"' and "\\" in text:
+            import json  # noqa: PLC0415 - escapes are rare: most pages never import it
+
+            return json.loads(text)
         if text[0] in "\"'":
             return text[1:-1]
         return _MISS if text in _NOT_STRINGS else text
@@ -60,7 +70,7 @@ def _flow_items(text: str) -> list[str] | None:
     if not inner:
         return []
     items = []
-    for part in re.findall(rf"{_QUOTED}|{_PLAIN}", inner):
+    for part in _FLOW_ITEM.findall(inner):
         value = _simple_scalar(part)
         if not isinstance(value, str):
             return None

@@ -33,6 +33,7 @@ _INDEX_LINE = re.compile(
     r"|_\d+ pages? \| Generated [^_\n]+_)$"
 )
 _FOOTER = re.compile(r"^_\d+ pages? \| Generated [^_\n]+_$")
+_HEADING_FIRST = re.compile(r"\s*#")
 _LOG_LINE = re.compile(r"^(# Log|## \[\d{4}-\d\d-\d\dT[\d:.]+Z\] [^|\n]+ \| .*|- .*)$")
 
 
@@ -167,5 +168,7 @@ def is_evidence(path: str, wiki_root: str, text: str) -> bool:
     """Whether a page may ground an answer or enter a context pack."""
     if is_journal(path, wiki_root):
         return False
+    if not _HEADING_FIRST.match(text):  # both generated forms open with a "#" line: most pages do not
+        return True
     data = text.encode("utf-8")
     return not (is_generated_index(data) or (text.strip() and is_generated_log(data)))

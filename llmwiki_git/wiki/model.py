@@ -2,7 +2,9 @@
 
 Resolution order for a normalized target (DESIGN §3): (1) exact concept page stem,
 (2) exact query page stem, (3) concept alias, (4) query alias, (5) any page whose
-slugified stem equals the target. A path-style target's folder hint filters every step.
+slugified stem equals the target. A path-style target's folder hint filters every step
+(the end of the page's folder path; all of it, from the wiki or repository root, for a
+rooted ``[[/path]]``).
 A target naming a non-markdown file (``diagram.png``) resolves to a file of that name.
 """
 
@@ -16,7 +18,7 @@ from ..git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .parallel import read_and_scan
 from .provenance import sources_dir
-from .slug import LinkTarget, slugify
+from .slug import LinkTarget, parse_target, slugify
 from ..errors import PageReadError
 from .snapshots import Snapshot, SourceFile
 
@@ -83,6 +85,14 @@ def _hint_matches(folders: tuple[str, ...], hint: tuple[str, ...]) -> bool:
     return len(hint) <= len(folders) and folders[len(folders) - len(hint) :] == hint
 
 
+def _place_matches(folders: tuple[str, ...], target: LinkTarget, root: tuple[str, ...]) -> bool:
+    """Whether a file in ``folders`` is where ``target`` points: its hint ends the folder
+    path; or, rooted, is the whole path from the repository root or from the wiki root ``root``."""
+    if target.rooted:
+        return folders == target.hint or folders == root + target.hint
+    return _hint_matches(folders, target.hint)
+
+
 class Wiki:
     """The pages of one snapshot and everything needed to resolve links between them."""
 
@@ -105,6 +115,7 @@ class Wiki:
         self._snapshot = snapshot
         self.by_id = {p.id: p for p in self.pages}
         self.by_path = {p.path: p for p in self.pages}
+        self._root_folders = _folder_slugs(f"{root_dir}/x") if root_dir else ()
         # Lookup tables are built on the first resolve(): a check served entirely from the
         # cache never needs them.
         self._steps: list[dict[str, list[Page]]] = []
@@ -134,6 +145,12 @@ class Wiki:
                 table.setdefault(alias, []).append(page)
         by_slug.setdefault(slugify(page.stem), []).append(page)
 
+    def stem_slugs(self) -> dict[str, list[Page]]:
+        """Pages by slugified file stem (resolution's last step; the table is not to be changed)."""
+        if not self._steps:
+            self._build_tables()
+        return self._steps[4]
+
     def name_slugs(self) -> set[str]:
         """Every slug some page answers to (stems, slugified stems, aliases): a target whose
         slug is not here can only be a broken link or an attachment."""
@@ -149,7 +166,7 @@ class Wiki:
             self._build_tables()
         if target.file_name is not None:
             paths = self._files.get(target.file_name.lower(), [])
-            paths = [p for p in paths if _hint_matches(_folder_slugs(p), target.hint)]
+            paths = [p for p in paths if _place_matches(_folder_slugs(p), target, self._root_folders)]
             if paths:
                 return Resolution(file=paths[0], alternatives=tuple(paths[1:]))
         if not target.slug:
@@ -158,12 +175,24 @@ class Wiki:
             found = table.get(target.slug)
             if not found:
                 continue
-            if target.hint:
-                found = [p for p in found if _hint_matches(p.folders, target.hint)]
+            if target.hint or target.rooted:
+                found = [p for p in found if _place_matches(p.folders, target, self._root_folders)]
                 if not found:
                     continue
             return Resolution(page=found[0], alternatives=tuple(p.id for p in found[1:]))
         return Resolution()
+
+    def link_to(self, page: Page) -> str:
+        """What to write inside ``[[...]]`` to cite ``page`` so that the link resolves to it
+        and to no other page: its name when that is unique, else the shortest folder path
+        that is (``user/index``), else its path from the wiki root (``/index``)."""
+        parts = page.path[:-3].split("/")
+        rooted = "/" + page.id
+        for link in [*("/".join(parts[-k:]) for k in range(1, len(parts) + 1)), rooted]:
+            found = self.resolve(parse_target(link))
+            if found.page is not None and found.page.path == page.path and not found.alternatives:
+                return link
+        return rooted
 
     def read(self, files: list[SourceFile]) -> dict[str, bytes | PageReadError | OSError]:
         """Bytes of some files of the snapshot this wiki was loaded from."""
@@ -182,6 +211,11 @@ class Wiki:
         pages = [p for p in self.pages if p.path != path] + [page]
         return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot, self.sources)
 
+    def with_pages(self, pages: list[Page], other_files: Iterable[str]) -> Wiki:
+        """Another set of pages and files read from the same snapshot (blob ids do not move:
+        a moved page reads as before)."""
+        return Wiki(self.root_dir, pages, other_files, self.source_issues, self._snapshot)
+
     def without_page(self, path: str) -> Wiki:
         """This wiki as it will be after the page at ``path`` is deleted."""
         pages = [p for p in self.pages if p.path != path]
@@ -199,7 +233,7 @@ def names_wiki(root_dir: str, names_by_path: dict[str, str], other_files: list[s
     prefix = f"{root_dir}/" if root_dir else ""
     pages = []
     for path, key in names_by_path.items():
-        aliases, headings, blocks = (tuple(p for p in part.split("\x02") if p) for part in key.split("\x01"))
+        aliases, headings, blocks = (tuple(p for p in part.split("\x02") if p) for part in key.split("\x01")[:3])
         page_id = path[len(prefix) : -3]
         kind = page_kind(page_id)
         scan = PageScan(None, (), (), 0, (), headings, blocks, aliases)

@@ -39,12 +39,17 @@ class PageScan(NamedTuple):
     headings: tuple[str, ...] = ()
     blocks: tuple[str, ...] = ()
     alias_slugs: tuple[str, ...] = ()  # slugified aliases, unique, in order
+    md_links: tuple[tuple[Any, ...], ...] = ()  # local markdown links (scanner.MdLink)
+    meta_lines: tuple[int, int] = (0, 0)  # lines of the `title:` and `aliases:` keys (0: none)
+    title_slug: str = ""  # slugify(title), kept: the names key of every page needs it on each run
     sourcing: tuple[tuple[Any, ...], ...] = ()  # sources named, retracted and cited (provenance.Sourcing)
 
     @property
     def names_key(self) -> str:
-        """What other pages' links can depend on, as one string (for the fingerprint)."""
-        return "\x02".join(self.alias_slugs) + "\x01" + "\x02".join(self.headings) + "\x01" + "\x02".join(self.blocks)
+        """What other pages' problems can depend on, as one string (for the fingerprint):
+        alias slugs, headings and block ids (links), and the title's slug (duplicate titles)."""
+        return ("\x02".join(self.alias_slugs) + "\x01" + "\x02".join(self.headings) + "\x01"
+                + "\x02".join(self.blocks) + "\x01" + self.title_slug)
 
     @property
     def links(self) -> tuple[Occurrence, ...]:
@@ -68,7 +73,8 @@ class PageScan(NamedTuple):
 
     def to_record(self) -> tuple[Any, ...]:
         return (self.title, self.aliases, tuple(map(tuple, self.raw_links)), self.body_line,
-                tuple(map(tuple, self.raw_issues)), self.headings, self.blocks, self.alias_slugs, self.sourcing)
+                tuple(map(tuple, self.raw_issues)), self.headings, self.blocks, self.alias_slugs,
+                tuple(map(tuple, self.md_links)), tuple(self.meta_lines), self.title_slug, self.sourcing)
 
     @classmethod
     def from_record(cls, record: tuple[Any, ...]) -> PageScan:
@@ -77,7 +83,7 @@ class PageScan(NamedTuple):
 
 def only_issue_record(code: str, message: str) -> tuple[Any, ...]:
     """The scan record of a page that could not be scanned, with why."""
-    return (None, (), (), 0, ((code, message, 1),), (), (), (), ())
+    return (None, (), (), 0, ((code, message, 1),), (), (), (), (), (0, 0), "", ())
 
 
 def decode(data: bytes) -> tuple[str | None, list[Issue]]:
@@ -97,6 +103,27 @@ def decode(data: bytes) -> tuple[str | None, list[Issue]]:
                 line,
             )
         ]
+
+
+#: Issues of a page whose text cannot be used as written (search, answers): not UTF-8,
+#: binary, too large. Such a page is left out of the search index and of every answer.
+UNUSABLE = frozenset({"invalid-utf8", "unreadable-page", "page-too-large"})
+
+
+def unusable(scan: PageScan) -> Issue | None:
+    """Why a page's text cannot be searched or quoted (None: it can), from its scan."""
+    return next((Issue._make(i) for i in scan.raw_issues if i[0] in UNUSABLE), None)
+
+
+def unusable_notes(pages: list[tuple[str, PageScan]], limit: int = 10) -> list[str]:
+    """One line per page whose text cannot be used (``wiki/x.md (line 3): not valid UTF-8 ...``),
+    at most ``limit`` of them and a count of the rest."""
+    found = [(path, issue) for path, scan in pages if (issue := unusable(scan)) is not None]
+    notes = [f"{path}{f' (line {issue.line})' if issue.line > 1 else ''}: {issue.message.split(';')[0]}; "
+             "left out of search and answers (save it as UTF-8 text to include it)" for path, issue in found[:limit]]
+    if len(found) > limit:
+        notes.append(f"... and {len(found) - limit} more pages that are not UTF-8 text (`llmwiki check` lists them)")
+    return notes
 
 
 def uncheckable(document: bytes | str, *, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
@@ -155,13 +182,22 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
                                  f"{size_mb:.1f} MB is over the {max_bytes // (1024 * 1024)} MB limit; not scanned")
     text, issues = decode(data)
     if text is None:
-        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), (), ())
+        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), (), (), (0, 0), "", ())
     meta = frontmatter.parse(text)
     if meta.error:
         issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
+    if not _TEXT.search(text, meta.body_offset):
+        issues.append(Issue("empty-page", "empty page: no text after the frontmatter; write its body, or delete it"
+                            if meta.raw is not None else "empty page: the file holds no text; write it, or delete it"))
+    control = REFUSED_CHARACTERS.search(text)  # the candidates' acceptance rule, applied by the gate too
+    if control is not None:
+        issues.append(Issue("control-character", f"control character {ascii(control.group())[1:-1]}: remove it "
+                            "(escape sequences, C1 controls and bidi overrides can hide text from a reviewer; tab, "
+                            "newline and carriage return are fine)", text.count("\n", 0, control.start()) + 1))
     title = declared_title(meta.data, text[meta.body_offset:])
-    links, headings, blocks = scan_raw(text, meta.body_line)
+    links, headings, blocks, md = scan_raw(text, meta.body_line)
     aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
+    title = title if isinstance(title, str) else None
     return (
         title,
         aliases,
@@ -171,9 +207,24 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
         tuple(sorted(headings)),
         tuple(sorted(blocks)),
         tuple(s for s in dict.fromkeys(map(slugify, aliases)) if s) if aliases else (),
+        tuple(md),
+        (_key_line(meta.raw, "title"), _key_line(meta.raw, "aliases")) if (title or aliases) and meta.raw else (0, 0),
+        slugify(title) if title else "",
         scan_sourcing(text, meta.raw, meta.data, meta.body_line, meta.body_offset)
         if "^[" in text or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw)) else (),
     )
+
+
+_TEXT = re.compile(r"\S")
+
+
+def _key_line(raw: str, key: str) -> int:
+    """The 1-based file line of the top-level ``key:`` in the frontmatter ``raw`` (which starts
+    on line 2, after the opening fence); 0 when it is not written plainly."""
+    if raw.startswith(key + ":"):
+        return 2
+    at = raw.find(f"\n{key}:")
+    return 0 if at < 0 else 3 + raw.count("\n", 0, at)
 
 
 def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:

@@ -11,6 +11,11 @@ in docs/benchmarks.md). It follows CommonMark where links are concerned:
   of a markdown link ``[see [[x]]](url)``, YAML frontmatter, HTML comments (also multi-line).
 
 Every occurrence carries its 1-based line and column in the file (frontmatter included).
+
+The same pass also returns the page's local markdown links, ``[text](../page.md#anchor)`` and
+``![alt](img.png)`` (not URLs with a scheme, not site-absolute ``/paths``), by the same rules: never
+in code, comments or escapes. Each is (line, column of ``[``, column of the destination,
+destination as written), so that the checker can check them and ``llmwiki mv`` rewrite them.
 """
 
 from __future__ import annotations
@@ -30,8 +35,17 @@ _ESCAPE = re.compile(r"\\[!-/:-@\[-`{-~]")
 # faster on link lines). tests/test_scanner.py checks them against the earlier forms.
 _MD_LINK = re.compile(
     r"\[(?<!!\[)(?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*\]"
-    r"\([^()\s]*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
+    r"\((?P<url>[^()\s]*)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
 )
+# A destination that names something outside the wiki: a scheme (``https:``, ``mailto:``),
+# ``//host`` or a site-absolute ``/path`` (a docs site's URL, not a file the page can name).
+_NOT_LOCAL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|/")
+# An image, ``![alt](path)``: its destination is a file too (never blanked: a wikilink in
+# alt text is a link, as the reference tool reads it).
+_MD_IMAGE = re.compile(r"!\[(?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*\]\((?P<url>[^()\s]*)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
+# Where a local destination may start: a line without one only has its links blanked (most
+# markdown links are URLs; collecting each in Python cost the cold check ~5 %).
+_LOCAL_START = re.compile(r"\]\((?![A-Za-z][A-Za-z0-9+.-]*:|/|\))")
 _HEADING_STARTS = frozenset("#=- ")  # first characters of lines that may be (or underline) a heading
 _WIKILINK = re.compile(r"\[\[([^\[\n]*?)\]\]")
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
@@ -59,6 +73,8 @@ class Occurrence(NamedTuple):
 
 
 RawLink = tuple[int, int, str, str, "str | None", bool]  # the fields of an `Occurrence`
+# A local markdown link: (line, column of "[", column of the destination, the destination).
+MdLink = tuple[int, int, int, str]
 
 
 def split_lines(text: str) -> list[str]:
@@ -206,11 +222,37 @@ class Scan:
     anchors: Anchors
 
 
-def _links_of(line: str, masked: str, index: int, found: list[RawLink]) -> None:
+def _md_links_of(line: str, masked: str, index: int, md: list[MdLink] | None) -> str:
+    """``masked`` with its markdown links blanked; the local ones are added to ``md``
+    (destinations as written in ``line``, which ``masked`` aligns with)."""
+    if md is None or not _LOCAL_START.search(masked):
+        return _MD_LINK.sub(_blank, masked)
+    if "![" in masked:
+        for match in _MD_IMAGE.finditer(masked):
+            url_start, url_end = match.span("url")
+            url = line[url_start:url_end]
+            if url and not _NOT_LOCAL.match(url):
+                md.append((index + 1, match.start() + 1, url_start + 1, url))
+    out = []
+    end = 0
+    for match in _MD_LINK.finditer(masked):
+        start, stop = match.span()
+        url_start, url_end = match.span("url")
+        url = line[url_start:url_end]
+        if url and not _NOT_LOCAL.match(url):
+            md.append((index + 1, start + 1, url_start + 1, url))
+        out.append(masked[end:start])
+        out.append(" " * (stop - start))
+        end = stop
+    out.append(masked[end:])
+    return "".join(out)
+
+
+def _links_of(line: str, masked: str, index: int, found: list[RawLink], md: list[MdLink] | None = None) -> None:
     if "\\" in masked:
         masked = _ESCAPE.sub("  ", masked)
     if "](" in masked:
-        masked = _MD_LINK.sub(lambda m: " " * (m.end() - m.start()), masked)
+        masked = _md_links_of(line, masked, index, md)
     for match in _WIKILINK.finditer(masked):
         inner = line[match.start(1) : match.end(1)]
         target, label = split_label(inner)
@@ -222,12 +264,16 @@ def _links_of(line: str, masked: str, index: int, found: list[RawLink]) -> None:
 def scan(text: str, start_line: int = 0) -> Scan:
     """Links and anchors of ``text`` in one pass, from line index ``start_line`` on (pass
     the frontmatter's ``body_line``: frontmatter is skipped, numbering stays the file's)."""
-    links, headings, blocks = scan_raw(text, start_line)
+    links, headings, blocks, _ = scan_raw(text, start_line)
     return Scan(list(map(Occurrence._make, links)), Anchors(frozenset(headings), frozenset(blocks)))
 
 
-def scan_raw(text: str, start_line: int = 0) -> tuple[list[RawLink], set[str], set[str]]:
-    """`scan` as plain data: links as `Occurrence` field tuples, heading slugs, block ids."""
+ScanParts = tuple[list[RawLink], set[str], set[str], list[MdLink]]
+
+
+def scan_raw(text: str, start_line: int = 0) -> ScanParts:
+    """`scan` as plain data: links as `Occurrence` field tuples, heading slugs, block ids, and
+    the local markdown links (`MdLink`)."""
     lines = split_lines(text)
     body = "\n".join(lines[start_line:])
     if "<!--" not in body and "```" not in body and "~~~" not in body and "\t" not in body \
@@ -238,7 +284,14 @@ def scan_raw(text: str, start_line: int = 0) -> tuple[list[RawLink], set[str], s
     return _scan_blocks(lines, start_line, "[[" in body)
 
 
-def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> tuple[list[RawLink], set[str], set[str]] | None:
+def scan_markdown_links(text: str, start_line: int = 0) -> list[MdLink]:
+    """The local markdown links of ``text`` (see `scan_raw`)."""
+    if "](" not in text:
+        return []
+    return scan_raw(text, start_line)[3]
+
+
+def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> ScanParts | None:
     """`_scan_blocks` for a page without HTML comments, fences, tabs or lines indented
     four spaces (most pages). No line is hidden then, so headings and block ids are looked
     for only on the lines that can hold them, and links are found in the whole body at once
@@ -248,6 +301,7 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> tuple[l
     found: list[RawLink] = []
     headings: set[str] = set()
     blocks: set[str] = set()
+    md: list[MdLink] = []
     body_lines = lines[start_line:]
     for index, line in enumerate(body_lines, start_line):
         first = line[:1]
@@ -271,10 +325,11 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> tuple[l
                 block = _BLOCK_ID.search(line)
                 if block:
                     blocks.add(block.group(1))
-    if not want_links:
-        return found, headings, blocks
+    want_md = "](" in body
+    if not want_links and not want_md:
+        return found, headings, blocks, md
     masked = body
-    if "`" in body or "](" in body:  # code spans, then markdown links blanked, line by line
+    if "`" in body or want_md:  # code spans, then markdown links blanked, line by line
         masked_lines = list(body_lines)
         for offset, line in enumerate(body_lines):
             if "`" in line:
@@ -288,7 +343,9 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> tuple[l
             if "](" in line:  # as `_links_of` does
                 if "\\" in line:
                     line = _ESCAPE.sub("  ", line)
-                masked_lines[offset] = _MD_LINK.sub(_blank, line)
+                masked_lines[offset] = _md_links_of(body_lines[offset], line, start_line + offset, md)
+        if not want_links:
+            return found, headings, blocks, md
         masked = "\n".join(masked_lines)
     if "\\" in masked:
         masked = _ESCAPE.sub("  ", masked)
@@ -315,7 +372,7 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> tuple[l
         col = start - line_start
         embed = col > 0 and masked[start - 1] == "!"
         found.append((line_index + 1, col if embed else col + 1, inner, target.strip(), label, embed))
-    return found, headings, blocks
+    return found, headings, blocks, md
 
 
 def _mask_single_spans(line: str) -> str:
@@ -333,11 +390,13 @@ def _blank(match: re.Match[str]) -> str:
     return " " * (match.end() - match.start())
 
 
-def _scan_blocks(lines: list[str], start_line: int, want_links: bool) -> tuple[list[RawLink], set[str], set[str]]:
+def _scan_blocks(lines: list[str], start_line: int, want_links: bool) -> ScanParts:
     """The full walk: fences, indented code, HTML comments, code spans over lines."""
     found: list[RawLink] = []
     headings: set[str] = set()
     blocks: set[str] = set()
+    md: list[MdLink] = []
+    want = want_links or any("](" in line for line in lines[start_line:])
     open_width = 0  # an inline code span still open from the previous line
     previous = -2
     previous_line = ""
@@ -357,11 +416,11 @@ def _scan_blocks(lines: list[str], start_line: int, want_links: bool) -> tuple[l
         if open_width and (index != previous + 1 or _BLOCK_START.match(line)):
             open_width = 0  # a paragraph break or a new block ends an unclosed span
         previous, previous_line = index, line
-        if not want_links:
+        if not want:
             continue
         if "`" not in line and not open_width:
-            if "[[" in line:
-                _links_of(line, line, index, found)
+            if "[[" in line or "](" in line:
+                _links_of(line, line, index, found, md)
             continue
         masked, unclosed = _mask_code_spans(line, open_width)
         open_width = 0
@@ -372,9 +431,9 @@ def _scan_blocks(lines: list[str], start_line: int, want_links: bool) -> tuple[l
             elif _closes_later(lines, index, width):
                 masked = masked[:start] + " " * (len(masked) - start)
                 open_width = width
-        if "[[" in masked:
-            _links_of(line, masked, index, found)
-    return found, headings, blocks
+        if "[[" in masked or "](" in masked:
+            _links_of(line, masked, index, found, md)
+    return found, headings, blocks, md
 
 
 def scan_links(text: str, start_line: int = 0) -> list[Occurrence]:

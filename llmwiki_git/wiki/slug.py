@@ -52,7 +52,9 @@ class LinkTarget(NamedTuple):
     ``slug`` is the slugified page name; ``hint`` the slugified folder components of a
     path-style target (``[[concepts/alpha]]``); ``anchor`` the text after ``#`` (a heading,
     or ``^id`` for a block); ``file_name`` the last component when it names a non-markdown
-    file (``diagram.png``).
+    file (``diagram.png``); ``rooted`` when the path starts with ``/`` (``[[/index]]``, Foam's
+    path from the root): the hint is then the whole folder path, from the wiki root or the
+    repository root, not just its end.
     """
 
     text: str
@@ -60,15 +62,17 @@ class LinkTarget(NamedTuple):
     hint: tuple[str, ...] = ()
     anchor: str | None = None
     file_name: str | None = None
+    rooted: bool = False
 
     @property
     def key(self) -> str:
         """The identity used to deduplicate targets in reports (anchors ignored)."""
+        lead = "/" if self.rooted else ""
         if self.file_name is not None and (
             not self.slug or self.file_name.rsplit(".", 1)[1].lower() in ATTACHMENT_EXTS
         ):
-            return "/".join((*self.hint, self.file_name))
-        return "/".join((*self.hint, self.slug))
+            return lead + "/".join((*self.hint, self.file_name))
+        return lead + "/".join((*self.hint, self.slug))
 
     @property
     def is_self_anchor(self) -> bool:
@@ -111,4 +115,4 @@ def _parse(text: str) -> LinkTarget:
         s for s in (slugify(p) for p in parts[:-1] if p.strip() not in ("", ".", "..")) if s
     )
     file_name = last if _FILE_EXT.search(last) else None
-    return LinkTarget(text, slugify(last), hint, anchor_value, file_name)
+    return LinkTarget(text, slugify(last), hint, anchor_value, file_name, name_part.startswith("/"))

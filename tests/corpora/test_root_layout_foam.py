@@ -1,5 +1,5 @@
-"""Ownership of generated files on a real root-layout vault: a copy of the Foam docs (from
-../shared/corpora) keeps its hand-written home ``index.md`` and a user ``log.md``
+"""Ownership of generated files on a real root-layout vault: a copy of the Foam docs (the
+corpus folder: ``$LLMWIKI_CORPORA``, else ../shared/corpora) keeps its hand-written home ``index.md`` and a user ``log.md``
 byte-identical through `index`, `query --save` and `--save --review` + `review approve`."""
 
 from __future__ import annotations
@@ -14,18 +14,15 @@ from pathlib import Path
 import pytest
 
 from ..conftest import Repo
+from .conftest import corpus
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 USER_LOG = b"# What changed\n\nWe moved the recipes around in March.\n"
 
 
 @pytest.fixture
 def foam(repo: Repo) -> Repo:
-    source = CORPORA / "foam-docs"
-    if not source.is_dir():
-        pytest.skip(f"corpus foam-docs not present at {source}")
-    shutil.copytree(source, repo.root, dirs_exist_ok=True)
+    shutil.copytree(corpus("foam-docs"), repo.root, dirs_exist_ok=True)
     for dirpath, _dirs, files in os.walk(repo.root):  # the shared copy is read-only
         if ".git" in Path(dirpath).parts:
             continue

@@ -217,3 +217,75 @@ def test_a_sentence_sharing_only_a_stem_does_not_pad_the_answer() -> None:
     assert answer.startswith("A blob stores the bytes of a file"), answer
     assert "Packfiles store deltas" in answer, answer  # the same word: a real match
     assert "is stored once" not in answer, answer  # "stored" meets "store" only as a stem
+
+
+# Issue 23: what the offline answerer committed from the Foam docs.
+FOAM_PUBLISHING = """# Recipes
+
+- Make the site your own by publishing it with the GitHub Pages recipe.
+
+Many templates also support publishing your Foam workspace to GitHub Pages with one click.
+
+[publish-to-github-pages]: ../publishing/publish-to-github-pages.md 'GitHub Pages'
+[publish-to-gitlab-pages]: ../publishing/publish-to-gitlab-pages.md 'GitLab Pages'
+"""
+# A chunk of it as retrieval hands it over: cut in the middle of a reference definition.
+FOAM_EXCERPT = ("lish-to-github-pages]: ../publishing/publish-to-github-pages.md 'GitHub Pages'\n"
+                "[publish-to-gitlab-pages]: ../publishing/publish-to-gitlab-pages.md 'GitLab Pages'")
+
+
+def test_reference_definitions_and_chunk_fragments_are_never_quoted() -> None:
+    """Regression: ``lish-to-github-pages]: ../publishing/… 'GitHub Pages'`` was an answer
+    sentence: excerpts were split into sentences of their own, fragments and all."""
+    page = Evidence("recipes", "recipes", "Recipes", FOAM_PUBLISHING, (FOAM_EXCERPT,))
+    answer = "".join(ask("How do I publish to GitHub Pages?", (page,)))
+    assert "]:" not in answer and "lish-to" not in answer and "../publishing" not in answer, answer
+    assert "Many templates also support publishing your Foam workspace to GitHub Pages" in answer, answer
+
+
+TRUST = """# Templates
+
+> ⚠️ **Treat a `new-note.js` like a script you'd execute by hand.
+> ** Only use JS templates from workspaces whose contributors you trust.
+
+*Run a template script only in a trusted workspace. Scripts can run any code.* Markdown
+templates run everywhere and need no trust at all.
+
+- automatically run template scripts from trusted folders when a note is created
+
+Template scripts see the note title and the folder of the new note.
+"""
+
+
+def test_emphasis_is_never_cut_and_markup_fragments_never_quoted() -> None:
+    """Regression: ``*Treat … by hand. * Only use`` (an emphasis whose markers the sentence
+    split left open) was quoted. An emphasis spanning two sentences stays one sentence, read
+    without its markers; a list item continuing a sentence begun elsewhere is no sentence."""
+    page = Evidence("features/templates", "templates", "Templates", TRUST)
+    answer = "".join(ask("Can a template script run any code?", (page,)))
+    assert "*" not in answer and "Treat a" not in answer and "Only use JS" not in answer, answer
+    assert "Run a template script only in a trusted workspace. Scripts can run any code." in answer, answer
+    assert "automatically run" not in answer, answer
+
+
+def test_the_asker_is_not_a_search_term() -> None:
+    """Regression: "how do I ..." matched "I deployed, but ..." in an FAQ."""
+    faq = Evidence("faq", "faq", "FAQ", "I deployed, but my files are not converted into pages at all.\n\n"
+                                        "Pages are published from the main branch by the publish workflow.")
+    answer = "".join(ask("How do I publish pages?", (faq,)))
+    assert "I deployed" not in answer and answer.startswith("Pages are published"), answer
+
+
+def test_a_sentence_linking_the_page_a_save_would_replace_is_not_quoted() -> None:
+    """Regression (issue 23, seen as a flaky concurrent-save test): a saved answer quoted as
+    evidence carried its own citation of [[what-are-git-objects]]; quoting it in a new answer
+    to that very question made `--save` refuse a self-citation. The answerer is told which
+    link a save would replace and quotes no sentence linking it."""
+    saved = Evidence("queries/what-is-a-commit-trailer", "what-is-a-commit-trailer", "Commit trailers",
+                     "Git parses commit trailers with interpret-trailers [[commit-trailers]] [[what-are-git-objects]].\n\n"
+                     "Git objects hold commit trailers in the commit message body.")
+    request = AnswerRequest("what are git objects and their commit trailers?", (saved,), None, ("what-are-git-objects",))
+    answer = "".join(ExtractiveProvider().stream_answer(request))
+    assert "what-are-git-objects" not in answer and answer.startswith("Git objects hold commit trailers"), answer
+    plain = "".join(ExtractiveProvider().stream_answer(AnswerRequest(request.question, (saved,))))
+    assert "[[what-are-git-objects]]" in plain  # the same evidence, no save to protect: quoted

@@ -209,8 +209,8 @@ def test_server_not_running(request_, sleeps) -> None:
     with pytest.raises(ProviderError) as info:
         list(p.stream_answer(request_))
     assert "connection refused" in info.value.message
-    assert "is the server at OPENAI_BASE_URL running?" in info.value.message
-    assert sleeps == [1.0, 2.0, 4.0]
+    assert info.value.hint == "is the server at OPENAI_BASE_URL running?"
+    assert sleeps == []
 
 
 def test_read_timeout_names_the_variable(request_, sleeps) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -24,7 +23,7 @@ from llmwiki_git.cli import cli as main_cli
 from llmwiki_git.review.stage import Staged, stage_candidate
 from llmwiki_git.workspace import Workspace
 
-from ..conftest import REPO_ROOT, Repo
+from ..conftest import Repo, copy_demo
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 ROUNDS = 30
@@ -51,7 +50,7 @@ def stage(root: Path, question: str) -> str:
 
 @pytest.fixture
 def wiki(repo: Repo) -> Repo:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.write(".gitignore", ".llmwiki/\n")
     repo.commit("demo wiki")
     assert cli(repo.root, "index").returncode == 0

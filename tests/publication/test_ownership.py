@@ -6,14 +6,13 @@ so once. Generated files (llmwiki's, or the TypeScript tool's exact format) stay
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
 
 from llmwiki_git.wiki.generated import is_generated_index, is_generated_log
 
-from ..conftest import REPO_ROOT, Repo
+from ..conftest import REPO_ROOT, Repo, copy_demo
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 HOME = """# My notes
@@ -85,7 +84,7 @@ def test_root_layout_index_save_review_approve_never_touch_the_users_files(vault
 
 
 def test_an_uncommitted_human_edit_to_a_generated_log_makes_it_the_users(repo: Repo) -> None:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo")
     edited = (repo.root / "log.md").read_text() + "My own remark, typed by hand.\n"
     repo.write("log.md", edited)
@@ -99,7 +98,7 @@ def test_an_uncommitted_human_edit_to_a_generated_log_makes_it_the_users(repo: R
 
 
 def test_the_typescript_tools_generated_index_stays_llmwikis(repo: Repo) -> None:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo")
     assert is_generated_index((repo.root / "wiki/index.md").read_bytes())
     assert run(repo, "query", "what is a blob?", "--save").returncode == 0

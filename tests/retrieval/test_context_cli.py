@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from ..conftest import REPO_ROOT, Repo
+from ..conftest import REPO_ROOT, Repo, copy_demo
 
 SCHEMA = json.loads((REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pack.schema.json").read_text())
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
@@ -20,7 +19,7 @@ FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 
 @pytest.fixture
 def demo(repo: Repo) -> Repo:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo wiki")
     return repo
 

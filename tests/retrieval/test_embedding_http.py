@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ from llmwiki_git.errors import ConfigError
 from llmwiki_git.errors import ProviderError
 from llmwiki_git.retrieval.embedding_http import HttpEmbedder
 
-from ..conftest import REPO_ROOT, Repo
+from ..conftest import Repo, copy_demo
 from ..servers import json_response, serve
 
 
@@ -96,7 +95,7 @@ def test_unreachable_server_names_what_to_start(monkeypatch) -> None:
 
 
 def test_index_and_context_through_an_openai_server(repo: Repo) -> None:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo")
     with serve(openai_handler) as (url, seen):
         env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1",

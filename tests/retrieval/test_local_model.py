@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from ..conftest import REPO_ROOT, Repo
+from ..conftest import Repo, copy_demo
 
 LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
 
 
 @pytest.fixture
 def demo(repo: Repo) -> Repo:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo wiki")
     return repo
 
@@ -103,5 +102,13 @@ def test_index_progress_shows_count_rate_and_time_left(demo: Repo) -> None:
     text = shown.decode("utf-8", "replace")
     chunks = json.loads(demo.llmwiki("index", "--json", "--full", env=LOCAL).stdout)["chunks"]
     assert f"Embedding {chunks} chunks" in text
-    assert f"Embedding {chunks} new chunks, roughly" in text and "`llmwiki index --fast`" in text  # said first
     assert f"{chunks}/{chunks}" in text and "chunks/s" in text
+    # The bar redraws itself in place: real carriage returns and cursor codes reach the
+    # terminal, never their escaped text (issue 23: "\x0d\x1b[?25lEmbedding 11 chunks ...").
+    assert "\\x0d" not in text and "\\x1b" not in text, text
+    assert "\r" in text and "\x1b[?25l" in text and "\x1b[?25h" in text
+    # Said first, with a time in the unit it takes: seconds for a small wiki, and no advice
+    # to avoid a wait that is not one (it said "roughly 1 min" for a 3.7 s job).
+    assert f"Embedding {chunks} new chunks, roughly" in text
+    estimate = text.split(f"Embedding {chunks} new chunks, roughly ", 1)[1].split(" with", 1)[0]
+    assert estimate.endswith(" s") and "`llmwiki index --fast`" not in text, estimate

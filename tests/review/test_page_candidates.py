@@ -200,3 +200,16 @@ def test_a_link_to_a_proposed_page_with_a_spaced_name_is_pending(wiki: tuple[Rep
     assert run(repo, "review", "approve", edit).returncode == 0  # pending passes while its candidate exists
     assert run(repo, "review", "approve", zeta).returncode == 0
     assert repo.llmwiki("check", env=FAST).returncode == 0
+
+
+def test_list_shows_the_kind_and_show_asks_no_question_of_a_page_edit(wiki: tuple[Repo, str]) -> None:
+    """Regression (issue 23): plain `review list` had no kind column (docs: id, kind, target,
+    age, status, base); `review show` of a page edit printed an empty `question:` line."""
+    repo, prefix = wiki
+    beta = f"{prefix}concepts/beta.md"
+    repo.write(beta, page("Beta", "Beta follows [[alpha]] closely."))
+    cid = staged_ids(run(repo, "review", "stage", beta, "--restore", "--json"))[beta]
+    row = run(repo, "review", "list").stdout.splitlines()[0].split("  ")
+    assert row[:3] == [cid, "page/1", beta], row
+    shown = run(repo, "review", "show", cid).stdout.splitlines()
+    assert "kind: page/1" in shown and not any(line.startswith("question:") for line in shown), shown

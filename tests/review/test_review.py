@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -20,7 +19,7 @@ from llmwiki_git.git import Git
 from llmwiki_git.gitstore.commits import move_branch
 
 from ..answer.test_query_cli import openai_env, sse_answer
-from ..conftest import REPO_ROOT, Repo
+from ..conftest import Repo, copy_demo
 from ..servers import serve
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
@@ -30,7 +29,7 @@ TRAILER_KEYS = ["Llmwiki-Candidate", "Llmwiki-Kind", "Llmwiki-Target", "Llmwiki-
 
 @pytest.fixture
 def demo(repo: Repo) -> Repo:
-    shutil.copytree(REPO_ROOT / "examples" / "demo", repo.root, dirs_exist_ok=True)
+    copy_demo(repo.root)
     repo.commit("demo wiki")
     assert repo.llmwiki("index", env=FAST).returncode == 0
     return repo

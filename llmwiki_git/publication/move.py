@@ -1,0 +1,231 @@
+"""``llmwiki mv OLD NEW``: a page, a file or a folder moved, and every link to it rewritten,
+as one commit on the current branch through the write transaction (docs/mv.md).
+
+Everything is decided against HEAD under the repository lock before any ref moves: the
+files to move (regular files only), the new paths (none may exist), the link rewrites
+(`wiki.rewrite.plan_moves`: refused when a link would become ambiguous or change meaning),
+and, in the transaction, that no path the commit touches has uncommitted edits. The commit
+holds the moves, the rewritten pages, and llmwiki's generated ``index.md`` and ``log.md``
+where llmwiki owns them (a user's own ``index.md`` or ``log.md`` is a page like any other:
+only the links in it that name a moved file are rewritten, byte for byte otherwise).
+
+A rename the user already made (``git mv OLD NEW`` or a plain ``mv``, staged or not, the
+page perhaps edited too) is finished the same way: the commit records the rename with NEW's
+content as it stands, links rewritten. That is what the pre-commit gate suggests when a
+staged rename breaks links.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import MoveRefused, UsageError
+from ..git import TreeEntry
+from ..gitstore.commits import build_commit, check_path, current_branch, move_branch
+from ..wiki import generated as G
+from ..wiki.model import Wiki
+from ..wiki.rewrite import Edit, RewritePlan, apply_edits, decode, encode, plan_moves, wiki_after
+from ..wiki.snapshots import SourceFile
+from .document import log_entry
+from .write import Site, finish_local, generated_files, locked
+
+
+@dataclass
+class Moved:
+    """What ``llmwiki mv`` did (or, with ``dry_run``, would do)."""
+
+    old: str
+    new: str
+    plan: RewritePlan
+    dry_run: bool
+    commit: str | None = None
+    adopted: bool = False  # the user had already renamed the file; llmwiki finished it
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.plan.refusals)
+
+    def edits(self) -> list[tuple[str, Edit]]:
+        """(path, edit) of every rewritten link, by path then position."""
+        return [(f.path, e) for f in sorted(self.plan.edited_files, key=lambda f: f.path)
+                for e in sorted(f.edits, key=lambda e: e.start)]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": 1, "from": self.old, "to": self.new, "dryRun": self.dry_run, "commit": self.commit,
+            "adopted": self.adopted,
+            "moves": [{"from": a, "to": b} for a, b in sorted(self.plan.moves.items())],
+            "edits": [{"path": f.path, "newPath": f.new_path, **e.to_json()}
+                      for f in sorted(self.plan.edited_files, key=lambda f: f.path)
+                      for e in sorted(f.edits, key=lambda e: e.start)],
+            "links": self.plan.links, "pages": len(self.plan.edited_files),
+            "refusals": list(self.plan.refusals), "notes": [*self.plan.notes, *self.notes],
+        }
+
+
+def move(site: Site, old: str, new: str, *, dry_run: bool = False) -> Moved:
+    """Move ``old`` (a file or folder, from the repository root) to ``new`` with every link
+    kept whole, as one commit; with ``dry_run`` only the plan (nothing locked or written).
+    Raises MoveRefused when something is in the way (not for a dry run: its plan lists it)."""
+    old, new = _clean(old), _clean(new)
+    if old == new:
+        raise UsageError(f"{old} and {new} are the same path")
+    if new.startswith(old + "/"):
+        raise UsageError(f"cannot move {old} into itself ({new})")
+    git = site.git
+    with nullcontext() if dry_run else locked(site):
+        ref = current_branch(git)
+        head = git.rev_parse("HEAD")
+        if head is None:
+            raise MoveRefused(old, ["the branch has no commit yet"], hint="commit the wiki first")
+        wiki = site.load_wiki(head)
+        moves, modes, contents, adopted = _moves(site, head, wiki, old, new)
+        plan = plan_moves(wiki, moves, lambda paths: _texts(wiki, paths), contents)
+        done = Moved(old, new, plan, dry_run, adopted=adopted)
+        if adopted:
+            done.notes.append(f"{old} was already renamed to {new} in the work tree: its content there is committed")
+        if dry_run:
+            return done
+        if plan.refusals:
+            raise MoveRefused(old, plan.refusals, hint="nothing moved; fix what is listed, or pick another name")
+        done.commit = _commit(site, ref, head, wiki, plan, modes, contents, adopted, old, new)
+        done.notes.extend(site.notes)
+    return done
+
+
+def _clean(path: str) -> str:
+    cleaned = path.replace("\\", "/").strip().strip("/")
+    while cleaned.startswith("./"):
+        cleaned = cleaned[2:]
+    return check_path(cleaned)
+
+
+def _tree_under(site: Site, head: str, path: str) -> list[TreeEntry]:
+    """HEAD's entries at ``path`` or under it (recursively), submodules included."""
+    out = site.git.run("--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", head, "--",
+                       path, check=False)
+    entries = []
+    for record in out.split(b"\0"):
+        if record:
+            meta, _, name = record.partition(b"\t")
+            mode, _kind, blob = meta.decode().split(" ")
+            entries.append(TreeEntry(mode, blob, name.decode("utf-8", "surrogateescape")))
+    return entries
+
+
+def _moves(site: Site, head: str, wiki: Wiki, old: str,
+           new: str) -> tuple[dict[str, str], dict[str, tuple[str, str]], dict[str, str], bool]:
+    """The files to move (old -> new path), their (mode, blob), the content of a page the
+    user already renamed (by old path), and whether they had."""
+    entries = [e for e in _tree_under(site, head, old) if e.path == old or e.path.startswith(old + "/")]
+    if not entries:
+        raise MoveRefused(old, [f"{old} is not in HEAD: llmwiki mv moves committed files"],
+                          hint="commit it first (or use a plain `mv` for an uncommitted file)")
+    reasons = []
+    odd = [e.path for e in entries if e.mode not in ("100644", "100755")]
+    if odd:
+        reasons.append(f"only regular files move with llmwiki mv; {', '.join(odd[:5])} "
+                       f"{'is' if len(odd) == 1 else 'are'} a symlink or submodule (use git mv)")
+    root = wiki.root_dir
+    if root and (root == old or root.startswith(old + "/")):
+        reasons.append(f"{old} holds the wiki root itself; use git mv and --wiki-dir (or wiki_dir in the config)")
+    owned = {G.index_path(root), G.log_path(site.project_prefix)}
+    for entry in entries:
+        if entry.path in owned and _is_generated(site, head, entry.path):
+            reasons.append(f"{entry.path} is llmwiki's generated file; it stays where it is")
+    if _tree_under(site, head, new):
+        reasons.append(f"{new} exists at HEAD; move it away first or pick another name")
+    moves = {e.path: new + e.path[len(old):] for e in entries}
+    modes = {e.path: (e.mode, e.blob) for e in entries}
+    contents: dict[str, str] = {}
+    adopted = False
+    top = site.top
+    if not reasons and len(entries) == 1 and entries[0].path == old and not os.path.lexists(top / old) \
+            and _is_regular(top / new):
+        adopted = True  # the user renamed it already (git mv or mv): finish the rename
+        contents[old] = _adopted_text(site, old, new)
+    elif os.path.lexists(top / new):
+        reasons.append(f"{new} exists in the work tree; move it away first or pick another name")
+    if reasons:
+        raise MoveRefused(old, reasons)
+    return moves, modes, contents, adopted
+
+
+def _is_generated(site: Site, head: str, rel: str) -> bool:
+    check = G.is_generated_index if rel.endswith(G.INDEX) else G.is_generated_log
+    data = site.git.run("cat-file", "blob", f"{head}:{rel}", check=False)
+    return check(data)
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _adopted_text(site: Site, old: str, new: str) -> str:
+    """NEW's content in a rename the user made: the staged version (which must match the
+    work tree: nothing unstaged is committed), or the work-tree file when it is not staged."""
+    data = (site.top / new).read_bytes()
+    staged = site.git.run("ls-files", "-s", "-z", "--", f":(top,literal){new}").split(b"\0")[0]
+    if staged:
+        blob = staged.split(b" ")[1].decode()
+        if site.git.run("cat-file", "blob", blob) != data:
+            raise MoveRefused(old, [f"{new} has unstaged edits"],
+                              hint=f"stage them (git add {new}) or stash them, then run the command again")
+    return decode(data)
+
+
+def _texts(wiki: Wiki, paths: list[str]) -> dict[str, str]:
+    found = wiki.read([SourceFile(p, wiki.by_path[p].blob) for p in paths if p in wiki.by_path])
+    return {path: decode(data) for path, data in found.items() if isinstance(data, bytes) and b"\0" not in data}
+
+
+def _commit(site: Site, ref: str, head: str, wiki: Wiki, plan: RewritePlan, modes: dict[str, tuple[str, str]],
+            contents: dict[str, str], adopted: bool, old: str, new: str) -> str:
+    files: dict[str, bytes | None] = {}
+    placed: dict[str, tuple[str, str]] = {}
+    texts = _texts(wiki, [f.path for f in plan.edited_files if f.path not in contents])
+    texts.update(contents)
+    for source, target in plan.moves.items():
+        files[source] = None
+    for rewrite in plan.files.values():
+        mode = modes.get(rewrite.path)
+        if rewrite.edits or rewrite.path in contents:
+            files[rewrite.new_path] = encode(apply_edits(texts[rewrite.path], rewrite.edits))
+        elif mode is not None:
+            placed[rewrite.new_path] = mode
+    pages = len(plan.edited_files)
+    summary = (f"Moved {len(plan.moves)} file{'s' if len(plan.moves) != 1 else ''}; rewrote {plan.links} "
+               f"link{'s' if plan.links != 1 else ''} in {pages} page{'s' if pages != 1 else ''}.")
+    message = f"llmwiki: mv {old} -> {new}\n\n{summary}\n"
+    entry = log_entry("mv", f"{old} → {new}", [summary])
+    first = build_commit(site.git, head, files, message, placed=placed)
+    after = wiki_after(wiki, plan.moves)
+    said = len(site.notes)
+    generated, gen, index_text = generated_files(site, first, head, entry, wiki=after)
+    if gen.index_rel is None and gen.notes:  # "never rewrites it" is not what mv does to a user's index.md
+        site.notes[said:] = [n for n in site.notes[said:] if not n.startswith(G.index_path(wiki.root_dir) + " ")]
+        site.notes.append(f"{G.index_path(wiki.root_dir)} is your own page: llmwiki rewrote only its links to moved "
+                          f"files; its generated table of contents goes to {site.state_dir.name}/{G.INDEX}")
+    # A move creates no table of contents or journal the wiki did not have: those go to
+    # llmwiki's own copies in the state folder, as where the user owns the files.
+    for rel in [p for p in (gen.index_rel, gen.log_rel) if p is not None]:
+        if not site.git.run("rev-parse", "--verify", "--quiet", f"{head}:{rel}", check=False).strip():
+            generated.pop(rel, None)
+            gen.index_rel = None if rel == gen.index_rel else gen.index_rel
+            gen.log_rel = None if rel == gen.log_rel else gen.log_rel
+    final = build_commit(site.git, head, {**files, **generated}, message, placed=placed) if generated else first
+    force = [p for p in (gen.index_rel, gen.log_rel) if p is not None]
+    if adopted:
+        force.append(new)  # the user's renamed file, read above: its links may be rewritten
+    move_branch(site.git, site.top, ref, head, final, message, state_dir=site.state_dir, force=force,
+                what=f"mv of {old}")
+    finish_local(gen, index_text, entry)
+    return final
