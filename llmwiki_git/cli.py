@@ -842,7 +842,7 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
         provenance = view.provenance()
         for source in provenance.get("sources", []):
             click.echo(f"source: {source['path']} (blob {source['blob']})")
-        for key in ("model", "prompt"):
+        for key in ("model", "prompt", "retracts"):
             if provenance.get(key):
                 click.echo(f"{key}: {provenance[key]}")
         for line in _render_plan_lines(view.plan) if view.plan is not None else ():  # a move or merge
@@ -854,8 +854,9 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
         click.echo("")
         if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
             for number, item in enumerate(view.pages, 1):
+                what = "retracted source" if item["target"] == provenance.get("retracts") else "page"
                 titled = f" \"{item['title']}\"" if item.get("title") else ""
-                click.echo(f"=== page {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ===")
+                click.echo(f"=== {what} {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ===")
                 click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
                 click.echo("")
         else:
@@ -868,9 +869,11 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
 
 @review.command("approve")
 @click.argument("candidate_id")
+@click.option("--allow-broken", is_flag=True,
+              help="A retraction only: approve it although links to the pages it deletes break (they are listed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None:
+def review_approve(ctx: click.Context, candidate_id: str, allow_broken: bool, as_json: bool) -> None:
     """Publish a candidate: a validated fast-forward of the current branch (the candidate
     commit itself, or the same change replayed on the new tip) plus a commit refreshing
     wiki/index.md and log.md where llmwiki owns them, moved onto the branch at once as one
@@ -879,7 +882,7 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
     from .review.service import approve_candidate
 
     ws = _workspace(ctx)
-    done = approve_candidate(ws, candidate_id, None if as_json else _note)
+    done = approve_candidate(ws, candidate_id, None if as_json else _note, allow_broken=allow_broken)
     if as_json:
         click.echo(json.dumps(done.to_json(), indent=2))
         return
@@ -952,9 +955,14 @@ def ingest(ctx: click.Context, files: tuple[str, ...], as_json: bool) -> None:
                    "notes (default: LLMWIKI_PROVIDER, config, first with credentials, else extractive).")
 @click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
               help="Model requests in flight at once (1 to 16).")
+@click.option("--stale", is_flag=True,
+              help="Rewrite only the pages whose sources changed since they were written (those `llmwiki check` "
+                   "flags stale-page), and nothing else.")
+@click.option("--dry-run", is_flag=True, help="List what the run would compile or rewrite; no model request, no branch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run (sources, pages, candidate, usage) as JSON.")
 @click.pass_context
-def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrency: int, as_json: bool) -> None:
+def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrency: int, stale: bool, dry_run: bool,
+             as_json: bool) -> None:
     """Write wiki pages from the sources that changed since their pages were written, as ONE
     review candidate branch (kind compile/1); prints its id.
 
@@ -965,11 +973,16 @@ def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrenc
     trailers `Llmwiki-Source: <path> <blob>`). A run with no source changed makes no model
     request and no branch.
 
+    With --stale, only the pages recording an older blob of a source than the source's now
+    are rewritten (a source note from its source; any other page needs a model), on one
+    candidate as well.
+
     \b
     Examples:
       llmwiki compile                  stage a run; then `llmwiki review show <id>`
       llmwiki compile --publish        stage and approve it at once
       llmwiki compile --provider openai --concurrency 8
+      llmwiki compile --stale --dry-run   the stale pages and the sources that changed under them
     """
     from .compiler.service import compile_wiki
 
@@ -983,8 +996,10 @@ def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrenc
         left = f", about {_age(eta)} left" if eta is not None and state.done < state.total else ""
         click.echo(f"  {state.phase}: {state.done}/{state.total} {state.current}{left}", err=True)
 
+    if dry_run and publish:
+        raise UsageError("--dry-run and --publish do not go together", hint="drop one of them")
     result = compile_wiki(ws, provider=provider, publish=publish, concurrency=concurrency, on_progress=progress,
-                          note=None if as_json else _note)
+                          note=None if as_json else _note, stale=stale, dry_run=dry_run)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         ctx.exit(result.exit_code)
@@ -997,6 +1012,19 @@ def _render_compile(result: CompileResult) -> None:
         _note(f"warning: {path} cannot be compiled ({why}); skipped")
     for path, cid in result.staged_elsewhere.items():
         _note(f"{path} is staged already in candidate {cid}: approve or reject it first")
+    if result.mode == "stale" and (result.dry_run or not result.stale):
+        _render_stale(result)
+        return
+    if result.dry_run:
+        click.echo(f"Would compile {plural(len(result.compiled), 'source')}" + (":" if result.compiled else "."))
+        for path in result.compiled:
+            click.echo(f"  {path}")
+        return
+    for path in result.needs_model:
+        _note(f"{path} is stale but only a model rewrites it: run with --provider (see docs/compile.md)")
+    if result.mode == "stale" and not result.pages and not result.raced:
+        click.echo(f"Nothing staged: {plural(len(result.needs_model), 'stale page')} need a model to rewrite them.")
+        return
     if not result.compiled:
         click.echo(f"Nothing to compile: {plural(len(result.up_to_date), 'source')} up to date"
                    + (f", {len(result.staged_elsewhere)} staged for review" if result.staged_elsewhere else "") + ".")
@@ -1024,6 +1052,96 @@ def _render_compile(result: CompileResult) -> None:
     else:
         _note(f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
               f"`llmwiki review approve {staged.candidate_id}`.")
+
+
+def _render_stale(result: CompileResult) -> None:
+    """`compile --stale --dry-run`, or `--stale` with nothing stale: the stale pages."""
+    rows = result.stale_json(result.source_blobs)
+    if not rows:
+        click.echo("Nothing is stale: every page records the blob of its sources as they are now.")
+        return
+    sources = {fed.source for fed in result.stale}
+    click.echo(f"Stale: {plural(len(rows), 'page')} from {plural(len(sources), 'changed source')}:")
+    for row in rows:
+        for source in row["sources"]:
+            click.echo(f"  {row['page']}  {source['path']}  blob {source['recordedBlob'][:12]} -> {str(source['blob'])[:12]}")
+    click.echo("Run `llmwiki compile --stale` to rewrite them on one review candidate.", err=True)
+
+
+@cli.command()
+@click.argument("source", metavar="SOURCE")
+@click.option("--provider", default=None, metavar="NAME",
+              help="openai, anthropic or ollama to rewrite the pages that drew on several sources; extractive to "
+                   "mark them instead (default: as for compile).")
+@click.option("--publish", is_flag=True, help="Approve the retraction at once, through the same validation as "
+                                              "`llmwiki review approve`.")
+@click.option("--allow-broken", is_flag=True,
+              help="With --publish: approve although links to the deleted pages break (they are listed).")
+@click.option("--dry-run", is_flag=True, help="List what the retraction would delete, rewrite and break; no branch.")
+@click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
+              help="Model requests in flight at once (1 to 16).")
+@click.option("--json", "as_json", is_flag=True, help="Print the retraction (pages, links it breaks, candidate) as JSON.")
+@click.pass_context
+def retract(ctx: click.Context, source: str, provider: str | None, publish: bool, allow_broken: bool, dry_run: bool,
+            concurrency: int, as_json: bool) -> None:
+    """Withdraw SOURCE (a file in sources/) and what it fed, as ONE review candidate (kind
+    retraction/1): the source deleted, every page written from it alone deleted, and every
+    other page that names or cites it rewritten -- by the model from the sources it has left,
+    or offline marked `retracted:` with its citations of SOURCE removed (`llmwiki check` then
+    flags it stale-page until someone reviews it).
+
+    Links to the deleted pages are listed: approval refuses until they are fixed, or until
+    `review approve --allow-broken` says to break them.
+
+    \b
+    Examples:
+      llmwiki retract sources/paper.md --dry-run
+      llmwiki retract sources/paper.md            then `llmwiki review show <id>`
+      llmwiki retract sources/paper.md --publish --allow-broken
+    """
+    from .compiler.retract import retract as retract_source
+
+    if allow_broken and not publish:
+        raise UsageError("--allow-broken needs --publish", hint="or pass it to `llmwiki review approve` later")
+    if dry_run and publish:
+        raise UsageError("--dry-run and --publish do not go together", hint="drop one of them")
+    ws = _workspace(ctx)
+    ws.require_git("retracting a source")
+    cwd = ctx.obj["repo"] if ctx.obj["repo"] is not None else Path.cwd()
+    result = retract_source(ws, source, cwd=Path(os.path.abspath(cwd)), provider=provider, publish=publish,
+                            allow_broken=allow_broken, dry_run=dry_run, concurrency=concurrency,
+                            note=None if as_json else _note)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        ctx.exit(result.exit_code)
+    click.echo(f"Retracting {result.source}" + ("" if result.blob else " (already deleted: only its pages)") + ":")
+    for path in result.deleted:
+        click.echo(f"  delete   {path} (written from it alone)")
+    for item in result.rewritten:
+        click.echo(f"  rewrite  {item.target} ({'by the model' if item.how == 'model' else 'marked retracted, its citations removed'})")
+    for path in result.left_alone:
+        _note(f"  {path} names or cites it, but is yours (llmwiki never writes it): edit it by hand")
+    if result.breaks:
+        click.echo(f"Approval would break {plural(len(result.breaks), 'link')} to the deleted pages (it refuses until "
+                   "they are fixed, or --allow-broken):")
+        for problem in result.breaks:
+            click.echo(f"  {problem.location}: {problem.message}")
+    if dry_run:
+        return
+    staged = result.candidate
+    if staged is None:
+        click.echo("Nothing to stage.")
+        return
+    click.echo(f"Staged {staged.candidate_id} on {staged.branch}.")
+    if result.approved is not None:
+        click.echo(f"Approved {staged.candidate_id} (commit {result.approved.commit[:12]}).")
+    elif result.refusal:
+        _note(result.refusal)
+    else:
+        fix = " (fix those links first, or add --allow-broken)" if result.breaks else ""
+        _note(f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
+              f"`llmwiki review approve {staged.candidate_id}`{fix}.")
+    ctx.exit(result.exit_code)
 
 
 @cli.command()

@@ -2,8 +2,10 @@
 or (``page/1`` only) deletes one page, described by a trailer block. A validated answer
 (``validated-answer/1``) may only write ``<wiki root>/queries/<slug>.md``; a page edit
 (``page/1``) any ``.md`` page under the wiki root except the generated index and journal.
-A multi-file kind (``compile/1``) writes several such pages in its one commit, each listed
-in its trailers with its own precondition and digest, each under the page edit's rules."""
+A multi-file kind (``compile/1``, ``retraction/1``) writes several such pages in its one
+commit, each listed in its trailers with its own precondition and digest, each under the page
+edit's rules; a retraction also deletes the one source its ``Llmwiki-Retracts`` trailer names
+(a regular file in the project's ``sources/``, deleted, never written)."""
 
 from __future__ import annotations
 
@@ -177,10 +179,32 @@ def users_own_page(git: Git, base: str, target: str, wiki_root: str) -> bool:
         return False
     data = git.run("cat-file", "blob", blob)
     return not (is_generated_index(data) if name == GENERATED[0] else is_generated_log(data))
+SOURCE_MODES = ("100644", "100755")  # a source a retraction may delete: a regular file
+
+
+def source_target_problem(target: str, project_prefix: str | None) -> str | None:
+    """Why ``target`` is not a source a retraction may delete: a file inside the project's
+    ``sources/`` folder, through no hidden folder, with a plain name (no ``..``, backslash or
+    control character). Only its deletion is ever accepted (see :func:`_validate_files`)."""
+    if project_prefix is None:
+        return f"target {target!r}: the project folder is not known, so no source may be deleted"
+    parts = target.split("/")
+    if any(not p or p.startswith(".") for p in parts) or "\\" in target or \
+            any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+        return f"target {target!r} goes through a hidden folder or has an unsafe name"
+    if not in_sources(target, project_prefix):
+        return f"target {target!r} is not a page under the wiki root nor a file in sources/"
+    return None
 
 
 def _raw_changes(git: Git, parent: str, commit: str) -> list[tuple[str, str, str, str]]:
     """(new mode, new blob, status, path) of every entry ``commit`` changes against ``parent``."""
+    return [(new, blob, status, path) for _, new, blob, status, path in _raw_entries(git, parent, commit)]
+
+
+def _raw_entries(git: Git, parent: str, commit: str) -> list[tuple[str, str, str, str, str]]:
+    """(old mode, new mode, new blob, status, path) of every entry ``commit`` changes against
+    ``parent``."""
     out = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-commit-id", parent, commit)
     fields = out.split(b"\0")
     changes = []
@@ -189,7 +213,7 @@ def _raw_changes(git: Git, parent: str, commit: str) -> list[tuple[str, str, str
             break
         meta = head[1:].decode("ascii", "replace").split()
         if len(meta) >= 5:
-            changes.append((meta[1], meta[3], meta[4], path.decode("utf-8", "surrogateescape")))
+            changes.append((meta[0], meta[1], meta[3], meta[4], path.decode("utf-8", "surrogateescape")))
     return changes
 
 
@@ -253,7 +277,8 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
     return None if why is None else unchecked(candidate.id, t.target, why)
 
 
-_MODES = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)", "040000": "a folder"}
+_MODES = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)", "040000": "a folder",
+          "000000": "nothing"}
 
 
 def _not_one_commit(git: Git, candidate: Candidate, t: Trailers) -> Malformed | None:
@@ -274,17 +299,22 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
     is deleted, where its body digest says ``absent``."""
     cid = candidate.id
     for f in t.files:
-        problem = page_target_problem(f.target, wiki_root)
-        if problem is not None and t.kind in REWRITE_KINDS and users_own_page(git, t.base, f.target, wiki_root):
-            problem = None  # a vault's own home page or diary: the plan check allows its link rewrites only
-        if problem is None and project_prefix is not None and in_sources(f.target, project_prefix):
-            problem = f"target {f.target!r} is a source (in sources/), not a page"
+        if t.retracts is not None and f.target == t.retracts:  # the one source a retraction deletes
+            problem = source_target_problem(f.target, project_prefix)
+            if problem is None and (f.body_digest != ABSENT or f.precondition == ABSENT):
+                problem = f"a retraction may only delete {f.target}, which must exist at its base"
+        else:
+            problem = page_target_problem(f.target, wiki_root)
+            if problem is not None and t.kind in REWRITE_KINDS and users_own_page(git, t.base, f.target, wiki_root):
+                problem = None  # a vault's own home page or diary: the plan check allows its link rewrites only
+            if problem is None and project_prefix is not None and in_sources(f.target, project_prefix):
+                problem = f"target {f.target!r} is a source (in sources/), not a page"
         if problem is not None:
             return Malformed("bad-target", f"candidate {cid}: {problem}; reject it")
     stacked = _not_one_commit(git, candidate, t)
     if stacked is not None:
         return stacked
-    changes = {c[3]: c for c in _raw_changes(git, t.base, candidate.commit)}
+    changes = {c[4]: c for c in _raw_entries(git, t.base, candidate.commit)}
     listed = {f.target for f in t.files}
     if set(changes) != listed:
         extra, missing = sorted(set(changes) - listed), sorted(listed - set(changes))
@@ -294,7 +324,11 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
         return Malformed("touches-other-files", f"candidate {cid} must change exactly the {len(listed)} file(s) its "
                                                 f"trailers list ({what})")
     for f in t.files:
-        mode, blob, status, _path = changes[f.target]
+        old_mode, mode, blob, status, _path = changes[f.target]
+        if f.target == t.retracts and not (status.startswith("D") and old_mode in SOURCE_MODES):
+            return Malformed("not-a-regular-file", f"candidate {cid} must delete the source {f.target}, a regular file "
+                                                   f"at its base ({_MODES.get(old_mode, f'mode {old_mode}')} there, "
+                                                   f"change {status}); reject it")
         if status.startswith("D") != (f.body_digest == ABSENT):
             return Malformed("touches-other-files", f"candidate {cid} {'deletes' if status.startswith('D') else 'writes'} "
                                                     f"{f.target}, but its trailers say otherwise")

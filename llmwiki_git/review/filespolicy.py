@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import DATA_ERRORS, LlmwikiError
 from ..git import Git
 from ..publication.candidates import Candidate, body_digest
-from ..publication.trailers import ABSENT, COMPILE_KIND, REWRITE_KINDS
+from ..publication.trailers import ABSENT, COMPILE_KIND, RETRACT_KIND, REWRITE_KINDS
 from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome_many, \
     precondition_of, three_way
 from .project import ReviewProject
@@ -23,7 +23,8 @@ from .rewrites import plan_problem, restage as rewrite_restage
 from ..wiki.pages import acceptance_problem
 
 #: How to make a refused run anew, by kind (a kind added to MULTI_KINDS says its own).
-RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate"}
+RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate",
+           RETRACT_KIND: "run `llmwiki retract` again on the current tip, then reject this candidate"}
 RESTAGE_ANY = "stage it again on the current tip, then reject this candidate"
 
 
@@ -38,9 +39,11 @@ def _with_plan(verdict: Callable[..., Any], plan: dict[str, Any]) -> Callable[..
 
 
 def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref: str,
-                   refuse: Callable[..., Any], accept: Callable[..., Any]) -> Any:
+                   refuse: Callable[..., Any], accept: Callable[..., Any], *, allow_broken: bool = False) -> Any:
     """The verdict on ``candidate`` (already structurally valid) onto ``tip`` of ``ref``:
-    ``refuse(code, message, **details)`` or ``accept(message, **details)``."""
+    ``refuse(code, message, **details)`` or ``accept(message, **details)``. A retraction
+    that breaks links (to the pages it deletes) is refused unless ``allow_broken``; the
+    links are listed either way (``newlyBroken``)."""
     git: Git = ws.require_git("reviewing candidates")
     t = candidate.trailers
     assert t is not None
@@ -83,7 +86,8 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
             view = three_way(git, f.target, started, at_tip, new_blob)
             return refuse(code, f"{f.target} {what} since {cid} was written (it read {f.precondition}, the tip has "
                                 f"{precondition_of(at_tip)}); {restage}", threeWay=view, page=f.target)
-        writes[f.target] = None if data is None else data.decode("utf-8")
+        if f.target != t.retracts:  # the retracted source is no page: links never named it
+            writes[f.target] = None if data is None else data.decode("utf-8")
         pages.append({"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest,
                       "change": "delete" if data is None else "add" if started is None else "replace"})
     assert tip is not None
@@ -94,6 +98,10 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
                                      f"({exc.__class__.__name__}: {exc}); the candidate is kept")
     details = {"pages": pages, "brokenBefore": [p.to_json() for p in links.old_errors],
                "pendingLinks": [p.to_json() for p in links.pending]}
+    if links.new_errors and allow_broken and t.kind == RETRACT_KIND:
+        details["newlyBroken"] = [p.to_json() for p in links.new_errors]
+        return accept(f"{cid} ({len(pages)} file(s)) can be approved onto {ref}, breaking {len(links.new_errors)} "
+                      f"link(s) as --allow-broken allows: {describe_problems(links.new_errors)}", **details)
     if links.new_errors:
         return refuse("broken", f"Approval of {cid} refused: the run breaks {len(links.new_errors)} link(s): "
                                 f"{describe_problems(links.new_errors)}; "

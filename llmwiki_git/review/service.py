@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BEST_EFFORT_ERRORS, LlmwikiError
+from ..errors import BEST_EFFORT_ERRORS, LlmwikiError, UsageError
 from ..publication.candidates import Candidate, get, list_candidates, pending_index, reject
-from ..publication.trailers import KIND, MULTI_KINDS, PAGE_KIND
+from ..publication.trailers import KIND, MULTI_KINDS, PAGE_KIND, RETRACT_KIND
 from ..wiki.citations import counts_line
 from ..wording import plural
 from .approve import Approved, Verdict, approve, evaluate
@@ -82,12 +82,13 @@ class CandidateView:
 
     def provenance(self) -> dict[str, Any]:
         """What the pages were written from: each source with its blob, the model and prompt
-        (the Llmwiki-Source, -Model and -Prompt trailers; empty for a plain edit)."""
+        (the Llmwiki-Source, -Model and -Prompt trailers; empty for a plain edit), and for a
+        retraction the source it removes (Llmwiki-Retracts)."""
         t = self.candidate.trailers
-        if t is None or not (t.sources or t.model or t.prompt):
+        if t is None or not (t.sources or t.model or t.prompt or t.retracts):
             return {}
         return {"sources": [{"path": path, "blob": blob} for path, blob in t.sources], "model": t.model,
-                "prompt": t.prompt}
+                "prompt": t.prompt, **({"retracts": t.retracts} if t.retracts else {})}
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": 1, "id": self.candidate.id, **self.metadata(), "notes": self.candidate.notes,
@@ -197,9 +198,17 @@ def _pages(git: Any, candidate: Candidate, tip: str | None) -> list[dict[str, An
     return pages
 
 
-def approve_candidate(ws: ReviewProject, candidate_id: str, note: Callable[[str], None] | None = None) -> Approved:
+def approve_candidate(ws: ReviewProject, candidate_id: str, note: Callable[[str], None] | None = None, *,
+                      allow_broken: bool = False) -> Approved:
+    """Approve a candidate (see review.approve); ``allow_broken`` only for a retraction,
+    whose deleted pages may leave links broken."""
     git = ws.require_git("approving candidates")
-    done = approve(ws, candidate_id, pending_index(git), note)
+    if allow_broken:
+        candidate = get(git, candidate_id)
+        if candidate.trailers is None or candidate.trailers.kind != RETRACT_KIND:
+            raise UsageError(f"--allow-broken applies to retractions only, and {candidate_id} is not one",
+                             hint="fix the links the candidate breaks, or approve the pages they need first")
+    done = approve(ws, candidate_id, pending_index(git), note, allow_broken=allow_broken)
     try:
         ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
     except BEST_EFFORT_ERRORS:  # the approval stands; `llmwiki index` catches up
