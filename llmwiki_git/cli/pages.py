@@ -157,8 +157,8 @@ def _page_argument(ctx: click.Context, ws: Workspace, name: str) -> str:
     """A page path (relative to -C, else to the current folder) or a page name ([[name]]),
     as a path from the repository root."""
     path = _repo_path(ctx, ws, name)
-    git = ws.require_git("merge-pages")
-    if git.blob_at("HEAD", path) is not None or name.endswith(".md"):
+    ws.require_git("merge-pages")
+    if name.endswith(".md"):
         return path
     from ..wiki.slug import parse_target
 

@@ -32,12 +32,12 @@ from ..problems import Problem
 from ..providers.registry import make_provider, provider_name
 from ..providertable import OFFLINE_CHAT
 from ..publication.candidates import SOURCE_MODES, page_target_problem, source_target_problem
-from ..publication.trailers import RETRACT_KIND
+from ..publication.trailers import RETRACT_KIND, Recorded
 from ..review.approve import Approved
 from ..review.pagepolicy import link_outcome_many
 from ..review.project import ReviewProject
 from ..review.service import approve_candidate
-from ..review.stagefiles import FileWrite, Recorded, StagedFiles, stage_files
+from ..review.stagefiles import FileWrite, StagedFiles, stage_files
 from ..wiki.frontmatter import parse
 from ..wiki.provenance import RETRACTED_KEY, citation_name, cited, frontmatter_paths, set_keys, sources_dir
 from ..wiki.model import Wiki

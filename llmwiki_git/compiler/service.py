@@ -31,12 +31,12 @@ from ..gitstore.commits import current_branch
 from ..providers.base import ChatProvider
 from ..providers.registry import make_provider, provider_name
 from ..providertable import OFFLINE_CHAT
-from ..publication.trailers import COMPILE_KIND
+from ..publication.trailers import COMPILE_KIND, Recorded
 from ..publication.write import Site, locked
 from ..review.approve import Approved
 from ..review.project import ReviewProject
 from ..review.service import approve_candidate
-from ..review.stagefiles import FileWrite, Recorded, StagedFiles, stage_locked
+from ..review.stagefiles import FileWrite, StagedFiles, stage_locked
 from ..wiki.provenance import Fed, sources_dir
 from ..wiki.slug import slugify
 from . import notes

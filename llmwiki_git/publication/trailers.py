@@ -104,14 +104,27 @@ class Trailers:
         return "".join(f"{key}: {value}\n" for key, value in lines)
 
 
-def with_files(candidate: str, kind: str, files: list[FileTrailer], base: str, *,
-               sources: tuple[tuple[str, str], ...] = (), model: str | None = None,
-               prompt: str | None = None, move: tuple[str, str] | None = None,
-               retracts: str | None = None) -> Trailers:
-    """The trailers of a candidate writing ``files`` (at least one)."""
+@dataclass(frozen=True)
+class Recorded:
+    """What a run's trailers record after its files: the sources ((path, blob) pairs) the
+    pages were written from, the model and the prompt version, what a move or merge moved
+    where, the source a retraction deletes. The run that knows a value sets it; the stager
+    passes it through (a new run-wide key is a field here, in `Trailers`, `block` and
+    `parse`, and the run that sets it: nothing in between)."""
+
+    sources: tuple[tuple[str, str], ...] = ()
+    model: str | None = None
+    prompt: str | None = None
+    move: tuple[str, str] | None = None  # a move or merge: what moved where (Llmwiki-Move-From/-To)
+    retracts: str | None = None  # a retraction: the source it deletes
+
+
+def with_files(candidate: str, kind: str, files: list[FileTrailer], base: str,
+               recorded: Recorded = Recorded()) -> Trailers:
+    """The trailers of a candidate writing ``files`` (at least one), with what the run records."""
     first, *rest = files
     return Trailers(candidate, kind, first.target, first.precondition, first.body_digest, base, tuple(rest),
-                    sources, model, prompt, move, retracts)
+                    recorded.sources, recorded.model, recorded.prompt, recorded.move, recorded.retracts)
 
 
 def message(subject: str, body: str, trailers: Trailers) -> str:
@@ -178,7 +191,6 @@ def parse(found: Mapping[str, list[str]]) -> Trailers | None:
     if (kind == RETRACT_KIND) != (retracts is not None) or len(found.get(RETRACTS, [])) > (kind == RETRACT_KIND):
         return None
     files = [FileTrailer(*values) for values in zip(*columns)]
-    return with_files(candidate, kind, files, base, sources=tuple(sources),
-                      model=one(MODEL), prompt=one(PROMPT),
-                      move=(moved[0], moved[1]) if moved[0] is not None and moved[1] is not None else None,
-                      retracts=retracts)
+    return with_files(candidate, kind, files, base, Recorded(
+        sources=tuple(sources), model=one(MODEL), prompt=one(PROMPT),
+        move=(moved[0], moved[1]) if moved[0] is not None and moved[1] is not None else None, retracts=retracts))

@@ -23,7 +23,7 @@ from ..gitstore.commits import build_commit, current_branch
 from ..gitstore.transaction import crash_point
 from ..publication.candidates import PREFIX, SOURCE_MODES, body_digest, new_id, page_target_problem, \
     source_target_problem, users_own_page
-from ..publication.trailers import ABSENT, FileTrailer, message as commit_message, with_files
+from ..publication.trailers import ABSENT, FileTrailer, Recorded, message as commit_message, with_files
 from ..publication.write import Site, locked
 from ..wiki.pages import acceptance_problem  # the one acceptance rule (issue 22), re-exported
 from ..wiki.provenance import in_sources
@@ -54,18 +54,6 @@ class StagedFiles:
         return {"id": self.candidate_id, "branch": self.branch, "commit": self.commit, "base": self.base,
                 "pages": [{"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest}
                           for f in self.files]}
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """What a run's trailers record after its files: the sources ((path, blob) pairs) the
-    pages were written from, the model and the prompt version."""
-
-    sources: tuple[tuple[str, str], ...] = ()
-    model: str | None = None
-    prompt: str | None = None
-    move: tuple[str, str] | None = None  # a move or merge: what moved where (Llmwiki-Move-From/-To)
-    retracts: str | None = None  # a retraction: the source it deletes
 
 
 def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: Sequence[FileWrite],
@@ -154,8 +142,7 @@ def stage_locked(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, s
 def _commit(git: Git, base: str, writes: Sequence[FileWrite], files: list[FileTrailer], kind: str, slug: str,
             subject: str, body: str, recorded: Recorded) -> StagedFiles:
     candidate_id = new_id(git, slug)
-    trailers = with_files(candidate_id, kind, files, base, sources=recorded.sources, model=recorded.model,
-                          prompt=recorded.prompt, move=recorded.move, retracts=recorded.retracts)
+    trailers = with_files(candidate_id, kind, files, base, recorded)
     documents = {w.target: w.document for w in writes}
     data = {f.target: (None if documents[f.target] is None else str(documents[f.target]).encode("utf-8"))
             for f in files}
