@@ -76,7 +76,7 @@ def index_copy(folder: Path, embedder: Any) -> dict[str, Any]:
     from llmwiki_git.retrieval import indexer
     from llmwiki_git.workspace import Workspace
 
-    retrieval = Workspace.open(folder).retrieval(B.clean_env())
+    retrieval = Workspace.open(folder, environ=B.clean_env()).retrieval()
     wiki = retrieval._load_wiki()
     started = time.perf_counter()
     pages, skipped = indexer.read_pages(wiki)
@@ -114,7 +114,7 @@ def shipped_tops(work: Path, cache: Path, corpora: Sequence[str], remote: dict[s
             log(f"indexing {corpus} ({kind})")
             out["index"][f"{corpus}/{kind}"] = index_copy(folder, embedder if kind == "hybrid" else None)
             env = dense_env if kind == "hybrid" else B.clean_env()
-            retrieval = Workspace.open(folder).retrieval(env)
+            retrieval = Workspace.open(folder, environ=env).retrieval()
             loaded = retrieval.load()
             if loaded.warnings:
                 log(f"{corpus} ({kind}): {loaded.warnings}")

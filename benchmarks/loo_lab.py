@@ -135,7 +135,7 @@ def corpus_arrays(folder: Path, corpus: str, variant: Variant, questions: Sequen
     from llmwiki_git.retrieval.lexical import LexicalIndex
     from llmwiki_git.workspace import Workspace
 
-    retrieval = Workspace.open(folder).retrieval(B.clean_env())
+    retrieval = Workspace.open(folder, environ=B.clean_env()).retrieval()
     wiki = retrieval._load_wiki()
     with applied(variant):
         pages, _ = indexer.read_pages(wiki)

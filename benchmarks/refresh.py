@@ -84,7 +84,7 @@ def freshness_check(folder: Path, repeat: int) -> float:
     times = []
     for _ in range(repeat):
         started = time.perf_counter()
-        stale = refresh.staleness(store_mod.load(ws.state_dir), ws._page_blobs())
+        stale = refresh.staleness(store_mod.load(ws.state_dir), ws.listing())
         times.append(time.perf_counter() - started)
         assert not stale, stale
     return statistics.median(times)
@@ -96,13 +96,12 @@ def warm_context(folder: Path, repeat: int) -> tuple[float, float]:
     from llmwiki_git.retrieval.context import ContextOptions
     from llmwiki_git.workspace import Workspace
 
-    ws = Workspace.open(folder)
-    ws.reuse_listing = True
+    ws = Workspace.open(folder, long_lived=True)
+    retrieval = ws.retrieval()  # one service, warm between calls, as the server's
+    listing = retrieval._list_pages
 
     def once(follow: bool) -> float:
-        retrieval = ws.retrieval()
-        if not follow:
-            retrieval._list_pages = None
+        retrieval._list_pages = listing if follow else None
         started = time.perf_counter()
         retrieval.context("how are pages linked", ContextOptions())
         return time.perf_counter() - started

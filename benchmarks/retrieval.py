@@ -354,7 +354,7 @@ class CorpusSearcher:
         from llmwiki_git.workspace import Workspace
 
         self.folder = folder
-        self.retrieval = Workspace.open(folder).retrieval(environ)
+        self.retrieval = Workspace.open(folder, environ=environ).retrieval()
         self.loaded = self.retrieval.load()
         if self.loaded.embedder is not None:
             self.loaded.embedder = MemoEmbedder(self.loaded.embedder)

@@ -87,7 +87,7 @@ def load_corpus(folder: Path, name: str, questions: list[Any], embedder: Any) ->
     from llmwiki_git.retrieval import indexer
     from llmwiki_git.workspace import Workspace
 
-    retrieval = Workspace.open(folder).retrieval(B.clean_env(LLMWIKI_EMBEDDING_PROVIDER="local"))
+    retrieval = Workspace.open(folder, environ=B.clean_env(LLMWIKI_EMBEDDING_PROVIDER="local")).retrieval()
     loaded = retrieval.load()
     store, lexical = loaded.store, loaded.lexical
     pages, _ = indexer.read_pages(retrieval._load_wiki(), None)
@@ -95,7 +95,7 @@ def load_corpus(folder: Path, name: str, questions: list[Any], embedder: Any) ->
         raise SystemExit(f"{folder}: the store is not up to date; run `llmwiki -C {folder} index` first")
     qs = [q for q in questions if q.corpus == name]
     qvec = embedder.embed([q.question for q in qs])
-    vectors = np.asarray(store.vectors, dtype=np.float32)
+    vectors = np.asarray(store.vectors.matrix, dtype=np.float32)  # the file store (filevectors.FileVectors)
     return Corpus(name, [p.path for p in store.pages], [p.title for p in pages], np.asarray(store.row_owner()),
                   vectors, qvec, (qvec @ vectors.T).astype(np.float32),
                   np.stack([lexical.scores(q.question) for q in qs]).astype(np.float32), qs, pages, lexical)
@@ -247,7 +247,7 @@ def card_texts(c: Corpus, headings: bool) -> list[str]:
 
 
 def stripped_question(text: str) -> str:
-    from llmwiki_git.retrieval.lexical import QUERY_STOPWORDS
+    from llmwiki_git.terms import QUERY_STOPWORDS
 
     kept = [w for w in _WORD.findall(text) if w.lower() not in QUERY_STOPWORDS]
     return " ".join(kept) or text
@@ -318,7 +318,7 @@ def page_bm25(c: Corpus, b: float) -> np.ndarray:
 
 def title_matches(c: Corpus) -> np.ndarray:
     """1 where every token of a page's title (or an alias) occurs in the question."""
-    from llmwiki_git.retrieval.lexical import tokenize
+    from llmwiki_git.terms import tokenize
 
     names = [[set(tokenize(n)) for n in (p.lexical[0][0][0] if p.lexical else p.title).split("\n")] for p in c.pages]
     out = np.zeros((len(c.questions), c.n_pages))
@@ -366,7 +366,7 @@ def check_shipped(lab: Lab, folders: dict[str, Path]) -> str:
     bad = 0
     for c in lab.corpora:
         mine = lab.shipped(c)
-        loaded = Workspace.open(folders[c.name]).retrieval(B.clean_env(LLMWIKI_EMBEDDING_PROVIDER="local")).load()
+        loaded = Workspace.open(folders[c.name], environ=B.clean_env(LLMWIKI_EMBEDDING_PROVIDER="local")).retrieval().load()
         loaded.embedder = B.MemoEmbedder(loaded.embedder)
         index_of = {p.page_id: i for i, p in enumerate(loaded.store.pages)}
         for i, q in enumerate(c.questions):

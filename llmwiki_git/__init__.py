@@ -38,7 +38,23 @@ _EXPORTS: dict[str, str] = {
     "Workspace": ".workspace",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CheckResult",
+    "Citation",
+    "LlmwikiError",
+    "Page",
+    "Problem",
+    "StaticPending",
+    "Wiki",
+    "Workspace",
+    "check_wiki",
+    "citation_report",
+    "format_report",
+    "load_wiki",
+    "new_problems",
+    "parse_target",
+    "slugify",
+]
 
 
 def __getattr__(name: str) -> Any:

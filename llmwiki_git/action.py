@@ -48,7 +48,7 @@ def _choice(environ: Mapping[str, str], name: str, default: str, allowed: tuple[
 
 
 def _shallow(ws: Workspace) -> bool:
-    return ws.require_git("the action").run("rev-parse", "--is-shallow-repository", check=False).decode().strip() == "true"
+    return ws.require_git("the action").is_shallow()
 
 
 def _commit(ws: Workspace, value: str, name: str) -> str:
@@ -164,7 +164,7 @@ def candidate(environ: Mapping[str, str]) -> int:
     head = _commit(ws, _input(environ, "head") or "HEAD", "head")
     onto = _onto(ws, environ)
     # actions/checkout fetches branches as refs/remotes/origin/*: give review its local branch
-    git.run("update-ref", f"refs/heads/{ref}", head, "", check=False)
+    git.update_ref(f"refs/heads/{ref}", head, "", check=False)
     sys.stdout.flush()
     proc = subprocess.run([*cli, "review", "show", cid, "--json", f"--onto={onto}"], capture_output=True, text=True)
     if proc.returncode != 0:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .providertable import CHAT_PROVIDERS, EMBEDDING_PROVIDERS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -18,12 +19,10 @@ else:  # pragma: no cover
 
 CONFIG_PATH = ".llmwiki/config.toml"
 
-# The valid values of the settings that name a choice. They live here, import-light, so that
-# every command validates them at load; tests/test_settings.py asserts that they match what
-# the retrieval and provider modules accept.
+# The valid values of the settings that name a choice, import-light, so that every command
+# validates them at load: the providers from the one provider table (providertable.py);
+# tests/test_cli_edges.py asserts that the modes match what search accepts.
 RETRIEVAL_MODES = ("rrf", "rerank", "cosine", "bm25")
-EMBEDDING_PROVIDERS = ("local", "none", "openai", "ollama")
-CHAT_PROVIDERS = ("openai", "anthropic", "ollama", "extractive")
 
 #: setting -> (environment variable that overrides it, valid values)
 CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {

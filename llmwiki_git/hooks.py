@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .errors import LlmwikiError
-from .git import Git
+from .gitstore.git import Git
 
 MARKER = "# llmwiki-git pre-commit hook"  # in both hooks: the same script
 
@@ -33,9 +33,7 @@ def install(git: Git, *, force: bool = False, directory: str = ".", wiki_dir: st
     """Write the hook as each of :data:`HOOKS` in the repository's hooks folder
     (``core.hooksPath`` respected). Decided before anything is written: a hook that is not
     llmwiki's refuses the whole install unless ``force``."""
-    hooks_dir = Path(git.text("rev-parse", "--git-path", "hooks"))
-    if not hooks_dir.is_absolute():
-        hooks_dir = git.root / hooks_dir
+    hooks_dir = git.git_path("hooks")
     targets = [hooks_dir / name for name in HOOKS]
     foreign = [t for t in targets if t.exists() and MARKER not in t.read_text(encoding="utf-8", errors="replace")]
     if foreign and not force:

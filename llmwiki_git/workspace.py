@@ -1,4 +1,6 @@
-"""The composition root: finds the repository, reads settings, builds snapshots and wikis."""
+"""The composition root: finds the repository, reads the settings, and builds what the
+services take (snapshots, wikis, the page listing, the retrieval service, the check
+engine). It builds; it runs nothing itself."""
 
 from __future__ import annotations
 
@@ -6,36 +8,42 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import config
-from .errors import DATA_ERRORS, ConfigError, LlmwikiError, NotARepository, UsageError
-from .git import EMPTY_TREE, Git, find_project, find_root
-from .wiki.model import Wiki, load_wiki
+from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
+from .gitstore.git import EMPTY_TREE, Git, find_project, find_root
+from .wiki.listing import PageListing
+from .wiki.model import Wiki, load_wiki, page_blobs
 from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
 
 if TYPE_CHECKING:
     from .checks.cache import ScanCache
     from .checks.result import CheckResult
+    from .retrieval.preload import ModelPreload
     from .retrieval.service import Retrieval
 
 
 @dataclass
 class Workspace:
     """``root`` is the work-tree root; ``project`` the folder holding ``.llmwiki/`` (the
-    root itself unless the wiki lives in a subfolder of a larger repository)."""
+    root itself unless the wiki lives in a subfolder of a larger repository); ``environ``
+    the environment every service reads (provider keys, ``LLMWIKI_*``), passed in, never
+    read from ``os.environ`` below this point. ``long_lived``: a process that answers many
+    calls (the MCP server): the page listing is reused while no file changes."""
 
     root: Path
     git: Git | None
     settings: config.Settings
     use_cache: bool = True
     project: Path | None = None
-    reuse_listing: bool = False  # a long-running process (MCP): reuse the page listing while no file changes
-    _listing: tuple[object, dict[str, str]] | None = field(default=None, repr=False)
-    _git_index: str | None = field(default=None, repr=False)
-    _watch: Any = field(default=None, repr=False)  # a WorktreeWatch, False where none can be had, None: not tried
-    _prefetched: Any = field(default=None, repr=False)  # (thread, result box) of prefetch_pages
-    _preloading: Any = field(default=None, repr=False)  # (thread, handed event, result box) of prefetch_embedder
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
+    long_lived: bool = False
+    listing: PageListing = field(init=False, repr=False)
+    _retrieval: Retrieval | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.listing = PageListing(self._list_pages, self.root, self.git, reuse=self.long_lived)
 
     @property
     def project_prefix(self) -> str:
@@ -52,12 +60,15 @@ class Workspace:
         wiki_dir: str | None = None,
         environ: Mapping[str, str] | None = None,
         use_cache: bool = True,
+        long_lived: bool = False,
     ) -> Workspace:
         start = start or Path.cwd()
-        root, is_git = find_root(start, environ)
-        git = Git(root, environ) if is_git else None
+        env = os.environ if environ is None else environ
+        root, is_git = find_root(start, env)
+        git = Git(root, env) if is_git else None
         project = find_project(start, root)
-        return cls(root, git, config.load(project, wiki_dir=wiki_dir, environ=environ), use_cache, project)
+        return cls(root, git, config.load(project, wiki_dir=wiki_dir, environ=env), use_cache, project, env,
+                   long_lived)
 
     def require_git(self, what: str, *, flag: str | None = None) -> Git:
         """The repository's git; ``flag`` names the option that asked for it, if one did."""
@@ -68,7 +79,7 @@ class Workspace:
         return self.git
 
     def _cache(self) -> ScanCache | None:
-        if not self.use_cache or self.git is None or os.environ.get("LLMWIKI_NO_CACHE"):
+        if not self.use_cache or self.git is None or self.environ.get("LLMWIKI_NO_CACHE"):
             return None
         from .checks.cache import open_cache  # the checker's modules: imported by the commands using them
 
@@ -106,149 +117,49 @@ class Workspace:
         )
 
     @property
+    def state_path(self) -> Path:
+        """Where ``.llmwiki/`` of the project is (nothing created: a read looks here)."""
+        return (self.project or self.root) / ".llmwiki"
+
+    @property
     def state_dir(self) -> Path:
         """``.llmwiki/`` of the project: derived data and local state (created, with its
         ``.gitignore``, the first time anything is written there)."""
         from .statedir import ensure
 
-        return ensure((self.project or self.root) / ".llmwiki")
+        return ensure(self.state_path)
 
-    def retrieval(self, environ: Mapping[str, str] | None = None) -> Retrieval:
-        """The retrieval service (imported here, lazily: it needs numpy, the checker does not)."""
-        from .retrieval.service import Retrieval
+    def retrieval(self, *, preload: ModelPreload | None = None) -> Retrieval:
+        """The retrieval service (imported here, lazily: it needs numpy, the checker does not),
+        one per workspace: what it loads stays warm for the next call of a long-lived process.
+        ``preload``: the local model already loading (`preload_model`), taken on first use."""
+        if self._retrieval is None:
+            from .retrieval.service import Retrieval
 
-        return Retrieval(
-            root=self.root,
-            project=self.project or self.root,
-            state=self.state_dir,
-            load_wiki=self._cached_worktree_wiki,
-            environ=os.environ if environ is None else environ,
-            provider=self.settings.embedding_provider,
-            model=self.settings.embedding_model,
-            mode=self.settings.retrieval,
-            git=self.git,
-            list_pages=self._page_blobs,
-            preloaded=self._take_preloaded if self._preloading is not None else None,
-        )
+            self._retrieval = Retrieval(
+                root=self.root,
+                project=self.project or self.root,
+                state=self.state_dir,
+                load_wiki=self._cached_worktree_wiki,
+                environ=self.environ,
+                provider=self.settings.embedding_provider,
+                model=self.settings.embedding_model,
+                mode=self.settings.retrieval,
+                git=self.git,
+                list_pages=self.listing,
+                preloaded=preload.take if preload is not None else None,
+            )
+        return self._retrieval
 
-    def prefetch_embedder(self) -> None:
-        """Start the local embedding model in a thread, when it is the configured provider and
-        the store on disk holds vectors, while a one-shot command imports and loads the rest:
-        onnxruntime's import and session start (~0.3 s) release the interpreter lock for most
-        of it and overlap the store, the listing and numpy on the second core. The retrieval
-        service takes the loaded model on its first use; any failure here is left to that
-        normal path (which reports it)."""
-        from .retrieval.embedders import provider_name
+    def preload_model(self) -> ModelPreload | None:
+        """Start the local embedding model in a thread when it is the configured provider
+        (retrieval/preload.py), for `retrieval(preload=...)`; None when it is not."""
+        from .retrieval.preload import ModelPreload
 
-        try:
-            if provider_name(os.environ, self.settings.embedding_provider) != "local":
-                return
-        except LlmwikiError:  # a misconfigured provider: reported by the normal path
-            return
-        import threading
+        return ModelPreload.start(self.state_path, self.environ, self.settings.embedding_provider)
 
-        state = (self.project or self.root) / ".llmwiki"
-        box: dict[str, Any] = {}
-        handed = threading.Event()
-
-        def ready(embedder: Any) -> None:
-            box["embedder"] = embedder
-            handed.set()
-
-        def preload() -> None:
-            from .retrieval.embedders import preload_local
-
-            try:
-                preload_local(state, ready)
-            except (LlmwikiError, OSError, ImportError, ValueError, RuntimeError):
-                pass  # the first embed loads again and reports what goes wrong
-            finally:
-                handed.set()
-
-        thread = threading.Thread(target=preload, name="llmwiki-model", daemon=True)
-        thread.start()
-        self._preloading = (thread, handed, box)
-
-    def settle(self) -> None:
-        """Wait for the model `prefetch_embedder` is loading, if it still is (a command whose
-        search never embedded: the process must not exit inside onnxruntime's start-up)."""
-        preloading, self._preloading = self._preloading, None
-        if preloading is not None:
-            preloading[0].join()
-
-    def _take_preloaded(self) -> Any:
-        """The model `prefetch_embedder` made (still loading, perhaps: its first `embed`
-        waits), once; None if there is none."""
-        if self._preloading is None:
-            return None
-        _, handed, box = self._preloading
-        handed.wait()
-        return box.pop("embedder", None)  # once
-
-    def prefetch_pages(self) -> None:
-        """Start the listing of `_page_blobs` in a thread (git does the work in its own
-        process) while a one-shot command imports and loads the rest: the next
-        `_page_blobs` call takes its result."""
-        import threading
-
-        from .wiki.stamp import WorktreeWatch, worktree_stamp  # noqa: F401 - imported here, not in the thread
-
-        box: dict[str, Any] = {}
-
-        def list_pages() -> None:
-            try:
-                box["pages"] = self._list_page_blobs()
-            except DATA_ERRORS as exc:  # handed to the caller of _page_blobs
-                box["error"] = exc
-
-        thread = threading.Thread(target=list_pages, name="llmwiki-listing", daemon=True)
-        thread.start()
-        self._prefetched = (thread, box)
-
-    def _page_blobs(self) -> dict[str, str]:
-        """Path -> blob id of every live page (no page scanned): how retrieval notices pages
-        added, changed or deleted since `llmwiki index`. With ``reuse_listing`` the same dict
-        (not to be modified) is returned while nothing changed: a kernel watch on the work
-        tree's folders says so in one system call (`stamp.WorktreeWatch`), else a stat of
-        every file."""
-        if self._prefetched is not None:
-            (thread, box), self._prefetched = self._prefetched, None
-            thread.join()
-            if "error" in box:
-                raise box["error"]
-            if "pages" in box:
-                return box["pages"]  # type: ignore[no-any-return]
-        return self._list_page_blobs()  # not prefetched (or the thread died: list here, where errors surface)
-
-    def _list_page_blobs(self) -> dict[str, str]:
-        from .wiki.model import page_blobs
-        from .wiki.stamp import WorktreeWatch, worktree_stamp
-
-        stamp: object = None
-        if self.reuse_listing:
-            if self._git_index is None and self.git is not None:  # git's index file, found once
-                self._git_index = self.git.text("rev-parse", "--git-path", "index")
-            index = self._git_index
-            extra = [self.root / index] if index else []
-            if self._watch is None:
-                self._watch = WorktreeWatch.create(self.root, extra) or False
-                # A new watch starts now: the listing made next is its reference.
-                stamp = "watched" if self._watch else worktree_stamp(self.root, extra)
-            elif self._watch:
-                stamp = "watched"
-                if self._listing is not None and not self._watch.changed():
-                    return self._listing[1]
-                # The events are consumed now: if the listing below fails, the next call must
-                # not find an empty queue and serve the listing from before the change.
-                self._listing = None
-            else:
-                stamp = worktree_stamp(self.root, extra)
-                if self._listing is not None and self._listing[0] == stamp:
-                    return self._listing[1]
-        blobs = page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix)
-        if stamp is not None:
-            self._listing = (stamp, blobs)
-        return blobs
+    def _list_pages(self) -> dict[str, str]:
+        return page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix)
 
     def _cached_worktree_wiki(self) -> Wiki:
         return self.cached_wiki("worktree")

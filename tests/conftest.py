@@ -101,7 +101,8 @@ class Repo:
 def run_in_process(cwd: Path, args: list[str], *, input: str | None = None,
                    env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`llmwiki ARGS` through click's runner, in ``cwd``; nothing leaks into the next test: the
-    working folder and environment are restored, the warm retrieval state is dropped."""
+    working folder and environment are restored (what retrieval keeps warm lives on the
+    command's own workspace, never in a module global: nothing to drop)."""
     from click.testing import CliRunner
 
     from llmwiki_git.cli import cli
@@ -112,9 +113,6 @@ def run_in_process(cwd: Path, args: list[str], *, input: str | None = None,
         result = CliRunner().invoke(cli, args, input=input, env=env, prog_name="llmwiki", catch_exceptions=True)
     finally:
         os.chdir(saved)
-        retrieval = sys.modules.get("llmwiki_git.retrieval.service")
-        if retrieval is not None:
-            retrieval.forget_warm_state()
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception  # a crash the CLI did not translate: show it, as a traceback would
     return subprocess.CompletedProcess(["llmwiki", *args], result.exit_code, result.stdout, result.stderr)

@@ -14,18 +14,50 @@ from llmwiki_git.cli import cli
 
 from .conftest import REPO_ROOT, Repo
 
-HEAVY = ("numpy", "httpx", "openai", "anthropic", "onnxruntime", "tokenizers", "git", "frontmatter")
+#: Our own modules that must stay off the check path: model providers and retrieval (numpy).
+OWN_HEAVY = ("llmwiki_git.providers", "llmwiki_git.retrieval", "llmwiki_git.answer", "llmwiki_git.compiler")
+
+
+def heavy_modules() -> list[str]:
+    """The top-level modules of every distribution an extra adds to the base install
+    (pyproject's optional-dependencies, ``test`` aside): what `llmwiki check` must not import.
+    Derived, so the list names real dependencies only and follows pyproject."""
+    import importlib.metadata
+    import re
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    base = {re.split(r"[<>=!~; \[]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    extra = {re.split(r"[<>=!~; \[]", d, maxsplit=1)[0].lower()
+             for name, deps in project["optional-dependencies"].items() if name != "test" for d in deps} - base
+    modules = [module for module, dists in importlib.metadata.packages_distributions().items()
+               if any(dist.lower() in extra for dist in dists) and not module.startswith("_")]
+    found = {dist.lower() for dists in importlib.metadata.packages_distributions().values() for dist in dists}
+    assert extra <= found, f"extras not installed in the test environment: {sorted(extra - found)}"
+    return sorted(modules)
+
+
+def test_heavy_modules_are_the_extras() -> None:
+    """The list the check-path test uses holds exactly the extras' modules (numpy, httpx,
+    onnxruntime, the MCP SDK, ...), never a module no extra installs."""
+    heavy = heavy_modules()
+    assert {"numpy", "httpx", "onnxruntime", "tokenizers", "mcp", "jsonschema", "pypdf", "bs4"} <= set(heavy)
+    assert not {"click", "yaml"} & set(heavy)  # the base install is allowed
 
 
 def test_check_path_imports_nothing_heavy(repo: Repo) -> None:
     repo.write("wiki/a.md", "[[b]]\n")
+    heavy = (*heavy_modules(), *OWN_HEAVY)
     code = (
         "import sys\n"
         "from llmwiki_git.cli import main\n"
         "sys.argv = ['llmwiki', 'check']\n"
         "try:\n    main()\n"
         "except SystemExit:\n    pass\n"
-        f"bad = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        f"bad = [m for m in {heavy!r} if m in sys.modules]\n"
         "assert not bad, bad\n"
         "print('light')\n"
     )
@@ -34,9 +66,26 @@ def test_check_path_imports_nothing_heavy(repo: Repo) -> None:
 
 
 def test_public_api_sorted_and_complete() -> None:
-    assert llmwiki_git.__all__ == sorted(llmwiki_git.__all__)
-    for name in llmwiki_git.__all__:
-        assert getattr(llmwiki_git, name).__doc__, name
+    """``__all__`` is written out sorted in the source (not computed), names exactly what
+    ``_EXPORTS`` maps and the TYPE_CHECKING block imports, and each name is defined, with a
+    docstring, in the module ``_EXPORTS`` says."""
+    source = (REPO_ROOT / "llmwiki_git" / "__init__.py").read_text()
+    written: list[str] | None = None
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            written = ast.literal_eval(node.value)  # a call such as sorted(...) is no literal: fails here
+        elif isinstance(node, ast.ImportFrom) and node.level == 1:
+            imported.update(a.name for a in node.names)
+    assert written is not None and written == sorted(written)
+    assert set(written) == set(llmwiki_git._EXPORTS) == imported
+    assert llmwiki_git.__all__ == written
+    for name in written:
+        value = getattr(llmwiki_git, name)
+        assert value.__doc__, name
+        defined_in = llmwiki_git._EXPORTS[name].lstrip(".")
+        assert value.__module__ in (f"llmwiki_git.{defined_in}", f"llmwiki_git.{defined_in}.__init__") or \
+            value.__module__.startswith(f"llmwiki_git.{defined_in}."), (name, value.__module__)
 
 
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
@@ -71,7 +120,7 @@ def test_layering_entry_points_only_at_the_top() -> None:
                 imported.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):
                 imported.add(("." * node.level) + (node.module or ""))
-        if rel not in ("cli.py", "__main__.py"):
+        if not rel.startswith("cli/") and rel != "__main__.py":
             assert "click" not in imported and not any(m.endswith("cli") for m in imported), rel
         if rel.startswith("wiki/"):
             assert not any(m.lstrip(".") in ("workspace", "checks", "cli", "hooks") for m in imported), rel
@@ -84,24 +133,24 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("cli",),  # entry points: parse, call one service, render, translate errors
     ("mcp_server", "action", "__init__"),  # entry points too (cli starts the MCP server); __init__ = the library API
+    ("mcptools",),  # the MCP tools, one declaration each (schemas + handler), called by mcp_server
     ("workspace",),  # the composition root: finds the repository, builds what services take
     ("compiler",),  # ingest and compile: a service that stages and approves through review's
-    ("answer", "review"),  # services
+    ("answer", "review", "pages"),  # services (pages: find, read confined, status; shared by CLI and MCP)
     ("checks",),  # the check engine: checker, caches, staged delta (a service, below the other two)
     ("publication", "retrieval"),  # domain
     ("wiki",),
     ("providers", "hooks", "github", "terminal", "statedir"),  # adapters and ground
     ("gitstore",),  # git plumbing, the repository lock, the write journal
     ("confine",),  # the one security boundary: paths, symlinks, bounded reads
-    ("git", "config", "problems", "wording", "markup"),
-    ("errors",),
+    ("config", "problems", "wording", "markup", "terms"),
+    ("errors", "providertable"),  # the exception tree; the provider table (names and import paths only)
 )
 
 #: Known back-edges owned by another change, each named exactly; the test fails when one
-#: disappears so the entry is removed with it.
-ALLOWED_BACK_EDGES = {
-    ("providers/extractive.py", "retrieval"),  # the offline answerer borrows the BM25 tokenizer (issue 13a moves it)
-}
+#: disappears so the entry is removed with it. None today: the last one (the offline answerer
+#: borrowing the BM25 tokenizer from retrieval/) went with issue 24 (``terms.py``).
+ALLOWED_BACK_EDGES: set[tuple[str, str]] = set()
 
 
 def _unit(module: str) -> str | None:
@@ -165,6 +214,61 @@ def test_dependencies_point_one_way() -> None:
     assert layering_violations(REPO_ROOT / "llmwiki_git") == []
 
 
+def package_cycles(package: Path) -> list[list[str]]:
+    """Every cycle of the graph of top-level units (packages and modules) that import each
+    other, whatever LAYERS says: each as the units in it, sorted (Tarjan's strongly connected
+    components of more than one unit)."""
+    graph: dict[str, set[str]] = {}
+    for rel, _line, target in package_imports(package):
+        source = rel.split("/")[0].removesuffix(".py")
+        if target != source:
+            graph.setdefault(source, set()).add(target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(unit: str) -> None:
+        index[unit] = low[unit] = len(index)
+        stack.append(unit)
+        for target in sorted(graph.get(unit, ())):
+            if target not in index:
+                visit(target)
+                low[unit] = min(low[unit], low[target])
+            elif target in stack:
+                low[unit] = min(low[unit], index[target])
+        if low[unit] == index[unit]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == unit:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for unit in sorted(graph):
+        if unit not in index:
+            visit(unit)
+    return sorted(cycles)
+
+
+def test_no_package_cycles() -> None:
+    """No two packages (or top-level modules) import each other, even through others and
+    even inside a function: the one cycle there was (providers <-> retrieval) is gone."""
+    assert package_cycles(REPO_ROOT / "llmwiki_git") == []
+
+
+def test_package_cycles_are_found(tmp_path: Path) -> None:
+    package = tmp_path / "llmwiki_git"
+    for folder in ("providers", "retrieval", "wiki"):
+        (package / folder).mkdir(parents=True)
+    (package / "providers" / "extractive.py").write_text("def f():\n    from ..retrieval.lexical import tokenize\n")
+    (package / "retrieval" / "lexical.py").write_text("from ..wiki import model\n")
+    (package / "wiki" / "model.py").write_text("from ..providers import extractive\n")
+    assert package_cycles(package) == [["providers", "retrieval", "wiki"]]
+
+
 def test_layering_sees_imports_inside_functions(tmp_path: Path) -> None:
     """The checker itself: a back-edge hidden in a function body is found."""
     package = tmp_path / "llmwiki_git"
@@ -173,7 +277,9 @@ def test_layering_sees_imports_inside_functions(tmp_path: Path) -> None:
     (package / "review").mkdir()
     (package / "review" / "approve.py").write_text("from ..wiki.model import f\nfrom .. import errors\n")
     found = [v for v in layering_violations(package) if "ALLOWED_BACK_EDGES" not in v]
-    assert found == ["wiki/model.py:2 imports review (a higher layer: wiki is in layer 8, review in layer 5)"]
+    tier = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+    assert found == [f"wiki/model.py:2 imports review (a higher layer: wiki is in layer {tier['wiki']}, "
+                     f"review in layer {tier['review']})"]
 
 
 def test_architecture_doc_names_every_layered_module() -> None:
@@ -212,3 +318,121 @@ def test_corpus_tests_find_the_corpora_one_way() -> None:
            if any(isinstance(node, ast.Constant) and node.value in ("shared", "corpora")
                   for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
     assert own == []
+
+
+def raw_git_calls(package: Path) -> list[str]:
+    """``git.run(...)``, ``.text``, ``.spawn`` or ``.call`` on a git object (a name or
+    attribute called ``git``, or ``require_git(...)``) outside ``gitstore/``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith("gitstore/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("run", "text", "spawn", "call")):
+                continue
+            receiver = node.func.value
+            name = (receiver.id if isinstance(receiver, ast.Name) else receiver.attr
+                    if isinstance(receiver, ast.Attribute) else receiver.func.attr
+                    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) else "")
+            if name == "git" or name.endswith("_git") or name == "require_git":
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+MAX_MODULE_LINES = 600  # docs/architecture.md: a module past this holds two jobs; split it
+
+
+def long_modules(package: Path, limit: int = MAX_MODULE_LINES) -> list[str]:
+    return [f"{path.relative_to(package).as_posix()}: {n} lines" for path in sorted(package.rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit]
+
+
+def test_no_module_over_600_lines(tmp_path: Path) -> None:
+    assert long_modules(REPO_ROOT / "llmwiki_git") == []
+    (tmp_path / "big.py").write_text("x = 1\n" * 601)  # the check sees one
+    assert long_modules(tmp_path) == ["big.py: 601 lines"]
+
+
+def test_git_commands_only_in_gitstore() -> None:
+    """Every git command line is written once, in gitstore/ (a typed helper of
+    ``gitstore.git.Git``); the rest of the package calls those helpers."""
+    assert raw_git_calls(REPO_ROOT / "llmwiki_git") == []
+
+
+def test_raw_git_calls_are_found(tmp_path: Path) -> None:
+    package = tmp_path / "llmwiki_git"
+    (package / "review").mkdir(parents=True)
+    (package / "review" / "x.py").write_text(
+        "def f(git, ws, self):\n    git.run('log')\n    ws.require_git('x').run('x')\n    self.git.spawn('y')\n"
+        "    self._git.text('z')\n    proc.run()\n")
+    assert raw_git_calls(package) == ["review/x.py:2", "review/x.py:3", "review/x.py:4", "review/x.py:5"]
+
+
+# -- where a change goes (docs/architecture.md): each kind of change stays in its few files --
+
+def _string_constants(package: Path) -> list[tuple[str, int, str]]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.append((rel, node.lineno, node.value))
+    return found
+
+
+def test_provider_names_only_in_the_table() -> None:
+    """A provider is its module(s) and one row of providertable.py: no other module names a
+    chat provider (no if-chain, no tuple of names to extend)."""
+    from llmwiki_git import providertable
+
+    package = REPO_ROOT / "llmwiki_git"
+    home = {r.name: {"providertable.py"} | {f"{p.split(':')[0].replace('.', '/')}.py" for p in (r.chat, r.embeddings) if p}
+            for r in providertable.PROVIDERS if r.chat}
+    stray = [f"{rel}:{line} names {value!r}" for rel, line, value in _string_constants(package)
+             if value in home and rel not in home[value]]
+    assert stray == []
+
+
+def test_an_mcp_tool_is_one_declaration() -> None:
+    """A tool's name is written once, in its declaration in mcptools/ (the server lists
+    mcptools.TOOLS and special-cases none)."""
+    from llmwiki_git.mcptools import TOOLS
+
+    package = REPO_ROOT / "llmwiki_git"
+    names = {t.name for t in TOOLS}
+    where: dict[str, list[str]] = {}
+    for rel, line, value in _string_constants(package):
+        if value in names:
+            where.setdefault(value, []).append(rel)
+    assert all(len(files) == 1 and files[0].startswith("mcptools/") for files in where.values()), where
+    assert set(where) == names
+
+
+def test_trailer_keys_only_in_trailers() -> None:
+    """Trailer keys are spelt in publication/trailers.py (and the source trailer, which the
+    wiki reads for provenance, in wiki/provenance.py); writers and readers use the names."""
+    package = REPO_ROOT / "llmwiki_git"
+    stray = [f"{rel}:{line}" for rel, line, value in _string_constants(package)
+             if value.startswith("Llmwiki-") and rel not in ("publication/trailers.py", "wiki/provenance.py")]
+    assert stray == []
+
+
+def test_vector_stores_behind_the_protocol() -> None:
+    """Only the module choosing the store (retrieval/store.py) and the file store itself name
+    the file store; search, refresh, the indexer and the services use `VectorIndex`."""
+    package = REPO_ROOT / "llmwiki_git"
+    named = sorted({path.relative_to(package).as_posix() for path in package.rglob("*.py")
+                    for node in ast.walk(ast.parse(path.read_text()))
+                    if (isinstance(node, ast.Name) and node.id == "FileVectors")
+                    or (isinstance(node, ast.Attribute) and node.attr in ("FileVectors", "matrix"))})
+    assert named == ["retrieval/filevectors.py", "retrieval/store.py"]
+
+
+def test_every_check_code_is_documented() -> None:
+    """A check code is its default severity in problems.py, its rule, and a row of docs/check.md."""
+    from llmwiki_git import problems
+
+    docs = (REPO_ROOT / "docs" / "check.md").read_text(encoding="utf-8")
+    assert [code for code in problems.CODES if f"`{code}`" not in docs] == []

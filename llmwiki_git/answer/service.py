@@ -4,8 +4,7 @@ through a callback as they arrive. The CLI and the MCP server render the result.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..errors import BEST_EFFORT_ERRORS
@@ -21,10 +20,13 @@ from .query import NOTHING_TO_PUBLISH, QueryResult, answer_stream, declines, log
 
 class QueryProject(Project, Protocol):
     """What answering takes from the workspace: the write site's project, the settings (the
-    default chat provider) and the retrieval service."""
+    default chat provider), the environment (provider keys, ``LLMWIKI_OUTPUT_LANG``: passed
+    in, never read from ``os.environ`` here) and the retrieval service."""
 
     @property
     def settings(self) -> Settings: ...
+    @property
+    def environ(self) -> Mapping[str, str]: ...
     def retrieval(self) -> Retrieval: ...
 
 
@@ -48,7 +50,7 @@ def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, 
     The result's ``exit_code`` is 1 when publication was refused."""
     # bytes that are not UTF-8 in the command line arrive as lone surrogates: make them U+FFFD
     question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    environ = os.environ
+    environ = ws.environ
     language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
     chat = select_provider(provider, environ, ws.settings.chat_provider)
     if save and stage is None and profile_refusal(ws.state_dir) is None:
@@ -82,7 +84,7 @@ def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, 
     pending = pending_index(ws)
     result.citations, result.citations_error = report(result.answer, retrieval.wiki, pending)
     cites_itself = self_citation(question, result.citations) if save else None
-    if save and declines(result.answer, chat.name, retrieved.result, result.citations):
+    if save and declines(result.answer, chat.generative, retrieved.result, result.citations):
         result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
         log_activity(ws.state_dir, question, result.page_ids, chat.name)
     elif cites_itself is not None:

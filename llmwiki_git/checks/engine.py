@@ -17,7 +17,8 @@ from dataclasses import replace
 from functools import partial
 
 from ..errors import GitError
-from ..git import EMPTY_TREE, CatFile, Git
+from ..gitstore.catfile import CatFile
+from ..gitstore.git import EMPTY_TREE, Git
 from ..problems import make
 from ..wiki.model import Wiki
 from .cache import ScanCache
@@ -67,8 +68,7 @@ class CheckEngine:
             if head == "index" and self.git is not None and self.cache is not None:
                 self._prefetch_index()
             if "worktree" in (head, base) and self.git is not None and self.cache is not None:
-                self._status = self.git.spawn("--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch",
-                                              "--untracked-files=all", "--ignore-submodules=all")
+                self._status = self.git.spawn_status()
                 self._started.append(self._status)
             before = self._scope_result(base) if base is not None else None
             result = checked = self._scope_result(head)
@@ -126,8 +126,9 @@ class CheckEngine:
         if scope == "index":
             # write-tree only adds the tree object the next commit would add anyway
             pending, self._write_tree = self._write_tree, None
-            out = (pending() if pending is not None else self.git.run("write-tree", check=False)).decode().strip()
-            return out or None
+            if pending is None:
+                return self.git.write_tree()
+            return pending().decode().strip() or None
         known = self._trees.get(scope)
         if known is None:
             found = self._cat.object_id(f"{scope}^{{tree}}") if self._cat is not None else None
@@ -200,7 +201,7 @@ class CheckEngine:
             if len(record) != 4 or not isinstance(record[2], str) or not Facts.valid_extras(record[3]):
                 continue
             base_tree = base_key.split("\0")[0]
-            diff_output = None if scope == "index" else git.spawn("diff-tree", "-r", "-z", "--no-renames", base_tree, tree)
+            diff_output = None if scope == "index" else git.spawn_tree_diff(base_tree, tree)
             if diff_output is not None:
                 self._started.append(diff_output)  # git diffs while the facts load
             facts = self._derived.get(base_key)
@@ -231,11 +232,11 @@ class CheckEngine:
         """Start the git commands a check of the index needs (its tree, its diff against
         HEAD) so git works while the caches load."""
         assert self.git is not None
-        self._write_tree = self.git.spawn("write-tree")
+        self._write_tree = self.git.spawn_write_tree()
         self._started.append(self._write_tree)
         head = self._tree_id("HEAD")
         if head is not None:
-            self._index_diffs[head] = self.git.spawn("diff-index", "--cached", "-z", "--no-renames", head)
+            self._index_diffs[head] = self.git.spawn_index_diff(head)
             self._started.append(self._index_diffs[head])
 
     def _index_diff_of(self, base: str) -> bytes | None:
@@ -249,7 +250,7 @@ class CheckEngine:
         assert self.git is not None
         diff = self._index_diffs.get(tree)
         if diff is None:
-            diff = self._index_diffs[tree] = self.git.spawn("diff-index", "--cached", "-z", "--no-renames", tree)
+            diff = self._index_diffs[tree] = self.git.spawn_index_diff(tree)
         return diff()
 
     def _locator(self, tree: str) -> Callable[[list[str]], dict[str, str]]:
@@ -279,13 +280,7 @@ class CheckEngine:
             return _added_or_modified(self._index_diff(self._tree_id("HEAD") or ""))  # the derivation's diff
         if self.git.rev_parse(against) is None:
             against = EMPTY_TREE
-        if head == "index":
-            out = self.git.run("diff-index", "--cached", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
-                               "--end-of-options", against, check=False)
-        else:
-            out = self.git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=AMT",
-                               "--end-of-options", against, head, check=False)
-        return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+        return self.git.changed_names(against, None if head == "index" else head)
 
 
 def _hidden(path: bytes) -> bool:
@@ -350,8 +345,7 @@ def mark_pending(git: Git | None, result: CheckResult) -> CheckResult:
     warning, not an error (DESIGN §3)."""
     if git is None or not any(p.code == "broken-link" for p in result.problems):
         return result
-    if not _may_have_candidates(git) or not git.run("for-each-ref", "--count=1", "--format=x", CANDIDATE_REFS,
-                                                    check=False).strip():
+    if not _may_have_candidates(git) or not git.for_each_ref(CANDIDATE_REFS, ("objectname",), count=1):
         return result  # no open candidate: the review layer need not be loaded (the hook's budget)
     from ..publication.candidates import pending_index
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..git import Git
+from ..gitstore.git import Git
 from ..wiki.slug import slugify
 from .result import CheckResult
 
@@ -61,11 +61,8 @@ def staged_renames(git: Git, raw_diff: bytes) -> list[tuple[str, str]]:
             found.append((old, new))
             del added[new]
     if len(found) < len(deleted) and added:  # edited too: git's similarity decides
-        out = git.run("diff-index", "--cached", "-M", "-z", "--name-status", "--diff-filter=R", "HEAD", check=False)
-        fields = out.split(b"\0")
-        for status, old_raw, new_raw in zip(fields[0::3], fields[1::3], fields[2::3]):
-            old, new = old_raw.decode("utf-8", "surrogateescape"), new_raw.decode("utf-8", "surrogateescape")
-            if status.startswith(b"R") and new in added and (old, new) not in found:
+        for old, new in git.staged_renames("HEAD"):
+            if new in added and (old, new) not in found:
                 found.append((old, new))
     return found
 

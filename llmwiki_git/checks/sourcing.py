@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 
-from ..git import EMPTY_TREE, Git
+from ..gitstore.git import EMPTY_TREE, Git
 from ..problems import Problem
 from ..wiki.model import Wiki
 from ..wiki.pages import sourcing_of
@@ -75,33 +75,17 @@ def full_sourcing(wiki: Wiki, project_prefix: str, cache: ScanCache | None) -> l
 
 def _source_blobs(git: Git, scope: str, tree: str, project_prefix: str) -> dict[str, str]:
     """Path -> blob of the sources in ``tree`` (the index for ``scope`` ``index``)."""
-    folder = f":(top,literal){sources_dir(project_prefix)}"
+    folder = sources_dir(project_prefix)
     if scope == "index":
-        out = git.run("ls-files", "-s", "-z", "--", folder, check=False)
-        rows = [(meta.split(b" "), path) for meta, _, path in (r.partition(b"\t") for r in out.split(b"\0") if r)]
-        return {path.decode("utf-8", "surrogateescape"): meta[1].decode() for meta, path in rows
-                if len(meta) == 3 and meta[2] in (b"0", b"2") and meta[0] != b"160000"}
-    out = git.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", tree, "--", folder, check=False)
-    found = {}
-    for record in out.split(b"\0"):
-        meta, _, path = record.partition(b"\t")
-        parts = meta.split(b" ")
-        if len(parts) == 3 and parts[1] == b"blob":
-            found[path.decode("utf-8", "surrogateescape")] = parts[2].decode()
-    return found
+        return {e.path: e.blob for e in git.ls_index(folder) if e.mode != "160000"}
+    return {e.path: e.blob for e in git.ls_tree_under(tree, folder, literal=True)}
 
 
 def dependents(git: Git, scope: str, tree: str, names: Iterable[str], root_dir: str) -> set[str]:
     """Files under the wiki root of ``tree`` (the index for ``scope`` ``index``) whose text
     holds one of ``names`` (a superset of the pages naming or citing those sources)."""
-    patterns = [arg for name in sorted(set(names)) for arg in ("-e", name)]
-    if not patterns:
-        return set()
     where = f":(top){root_dir}" if root_dir else ":(top)"
-    target = ["--cached"] if scope == "index" else [tree]
-    out = git.run("grep", "-l", "-z", "-F", "-I", "--no-color", *patterns, *target, "--", where, check=False)
-    cut = 0 if scope == "index" else len(tree) + 1
-    return {item[cut:].decode("utf-8", "surrogateescape") for item in out.split(b"\0") if item}
+    return git.grep_files(sorted(set(names)), None if scope == "index" else tree, where)
 
 
 def derived_sourcing(git: Git, result: CheckResult, diff: bytes, scope: str, tree: str, pages: set[str],
@@ -153,11 +137,11 @@ def scope_sourcing(git: Git | None, result: CheckResult, head: str, base: str, p
     if head == "index":
         raw = index_diff_of(base) if against == base else None
         if raw is None:
-            raw = git.run("diff-index", "--cached", "-z", "--no-renames", "--end-of-options", against, check=False)
+            raw = git.raw_diff(against, cached=True)
     elif head == "worktree":
-        raw = git.run("diff-index", "-z", "--no-renames", "--end-of-options", against, check=False)
+        raw = git.raw_diff(against)
     else:
-        raw = git.run("diff-tree", "-r", "-z", "--no-renames", "--end-of-options", against, head, check=False)
+        raw = git.raw_diff(against, head)
     folder = sources_dir(project_prefix) + "/"
     changes = raw_changes(raw)
     touched = {path for _, path, _, _ in changes}

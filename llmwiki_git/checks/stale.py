@@ -19,7 +19,7 @@ one problem on each source the change touched, naming the pages it left behind.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from ..git import blob_id
+from ..gitstore.git import blob_id
 from ..problems import Problem, make
 from ..wiki.provenance import Finding, Sourcing, judge, line_count, sources_dir
 

@@ -21,7 +21,7 @@ import yaml
 
 from .. import confine
 from ..errors import InputRefused, PathRefused
-from ..git import blob_id
+from ..gitstore.git import blob_id
 from ..gitstore.commits import current_branch
 from ..publication.document import log_entry
 from ..publication.write import Project, Site, commit_files, locked

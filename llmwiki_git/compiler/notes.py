@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from ..terms import KEYWORD_STOPWORDS
 from ..wiki.generated import index_path, log_path
 from ..wiki.model import Page, Wiki
 from ..wiki.slug import parse_target
@@ -32,11 +33,7 @@ MAX_LINKS = 20
 _WORD = re.compile(r"\w+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)+")
-STOPWORDS = frozenset("""a an and are as at be been but by can could did do does for from had has have he her his how i if
-in into is it its just may me more most my no not of on or our out over she should so some such than that the their them
-then there these they this those through to too under up us was we were what when where which while who why will with
-would you your also about after all any because before being both each few here however like many much must new now
-only other own same see since still very way well""".split())
+
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,7 @@ def blocks(source: Source) -> list[Block]:
 
 
 def _words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.casefold()) if len(w) > 2 and not w.isdigit() and w not in STOPWORDS]
+    return [w for w in _WORD.findall(text.casefold()) if len(w) > 2 and not w.isdigit() and w not in KEYWORD_STOPWORDS]
 
 
 def _cut(text: str, limit: int) -> str:
@@ -163,7 +160,7 @@ def name_table(wiki: Wiki, project_prefix: str) -> Names:
         for name in (page.scan.title, stem, *page.scan.aliases):
             tokens = tuple(_WORD.findall((name or "").casefold()))
             if (not tokens or len(tokens) > MAX_NAME_WORDS or len("".join(tokens)) < 3
-                    or (len(tokens) == 1 and tokens[0] in STOPWORDS)):
+                    or (len(tokens) == 1 and tokens[0] in KEYWORD_STOPWORDS)):
                 continue
             found = pages.setdefault(tokens, [])
             if page not in found:

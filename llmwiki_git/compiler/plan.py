@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..git import Git
+from ..gitstore.git import Git
 from ..publication.candidates import list_candidates
 from ..wiki.frontmatter import parse
 from ..wiki.model import Wiki

@@ -30,13 +30,14 @@ from ..errors import ApprovalRefused, UsageError
 from ..gitstore.commits import current_branch
 from ..problems import Problem
 from ..providers.registry import make_provider, provider_name
-from ..publication.candidates import page_target_problem, source_target_problem
-from ..publication.trailers import RETRACT_KIND
+from ..providertable import OFFLINE_CHAT
+from ..publication.candidates import SOURCE_MODES, page_target_problem, source_target_problem
+from ..publication.trailers import RETRACT_KIND, Recorded
 from ..review.approve import Approved
 from ..review.pagepolicy import link_outcome_many
 from ..review.project import ReviewProject
 from ..review.service import approve_candidate
-from ..review.stagefiles import FileWrite, Recorded, StagedFiles, stage_files
+from ..review.stagefiles import FileWrite, StagedFiles, stage_files
 from ..wiki.frontmatter import parse
 from ..wiki.provenance import RETRACTED_KEY, citation_name, cited, frontmatter_paths, set_keys, sources_dir
 from ..wiki.model import Wiki
@@ -47,7 +48,6 @@ from .progress import Progress, Usage
 
 PROMPT = "retraction/1"  # the version of the model's instruction below, recorded as Llmwiki-Prompt
 _CITATION = re.compile(r"[ \t]?\^\[([^\[\]\n]+)\]")  # as compiler/concepts._CITE: linear on a run of "^["
-_SOURCE_MODES = ("100644", "100755")
 
 
 def instruction(source: str) -> str:
@@ -173,19 +173,17 @@ def retract(ws: ReviewProject, given: str, *, cwd: Path, provider: str | None = 
             environ: Mapping[str, str] | None = None, note: Callable[[str], None] | None = None,
             on_progress: Callable[[Progress], None] | None = None) -> RetractResult:
     """Retract the source ``given`` as one candidate (see the module docstring)."""
-    env = os.environ if environ is None else environ
+    env = ws.environ if environ is None else environ
     git = ws.require_git("retracting a source")
     current_branch(git)
     base = git.rev_parse("HEAD")
     if base is None:
         raise UsageError("the branch has no commit yet", hint="commit the wiki and its sources first")
     source = source_path(ws, given, cwd)
-    listed = git.run("ls-tree", "--full-tree", "-z", "--end-of-options", base, "--", f":(top,literal){source}",
-                     check=False).split(b"\0")[0]
-    meta, _, _ = listed.partition(b"\t")
-    mode, kind, blob = (meta.decode().split(" ") + ["", "", ""])[:3] if meta else ("", "", "")
-    if meta and (kind != "blob" or mode not in _SOURCE_MODES):
+    mode = git.file_mode(base, source)
+    if mode and mode not in SOURCE_MODES:
         raise UsageError(f"{source} is not a regular file at HEAD (mode {mode}); only a file can be retracted")
+    blob = git.blob_at(base, source) if mode else None
     wiki = ws.wiki(base)
     plan = make_plan(git, wiki, base, ws.project_prefix)
     name = citation_name(source, ws.project_prefix)
@@ -203,11 +201,11 @@ def retract(ws: ReviewProject, given: str, *, cwd: Path, provider: str | None = 
         else:
             shared.append(page.path)
     result = RetractResult(source, blob or None, base, deleted=only, dry_run=dry_run, left_alone=kept)
-    if not meta and not only and not shared and not kept:
+    if not mode and not only and not shared and not kept:
         raise UsageError(f"{source} is not in the commit at HEAD, and no page names or cites it: nothing to retract")
     writes = [FileWrite(path, None) for path in only]
     name_used, _ = provider_name(provider, env, ws.settings.chat_provider)
-    by_model = [p for p in shared if name_used != "extractive"
+    by_model = [p for p in shared if name_used != OFFLINE_CHAT
                 and any(f.source != source and f.source in blobs for f in plan.provenance.of_page(p))]
     gone = set(only)
     for path in shared:

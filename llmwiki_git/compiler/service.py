@@ -22,28 +22,28 @@ model, from every source it names -- and nothing else (no new source is compiled
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ApprovalRefused, UsageError
 from ..gitstore.commits import current_branch
+from ..providers.base import ChatProvider
 from ..providers.registry import make_provider, provider_name
-from ..publication.trailers import COMPILE_KIND
+from ..providertable import OFFLINE_CHAT
+from ..publication.trailers import COMPILE_KIND, Recorded
 from ..publication.write import Site, locked
 from ..review.approve import Approved
 from ..review.project import ReviewProject
 from ..review.service import approve_candidate
-from ..review.stagefiles import FileWrite, Recorded, StagedFiles, stage_locked
-from ..providers.base import ChatProvider
+from ..review.stagefiles import FileWrite, StagedFiles, stage_locked
 from ..wiki.provenance import Fed, sources_dir
 from ..wiki.slug import slugify
 from . import notes
 from .plan import Plan, Written, make_plan, page_path, still_stale, still_to_do
 from .progress import Progress, Usage
 
-OFFLINE = "extractive"  # the provider name that means: no model, source notes
+OFFLINE = OFFLINE_CHAT  # the provider that means: no model, source notes
 
 
 @dataclass
@@ -144,8 +144,9 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
                  on_progress: Callable[[Progress], None] | None = None, note: Callable[[str], None] | None = None,
                  environ: Mapping[str, str] | None = None, stale: bool = False,
                  dry_run: bool = False) -> CompileResult:
-    """Compile what changed into one candidate (see the module docstring)."""
-    env = os.environ if environ is None else environ
+    """Compile what changed into one candidate (see the module docstring). ``environ``: the
+    provider keys and settings (default: the workspace's)."""
+    env = ws.environ if environ is None else environ
     git = ws.require_git("compiling sources")
     current_branch(git)  # a detached HEAD refuses before any work
     base = git.rev_parse("HEAD")
@@ -153,8 +154,7 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
         raise UsageError("the branch has no commit yet", hint="commit the wiki (and `llmwiki ingest` sources) first")
     name, _ = provider_name(provider, env, ws.settings.chat_provider)
     folder = sources_dir(ws.project_prefix)
-    loose = git.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
-                    f":(top,literal){folder}").count(b"\0")
+    loose = len(git.status_paths(f":(top,literal){folder}"))
     if loose and note is not None:
         note(f"{loose} uncommitted change(s) in {folder}/ are not compiled: compile reads the committed sources "
              "(commit them, or use `llmwiki ingest`)")

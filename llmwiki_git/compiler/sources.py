@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..git import Git, TreeEntry
+from ..gitstore.git import Git
 from ..wiki.frontmatter import parse
 from ..wiki.provenance import citation_name, sources_dir
 
@@ -66,15 +66,7 @@ def list_sources(git: Git, commit: str, project_prefix: str) -> list[tuple[str, 
     """(path, blob) of every text source (``.md``, ``.markdown``, ``.txt``, regular files) in
     the project's ``sources/`` folder at ``commit``, by path."""
     folder = sources_dir(project_prefix)
-    out = git.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit, "--", f":(top,literal){folder}",
-                  check=False)
-    entries: list[TreeEntry] = []
-    for record in out.split(b"\0"):
-        if not record:
-            continue
-        meta, _, name = record.partition(b"\t")
-        mode, kind, blob = meta.decode().split(" ")
-        entries.append(TreeEntry(mode, blob, name.decode("utf-8", "surrogateescape")))
+    entries = git.ls_tree_under(commit, f":(top,literal){folder}")
     return sorted((e.path, e.blob) for e in entries
                   if e.mode in ("100644", "100755") and e.path.lower().endswith(SOURCE_EXTS))
 

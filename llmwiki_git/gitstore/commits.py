@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..confine import refuse_symlinks
 from ..errors import DirtyPaths, GitError, LlmwikiError, PathRefused, RefChanged, UnsafePath
-from ..git import Git, TreeEntry
+from .git import Git, TreeEntry
 from .lock import pid_alive
 from .transaction import Intent, apply, changed_paths, check_worktree
 
@@ -98,7 +98,7 @@ def _check_tree_shape(entries: Mapping[str, TreeEntry], files: Mapping[str, byte
 
 def _with_index(git: Git, index: Path) -> Git:
     """The same git, with GIT_INDEX_FILE pointing at ``index``."""
-    env = dict(getattr(git, "_env", os.environ))
+    env = dict(git.env)
     env["GIT_INDEX_FILE"] = str(index)
     return Git(git.root, env)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import LlmwikiError, LockBusy
-from ..git import Git
+from .git import Git
 
 LOCK_NAME = "lock"
 

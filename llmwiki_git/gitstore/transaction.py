@@ -42,7 +42,7 @@ from pathlib import Path
 
 from .. import confine
 from ..errors import DirtyPaths, FollowIncomplete, GitError, GitLockHeld, LlmwikiError, PathRefused, RefChanged
-from ..git import Git
+from .git import Git
 
 JOURNAL = "transaction.json"
 POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")

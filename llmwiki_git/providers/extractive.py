@@ -5,8 +5,8 @@ of the evidence pages that best match the question. Sentences come from the page
 only, read whole: the retrieved excerpts (chunks, which can start or end in the middle of a
 line) only mark which sentences retrieval found, so no fragment of a chunk boundary is ever
 quoted. Sentences are scored BM25-style against the question's terms (the wiki
-tokenizer of :mod:`llmwiki_git.retrieval.lexical` when importable: Unicode words, stemming,
-stopwords, CJK bigrams), with statistics over the sentences of the evidence. Headings,
+tokenizer of :mod:`llmwiki_git.terms`: Unicode words, stemming, stopwords, CJK bigrams),
+with statistics over the sentences of the evidence. Headings,
 code blocks, tables, frontmatter-like ``key: value`` lines, short list fragments and
 sentences that are mostly links are never used; nor is one holding a fragment of markup
 (an emphasis marker, a link or reference-definition piece left open). A sentence never
@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from .base import AnswerRequest, Evidence
 from ..errors import ProviderError
 from ..markup import strip_comments
+from ..terms import tokenize
 
 NAME = "extractive"
 NO_ANSWER = "The wiki does not say."
@@ -89,12 +90,6 @@ _BOUNDARY = re.compile(
 )
 _CLOSERS = ".!?。！？"
 _DENSE_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
-
-
-def _tokenizer() -> Callable[[str], list[str]]:
-    from ..retrieval.lexical import tokenize
-
-    return tokenize
 
 
 @dataclass
@@ -299,6 +294,11 @@ class ExtractiveProvider:
         self.max_sentences = max_sentences
         self.max_chars = max_chars
 
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], model: str | None = None) -> ExtractiveProvider:
+        """The provider table's builder: nothing to configure (no key, no model)."""
+        return cls()
+
     def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
         """Yield the answer sentence by sentence (with their separating spaces)."""
         previous = ""
@@ -321,7 +321,6 @@ class ExtractiveProvider:
 
     def compose(self, request: AnswerRequest) -> list[str]:
         """The answer's sentences, each with its citation where one is due."""
-        tokenize = _tokenizer()
         ignore = {t for word in _QUESTION_WORDS for t in tokenize(word)}
         query = [t for t in tokenize(request.question) if t not in ignore]
         sentences = self._sentences(request.evidence, tokenize, {_link_name(a) for a in request.avoid})

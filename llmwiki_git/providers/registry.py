@@ -1,22 +1,31 @@
 """Which chat provider answers.
 
 Order: the ``--provider`` flag > ``LLMWIKI_PROVIDER`` > the configured provider > the
-first provider whose credentials are present (``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` ->
-openai; ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN`` -> anthropic; ``OLLAMA_HOST`` ->
-ollama) > ``extractive``, the offline answerer. A running Ollama without ``OLLAMA_HOST`` is
-not probed for: nothing here touches the network. A provider chosen by name whose
-credentials are missing is a ConfigError naming the variable to set; an unknown name is a
-ConfigError listing the valid ones.
+first provider of the table (``providertable.py``) whose credentials are present
+(``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` -> openai; ``ANTHROPIC_API_KEY`` or
+``ANTHROPIC_AUTH_TOKEN`` -> anthropic; ``OLLAMA_HOST`` -> ollama) > ``extractive``, the
+offline answerer. A running Ollama without ``OLLAMA_HOST`` is not probed for: nothing here
+touches the network. A provider chosen by name whose credentials are missing is a
+ConfigError naming the variable to set; an unknown name is a ConfigError listing the valid
+ones.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol, cast
 
 from ..errors import ConfigError
+from ..providertable import CHAT_PROVIDERS, DEFAULT_CHAT, PROVIDERS as TABLE, builder, row
 from .base import ChatProvider
 
-PROVIDERS = ("openai", "anthropic", "ollama", "extractive")
+PROVIDERS = CHAT_PROVIDERS
+
+
+class ChatBuilder(Protocol):
+    """What a table row's ``chat`` class offers: a provider configured from the environment."""
+
+    def from_env(self, environ: Mapping[str, str], model: str | None = None) -> ChatProvider: ...
 
 
 def _clean(value: str | None) -> str | None:
@@ -30,13 +39,10 @@ def _set(environ: Mapping[str, str], name: str) -> bool:
 
 def detect_provider(environ: Mapping[str, str]) -> str:
     """The first provider with credentials in ``environ``, else ``extractive``."""
-    if _set(environ, "OPENAI_API_KEY") or _set(environ, "OPENAI_BASE_URL"):
-        return "openai"
-    if _set(environ, "ANTHROPIC_API_KEY") or _set(environ, "ANTHROPIC_AUTH_TOKEN"):
-        return "anthropic"
-    if _set(environ, "OLLAMA_HOST"):
-        return "ollama"
-    return "extractive"
+    for candidate in TABLE:
+        if candidate.chat and any(_set(environ, name) for name in candidate.credentials):
+            return candidate.name
+    return DEFAULT_CHAT
 
 
 def provider_name(flag: str | None, environ: Mapping[str, str], configured: str | None) -> tuple[str, str]:
@@ -54,30 +60,17 @@ def provider_name(flag: str | None, environ: Mapping[str, str], configured: str 
             )
         return name, source
     name = detect_provider(environ)
-    return name, "credentials" if name != "extractive" else "default"
+    return name, "credentials" if name != DEFAULT_CHAT else "default"
 
 
 def make_provider(name: str, environ: Mapping[str, str], model: str | None = None) -> ChatProvider:
     """The provider called ``name``, configured from ``environ`` (ConfigError when its
     credentials are missing). ``model`` wins over ``LLMWIKI_MODEL`` and the provider's own
     model variable."""
-    if name == "openai":
-        from .openai import OpenAIProvider
-
-        return OpenAIProvider.from_env(environ, model)
-    if name == "anthropic":
-        from .anthropic import AnthropicProvider
-
-        return AnthropicProvider.from_env(environ, model)
-    if name == "ollama":
-        from .ollama import OllamaProvider
-
-        return OllamaProvider.from_env(environ, model)
-    if name == "extractive":
-        from .extractive import ExtractiveProvider
-
-        return ExtractiveProvider()
-    raise ConfigError(f"unknown provider {name!r}; valid providers: {', '.join(PROVIDERS)}")
+    found = row(name)
+    if found is None or found.chat is None:
+        raise ConfigError(f"unknown provider {name!r}; valid providers: {', '.join(PROVIDERS)}")
+    return cast(ChatBuilder, builder(found.chat)).from_env(environ, model)
 
 
 def select_provider(

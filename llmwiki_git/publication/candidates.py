@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import CandidateNotFound, LlmwikiError, UsageError
-from ..git import Git
+from ..gitstore.git import Git
 from ..wiki.frontmatter import split
 from ..wiki.pages import MAX_PAGE_BYTES, acceptance_problem
 from ..wiki.slug import slugify
@@ -79,8 +79,7 @@ def check_id(git: Git, candidate_id: str, *, must_exist: bool = True) -> bool:
     """Whether ``candidate_id`` is safe as a ref component; raise UsageError otherwise."""
     if not is_candidate_id(candidate_id):
         raise UsageError(f"{candidate_id!r} is not a valid candidate id", hint="ids look like <slug>-<8 hex>")
-    probe = git.run("check-ref-format", "--branch", f"llmwiki/review/{candidate_id}", check=False)
-    if not probe.strip():
+    if not git.branch_name_ok(f"llmwiki/review/{candidate_id}"):
         raise UsageError(f"{candidate_id!r} is not a valid candidate id (not a valid ref name)")
     exists = git.rev_parse(PREFIX + candidate_id) is not None
     if must_exist and not exists:
@@ -91,11 +90,9 @@ def check_id(git: Git, candidate_id: str, *, must_exist: bool = True) -> bool:
 def list_candidates(git: Git) -> list[Candidate]:
     """Open candidates, oldest first. A branch whose trailers are malformed is listed with a
     note (it can be rejected, never approved)."""
-    out = git.run("for-each-ref", "--format=%(refname)%09%(objectname)%09%(committerdate:unix)%09%(subject)",
-                  PREFIX).decode("utf-8", "replace")
     rows = []
-    for line in out.splitlines():
-        ref, commit, unix_time, subject = (line.split("\t") + ["", "", "", ""])[:4]
+    for ref, commit, unix_time, subject in git.for_each_ref(PREFIX, ("refname", "objectname", "committerdate:unix",
+                                                                     "subject")):
         rows.append((ref[len(PREFIX):], commit, int(unix_time or 0), subject))
     found = read_trailers(git, [c for _, c, _, _ in rows])
     candidates = []
@@ -173,12 +170,12 @@ def users_own_page(git: Git, base: str, target: str, wiki_root: str) -> bool:
     name = target[len(prefix):] if target.startswith(prefix) else ""
     if name not in GENERATED:
         return False
-    entry = git.text("ls-tree", "--full-tree", "--format=%(objectmode) %(objectname)", base, "--", target)
-    mode, _, blob = entry.partition(" ")
-    if mode != REGULAR:
+    if git.file_mode(base, target) != REGULAR:
         return False
-    data = git.run("cat-file", "blob", blob)
+    data = git.read_blob_at(base, target) or b""
     return not (is_generated_index(data) if name == GENERATED[0] else is_generated_log(data))
+
+
 SOURCE_MODES = ("100644", "100755")  # a source a retraction may delete: a regular file
 
 
@@ -197,34 +194,14 @@ def source_target_problem(target: str, project_prefix: str | None) -> str | None
     return None
 
 
-def _raw_changes(git: Git, parent: str, commit: str) -> list[tuple[str, str, str, str]]:
-    """(new mode, new blob, status, path) of every entry ``commit`` changes against ``parent``."""
-    return [(new, blob, status, path) for _, new, blob, status, path in _raw_entries(git, parent, commit)]
-
-
-def _raw_entries(git: Git, parent: str, commit: str) -> list[tuple[str, str, str, str, str]]:
-    """(old mode, new mode, new blob, status, path) of every entry ``commit`` changes against
-    ``parent``."""
-    out = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-commit-id", parent, commit)
-    fields = out.split(b"\0")
-    changes = []
-    for head, path in zip(fields[0::2], fields[1::2]):
-        if not head.startswith(b":"):
-            break
-        meta = head[1:].decode("ascii", "replace").split()
-        if len(meta) >= 5:
-            changes.append((meta[0], meta[1], meta[3], meta[4], path.decode("utf-8", "surrogateescape")))
-    return changes
-
-
 def blob_problem(git: Git, blob: str, *, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
     """The one acceptance rule (:func:`~llmwiki_git.wiki.pages.acceptance_problem`) applied to
     a page a candidate writes, read from its blob: the size is asked first, so an oversize
     blob is refused without being loaded. Every candidate kind calls this for each page."""
-    size = git.text("cat-file", "-s", blob)
-    if not size.isdigit() or int(size) > max_bytes:
+    size = git.object_size(blob)
+    if size is not None and size > max_bytes:  # None: no such blob, which read_blob reports
         return f"it is over the {max_bytes // (1024 * 1024)} MB page limit ({size} bytes)"
-    return acceptance_problem(git.run("cat-file", "blob", blob), max_bytes=max_bytes)
+    return acceptance_problem(git.read_blob(blob), max_bytes=max_bytes)
 
 
 def unchecked(candidate_id: str, target: str, why: str) -> Malformed:
@@ -260,7 +237,7 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
     stacked = _not_one_commit(git, candidate, t)
     if stacked is not None:
         return stacked
-    changes = _raw_changes(git, t.base, candidate.commit)
+    changes = git.raw_changes(t.base, candidate.commit)
     paths = [c[3] for c in changes]
     if paths != [t.target]:
         return Malformed("touches-other-files", f"candidate {candidate.id} must change exactly {t.target}, "
@@ -283,7 +260,7 @@ _MODES = {"120000": "a symlink", "100755": "an executable file", "160000": "a gi
 
 def _not_one_commit(git: Git, candidate: Candidate, t: Trailers) -> Malformed | None:
     """Refusal unless the branch is exactly one commit on top of the base its trailers name."""
-    parents = git.text("rev-list", "--parents", "-n", "1", candidate.commit).split()[1:]
+    parents = git.parents(candidate.commit)
     if len(parents) != 1 or parents[0] != t.base:
         return Malformed("not-single-commit", f"candidate {candidate.id} must be exactly one commit on top of its base "
                                               f"{t.base[:12]}; the branch was changed after staging")
@@ -314,7 +291,7 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
     stacked = _not_one_commit(git, candidate, t)
     if stacked is not None:
         return stacked
-    changes = {c[4]: c for c in _raw_entries(git, t.base, candidate.commit)}
+    changes = {c[4]: c for c in git.raw_entries(t.base, candidate.commit)}
     listed = {f.target for f in t.files}
     if set(changes) != listed:
         extra, missing = sorted(set(changes) - listed), sorted(listed - set(changes))
@@ -391,6 +368,6 @@ def reject(git: Git, candidate_id: str) -> str:
         raise LlmwikiError(f"too many rejected candidates named {candidate_id}",
                            hint=f"delete old ones with `git update-ref -d {REJECTED}{candidate_id}`")
     if git.rev_parse(target) != commit:
-        git.run("update-ref", "-m", f"llmwiki: reject {candidate_id}", target, commit, "")
-    git.run("update-ref", "-m", f"llmwiki: reject {candidate_id}", "-d", PREFIX + candidate_id, commit)
+        git.update_ref(target, commit, "", message=f"llmwiki: reject {candidate_id}")
+    git.delete_ref(PREFIX + candidate_id, commit, message=f"llmwiki: reject {candidate_id}")
     return target

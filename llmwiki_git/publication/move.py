@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MoveRefused, UsageError
-from ..git import Git, TreeEntry
+from ..gitstore.git import Git, TreeEntry
 from ..gitstore.commits import build_commit, check_path, current_branch, move_branch
 from ..wiki import generated as G
 from ..wiki.model import Wiki
@@ -114,15 +114,7 @@ def clean_pair(old: str, new: str) -> tuple[str, str]:
 
 def tree_under(git: Git, head: str, path: str) -> list[TreeEntry]:
     """``head``'s entries at ``path`` or under it (recursively), submodules included."""
-    out = git.run("--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", head, "--",
-                       path, check=False)
-    entries = []
-    for record in out.split(b"\0"):
-        if record:
-            meta, _, name = record.partition(b"\t")
-            mode, _kind, blob = meta.decode().split(" ")
-            entries.append(TreeEntry(mode, blob, name.decode("utf-8", "surrogateescape")))
-    return entries
+    return git.ls_tree_under(head, path, literal=True, submodules=True)
 
 
 def planned_moves(git: Git, head: str, wiki: Wiki, old: str, new: str,
@@ -179,14 +171,8 @@ def is_generated(git: Git, head: str, rel: str, wiki_root: str, project_prefix: 
         check = G.is_generated_log
     else:
         return False
-    data = blob_bytes(git, head, rel)
+    data = git.read_blob_at(head, rel)
     return data is not None and check(data)
-
-
-def blob_bytes(git: Git, head: str, rel: str) -> bytes | None:
-    """The bytes of ``rel`` in ``head``'s tree (None: no such file)."""
-    oid = git.run("rev-parse", "--verify", "--quiet", f"{head}:{rel}", check=False).decode().strip()
-    return git.run("cat-file", "blob", oid) if oid else None
 
 
 def _is_regular(path: Path) -> bool:
@@ -200,10 +186,9 @@ def _adopted_text(site: Site, old: str, new: str) -> str:
     """NEW's content in a rename the user made: the staged version (which must match the
     work tree: nothing unstaged is committed), or the work-tree file when it is not staged."""
     data = (site.top / new).read_bytes()
-    staged = site.git.run("ls-files", "-s", "-z", "--", f":(top,literal){new}").split(b"\0")[0]
-    if staged:
-        blob = staged.split(b" ")[1].decode()
-        if site.git.run("cat-file", "blob", blob) != data:
+    blob = site.git.staged_blob(new)
+    if blob is not None:
+        if site.git.read_blob(blob) != data:
             raise MoveRefused(old, [f"{new} has unstaged edits"],
                               hint=f"stage them (git add {new}) or stash them, then run the command again")
     return decode(data)
@@ -244,7 +229,7 @@ def _commit(site: Site, ref: str, head: str, wiki: Wiki, plan: RewritePlan, mode
     # A move creates no table of contents or journal the wiki did not have: those go to
     # llmwiki's own copies in the state folder, as where the user owns the files.
     for rel in [p for p in (gen.index_rel, gen.log_rel) if p is not None]:
-        if not site.git.run("rev-parse", "--verify", "--quiet", f"{head}:{rel}", check=False).strip():
+        if site.git.blob_at(head, rel) is None:
             generated.pop(rel, None)
             gen.index_rel = None if rel == gen.index_rel else gen.index_rel
             gen.log_rel = None if rel == gen.log_rel else gen.log_rel

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import confine
 from ..errors import DATA_ERRORS, PathRefused, WriteRefused
-from ..git import Git
+from ..gitstore.git import Git
 from ..gitstore.commits import current_branch
 from ..gitstore.transaction import Intent, check_worktree
 from ..wiki.citations import AMBIGUOUS, BROKEN, PENDING, Citation, PendingIndex, ambiguity, citation_report
@@ -96,12 +96,12 @@ def hand_written_problem(git: Git, rev: str | None, path: str) -> str | None:
     save or an approved answer must never silently replace it. None: absent, or an answer."""
     if rev is None:
         return None
-    blob = git.run("rev-parse", "--verify", "--quiet", f"{rev}:{path}", check=False).decode().strip()
-    if not blob:
+    blob = git.blob_at(rev, path)
+    if blob is None:
         return None
     from ..wiki.frontmatter import parse
 
-    text = git.run("cat-file", "blob", blob)[:MAX_PAGE_BYTES].decode("utf-8", "replace")
+    text = git.read_blob(blob)[:MAX_PAGE_BYTES].decode("utf-8", "replace")
     if parse(text).data.get("type") == "query":
         return None
     return (f"{path} is a page someone wrote, not a saved answer (its frontmatter has no `type: query`); "

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..git import Git
-from ..wiki.provenance import parse_source_trailer
+from ..gitstore.git import Git
+from ..wiki.provenance import SOURCE_TRAILER, parse_source_trailer
 
 KEYS = (
     "Llmwiki-Candidate",
@@ -21,7 +21,7 @@ KEYS = (
     "Llmwiki-Base",
 )
 FILE_KEYS = KEYS[2:5]  # written once per file, in this order, one group after another
-SOURCE = "Llmwiki-Source"  # <path> <blob id>, one per source the pages were written from
+SOURCE = SOURCE_TRAILER  # <path> <blob id>, one per source the pages were written from (wiki/provenance.py reads it)
 MODEL = "Llmwiki-Model"  # <provider>/<model> that wrote the pages
 PROMPT = "Llmwiki-Prompt"  # <prompt name>/<version>
 RETRACTS = "Llmwiki-Retracts"  # <path>: the source a retraction removes (and that its pages no longer draw on)
@@ -76,6 +76,16 @@ class Trailers:
     move: tuple[str, str] | None = None  # a move or merge (REWRITE_KINDS): (from, to)
     retracts: str | None = None
 
+    def provenance(self) -> dict[str, object]:
+        """What the pages were written from, as `review show` reports it (empty for a plain
+        edit): each source with its blob, the model and the prompt, and for a retraction the
+        source it removes. A new optional key shown with them goes here and in `block`,
+        nowhere else."""
+        if not (self.sources or self.model or self.prompt or self.retracts):
+            return {}
+        return {"sources": [{"path": path, "blob": blob} for path, blob in self.sources], "model": self.model,
+                "prompt": self.prompt, **({"retracts": self.retracts} if self.retracts else {})}
+
     @property
     def files(self) -> tuple[FileTrailer, ...]:
         return (FileTrailer(self.target, self.precondition, self.body_digest), *self.more)
@@ -94,14 +104,27 @@ class Trailers:
         return "".join(f"{key}: {value}\n" for key, value in lines)
 
 
-def with_files(candidate: str, kind: str, files: list[FileTrailer], base: str, *,
-               sources: tuple[tuple[str, str], ...] = (), model: str | None = None,
-               prompt: str | None = None, move: tuple[str, str] | None = None,
-               retracts: str | None = None) -> Trailers:
-    """The trailers of a candidate writing ``files`` (at least one)."""
+@dataclass(frozen=True)
+class Recorded:
+    """What a run's trailers record after its files: the sources ((path, blob) pairs) the
+    pages were written from, the model and the prompt version, what a move or merge moved
+    where, the source a retraction deletes. The run that knows a value sets it; the stager
+    passes it through (a new run-wide key is a field here, in `Trailers`, `block` and
+    `parse`, and the run that sets it: nothing in between)."""
+
+    sources: tuple[tuple[str, str], ...] = ()
+    model: str | None = None
+    prompt: str | None = None
+    move: tuple[str, str] | None = None  # a move or merge: what moved where (Llmwiki-Move-From/-To)
+    retracts: str | None = None  # a retraction: the source it deletes
+
+
+def with_files(candidate: str, kind: str, files: list[FileTrailer], base: str,
+               recorded: Recorded = Recorded()) -> Trailers:
+    """The trailers of a candidate writing ``files`` (at least one), with what the run records."""
     first, *rest = files
     return Trailers(candidate, kind, first.target, first.precondition, first.body_digest, base, tuple(rest),
-                    sources, model, prompt, move, retracts)
+                    recorded.sources, recorded.model, recorded.prompt, recorded.move, recorded.retracts)
 
 
 def message(subject: str, body: str, trailers: Trailers) -> str:
@@ -117,7 +140,7 @@ def read_many(git: Git, commits: list[str]) -> dict[str, dict[str, list[str]]]:
     if not commits:
         return {}
     fmt = f"%H{_SEP}%(trailers:only,unfold,separator=%x1f){_REC}"
-    out = git.run("log", "--no-walk=unsorted", f"--format={fmt}", *commits, "--").decode("utf-8", "replace")
+    out = git.log(commits, format=fmt, no_walk=True).decode("utf-8", "replace")
     result: dict[str, dict[str, list[str]]] = {}
     for record in out.split(_REC):
         record = record.strip("\n")
@@ -168,7 +191,6 @@ def parse(found: Mapping[str, list[str]]) -> Trailers | None:
     if (kind == RETRACT_KIND) != (retracts is not None) or len(found.get(RETRACTS, [])) > (kind == RETRACT_KIND):
         return None
     files = [FileTrailer(*values) for values in zip(*columns)]
-    return with_files(candidate, kind, files, base, sources=tuple(sources),
-                      model=one(MODEL), prompt=one(PROMPT),
-                      move=(moved[0], moved[1]) if moved[0] is not None and moved[1] is not None else None,
-                      retracts=retracts)
+    return with_files(candidate, kind, files, base, Recorded(
+        sources=tuple(sources), model=one(MODEL), prompt=one(PROMPT),
+        move=(moved[0], moved[1]) if moved[0] is not None and moved[1] is not None else None, retracts=retracts))

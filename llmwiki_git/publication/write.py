@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..git import Git
+from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, move_branch
 from ..gitstore.lock import repository_lock
 from ..gitstore.transaction import pending, recover
@@ -76,8 +76,8 @@ def recover_pending(git: Git, top: Path, state_dir: Path) -> str | None:
 def _blob(git: Git, rev: str | None, rel: str) -> bytes | None:
     if rev is None:
         return None
-    oid = git.run("rev-parse", "--verify", "--quiet", f"{rev}:{rel}", check=False).decode().strip()
-    return git.run("cat-file", "blob", oid) if oid else None
+    oid = git.blob_at(rev, rel)
+    return git.read_blob(oid) if oid else None
 
 
 def generated_files(site: Site, tree: str | None, head: str | None, entry: str,

@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import SourceRefused
+from ..terms import tokenize
 from ..wiki import frontmatter
 from ..wiki.provenance import claims
 from ..wiki.slug import slugify
 from . import sources as src
 from .chunking import live_chunks
-from .lexical import tokenize
 from .search import SearchResult
-from .store import PageEntry, Store
+from .pagetable import PageEntry
+from .store import Store
 
 VERSION = 1
 PROMPT_LIMIT = 1024
@@ -129,7 +131,7 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
                 try:
                     windows.append(src.window(inputs.sources_root, citation))
                     windows_left -= 1
-                except src.SourceRefused as exc:
+                except SourceRefused as exc:
                     page_warnings.append({"code": "source-window-unavailable", "message": str(exc)})
         summary = meta.data.get("summary")
         inputs.texts[entry.page_id] = live.text
@@ -243,8 +245,8 @@ def _trim(pack: dict[str, Any], budget: int) -> None:
     trimmed: list[str] = []
 
     def over() -> bool:
-        pack["budget"]["estimatedTokens"] = _estimate(pack)
-        return pack["budget"]["estimatedTokens"] > budget
+        estimated = pack["budget"]["estimatedTokens"] = _estimate(pack)
+        return estimated > budget
 
     def pop_from_pages(key: str) -> bool:
         for page in reversed(pack["primary"]):

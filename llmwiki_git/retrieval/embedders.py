@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import ConfigError
+from ..providertable import DEFAULT_EMBEDDING, EMBEDDING_PROVIDERS, LEXICAL_ONLY, builder, row
 
 if TYPE_CHECKING:
     import numpy as np
 
 Progress = Callable[[int, int], Any]
 
-PROVIDERS = ("local", "none", "openai", "ollama")
+PROVIDERS = EMBEDDING_PROVIDERS
 
 
 class Embedder(Protocol):
@@ -33,8 +34,8 @@ class Embedder(Protocol):
 
 def provider_name(environ: Mapping[str, str], configured: str | None, fast: bool = False) -> str:
     if fast:
-        return "none"
-    name = (environ.get("LLMWIKI_EMBEDDING_PROVIDER") or configured or "local").strip().lower()
+        return LEXICAL_ONLY
+    name = (environ.get("LLMWIKI_EMBEDDING_PROVIDER") or configured or DEFAULT_EMBEDDING).strip().lower()
     if name not in PROVIDERS:
         raise ConfigError(
             f"unknown embedding provider {name!r}",
@@ -43,18 +44,30 @@ def provider_name(environ: Mapping[str, str], configured: str | None, fast: bool
     return name
 
 
+class EmbedderBuilder(Protocol):
+    """What a table row's ``embeddings`` class offers: a backend configured from the
+    environment (an `Embedder`, or a provider's HTTP endpoint that `HttpEmbedder` wraps)."""
+
+    def from_env(self, environ: Mapping[str, str], model: str | None = None) -> object: ...
+
+
 def make_embedder(name: str, environ: Mapping[str, str], model: str | None = None) -> Embedder | None:
-    """The embedder for ``name``; None for the lexical-only ``none``."""
+    """The embedder for ``name`` (a row of the provider table); None for the lexical-only ``none``."""
     model = environ.get("LLMWIKI_EMBEDDING_MODEL") or model
-    if name == "none":
+    found = row(name)
+    if found is None or not found.embeds:
+        raise ConfigError(f"unknown embedding provider {name!r}",
+                          hint=f"set LLMWIKI_EMBEDDING_PROVIDER to one of {', '.join(PROVIDERS)}")
+    if found.embeddings is None:
         return None
-    if name == "local":
-        from .embedding_onnx import OnnxMiniLMEmbedder
+    built = cast(EmbedderBuilder, builder(found.embeddings)).from_env(environ, model)
+    from ..providers.base import HttpEmbeddings
 
-        return OnnxMiniLMEmbedder()
-    from .embedding_http import HttpEmbedder
+    if isinstance(built, HttpEmbeddings):
+        from .embedding_http import HttpEmbedder
 
-    return HttpEmbedder.from_env(name, environ, model)
+        return HttpEmbedder(built)
+    return cast(Embedder, built)
 
 
 def preload_local(state: Path, ready: Callable[[Embedder | None], object]) -> None:

@@ -10,7 +10,7 @@ never the other way round.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,16 +18,6 @@ import numpy as np
 from ..providers.base import HttpEmbeddings
 
 BATCH = 64
-
-
-def _provider_embeddings(name: str, environ: Mapping[str, str], model: str | None) -> HttpEmbeddings:
-    if name == "openai":
-        from ..providers.openai import OpenAIEmbeddings
-
-        return OpenAIEmbeddings.from_env(environ, model)
-    from ..providers.ollama import OllamaEmbeddings
-
-    return OllamaEmbeddings.from_env(environ, model)
 
 
 class HttpEmbedder:
@@ -40,10 +30,6 @@ class HttpEmbedder:
         # The endpoint is hashed, not shown: base URLs can carry credentials.
         digest = hashlib.sha256(f"{self.name}\0{self.model}\0{self.endpoint}".encode()).hexdigest()[:16]
         self.fingerprint = f"{self.name}:{self.model}:{digest}"
-
-    @classmethod
-    def from_env(cls, name: str, environ: Mapping[str, str], model: str | None) -> HttpEmbedder:
-        return cls(_provider_embeddings(name, environ, model))
 
     def embed(self, texts: Sequence[str], batch_size: int | None = None, progress: Any = None) -> np.ndarray:
         rows = self._api.embed_batches(list(texts), batch_size or BATCH, progress)

@@ -25,7 +25,7 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,11 @@ class OnnxMiniLMEmbedder:
     #: batches of 8 and faster than larger ones, peaks at ~340 MB instead of ~550 MB (8) or
     #: ~1.6 GB (32), and a text's vector never depends on what it was batched with.
     default_batch_size = 1
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], model: str | None = None) -> OnnxMiniLMEmbedder:
+        """The provider table's builder: the packaged model (``model`` is for HTTP backends)."""
+        return cls()
 
     def __init__(
         self,
@@ -315,4 +320,5 @@ class OnnxMiniLMEmbedder:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         # Normalize(): F.normalize(p=2, eps=1e-12).
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        out: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return out

@@ -4,7 +4,7 @@ and the lexical index, regenerate ``wiki/index.md``."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,10 +21,13 @@ from ..wiki.pages import decode
 from ..wiki.snapshots import SourceFile
 from ..wiki.titles import page_description, page_properties, page_title, property_list
 from . import checkpoint
+from ..errors import StoreError
 from . import store as store_mod
 from .chunking import chunk_key, content_hash, embedding_input, path_words, readable_text, split_into_chunks
 from .chunking import store_fingerprint
 from .embedders import Embedder
+from .pagetable import PageEntry, PageTable
+from .vectors import VectorIndex
 from .lexical import FIELD_WEIGHTS, LEXICAL_DIR, Document, LexicalIndex
 
 NO_EMBEDDINGS = "none"
@@ -162,91 +165,87 @@ def build(
     started = time.perf_counter()
     fingerprint = store_fingerprint(embedder.fingerprint) if embedder else NO_EMBEDDINGS
     dims = embedder.dimension if embedder else 0
-    previous: dict[str, np.ndarray] = {}
+    index: VectorIndex | None = None  # the vectors to reuse and to add the new ones to
+    old: store_mod.Store | None = None
     notes: list[str] = []
     if embedder is not None and not full:
         old = previous_store if previous_store is not None and previous_store.fingerprint == fingerprint else None
         if old is None:
             try:
                 old = store_mod.load(folder, expected_fingerprint=fingerprint)
-            except store_mod.StoreError as exc:
+            except StoreError as exc:
                 if exc.code == "embedding-store-corrupt":
                     notes.append(f"{exc.message}; rebuilt it")
         if old is not None:
-            bad = store_mod.verify_vectors(old)  # never reuse vectors that cannot be trusted
+            bad = old.vectors.problem()  # never reuse vectors that cannot be trusted
             if bad is not None:
                 notes.append(f"{bad}; every chunk was embedded again")
+                old = None
             else:
-                previous = old.vectors_by_hash()
-    entries: list[store_mod.PageEntry] = []
+                index = old.vectors
+    if index is None:
+        index = store_mod.empty_vectors(fingerprint, dims)
+    entries: list[PageEntry] = []
     all_texts: list[str] = []
     documents: list[Document] = []
     hashes_in_order: list[str] = []
     row = 0
     for page in pages:
         hashes = tuple(content_hash(t) for t in page.texts)
-        entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary, row,
+        entries.append(PageEntry(page.page_id, page.path, page.blob, page.title, page.summary, row,
                                            hashes, page.links, page.dangling))
         row += len(hashes)
         all_texts.extend(page.embedded)
         documents.extend(page.lexical)
         hashes_in_order.extend(hashes)
-    vectors = np.zeros((row, dims), dtype=np.float32)
     embedded = reused = 0
+    table = PageTable(entries)
     if embedder is not None:
+        previous = index.get(hashes_in_order)
         missing: dict[str, str] = {}
         for text, chunk_hash in zip(all_texts, hashes_in_order):
             if chunk_hash not in previous:
                 missing.setdefault(chunk_hash, text)
         # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
         fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
-        if fresh:
-            dims = len(next(iter(fresh.values())))  # HTTP models tell their dimension only by answering
-        elif previous:
-            dims = len(next(iter(previous.values())))
-        vectors = np.zeros((row, dims), dtype=np.float32)
-        lookup = {**previous, **fresh}
-        for i, chunk_hash in enumerate(hashes_in_order):
-            vectors[i] = lookup[chunk_hash]
+        index.add(fresh)
+        if old is not None:  # chunks no page has any more (the file store writes only the table's rows anyway)
+            index.remove(set(old.pages.row_hashes()).difference(hashes_in_order))
         embedded = len(missing) - len(kept)
         reused = row - sum(1 for h in hashes_in_order if h in missing and h not in kept)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
     LexicalIndex.build(documents).save(folder / LEXICAL_DIR)
-    store_mod.save(folder, store_mod.build(fingerprint, backend, model, dims, entries, vectors, now, skipped, names))
+    store_mod.save(folder, store_mod.Store(fingerprint, backend, model, table, index.for_rows(table), now,
+                                           dict(skipped or {}), names))
     if embedder is not None:
         checkpoint.remove(folder)  # its vectors are in the store now
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
 
 
 def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,
-                 previous: Mapping[str, np.ndarray] | None = None,
                  skipped: dict[str, str] | None = None) -> tuple[store_mod.Store, LexicalIndex]:
     """A store built in memory from live pages (nothing is written): lexical-only when there
-    is no usable store on disk; with ``base``, in its model's shape, every chunk whose
-    content ``previous`` has a vector for gets it and new chunks get zeros (they are found
-    lexically: a read that may not embed them all, see `refresh`)."""
-    entries: list[store_mod.PageEntry] = []
+    is no usable store on disk; with ``base``, in its model's shape, every chunk ``base``'s
+    vectors hold keeps its vector and new chunks get zeros (they are found lexically: a read
+    that may not embed them all, see `refresh`)."""
+    entries: list[PageEntry] = []
     documents: list[Document] = []
     hashes_in_order: list[str] = []
     for page in pages:
         hashes = tuple(content_hash(t) for t in page.texts)
-        entries.append(store_mod.PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
+        entries.append(PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
                                            len(documents), hashes, page.links, page.dangling))
         documents.extend(page.lexical)
         hashes_in_order.extend(hashes)
+    table = PageTable(entries)
     if base is None:
-        empty = np.zeros((len(documents), 0), dtype=np.float32)
-        return (store_mod.build(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, 0, entries, empty, ""),
+        vectors = store_mod.empty_vectors(NO_EMBEDDINGS, 0).for_rows(table)
+        return (store_mod.Store(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, table, vectors, ""),
                 LexicalIndex.build(documents))
-    vectors = np.zeros((len(documents), base.dimensions), dtype=np.float32)
-    for row, chunk_hash in enumerate(hashes_in_order):
-        vector = (previous or {}).get(chunk_hash)
-        if vector is not None and base.dimensions:
-            vectors[row] = vector
-    store = store_mod.build(base.fingerprint, base.backend, base.model, base.dimensions, entries, vectors,
-                            base.updated_at, skipped)
+    store = store_mod.Store(base.fingerprint, base.backend, base.model, table, base.vectors.for_rows(table),
+                            base.updated_at, dict(skipped or {}))
     return store, LexicalIndex.build(documents)
 
 
@@ -269,7 +268,7 @@ class Update:
     blob changed (or that are new) are read and chunked; the rest keep their store entries
     and their rows of the lexical index (``layout``, see ``LexicalIndex.updated``)."""
 
-    entries: list[store_mod.PageEntry]
+    entries: list[PageEntry]
     hashes: list[str]  # chunk hash of every row, in order
     missing: dict[str, str]  # chunk hash -> embedding input, for chunks the store has no vector of
     layout: list[int | Document]
@@ -291,7 +290,7 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
     names = names_digest(wiki)
     same_names = bool(store.names) and store.names == names
     known = {h for e in store.pages for h in e.hashes} if store.dimensions else set()
-    entries: list[store_mod.PageEntry] = []
+    entries: list[PageEntry] = []
     hashes: list[str] = []
     layout: list[int | Document] = []
     missing: dict[str, str] = {}
@@ -299,7 +298,7 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
         indexed = fresh.get(page.path)
         if indexed is not None:
             chunk_hashes = tuple(content_hash(t) for t in indexed.texts)
-            entries.append(store_mod.PageEntry(indexed.page_id, indexed.path, indexed.blob, indexed.title,
+            entries.append(PageEntry(indexed.page_id, indexed.path, indexed.blob, indexed.title,
                                                indexed.summary, len(hashes), chunk_hashes, indexed.links,
                                                indexed.dangling))
             layout.extend(indexed.lexical)
@@ -320,22 +319,16 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
 def apply_update(update: Update, store: store_mod.Store, lexical: LexicalIndex,
                  fresh: np.ndarray | None = None) -> tuple[store_mod.Store, LexicalIndex]:
     """The updated store and lexical index in memory. ``fresh``: the vectors of
-    ``update.missing``, in its order (None: those rows stay zero, ranked lexically only)."""
-    dims = store.dimensions
-    vectors = np.zeros((len(update.hashes), dims), dtype=np.float32)
-    if dims:
-        lookup = store.vectors_by_hash()
-        if fresh is not None:
-            lookup.update(zip(update.missing, fresh))
-        for row, chunk_hash in enumerate(update.hashes):
-            vector = lookup.get(chunk_hash)
-            if vector is not None:
-                vectors[row] = vector
+    ``update.missing``, in its order, added to the store's vectors (None: those rows stay
+    zero, ranked lexically only)."""
+    if fresh is not None and store.dimensions:
+        store.vectors.add(dict(zip(update.missing, fresh)))
     updated_at = store.updated_at
     if fresh is not None:
         updated_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    new_store = store_mod.build(store.fingerprint, store.backend, store.model, dims, update.entries, vectors,
-                                updated_at, update.skipped, update.names)
+    table = PageTable(update.entries)
+    new_store = store_mod.Store(store.fingerprint, store.backend, store.model, table, store.vectors.for_rows(table),
+                                updated_at, dict(update.skipped), update.names)
     return new_store, lexical.updated(update.layout)
 
 

@@ -142,6 +142,9 @@ class PageTable(Sequence[PageEntry]):
         self._positions: dict[str, int] | None = None
         self._owner: list[int] | None = None
         self._owner_array: np.ndarray | None = None
+        self._rows: int = -1
+        self._row_hashes: list[str] | None = None
+        self._rows_by_hash: dict[str, list[int]] | None = None
 
     @classmethod
     def decode(cls, sections: Mapping[str, memoryview]) -> PageTable:
@@ -238,6 +241,37 @@ class PageTable(Sequence[PageEntry]):
         if self._positions is None:
             self._positions = {page_id: i for i, page_id in enumerate(self.ids())}
         return self._positions
+
+    @property
+    def rows(self) -> int:
+        """How many chunks (rows) the pages have (counted once: a warm server asks every call)."""
+        if self._rows < 0:
+            self._rows = int(self.hash_counts().sum())
+        return self._rows
+
+    def row_hashes(self) -> list[str]:
+        """The chunk hash of every row, in row order (built once)."""
+        if self._row_hashes is None:
+            counts, first = self.hash_counts(), self.first_rows()
+            flat = self._sliced["hashes"].items() if self._columns else [h for e in self._all() for h in e.hashes]
+            starts = _starts(counts)[:-1]
+            if np.array_equal(first, starts):  # page after page, as the indexer writes them
+                self._row_hashes = list(flat)
+            else:
+                out = [""] * self.rows
+                for start, row, count in zip(starts.tolist(), first.tolist(), counts.tolist()):
+                    out[row : row + count] = flat[start : start + count]
+                self._row_hashes = out
+        return self._row_hashes
+
+    def rows_by_hash(self) -> dict[str, list[int]]:
+        """Chunk hash -> the rows holding it (built once)."""
+        if self._rows_by_hash is None:
+            where: dict[str, list[int]] = {}
+            for row, chunk_hash in enumerate(self.row_hashes()):
+                where.setdefault(chunk_hash, []).append(row)
+            self._rows_by_hash = where
+        return self._rows_by_hash
 
     def row_owner(self) -> list[int]:
         """Position of the page owning every row (built once)."""

@@ -18,10 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from . import store as store_mod
 from .chunking import content_hash
+from .vectors import VectorIndex
 
 if TYPE_CHECKING:
     from .indexer import IndexedPage
@@ -69,13 +68,14 @@ class Plan:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def plan(pages: list[IndexedPage], previous: Mapping[str, np.ndarray]) -> Plan:
+def plan(pages: list[IndexedPage], vectors: VectorIndex) -> Plan:
+    """The chunks of ``pages`` that ``vectors`` holds no vector for."""
+    hashes = [(content_hash(text), text) for page in pages for text in page.texts]
+    known = vectors.get(h for h, _ in hashes)
     missing: dict[str, str] = {}
-    for page in pages:
-        for text in page.texts:
-            chunk_hash = content_hash(text)
-            if chunk_hash not in previous:
-                missing.setdefault(chunk_hash, text)
+    for chunk_hash, text in hashes:
+        if chunk_hash not in known:
+            missing.setdefault(chunk_hash, text)
     return Plan(missing)
 
 

@@ -27,6 +27,7 @@ from ..errors import BEST_EFFORT_ERRORS
 from .embedders import Embedder
 from .lexical import LexicalIndex
 from .store import Store
+from .vectors import Neighbours
 
 MODES = ("rrf", "rerank", "cosine", "bm25")
 DEFAULT_MODE = "rrf"
@@ -75,7 +76,8 @@ def page_scores(owner: np.ndarray, counts: np.ndarray, scores: np.ndarray, how: 
     if how.kind != "length":
         raise ValueError(f"unknown page aggregation {how.kind!r}")
     ln = np.log(np.maximum(counts, 1))
-    return best - how.param * ln if dense else best * np.exp(-how.param * ln)
+    scored: np.ndarray = best - how.param * ln if dense else best * np.exp(-how.param * ln)
+    return scored
 
 
 @dataclass(frozen=True)
@@ -172,15 +174,19 @@ def search(
     owner = store.row_owner()
     cosine: np.ndarray | None = None
     if embedder is not None and store.dimensions and rows:
+        found: Neighbours | None = None
         try:
             query = embedder.embed([question])[0]
-            with np.errstate(all="ignore"):
-                cosine = np.asarray(store.vectors @ query, dtype=np.float32)
+            # Every row is a dense candidate (the file store scores them all in one product):
+            # the rankings below are exact. An approximate index may answer fewer.
+            found = store.vectors.nearest(query, rows)
         except BEST_EFFORT_ERRORS as exc:  # any embedding failure degrades to lexical, with a warning
             warnings.append({"code": "embedding-degraded",
                              "message": f"query embedding failed ({exc}); ranked lexically"})
-        if cosine is not None and not bool(np.isfinite(cosine).all()):  # the store is verified, not trusted
-            bad = int((~np.isfinite(cosine)).sum())
+        if found is not None:
+            cosine = found.over(store.pages)
+        if found is not None and not bool(np.isfinite(found.scores).all()):  # the store is verified, not trusted
+            bad = int((~np.isfinite(found.scores)).sum())
             warnings.append({"code": "embedding-store-corrupt",
                              "message": f"{bad} stored vector(s) hold NaN or infinite values; ranked lexically. "
                                         "Run `llmwiki index` to rebuild them"})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -13,7 +12,8 @@ import numpy as np
 
 from .. import confine
 from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
-from ..git import Git, blob_id
+from ..gitstore.git import Git, blob_id
+from ..providertable import LOCAL_EMBEDDING
 from ..wiki.pages import decode, unusable_notes
 from . import refresh
 from . import store as store_mod
@@ -22,7 +22,8 @@ from .context import ContextOptions, LivePage, PackInputs, build_pack
 from .embedders import Embedder, make_embedder, provider_name
 from .lexical import LEXICAL_DIR, LexicalIndex
 from .search import DEFAULT_MODE, MODES, SearchResult, search
-from .store import PageEntry, Store
+from .pagetable import PageEntry
+from .store import Store
 
 if TYPE_CHECKING:  # the indexer, the write layer and the index page: imported by the calls that use them
     from ..wiki.model import Wiki
@@ -30,23 +31,6 @@ if TYPE_CHECKING:  # the indexer, the write layer and the index page: imported b
 
 
 SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that cannot be read
-
-# What a long-lived process (the MCP server) loaded, per state folder: reused while the
-# store's and the lexical index's files keep their stamps and the embedder settings are the
-# same, so a warm call pays for one query embedding and a search, not a new ONNX session
-# (~0.2 s). Writers replace these files by rename, so a re-index by any process changes a
-# stamp and the next call loads afresh.
-_WARM: dict[str, tuple[tuple, tuple, Loaded]] = {}
-# The (store, live listing) pair last found current, by identity: a long-lived workspace
-# returns the same listing object while no file changed (Workspace._page_blobs), and the
-# warm store is the same object while its files are, so a warm call skips the comparison.
-_CURRENT: dict[str, tuple[Store, Mapping[str, str]]] = {}
-
-
-def forget_warm_state() -> None:
-    """Drop what was kept warm (a test running many commands in one process starts each cold)."""
-    _WARM.clear()
-
 
 @dataclass
 class Loaded:
@@ -57,6 +41,16 @@ class Loaded:
 
 
 class Retrieval:
+    """Build the index, load it, search, and build context packs, for one project.
+
+    One instance per workspace, so what it loaded stays warm on the instance for the next
+    call of a long-lived process (the MCP server): the store, the lexical index and the
+    embedder are reused while their files keep their stamps and the embedder settings are
+    the same, so a warm call pays for one query embedding and a search, not a new ONNX
+    session (~0.2 s). Writers replace these files by rename, so a re-index by any process
+    changes a stamp and the next call loads afresh. Nothing is kept in module globals: a new
+    instance starts cold."""
+
     def __init__(
         self,
         *,
@@ -86,10 +80,16 @@ class Retrieval:
         self.model = model
         chosen = (environ.get("LLMWIKI_RETRIEVAL") or mode or DEFAULT_MODE).lower()
         self.mode = chosen if chosen in MODES else DEFAULT_MODE
+        # What was loaded last, with the file stamps and embedder settings it was loaded under.
+        self._warm: tuple[tuple[object, ...], tuple[object, ...], Loaded] | None = None
+        # The (store, live listing) pair last found current, by identity: a long-lived listing
+        # returns the same dict while no file changed (wiki/listing.py), and the warm store is
+        # the same object while its files are, so a warm call skips the comparison.
+        self._current: tuple[Store, Mapping[str, str]] | None = None
 
     def embedder(self, fast: bool = False) -> Embedder | None:
         name = provider_name(self.environ, self.provider, fast)
-        if name == "local" and self._preloaded is not None:
+        if name == LOCAL_EMBEDDING and self._preloaded is not None:
             preloaded, self._preloaded = self._preloaded(), None
             if preloaded is not None:
                 return preloaded
@@ -172,8 +172,9 @@ class Retrieval:
         """The live wiki (the work tree's pages, scans served by the checker's cache)."""
         return self._load_wiki()
 
-    def _stamps(self) -> tuple:
-        """(name, inode, mtime, size) of every file the store and lexical index load."""
+    def _stamps(self) -> tuple[object, ...]:
+        """(name, inode, mtime, size) of every file the store and lexical index load (the
+        file store's vectors among them: their generation is the token inside that file)."""
         files = [self.state / store_mod.JSON_NAME, self.state / store_mod.BIN_NAME]
         try:
             files += sorted((self.state / LEXICAL_DIR).iterdir())
@@ -189,7 +190,7 @@ class Retrieval:
             out.append((path.name, st.st_ino, st.st_mtime_ns, st.st_size))
         return tuple(out)
 
-    def _embedder_key(self) -> tuple:
+    def _embedder_key(self) -> tuple[object, ...]:
         return (self.provider, self.model, tuple(sorted(self.environ.items())))
 
     def load(self) -> Loaded:
@@ -197,14 +198,14 @@ class Retrieval:
         for a missing or unusable store (an empty lexical-only store is returned instead).
         Reused from the last call in this process while their files are unchanged."""
         stamps, key = self._stamps(), self._embedder_key()
-        warm = _WARM.get(str(self.state))
+        warm = self._warm
         if warm is not None and warm[0] == stamps and warm[1] == key:
             base = warm[2]
         else:
             files = self._load_files()
             if files is None:
                 return self._load_without_store()
-            _WARM[str(self.state)] = (stamps, key, files)
+            self._warm = (stamps, key, files)
             base = files
         return self._follow_wiki(Loaded(base.store, base.lexical, base.embedder, list(base.warnings)))
 
@@ -262,12 +263,12 @@ class Retrieval:
             loaded.warnings.append({"code": "index-freshness-unknown",
                                     "message": f"could not list the wiki's pages ({exc}); recent edits may be missing"})
             return loaded
-        current = _CURRENT.get(str(self.state))
+        current = self._current
         if current is not None and current[0] is loaded.store and current[1] is live:
             return loaded  # this very listing was found current for this very store last call
         stale = refresh.staleness(loaded.store, live)
         if not stale:
-            _CURRENT[str(self.state)] = (loaded.store, live)
+            self._current = (loaded.store, live)
             return loaded
         if loaded.lexical is not None and loaded.lexical.updatable:
             return self._follow_by_difference(loaded, stale)
@@ -277,8 +278,7 @@ class Retrieval:
         wiki = self._load_wiki()
         pages, skipped = indexer.read_pages(wiki)
         can_embed = loaded.embedder is not None or not store.dimensions
-        previous = store.vectors_by_hash() if store.dimensions else {}
-        missing = refresh.plan(pages, previous).missing if store.dimensions else {}
+        missing = refresh.plan(pages, store.vectors).missing if store.dimensions else {}
         if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder,
                                                                                                indexer.names_digest(wiki)):
             try:
@@ -289,7 +289,7 @@ class Retrieval:
             else:
                 warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
                 return Loaded(fresh, lexical, loaded.embedder, warnings)
-        memory, lexical = indexer.memory_index(pages, store, previous, skipped)
+        memory, lexical = indexer.memory_index(pages, store, skipped)
         warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
         if missing:
             warnings.append(refresh.stale_warning(stale, len(missing), self.refresh_bound if can_embed else 0))
@@ -316,8 +316,8 @@ class Retrieval:
                     indexer.save_update(self.state, new_store, new_lexical)
                     # What was just written is what the next call would load: keep it warm (the
                     # stamps are taken under the lock, so no other writer's files get them).
-                    _WARM[str(self.state)] = (self._stamps(), self._embedder_key(),
-                                              Loaded(new_store, new_lexical, loaded.embedder, list(warnings)))
+                    self._warm = (self._stamps(), self._embedder_key(),
+                                  Loaded(new_store, new_lexical, loaded.embedder, list(warnings)))
             except (LlmwikiError, OSError):
                 pass  # could not be saved: rank from memory this time
             else:
@@ -370,7 +370,7 @@ class Retrieval:
             return LivePage(None, None, why="binary file" if text is None else "not valid UTF-8")
         return LivePage(text, blob_id(data))
 
-    def context(self, prompt: str, options: ContextOptions) -> dict:
+    def context(self, prompt: str, options: ContextOptions) -> dict[str, Any]:
         loaded, result = self.search(prompt, keep=max(50, options.top_chunks), max_pages=options.top_pages + SPARE_PAGES)
         inputs = PackInputs(prompt, loaded.store, result, self.read_live, self.project / "sources",
                             self.project, list(loaded.warnings))
@@ -392,18 +392,22 @@ class Retrieval:
         if not items or self.git is None or self.git.rev_parse("HEAD") is None:
             return
         prefix = "" if self.project == self.root else self.project.relative_to(self.root).as_posix()
-        full = (lambda path: f"{prefix}/{path}" if prefix else path)
+        git = self.git
+
+        def full(path: str) -> str:
+            return f"{prefix}/{path}" if prefix else path
+
         pages = self.paths_of(item["id"] for item, _ in items)
-        found = provenance(self.git, {pages[item["id"]]: texts[item["id"]] for item, _ in items if item["id"] in pages},
+        found = provenance(git, {pages[item["id"]]: texts[item["id"]] for item, _ in items if item["id"] in pages},
                            "HEAD", prefix)
         folder = sources_dir(prefix)
         named = sorted({f"{folder}/{x[1]}" if x[0] == "c" else full(x[1]) for _, sourcing in items for x in sourcing})
-        now = self.git.blob_ids("HEAD", named)
+        now = git.blob_ids("HEAD", named)
         counted: dict[str, int | None] = {}
 
         def lines_of(path: str) -> int | None:
             if path not in counted:
-                data = self.git.read_blobs([now[path]]).get(now[path]) if path in now else None  # type: ignore[union-attr]
+                data = git.read_blobs([now[path]]).get(now[path]) if path in now else None
                 counted[path] = line_count(data) if data is not None else None
             return counted[path]
 

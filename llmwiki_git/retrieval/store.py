@@ -41,8 +41,10 @@ from typing import Any
 import numpy as np
 
 from .. import confine
-from ..errors import LlmwikiError, PathRefused, StoreError
+from ..errors import PathRefused, StoreError
+from .filevectors import FileVectors, vectors_digest
 from .pagetable import EntriesById, PageEntry, PageTable
+from .vectors import VectorIndex
 
 VERSION = 1
 MAGIC = b"LLMWEMB1"
@@ -55,21 +57,23 @@ SIDE_STAMP = struct.Struct("<QQQqq")  # the json's device, inode, size, mtime an
 SIDE_HEADER = struct.Struct(f"<8s{SIDE_STAMP.size}s32sI")  # magic, the json's stamp, sha256 of the rest, head size
 MAX_JSON_BYTES = 1 << 30
 MAX_DIMENSIONS = 65536
+_BIN_LABEL = f".llmwiki/{BIN_NAME}"
 
 
 @dataclass
 class Store:
+    """The index a search ranks from: the page table (pages, their chunks in row order, links)
+    and the chunks' vectors (any `VectorIndex`; the file store's by default), with the
+    metadata of the model that made them."""
+
     fingerprint: str
     backend: str
     model: str
-    dimensions: int
     pages: PageTable  # a list of entries given here is wrapped in a table
-    vectors: np.ndarray  # (rows, dimensions) float32; a memmap when loaded from disk
+    vectors: VectorIndex
     updated_at: str = ""
     skipped: dict[str, str] = field(default_factory=dict)  # pages that are not evidence: path -> blob
-    digest: str = ""  # sha256 of the vectors when saved ("" for stores written before it was kept)
     names: str = ""  # digest of what link resolution depends on (indexer.names_digest; "": unknown)
-    _rows: int = field(default=-1, repr=False)
     _reverse: dict[str, list[str]] | None = field(default=None, repr=False)
     _link_questions: int = field(default=0, repr=False)
 
@@ -78,10 +82,12 @@ class Store:
             self.pages = PageTable(list(self.pages))
 
     @property
+    def dimensions(self) -> int:
+        return self.vectors.dimensions
+
+    @property
     def rows(self) -> int:
-        if self._rows < 0:  # counted once: a warm server asks on every call
-            self._rows = int(self.pages.hash_counts().sum())
-        return self._rows
+        return self.pages.rows
 
     def row_owner(self) -> list[int]:
         """Index into ``pages`` for every row (built once)."""
@@ -115,14 +121,10 @@ class Store:
             self._reverse = reverse
         return {t: list(self._reverse.get(t, ())) for t in targets}
 
-    def vectors_by_hash(self) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        if self.dimensions == 0:
-            return out
-        for page in self.pages:
-            for offset, chunk_hash in enumerate(page.hashes):
-                out.setdefault(chunk_hash, self.vectors[page.first_row + offset])
-        return out
+
+def empty_vectors(fingerprint: str, dimensions: int) -> VectorIndex:
+    """A new, empty vector index for a model (the file store's: written by `save`)."""
+    return FileVectors(np.zeros((0, dimensions), dtype=np.float32), PageTable([]), fingerprint, label=_BIN_LABEL)
 
 
 def _atomic_write(path: Path, write: Any) -> None:
@@ -146,33 +148,20 @@ def _clear_non_file(path: Path) -> None:
     os.replace(path, path.with_name(f"{path.name}.bad-{secrets.token_hex(4)}"))
 
 
-def vectors_digest(vectors: np.ndarray) -> str:
-    """sha256 of the vectors as stored (float32 little-endian, row-major)."""
-    return hashlib.sha256(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).hexdigest()
-
-
-def verify_vectors(store: Store) -> str | None:
-    """Why the vectors cannot be trusted (None: they can): the digest recorded at save time
-    no longer matches (bytes overwritten), or a value is NaN or infinite. Reads every
-    vector: `index` runs it before reusing any; queries rely on the cheaper score check."""
-    if store.dimensions == 0 or store.rows == 0:
-        return None
-    if store.digest and vectors_digest(store.vectors) != store.digest:
-        return f".llmwiki/{BIN_NAME} does not match the digest recorded when it was written (overwritten?)"
-    if not bool(np.isfinite(store.vectors).all()):
-        return f".llmwiki/{BIN_NAME} holds NaN or infinite values"
-    return None
-
-
 def save(folder: Path, store: Store) -> None:
+    """Write the store: the page table and metadata (json and sidecar) and, for the file
+    store, the vectors in the table's row order (embeddings.bin)."""
     import secrets
 
     token = secrets.token_bytes(16)
     rows = store.rows
-    vectors = np.ascontiguousarray(store.vectors, dtype="<f4").reshape(rows, store.dimensions)
+    laid_out = store.vectors.for_rows(store.pages)
+    if not isinstance(laid_out, FileVectors):
+        raise TypeError(f"the file store cannot save vectors held by {type(laid_out).__name__}")
+    vectors = np.ascontiguousarray(laid_out.matrix, dtype="<f4").reshape(rows, laid_out.dimensions)
 
     def write_bin(handle: Any) -> None:
-        handle.write(HEADER.pack(MAGIC, token, rows, store.dimensions))
+        handle.write(HEADER.pack(MAGIC, token, rows, laid_out.dimensions))
         handle.write(vectors.tobytes())
 
     meta = {
@@ -180,7 +169,7 @@ def save(folder: Path, store: Store) -> None:
         "fingerprint": store.fingerprint,
         "backend": store.backend,
         "model": store.model,
-        "dimensions": store.dimensions,
+        "dimensions": laid_out.dimensions,
         "rows": rows,
         "token": token.hex(),
         "vectorsDigest": vectors_digest(vectors),
@@ -336,15 +325,17 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
             f"{expected_fingerprint!r}; vectors of two models are never mixed",
             "embedding-model-mismatch",
         )
-    vectors: np.ndarray = np.zeros((0, dims), dtype="<f4")
+    matrix: np.ndarray = np.zeros((0, dims), dtype="<f4")
     if dims:
-        vectors = _map_vectors(bin_path, token, rows, dims)
+        matrix = _map_vectors(bin_path, token, rows, dims)
     skipped = meta.get("skipped")
     digest = meta.get("vectorsDigest")
     names = meta.get("namesDigest")
-    store = Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), dims, table, vectors,
+    vectors = FileVectors(matrix, table, meta["fingerprint"], generation=token.hex(),
+                          digest=digest if isinstance(digest, str) else "", label=_BIN_LABEL)
+    store = Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), table, vectors,
                   meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
-                  digest=digest if isinstance(digest, str) else "", names=names if isinstance(names, str) else "")
+                  names=names if isinstance(names, str) else "")
     if json_info is not None:
         _repair_sidecar(folder, json_info, meta, table)
     return store
@@ -474,5 +465,8 @@ def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarr
 
 def build(fingerprint: str, backend: str, model: str, dimensions: int, pages: Sequence[PageEntry],
           vectors: np.ndarray, updated_at: str, skipped: dict[str, str] | None = None, names: str = "") -> Store:
-    return Store(fingerprint, backend, model, dimensions, PageTable(list(pages)), vectors, updated_at, dict(skipped or {}),
-                 names=names)
+    """A file store in memory from entries and the matrix of their rows' vectors."""
+    table = PageTable(list(pages))
+    matrix = np.asarray(vectors, dtype=np.float32).reshape(table.rows, dimensions)
+    return Store(fingerprint, backend, model, table,
+                 FileVectors(matrix, table, fingerprint, label=_BIN_LABEL), updated_at, dict(skipped or {}), names=names)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DATA_ERRORS, ApprovalRefused, GitLockHeld, LlmwikiError
-from ..git import Git
+from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, current_branch
 from ..gitstore.transaction import held_git_locks
 from ..publication.trailers import ABSENT, MULTI_KINDS, PAGE_KIND, REPLAYED
@@ -20,7 +20,7 @@ from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, hand_written_problem, policy_refusal
 from .filespolicy import evaluate_files
-from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome, precondition_of, three_way
+from .pagepolicy import blob_of_precondition, describe as describe_problems, link_outcome, precondition_of, three_way
 from .project import ReviewProject
 from ..publication.write import Site, commit_and_move, locked
 from ..wiki.citations import Citation, PendingIndex, citation_report
@@ -82,19 +82,19 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
                               allow_broken=allow_broken)
     if t.kind == PAGE_KIND:
         return _evaluate_page(ws, candidate, tip, ref, refuse)
-    new_blob = blob_at(git, candidate.commit, t.target)
+    new_blob = git.blob_at(candidate.commit, t.target)
     if new_blob is None:
         return refuse("touches-other-files", f"candidate {candidate_id} deletes {t.target}")
-    document = git.run("cat-file", "blob", new_blob)
+    document = git.read_blob(new_blob)
     if body_digest(document) != t.body_digest:
         return refuse("candidate-edited", f"candidate-edited: the answer body of {candidate_id} no longer matches its digest; {RESTAGE}")
-    at_base = blob_at(git, t.base, t.target)
+    at_base = git.blob_at(t.base, t.target)
     claimed = ABSENT if at_base is None else f"blob {at_base}"
     if t.precondition != claimed:
         return refuse("forged", f"candidate {candidate_id} claims precondition {t.precondition!r}, but at its base the target was {claimed!r}; {RESTAGE}")
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
-    at_tip = blob_at(git, tip, t.target)
+    at_tip = git.blob_at(tip, t.target)
     if at_tip != at_base:
         code, what = _moved(at_base, at_tip)
         return refuse(code, f"{t.target} {what} since {candidate_id} was staged; {RESTAGE}")
@@ -125,8 +125,8 @@ def _evaluate_page(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
     t = candidate.trailers
     assert t is not None
     cid = candidate.id
-    new_blob = blob_at(git, candidate.commit, t.target)
-    document = None if new_blob is None else git.run("cat-file", "blob", new_blob)
+    new_blob = git.blob_at(candidate.commit, t.target)
+    document = None if new_blob is None else git.read_blob(new_blob)
     digest = ABSENT if document is None else body_digest(document)
     if digest != t.body_digest:
         return refuse("candidate-edited", f"candidate-edited: the page body of {cid} no longer matches its digest; {RESTAGE_PAGE}")
@@ -138,7 +138,7 @@ def _evaluate_page(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
         return refuse("malformed", f"candidate {cid} deletes {t.target}, which its precondition says was absent; reject it")
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
-    at_tip = blob_at(git, tip, t.target)
+    at_tip = git.blob_at(tip, t.target)
     if at_tip != started:
         code, what = _moved(started, at_tip)
         view = three_way(git, t.target, started, at_tip, new_blob)
@@ -181,10 +181,10 @@ def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:
     """The commit on the branch that already carries this candidate (itself, or its replay)."""
     if tip is None:
         return None
-    if git.text("rev-list", "--count", f"{tip}..{candidate.commit}") == "0":  # an ancestor of the tip
+    if git.count_between(tip, candidate.commit) == 0:  # an ancestor of the tip
         return candidate.commit
-    found = git.text("log", "-n", "1", "--format=%H", "-F", f"--grep={REPLAYED}: {candidate.commit}", tip, "--")
-    return found or None
+    found = git.log([tip], format="%H", grep=f"{REPLAYED}: {candidate.commit}", fixed=True, max_count=1)
+    return found.decode().strip() or None
 
 
 def approve(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
@@ -214,7 +214,7 @@ def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingI
         held = held_git_locks(git, [f"{candidate.ref}.lock", "packed-refs.lock"])
         if held:
             raise GitLockHeld(held, f"approval of {candidate_id}")
-        git.run("update-ref", "-m", f"llmwiki: approved {candidate_id}", "-d", candidate.ref, candidate.commit)
+        git.delete_ref(candidate.ref, candidate.commit, message=f"llmwiki: approved {candidate_id}")
         return Approved(candidate_id, landed, landed != candidate.commit, tip or landed, candidate.trailers.target, True,
                         tuple(f.target for f in candidate.trailers.files))
     verdict = evaluate(ws, candidate_id, pending, allow_broken=allow_broken)
@@ -225,13 +225,12 @@ def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingI
     commit = verdict.candidate.commit
     replayed = t.base != verdict.tip
     if replayed:
-        raw = git.run("cat-file", "commit", commit).decode("utf-8", "surrogateescape")
+        raw = git.commit_object(commit)
         message = raw.split("\n\n", 1)[1]
         message = message.rstrip("\n") + f"\n{REPLAYED}: {commit}\n"
-        documents = {f.target: None if blob_at(git, commit, f.target) is None
-                     else git.run("cat-file", "blob", f"{commit}:{f.target}") for f in t.files}
-        author = git.text("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit).split("\0")
-        commit = build_commit(git, verdict.tip, documents, message, author=(author[0], author[1], author[2]))
+        documents = {f.target: None if git.blob_at(commit, f.target) is None
+                     else git.read_blob(f"{commit}:{f.target}") for f in t.files}
+        commit = build_commit(git, verdict.tip, documents, message, author=git.author(commit))
     entry = log_entry("approve", verdict.candidate.subject,
                       [f"Candidate: {candidate_id}", *[f"Page: {f.target}" for f in t.files], f"Commit: {commit}"])
     _, final = commit_and_move(

@@ -10,13 +10,13 @@ edit. One file refused refuses the candidate; nothing is written.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import DATA_ERRORS, LlmwikiError
-from ..git import Git
+from ..gitstore.git import Git
 from ..publication.candidates import Candidate, body_digest
 from ..publication.trailers import ABSENT, COMPILE_KIND, RETRACT_KIND, REWRITE_KINDS
-from .pagepolicy import blob_at, blob_of_precondition, describe as describe_problems, link_outcome_many, \
+from .pagepolicy import blob_of_precondition, describe as describe_problems, link_outcome_many, \
     precondition_of, three_way
 from .project import ReviewProject
 from .rewrites import plan_problem, restage as rewrite_restage
@@ -27,6 +27,8 @@ RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then r
            RETRACT_KIND: "run `llmwiki retract` again on the current tip, then reject this candidate"}
 RESTAGE_ANY = "stage it again on the current tip, then reject this candidate"
 
+V = TypeVar("V")  # the caller's verdict
+
 
 def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
     if expected is None:
@@ -34,12 +36,12 @@ def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
     return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
 
 
-def _with_plan(verdict: Callable[..., Any], plan: dict[str, Any]) -> Callable[..., Any]:
+def _with_plan(verdict: Callable[..., V], plan: dict[str, Any]) -> Callable[..., V]:
     return lambda *args, **details: verdict(*args, plan=plan, **details)
 
 
 def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref: str,
-                   refuse: Callable[..., Any], accept: Callable[..., Any], *, allow_broken: bool = False) -> Any:
+                   refuse: Callable[..., V], accept: Callable[..., V], *, allow_broken: bool = False) -> V:
     """The verdict on ``candidate`` (already structurally valid) onto ``tip`` of ``ref``:
     ``refuse(code, message, **details)`` or ``accept(message, **details)``. A retraction
     that breaks links (to the pages it deletes) is refused unless ``allow_broken``; the
@@ -62,8 +64,8 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
     writes: dict[str, str | None] = {}
     pages: list[dict[str, Any]] = []
     for f in t.files:
-        new_blob = blob_at(git, candidate.commit, f.target)
-        data = None if new_blob is None else git.run("cat-file", "blob", new_blob)
+        new_blob = git.blob_at(candidate.commit, f.target)
+        data = None if new_blob is None else git.read_blob(new_blob)
         if (ABSENT if data is None else body_digest(data)) != f.body_digest:
             return refuse("candidate-edited", f"candidate-edited: {f.target} of {cid} no longer matches its digest; "
                                               f"{restage}")
@@ -80,7 +82,7 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
                                        "reject it")
         if tip is None:
             return refuse("target-vanished", f"branch {ref} does not exist")
-        at_tip = blob_at(git, tip, f.target)
+        at_tip = git.blob_at(tip, f.target)
         if at_tip != started:
             code, what = _moved(started, at_tip)
             view = three_way(git, f.target, started, at_tip, new_blob)

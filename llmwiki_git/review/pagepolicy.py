@@ -14,18 +14,12 @@ from pathlib import Path
 from ..checks import CheckResult, check_wiki, fail_closed, new_problems
 from ..checks.engine import mark_pending
 from ..errors import UsageError
-from ..git import Git
+from ..gitstore.git import Git
 from ..problems import Problem
 from ..publication.trailers import ABSENT
 from .project import ReviewProject
 
 _BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-
-
-def blob_at(git: Git, rev: str, path: str) -> str | None:
-    """The blob id of ``path`` at ``rev`` (None: no such entry)."""
-    out = git.run("rev-parse", "--verify", "--quiet", f"{rev}:{path}", check=False).decode().strip()
-    return out or None
 
 
 def precondition_of(blob: str | None) -> str:
@@ -102,9 +96,9 @@ def describe(problems: list[Problem], limit: int = 8) -> str:
 def _text(git: Git, blob: str | None, where: str) -> tuple[list[str], str]:
     if blob is None:
         return [], f"{where} (absent)"
-    if git.run("cat-file", "-t", blob, check=False).strip() != b"blob":
+    if git.object_type(blob) != "blob":
         return [], f"{where} (blob {blob[:12]} is not in this repository)"
-    data = git.run("cat-file", "blob", blob).decode("utf-8", "replace")
+    data = git.read_blob(blob).decode("utf-8", "replace")
     return data.splitlines(keepends=True), f"{where} (blob {blob[:12]})"
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import LlmwikiError
-from ..git import Git
+from ..gitstore.git import Git
 from ..publication.candidates import GENERATED, Candidate
 from ..publication.move import clean_pair, clean_path, is_generated, planned_moves, tree_under
 from ..publication.trailers import MERGE_KIND, MOVE_KIND, Trailers
@@ -28,7 +28,7 @@ from ..wiki.pages import acceptance_problem
 from ..wiki.rewrite import RewritePlan, apply_edits, plan_moves
 from ..wiki.snapshots import SourceFile
 from ..wording import plural
-from .pagepolicy import blob_at, precondition_of
+from .pagepolicy import precondition_of
 from .project import ReviewProject
 from .stagefiles import FileWrite
 
@@ -197,11 +197,11 @@ def plan_problem(ws: ReviewProject, candidate: Candidate) -> tuple[RewriteRun | 
         return run, f"is a {t.kind} its base refuses ({run.refusals[0]})"
     expected: dict[str, tuple[str, bytes | None]] = {}
     for write in run.writes:
-        at_base = blob_at(git, t.base, write.target)
+        at_base = git.blob_at(t.base, write.target)
         data = None if write.document is None else write.document.encode("utf-8")
         if data is None and at_base is None:
             continue
-        if data is not None and at_base is not None and git.run("cat-file", "blob", at_base) == data:
+        if data is not None and at_base is not None and git.read_blob(at_base) == data:
             continue
         expected[write.target] = (precondition_of(at_base), data)
     listed = {f.target: f for f in t.files}
@@ -212,7 +212,7 @@ def plan_problem(ws: ReviewProject, candidate: Candidate) -> tuple[RewriteRun | 
         if listed[target].precondition != precondition:
             return run, (f"claims the precondition {listed[target].precondition!r} for {target}, but its base has "
                          f"{precondition!r}")
-        blob = blob_at(git, candidate.commit, target)
-        if (None if blob is None else git.run("cat-file", "blob", blob)) != data:
+        blob = git.blob_at(candidate.commit, target)
+        if (None if blob is None else git.read_blob(blob)) != data:
             return run, f"writes {target} otherwise than its {t.kind} plan"
     return run, None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BEST_EFFORT_ERRORS, LlmwikiError, UsageError
+from ..gitstore.git import Git
 from ..publication.candidates import Candidate, get, list_candidates, pending_index, reject
 from ..publication.trailers import KIND, MULTI_KINDS, PAGE_KIND, RETRACT_KIND
 from ..wiki.citations import counts_line
@@ -27,7 +28,7 @@ def _status(citations: list[Any] | None) -> str:
     return counts_line(citations)
 
 
-def _page_status(verdict: Any) -> str:
+def _page_status(verdict: Verdict) -> str:
     """A page edit's link status now: links it newly breaks, broken before, pending."""
     details = verdict.details
     if verdict.code not in ("ok", "broken"):
@@ -85,10 +86,7 @@ class CandidateView:
         (the Llmwiki-Source, -Model and -Prompt trailers; empty for a plain edit), and for a
         retraction the source it removes (Llmwiki-Retracts)."""
         t = self.candidate.trailers
-        if t is None or not (t.sources or t.model or t.prompt or t.retracts):
-            return {}
-        return {"sources": [{"path": path, "blob": blob} for path, blob in t.sources], "model": t.model,
-                "prompt": t.prompt, **({"retracts": t.retracts} if t.retracts else {})}
+        return t.provenance() if t is not None else {}
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": 1, "id": self.candidate.id, **self.metadata(), "notes": self.candidate.notes,
@@ -154,27 +152,26 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
         diff = diff or "".join(p["diff"] for p in pages)
     elif t is not None and verdict.tip and not diff:
         limit = ws.settings.max_page_mb * 1024 * 1024
-        size = git.run("cat-file", "-s", f"{candidate.commit}:{t.target}", check=False).decode().strip()
-        if size.isdigit() and int(size) > limit:  # a forged 40 MB page is not printed
-            diff = f"(no diff: {t.target} is {int(size):,} bytes, over the {ws.settings.max_page_mb} MB page limit)\n"
+        size = git.object_size(f"{candidate.commit}:{t.target}")
+        if size is not None and size > limit:  # a forged 40 MB page is not printed
+            diff = f"(no diff: {t.target} is {size:,} bytes, over the {ws.settings.max_page_mb} MB page limit)\n"
         else:
-            diff = git.run("diff", "--no-color", "--no-ext-diff", verdict.tip, candidate.commit, "--", t.target,
-                           check=False).decode("utf-8", "replace")
+            diff = git.text_diff(verdict.tip, candidate.commit, t.target)
     question = ""
     if t is None or t.kind == KIND:
-        question = git.text("log", "-1", "--format=%b", candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
+        question = git.commit_body(candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
     title = _title_at(git, candidate.commit, t.target) if t is not None and t.kind not in MULTI_KINDS else None
     return CandidateView(candidate, question, diff, verdict, pages, title)
 
 
-def _title_at(git: Any, commit: str, path: str) -> str | None:
+def _title_at(git: Git, commit: str, path: str) -> str | None:
     """The title (by convention, ``wiki.titles``) of the page at ``path`` in ``commit``;
     None when the commit has no such page."""
     from ..wiki.frontmatter import parse
     from ..wiki.pages import decode
     from ..wiki.titles import page_title
 
-    data = git.run("cat-file", "-p", f"{commit}:{path}", check=False) if path.endswith(".md") else b""
+    data = (git.read_blob_at(commit, path) or b"") if path.endswith(".md") else b""
     text = decode(data)[0] if data else None
     if text is None:
         return None
@@ -182,7 +179,7 @@ def _title_at(git: Any, commit: str, path: str) -> str | None:
     return page_title(meta.data, text[meta.body_offset:], path.rsplit("/", 1)[-1][:-3])
 
 
-def _pages(git: Any, candidate: Candidate, tip: str | None) -> list[dict[str, Any]]:
+def _pages(git: Git, candidate: Candidate, tip: str | None) -> list[dict[str, Any]]:
     """Each page a multi-file candidate writes, in its trailers' order: target, its title as
     the run leaves it, precondition, digest, and its diff against ``tip`` (against the
     candidate's base without a tip)."""
@@ -191,8 +188,7 @@ def _pages(git: Any, candidate: Candidate, tip: str | None) -> list[dict[str, An
     against = tip or t.base
     pages = []
     for f in t.files:
-        diff = git.run("diff", "--no-color", "--no-ext-diff", against, candidate.commit, "--", f":(top,literal){f.target}",
-                       check=False).decode("utf-8", "replace")
+        diff = git.text_diff(against, candidate.commit, f":(top,literal){f.target}")
         pages.append({"target": f.target, "title": _title_at(git, candidate.commit, f.target),
                       "precondition": f.precondition, "bodyDigest": f.body_digest, "diff": diff})
     return pages

@@ -26,6 +26,17 @@ class Staged:
     precondition: str
 
 
+def answer_stager(ws: Project, note: Callable[[str], None] | None = None
+                  ) -> Callable[[str, str, PendingIndex | None], Staged | Refusal]:
+    """What `llmwiki query --save --review` and MCP ``query_wiki`` (review=true) hand
+    ``answer.service.run_query`` as its ``stage``: the answer staged as a candidate in ``ws``."""
+
+    def stage(question: str, answer: str, pending: PendingIndex | None) -> Staged | Refusal:
+        return stage_candidate(ws, question, answer, pending, note=note)
+
+    return stage
+
+
 def stage_candidate(ws: Project, question: str, answer: str, pending: PendingIndex | None,
                     note: Callable[[str], None] | None = None) -> Staged | Refusal:
     slug = query_slug(question)
@@ -59,7 +70,7 @@ def _stage(site: Site, question: str, slug: str, document: str, pending: Pending
         problem = hand_written_problem(git, base, target)
         if problem is not None:
             return Refusal("hand-written", [target], f"Answer staging refused: {problem}; {HAND_WRITTEN_HINT}")
-        old = git.run("rev-parse", "--verify", "--quiet", f"{base}:{target}", check=False).decode().strip()
+        old = git.blob_at(base, target)
         precondition = f"blob {old}" if old else ABSENT
         candidate_id = new_id(git, slug)
         trailers = Trailers(candidate_id, KIND, target, precondition, body_digest(document), base)
@@ -67,5 +78,5 @@ def _stage(site: Site, question: str, slug: str, document: str, pending: Pending
         message = commit_message(f"llmwiki: review candidate \"{first[:60]}{'…' if len(first) > 60 else ''}\"",
                             f"Question: {first}", trailers)
         commit = build_commit(git, base, {target: document.encode("utf-8")}, message)
-        git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")
+        git.update_ref(PREFIX + candidate_id, commit, "", message=f"llmwiki: stage {candidate_id}")
     return Staged(candidate_id, f"llmwiki/review/{candidate_id}", commit, target, precondition)

@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ..git import Git
+from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, current_branch
 from ..gitstore.transaction import crash_point
 from ..publication.candidates import PREFIX, SOURCE_MODES, body_digest, new_id, page_target_problem, \
     source_target_problem, users_own_page
-from ..publication.trailers import ABSENT, FileTrailer, message as commit_message, with_files
+from ..publication.trailers import ABSENT, FileTrailer, Recorded, message as commit_message, with_files
 from ..publication.write import Site, locked
 from ..wiki.pages import acceptance_problem  # the one acceptance rule (issue 22), re-exported
 from ..wiki.provenance import in_sources
-from .pagepolicy import blob_at, precondition_of
+from .pagepolicy import precondition_of
 from .project import ReviewProject
 
 
@@ -56,18 +56,6 @@ class StagedFiles:
                           for f in self.files]}
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """What a run's trailers record after its files: the sources ((path, blob) pairs) the
-    pages were written from, the model and the prompt version."""
-
-    sources: tuple[tuple[str, str], ...] = ()
-    model: str | None = None
-    prompt: str | None = None
-    move: tuple[str, str] | None = None  # a move or merge: what moved where (Llmwiki-Move-From/-To)
-    retracts: str | None = None  # a retraction: the source it deletes
-
-
 def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: Sequence[FileWrite],
                max_bytes: int, retracts: str | None = None) -> list[FileTrailer]:
     """Each write checked (target, regular file at the base, acceptance) and described as its
@@ -92,9 +80,9 @@ def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: 
         if problem is not None:
             raise UsageError(f"cannot stage {target!r}: {problem}")
         seen.add(target)
-        at_base = blob_at(git, base, target)
+        at_base = git.blob_at(base, target)
         regular = SOURCE_MODES if target == retracts else ("100644",)
-        if at_base is not None and git.text("ls-tree", "--format=%(objectmode)", base, "--", target) not in regular:
+        if at_base is not None and git.file_mode(base, target) not in regular:
             raise UsageError(f"cannot stage {target}: it is not a regular file at the base (a symlink, executable "
                              "or submodule)")
         if write.document is None:
@@ -105,7 +93,7 @@ def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: 
             bad = acceptance_problem(write.document, max_bytes)
             if bad is not None:
                 raise UsageError(f"cannot stage {target}: {bad}")
-            if at_base is not None and git.run("cat-file", "blob", at_base) == write.document.encode("utf-8"):
+            if at_base is not None and git.read_blob(at_base) == write.document.encode("utf-8"):
                 continue  # the page already reads so
             digest = body_digest(write.document)
         started = write.started_from
@@ -154,12 +142,11 @@ def stage_locked(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, s
 def _commit(git: Git, base: str, writes: Sequence[FileWrite], files: list[FileTrailer], kind: str, slug: str,
             subject: str, body: str, recorded: Recorded) -> StagedFiles:
     candidate_id = new_id(git, slug)
-    trailers = with_files(candidate_id, kind, files, base, sources=recorded.sources, model=recorded.model,
-                          prompt=recorded.prompt, move=recorded.move, retracts=recorded.retracts)
+    trailers = with_files(candidate_id, kind, files, base, recorded)
     documents = {w.target: w.document for w in writes}
     data = {f.target: (None if documents[f.target] is None else str(documents[f.target]).encode("utf-8"))
             for f in files}
     commit = build_commit(git, base, data, commit_message(subject[:200], body, trailers))
     crash_point("stage")  # a kill here leaves an unreferenced commit and no branch: nothing staged
-    git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")
+    git.update_ref(PREFIX + candidate_id, commit, "", message=f"llmwiki: stage {candidate_id}")
     return StagedFiles(candidate_id, f"llmwiki/review/{candidate_id}", commit, base, tuple(files))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..confine import refuse_symlinks
 from ..errors import PathRefused, UsageError
-from ..git import Git
+from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, current_branch
 from ..publication.trailers import ABSENT, PAGE_KIND, Trailers, message as commit_message
 from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
@@ -19,7 +19,7 @@ from ..publication.write import Site, locked
 from ..wiki.provenance import in_sources, source_paths, sources_dir, stamp
 from ..wiki.slug import slugify
 from ..wiki.pages import acceptance_problem
-from .pagepolicy import blob_at, blob_of_precondition, precondition_of
+from .pagepolicy import blob_of_precondition, precondition_of
 from .project import ReviewProject
 from .stage import Staged
 
@@ -40,8 +40,8 @@ def source_blobs(git: Git, base: str, project_prefix: str, names: Sequence[str])
         raise UsageError(f"sources must be paths from the project folder such as sources/paper.md, not {list(names)!r}")
     found = []
     for path in paths:
-        blob = blob_at(git, base, path) if in_sources(path, project_prefix) else None
-        if blob is None or git.text("ls-tree", "--format=%(objectmode)", base, "--", path) not in ("100644", "100755"):
+        blob = git.blob_at(base, path) if in_sources(path, project_prefix) else None
+        if blob is None or git.file_mode(base, path) not in ("100644", "100755"):
             raise UsageError(f"source {path} is not a file in {sources_dir(project_prefix)}/ at HEAD",
                              hint="name committed sources (`llmwiki ingest` adds them)")
         found.append((path, blob))
@@ -52,16 +52,16 @@ def _started_from(git: Git, base: str, target: str, given: str | None) -> str:
     """The precondition: HEAD's blob (or ``absent``) unless the editor says what they read --
     ``absent``, a blob id, or a commit whose version of the page they read."""
     if given is None:
-        return precondition_of(blob_at(git, base, target))
+        return precondition_of(git.blob_at(base, target))
     given = given.strip()
     if given == ABSENT:
         return ABSENT
-    kind = git.run("cat-file", "-t", given, check=False).decode().strip() if given and not given.startswith("-") else ""
+    kind = git.object_type(given)
     if kind == "blob":
-        return precondition_of(git.text("rev-parse", "--verify", "--end-of-options", f"{given}^{{blob}}"))
+        return precondition_of(git.peel(given, "blob"))
     if kind in ("commit", "tag"):
-        commit = git.text("rev-parse", "--verify", "--end-of-options", f"{given}^{{commit}}")
-        return precondition_of(blob_at(git, commit, target))
+        commit = git.peel(given, "commit")
+        return precondition_of(git.blob_at(commit, target))
     try:
         return precondition_of(blob_of_precondition(f"blob {given.lower()}"))  # a blob id not in this repository
     except UsageError:
@@ -109,8 +109,8 @@ def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit, limit: 
     if problem is not None:
         raise UsageError(f"cannot stage {edit.target!r}: {problem}")
     refuse_symlinks(top, edit.target)
-    at_base = blob_at(git, base, edit.target)
-    if at_base is not None and git.text("ls-tree", "--format=%(objectmode)", base, "--", edit.target) != "100644":
+    at_base = git.blob_at(base, edit.target)
+    if at_base is not None and git.file_mode(base, edit.target) != "100644":
         raise PathRefused(edit.target, "is not a regular file at HEAD (a symlink, executable or submodule)")
     if edit.document is None:
         if at_base is None:
@@ -121,7 +121,7 @@ def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit, limit: 
             raise UsageError(f"cannot stage {edit.target}: {bad}",
                              hint="a page must be fully checkable: UTF-8 within the size limit, without NUL bytes, "
                                   "escape sequences or bidi overrides")
-        if at_base is not None and git.run("cat-file", "blob", at_base) == edit.document.encode("utf-8"):
+        if at_base is not None and git.read_blob(at_base) == edit.document.encode("utf-8"):
             raise UsageError(f"{edit.target} is unchanged from HEAD: nothing to stage")
     return edit, _started_from(git, base, edit.target, edit.started_from)
 
@@ -135,7 +135,7 @@ def _commit(git: Git, base: str, edit: PageEdit, precondition: str, sources: tup
     message = commit_message(f"llmwiki: review candidate: {verb} {edit.target}"[:200], "", trailers)
     data = None if edit.document is None else edit.document.encode("utf-8")
     commit = build_commit(git, base, {edit.target: data}, message)
-    git.run("update-ref", "-m", f"llmwiki: stage {candidate_id}", PREFIX + candidate_id, commit, "")
+    git.update_ref(PREFIX + candidate_id, commit, "", message=f"llmwiki: stage {candidate_id}")
     return Staged(candidate_id, f"llmwiki/review/{candidate_id}", commit, edit.target, precondition)
 
 
@@ -150,9 +150,8 @@ def worktree_edits(ws: ReviewProject, paths: Sequence[str], started_from: str | 
     root_dir = worktree.root_dir
     if not paths:
         known = set(worktree.by_path) | (set(ws.wiki("HEAD").by_path) if git.rev_parse("HEAD") else set())
-        out = git.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                      "--", f":(top,literal){root_dir}" if root_dir else ":(top)")
-        names = sorted({rec[3:].decode("utf-8", "surrogateescape") for rec in out.split(b"\0") if len(rec) > 3})
+        records = git.status_paths(f":(top,literal){root_dir}" if root_dir else ":(top)", renames=False)
+        names = sorted({rec[3:].decode("utf-8", "surrogateescape") for rec in records if len(rec) > 3})
         paths = [n for n in names if n in known and page_target_problem(n, root_dir) is None]
         if not paths:
             raise UsageError("no changed page under the wiki root: nothing to stage",
@@ -184,9 +183,9 @@ def restore(ws: ReviewProject, edits: Sequence[PageEdit]) -> list[str]:
             kept.append(edit.target)
             continue
         spec = f":(top,literal){edit.target}"
-        if blob_at(git, "HEAD", edit.target) is not None:
-            git.run("checkout", "HEAD", "--", spec)
+        if git.blob_at("HEAD", edit.target) is not None:
+            git.restore_from_head(spec)
         else:
-            git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", spec)
+            git.unstage(spec)
             path.unlink(missing_ok=True)
     return kept

@@ -15,13 +15,13 @@ from typing import Any
 from ..errors import MoveRefused, UsageError
 from ..gitstore.commits import current_branch
 from ..publication.move import clean_pair, clean_path
-from ..publication.trailers import MERGE_KIND, MOVE_KIND
+from ..publication.trailers import MERGE_KIND, MOVE_KIND, Recorded
 from ..publication.write import Site, locked
 from ..wiki.model import Wiki
 from ..wiki.slug import slugify
 from .project import ReviewProject
 from .rewrites import RewriteRun, run_at
-from .stagefiles import Recorded, StagedFiles, stage_locked
+from .stagefiles import StagedFiles, stage_locked
 
 
 @dataclass

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import confine
 from ..errors import PathRefused
-from ..git import Git
+from ..gitstore.git import Git
 from ..gitstore.transaction import write_atomic
 
 INDEX = "index.md"
@@ -65,9 +65,9 @@ def _versions(git: Git | None, top: Path, rel: str, head: str | None) -> list[by
     found = []
     if git is not None:
         for spec in ([f"{head}:{rel}"] if head else []) + [f":{rel}"]:
-            blob = git.run("rev-parse", "--verify", "--quiet", spec, check=False).decode().strip()
+            blob = git.object_id(spec)
             if blob:
-                found.append(git.run("cat-file", "blob", blob))
+                found.append(git.read_blob(blob))
     path = top / rel
     if path.is_symlink() or (path.exists() and not path.is_file()):
         found.append(b"\0not a regular file\0")

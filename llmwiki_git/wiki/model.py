@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol
 
 from ..confine import hidden_part
-from ..git import blob_id
+from ..gitstore.git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .parallel import read_and_scan
 from .provenance import sources_dir

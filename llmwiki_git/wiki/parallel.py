@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ..errors import PageReadError
-from ..git import blob_id
+from ..gitstore.git import blob_id
 from .pages import MAX_PAGE_BYTES, PageScan, only_issue_record, scan_record
 from .snapshots import Snapshot, SourceFile
 

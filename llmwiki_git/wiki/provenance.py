@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..git import Git
+from ..gitstore.git import Git
 
 SOURCES_DIR = "sources"
 SOURCE_TRAILER = "Llmwiki-Source"
@@ -217,8 +217,8 @@ def recorded_blobs(git: Git, rev: str, sources_of: Mapping[str, tuple[str, ...]]
     if not wanted:
         return {}
     fmt = f"%x1e%H%x1f%(trailers:key={SOURCE_TRAILER},valueonly,unfold,separator=%x1f){_HEAD_END}"
-    out = git.run("log", "--no-merges", "--name-only", "-z", f"--format={fmt}", f"--grep=^{SOURCE_TRAILER}:",
-                  "--end-of-options", rev, "--", f":(top){pathspec}" if pathspec else ":(top)", check=False)
+    out = git.log([rev], format=fmt, grep=f"^{SOURCE_TRAILER}:", no_merges=True, name_only=True,
+                  paths=[f":(top){pathspec}" if pathspec else ":(top)"], check=False)
     found: dict[tuple[str, str], tuple[str, str]] = {}
     for record in out.decode("utf-8", "surrogateescape").split("\x1e"):
         head, sep, names = record.partition(_HEAD_END)

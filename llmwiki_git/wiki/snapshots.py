@@ -15,7 +15,7 @@ from typing import Protocol
 
 from .. import confine
 from ..errors import PageReadError, PathRefused
-from ..git import Git, TreeEntry
+from ..gitstore.git import Git, TreeEntry
 
 _SKIP_DIRS = {"node_modules", "__pycache__"}
 

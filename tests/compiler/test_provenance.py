@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from llmwiki_git.git import Git
+from llmwiki_git.gitstore.git import Git
 from llmwiki_git.wiki.provenance import provenance, set_keys, source_paths, stamp
 
 from ..conftest import Repo, page

@@ -97,3 +97,21 @@ def test_selecting_imports_no_http_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_provider_table_builds_every_row() -> None:
+    """Every row's builder imports and is a class with ``from_env``; the settings, the chat
+    registry and the embedding backends read their names from the table."""
+    from llmwiki_git import config, providertable
+    from llmwiki_git.retrieval import embedders
+
+    for r in providertable.PROVIDERS:
+        for path in (r.chat, r.embeddings):
+            if path is not None:
+                assert callable(getattr(providertable.builder(path), "from_env", None)), path
+        assert (r.chat is not None or r.embeds), r.name
+    assert config.CHAT_PROVIDERS == PROVIDERS == providertable.CHAT_PROVIDERS == ("openai", "anthropic", "ollama",
+                                                                                   "extractive")
+    assert config.EMBEDDING_PROVIDERS == embedders.PROVIDERS == ("local", "none", "openai", "ollama")
+    assert embedders.make_embedder("none", {}) is None
+    assert type(embedders.make_embedder("ollama", {"OLLAMA_HOST": "127.0.0.1:9"})).__name__ == "HttpEmbedder"

@@ -7,7 +7,7 @@ import pytest
 
 from llmwiki_git import action
 from llmwiki_git.errors import UsageError
-from llmwiki_git.git import Git
+from llmwiki_git.gitstore.git import Git
 from llmwiki_git.publication.candidates import check_id, is_candidate_id
 
 from ..conftest import Repo

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from llmwiki_git.errors import GitLockHeld
-from llmwiki_git.git import Git
+from llmwiki_git.gitstore.git import Git
 from llmwiki_git.gitstore.commits import commit_paths
 
 from ..conftest import Repo

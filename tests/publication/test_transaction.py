@@ -162,7 +162,7 @@ def test_every_refusal_of_approve_leaves_main_candidate_and_work_tree_byte_ident
 
 
 def test_the_lock_lives_in_the_common_git_dir(fresh: Repo) -> None:
-    code = ("import sys, time\nfrom pathlib import Path\nfrom llmwiki_git.git import Git\n"
+    code = ("import sys, time\nfrom pathlib import Path\nfrom llmwiki_git.gitstore.git import Git\n"
             "from llmwiki_git.gitstore.lock import repository_lock\n"
             "with repository_lock(Git(Path(sys.argv[1])), Path(sys.argv[1]) / '.llmwiki'):\n"
             "    print('held', flush=True)\n    time.sleep(30)\n")
@@ -171,7 +171,7 @@ def test_the_lock_lives_in_the_common_git_dir(fresh: Repo) -> None:
     with subprocess.Popen([sys.executable, "-c", code, str(fresh.root)], stdout=subprocess.PIPE, text=True) as holder:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         assert (fresh.root / ".git" / "llmwiki" / "lock").is_file()
-        proc = subprocess.run([sys.executable, "-c", "import sys\nfrom pathlib import Path\nfrom llmwiki_git.git import Git\n"
+        proc = subprocess.run([sys.executable, "-c", "import sys\nfrom pathlib import Path\nfrom llmwiki_git.gitstore.git import Git\n"
                                "from llmwiki_git.gitstore.lock import repository_lock\n"
                                "repository_lock(Git(Path(sys.argv[1])), Path(sys.argv[1]) / '.llmwiki', timeout=0.3).acquire()\n",
                                str(other)], capture_output=True, text=True)

@@ -9,7 +9,7 @@ import pytest
 
 from llmwiki_git.errors import ConfigError
 from llmwiki_git.errors import ProviderError
-from llmwiki_git.retrieval.embedding_http import HttpEmbedder
+from llmwiki_git.retrieval.embedders import make_embedder
 
 from ..conftest import Repo, copy_demo
 from ..servers import json_response, serve
@@ -31,7 +31,7 @@ def openai_handler(path, body, headers):
 
 def test_openai_compatible_wire_format_and_normalisation() -> None:
     with serve(openai_handler) as (url, seen):
-        emb = HttpEmbedder.from_env("openai", {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "sk-test"}, "tiny")
+        emb = make_embedder("openai", {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "sk-test"}, "tiny")
         out = emb.embed(["alpha beta", "gamma"])
     assert out.shape == (2, 8) and emb.dimension == 8
     assert np.allclose(np.linalg.norm(out, axis=1), 1.0)
@@ -49,7 +49,7 @@ def test_ollama_wire_format() -> None:
         return json_response({"model": body["model"], "embeddings": [vector(t) for t in body["input"]]})
 
     with serve(handler) as (url, _):
-        emb = HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": url}, None)
+        emb = make_embedder("ollama", {"OLLAMA_HOST": url}, None)
         assert emb.model == "nomic-embed-text"
         assert emb.embed(["x"]).shape == (1, 8)
 
@@ -67,28 +67,28 @@ def test_retries_429_and_500_then_succeeds(monkeypatch) -> None:
         return openai_handler(path, body, headers)
 
     with serve(handler) as (url, _):
-        emb = HttpEmbedder.from_env("openai", {"OPENAI_BASE_URL": f"{url}/v1"}, "m")
+        emb = make_embedder("openai", {"OPENAI_BASE_URL": f"{url}/v1"}, "m")
         assert emb.embed(["a"]).shape == (1, 8)
     assert calls["n"] == 3
 
 
 def test_clear_errors() -> None:
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
-        HttpEmbedder.from_env("openai", {}, None)
+        make_embedder("openai", {}, None)
     with serve(lambda p, b, h: json_response({"error": "no such model"}, 404)) as (url, _):
         with pytest.raises(ProviderError, match="404"):
-            HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": url}, "missing").embed(["x"])
+            make_embedder("ollama", {"OLLAMA_HOST": url}, "missing").embed(["x"])
     with serve(lambda p, b, h: (200, {}, b"{not json")) as (url, _):
         with pytest.raises(ProviderError, match="malformed"):
-            HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": url}, "m").embed(["x"])
+            make_embedder("ollama", {"OLLAMA_HOST": url}, "m").embed(["x"])
     with serve(lambda p, b, h: json_response({"embeddings": []})) as (url, _):
         with pytest.raises(ProviderError, match="asked for 1 embeddings, got 0"):
-            HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": url}, "m").embed(["x"])
+            make_embedder("ollama", {"OLLAMA_HOST": url}, "m").embed(["x"])
 
 
 def test_unreachable_server_names_what_to_start(monkeypatch) -> None:
     monkeypatch.setattr("llmwiki_git.providers.http.time.sleep", lambda s: None)
-    emb = HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": "127.0.0.1:9"}, "m")
+    emb = make_embedder("ollama", {"OLLAMA_HOST": "127.0.0.1:9"}, "m")
     with pytest.raises(ProviderError) as info:
         emb.embed(["x"])
     assert "cannot connect" in str(info.value) and "ollama serve" in str(info.value)
@@ -121,7 +121,7 @@ def test_ollama_host_spellings_reach_api_embed(spelling) -> None:
     friends all reach ``/api/embed`` (``/v1/api/embed`` before)."""
     with serve(ollama_handler) as (url, seen):
         host = spelling.format(hostport=url.removeprefix("http://"))
-        assert HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": host}, "m").embed(["x"]).shape == (1, 8)
+        assert make_embedder("ollama", {"OLLAMA_HOST": host}, "m").embed(["x"]).shape == (1, 8)
     assert [p for p, _, _ in seen.requests] == ["/api/embed"]
 
 
@@ -130,7 +130,7 @@ def test_ollama_chat_and_embeddings_share_one_base(host) -> None:
     from llmwiki_git.providers.ollama import OllamaProvider
 
     chat = OllamaProvider.from_env({"OLLAMA_HOST": host})
-    emb = HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": host}, "m")
+    emb = make_embedder("ollama", {"OLLAMA_HOST": host}, "m")
     assert emb.endpoint == f"{chat.base_url}/api/embed"
     assert chat.base_url.count(":") == 2 or chat.base_url.startswith("https://")  # a bare host got port 11434
 
@@ -143,7 +143,7 @@ def test_401_names_the_key_variable(name, env, var) -> None:
     with serve(lambda p, b, h: json_response({"error": {"message": "invalid key"}}, 401)) as (url, seen):
         where = {"OPENAI_BASE_URL": f"{url}/v1"} if name == "openai" else {"OLLAMA_HOST": url}
         with pytest.raises(ProviderError) as info:
-            HttpEmbedder.from_env(name, {**env, **where}, "m").embed(["x"])
+            make_embedder(name, {**env, **where}, "m").embed(["x"])
     assert var in str(info.value) and "invalid key" in str(info.value)
     assert seen.requests[0][2]["authorization"] == "Bearer bad"
 
@@ -151,7 +151,7 @@ def test_401_names_the_key_variable(name, env, var) -> None:
 def test_one_connection_for_all_batches() -> None:
     """One HTTP client is reused across batches: 5 batches travel over one kept-alive connection."""
     with serve(ollama_handler, keep_alive=True) as (url, seen):
-        emb = HttpEmbedder.from_env("ollama", {"OLLAMA_HOST": url}, "m")
+        emb = make_embedder("ollama", {"OLLAMA_HOST": url}, "m")
         out = emb.embed([f"text {i}" for i in range(10)], batch_size=2)
     assert out.shape == (10, 8) and len(seen.requests) == 5
     assert len(set(seen.client_ports)) == 1

@@ -107,7 +107,7 @@ def test_a_dense_fresh_context_preloads_the_model_and_ranks_the_same(vault: tupl
     result = repo.llmwiki_process("context", question, "--json", env=LOCAL)
     assert result.returncode == 0, result.stderr
     fresh = json.loads(result.stdout)
-    ordinary = Workspace.open(repo.root).retrieval({**os.environ, **LOCAL}).context(question, ContextOptions())
+    ordinary = Workspace.open(repo.root, environ={**os.environ, **LOCAL}).retrieval().context(question, ContextOptions())
     assert fresh["warnings"] == ordinary["warnings"] == []
     assert [p["id"] for p in fresh["primary"]] == [p["id"] for p in ordinary["primary"]]
     assert "Apple pruning" in [p["title"] for p in fresh["primary"]]

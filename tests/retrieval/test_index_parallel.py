@@ -45,15 +45,16 @@ def test_bm25_tokenized_in_shares_equals_one_process(monkeypatch) -> None:
     vocabulary, postings, weights and lengths, bit for bit, as one process builds."""
     import numpy as np
 
-    from llmwiki_git.retrieval.lexical import SHARED_DOCS, LexicalIndex, _tokenize_all
+    from llmwiki_git.retrieval.lexical import LexicalIndex
+    from llmwiki_git.retrieval.postings import SHARED_DOCS, tokenize_all
 
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
     docs = [((f"Title {i % 97}", 3.0), ("", 2.0), (f"notes n{i % 13}", 1.5),
              (" ".join(words[(i * k) % len(words)] for k in range(i % 40)) + f" 東京{i % 7} café{i % 3}", 1.0))
             for i in range(SHARED_DOCS + 500)]
-    shared, shared_top = _tokenize_all(docs), LexicalIndex.build(docs).top("gamma café1", 5)
+    shared, shared_top = tokenize_all(docs), LexicalIndex.build(docs).top("gamma café1", 5)
     monkeypatch.setenv("LLMWIKI_SERIAL_SCAN", "1")
-    alone = _tokenize_all(docs)
+    alone = tokenize_all(docs)
     assert shared[0] == alone[0]
     for a, b in zip(shared[1:], alone[1:]):
         assert a.dtype == b.dtype and np.array_equal(a, b)

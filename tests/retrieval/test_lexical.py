@@ -10,15 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llmwiki_git.retrieval import lexical
 from llmwiki_git.retrieval.lexical import (
     B,
     FORMAT_VERSION,
     K1,
     LexicalIndex,
     LexicalIndexError,
-    tokenize,
 )
+from llmwiki_git.terms import TOKENIZER_VERSION, tokenize
 
 DOCS = [
     "Wikilinks connect pages. A wikilink looks like [[page-name]] and the checker validates every link.",
@@ -259,7 +258,7 @@ def test_corrupt_meta(tmp_path: Path) -> None:
     with pytest.raises(LexicalIndexError, match=r"meta\.json is corrupt"):
         LexicalIndex.load(folder)
     meta = json.loads(good)
-    meta["tokenizer"] = lexical.TOKENIZER_VERSION + 1
+    meta["tokenizer"] = TOKENIZER_VERSION + 1
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(LexicalIndexError, match="rebuild the index"):
         LexicalIndex.load(folder)

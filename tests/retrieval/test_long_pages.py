@@ -69,7 +69,7 @@ def test_a_long_page_pays_for_its_many_chunks(repo: Repo, layout: str) -> None:
 def _cosine_ranking(repo: Repo, question: str) -> list[str]:
     from llmwiki_git.workspace import Workspace
 
-    loaded, result = Workspace.open(repo.root).retrieval(LOCAL).search(question, keep=50, max_pages=20, mode="cosine")
+    loaded, result = Workspace.open(repo.root, environ=LOCAL).retrieval().search(question, keep=50, max_pages=20, mode="cosine")
     paths = {p.page_id: p.path for p in loaded.store.pages}
     return [paths[page_id].rsplit("/", 1)[-1] for page_id, _ in result.pages]
 

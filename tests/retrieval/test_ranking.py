@@ -15,7 +15,8 @@ from llmwiki_git.retrieval.chunking import (
     readable_text,
     store_fingerprint,
 )
-from llmwiki_git.retrieval.lexical import FIELD_WEIGHTS, LexicalIndex, query_terms, tokenize
+from llmwiki_git.retrieval.lexical import FIELD_WEIGHTS, LexicalIndex
+from llmwiki_git.terms import query_terms, tokenize
 
 from ..conftest import Repo, page
 from ..servers import json_response, serve

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from llmwiki_git.retrieval import store as S
+from llmwiki_git.retrieval.filevectors import FileVectors
 
 
 def make(rows: int = 3, dims: int = 4) -> S.Store:
@@ -18,10 +19,10 @@ def make(rows: int = 3, dims: int = 4) -> S.Store:
 def test_round_trip_is_mmapped(tmp_path: Path) -> None:
     S.save(tmp_path, make())
     loaded = S.load(tmp_path)
-    assert isinstance(loaded.vectors, np.memmap)
-    assert loaded.vectors.shape == (3, 4) and loaded.vectors[2, 3] == 11.0
+    assert isinstance(loaded.vectors, FileVectors) and isinstance(loaded.vectors.matrix, np.memmap)
+    assert loaded.vectors.matrix.shape == (3, 4) and loaded.vectors.matrix[2, 3] == 11.0
     assert list(loaded.pages[0].links) == ["concepts/b"] and list(loaded.pages[0].dangling) == ["missing"]
-    assert set(loaded.vectors_by_hash()) == {f"{i:016x}" for i in range(3)}
+    assert set(loaded.vectors.get(f"{i:016x}" for i in range(5))) == {f"{i:016x}" for i in range(3)}
 
 
 def test_missing_truncated_foreign_and_mismatched(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """A long-lived process (the MCP server) keeps what it loaded while it is current (issue 15):
-the store, the lexical index and the embedder are reused across calls, and a re-index by
+the store, the lexical index and the embedder are reused across calls of its one workspace
+(issue 24: on that workspace's retrieval service, not in a module global), and a re-index by
 another process is picked up on the next call. Real CLI subprocesses, a real git repository,
 a lexical-only index (no model needed)."""
 
@@ -27,10 +28,12 @@ def test_loaded_state_is_reused_until_another_process_reindexes(repo: Repo, pref
     repo.commit("pages")
     assert repo.llmwiki("index", env=FAST).returncode == 0
 
-    ws = Workspace.open(Path(repo.root))
+    ws = Workspace.open(Path(repo.root), long_lived=True)
     first = ws.retrieval().load()
-    second = Workspace.open(Path(repo.root)).retrieval().load()
+    second = ws.retrieval().load()
     assert second.store is first.store and second.lexical is first.lexical  # nothing reloaded
+    cold = Workspace.open(Path(repo.root)).retrieval().load()  # warm state is the workspace's own:
+    assert cold.store is not first.store  # another workspace (another command) starts cold
 
     repo.write(f"{prefix}concepts/quince.md", page("Quince", "Quincewright guild notes on quince jelly."))
     repo.commit("quince")

@@ -28,34 +28,33 @@ def test_the_listing_is_reused_until_something_changes(repo: Repo, prefix: str, 
     repo.commit("pages")
     if not watched:
         monkeypatch.setattr(WorktreeWatch, "create", classmethod(lambda cls, root, extra=(): None))
-    ws = Workspace.open(Path(repo.root))
-    ws.reuse_listing = True
-    first = ws._page_blobs()
-    assert ws._page_blobs() is first  # nothing changed: the very same listing
-    assert bool(ws._watch) is (watched and os.uname().sysname == "Linux")
+    ws = Workspace.open(Path(repo.root), long_lived=True)
+    first = ws.listing()
+    assert ws.listing() is first  # nothing changed: the very same listing
+    assert ws.listing.watched is (watched and os.uname().sysname == "Linux")
 
     apple = Path(repo.root) / f"{prefix}concepts/apple.md"
     folder_mtime = apple.parent.stat().st_mtime_ns
     with open(apple, "a", encoding="utf-8") as fh:  # in place: the folder does not change
         fh.write("\nGrafted in spring.\n")
     assert apple.parent.stat().st_mtime_ns == folder_mtime
-    second = ws._page_blobs()
+    second = ws.listing()
     assert second is not first and second[f"{prefix}concepts/apple.md"] != first[f"{prefix}concepts/apple.md"]
-    assert ws._page_blobs() is second
+    assert ws.listing() is second
 
     repo.write(f"{prefix}people/ada/notes.md", page("Ada", "Ada grafts."))  # a new folder, a page in it
-    third = ws._page_blobs()
+    third = ws.listing()
     assert f"{prefix}people/ada/notes.md" in third
     repo.write(f"{prefix}people/ada/more.md", page("More", "More notes."))  # inside the new folder
-    fourth = ws._page_blobs()
+    fourth = ws.listing()
     assert f"{prefix}people/ada/more.md" in fourth
 
     (Path(repo.root) / f"{prefix}people/ada/notes.md").unlink()
-    fifth = ws._page_blobs()
+    fifth = ws.listing()
     assert f"{prefix}people/ada/notes.md" not in fifth
-    assert ws._page_blobs() is fifth
+    assert ws.listing() is fifth
     repo.git("add", "-A")  # only git's index file changes
-    assert ws._page_blobs() is not fifth
+    assert ws.listing() is not fifth
 
 
 @pytest.mark.parametrize("prefix", ["wiki/", ""])
@@ -68,16 +67,15 @@ def test_a_failed_listing_does_not_leave_the_old_one_current(repo: Repo, prefix:
         repo.write("index.md", "# My own home page\n")
     repo.write(f"{prefix}apple.md", page("Apple", "Apple trees are pruned in late winter."))
     repo.commit("pages")
-    ws = Workspace.open(Path(repo.root))
-    ws.reuse_listing = True
-    assert f"{prefix}pear.md" not in ws._page_blobs()
+    ws = Workspace.open(Path(repo.root), long_lived=True)
+    assert f"{prefix}pear.md" not in ws.listing()
     repo.write(f"{prefix}pear.md", page("Pear", "Pears ripen off the tree."))
     gitconfig = Path(os.environ["GIT_CONFIG_GLOBAL"])
     good = gitconfig.read_text(encoding="utf-8")
     gitconfig.write_text("[broken\n", encoding="utf-8")
     try:
         with pytest.raises(GitError):
-            ws._page_blobs()
+            ws.listing()
     finally:
         gitconfig.write_text(good, encoding="utf-8")
-    assert f"{prefix}pear.md" in ws._page_blobs()
+    assert f"{prefix}pear.md" in ws.listing()

@@ -137,7 +137,7 @@ def test_an_answer_with_a_bidi_override_is_neither_saved_nor_staged(wiki: tuple[
 def test_a_forged_compile_run_with_a_bidi_page_is_refused(wiki: tuple[Repo, str]) -> None:
     """compile/1 (several pages, each listed in the trailers) under the same rule: a run whose
     digests all match but one page holds a bidi override is refused as a whole."""
-    from llmwiki_git.git import Git
+    from llmwiki_git.gitstore.git import Git
     from llmwiki_git.gitstore.commits import build_commit
     from llmwiki_git.publication.trailers import COMPILE_KIND, FileTrailer, message, with_files
 

@@ -15,7 +15,7 @@ import pytest
 
 from llmwiki_git.gitstore.commits import build_commit
 from llmwiki_git.errors import LlmwikiError
-from llmwiki_git.git import Git
+from llmwiki_git.gitstore.git import Git
 from llmwiki_git.gitstore.commits import move_branch
 
 from ..answer.test_query_cli import openai_env, sse_answer

@@ -15,7 +15,7 @@ from llmwiki_git.errors import DirtyPaths, RefChanged, UnsafePath
 from llmwiki_git.gitstore.commits import build_commit, commit_paths
 from llmwiki_git.gitstore.lock import ProjectLock
 from llmwiki_git.errors import LlmwikiError
-from llmwiki_git.git import Git
+from llmwiki_git.gitstore.git import Git
 
 from ..conftest import Repo
 
@@ -324,7 +324,7 @@ import sys
 from pathlib import Path
 from llmwiki_git.gitstore.commits import commit_paths
 from llmwiki_git.gitstore.lock import ProjectLock
-from llmwiki_git.git import Git
+from llmwiki_git.gitstore.git import Git
 root, path, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 git = Git(root)
 with ProjectLock(root / ".llmwiki", timeout=120):
@@ -385,7 +385,7 @@ import sys, time
 from pathlib import Path
 from llmwiki_git.gitstore import commits as gitwrite
 from llmwiki_git.gitstore.lock import ProjectLock
-from llmwiki_git.git import Git
+from llmwiki_git.gitstore.git import Git
 root = Path(sys.argv[1])
 git = Git(root)
 with ProjectLock(root / ".llmwiki", timeout=30):

@@ -89,18 +89,48 @@ def test_record_names_owner_and_release_removes_it(state: Path) -> None:
     assert not lock.held
 
 
+#: Takes the lock once with no wait; prints "got" or "busy <holder pid>".
+TRY_ONCE = """
+import sys
+from pathlib import Path
+from llmwiki_git.errors import LockBusy
+from llmwiki_git.gitstore.lock import ProjectLock
+try:
+    with ProjectLock(Path(sys.argv[1]), timeout=0):
+        print("got", flush=True)
+except LockBusy as exc:
+    print("busy", exc.owner.pid if exc.owner else None, flush=True)
+"""
+
+
+def test_a_held_lock_refuses_other_processes(state: Path) -> None:
+    """While this process holds the lock, another process's attempt is refused, naming us;
+    once released, the same attempt succeeds."""
+    with ProjectLock(state):
+        held = subprocess.run([sys.executable, "-c", TRY_ONCE, str(state)], capture_output=True, text=True)
+    free = subprocess.run([sys.executable, "-c", TRY_ONCE, str(state)], capture_output=True, text=True)
+    assert (held.stdout, free.stdout) == (f"busy {os.getpid()}\n", "got\n"), held.stderr + free.stderr
+
+
 def test_exclusive_between_processes(state: Path, tmp_path: Path) -> None:
+    """Eight contending processes each get the lock once; inside, each finds a second
+    attempt refused (the kernel lock is held for the whole block), and no two blocks overlap."""
     journal = tmp_path / "journal"
     worker = (
-        "import os, sys, time\n"
+        "import os, sys\n"
         "from pathlib import Path\n"
+        "from llmwiki_git.errors import LockBusy\n"
         "from llmwiki_git.gitstore.lock import ProjectLock\n"
         "with ProjectLock(Path(sys.argv[1]), timeout=60):\n"
         "    with open(sys.argv[2], 'a') as fh:\n"
         "        fh.write(f'start {os.getpid()}\\n'); fh.flush()\n"
-        "    time.sleep(0.05)\n"
+        "    try:\n"
+        "        ProjectLock(Path(sys.argv[1]), timeout=0).acquire()\n"
+        "        inside = 'taken twice'\n"
+        "    except LockBusy:\n"
+        "        inside = 'end'\n"
         "    with open(sys.argv[2], 'a') as fh:\n"
-        "        fh.write(f'end {os.getpid()}\\n')\n"
+        "        fh.write(f'{inside} {os.getpid()}\\n')\n"
     )
     procs = [subprocess.Popen([sys.executable, "-c", worker, str(state), str(journal)]) for _ in range(8)]
     assert [p.wait(timeout=120) for p in procs] == [0] * 8
@@ -112,13 +142,38 @@ def test_exclusive_between_processes(state: Path, tmp_path: Path) -> None:
     assert not (state / "lock").exists()
 
 
-def test_stale_lock_of_dead_pid_is_reclaimed(state: Path) -> None:
+class FakeClock:
+    """``time`` for the lock module: ``sleep`` advances ``monotonic`` without waiting, and
+    is recorded, so a bounded wait is measured by what the lock asked for, not by a clock."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def time(self) -> float:
+        return time.time()
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr("llmwiki_git.gitstore.lock.time", fake)
+    return fake
+
+
+def test_stale_lock_of_dead_pid_is_reclaimed(state: Path, clock: FakeClock) -> None:
     dead = _dead_pid()
     _write_record(state, pid=dead, startTime=1, host=socket.gethostname(), command="llmwiki query --save old")
-    started = time.monotonic()
     with ProjectLock(state, timeout=5):
         assert _record(state / "lock")["pid"] == os.getpid()
-    assert time.monotonic() - started < 2
+    assert clock.sleeps == []  # taken at the first attempt, no waiting
     assert sorted(p.name for p in state.iterdir()) == []  # no side files, no lock.stale.* left
 
 
@@ -196,15 +251,17 @@ def test_state_dir_symlink_inside_the_project_is_fine(tmp_path: Path) -> None:
         assert (project / "state" / "lock").is_file()
 
 
-def test_timeout_names_the_holder_and_says_what_to_do(state: Path) -> None:
+def test_timeout_names_the_holder_and_says_what_to_do(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     holder = _spawn_holder(state)
     try:
-        started = time.monotonic()
-        with pytest.raises(LockBusy) as info:
-            with ProjectLock(state, timeout=0.3):
-                pytest.fail("acquired a lock held by a live process")
-        waited = time.monotonic() - started
-        assert 0.3 <= waited < 5
+        clock = FakeClock()
+        with monkeypatch.context() as patched:
+            patched.setattr("llmwiki_git.gitstore.lock.time", clock)
+            with pytest.raises(LockBusy) as info:
+                with ProjectLock(state, timeout=0.3):
+                    pytest.fail("acquired a lock held by a live process")
+        # It waited the whole timeout, in steps of at most the poll interval, then gave up.
+        assert sum(clock.sleeps) == pytest.approx(0.3) and max(clock.sleeps) <= 0.025
         text = str(info.value)
         assert f"pid {holder.pid}" in text
         assert "llmwiki query --save demo" in text
@@ -233,12 +290,11 @@ def test_waiter_gets_the_lock_when_the_holder_releases(state: Path) -> None:
         _stop(holder)
 
 
-def test_zero_timeout_fails_fast_and_lock_is_not_reentrant(state: Path) -> None:
+def test_zero_timeout_fails_fast_and_lock_is_not_reentrant(state: Path, clock: FakeClock) -> None:
     with ProjectLock(state):
-        started = time.monotonic()
         with pytest.raises(LockBusy, match=f"pid {os.getpid()}"):
             ProjectLock(state, timeout=0).acquire()
-        assert time.monotonic() - started < 2
+    assert clock.sleeps == []  # one attempt, no wait
 
 
 def test_release_does_not_delete_someone_elses_lock(state: Path) -> None:
@@ -298,10 +354,8 @@ def test_kill_9_tally(state: Path) -> None:
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait()
         _stop(holder)
-        started = time.monotonic()
-        with ProjectLock(state, timeout=0):
+        with ProjectLock(state, timeout=0):  # a single attempt: no waiting for a timeout
             assert _record(state / "lock")["pid"] == os.getpid()
-        assert time.monotonic() - started < 1
     assert not (state / "lock").exists()
 
 
@@ -317,14 +371,17 @@ def test_killed_holder_is_reclaimed_by_a_waiting_process(state: Path) -> None:
     holder = _spawn_holder(state)
     with subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, os\nfrom pathlib import Path\nfrom llmwiki_git.gitstore.lock import ProjectLock\n"
+         "import sys, os\nfrom pathlib import Path\nfrom llmwiki_git.errors import LockBusy\n"
+         "from llmwiki_git.gitstore.lock import ProjectLock\n"
+         "try:\n    ProjectLock(Path(sys.argv[1]), timeout=0).acquire()\n    print('not held', flush=True)\n"
+         "except LockBusy:\n    print('busy', flush=True)\n"
          "with ProjectLock(Path(sys.argv[1]), timeout=30):\n    print('got', os.getpid(), flush=True)\n",
          str(state)],
         stdout=subprocess.PIPE, text=True,
     ) as waiter:
         try:
-            time.sleep(0.3)
-            assert waiter.poll() is None  # still waiting for the live holder
+            assert waiter.stdout is not None
+            assert waiter.stdout.readline() == "busy\n"  # it found the live holder's lock and waits
             os.kill(holder.pid, signal.SIGKILL)
             holder.wait()
             out, _ = waiter.communicate(timeout=30)

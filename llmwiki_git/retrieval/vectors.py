@@ -1,0 +1,111 @@
+"""The seam for vector stores: `VectorIndex`, what search, refresh, the indexer and the
+services need of wherever the chunk vectors live.
+
+Vectors are keyed by chunk content hash (``chunking.content_hash``), for one embedding model
+(``fingerprint``): an unchanged chunk keeps its vector across pages, edits and clones. The
+page table (which pages, which chunks, their links) and the lexical index stay in
+``.llmwiki/`` and in process, whatever holds the vectors; so do the lexical ranking and the
+fusion, over the dense candidates `VectorIndex.nearest` returns.
+
+Implementations: the file store (``retrieval/filevectors.py``, ``.llmwiki/embeddings.bin``,
+memory-mapped, exact). A database store (PostgreSQL + pgvector) fits the same protocol:
+``add`` in batches, ``nearest`` with ``k`` (exact below a measured size, an approximate
+index above), ``generation`` a counter it keeps. ``store.empty_vectors`` and ``store.load``
+choose the implementation; nothing above them names one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+
+class ChunkRows(Protocol):
+    """The rows a search ranks: every chunk of a page table, in row order (``PageTable``)."""
+
+    @property
+    def rows(self) -> int: ...
+    def row_hashes(self) -> Sequence[str]: ...
+    def rows_by_hash(self) -> Mapping[str, list[int]]: ...
+
+
+class Neighbours:
+    """The answer to ``nearest(vector, k)``: chunk hashes and their cosine with the query.
+    ``complete``: every vector the index holds is among them (an exact answer for every
+    chunk); ``aligned``: the rows these scores already follow, one per row (the file store's
+    answer for the table it was saved with), so `over` maps nothing."""
+
+    def __init__(self, hashes: Sequence[str], scores: np.ndarray, *, complete: bool,
+                 aligned: ChunkRows | None = None) -> None:
+        self.hashes = hashes
+        self.scores = scores
+        self.complete = complete
+        self.aligned = aligned
+
+    def over(self, rows: ChunkRows) -> np.ndarray:
+        """Each row's cosine (float32). A row whose chunk the index has no vector for scores
+        0, as a zero vector would, when the answer is complete; a row left out of an
+        incomplete answer (an approximate top-k) -inf, below every candidate."""
+        if self.aligned is rows:
+            return self.scores
+        out = np.full(rows.rows, 0.0 if self.complete else -np.inf, dtype=np.float32)
+        where = rows.rows_by_hash()
+        for chunk_hash, score in zip(self.hashes, self.scores.tolist()):
+            found = where.get(chunk_hash)
+            if found:
+                out[found] = score
+        return out
+
+
+class VectorIndex(Protocol):
+    """Chunk vectors of one embedding model, keyed by chunk content hash."""
+
+    @property
+    def fingerprint(self) -> str:
+        """The model the vectors were made with (``chunking.store_fingerprint``): vectors of
+        two models are never mixed."""
+        ...
+
+    @property
+    def dimensions(self) -> int:
+        """The width of a vector (0: a lexical-only store, no vectors)."""
+        ...
+
+    @property
+    def generation(self) -> str:
+        """Changes whenever the vectors do: what a reader keeps warm state by."""
+        ...
+
+    def __len__(self) -> int:
+        """How many chunks have a vector."""
+        ...
+
+    def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """The vectors of those of ``hashes`` the index holds (reused instead of embedded)."""
+        ...
+
+    def add(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """Hold these vectors (chunk hash -> float32 unit vector), in batches as given. The
+        file store keeps them in memory until a store built from `for_rows` is saved."""
+        ...
+
+    def remove(self, hashes: Iterable[str]) -> None:
+        """Stop holding the vectors of chunks no page has any more."""
+        ...
+
+    def nearest(self, vector: np.ndarray, k: int) -> Neighbours:
+        """The ``k`` chunks nearest ``vector`` (a unit query vector) by cosine, in no particular
+        order; fewer when the index holds fewer (or, approximate, finds fewer)."""
+        ...
+
+    def for_rows(self, rows: ChunkRows) -> VectorIndex:
+        """The index as a search over ``rows`` uses it, held in memory (nothing is written):
+        the file store lays its vectors out in the rows' order (zeros where it has none)."""
+        ...
+
+    def problem(self) -> str | None:
+        """Why the vectors cannot be trusted (None: they can): bytes changed since they were
+        written, NaN or infinite values. Reads every vector: run before reusing them."""
+        ...
