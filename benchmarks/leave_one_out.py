@@ -267,6 +267,14 @@ def old_page_description(data: Any, body: str) -> str:
                      if isinstance(v := data.get(k), str) and v.strip())
 
 
+def body_chunks_only(title: str, about: str, body: str) -> list[Any]:
+    """Before round 2 of issue 25: a page's chunks are its body's only (a page without body
+    text has none, so it can never rank)."""
+    from llmwiki_git.retrieval.chunking import split_into_chunks
+
+    return split_into_chunks(body)
+
+
 def embedding_without_about(title: str, readable: str, about: str = "") -> str:
     """c97a644's embedding input: the title and the chunk, no description."""
     return f"{title}\n\n{readable}" if readable else title
@@ -306,9 +314,11 @@ def variants() -> dict[str, Any]:
     old_titles = (INDEXER, "page_title", old_page_title)
     no_about = (INDEXER, "embedding_input", embedding_without_about)
     old_links = (("wikilink", old_link_label), ("markdown link", old_markdown_link))
+    no_card = (INDEXER, "page_chunks", body_chunks_only)
     out = {
         "after": Variant("after"),
-        "before": Variant("before", (old_titles, *no_properties, no_about), NEW_STEPS, old_links),
+        "before": Variant("before", (old_titles, *no_properties, no_about, no_card), NEW_STEPS, old_links),
+        "-card": Variant("-card", (no_card,)),
         "-titles": Variant("-titles", (old_titles,)),
         "-description": Variant("-description", (no_about,)),
         "+description everywhere": Variant("+description everywhere", about="all"),
@@ -326,6 +336,7 @@ def variants() -> dict[str, Any]:
 
 
 FEATURES = {
+    "-card": "a page without body text is one card chunk (its description, else its title)",
     "-titles": "titles by convention (frontmatter, Logseq `title::`, opening heading, file name)",
     "-description": "the page's description embedded with its first chunk",
     "+description everywhere": "(alternative) the description embedded with every chunk",

@@ -34,6 +34,7 @@ _HEADING = re.compile(r"#{1,6}\s")
 class Chunk:
     index: int
     text: str
+    card: bool = False  # the one chunk of a page without body text (page_chunks)
 
 
 def content_hash(text: str) -> str:
@@ -96,6 +97,16 @@ def split_into_chunks(body: str) -> list[Chunk]:
     return [Chunk(i, text) for i, text in enumerate(chunks)]
 
 
+def page_chunks(title: str, about: str, body: str) -> list[Chunk]:
+    """A page's chunks: its body's (:func:`split_into_chunks`); a page whose body holds no
+    text, such as a docs site's section page (a title and a description in its frontmatter)
+    or a Dendron parent note, is one *card* chunk saying what the page is: its description,
+    else its title. Without a chunk a page could never be found, not even by its title. A
+    card is indexed by its title and description (:func:`embedding_input` with an empty
+    ``readable``), as any first chunk is, and shown as its text."""
+    return split_into_chunks(body) or [Chunk(0, about or title, card=True)]
+
+
 # ------------------------------------------------------------------ what is indexed
 
 #: Bumped whenever :func:`embedding_input` changes what is embedded: it is part of the
@@ -103,6 +114,8 @@ def split_into_chunks(body: str) -> list[Chunk]:
 #: re-embedded by the next ``llmwiki index`` instead of mixing two kinds of vectors.
 #: 3: titles by convention (wiki/titles.py), the page's description with its first chunk,
 #: embeds and images named as such, Logseq and Hugo markup reduced to its words.
+#: (A page without body text gained a card chunk after 3: new rows, no changed vector, so
+#: the version stays; the next ``llmwiki index`` embeds those pages.)
 EMBEDDING_INPUT_VERSION = 3
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*$", re.M)
@@ -227,7 +240,7 @@ def live_chunks(title: str, meta: Mapping[str, Any], body: str) -> dict[str, str
 
     about = page_description(meta, body)
     return {content_hash(chunk_key(title, about if c.index == 0 else "", c.text)): c.text
-            for c in split_into_chunks(body)}
+            for c in page_chunks(title, about, body)}
 
 
 def store_fingerprint(embedder_fingerprint: str) -> str:

@@ -23,7 +23,7 @@ from ..wiki.titles import page_description, page_properties, page_title, propert
 from . import checkpoint
 from ..errors import StoreError
 from . import store as store_mod
-from .chunking import chunk_key, content_hash, embedding_input, path_words, readable_text, split_into_chunks
+from .chunking import chunk_key, content_hash, embedding_input, page_chunks, path_words, readable_text
 from .chunking import store_fingerprint
 from .embedders import Embedder
 from .pagetable import PageEntry, PageTable
@@ -98,13 +98,13 @@ def _read_share(wiki: Wiki, wanted: list[Page]) -> list[tuple[Any, ...]]:
         body = text[meta.body_offset :]
         title = page_title(meta.data, body, page.stem)
         summary = meta.data.get("summary")
-        chunks = split_into_chunks(body)
         about = page_description(meta.data, body)
+        chunks = page_chunks(title, about, body)
         texts = tuple(chunk_key(title, about if c.index == 0 else "", c.text) for c in chunks)
         links, dangling = _graph(wiki, page, resolved)
         properties = page_properties(body) if "::" in body else {}
         names = "\n".join((title, *page.scan.aliases, *property_list(properties.get("alias", ""))))
-        readable = [readable_text(c.text) for c in chunks]
+        readable = ["" if c.card else readable_text(c.text) for c in chunks]
         where = path_words(page.path)
         lexical = tuple(lexical_fields(names, about, where, text) for text in readable)
         embedded = tuple(embedding_input(title, text, about if i == 0 else "") for i, text in enumerate(readable))

@@ -54,9 +54,11 @@ class Aggregation:
 
 #: How pages are scored in the cosine and the BM25 list of the fusion, and in the BM25 list
 #: alone (the fast option), chosen leave-one-wiki-out (docs/embeddings.md). The cosine
-#: penalty: a 160-chunk changelog loses 0.10 of cosine, a 5-chunk page 0.03.
+#: penalty: a 160-chunk changelog loses 0.10 of cosine, a 5-chunk page 0.03. The BM25 list
+#: ranks pages by their best chunk: once section pages could be found
+#: (chunking.page_chunks), every fold chose it over a BM25 length penalty.
 DENSE_AGGREGATION = Aggregation("length", 0.02)
-LEXICAL_AGGREGATION = Aggregation("length", 0.05)
+LEXICAL_AGGREGATION = Aggregation()
 LEXICAL_ONLY_AGGREGATION = Aggregation()
 
 
