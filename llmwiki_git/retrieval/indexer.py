@@ -160,8 +160,11 @@ def build(
     skipped: dict[str, str] | None = None,
     previous_store: store_mod.Store | None = None,
     names: str = "",
+    vector_store: str | None = None,
 ) -> IndexSummary:
-    """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``."""
+    """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``. With
+    ``vector_store`` (a shared store's URI, pgvectors.py) the vectors go there, reused from
+    there, and from the previous local store, before any chunk is embedded."""
     started = time.perf_counter()
     fingerprint = store_fingerprint(embedder.fingerprint) if embedder else NO_EMBEDDINGS
     dims = embedder.dimension if embedder else 0
@@ -172,7 +175,7 @@ def build(
         old = previous_store if previous_store is not None and previous_store.fingerprint == fingerprint else None
         if old is None:
             try:
-                old = store_mod.load(folder, expected_fingerprint=fingerprint)
+                old = store_mod.load(folder, expected_fingerprint=fingerprint, vector_store=vector_store)
             except StoreError as exc:
                 if exc.code == "embedding-store-corrupt":
                     notes.append(f"{exc.message}; rebuilt it")
@@ -183,6 +186,11 @@ def build(
                 old = None
             else:
                 index = old.vectors
+    seed: VectorIndex | None = None  # a previous store's vectors, carried into a shared store
+    if embedder is not None and vector_store:
+        from .pgvectors import open_vectors  # noqa: PLC0415 - the postgres extra, only when configured
+
+        seed, index = index, open_vectors(vector_store, fingerprint, dims, create=True)
     if index is None:
         index = store_mod.empty_vectors(fingerprint, dims)
     entries: list[PageEntry] = []
@@ -201,7 +209,11 @@ def build(
     embedded = reused = 0
     table = PageTable(entries)
     if embedder is not None:
-        previous = index.get(hashes_in_order)
+        previous = index.known(hashes_in_order)
+        if seed is not None and seed is not index and len(previous) < len(set(hashes_in_order)):
+            carried = seed.get(h for h in hashes_in_order if h not in previous)
+            index.add(carried)
+            previous.update(carried)
         missing: dict[str, str] = {}
         for text, chunk_hash in zip(all_texts, hashes_in_order):
             if chunk_hash not in previous:
