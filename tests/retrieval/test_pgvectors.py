@@ -3,6 +3,12 @@ PostgreSQL with pgvector, started by the session (conftest.pg_server)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 
@@ -60,3 +66,65 @@ def test_a_wrong_or_unreachable_database_is_a_clear_error_without_the_password(p
     with pytest.raises(StoreError) as nonsense:
         P.open_vectors("not a uri at all", "m", DIMS, create=False)
     assert nonsense.value.code == "vector-store-unavailable"
+
+
+WRITER = """
+import sys
+import numpy as np
+from llmwiki_git.retrieval import pgvectors as P
+uri, tag, pause = sys.argv[1], sys.argv[2], sys.argv[3] == "pause"
+store = P.open_vectors(uri, "m", 8, create=False)
+rng = np.random.default_rng(len(tag))
+vectors = {f"{tag}{i}": v / np.linalg.norm(v) for i, v in enumerate(rng.standard_normal((500, 8)).astype(np.float32))}
+def hold():
+    print("inside", flush=True)
+    sys.stdin.readline()
+store.write(vectors, before_commit=hold if pause else None)
+print("done", flush=True)
+"""
+
+
+def writer(uri: str, tag: str, *, pause: bool) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", WRITER, uri, tag, "pause" if pause else "go"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def test_a_writer_killed_mid_update_leaves_a_usable_store(pg_uri: str) -> None:
+    store = P.open_vectors(pg_uri, "m", DIMS, create=True)
+    store.add({"kept": unit(1)})
+    before = store.generation
+    with writer(pg_uri, "lost", pause=True) as child:
+        assert child.stdout is not None and child.stdout.readline() == "inside\n"  # rows copied, not committed
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    again = P.open_vectors(pg_uri, "m", DIMS, create=False)
+    assert len(again) == 1 and again.generation == before and again.known(["kept", "lost0"]) == {"kept"}
+    again.add({"after": unit(2)})  # the killed writer's lock went with it
+    assert again.known(["after"]) == {"after"}
+
+
+def test_two_writers_serialize(pg_uri: str) -> None:
+    P.open_vectors(pg_uri, "m", DIMS, create=True)
+    with writer(pg_uri, "a", pause=True) as first, writer(pg_uri, "bb", pause=False) as second:
+        serialize(pg_uri, first, second)
+    store = P.open_vectors(pg_uri, "m", DIMS, create=False)
+    assert len(store) == 1000 and store.generation.startswith("pg-2-")
+
+
+def serialize(pg_uri: str, first: subprocess.Popen[str], second: subprocess.Popen[str]) -> None:
+    import psycopg
+
+    assert first.stdout is not None and first.stdout.readline() == "inside\n"  # holds the model's lock
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        waiting = 0
+        deadline = time.monotonic() + 60
+        while not waiting and time.monotonic() < deadline and second.poll() is None:
+            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                               "AND wait_event = 'advisory'").fetchone()
+            waiting = row[0] if row else 0
+        assert waiting == 1 and second.poll() is None  # the second writer waits for the first
+    assert P.open_vectors(pg_uri, "m", DIMS, create=False).known(["bb0", "a0"]) == set()
+    assert first.stdin is not None
+    first.stdin.write("\n")
+    first.stdin.flush()
+    assert first.wait(60) == 0 and second.wait(60) == 0

