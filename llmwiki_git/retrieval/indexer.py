@@ -190,7 +190,9 @@ def build(
     if embedder is not None and vector_store:
         from .pgvectors import open_vectors  # noqa: PLC0415 - the postgres extra, only when configured
 
-        seed, index = index, open_vectors(vector_store, fingerprint, dims, create=True)
+        shared = open_vectors(vector_store, fingerprint, dims, create=True)
+        shared.overwrite = full  # --full: every chunk embedded again, its stored vector replaced
+        seed, index = index, shared
     if index is None:
         index = store_mod.empty_vectors(fingerprint, dims)
     entries: list[PageEntry] = []
@@ -209,7 +211,7 @@ def build(
     embedded = reused = 0
     table = PageTable(entries)
     if embedder is not None:
-        previous = index.known(hashes_in_order)
+        previous = index.known(hashes_in_order) if not full else set()
         if seed is not None and seed is not index and len(previous) < len(set(hashes_in_order)):
             carried = seed.get(h for h in hashes_in_order if h not in previous)
             index.add(carried)

@@ -219,6 +219,7 @@ class SharedVectors:
         self.overlay: dict[str, np.ndarray] = dict(overlay or {})
         self.read_only = False  # set when a write was refused for want of privilege
         self.may_create = False  # `llmwiki index`: the first write makes the table (an HTTP model's width)
+        self.overwrite = False  # `llmwiki index --full`: a write replaces the vectors it holds
         self.label = redact(db.uri)
 
     # -- the protocol -----------------------------------------------------------------------
@@ -298,8 +299,9 @@ class SharedVectors:
                         copy.set_types(["text", "vector"])
                         for chunk_hash, vector in vectors.items():
                             copy.write_row((chunk_hash, np.asarray(vector, dtype=np.float32)))
+                then = "UPDATE SET embedding = EXCLUDED.embedding" if self.overwrite else "NOTHING"
                 self.db.conn.execute(f"INSERT INTO {self.table} SELECT hash, embedding FROM llmwiki_incoming "
-                                     "ON CONFLICT (hash) DO NOTHING")
+                                     f"ON CONFLICT (hash) DO {then}")
                 row = self.db.conn.execute(f"UPDATE {REGISTRY} SET generation = generation + 1 "
                                            "WHERE fingerprint = %s RETURNING generation", (self._fingerprint,)).fetchone()
                 if before_commit is not None:
@@ -378,7 +380,7 @@ class SharedVectors:
         wanted = rows.rows_by_hash()
         view = SharedVectors(self.db, self._fingerprint, self._dimensions, self.table, self._generation,
                              {h: v for h, v in self.overlay.items() if h in wanted})
-        view.read_only, view.may_create = self.read_only, self.may_create
+        view.read_only, view.may_create, view.overwrite = self.read_only, self.may_create, self.overwrite
         return view
 
     def problem(self) -> str | None:
