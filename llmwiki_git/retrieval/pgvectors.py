@@ -42,9 +42,11 @@ EXACT_LIMIT = 20_000
 above it an HNSW index answers (3-10 ms at 100,000), built once by the write that crosses it
 (11 s at 10,000 vectors, 111 s at 100,000: a CI job's cost, never a reader's)."""
 
-EF_SEARCH = 100
+EF_SEARCH = 200
 """``hnsw.ef_search`` of a query: the smallest of 40, 64, 100, 200 whose recall@10 against
-exact search was at least 0.95 on structured vectors at 100,000 (benchmarks/store.py)."""
+exact search was at least 0.95 on structured vectors at 100,000 (0.70, 0.82, 0.92, 0.98;
+benchmarks/store.py, docs/benchmarks.md). A search asks `CANDIDATES` (200) anyway, and
+pgvector needs ``ef_search`` at least the number asked."""
 
 CANDIDATES = 200
 """Dense candidates a search asks of the database (the fusion reads the best 100 chunks);
