@@ -4,7 +4,7 @@ and the lexical index, regenerate ``wiki/index.md``."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
