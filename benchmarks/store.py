@@ -23,6 +23,7 @@ Prints a markdown table (docs/benchmarks.md records it with machine, date, load 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -145,8 +146,6 @@ def bench(uri: str, n: int, count: int) -> list[str]:
 
 def real_recall(uri: str, folder: Path) -> list[str]:
     """Recall@10 against exact search on a wiki's real chunk vectors (see ``--real``)."""
-    import json
-
     from llmwiki_git.retrieval import store as store_mod
     from llmwiki_git.retrieval.embedders import make_embedder
 
@@ -181,6 +180,58 @@ def real_recall(uri: str, folder: Path) -> list[str]:
     return lines
 
 
+def fresh_clone(uri: str, pages: int, work: Path) -> list[str]:
+    """A team's fresh clone of a ``pages``-page wiki (benchmarks/check.py's generator) whose
+    chunks CI indexed into the shared store: the first ``llmwiki context`` in a fresh process,
+    with no local index (nothing to embed), then the second. The store's vectors are
+    structured synthetic ones under the local model's fingerprint: embedding 51,000 chunks
+    for real takes 40 minutes, and what is measured here embeds nothing."""
+    import importlib.util
+    import subprocess
+
+    from llmwiki_git.retrieval import store as store_mod
+    from llmwiki_git.retrieval.chunking import store_fingerprint
+    from llmwiki_git.retrieval.embedders import make_embedder
+
+    spec = importlib.util.spec_from_file_location("_bench_check", Path(__file__).resolve().parent / "check.py")
+    assert spec is not None and spec.loader is not None
+    check = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = check
+    spec.loader.exec_module(check)
+    origin = work / f"origin-{pages}"
+    if not origin.exists():
+        origin.mkdir(parents=True)
+        check.build_wiki(origin, pages)
+        for args in [] if (origin / ".git").exists() else (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=b", "-c", "user.email=b@x",
+                                                                    "commit", "-qm", "wiki"]):
+            subprocess.run(["git", *args], cwd=origin, check=True)
+    env = {**os.environ, "LLMWIKI_EMBEDDING_PROVIDER": "none"}
+    subprocess.run([sys.executable, "-m", "llmwiki_git", "index", "--fast"], cwd=origin, env=env, check=True,
+                   capture_output=True)
+    hashes = list(dict.fromkeys(store_mod.load(origin / ".llmwiki").pages.row_hashes()))
+    embedder = make_embedder("local", {}, None)
+    assert embedder is not None
+    fingerprint = store_fingerprint(embedder.fingerprint)
+    shared = P.open_vectors(uri, fingerprint, DIMS, create=True)
+    data = structured(len(hashes), seed=3)
+    started = time.perf_counter()
+    shared.add({h: data[i] for i, h in enumerate(hashes)})  # builds HNSW past EXACT_LIMIT
+    load = time.perf_counter() - started
+    shared.db.close()
+    lines = [f"| {pages:,} pages, {len(hashes):,} chunks | CI's load into the store (COPY + HNSW) | {load:.0f} s | | | | |"]
+    clone = work / f"clone-{pages}-{time.time_ns()}"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    env = {**os.environ, "LLMWIKI_EMBEDDING_PROVIDER": "local", "LLMWIKI_VECTOR_STORE": uri}
+    for what in ("first `context`, no local index", "second `context`", "third `context`"):
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "context", "how do I rename a page", "--json"],
+                              cwd=clone, env=env, capture_output=True, text=True)
+        took = time.perf_counter() - started
+        warnings = [w["code"] for w in json.loads(proc.stdout)["warnings"]] if proc.returncode == 0 else proc.stderr[-200:]
+        lines.append(f"| {pages:,} pages | fresh clone: {what} | | | {1000 * took:.0f} | | warnings: {warnings} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
@@ -188,6 +239,8 @@ def main() -> None:
     parser.add_argument("--uri", default=os.environ.get("LLMWIKI_VECTOR_STORE"))
     parser.add_argument("--shared-buffers", default="1GB")
     parser.add_argument("--real", nargs="*", default=[], type=Path)
+    parser.add_argument("--clone-pages", type=int, default=0, help="also a fresh clone's first context (10000)")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "llmwiki-store-bench")
     args = parser.parse_args()
     server = None
     uri = args.uri
@@ -210,6 +263,9 @@ def main() -> None:
     try:
         for n in (int(s) for s in args.sizes.split(",") if s):
             for line in bench(uri, n, args.queries):
+                print(line, flush=True)
+        if args.clone_pages:
+            for line in fresh_clone(uri, args.clone_pages, args.work):
                 print(line, flush=True)
         for folder in args.real:
             for line in real_recall(uri, folder):

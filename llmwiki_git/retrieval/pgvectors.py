@@ -71,7 +71,7 @@ def redact(uri: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         user, _, host = netloc.rpartition("@")
-        if ":" in user:
+        if ":" in user and user.split(":", 1)[1]:
             user = user.split(":", 1)[0] + ":***"
         netloc = f"{user}@{host}"
     query = "&".join(("password=***" if q.lower().startswith("password=") else q) for q in parts.query.split("&"))
