@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from .chunking import store_fingerprint
 from .embedders import Embedder
 from .pagetable import PageEntry, PageTable
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from .pgvectors import SharedVectors
 from .lexical import FIELD_WEIGHTS, LEXICAL_DIR, Document, LexicalIndex
 
 NO_EMBEDDINGS = "none"
@@ -187,6 +190,7 @@ def build(
             else:
                 index = old.vectors
     seed: VectorIndex | None = None  # a previous store's vectors, carried into a shared store
+    shared: SharedVectors | None = None
     if embedder is not None and vector_store:
         from .pgvectors import open_vectors  # noqa: PLC0415 - the postgres extra, only when configured
 
@@ -235,6 +239,8 @@ def build(
                                            dict(skipped or {}), names))
     if embedder is not None:
         checkpoint.remove(folder)  # its vectors are in the store now
+    if shared is not None:
+        notes.append(shared.describe())
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
 
 

@@ -319,6 +319,15 @@ class SharedVectors:
             self.overlay.pop(chunk_hash, None)
         self.ensure_ann()
 
+    def describe(self) -> str:
+        """One line for `llmwiki index`: where the vectors are (the URI redacted)."""
+        search = "HNSW" if self.has_ann() else "exact search"
+        line = f"vectors in the shared store {self.label} ({self.shared_count():,} of this model, {search})"
+        if self.read_only:
+            line += (f"; this role may not write to it: {len(self.overlay):,} vector(s) embedded here kept in "
+                     ".llmwiki/ (docs/team.md)")
+        return line
+
     def ensure_ann(self) -> bool:
         """Build the HNSW index once the table holds `EXACT_LIMIT` vectors (under the
         writers' lock, in a transaction: a killed build leaves no index, and exact search)."""

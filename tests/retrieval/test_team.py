@@ -58,6 +58,7 @@ def test_a_fresh_clone_answers_from_the_shared_store_embedding_only_its_own_chan
     assert proc.returncode == 0, proc.stderr
     chunks = json.loads(proc.stdout)["chunks"]
     assert shared_count(pg_uri) == chunks
+    assert json.loads(proc.stdout)["notes"] == [f"vectors in the shared store {pg_uri} ({chunks} of this model, exact search)"]
     solo = clone(origin, tmp_path / "solo")  # the same wiki on the local file store
     assert solo.llmwiki("index", env=LOCAL).returncode == 0
     member = clone(origin, tmp_path / "member")
@@ -80,6 +81,8 @@ def test_a_fresh_clone_answers_from_the_shared_store_embedding_only_its_own_chan
     assert meta["vectorStore"] == "postgresql" and len(meta["overlay"]) == 1  # only the changed chunk
     assert shared_count(pg_uri) == chunks  # nothing written to the team's store
     assert context(member, "sealed envelope named by a fingerprint", team)["primary"][0]["id"] == "concepts/blobs"
+    notes = json.loads(member.llmwiki("index", "--json", env=team).stdout)["notes"]
+    assert notes[-1].endswith("this role may not write to it: 1 vector(s) embedded here kept in .llmwiki/ (docs/team.md)")
 
 
 def test_a_wrong_or_unreachable_store_is_an_error_for_index_and_a_warning_for_reads(
