@@ -97,6 +97,20 @@ def recall(found: list[set[str]], truth: list[set[str]]) -> float:
     return statistics.mean(len(f & t) / 10 for f, t in zip(found, truth))
 
 
+def ef_rows(store: P.SharedVectors, queries: np.ndarray, truth: list[set[str]], label: str,
+            cost: str) -> list[str]:
+    """Latency and recall@10 of the HNSW index at each of `EF_CHOICES` (warmed first)."""
+    saved, lines = P.EF_SEARCH, []
+    timed_queries(store, queries, P.CANDIDATES)  # warm: the index read once into memory, untimed
+    for ef in EF_CHOICES:
+        P.EF_SEARCH = ef
+        times, found = timed_queries(store, queries, 10)
+        lines.append(f"| {label} | HNSW ef_search={ef} | {cost} | {ms(times, .5)} / {ms(times, .95)} | "
+                     f"| {recall(found, truth):.3f} |")
+    P.EF_SEARCH = saved
+    return lines
+
+
 def bench(uri: str, n: int, count: int) -> list[str]:
     fingerprint = f"bench-{n}-{time.time_ns()}"
     data = structured(n, seed=n)
@@ -128,13 +142,7 @@ def bench(uri: str, n: int, count: int) -> list[str]:
     store.add({f"v{i:04d}": extra2[i] for i in range(100)})
     update_ann = time.perf_counter() - started
     saved = P.EF_SEARCH
-    timed_queries(store, queries, P.CANDIDATES)  # warm: the index read once into memory, untimed
-    for ef in EF_CHOICES:
-        P.EF_SEARCH = ef
-        times, found = timed_queries(store, queries, 10)
-        lines.append(f"| {n:,} | HNSW ef_search={ef} | build {build:.0f} s | update 100: {1000 * update_ann:.0f} ms | "
-                     f"{ms(times, .5)} / {ms(times, .95)} | | {recall(found, truth):.3f} |")
-    P.EF_SEARCH = saved
+    lines += ef_rows(store, queries, truth, f"{n:,}", f"build {build:.0f} s | update 100: {1000 * update_ann:.0f} ms")
     many = concurrent(uri, fingerprint, queries, 10)
     lines.append(f"| {n:,} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, .5)} / {ms(many, .95)} | |")
     times, found = timed_queries(store, queries, P.CANDIDATES)
@@ -165,14 +173,8 @@ def real_recall(uri: str, folder: Path) -> list[str]:
     shared.add({h: data[i] for i, h in enumerate(hashes)})
     with shared.db.conn.transaction():
         shared.db.conn.execute(f"CREATE INDEX {shared.table}_hnsw ON {shared.table} USING hnsw (embedding vector_ip_ops)")
-    lines = []
-    saved = P.EF_SEARCH
-    for ef in EF_CHOICES:
-        P.EF_SEARCH = ef
-        times, found = timed_queries(shared, queries, 10)
-        lines.append(f"| {folder.name}: {len(hashes):,} real chunks, {len(questions)} questions | HNSW ef_search={ef} "
-                     f"| | | {ms(times, .5)} / {ms(times, .95)} | | {recall(found, truth):.3f} |")
-    P.EF_SEARCH = saved
+    lines = ef_rows(shared, queries, truth, f"{folder.name}: {len(hashes):,} real chunks, {len(questions)} questions",
+                    " | ")
     times, found = timed_queries(shared, queries, P.CANDIDATES)
     lines.append(f"| {folder.name} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} "
                  f"| | {recall(found, truth):.3f} |")
