@@ -88,7 +88,10 @@ def test_a_fresh_clone_answers_from_the_shared_store_embedding_only_its_own_chan
 def test_a_wrong_or_unreachable_store_is_an_error_for_index_and_a_warning_for_reads(
         origin: Repo, pg_uri: str) -> None:
     down = {**LOCAL, "LLMWIKI_VECTOR_STORE": "postgresql://team:s3cret-pw@127.0.0.1:1/wiki"}
-    proc = origin.llmwiki("index", env=down)
+    origin.write(".llmwiki/config.toml", 'vector_store = "postgresql://team@127.0.0.1:1/from-config"\n')
+    proc = origin.llmwiki("index", env=LOCAL)  # the config file's setting
+    assert proc.returncode != 0 and "postgresql://team@127.0.0.1:1/from-config is unreachable" in proc.stderr
+    proc = origin.llmwiki("index", env=down)  # the variable wins over the file
     assert proc.returncode != 0 and "unreachable" in proc.stderr
     assert "s3cret-pw" not in proc.stderr + proc.stdout and "team:***@127.0.0.1:1" in proc.stderr
     proc = origin.llmwiki("context", "what does a blob store", "--json", env=down)
@@ -96,7 +99,8 @@ def test_a_wrong_or_unreachable_store_is_an_error_for_index_and_a_warning_for_re
     pack = json.loads(proc.stdout)
     assert [w["code"] for w in pack["warnings"]] == ["vector-store-unavailable"]
     assert pack["primary"][0]["id"] == "concepts/blobs"  # ranked lexically from the live pages
-    # Indexed into the store, then the store goes away: reads still answer, with the warning
+    # Indexed into the store (the variable over the file's unreachable one), then the store
+    # goes away: reads still answer, with the warning
     assert origin.llmwiki("index", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}).returncode == 0
     pack = json.loads(origin.llmwiki("context", "what does a blob store", "--json", env=down).stdout)
     assert [w["code"] for w in pack["warnings"]] == ["vector-store-unavailable"]
