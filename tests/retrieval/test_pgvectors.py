@@ -105,8 +105,10 @@ def test_a_writer_killed_mid_update_leaves_a_usable_store(pg_uri: str) -> None:
 
 def test_two_writers_serialize(pg_uri: str) -> None:
     P.open_vectors(pg_uri, "m", DIMS, create=True)
-    with writer(pg_uri, "a", pause=True) as first, writer(pg_uri, "bb", pause=False) as second:
-        serialize(pg_uri, first, second)
+    with writer(pg_uri, "a", pause=True) as first:
+        assert first.stdout is not None and first.stdout.readline() == "inside\n"  # holds the model's lock
+        with writer(pg_uri, "bb", pause=False) as second:  # started only now
+            serialize(pg_uri, first, second)
     store = P.open_vectors(pg_uri, "m", DIMS, create=False)
     assert len(store) == 1000 and store.generation.startswith("pg-2-")
 
@@ -114,7 +116,6 @@ def test_two_writers_serialize(pg_uri: str) -> None:
 def serialize(pg_uri: str, first: subprocess.Popen[str], second: subprocess.Popen[str]) -> None:
     import psycopg
 
-    assert first.stdout is not None and first.stdout.readline() == "inside\n"  # holds the model's lock
     with psycopg.connect(pg_uri, autocommit=True) as conn:
         waiting = 0
         deadline = time.monotonic() + 60
