@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -111,7 +112,7 @@ def ef_rows(store: P.SharedVectors, queries: np.ndarray, truth: list[set[str]], 
     return lines
 
 
-def bench(uri: str, n: int, count: int) -> list[str]:
+def bench(uri: str, n: int, count: int) -> Iterator[str]:
     fingerprint = f"bench-{n}-{time.time_ns()}"
     data = structured(n, seed=n)
     hashes = [f"c{i:08d}" for i in range(n)]
@@ -129,8 +130,8 @@ def bench(uri: str, n: int, count: int) -> list[str]:
     update_plain = time.perf_counter() - started
     timed_queries(store, queries[:5], 10)  # warm
     exact_times, exact_found = timed_queries(store, queries, 10)
-    lines = [f"| {n:,} | exact | load {load:.1f} s | update 100: {1000 * update_plain:.0f} ms | "
-             f"{ms(exact_times, .5)} / {ms(exact_times, .95)} | - | {recall(exact_found, truth):.3f} |"]
+    yield (f"| {n:,} | exact | load {load:.1f} s | update 100: {1000 * update_plain:.0f} ms | "
+             f"{ms(exact_times, .5)} / {ms(exact_times, .95)} | - | {recall(exact_found, truth):.3f} |")
     table = store.table
     started = time.perf_counter()
     with store.db.conn.transaction():
@@ -142,14 +143,13 @@ def bench(uri: str, n: int, count: int) -> list[str]:
     store.add({f"v{i:04d}": extra2[i] for i in range(100)})
     update_ann = time.perf_counter() - started
     saved = P.EF_SEARCH
-    lines += ef_rows(store, queries, truth, f"{n:,}", f"build {build:.0f} s | update 100: {1000 * update_ann:.0f} ms")
+    yield from ef_rows(store, queries, truth, f"{n:,}", f"build {build:.0f} s | update 100: {1000 * update_ann:.0f} ms")
     many = concurrent(uri, fingerprint, queries, 10)
-    lines.append(f"| {n:,} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, .5)} / {ms(many, .95)} | |")
+    yield (f"| {n:,} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, .5)} / {ms(many, .95)} | |")
     times, found = timed_queries(store, queries, P.CANDIDATES)
-    lines.append(f"| {n:,} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} | | "
+    yield (f"| {n:,} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} | | "
                  f"{recall(found, truth):.3f} |")
     store.db.close()
-    return lines
 
 
 def real_recall(uri: str, folder: Path) -> list[str]:
