@@ -38,9 +38,11 @@ from ..errors import StoreError
 from .vectors import ChunkRows, Neighbours, VectorIndex
 
 EXACT_LIMIT = 20_000
-"""Below this many vectors a query scans them all (exact; 18 ms at 10,000 on 2 cores); at and
-above it an HNSW index answers (3-10 ms at 100,000), built once by the write that crosses it
-(11 s at 10,000 vectors, 111 s at 100,000: a CI job's cost, never a reader's)."""
+"""Below this many vectors a query scans them all (exact: 11-21 ms at 10,000 on 2 shared
+cores, 120-200 ms at 100,000); at and above it an HNSW index answers (2-25 ms at 100,000),
+built once by the write that crosses it (5 s at 10,000 vectors, about a minute at 100,000:
+a CI job's cost, never a reader's), after which an update of 100 chunks costs 0.2-1.2 s
+instead of 5-90 ms. Measured by benchmarks/store.py (docs/benchmarks.md, issue 29)."""
 
 EF_SEARCH = 200
 """``hnsw.ef_search`` of a query: the smallest of 40, 64, 100, 200 whose recall@10 against
