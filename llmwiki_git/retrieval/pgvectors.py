@@ -106,8 +106,10 @@ def _problem(uri: str, exc: BaseException) -> str:
 def unavailable(uri: str, what: str, exc: BaseException | None = None) -> StoreError:
     """The one error for a store that cannot be used: what went wrong, the URI redacted."""
     cause = f" ({_problem(uri, exc)})" if exc is not None else ""
-    return StoreError(f"the shared vector store {redact(uri)} {what}{cause}; check LLMWIKI_VECTOR_STORE "
-                      "(or vector_store in .llmwiki/config.toml), or unset it to use the local store", UNAVAILABLE)
+    error = StoreError(f"the shared vector store {redact(uri)} {what}{cause}; check LLMWIKI_VECTOR_STORE "
+                       "(or vector_store in .llmwiki/config.toml), or unset it to use the local store", UNAVAILABLE)
+    error.hint = "docs/team.md, \"When the database cannot be used\""  # not `llmwiki index`: it would fail the same way
+    return error
 
 
 def table_name(fingerprint: str) -> str:
@@ -125,8 +127,12 @@ class Database:
     """One connection to the store (opened once per process and model, closed with it)."""
 
     def __init__(self, uri: str) -> None:
-        import psycopg  # the postgres extra (pyproject.toml)
-
+        try:
+            import psycopg  # the postgres extra (pyproject.toml)
+        except ImportError:
+            raise StoreError(f"the shared vector store {redact(uri)} needs the postgres extra (psycopg, pgvector): "
+                             "install it (`pip install '.[local,postgres]'` from a clone), or unset "
+                             "LLMWIKI_VECTOR_STORE to use the local store", UNAVAILABLE) from None
         self.uri = uri
         self.psycopg = psycopg
         try:

@@ -71,6 +71,7 @@ class Retrieval:
         # The shared vector store's URI (pgvectors.py; docs/team.md): the environment wins over
         # the config file, so that a password need never be committed.
         self.vector_store = environ.get("LLMWIKI_VECTOR_STORE") or vector_store or None
+        self._load_error: StoreError | None = None  # why the last `_load_files` found no usable store
         self._preloaded = preloaded  # the local model started early by the caller, if any
         self.root = root
         self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
@@ -218,6 +219,8 @@ class Retrieval:
         from . import indexer
 
         try:
+            if self._load_error is not None:  # why `_load_files` found none (not asked twice: a dead host is slow)
+                raise self._load_error
             store_mod.load(self.state, vector_store=self.vector_store)
         except StoreError as exc:
             if exc.code == "embedding-store-missing" and self.vector_store:
@@ -264,9 +267,11 @@ class Retrieval:
     def _load_files(self) -> Loaded | None:
         """The store, lexical index and embedder as their files are (None: no usable store)."""
         warnings: list[dict[str, str]] = []
+        self._load_error = None
         try:
             store = store_mod.load(self.state, vector_store=self.vector_store)
-        except StoreError:
+        except StoreError as exc:
+            self._load_error = exc
             return None
         embedder: Embedder | None = None
         if store.dimensions:
