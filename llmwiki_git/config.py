@@ -45,6 +45,7 @@ class Settings:
     embedding_model: str | None = None
     retrieval: str | None = None
     chat_provider: str | None = None
+    vector_store: str | None = None  # a shared vector store's URI (docs/team.md); LLMWIKI_VECTOR_STORE wins
     check_severity: tuple[tuple[str, str], ...] = ()  # (problem code, severity) from [check.severity]
 
 
@@ -78,7 +79,7 @@ def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] 
     if not isinstance(max_mb, int) or max_mb <= 0:
         raise ConfigError(f"{CONFIG_PATH}: max_page_mb must be a positive integer")
     strings = {}
-    for key in ("embedding_provider", "embedding_model", "retrieval", "chat_provider"):
+    for key in ("embedding_provider", "embedding_model", "retrieval", "chat_provider", "vector_store"):
         value = data.get(key)
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{CONFIG_PATH}: {key} must be a string, not {value!r}")

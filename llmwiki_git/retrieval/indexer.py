@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from .chunking import store_fingerprint
 from .embedders import Embedder
 from .pagetable import PageEntry, PageTable
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from .pgvectors import SharedVectors
 from .lexical import FIELD_WEIGHTS, LEXICAL_DIR, Document, LexicalIndex
 
 NO_EMBEDDINGS = "none"
@@ -160,8 +163,11 @@ def build(
     skipped: dict[str, str] | None = None,
     previous_store: store_mod.Store | None = None,
     names: str = "",
+    vector_store: str | None = None,
 ) -> IndexSummary:
-    """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``."""
+    """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``. With
+    ``vector_store`` (a shared store's URI, pgvectors.py) the vectors go there, reused from
+    there, and from the previous local store, before any chunk is embedded."""
     started = time.perf_counter()
     fingerprint = store_fingerprint(embedder.fingerprint) if embedder else NO_EMBEDDINGS
     dims = embedder.dimension if embedder else 0
@@ -172,7 +178,7 @@ def build(
         old = previous_store if previous_store is not None and previous_store.fingerprint == fingerprint else None
         if old is None:
             try:
-                old = store_mod.load(folder, expected_fingerprint=fingerprint)
+                old = store_mod.load(folder, expected_fingerprint=fingerprint, vector_store=vector_store)
             except StoreError as exc:
                 if exc.code == "embedding-store-corrupt":
                     notes.append(f"{exc.message}; rebuilt it")
@@ -183,6 +189,14 @@ def build(
                 old = None
             else:
                 index = old.vectors
+    seed: VectorIndex | None = None  # a previous store's vectors, carried into a shared store
+    shared: SharedVectors | None = None
+    if embedder is not None and vector_store:
+        from .pgvectors import open_vectors  # noqa: PLC0415 - the postgres extra, only when configured
+
+        shared = open_vectors(vector_store, fingerprint, dims, create=True)
+        shared.overwrite = full  # --full: every chunk embedded again, its stored vector replaced
+        seed, index = index, shared
     if index is None:
         index = store_mod.empty_vectors(fingerprint, dims)
     entries: list[PageEntry] = []
@@ -201,7 +215,11 @@ def build(
     embedded = reused = 0
     table = PageTable(entries)
     if embedder is not None:
-        previous = index.get(hashes_in_order)
+        previous = index.known(hashes_in_order) if not full else set()
+        if seed is not None and seed is not index and len(previous) < len(set(hashes_in_order)):
+            carried = seed.get(h for h in hashes_in_order if h not in previous)
+            index.add(carried)
+            previous.update(carried)
         missing: dict[str, str] = {}
         for text, chunk_hash in zip(all_texts, hashes_in_order):
             if chunk_hash not in previous:
@@ -221,6 +239,8 @@ def build(
                                            dict(skipped or {}), names))
     if embedder is not None:
         checkpoint.remove(folder)  # its vectors are in the store now
+    if shared is not None:
+        notes.append(shared.describe())
     return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
 
 

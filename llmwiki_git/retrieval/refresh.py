@@ -71,7 +71,7 @@ class Plan:
 def plan(pages: list[IndexedPage], vectors: VectorIndex) -> Plan:
     """The chunks of ``pages`` that ``vectors`` holds no vector for."""
     hashes = [(content_hash(text), text) for page in pages for text in page.texts]
-    known = vectors.get(h for h, _ in hashes)
+    known = vectors.known(h for h, _ in hashes)
     missing: dict[str, str] = {}
     for chunk_hash, text in hashes:
         if chunk_hash not in known:

@@ -65,8 +65,13 @@ class Retrieval:
         git: Git | None = None,
         list_pages: Callable[[], dict[str, str]] | None = None,
         preloaded: Callable[[], Embedder | None] | None = None,
+        vector_store: str | None = None,
     ) -> None:
         self.git = git
+        # The shared vector store's URI (pgvectors.py; docs/team.md): the environment wins over
+        # the config file, so that a password need never be committed.
+        self.vector_store = environ.get("LLMWIKI_VECTOR_STORE") or vector_store or None
+        self._load_error: StoreError | None = None  # why the last `_load_files` found no usable store
         self._preloaded = preloaded  # the local model started early by the caller, if any
         self.root = root
         self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
@@ -120,17 +125,18 @@ class Retrieval:
             pages, skipped = indexer.read_pages(wiki)
             notes += unusable_notes([(p.path, p.scan) for p in wiki.pages if p.path in skipped])
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped,
-                                    names=indexer.names_digest(wiki))
+                                    names=indexer.names_digest(wiki), vector_store=self.vector_store)
             known = {p.path: (p.title, p.summary) for p in pages}  # read already: not read again
             written = self._write_index_page(wiki, index_path, notes, known) if index_path and page else None
             if written and written == index_path:  # a page written after the pages were read: recorded,
                 # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
-                store_mod.add_skipped(self.state, {written: blob_id((self.root / written).read_bytes())})
+                store_mod.add_skipped(self.state, {written: blob_id((self.root / written).read_bytes())},
+                                      vector_store=self.vector_store)
         return replace(summary, notes=tuple(notes) + summary.notes), written
 
     def _store_fingerprint(self) -> str | None:
         try:
-            return store_mod.load(self.state).fingerprint
+            return store_mod.load(self.state, vector_store=self.vector_store).fingerprint
         except StoreError:
             return None
 
@@ -213,21 +219,59 @@ class Retrieval:
         from . import indexer
 
         try:
-            store_mod.load(self.state)
+            if self._load_error is not None:  # why `_load_files` found none (not asked twice: a dead host is slow)
+                raise self._load_error
+            store_mod.load(self.state, vector_store=self.vector_store)
         except StoreError as exc:
-            warnings = [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages. "
-                                                      "Run `llmwiki index` for semantic ranking"}]
+            if exc.code == "embedding-store-missing" and self.vector_store:
+                shared = self._from_shared_store()  # a fresh clone of a team's wiki
+                if isinstance(shared, Loaded):
+                    return shared
+                warnings = shared
+            else:
+                then = ("" if exc.code == "vector-store-unavailable"
+                        else " Run `llmwiki index` for semantic ranking")
+                warnings = [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages.{then}"}]
         else:  # written between the two looks: the next call loads it
             warnings = []
         memory, lexical = indexer.memory_index(indexer.read_pages(self._load_wiki())[0])
         return Loaded(memory, lexical, None, warnings)
 
+    def _from_shared_store(self) -> Loaded | list[dict[str, str]]:
+        """No local index, a shared store configured (docs/team.md): start from an empty page
+        table over the shared vectors of the active model, so that following the wiki
+        (`_follow_wiki`) finds every page added, reuses the vectors the store holds and embeds
+        only chunks it lacks (this clone's own changes). The warnings when it cannot."""
+        from .pagetable import PageTable
+        from .pgvectors import open_vectors
+
+        try:
+            embedder = self.embedder()
+        except BEST_EFFORT_ERRORS as exc:
+            return [{"code": "embedding-degraded", "message": f"{exc}; ranked lexically from the live pages"}]
+        if embedder is None:
+            return []
+        fingerprint = store_fingerprint(embedder.fingerprint)
+        try:
+            vectors = open_vectors(self.vector_store or "", fingerprint, embedder.dimension, create=False)
+        except StoreError as exc:
+            return [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages"}]
+        if vectors.table is None:
+            vectors.db.close()
+            return [{"code": "vector-store-empty",
+                     "message": f"the shared vector store {vectors.label} holds no vectors of {fingerprint!r}; "
+                                "ranked lexically until `llmwiki index` runs against it (docs/team.md)"}]
+        empty = Store(fingerprint, embedder.name, embedder.model, PageTable([]), vectors, "")
+        return self._follow_wiki(Loaded(empty, None, embedder, []))
+
     def _load_files(self) -> Loaded | None:
         """The store, lexical index and embedder as their files are (None: no usable store)."""
         warnings: list[dict[str, str]] = []
+        self._load_error = None
         try:
-            store = store_mod.load(self.state)
-        except StoreError:
+            store = store_mod.load(self.state, vector_store=self.vector_store)
+        except StoreError as exc:
+            self._load_error = exc
             return None
         embedder: Embedder | None = None
         if store.dimensions:
@@ -282,7 +326,7 @@ class Retrieval:
         if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder,
                                                                                                indexer.names_digest(wiki)):
             try:
-                fresh = store_mod.load(self.state)
+                fresh = store_mod.load(self.state, vector_store=self.vector_store)
                 lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
             except (StoreError, LexicalIndexError):
                 pass  # replaced under us: rank from memory this time
@@ -337,7 +381,8 @@ class Retrieval:
 
         try:
             with repository_lock(self.git, self.state, timeout=2.0):
-                indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store, names=names)
+                indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store, names=names,
+                              vector_store=self.vector_store)
         except (LlmwikiError, OSError):
             return False
         return True

@@ -58,6 +58,7 @@ SIDE_HEADER = struct.Struct(f"<8s{SIDE_STAMP.size}s32sI")  # magic, the json's s
 MAX_JSON_BYTES = 1 << 30
 MAX_DIMENSIONS = 65536
 _BIN_LABEL = f".llmwiki/{BIN_NAME}"
+SHARED_KIND = "postgresql"  # embeddings.json's "vectorStore" when the vectors are in a shared store
 
 
 @dataclass
@@ -156,12 +157,18 @@ def save(folder: Path, store: Store) -> None:
     token = secrets.token_bytes(16)
     rows = store.rows
     laid_out = store.vectors.for_rows(store.pages)
-    if not isinstance(laid_out, FileVectors):
-        raise TypeError(f"the file store cannot save vectors held by {type(laid_out).__name__}")
-    vectors = np.ascontiguousarray(laid_out.matrix, dtype="<f4").reshape(rows, laid_out.dimensions)
+    shared: dict[str, Any] = {}
+    if isinstance(laid_out, FileVectors):
+        vectors = np.ascontiguousarray(laid_out.matrix, dtype="<f4").reshape(rows, laid_out.dimensions)
+    else:  # a shared store (pgvectors.py): the bin holds only the overlay, what the table does not
+        overlay: dict[str, np.ndarray] = getattr(laid_out, "overlay", None) or {}
+        vectors = np.zeros((len(overlay), laid_out.dimensions), dtype="<f4")
+        for i, value in enumerate(overlay.values()):
+            vectors[i] = value
+        shared = {"vectorStore": SHARED_KIND, "overlay": list(overlay)}
 
     def write_bin(handle: Any) -> None:
-        handle.write(HEADER.pack(MAGIC, token, rows, laid_out.dimensions))
+        handle.write(HEADER.pack(MAGIC, token, vectors.shape[0], laid_out.dimensions))
         handle.write(vectors.tobytes())
 
     meta = {
@@ -177,6 +184,7 @@ def save(folder: Path, store: Store) -> None:
         "pages": [p.to_json() for p in store.pages],
         "skipped": store.skipped,
         "namesDigest": store.names,
+        **shared,
     }
     _atomic_write(folder / BIN_NAME, write_bin)
     _write_meta(folder, meta, store.pages)
@@ -199,10 +207,10 @@ def _remove(path: Path) -> None:
         pass
 
 
-def add_skipped(folder: Path, entries: dict[str, str]) -> None:
+def add_skipped(folder: Path, entries: dict[str, str], *, vector_store: str | None = None) -> None:
     """Record pages that are not evidence (a generated file written after the store was
     built) in ``embeddings.json``, leaving the vectors alone."""
-    store = load(folder)
+    store = load(folder, vector_store=vector_store)
     meta = confine.read_json(folder / JSON_NAME, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}")
     meta["skipped"] = {**(meta.get("skipped") or {}), **entries}
     _write_meta(folder, meta, store.pages)
@@ -285,8 +293,10 @@ def _read_sidecar(folder: Path) -> tuple[dict[str, Any], PageTable] | None:
         return None
 
 
-def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
+def load(folder: Path, *, expected_fingerprint: str | None = None, vector_store: str | None = None) -> Store:
     """Read the store; raise StoreError (with a warning code) when it cannot be used.
+    ``vector_store``: the shared store's URI (``LLMWIKI_VECTOR_STORE``), for a store whose
+    vectors live there (its bin then holds only the overlay, see pgvectors.py).
     The page table comes from the sidecar when it matches the json (a few milliseconds on
     10,000 pages), else from the json, validated entry by entry; the sidecar is then
     rewritten (best effort) so that the next read is fast again."""
@@ -325,20 +335,42 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
             f"{expected_fingerprint!r}; vectors of two models are never mixed",
             "embedding-model-mismatch",
         )
-    matrix: np.ndarray = np.zeros((0, dims), dtype="<f4")
-    if dims:
-        matrix = _map_vectors(bin_path, token, rows, dims)
     skipped = meta.get("skipped")
     digest = meta.get("vectorsDigest")
     names = meta.get("namesDigest")
-    vectors = FileVectors(matrix, table, meta["fingerprint"], generation=token.hex(),
-                          digest=digest if isinstance(digest, str) else "", label=_BIN_LABEL)
+    vectors: VectorIndex
+    if meta.get("vectorStore") == SHARED_KIND:
+        vectors = _shared_vectors(bin_path, meta, token, dims, vector_store)
+    else:
+        matrix: np.ndarray = np.zeros((0, dims), dtype="<f4")
+        if dims:
+            matrix = _map_vectors(bin_path, token, rows, dims)
+        vectors = FileVectors(matrix, table, meta["fingerprint"], generation=token.hex(),
+                              digest=digest if isinstance(digest, str) else "", label=_BIN_LABEL)
     store = Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), table, vectors,
                   meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
                   names=names if isinstance(names, str) else "")
     if json_info is not None:
         _repair_sidecar(folder, json_info, meta, table)
     return store
+
+
+def _shared_vectors(bin_path: Path, meta: dict[str, Any], token: bytes, dims: int,
+                    vector_store: str | None) -> VectorIndex:
+    """The vectors of a store indexed into a shared store: its table, and the overlay kept in
+    the bin (chunks embedded here that the table does not hold)."""
+    overlay_hashes = meta.get("overlay")
+    if not isinstance(overlay_hashes, list) or not all(isinstance(h, str) for h in overlay_hashes):
+        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (overlay)", "embedding-store-corrupt")
+    if not vector_store:
+        raise StoreError("the index's vectors are in a shared vector store and LLMWIKI_VECTOR_STORE is not set "
+                         "(docs/team.md)", "vector-store-unavailable")
+    matrix = _map_vectors(bin_path, token, len(overlay_hashes), dims) if dims else np.zeros((0, 0), dtype="<f4")
+    from .pgvectors import open_vectors  # noqa: PLC0415 - the postgres extra, only when configured
+
+    vectors = open_vectors(vector_store, meta["fingerprint"], dims, create=False)
+    vectors.overlay.update({h: np.asarray(matrix[i], dtype=np.float32) for i, h in enumerate(overlay_hashes)})
+    return vectors
 
 
 def _parse_json(raw: bytes) -> tuple[Any, PageTable, str | None]:

@@ -8,9 +8,9 @@ page table (which pages, which chunks, their links) and the lexical index stay i
 fusion, over the dense candidates `VectorIndex.nearest` returns.
 
 Implementations: the file store (``retrieval/filevectors.py``, ``.llmwiki/embeddings.bin``,
-memory-mapped, exact). A database store (PostgreSQL + pgvector) fits the same protocol:
-``add`` in batches, ``nearest`` with ``k`` (exact below a measured size, an approximate
-index above), ``generation`` a counter it keeps. ``store.empty_vectors`` and ``store.load``
+memory-mapped, exact) and the shared store (``retrieval/pgvectors.py``, PostgreSQL +
+pgvector): ``add`` in one transaction, ``nearest`` with ``k`` (exact below a measured size,
+HNSW above), ``generation`` a counter it keeps. ``store.empty_vectors`` and ``store.load``
 choose the implementation; nothing above them names one.
 """
 
@@ -84,6 +84,11 @@ class VectorIndex(Protocol):
 
     def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The vectors of those of ``hashes`` the index holds (reused instead of embedded)."""
+        ...
+
+    def known(self, hashes: Iterable[str]) -> set[str]:
+        """Those of ``hashes`` the index holds a vector for (`get` without the vectors: a
+        database store answers it without sending them)."""
         ...
 
     def add(self, vectors: Mapping[str, np.ndarray]) -> None:

@@ -18,27 +18,36 @@ def demo(repo: Repo) -> Repo:
     return repo
 
 
-def index(repo: Repo, *args: str) -> dict:
-    proc = repo.llmwiki("index", "--json", *args, env=LOCAL)
+@pytest.fixture(params=["file", "postgresql"])
+def stores(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The same tests on both vector stores: the file store, and the shared PostgreSQL store
+    (a database of the session's embedded server, tests/conftest.py)."""
+    if request.param == "file":
+        return dict(LOCAL)
+    return {**LOCAL, "LLMWIKI_VECTOR_STORE": request.getfixturevalue("pg_uri")}
+
+
+def index(repo: Repo, *args: str, env: dict[str, str] = LOCAL) -> dict:
+    proc = repo.llmwiki("index", "--json", *args, env=env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
-def test_unchanged_chunks_are_never_reembedded(demo: Repo) -> None:
-    first = index(demo)
+def test_unchanged_chunks_are_never_reembedded(demo: Repo, stores: dict[str, str]) -> None:
+    first = index(demo, env=stores)
     assert first["backend"] == "onnx-minilm" and first["embedded"] == first["chunks"] > 0
-    again = index(demo)
+    again = index(demo, env=stores)
     assert (again["embedded"], again["reused"]) == (0, first["chunks"])
     demo.write("wiki/concepts/trees.md", (demo.root / "wiki/concepts/trees.md").read_text() + "\nOne more paragraph about trees.\n")
-    edited = index(demo)
+    edited = index(demo, env=stores)
     assert edited["embedded"] == 1 and edited["reused"] == first["chunks"] - 1
-    full = index(demo, "--full")
+    full = index(demo, "--full", env=stores)
     assert full["embedded"] == full["chunks"]
 
 
-def test_semantic_context_finds_a_paraphrase(demo: Repo) -> None:
-    index(demo)
-    proc = demo.llmwiki("context", "two programs moving the same branch at once: who wins?", "--json", env=LOCAL)
+def test_semantic_context_finds_a_paraphrase(demo: Repo, stores: dict[str, str]) -> None:
+    index(demo, env=stores)
+    proc = demo.llmwiki("context", "two programs moving the same branch at once: who wins?", "--json", env=stores)
     assert proc.returncode == 0, proc.stderr
     pack = json.loads(proc.stdout)
     ids = [p["id"] for p in pack["primary"]]

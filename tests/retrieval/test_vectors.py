@@ -57,6 +57,9 @@ class DictVectors:
     def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         return {h: self.held[h] for h in hashes if h in self.held}
 
+    def known(self, hashes: Iterable[str]) -> set[str]:
+        return {h for h in hashes if h in self.held}
+
     def add(self, vectors: Mapping[str, np.ndarray]) -> None:
         self.held.update(vectors)
 

