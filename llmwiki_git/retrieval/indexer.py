@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from .chunking import store_fingerprint
 from .embedders import Embedder
 from .pagetable import PageEntry, PageTable
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from .indexref import Publication
 from .lexical import FIELD_WEIGHTS, LEXICAL_DIR, Document, LexicalIndex
 
 NO_EMBEDDINGS = "none"
@@ -56,6 +59,13 @@ class IndexSummary:
     seconds: float
     backend: str
     notes: tuple[str, ...] = ()
+    fetched: int = 0  # chunks whose vector came from refs/llmwiki/index (retrieval/indexref.py)
+    publication: Publication | None = None  # what `llmwiki index --publish` wrote
+
+
+# Vectors from elsewhere, asked for the chunks the store has none of before they are embedded:
+# chunk hash -> float32 unit vector of the store's model (``indexref.Published.get``).
+Seed = Callable[[list[str]], Mapping[str, np.ndarray]]
 
 
 def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPage], dict[str, str]]:
@@ -160,8 +170,10 @@ def build(
     skipped: dict[str, str] | None = None,
     previous_store: store_mod.Store | None = None,
     names: str = "",
+    seed: Seed | None = None,
 ) -> IndexSummary:
-    """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``."""
+    """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``. ``seed``:
+    where vectors the store lacks are looked up before they are embedded."""
     started = time.perf_counter()
     fingerprint = store_fingerprint(embedder.fingerprint) if embedder else NO_EMBEDDINGS
     dims = embedder.dimension if embedder else 0
@@ -198,7 +210,7 @@ def build(
         all_texts.extend(page.embedded)
         documents.extend(page.lexical)
         hashes_in_order.extend(hashes)
-    embedded = reused = 0
+    embedded = reused = fetched = 0
     table = PageTable(entries)
     if embedder is not None:
         previous = index.get(hashes_in_order)
@@ -206,13 +218,19 @@ def build(
         for text, chunk_hash in zip(all_texts, hashes_in_order):
             if chunk_hash not in previous:
                 missing.setdefault(chunk_hash, text)
+        if seed is not None and missing:
+            seeded = dict(seed(list(missing)))
+            index.add(seeded)
+            for chunk_hash in seeded:
+                del missing[chunk_hash]
+            fetched = sum(1 for h in hashes_in_order if h in seeded)
         # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
         fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
         index.add(fresh)
         if old is not None:  # chunks no page has any more (the file store writes only the table's rows anyway)
             index.remove(set(old.pages.row_hashes()).difference(hashes_in_order))
         embedded = len(missing) - len(kept)
-        reused = row - sum(1 for h in hashes_in_order if h in missing and h not in kept)
+        reused = row - fetched - sum(1 for h in hashes_in_order if h in missing and h not in kept)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
@@ -221,7 +239,8 @@ def build(
                                            dict(skipped or {}), names))
     if embedder is not None:
         checkpoint.remove(folder)  # its vectors are in the store now
-    return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
+    return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes),
+                        fetched)
 
 
 def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,

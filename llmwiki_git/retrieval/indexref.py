@@ -1,0 +1,329 @@
+"""An index that travels with git: the store's vectors as a commit on ``refs/llmwiki/index``.
+
+``publish`` writes every vector of the local store (keyed by chunk hash) with the model
+fingerprint, the width and a digest, as one commit built with plumbing (no work tree, no
+index file, no branch touched) whose parent is the previous index commit; the ref moves by
+compare-and-swap, under the repository lock the caller holds. An unchanged store publishes
+nothing. ``fetch`` brings a remote's ref into ``refs/llmwiki/remotes/<remote>/index`` and
+moves ``refs/llmwiki/index`` to it when that is a fast-forward. ``read`` validates a ref
+before any vector of it is used: the indexer (and a fresh clone's first `context`) then take
+the vector of every chunk the ref holds instead of embedding it.
+
+The commit's tree holds exactly three files (docs/index.md, "An index that travels with git"):
+
+* ``index.json``: ``{"format": "llmwiki-index", "version": 1, "fingerprint", "backend",
+  "model", "dimensions", "chunks", "dtype": "float16", "digest", "source"}``; ``digest`` is
+  the sha256 of ``hashes`` followed by ``vectors``; ``source`` the commit HEAD was at.
+* ``hashes``: the chunk hashes (16 lowercase hex digits and a line feed each), sorted, unique.
+* ``vectors``: one float16 little-endian row of ``dimensions`` values per hash, in that order.
+
+A digest stored beside the payload catches a damaged or mismatched ref, not a deliberate
+forger, who can write a matching digest: vectors decide ranking only (what `context` quotes
+is always read from the live pages), and every vector must be finite and of unit length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from collections.abc import Iterable
+
+import numpy as np
+
+from .. import confine
+from ..errors import GitError, IndexRefError
+from ..gitstore import datarefs
+from ..gitstore.git import Git
+from .store import MAX_DIMENSIONS, Store
+
+REF = "refs/llmwiki/index"
+FORMAT = "llmwiki-index"
+VERSION = 1
+DTYPE = "float16"
+FILES = ("hashes", "index.json", "vectors")
+MAX_META_BYTES = 64 * 1024
+MAX_VECTOR_BYTES = 2 << 30  # 2 GiB: some 2.8 million 384-d chunks
+HASH_LINE = 17  # 16 hex digits and a line feed
+NORM_SLACK = 0.01  # float16 keeps a unit vector's length within ~1e-3
+_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def tracking_ref(remote: str) -> str:
+    """Where ``fetch`` puts ``remote``'s index (a ref only fetch writes)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", remote).strip(".-") or "remote"
+    return f"refs/llmwiki/remotes/{safe}/index"
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What a publish writes: the three files and the digest inside ``index.json``."""
+
+    files: dict[str, bytes]
+    digest: str
+    chunks: int
+
+    @property
+    def size(self) -> int:
+        return sum(len(data) for data in self.files.values())
+
+
+def payload_digest(hashes: bytes, vectors: bytes) -> str:
+    digest = hashlib.sha256(hashes)
+    digest.update(vectors)
+    return digest.hexdigest()
+
+
+def payload(store: Store, source: str | None) -> Payload:
+    """The published form of ``store``'s vectors: each distinct chunk once, sorted by hash,
+    as float16. Refused for a lexical-only store or vectors that cannot be trusted."""
+    dims = store.dimensions
+    if not dims:
+        raise IndexRefError("the local index is lexical-only (built with --fast): there are no vectors to publish",
+                            hint="run `llmwiki index --full` to embed the wiki, then publish")
+    problem = store.vectors.problem()
+    if problem is not None:
+        raise IndexRefError(f"the local vectors cannot be trusted ({problem}); nothing was published",
+                            hint="run `llmwiki index --full` to rebuild them, then publish")
+    wanted = sorted(set(store.pages.row_hashes()))
+    found = store.vectors.get(wanted)
+    hashes = [h for h in wanted if h in found and _HASH.fullmatch(h)]
+    matrix = (np.stack([found[h] for h in hashes]).astype(np.float32) if hashes
+              else np.zeros((0, dims), dtype=np.float32))
+    norms = np.linalg.norm(matrix, axis=1) if len(hashes) else np.zeros(0)
+    keep = np.flatnonzero(np.abs(norms - 1.0) <= NORM_SLACK)  # a zero row is no vector
+    hashes = [hashes[i] for i in keep.tolist()]
+    hash_bytes = "".join(f"{h}\n" for h in hashes).encode("ascii")
+    vector_bytes = np.ascontiguousarray(matrix[keep], dtype="<f2").tobytes()
+    digest = payload_digest(hash_bytes, vector_bytes)
+    meta = {"format": FORMAT, "version": VERSION, "fingerprint": store.fingerprint, "backend": store.backend,
+            "model": store.model, "dimensions": dims, "chunks": len(hashes), "dtype": DTYPE, "digest": digest,
+            "source": source or ""}
+    return Payload({"index.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
+                    "hashes": hash_bytes, "vectors": vector_bytes}, digest, len(hashes))
+
+
+@dataclass(frozen=True)
+class Published:
+    """A validated ``refs/llmwiki/index`` commit: its vectors by chunk hash."""
+
+    commit: str
+    fingerprint: str
+    backend: str
+    model: str
+    dimensions: int
+    digest: str
+    hashes: np.ndarray  # dtype S16, sorted
+    matrix: np.ndarray  # chunks x dimensions, float16
+
+    def __len__(self) -> int:
+        return int(self.hashes.shape[0])
+
+    def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """The float32 unit vectors of those of ``hashes`` the ref holds."""
+        wanted = [h for h in dict.fromkeys(hashes) if len(h) == 16 and h.isascii()]
+        if not wanted or not len(self):
+            return {}
+        keys = np.array([h.encode("ascii") for h in wanted], dtype="S16")
+        at = np.searchsorted(self.hashes, keys)
+        at_clipped = np.minimum(at, len(self) - 1)
+        hit = self.hashes[at_clipped] == keys
+        rows = self.matrix[at_clipped[hit]].astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        chosen = [h for h, ok in zip(wanted, hit.tolist()) if ok]
+        return dict(zip(chosen, rows))
+
+
+def _refuse(commit: str, why: str) -> IndexRefError:
+    return IndexRefError(f"{REF} ({commit[:12]}) is refused: {why}; nothing was taken from it",
+                         hint="publish it again from a trusted clone (`llmwiki index --publish`), or delete it "
+                              f"(`git update-ref -d {REF}`)")
+
+
+def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions: int | None = None) -> Published | None:
+    """The vectors ``ref`` holds, every check passed (None: no such ref). IndexRefError, before
+    reading any vector, for anything else than a commit of the three files, sizes outside the
+    bounds, another model (``fingerprint``, ``dimensions``); after reading, for a digest that
+    does not match, hashes that are not sorted chunk hashes, or vectors that are not finite
+    unit vectors."""
+    oid = git.object_id(ref)
+    if oid is None:
+        return None
+    kind = git.object_type(oid)
+    if kind != "commit":
+        raise _refuse(oid, f"it points to a {kind or 'missing object'}, not a commit")
+    try:
+        tree, _parents = datarefs.read_commit_tree(git, oid)
+        entries = {e.name: e for e in datarefs.tree_entries(git, tree)}
+    except GitError as exc:
+        raise _refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
+    if sorted(entries) != sorted(FILES) or any(e.mode != "100644" or e.kind != "blob" for e in entries.values()):
+        unexpected = sorted(set(entries) - set(FILES)) or sorted(set(FILES) - set(entries)) or sorted(entries)
+        raise _refuse(oid, f"its tree must hold exactly {', '.join(FILES)} as plain files "
+                           f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)")
+    meta_entry = entries["index.json"]
+    if not 0 < meta_entry.size <= MAX_META_BYTES:
+        raise _refuse(oid, f"index.json is {meta_entry.size} bytes (at most {MAX_META_BYTES})")
+    meta = _meta(oid, git.read_blob(meta_entry.oid))
+    if fingerprint is not None and meta.fingerprint != fingerprint:
+        raise IndexRefError(f"{REF} was published with {meta.fingerprint[:200]!r}, but the active model is "
+                            f"{fingerprint!r}; vectors of two models are never mixed, nothing was taken from it",
+                            hint="use the model it was published with, or publish again with this one")
+    dims, chunks = meta.dimensions, meta.chunks
+    if dimensions is not None and dimensions and dims != dimensions:
+        raise _refuse(oid, f"its vectors have {dims} dimensions, the active model's {dimensions}")
+    want_vectors = chunks * dims * 2
+    if want_vectors > MAX_VECTOR_BYTES:
+        raise _refuse(oid, f"{chunks} vectors of {dims} dimensions are more than {MAX_VECTOR_BYTES >> 20} MiB")
+    if entries["hashes"].size != chunks * HASH_LINE or entries["vectors"].size != want_vectors:
+        raise _refuse(oid, f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
+                           f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)")
+    blobs = git.read_blobs([entries["hashes"].oid, entries["vectors"].oid])
+    hash_bytes, vector_bytes = blobs.get(entries["hashes"].oid, b""), blobs.get(entries["vectors"].oid, b"")
+    if len(hash_bytes) != chunks * HASH_LINE or len(vector_bytes) != want_vectors:
+        raise _refuse(oid, "its files could not be read whole")
+    if payload_digest(hash_bytes, vector_bytes) != meta.digest:
+        raise _refuse(oid, "its files do not match the digest in index.json (damaged, or written by hand)")
+    hashes = _hashes(oid, hash_bytes, chunks)
+    matrix = np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims)
+    _check_vectors(oid, matrix)
+    return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, matrix)
+
+
+@dataclass(frozen=True)
+class _Meta:
+    fingerprint: str
+    backend: str
+    model: str
+    dimensions: int
+    chunks: int
+    digest: str
+
+
+def _meta(oid: str, raw: bytes) -> _Meta:
+    try:
+        meta = confine.load_json(raw, name="index.json")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _refuse(oid, f"index.json is not JSON ({str(exc)[:120]})") from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise _refuse(oid, "index.json is not an llmwiki index")
+    if meta.get("version") != VERSION:
+        raise _refuse(oid, f"index.json has format version {meta.get('version')!r}; this llmwiki reads {VERSION}")
+
+    def count(name: str, low: int, high: int) -> None:
+        value = meta.get(name)
+        if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
+            raise _refuse(oid, f"index.json's {name} is {str(value)[:40]!r}, not a whole number from {low} to {high}")
+
+    count("dimensions", 1, MAX_DIMENSIONS)
+    count("chunks", 0, MAX_VECTOR_BYTES // 2)
+    if not isinstance(meta.get("fingerprint"), str) or not meta["fingerprint"]:
+        raise _refuse(oid, "index.json names no model fingerprint")
+    if meta.get("dtype") != DTYPE:
+        raise _refuse(oid, f"index.json's dtype is {str(meta.get('dtype'))[:40]!r}, not {DTYPE!r}")
+    if not (isinstance(meta.get("digest"), str) and re.fullmatch(r"[0-9a-f]{64}", meta["digest"])):
+        raise _refuse(oid, "index.json's digest is not a sha256")
+    return _Meta(meta["fingerprint"], str(meta.get("backend") or "")[:200], str(meta.get("model") or "")[:200],
+                 meta["dimensions"], meta["chunks"], meta["digest"])
+
+
+def _hashes(oid: str, data: bytes, chunks: int) -> np.ndarray:
+    """The hash list as an S16 array, checked: 16 lowercase hex digits a line, strictly
+    increasing (so sorted and unique)."""
+    if not chunks:
+        return np.zeros(0, dtype="S16")
+    grid = np.frombuffer(data, dtype=np.uint8).reshape(chunks, HASH_LINE)
+    digits = grid[:, :16]
+    hexdigit = ((digits >= ord("0")) & (digits <= ord("9"))) | ((digits >= ord("a")) & (digits <= ord("f")))
+    if not bool((grid[:, 16] == ord("\n")).all()) or not bool(hexdigit.all()):
+        bad = int(np.flatnonzero(~hexdigit.all(axis=1) | (grid[:, 16] != ord("\n")))[0])
+        raise _refuse(oid, f"line {bad + 1} of hashes is not a chunk hash")
+    hashes = np.ascontiguousarray(digits).view("S16").reshape(chunks)
+    if chunks > 1 and not bool((hashes[1:] > hashes[:-1]).all()):
+        raise _refuse(oid, "hashes are not sorted and unique")
+    return hashes
+
+
+def _check_vectors(oid: str, matrix: np.ndarray) -> None:
+    if not matrix.shape[0]:
+        return
+    wide = matrix.astype(np.float32)
+    if not bool(np.isfinite(wide).all()):
+        raise _refuse(oid, "its vectors hold NaN or infinite values")
+    norms = np.linalg.norm(wide, axis=1)
+    bad = np.flatnonzero(np.abs(norms - 1.0) > NORM_SLACK)
+    if len(bad):
+        raise _refuse(oid, f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
+                           f"length {float(norms[bad[0]]):.3f})")
+
+
+@dataclass(frozen=True)
+class Publication:
+    commit: str
+    changed: bool  # False: the store was already published as it is
+    chunks: int
+    bytes: int
+
+
+def publish(git: Git, store: Store) -> Publication:
+    """Write ``store``'s vectors as a commit on `REF` (parent: the commit it is at), moving
+    it by compare-and-swap; nothing new when the ref already holds exactly these vectors
+    of this model. The caller holds the repository lock."""
+    data = payload(store, git.rev_parse("HEAD"))
+    old = git.object_id(REF)
+    if old is not None and git.object_type(old) == "commit":
+        same = _published_digest(git, old)
+        if same == (store.fingerprint, data.digest):
+            return Publication(old, False, data.chunks, data.size)
+    elif old is not None:
+        raise _refuse(old, "it does not point to a commit, so it cannot be the parent of a new one")
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    message = (f"llmwiki index: {data.chunks} chunk vectors of {store.model or store.fingerprint}\n\n"
+               f"Published {now} from {git.rev_parse('HEAD') or 'an unborn branch'}.\n")
+    commit = datarefs.commit_files(git, data.files, old, message)
+    git.update_ref(REF, commit, old or "", message=f"llmwiki index --publish: {data.chunks} chunks")
+    return Publication(commit, True, data.chunks, data.size)
+
+
+def _published_digest(git: Git, commit: str) -> tuple[str, str] | None:
+    """(fingerprint, digest) that ``commit``'s index.json states (None: unreadable)."""
+    size = git.object_size(f"{commit}:index.json")
+    raw = git.read_blob_at(commit, "index.json") if size is not None and size <= MAX_META_BYTES else None
+    if raw is None:
+        return None
+    try:
+        meta = confine.load_json(raw, name="index.json")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    return meta.get("fingerprint"), meta.get("digest")  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Fetched:
+    commit: str
+    moved: bool  # refs/llmwiki/index now names it
+    kept_local: str | None  # the local commit kept because it is not an ancestor of the fetched one
+
+
+def fetch(git: Git, remote: str, *, fingerprint: str | None, dimensions: int | None) -> Fetched:
+    """Fetch ``remote``'s `REF` into `tracking_ref`, validate it (`read`), then move the local
+    `REF` to it by compare-and-swap when that is a fast-forward (or there is none yet); a
+    local commit the fetched one does not contain (published here, not pushed) is kept."""
+    tracking = tracking_ref(remote)
+    commit = datarefs.fetch_ref(git, remote, REF, tracking)
+    if commit is None:
+        raise IndexRefError(f"{remote} has no {REF}: nothing was fetched",
+                            hint=f"publish it from a clone with an index: `llmwiki index --publish` then "
+                                 f"`git push {remote} {REF}`")
+    read(git, tracking, fingerprint=fingerprint, dimensions=dimensions)
+    old = git.object_id(REF)
+    if old == commit:
+        return Fetched(commit, True, None)
+    if old is not None and not (git.object_type(old) == "commit" and datarefs.is_ancestor(git, old, commit)):
+        return Fetched(commit, False, old)
+    git.update_ref(REF, commit, old or "", message=f"llmwiki index --fetch {remote}")
+    return Fetched(commit, True, None)
