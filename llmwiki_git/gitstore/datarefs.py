@@ -82,7 +82,8 @@ def is_ancestor(git: Git, older: str, newer: str) -> bool:
 def fetch_ref(git: Git, remote: str, source: str, dest: str) -> str | None:
     """Fetch ``source`` of ``remote`` into the local ref ``dest`` (forced: ``dest`` is a ref
     only this fetch writes, like a remote-tracking branch); no tags, no FETCH_HEAD. The
-    commit ``dest`` names now, or None when the remote has no ``source``."""
+    object ``dest`` names now (whatever its type: the caller checks), or None when the
+    remote has no ``source``."""
     if not remote or remote.startswith("-"):
         raise GitError(["git", "fetch", remote], 128, f"{remote!r} is not a remote name or URL")
     status, _ = git.call("ls-remote", "--exit-code", "--end-of-options", remote, source, check=False)
@@ -91,4 +92,4 @@ def fetch_ref(git: Git, remote: str, source: str, dest: str) -> str | None:
     if status != 0:
         git.run("ls-remote", "--end-of-options", remote, source)  # raises with git's own message
     git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options", remote, f"+{source}:{dest}")
-    return git.rev_parse(dest)
+    return git.object_id(dest)

@@ -304,7 +304,7 @@ def _published_digest(git: Git, commit: str) -> tuple[str, str] | None:
 
 @dataclass(frozen=True)
 class Fetched:
-    commit: str
+    published: Published  # what was fetched, checked
     moved: bool  # refs/llmwiki/index now names it
     kept_local: str | None  # the local commit kept because it is not an ancestor of the fetched one
 
@@ -319,11 +319,12 @@ def fetch(git: Git, remote: str, *, fingerprint: str | None, dimensions: int | N
         raise IndexRefError(f"{remote} has no {REF}: nothing was fetched",
                             hint=f"publish it from a clone with an index: `llmwiki index --publish` then "
                                  f"`git push {remote} {REF}`")
-    read(git, tracking, fingerprint=fingerprint, dimensions=dimensions)
+    published = read(git, tracking, fingerprint=fingerprint, dimensions=dimensions)
+    assert published is not None  # just fetched
     old = git.object_id(REF)
     if old == commit:
-        return Fetched(commit, True, None)
+        return Fetched(published, True, None)
     if old is not None and not (git.object_type(old) == "commit" and datarefs.is_ancestor(git, old, commit)):
-        return Fetched(commit, False, old)
+        return Fetched(published, False, old)
     git.update_ref(REF, commit, old or "", message=f"llmwiki index --fetch {remote}")
-    return Fetched(commit, True, None)
+    return Fetched(published, True, None)

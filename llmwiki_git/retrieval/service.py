@@ -123,14 +123,18 @@ class Retrieval:
             raise UsageError("--publish and --fetch keep the index on a git ref: run them inside a git repository")
         # Under the project lock: two writers must not interleave the store's files.
         with repository_lock(self.git, self.state):
+            if full and fetch:
+                from ..errors import UsageError
+
+                raise UsageError("--full embeds every chunk again, --fetch takes them from the ref: use one of them")
             seed, ref_notes = self._published_seed(embedder, fetch) if not full else (None, [])
-            notes += ref_notes
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
             pages, skipped = indexer.read_pages(wiki)
             notes += unusable_notes([(p.path, p.scan) for p in wiki.pages if p.path in skipped])
             summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped,
                                     names=indexer.names_digest(wiki), seed=seed)
+            notes += ref_notes  # the ref's notes: written when the indexer asked it
             known = {p.path: (p.title, p.summary) for p in pages}  # read already: not read again
             written = self._write_index_page(wiki, index_path, notes, known) if index_path and page else None
             if written and written == index_path:  # a page written after the pages were read: recorded,
@@ -141,42 +145,41 @@ class Retrieval:
 
     def _published_seed(self, embedder: Embedder | None, remote: str | None) -> tuple[indexer.Seed | None, list[str]]:
         """The vectors of ``refs/llmwiki/index`` (fetched from ``remote`` first, when given) for
-        the indexer to take instead of embedding, and notes on a ref that could not be used.
-        With ``remote``, a refused ref is an error; without, a note (the index is built as
-        if there were no ref)."""
-        from ..errors import IndexRefError
+        the indexer to take instead of embedding, and notes on a ref that could not be used
+        (filled in when the indexer first asks: a store that lacks no vector never reads the
+        ref). With ``remote``, a refused ref is an error; without, a note (the index is built
+        as if there were no ref)."""
+        from ..errors import IndexRefError, UsageError
         from . import indexref
 
         if self.git is None or embedder is None:
             if remote is not None:
-                from ..errors import UsageError
-
                 raise UsageError("--fetch takes vectors for the embedding model, but this index is lexical-only",
                                  hint="drop --fast (and LLMWIKI_EMBEDDING_PROVIDER=none) to use the fetched vectors")
             return None, []
+        git = self.git
         fingerprint = store_fingerprint(embedder.fingerprint)
         notes: list[str] = []
-        sources = []
+        found: list[indexref.Published] = []
         if remote is not None:  # refusals raise: the user asked for this ref
-            fetched = indexref.fetch(self.git, remote, fingerprint=fingerprint, dimensions=embedder.dimension)
-            sources.append(indexref.tracking_ref(remote))
+            fetched = indexref.fetch(git, remote, fingerprint=fingerprint, dimensions=embedder.dimension)
+            found.append(fetched.published)
             if fetched.kept_local:
                 notes.append(f"{indexref.REF} stays at your own {fetched.kept_local[:12]} (published here, not in "
-                             f"{remote}'s); its vectors and {remote}'s are both used")
-        sources.append(indexref.REF)
-        found: list[indexref.Published] = []
-        for ref in dict.fromkeys(sources):
-            try:
-                published = indexref.read(self.git, ref, fingerprint=fingerprint, dimensions=embedder.dimension)
-            except IndexRefError as exc:
-                notes.append(f"{exc.message}; the index was built without it")
-                continue
-            if published is not None:
-                found.append(published)
-        if not found:
-            return None, notes
+                             f"{remote}'s); the vectors of both are used")
+            elif fetched.moved:
+                return fetched.published.get, notes
+        pending = [indexref.REF]
 
         def seed(hashes: list[str]) -> dict[str, np.ndarray]:
+            while pending:
+                try:
+                    local = indexref.read(git, pending.pop(), fingerprint=fingerprint, dimensions=embedder.dimension)
+                except IndexRefError as exc:
+                    notes.append(f"{exc.message}; the index was built without it")
+                    continue
+                if local is not None:
+                    found.append(local)
             out: dict[str, np.ndarray] = {}
             for published in found:
                 out.update(published.get([h for h in hashes if h not in out]))

@@ -139,8 +139,9 @@ def test_a_ref_of_another_model_is_refused_and_nothing_is_lost(origin, tmp_path:
     assert "was published with" in proc.stderr and "never mixed" in proc.stderr, proc.stderr
     assert (fresh.root / ".llmwiki" / "embeddings.json").read_bytes() == store
     assert fresh.git("rev-parse", "--verify", "--quiet", REF, check=False) == ""  # the local ref not moved
-    # A plain `index` with the ref in place: a note, and the index is built without it.
+    # A plain `index` with the ref in place, and chunks to find: a note, the index built without it.
     fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
+    (fresh.root / ".llmwiki" / "embeddings.json").unlink()
     proc = fresh.llmwiki("index", "--json", env=other)
     assert proc.returncode == 0 and any("was published with" in n for n in json.loads(proc.stdout)["notes"])
 
@@ -250,3 +251,41 @@ def test_a_ref_to_a_blob_or_a_tree_is_refused(git: Git, repo: Repo) -> None:
     git.update_ref(REF, tree, blob)
     with pytest.raises(IndexRefError, match="points to a tree"):
         indexref.read(git)
+
+
+def test_nothing_to_fetch_or_publish_is_said_plainly(origin, tmp_path: Path) -> None:
+    publisher, bare, _prefix, env, _requests = origin
+    fresh = clone(bare, tmp_path / "fresh")
+    proc = fresh.llmwiki("index", "--fetch", env=env)
+    assert proc.returncode == 1 and "origin has no refs/llmwiki/index" in proc.stderr, proc.stderr
+    assert "llmwiki index --publish" in proc.stderr
+    proc = publisher.llmwiki("index", "--fast", "--publish", env=env)
+    assert proc.returncode == 1 and "lexical-only" in proc.stderr, proc.stderr
+    assert publisher.git("rev-parse", "--verify", "--quiet", REF, check=False) == ""
+
+
+def test_a_local_unpushed_index_is_kept_and_both_are_used(origin, tmp_path: Path) -> None:
+    """The clone published its own page's vector (not pushed); the remote's index moved on
+    meanwhile. --fetch keeps the clone's ref where it is and takes vectors from both."""
+    publisher, bare, prefix, env, requests = origin
+    assert publisher.llmwiki("index", "--publish", env=env).returncode == 0
+    publisher.git("push", "-q", "origin", REF)
+    fresh = clone(bare, tmp_path / "fresh")
+    assert fresh.llmwiki("index", "--fetch", env=env).returncode == 0
+    fresh.write(f"{prefix}quince.md", page("Quince", "Quinces ripen late in the autumn."))
+    assert fresh.llmwiki("index", "--publish", env=env).returncode == 0
+    own = fresh.git("rev-parse", REF).strip()
+    publisher.write(f"{prefix}medlar.md", page("Medlar", "A medlar is bletted until soft."))
+    publisher.commit("medlar")
+    assert publisher.llmwiki("index", "--publish", env=env).returncode == 0
+    publisher.git("push", "-q", "origin", "main", REF)
+    fresh.git("pull", "-q", "--no-rebase", "origin", "main")
+    for name in ("embeddings.json", "embeddings.bin", "embeddings.pages"):
+        (fresh.root / ".llmwiki" / name).unlink()
+    seen = len(requests)
+    proc = fresh.llmwiki("index", "--fetch", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    done = json.loads(proc.stdout)
+    assert embedded(requests, seen) == [] and done["fetched"] == done["chunks"]
+    assert any("stays at your own" in note for note in done["notes"]), done["notes"]
+    assert fresh.git("rev-parse", REF).strip() == own
