@@ -4,8 +4,8 @@ a fresh clone's first `context`, with sizes, at 10,000 pages.
 
     python benchmarks/indexref.py [--work DIR] [--pages 10000] [--repeat 3]
 
-1. A wiki of ``--pages`` pages (``/work/shared/tools/mkbigwiki.py``, ~51,500 chunks at
-   10,000) in ``--work/publisher``. Its store is built by the real indexer with **synthetic
+1. A wiki of ``--pages`` pages (``benchmarks/check.py``'s generator, deterministic: 51,525
+   chunks at 10,000 pages, the wiki of the other 10,000-page rows) in ``--work/publisher``. Its store is built by the real indexer with **synthetic
    vectors**: a stand-in embedder with the local model's fingerprint and width (384) that
    makes a unit vector from each chunk's hash, because the local model embeds ~20 chunks/s
    here (~40 minutes for 51,500 chunks). Everything after that is the real CLI in fresh
@@ -41,7 +41,6 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-MKBIGWIKI = Path("/work/shared/tools/mkbigwiki.py")
 QUESTIONS = ("how do I link notes together", "daily journal template", "publishing a site from markdown")
 FIRST_CONTEXT_TARGET = 1.0  # seconds, issue 29
 
@@ -91,8 +90,16 @@ class SyntheticEmbedder:
 
 def build_publisher(work: Path, pages: int) -> Path:
     folder = work / "publisher"
-    if not (folder / ".done").exists():
-        subprocess.run([sys.executable, str(MKBIGWIKI), str(folder), str(pages)], check=True, capture_output=True)
+    if not (folder / ".git").is_dir():
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_llmwiki_bench_check", HERE / "check.py")
+        assert spec is not None and spec.loader is not None
+        check = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = check  # its dataclasses need the module registered
+        spec.loader.exec_module(check)
+        folder.mkdir(parents=True)
+        check.build_wiki(folder, pages)  # a committed git repository
     if not (folder / ".llmwiki" / "embeddings.json").exists():
         from llmwiki_git.retrieval import indexer
         from llmwiki_git.workspace import Workspace
@@ -161,7 +168,7 @@ def main() -> None:
 
     bare = work / "origin.git"
     shutil.rmtree(bare, ignore_errors=True)
-    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     t_push, _ = run(["git", "push", "-q", str(bare), "main", indexref.REF], publisher)
     rows.append(("git push of main and the ref to a local bare repository", f"{fmt(t_push)} s"))
 
@@ -174,7 +181,8 @@ def main() -> None:
         fetch_t.append(took)
         took, out = llmwiki(clone, "context", QUESTIONS[i % len(QUESTIONS)], "--json")
         pack = json.loads(out)
-        assert not pack["warnings"], pack["warnings"]
+        assert not pack["warnings"] and pack["primary"], pack["warnings"]
+        assert (clone / ".llmwiki" / "embeddings.bin").stat().st_size > 50_000_000
         first_t.append(took)
         took, _ = llmwiki(clone, "context", QUESTIONS[(i + 1) % len(QUESTIONS)], "--json")
         second_t.append(took)

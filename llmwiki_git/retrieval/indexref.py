@@ -16,6 +16,12 @@ The commit's tree holds exactly three files (docs/index.md, "An index that trave
   the sha256 of ``hashes`` followed by ``vectors``; ``source`` the commit HEAD was at.
 * ``hashes``: the chunk hashes (16 lowercase hex digits and a line feed each), sorted, unique.
 * ``vectors``: one float16 little-endian row of ``dimensions`` values per hash, in that order.
+* optionally, the rest of the store as it was published (a snapshot: all of these or none):
+  ``store.json`` (the page table, ``.llmwiki/embeddings.json``) and ``lexical.<file>`` for
+  each file of ``.llmwiki/bm25/``; ``index.json``'s ``snapshot`` gives each one's sha256.
+  A fresh clone with no index of its own `materialize`s it (its vectors from ``vectors``),
+  checked by the store's and the lexical index's own loaders, and then follows the wiki
+  from there: only pages that differ from the publisher's are read.
 
 A digest stored beside the payload catches a damaged or mismatched ref, not a deliberate
 forger, who can write a matching digest: vectors decide ranking only (what `context` quotes
@@ -26,24 +32,34 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import confine
-from ..errors import GitError, IndexRefError
+from ..errors import GitError, IndexRefError, PathRefused
 from ..gitstore import datarefs
 from ..gitstore.git import Git
 from .store import MAX_DIMENSIONS, Store
+
+if TYPE_CHECKING:
+    from .lexical import LexicalIndex
 
 REF = "refs/llmwiki/index"
 FORMAT = "llmwiki-index"
 VERSION = 1
 DTYPE = "float16"
 FILES = ("hashes", "index.json", "vectors")
+LEXICAL_FILES = ("doc_ids.npy", "indptr.npy", "lengths.npy", "meta.json", "term_offsets.npy", "terms.npy", "tf.npy",
+                 "weights.npy")
+SNAPSHOT = ("store.json", *(f"lexical.{name}" for name in LEXICAL_FILES))
+MAX_SNAPSHOT_BYTES = 2 << 30  # the page table and the lexical index together
 MAX_META_BYTES = 64 * 1024
 MAX_VECTOR_BYTES = 2 << 30  # 2 GiB: some 2.8 million 384-d chunks
 HASH_LINE = 17  # 16 hex digits and a line feed
@@ -64,6 +80,7 @@ class Payload:
     files: dict[str, bytes]
     digest: str
     chunks: int
+    snapshot: dict[str, str]  # snapshot file -> sha256
 
     @property
     def size(self) -> int:
@@ -76,9 +93,36 @@ def payload_digest(hashes: bytes, vectors: bytes) -> str:
     return digest.hexdigest()
 
 
-def payload(store: Store, source: str | None) -> Payload:
+def snapshot_files(state: Path) -> dict[str, bytes] | None:
+    """The rest of the local store in ``state``, to publish beside the vectors: the page table
+    (``embeddings.json`` without what changes on every write: token, vectors digest, time)
+    and the lexical index's files. None when they cannot be read whole (no snapshot then)."""
+    from . import store as store_mod
+    from .lexical import LEXICAL_DIR
+
+    files: dict[str, bytes] = {}
+    try:
+        meta = confine.read_json(state / store_mod.JSON_NAME, max_bytes=store_mod.MAX_JSON_BYTES,
+                                 name=store_mod.JSON_NAME)
+        for name in sorted(os.listdir(state / LEXICAL_DIR)):
+            if name not in LEXICAL_FILES:
+                return None
+            files[f"lexical.{name}"] = confine.read_file(state / LEXICAL_DIR / name, max_bytes=MAX_SNAPSHOT_BYTES,
+                                                         name=name)
+    except (OSError, PathRefused, ValueError):
+        return None
+    if "lexical.meta.json" not in files or not isinstance(meta, dict):
+        return None
+    for key in ("token", "vectorsDigest", "updatedAt"):
+        meta.pop(key, None)
+    files["store.json"] = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
+    return files
+
+
+def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None = None) -> Payload:
     """The published form of ``store``'s vectors: each distinct chunk once, sorted by hash,
-    as float16. Refused for a lexical-only store or vectors that cannot be trusted."""
+    as float16; with ``snapshot`` (`snapshot_files`) beside them. Refused for a
+    lexical-only store or vectors that cannot be trusted."""
     dims = store.dimensions
     if not dims:
         raise IndexRefError("the local index is lexical-only (built with --fast): there are no vectors to publish",
@@ -98,11 +142,13 @@ def payload(store: Store, source: str | None) -> Payload:
     hash_bytes = "".join(f"{h}\n" for h in hashes).encode("ascii")
     vector_bytes = np.ascontiguousarray(matrix[keep], dtype="<f2").tobytes()
     digest = payload_digest(hash_bytes, vector_bytes)
+    sums = {name: hashlib.sha256(data).hexdigest() for name, data in sorted((snapshot or {}).items())}
     meta = {"format": FORMAT, "version": VERSION, "fingerprint": store.fingerprint, "backend": store.backend,
             "model": store.model, "dimensions": dims, "chunks": len(hashes), "dtype": DTYPE, "digest": digest,
-            "source": source or ""}
+            "source": source or "",
+            "snapshot": sums}
     return Payload({"index.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
-                    "hashes": hash_bytes, "vectors": vector_bytes}, digest, len(hashes))
+                    "hashes": hash_bytes, "vectors": vector_bytes, **(snapshot or {})}, digest, len(hashes), sums)
 
 
 @dataclass(frozen=True)
@@ -117,6 +163,7 @@ class Published:
     digest: str
     hashes: np.ndarray  # dtype S16, sorted
     matrix: np.ndarray  # chunks x dimensions, float16
+    snapshot: dict[str, tuple[str, str]]  # snapshot file -> (blob id, sha256); empty: none published
 
     def __len__(self) -> int:
         return int(self.hashes.shape[0])
@@ -134,6 +181,21 @@ class Published:
         rows /= np.linalg.norm(rows, axis=1, keepdims=True)
         chosen = [h for h, ok in zip(wanted, hit.tolist()) if ok]
         return dict(zip(chosen, rows))
+
+    def rows_for(self, hashes: Sequence[str]) -> np.ndarray | None:
+        """The float32 unit vectors of ``hashes`` in that order (None: the ref lacks one)."""
+        if not len(self):
+            return None if len(hashes) else np.zeros((0, self.dimensions), dtype=np.float32)
+        try:
+            keys = np.array(hashes, dtype="S16")
+        except UnicodeEncodeError:
+            return None
+        at = np.minimum(np.searchsorted(self.hashes, keys), len(self) - 1)
+        if len(hashes) and not bool((self.hashes[at] == keys).all()):
+            return None
+        rows = self.matrix[at].astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows
 
 
 def _refuse(commit: str, why: str) -> IndexRefError:
@@ -159,9 +221,11 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
         entries = {e.name: e for e in datarefs.tree_entries(git, tree)}
     except GitError as exc:
         raise _refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
-    if sorted(entries) != sorted(FILES) or any(e.mode != "100644" or e.kind != "blob" for e in entries.values()):
-        unexpected = sorted(set(entries) - set(FILES)) or sorted(set(FILES) - set(entries)) or sorted(entries)
-        raise _refuse(oid, f"its tree must hold exactly {', '.join(FILES)} as plain files "
+    extra = sorted(set(entries) - set(FILES))
+    if (not set(FILES) <= set(entries) or not set(extra) <= set(SNAPSHOT)
+            or any(e.mode != "100644" or e.kind != "blob" for e in entries.values())):
+        unexpected = sorted(set(extra) - set(SNAPSHOT)) or sorted(set(FILES) - set(entries)) or sorted(entries)
+        raise _refuse(oid, f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
                            f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)")
     meta_entry = entries["index.json"]
     if not 0 < meta_entry.size <= MAX_META_BYTES:
@@ -189,7 +253,12 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
     hashes = _hashes(oid, hash_bytes, chunks)
     matrix = np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims)
     _check_vectors(oid, matrix)
-    return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, matrix)
+    if sorted(meta.snapshot) != extra or (extra and not {"store.json", "lexical.meta.json"} <= set(extra)):
+        raise _refuse(oid, "its store snapshot files are not the ones index.json lists")
+    if sum(entries[name].size for name in extra) > MAX_SNAPSHOT_BYTES:
+        raise _refuse(oid, f"its store snapshot is more than {MAX_SNAPSHOT_BYTES >> 20} MiB")
+    snapshot = {name: (entries[name].oid, meta.snapshot[name]) for name in extra}
+    return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, matrix, snapshot)
 
 
 @dataclass(frozen=True)
@@ -200,6 +269,7 @@ class _Meta:
     dimensions: int
     chunks: int
     digest: str
+    snapshot: dict[str, str]
 
 
 def _meta(oid: str, raw: bytes) -> _Meta:
@@ -225,8 +295,12 @@ def _meta(oid: str, raw: bytes) -> _Meta:
         raise _refuse(oid, f"index.json's dtype is {str(meta.get('dtype'))[:40]!r}, not {DTYPE!r}")
     if not (isinstance(meta.get("digest"), str) and re.fullmatch(r"[0-9a-f]{64}", meta["digest"])):
         raise _refuse(oid, "index.json's digest is not a sha256")
+    snapshot = meta.get("snapshot") or {}
+    if not (isinstance(snapshot, dict) and all(name in SNAPSHOT and isinstance(sha, str)
+                                               and re.fullmatch(r"[0-9a-f]{64}", sha) for name, sha in snapshot.items())):
+        raise _refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
     return _Meta(meta["fingerprint"], str(meta.get("backend") or "")[:200], str(meta.get("model") or "")[:200],
-                 meta["dimensions"], meta["chunks"], meta["digest"])
+                 meta["dimensions"], meta["chunks"], meta["digest"], snapshot)
 
 
 def _hashes(oid: str, data: bytes, chunks: int) -> np.ndarray:
@@ -267,15 +341,15 @@ class Publication:
     bytes: int
 
 
-def publish(git: Git, store: Store) -> Publication:
-    """Write ``store``'s vectors as a commit on `REF` (parent: the commit it is at), moving
-    it by compare-and-swap; nothing new when the ref already holds exactly these vectors
-    of this model. The caller holds the repository lock."""
-    data = payload(store, git.rev_parse("HEAD"))
+def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None) -> Publication:
+    """Write ``store``'s vectors (and ``snapshot``, `snapshot_files`) as a commit on `REF`
+    (parent: the commit it is at), moving it by compare-and-swap; nothing new when the ref
+    already holds exactly these files for this model. The caller holds the repository lock."""
+    data = payload(store, git.rev_parse("HEAD"), snapshot)
     old = git.object_id(REF)
     if old is not None and git.object_type(old) == "commit":
         same = _published_digest(git, old)
-        if same == (store.fingerprint, data.digest):
+        if same == (store.fingerprint, data.digest, data.snapshot):
             return Publication(old, False, data.chunks, data.size)
     elif old is not None:
         raise _refuse(old, "it does not point to a commit, so it cannot be the parent of a new one")
@@ -287,8 +361,8 @@ def publish(git: Git, store: Store) -> Publication:
     return Publication(commit, True, data.chunks, data.size)
 
 
-def _published_digest(git: Git, commit: str) -> tuple[str, str] | None:
-    """(fingerprint, digest) that ``commit``'s index.json states (None: unreadable)."""
+def _published_digest(git: Git, commit: str) -> tuple[object, object, object] | None:
+    """(fingerprint, digest, snapshot) that ``commit``'s index.json states (None: unreadable)."""
     size = git.object_size(f"{commit}:index.json")
     raw = git.read_blob_at(commit, "index.json") if size is not None and size <= MAX_META_BYTES else None
     if raw is None:
@@ -299,7 +373,7 @@ def _published_digest(git: Git, commit: str) -> tuple[str, str] | None:
         return None
     if not isinstance(meta, dict):
         return None
-    return meta.get("fingerprint"), meta.get("digest")  # type: ignore[return-value]
+    return meta.get("fingerprint"), meta.get("digest"), meta.get("snapshot") or {}
 
 
 @dataclass(frozen=True)
@@ -328,3 +402,71 @@ def fetch(git: Git, remote: str, *, fingerprint: str | None, dimensions: int | N
         return Fetched(published, False, old)
     git.update_ref(REF, commit, old or "", message=f"llmwiki index --fetch {remote}")
     return Fetched(published, True, None)
+
+
+def read_snapshot(git: Git, published: Published) -> dict[str, bytes]:
+    """The snapshot files of ``published`` (sizes bounded by `read`), each checked against
+    its sha256 in index.json; IndexRefError when one differs."""
+    wanted = {name: oid for name, (oid, _sha) in published.snapshot.items()}
+    blobs = git.read_blobs(wanted.values())
+    out = {}
+    for name, (oid, sha) in published.snapshot.items():
+        data = blobs.get(oid)
+        if data is None or hashlib.sha256(data).hexdigest() != sha:
+            raise _refuse(published.commit, f"its {name} does not match its sha256 in index.json")
+        out[name] = data
+    return out
+
+
+def materialize(state: Path, published: Published, files: dict[str, bytes]) -> tuple[Store, LexicalIndex]:
+    """The store and lexical index of a published snapshot, in memory, checked by their own
+    loaders (a scratch folder in ``state``, removed afterwards): the page table as
+    ``store.load`` checks any store, every row's vector from the ref, the lexical index with
+    every file's sha256 and its postings verified and one document per row. IndexRefError
+    for anything that fails. The caller saves them (`store.save`, `LexicalIndex.save`)."""
+    import secrets
+    import shutil
+
+    from ..errors import LexicalIndexError, StoreError
+    from . import store as store_mod
+    from .filevectors import FileVectors
+    from .lexical import LEXICAL_DIR, LexicalIndex
+
+    why = published.commit
+    try:
+        meta = confine.load_json(files["store.json"], name="store.json")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _refuse(why, f"its store.json is not JSON ({str(exc)[:120]})") from exc
+    if not isinstance(meta, dict) or meta.get("fingerprint") != published.fingerprint \
+            or meta.get("dimensions") != published.dimensions:
+        raise _refuse(why, "its store.json is of another model than its vectors")
+    scratch = state / f".incoming-{os.getpid()}-{secrets.token_hex(4)}"
+    scratch.mkdir(parents=True)
+    try:
+        # The page table alone (no vectors file: dimensions 0), checked as any store is.
+        table_only = {**meta, "dimensions": 0, "token": "00" * 16}
+        (scratch / store_mod.JSON_NAME).write_bytes(json.dumps(table_only, ensure_ascii=False).encode())
+        try:
+            shape = store_mod.load(scratch)
+        except StoreError as exc:
+            raise _refuse(why, f"its store.json: {exc.message}") from exc
+        matrix = published.rows_for(shape.pages.row_hashes())
+        if matrix is None:
+            raise _refuse(why, "its store.json names chunks whose vector it does not hold")
+        (scratch / LEXICAL_DIR).mkdir()
+        for name, data in files.items():
+            if name.startswith("lexical."):
+                (scratch / LEXICAL_DIR / name.removeprefix("lexical.")).write_bytes(data)
+        try:
+            lexical = LexicalIndex.load(scratch / LEXICAL_DIR, mmap=False, verify=True)
+        except LexicalIndexError as exc:
+            raise _refuse(why, f"its lexical index: {exc}") from exc
+        if len(lexical) != shape.rows:
+            raise _refuse(why, f"its lexical index has {len(lexical)} chunks, its page table {shape.rows}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    vectors = FileVectors(matrix, shape.pages, published.fingerprint)
+    store = Store(published.fingerprint, shape.backend, shape.model, shape.pages, vectors, now, shape.skipped,
+                  names=shape.names)
+    return store, lexical

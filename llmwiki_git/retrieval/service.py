@@ -191,7 +191,7 @@ class Retrieval:
         from . import indexref
 
         assert self.git is not None
-        return indexref.publish(self.git, store_mod.load(self.state))
+        return indexref.publish(self.git, store_mod.load(self.state), indexref.snapshot_files(self.state))
 
     def _store_fingerprint(self) -> str | None:
         try:
@@ -285,9 +285,11 @@ class Retrieval:
         else:  # written between the two looks: the next call loads it
             warnings = []
         if warnings:
-            from_ref = self._load_from_ref(warnings)
+            said: list[dict[str, str]] = []  # what the ref's checks found
+            from_ref = self._load_from_ref(said)
             if from_ref is not None:
                 return from_ref
+            warnings += said
         memory, lexical = indexer.memory_index(indexer.read_pages(self._load_wiki())[0])
         return Loaded(memory, lexical, None, warnings)
 
@@ -318,6 +320,10 @@ class Retrieval:
             return None
         if published is None:
             return None
+        if published.snapshot:
+            restored = self._restore_snapshot(published, warnings)
+            if restored is not None:
+                return restored
         wiki = self._load_wiki()
         pages, skipped = indexer.read_pages(wiki)
         hashes = {content_hash(text) for p in pages for text in p.texts}
@@ -335,14 +341,44 @@ class Retrieval:
                 files = self._load_files()
                 if files is not None:
                     self._warm = (self._stamps(), self._embedder_key(), files)
-                    return Loaded(files.store, files.lexical, files.embedder, list(files.warnings))
+                    return Loaded(files.store, files.lexical, files.embedder, list(files.warnings) + warnings)
         vectors = store_mod.empty_vectors(published.fingerprint, published.dimensions)
         vectors.add(published.get(hashes))
         base = Store(published.fingerprint, published.backend, published.model, PageTable([]), vectors, "")
         memory, lexical = indexer.memory_index(pages, base, skipped)
         stale = [{"code": "index-stale", "message": f"{missing} chunks of the wiki have no vector in {indexref.REF}; "
                                                     "they are found lexically until `llmwiki index` embeds them"}]
-        return Loaded(memory, lexical, embedder, stale if missing else [])
+        return Loaded(memory, lexical, embedder, warnings + (stale if missing else []))
+
+    def _restore_snapshot(self, published: indexref.Published, warnings: list[dict[str, str]]) -> Loaded | None:
+        """The store and lexical index the ref's snapshot holds, checked and saved (under the
+        lock, while there is still no usable store), then followed to the live pages like any
+        store (only the pages that differ from the publisher's are read). None: refused (a
+        warning added) or not saved; the caller builds from the pages and the ref's vectors."""
+        from ..errors import IndexRefError, LlmwikiError
+        from ..gitstore.lock import repository_lock
+        from . import indexref
+
+        assert self.git is not None
+        try:
+            store, lexical = indexref.materialize(self.state, published, indexref.read_snapshot(self.git, published))
+        except IndexRefError as exc:
+            warnings.append({"code": "index-ref-refused", "message": exc.message})
+            return None
+        try:
+            with repository_lock(self.git, self.state, timeout=2.0):
+                try:
+                    store_mod.load(self.state)
+                except StoreError:  # still none: ours to write (the lexical index first, the store's json last)
+                    lexical.save(self.state / LEXICAL_DIR)
+                    store_mod.save(self.state, store)
+        except (LlmwikiError, OSError):
+            return None
+        files = self._load_files()
+        if files is None:
+            return None
+        self._warm = (self._stamps(), self._embedder_key(), files)
+        return self._follow_wiki(Loaded(files.store, files.lexical, files.embedder, list(files.warnings)))
 
     def _load_files(self) -> Loaded | None:
         """The store, lexical index and embedder as their files are (None: no usable store)."""

@@ -6,6 +6,7 @@ origin, clones of it), both layouts, the embedding model a real HTTP server on 1
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,7 +83,9 @@ def test_publish_then_a_fresh_clone_fetches_and_embeds_only_its_own_change(origi
     published = out["published"]
     assert published["changed"] and published["commit"] == publisher.git("rev-parse", REF).strip()
     assert published["chunks"] == out["chunks"] - 0 and published["chunks"] > 0
-    assert publisher.git("ls-tree", "--name-only", REF).split() == ["hashes", "index.json", "vectors"]
+    names = publisher.git("ls-tree", "--name-only", REF).split()
+    assert names[:3] == ["hashes", "index.json", "lexical.doc_ids.npy"] and names[-2:] == ["store.json", "vectors"]
+    assert set(names) <= {"hashes", "index.json", "vectors", *indexref.SNAPSHOT}
     assert publisher.git("rev-list", "--count", REF).strip() == "1"
     assert state(publisher)[:3] == before[:3]  # HEAD, branches and index file untouched
     # Unchanged store: nothing new. A changed one: a child of the previous index commit.
@@ -124,6 +127,46 @@ def test_a_plain_git_fetch_lets_the_first_context_use_the_ref(origin, tmp_path: 
     assert (fresh.root / ".llmwiki" / "embeddings.json").is_file()
     index = json.loads(fresh.llmwiki("index", "--json", env=env).stdout)
     assert index["embedded"] == 0 and index["reused"] == index["chunks"]
+
+
+def without_snapshot(repo: Repo, damage: dict[str, bytes] | None = None) -> None:
+    """Replace the clone's refs/llmwiki/index with the same vectors and no store snapshot
+    (``damage`` None), or with the snapshot's files replaced by ``damage`` (their sha256
+    in index.json made to match, as a forger would)."""
+    git = Git(repo.root)
+    old = git.object_id(REF)
+    names = repo.git("ls-tree", "--name-only", REF).split()
+    files = {name: git.read_blob(f"{REF}:{name}") for name in names}
+    meta = json.loads(files["index.json"])
+    if damage is None:
+        files = {name: files[name] for name in ("hashes", "index.json", "vectors")}
+        meta["snapshot"] = {}
+    else:
+        files.update(damage)
+        meta["snapshot"].update({name: hashlib.sha256(data).hexdigest() for name, data in damage.items()})
+    files["index.json"] = json.dumps(meta).encode()
+    git.update_ref(REF, datarefs.commit_files(git, files, old, "rewritten"), old or "")
+
+
+@pytest.mark.parametrize("snapshot", ["none", "forged"])
+def test_without_a_usable_snapshot_the_first_context_reads_the_pages(origin, tmp_path: Path, snapshot: str) -> None:
+    """A ref of vectors only (or one whose page table is forged, with matching sums): the first
+    `context` reads every page, takes the ref's vectors, and embeds nothing but the question."""
+    publisher, bare, _prefix, env, requests = origin
+    assert publisher.llmwiki("index", "--publish", env=env).returncode == 0
+    publisher.git("push", "-q", "origin", REF)
+    fresh = clone(bare, tmp_path / "fresh")
+    fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
+    forged = {"store.json": json.dumps({"version": 1, "fingerprint": "x", "pages": [{"path": "../../etc"}]}).encode()}
+    without_snapshot(fresh, None if snapshot == "none" else forged)
+    seen = len(requests)
+    pack = json.loads(fresh.llmwiki("context", "apple trees pruned", "--json", env=env).stdout)
+    assert "semantic-chunk" in pack["primary"][0]["reasons"]
+    assert embedded(requests, seen) == ["apple trees pruned"]
+    codes = [w["code"] for w in pack["warnings"]]
+    assert codes == ([] if snapshot == "none" else ["index-ref-refused"]), pack["warnings"]
+    if snapshot == "forged":
+        assert "store.json is of another model" in pack["warnings"][0]["message"]
 
 
 def test_a_ref_of_another_model_is_refused_and_nothing_is_lost(origin, tmp_path: Path) -> None:
