@@ -16,8 +16,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-__all__ = ["CHAT_PROVIDERS", "DEFAULT_CHAT", "DEFAULT_EMBEDDING", "EMBEDDING_PROVIDERS", "PROVIDERS", "ProviderRow",
-           "builder", "row"]
+__all__ = ["CHAT_PROVIDERS", "DEFAULT_CHAT", "DEFAULT_EMBEDDING", "EMBEDDING_PROVIDERS", "LEXICAL_ONLY", "LOCAL_EMBEDDING",
+           "OFFLINE_CHAT", "PROVIDERS", "ProviderRow", "builder", "row"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class ProviderRow:
 
 PROVIDERS: tuple[ProviderRow, ...] = (
     ProviderRow("local", embeddings="retrieval.embedding_onnx:OnnxMiniLMEmbedder", embeds=True),
-    ProviderRow("none", embeds=True),
+    ProviderRow("none", embeds=True),  # LEXICAL_ONLY: BM25, no vectors
     ProviderRow("openai", chat="providers.openai:OpenAIProvider", embeddings="providers.openai:OpenAIEmbeddings",
                 credentials=("OPENAI_API_KEY", "OPENAI_BASE_URL"), embeds=True),
     ProviderRow("anthropic", chat="providers.anthropic:AnthropicProvider",
@@ -49,9 +49,11 @@ PROVIDERS: tuple[ProviderRow, ...] = (
 #: The values of ``chat_provider`` / ``--provider`` and of ``embedding_provider``, in table order.
 CHAT_PROVIDERS = tuple(r.name for r in PROVIDERS if r.chat)
 EMBEDDING_PROVIDERS = tuple(r.name for r in PROVIDERS if r.embeds)
-#: What answers with no setting and no credentials (offline), and what embeds by default.
-DEFAULT_CHAT = "extractive"
-DEFAULT_EMBEDDING = "local"
+#: The offline answerer (no model: what answers with no setting and no credentials), the
+#: embedding backend used by default (the packaged model), and the lexical-only choice.
+OFFLINE_CHAT = DEFAULT_CHAT = "extractive"
+LOCAL_EMBEDDING = DEFAULT_EMBEDDING = "local"
+LEXICAL_ONLY = "none"
 
 
 def row(name: str) -> ProviderRow | None:

@@ -13,7 +13,7 @@ from llmwiki_git import errors
 
 PACKAGE = Path(llmwiki_git.__file__).parent
 #: The translation boundaries: they turn any exception into a message and an exit code.
-BOUNDARIES = {"cli.py", "mcp_server.py", "action.py"}
+BOUNDARIES = {"cli/app.py", "mcp_server.py", "action.py"}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:
@@ -60,7 +60,7 @@ def test_the_check_sees_a_new_broad_catch() -> None:
     source = ("def f():\n    try:\n        pass\n    except (OSError, Exception):\n        pass\n"
               "def g():\n    try:\n        pass\n    except BaseException:\n        raise\n")
     assert broad_handlers([("wiki/model.py", ast.parse(source))]) == ["wiki/model.py:4"]
-    assert broad_handlers([("cli.py", ast.parse(source))]) == []
+    assert broad_handlers([("cli/app.py", ast.parse(source))]) == []
 
 
 def test_every_exception_class_is_in_the_tree() -> None:

@@ -205,10 +205,12 @@ def test_query_wiki_answers_saves_and_stages(demo: Repo, tmp_path: Path) -> None
 def test_unexpected_exception_is_a_tool_error(demo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     from llmwiki_git import mcp_server
 
+    from llmwiki_git.mcptools.evidence import SEARCH_PAGES
+
     def boom(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(mcp_server, "_search", boom)
+    monkeypatch.setattr(SEARCH_PAGES, "handler", boom)
     monkeypatch.setenv("LLMWIKI_EMBEDDING_PROVIDER", "none")
     server = mcp_server.build_server(demo.root)
 
@@ -338,3 +340,25 @@ def test_frames_that_are_not_requests_get_a_json_rpc_error_and_the_server_goes_o
         proc.stdin.close()
         proc.wait(timeout=60)
         proc.stdout.close()
+
+
+def test_every_tool_is_declared_once_and_documented() -> None:
+    """Each tool of mcptools.TOOLS has a unique name, schemas that are JSON Schemas, a
+    handler, and a section in docs/mcp.md naming every one of its arguments."""
+    from jsonschema import Draft202012Validator
+
+    from llmwiki_git.mcptools import TOOLS
+
+    from .conftest import REPO_ROOT
+
+    docs = (REPO_ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert len({t.name for t in TOOLS}) == len(TOOLS)
+    for tool in TOOLS:
+        Draft202012Validator.check_schema(tool.input_schema)
+        Draft202012Validator.check_schema(tool.output_schema)
+        assert callable(tool.handler) and tool.description and tool.title
+        heading = f"### `{tool.name}`"
+        assert heading in docs, f"docs/mcp.md has no section {heading}"
+        section = docs.split(heading, 1)[1].split("\n### ", 1)[0]
+        for argument in tool.input_schema.get("properties", {}):
+            assert f"`{argument}`" in section, f"docs/mcp.md, {tool.name}: argument `{argument}` is not described"

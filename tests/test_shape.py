@@ -120,7 +120,7 @@ def test_layering_entry_points_only_at_the_top() -> None:
                 imported.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):
                 imported.add(("." * node.level) + (node.module or ""))
-        if rel not in ("cli.py", "__main__.py"):
+        if not rel.startswith("cli/") and rel != "__main__.py":
             assert "click" not in imported and not any(m.endswith("cli") for m in imported), rel
         if rel.startswith("wiki/"):
             assert not any(m.lstrip(".") in ("workspace", "checks", "cli", "hooks") for m in imported), rel
@@ -133,9 +133,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("cli",),  # entry points: parse, call one service, render, translate errors
     ("mcp_server", "action", "__init__"),  # entry points too (cli starts the MCP server); __init__ = the library API
+    ("mcptools",),  # the MCP tools, one declaration each (schemas + handler), called by mcp_server
     ("workspace",),  # the composition root: finds the repository, builds what services take
     ("compiler",),  # ingest and compile: a service that stages and approves through review's
-    ("answer", "review"),  # services
+    ("answer", "review", "pages"),  # services (pages: find, read confined, status; shared by CLI and MCP)
     ("checks",),  # the check engine: checker, caches, staged delta (a service, below the other two)
     ("publication", "retrieval"),  # domain
     ("wiki",),
@@ -276,7 +277,9 @@ def test_layering_sees_imports_inside_functions(tmp_path: Path) -> None:
     (package / "review").mkdir()
     (package / "review" / "approve.py").write_text("from ..wiki.model import f\nfrom .. import errors\n")
     found = [v for v in layering_violations(package) if "ALLOWED_BACK_EDGES" not in v]
-    assert found == ["wiki/model.py:2 imports review (a higher layer: wiki is in layer 8, review in layer 5)"]
+    tier = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+    assert found == [f"wiki/model.py:2 imports review (a higher layer: wiki is in layer {tier['wiki']}, "
+                     f"review in layer {tier['review']})"]
 
 
 def test_architecture_doc_names_every_layered_module() -> None:
@@ -351,3 +354,71 @@ def test_raw_git_calls_are_found(tmp_path: Path) -> None:
         "def f(git, ws, self):\n    git.run('log')\n    ws.require_git('x').run('x')\n    self.git.spawn('y')\n"
         "    self._git.text('z')\n    proc.run()\n")
     assert raw_git_calls(package) == ["review/x.py:2", "review/x.py:3", "review/x.py:4", "review/x.py:5"]
+
+
+# -- where a change goes (docs/architecture.md): each kind of change stays in its few files --
+
+def _string_constants(package: Path) -> list[tuple[str, int, str]]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.append((rel, node.lineno, node.value))
+    return found
+
+
+def test_provider_names_only_in_the_table() -> None:
+    """A provider is its module(s) and one row of providertable.py: no other module names a
+    chat provider (no if-chain, no tuple of names to extend)."""
+    from llmwiki_git import providertable
+
+    package = REPO_ROOT / "llmwiki_git"
+    home = {r.name: {"providertable.py"} | {f"{p.split(':')[0].replace('.', '/')}.py" for p in (r.chat, r.embeddings) if p}
+            for r in providertable.PROVIDERS if r.chat}
+    stray = [f"{rel}:{line} names {value!r}" for rel, line, value in _string_constants(package)
+             if value in home and rel not in home[value]]
+    assert stray == []
+
+
+def test_an_mcp_tool_is_one_declaration() -> None:
+    """A tool's name is written once, in its declaration in mcptools/ (the server lists
+    mcptools.TOOLS and special-cases none)."""
+    from llmwiki_git.mcptools import TOOLS
+
+    package = REPO_ROOT / "llmwiki_git"
+    names = {t.name for t in TOOLS}
+    where: dict[str, list[str]] = {}
+    for rel, line, value in _string_constants(package):
+        if value in names:
+            where.setdefault(value, []).append(rel)
+    assert all(len(files) == 1 and files[0].startswith("mcptools/") for files in where.values()), where
+    assert set(where) == names
+
+
+def test_trailer_keys_only_in_trailers() -> None:
+    """Trailer keys are spelt in publication/trailers.py (and the source trailer, which the
+    wiki reads for provenance, in wiki/provenance.py); writers and readers use the names."""
+    package = REPO_ROOT / "llmwiki_git"
+    stray = [f"{rel}:{line}" for rel, line, value in _string_constants(package)
+             if value.startswith("Llmwiki-") and rel not in ("publication/trailers.py", "wiki/provenance.py")]
+    assert stray == []
+
+
+def test_vector_stores_behind_the_protocol() -> None:
+    """Only the module choosing the store (retrieval/store.py) and the file store itself name
+    the file store; search, refresh, the indexer and the services use `VectorIndex`."""
+    package = REPO_ROOT / "llmwiki_git"
+    named = sorted({path.relative_to(package).as_posix() for path in package.rglob("*.py")
+                    for node in ast.walk(ast.parse(path.read_text()))
+                    if (isinstance(node, ast.Name) and node.id == "FileVectors")
+                    or (isinstance(node, ast.Attribute) and node.attr in ("FileVectors", "matrix"))})
+    assert named == ["retrieval/filevectors.py", "retrieval/store.py"]
+
+
+def test_every_check_code_is_documented() -> None:
+    """A check code is its default severity in problems.py, its rule, and a row of docs/check.md."""
+    from llmwiki_git import problems
+
+    docs = (REPO_ROOT / "docs" / "check.md").read_text(encoding="utf-8")
+    assert [code for code in problems.CODES if f"`{code}`" not in docs] == []

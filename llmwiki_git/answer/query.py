@@ -136,7 +136,7 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
             "code": "embedding-degraded",
             "message": "; ".join(w["message"] for w in degraded),
         }]
-        if provider.name != "extractive" and loaded.store.pages:
+        if provider.generative and loaded.store.pages:
             try:
                 picked = _select_with_llm(provider, question, loaded)
             except DATA_ERRORS as exc:  # selection is best effort: fall back to lexical ranking
@@ -202,12 +202,12 @@ def self_citation(question: str, citations: list[Citation] | None) -> dict[str, 
                        f"({', '.join(f'[[{t}]]' for t in own)}); ask again, or run without --save"}
 
 
-def declines(answer: str, provider: str, result: SearchResult | None, citations: list[Citation] | None) -> bool:
+def declines(answer: str, generative: bool, result: SearchResult | None, citations: list[Citation] | None) -> bool:
     """The answer is a non-answer: the offline answerer said the wiki does not say, or a
     model cited nothing for a question whose terms no retrieved passage contains."""
     if answer.strip() == NO_ANSWER or not answer.strip():
         return True
-    if provider == "extractive" or citations:
+    if not generative or citations:
         return False
     return result is None or not any(hit.bm25 > 0 for hit in result.chunks)
 

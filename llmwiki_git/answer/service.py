@@ -84,7 +84,7 @@ def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, 
     pending = pending_index(ws)
     result.citations, result.citations_error = report(result.answer, retrieval.wiki, pending)
     cites_itself = self_citation(question, result.citations) if save else None
-    if save and declines(result.answer, chat.name, retrieved.result, result.citations):
+    if save and declines(result.answer, chat.generative, retrieved.result, result.citations):
         result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
         log_activity(ws.state_dir, question, result.page_ids, chat.name)
     elif cites_itself is not None:

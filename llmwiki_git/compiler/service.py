@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import ApprovalRefused, UsageError
 from ..gitstore.commits import current_branch
 from ..providers.registry import make_provider, provider_name
+from ..providertable import OFFLINE_CHAT
 from ..publication.trailers import COMPILE_KIND
 from ..publication.write import Site, locked
 from ..review.approve import Approved
@@ -36,7 +37,7 @@ from . import notes
 from .plan import Plan, Written, make_plan, page_path, still_to_do
 from .progress import Progress, Usage
 
-OFFLINE = "extractive"  # the provider name that means: no model, source notes
+OFFLINE = OFFLINE_CHAT  # the provider that means: no model, source notes
 
 
 @dataclass

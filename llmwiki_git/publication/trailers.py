@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..gitstore.git import Git
-from ..wiki.provenance import parse_source_trailer
+from ..wiki.provenance import SOURCE_TRAILER, parse_source_trailer
 
 KEYS = (
     "Llmwiki-Candidate",
@@ -21,7 +21,7 @@ KEYS = (
     "Llmwiki-Base",
 )
 FILE_KEYS = KEYS[2:5]  # written once per file, in this order, one group after another
-SOURCE = "Llmwiki-Source"  # <path> <blob id>, one per source the pages were written from
+SOURCE = SOURCE_TRAILER  # <path> <blob id>, one per source the pages were written from (wiki/provenance.py reads it)
 MODEL = "Llmwiki-Model"  # <provider>/<model> that wrote the pages
 PROMPT = "Llmwiki-Prompt"  # <prompt name>/<version>
 REPLAYED = "Llmwiki-Replayed-From"
@@ -63,6 +63,15 @@ class Trailers:
     sources: tuple[tuple[str, str], ...] = ()
     model: str | None = None
     prompt: str | None = None
+
+    def provenance(self) -> dict[str, object]:
+        """What the pages were written from, as `review show` reports it (empty for a plain
+        edit): each source with its blob, the model and the prompt. A new optional key
+        shown with them goes here and in `block`, nowhere else."""
+        if not (self.sources or self.model or self.prompt):
+            return {}
+        return {"sources": [{"path": path, "blob": blob} for path, blob in self.sources], "model": self.model,
+                "prompt": self.prompt}
 
     @property
     def files(self) -> tuple[FileTrailer, ...]:

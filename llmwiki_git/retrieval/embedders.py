@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import ConfigError
-from ..providertable import DEFAULT_EMBEDDING, EMBEDDING_PROVIDERS, builder, row
+from ..providertable import DEFAULT_EMBEDDING, EMBEDDING_PROVIDERS, LEXICAL_ONLY, builder, row
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,7 +34,7 @@ class Embedder(Protocol):
 
 def provider_name(environ: Mapping[str, str], configured: str | None, fast: bool = False) -> str:
     if fast:
-        return "none"
+        return LEXICAL_ONLY
     name = (environ.get("LLMWIKI_EMBEDDING_PROVIDER") or configured or DEFAULT_EMBEDDING).strip().lower()
     if name not in PROVIDERS:
         raise ConfigError(

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import LlmwikiError
+from ..providertable import LOCAL_EMBEDDING
 from .embedders import Embedder, preload_local, provider_name
 
 
@@ -44,7 +45,7 @@ class ModelPreload:
     def start(cls, state: Path, environ: Mapping[str, str], configured: str | None) -> ModelPreload | None:
         """Start loading when the local model is the provider (None otherwise: nothing to do)."""
         try:
-            if provider_name(environ, configured) != "local":
+            if provider_name(environ, configured) != LOCAL_EMBEDDING:
                 return None
         except LlmwikiError:  # a misconfigured provider: reported by the normal path
             return None

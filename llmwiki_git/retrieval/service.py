@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -14,6 +13,7 @@ import numpy as np
 from .. import confine
 from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
 from ..gitstore.git import Git, blob_id
+from ..providertable import LOCAL_EMBEDDING
 from ..wiki.pages import decode, unusable_notes
 from . import refresh
 from . import store as store_mod
@@ -89,7 +89,7 @@ class Retrieval:
 
     def embedder(self, fast: bool = False) -> Embedder | None:
         name = provider_name(self.environ, self.provider, fast)
-        if name == "local" and self._preloaded is not None:
+        if name == LOCAL_EMBEDDING and self._preloaded is not None:
             preloaded, self._preloaded = self._preloaded(), None
             if preloaded is not None:
                 return preloaded

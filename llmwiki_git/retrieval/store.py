@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from .. import confine
-from ..errors import LlmwikiError, PathRefused, StoreError
+from ..errors import PathRefused, StoreError
 from ..gitstore.transaction import crash_point
 from .filevectors import FileVectors, vectors_digest
 from .pagetable import EntriesById, PageEntry, PageTable

@@ -85,10 +85,7 @@ class CandidateView:
         """What the pages were written from: each source with its blob, the model and prompt
         (the Llmwiki-Source, -Model and -Prompt trailers; empty for a plain edit)."""
         t = self.candidate.trailers
-        if t is None or not (t.sources or t.model or t.prompt):
-            return {}
-        return {"sources": [{"path": path, "blob": blob} for path, blob in t.sources], "model": t.model,
-                "prompt": t.prompt}
+        return t.provenance() if t is not None else {}
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": 1, "id": self.candidate.id, **self.metadata(), "notes": self.candidate.notes,

@@ -26,6 +26,17 @@ class Staged:
     precondition: str
 
 
+def answer_stager(ws: Project, note: Callable[[str], None] | None = None
+                  ) -> Callable[[str, str, PendingIndex | None], Staged | Refusal]:
+    """What `llmwiki query --save --review` and MCP ``query_wiki`` (review=true) hand
+    ``answer.service.run_query`` as its ``stage``: the answer staged as a candidate in ``ws``."""
+
+    def stage(question: str, answer: str, pending: PendingIndex | None) -> Staged | Refusal:
+        return stage_candidate(ws, question, answer, pending, note=note)
+
+    return stage
+
+
 def stage_candidate(ws: Project, question: str, answer: str, pending: PendingIndex | None,
                     note: Callable[[str], None] | None = None) -> Staged | Refusal:
     slug = query_slug(question)

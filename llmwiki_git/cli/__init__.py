@@ -1,0 +1,26 @@
+"""The `llmwiki` command line: parse, call one service, render; errors translated in one
+place (`app.LlmwikiGroup`). One module per command family:
+
+    app.py           the root group, error translation, shared helpers
+    check.py         check
+    pages.py         links, mv
+    search.py        index, context
+    query.py         query
+    review.py        review stage | list | show | approve | reject
+    sources.py       ingest, compile
+    integrations.py  serve, hooks install
+"""
+
+from __future__ import annotations
+
+from . import check, integrations, pages, query, review, search, sources  # noqa: F401 - each registers its commands
+from . import app
+from .app import EXIT_INTERNAL, EXIT_INTERRUPTED, LlmwikiGroup, cli
+
+__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "LlmwikiGroup", "cli", "main"]
+
+
+def main() -> None:
+    """The `llmwiki` process: one command, then exit."""
+    app.ONE_COMMAND = True
+    cli(prog_name="llmwiki")

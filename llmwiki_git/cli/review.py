@@ -1,0 +1,173 @@
+"""`llmwiki review`: stage, list, show, approve and reject review candidates."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError
+from .app import _age, _note, _workspace, cli
+
+
+@cli.group()
+def review() -> None:
+    """Review candidates: answers (`query --save --review`) and page edits (`review stage`,
+    MCP propose_page) staged as `llmwiki/review/<id>` branches."""
+
+
+@review.command("stage")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--from", "started_from", default=None, metavar="BLOB|COMMIT",
+              help="The version the editor read: a blob id, a commit, or 'absent' (default: the page at HEAD).")
+@click.option("--restore", is_flag=True, help="After staging, put the staged pages in the work tree back to HEAD.")
+@click.option("--json", "as_json", is_flag=True, help="Print the staged candidates as JSON.")
+@click.pass_context
+def review_stage(ctx: click.Context, paths: tuple[Path, ...], started_from: str | None, restore: bool,
+                 as_json: bool) -> None:
+    """Stage work-tree page edits as review candidates: one `llmwiki/review/<id>` branch per
+    page (default: every changed page under the wiki root), one commit on the current tip.
+    A deleted page becomes a deletion candidate. The work tree keeps the edits unless
+    --restore is given."""
+    from ..review.stagepage import restore as restore_pages, stage_pages, worktree_edits
+
+    ws = _workspace(ctx)
+    top = Path(ws.root).resolve()
+    rels = []
+    for path in paths:
+        full = Path(os.path.abspath(path))
+        try:
+            rels.append(full.relative_to(top).as_posix())
+        except ValueError:
+            raise UsageError(f"{path} is outside the repository {top}") from None
+    edits = worktree_edits(ws, rels, started_from)
+    staged = stage_pages(ws, edits, None if as_json else _note)
+    kept = restore_pages(ws, edits) if restore else []
+    if as_json:
+        click.echo(json.dumps({"version": 1, "staged": [{"id": s.candidate_id, "branch": s.branch, "commit": s.commit,
+                                                          "target": s.target, "precondition": s.precondition}
+                                                         for s in staged], "keptInWorktree": kept}, indent=2))
+        return
+    for s in staged:
+        click.echo(f"Staged {s.target} as {s.branch} ({s.precondition}).")
+    for rel in kept:
+        click.echo(f"warning: {rel} changed again after staging; left as it is", err=True)
+    click.echo("Inspect with `llmwiki review show <id>`, approve with `llmwiki review approve <id>`.", err=True)
+
+
+@review.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
+@click.pass_context
+def review_list(ctx: click.Context, as_json: bool) -> None:
+    """Open candidates, oldest first: id, kind, target, age, citation status now, base."""
+    import time
+
+    from ..review.service import list_view
+
+    ws = _workspace(ctx)
+    rows = list_view(ws)
+    if as_json:
+        click.echo(json.dumps({"version": 1, "candidates": [r.to_json() for r in rows]}, indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        click.echo("No pending candidates.")
+        return
+    now = time.time()
+    for row in rows:
+        for note in row.notes:
+            click.echo(f"warning: {row.id}: {note}", err=True)
+        click.echo(f"{row.id}  {row.kind or '?'}  {row.target or '?'}  {_age(now - row.committed_at)}  "
+                   f"{row.citation_status}  base {row.base[:12] if row.base else '?'}")
+    click.echo("Inspect one with `llmwiki review show <id>`.", err=True)
+
+
+@review.command("show")
+@click.argument("candidate_id")
+@click.option("--json", "as_json", is_flag=True, help="Print metadata, citation report, diff and verdict as JSON.")
+@click.option("--onto", default=None, metavar="REF",
+              help="Judge approval onto this branch or commit instead of the current branch (CI checkouts are detached).")
+@click.pass_context
+def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str | None) -> None:
+    """Metadata, the citation report as it stands now, the diff against the current tip, and
+    whether approval would pass (and why not)."""
+    from ..review.service import show_view
+    from ..wiki.citations import format_report
+
+    ws = _workspace(ctx)
+    view = show_view(ws, candidate_id, onto)
+    if as_json:
+        click.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"Candidate {view.candidate.id}")
+        for key, value in view.metadata().items():
+            if key == "question" and not value:
+                continue  # a page edit asks no question (it printed an empty "question:" line)
+            if value is not None or not view.pages:
+                click.echo(f"{key}: {value}")
+        provenance = view.provenance()
+        for source in provenance.get("sources", []):
+            click.echo(f"source: {source['path']} (blob {source['blob']})")
+        for key in ("model", "prompt"):
+            if provenance.get(key):
+                click.echo(f"{key}: {provenance[key]}")
+        click.echo("")
+        if view.verdict.citations is not None:
+            for line in format_report(view.verdict.citations):
+                click.echo(line)
+        click.echo("")
+        if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
+            for number, item in enumerate(view.pages, 1):
+                titled = f" \"{item['title']}\"" if item.get("title") else ""
+                click.echo(f"=== page {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ===")
+                click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
+                click.echo("")
+        else:
+            click.echo(view.diff.rstrip("\n"))
+            click.echo("")
+        verdict = view.verdict
+        click.echo(("Approval would pass: " if verdict.ok else f"Approval would be refused ({verdict.code}): ") + verdict.message)
+    ctx.exit(0)
+
+
+@review.command("approve")
+@click.argument("candidate_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None:
+    """Publish a candidate: a validated fast-forward of the current branch (the candidate
+    commit itself, or the same change replayed on the new tip) plus a commit refreshing
+    wiki/index.md and log.md where llmwiki owns them, moved onto the branch at once as one
+    transaction. Any refusal changes nothing and exits 1; after a crash, the next llmwiki
+    command finishes or rolls back the approval."""
+    from ..review.service import approve_candidate
+
+    ws = _workspace(ctx)
+    done = approve_candidate(ws, candidate_id, None if as_json else _note)
+    if as_json:
+        click.echo(json.dumps(done.to_json(), indent=2))
+        return
+    if done.already:
+        click.echo(f"{candidate_id} was already on the branch (commit {done.commit[:12]}); finished its remaining steps.")
+        click.echo(f"Candidate {candidate_id} cleared.")
+        return
+    how = "replayed on the current tip" if done.replayed else "fast-forward"
+    what = done.target if len(done.targets) <= 1 else f"{len(done.targets)} pages: {', '.join(done.targets)}"
+    click.echo(f"Approved {candidate_id} → {what} ({how}, commit {done.commit[:12]}).")
+    click.echo(f"Candidate {candidate_id} cleared.")
+
+
+@review.command("reject")
+@click.argument("candidate_id")
+@click.pass_context
+def review_reject(ctx: click.Context, candidate_id: str) -> None:
+    """Close a candidate: its branch moves to refs/llmwiki/rejected/<id> (the commit is kept)."""
+    from ..review.service import reject_candidate
+
+    done = reject_candidate(_workspace(ctx), candidate_id)
+    click.echo(f"Rejected {done.candidate_id}; its commit is kept at {done.ref}.")
+
+
+# -- growing the wiki from sources: ingest, compile (docs/compile.md) -------------------------
