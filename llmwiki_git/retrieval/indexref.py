@@ -162,7 +162,7 @@ class Published:
     dimensions: int
     digest: str
     hashes: np.ndarray  # dtype S16, sorted
-    matrix: np.ndarray  # chunks x dimensions, float16
+    half: np.ndarray  # chunks x dimensions, float16
     snapshot: dict[str, tuple[str, str]]  # snapshot file -> (blob id, sha256); empty: none published
 
     def __len__(self) -> int:
@@ -177,7 +177,7 @@ class Published:
         at = np.searchsorted(self.hashes, keys)
         at_clipped = np.minimum(at, len(self) - 1)
         hit = self.hashes[at_clipped] == keys
-        rows = self.matrix[at_clipped[hit]].astype(np.float32)
+        rows = self.half[at_clipped[hit]].astype(np.float32)
         rows /= np.linalg.norm(rows, axis=1, keepdims=True)
         chosen = [h for h, ok in zip(wanted, hit.tolist()) if ok]
         return dict(zip(chosen, rows))
@@ -193,7 +193,7 @@ class Published:
         at = np.minimum(np.searchsorted(self.hashes, keys), len(self) - 1)
         if len(hashes) and not bool((self.hashes[at] == keys).all()):
             return None
-        rows = self.matrix[at].astype(np.float32)
+        rows = self.half[at].astype(np.float32)
         rows /= np.linalg.norm(rows, axis=1, keepdims=True)
         return rows
 
@@ -429,7 +429,6 @@ def materialize(state: Path, published: Published, files: dict[str, bytes]) -> t
 
     from ..errors import LexicalIndexError, StoreError
     from . import store as store_mod
-    from .filevectors import FileVectors
     from .lexical import LEXICAL_DIR, LexicalIndex
 
     why = published.commit
@@ -466,7 +465,6 @@ def materialize(state: Path, published: Published, files: dict[str, bytes]) -> t
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    vectors = FileVectors(matrix, shape.pages, published.fingerprint)
-    store = Store(published.fingerprint, shape.backend, shape.model, shape.pages, vectors, now, shape.skipped,
-                  names=shape.names)
+    store = store_mod.build(published.fingerprint, shape.backend, shape.model, published.dimensions, list(shape.pages),
+                            matrix, now, shape.skipped, shape.names)
     return store, lexical
