@@ -46,6 +46,7 @@ from .. import confine
 from ..errors import GitError, IndexRefError, PathRefused
 from ..gitstore import datarefs
 from ..gitstore.git import Git
+from ..gitstore.transaction import crash_point
 from .store import MAX_DIMENSIONS, Store
 
 if TYPE_CHECKING:
@@ -418,6 +419,25 @@ def read_snapshot(git: Git, published: Published) -> dict[str, bytes]:
     return out
 
 
+SCRATCH = ".incoming-"  # `materialize`'s scratch folders in the state folder: .incoming-<pid>-<hex>
+
+
+def _sweep_scratch(state: Path) -> None:
+    """Remove scratch folders left by a `materialize` that was killed (its pid is gone)."""
+    import shutil
+
+    from ..gitstore.lock import pid_alive
+
+    try:
+        names = os.listdir(state)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(SCRATCH):].split("-", 1)[0]
+        if name.startswith(SCRATCH) and pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            shutil.rmtree(state / name, ignore_errors=True)
+
+
 def materialize(state: Path, published: Published, files: dict[str, bytes]) -> tuple[Store, LexicalIndex]:
     """The store and lexical index of a published snapshot, in memory, checked by their own
     loaders (a scratch folder in ``state``, removed afterwards): the page table as
@@ -439,7 +459,8 @@ def materialize(state: Path, published: Published, files: dict[str, bytes]) -> t
     if not isinstance(meta, dict) or meta.get("fingerprint") != published.fingerprint \
             or meta.get("dimensions") != published.dimensions:
         raise _refuse(why, "its store.json is of another model than its vectors")
-    scratch = state / f".incoming-{os.getpid()}-{secrets.token_hex(4)}"
+    _sweep_scratch(state)
+    scratch = state / f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}"
     scratch.mkdir(parents=True)
     try:
         # The page table alone (no vectors file: dimensions 0), checked as any store is.
@@ -456,6 +477,7 @@ def materialize(state: Path, published: Published, files: dict[str, bytes]) -> t
         for name, data in files.items():
             if name.startswith("lexical."):
                 (scratch / LEXICAL_DIR / name.removeprefix("lexical.")).write_bytes(data)
+        crash_point("snapshot")  # the crash tests kill a reader here: its scratch folder is swept next time
         try:
             lexical = LexicalIndex.load(scratch / LEXICAL_DIR, mmap=False, verify=True)
         except LexicalIndexError as exc:

@@ -203,6 +203,21 @@ def test_kill_9_while_the_fetched_store_is_written_leaves_a_usable_store(origin,
     assert json.loads(fresh.llmwiki("context", "apple", "--json", env=env).stdout)["warnings"] == []
 
 
+def test_kill_9_while_a_snapshot_is_restored_leaves_nothing_behind(origin, tmp_path: Path) -> None:
+    publisher, bare, _prefix, env, requests = origin
+    assert publisher.llmwiki("index", "--publish", env=env).returncode == 0
+    publisher.git("push", "-q", "origin", REF)
+    fresh = clone(bare, tmp_path / "fresh")
+    fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
+    killed = fresh.llmwiki_process("context", "apple", "--json", env={**env, "LLMWIKI_TEST_KILL_AT": "snapshot"})
+    assert killed.returncode == -9
+    assert [p.name for p in (fresh.root / ".llmwiki").iterdir() if p.name.startswith(".incoming-")]
+    seen = len(requests)
+    pack = json.loads(fresh.llmwiki("context", "apple trees pruned", "--json", env=env).stdout)
+    assert pack["warnings"] == [] and embedded(requests, seen) == ["apple trees pruned"]
+    assert not [p.name for p in (fresh.root / ".llmwiki").iterdir() if p.name.startswith(".incoming-")]
+
+
 # -- forged and damaged refs, each refused before anything is used ---------------------------
 
 DIMS = 4
