@@ -420,22 +420,14 @@ def read_snapshot(git: Git, published: Published) -> dict[str, bytes]:
 
 
 SCRATCH = ".incoming-"  # `materialize`'s scratch folders in the state folder: .incoming-<pid>-<hex>
+_SCRATCH_RE = re.compile(r"^\.incoming-(\d+)-[0-9a-f]+$")
 
 
 def _sweep_scratch(state: Path) -> None:
     """Remove scratch folders left by a `materialize` that was killed (its pid is gone)."""
-    import shutil
+    from ..gitstore.lock import sweep_dead
 
-    from ..gitstore.lock import pid_alive
-
-    try:
-        names = os.listdir(state)
-    except OSError:
-        return
-    for name in names:
-        pid = name[len(SCRATCH):].split("-", 1)[0]
-        if name.startswith(SCRATCH) and pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
-            shutil.rmtree(state / name, ignore_errors=True)
+    sweep_dead(state, _SCRATCH_RE)
 
 
 def materialize(state: Path, published: Published, files: dict[str, bytes]) -> tuple[Store, LexicalIndex]:
