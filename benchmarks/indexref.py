@@ -39,8 +39,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from llmwiki_git.gitstore.git import Git
 
 HERE = Path(__file__).resolve().parent
 QUESTIONS = ("how do I link notes together", "daily journal template", "publishing a site from markdown")
@@ -110,22 +114,22 @@ def build_publisher(work: Path, pages: int) -> Path:
         wiki = ws.retrieval().wiki()
         read, skipped = indexer.read_pages(wiki)
         (folder / ".llmwiki").mkdir(exist_ok=True)
-        indexer.build(folder / ".llmwiki", read, SyntheticEmbedder(), skipped=skipped,  # type: ignore[arg-type]
+        indexer.build(folder / ".llmwiki", read, SyntheticEmbedder(), skipped=skipped,
                       names=indexer.names_digest(wiki))
     return folder
 
 
-def vectors_only(git: object) -> None:
+def vectors_only(git: Git) -> None:
     """Rewrite the clone's refs/llmwiki/index without its store snapshot (the vectors alone)."""
     from llmwiki_git.gitstore import datarefs
     from llmwiki_git.retrieval import indexref
 
-    old = git.object_id(indexref.REF)  # type: ignore[attr-defined]
-    files = {name: git.read_blob(f"{indexref.REF}:{name}") for name in ("hashes", "index.json", "vectors")}  # type: ignore[attr-defined]
+    old = git.object_id(indexref.REF) or ""
+    files = {name: git.read_blob(f"{indexref.REF}:{name}") for name in ("hashes", "index.json", "vectors")}
     meta = json.loads(files["index.json"])
     meta["snapshot"] = {}
     files["index.json"] = json.dumps(meta).encode()
-    git.update_ref(indexref.REF, datarefs.commit_files(git, files, old, "vectors only"), old)  # type: ignore[attr-defined,arg-type]
+    git.update_ref(indexref.REF, datarefs.commit_files(git, files, old, "vectors only"), old)
 
 
 def objects_size(repo: Path) -> int:
@@ -159,7 +163,8 @@ def main() -> None:
     git = Git(publisher)
     llmwiki(publisher, "index")  # regenerates wiki/index.md: committed, as a team's flow commits it
     if subprocess.run(["git", "status", "--porcelain"], cwd=publisher, capture_output=True, text=True).stdout.strip():
-        run(["git", "commit", "-qam", "the generated table of contents"], publisher)
+        run(["git", "add", "-A"], publisher)
+        run(["git", "commit", "-qm", "the generated table of contents"], publisher)
         llmwiki(publisher, "index")
     store = store_mod.load(publisher / ".llmwiki")
     rows: list[tuple[str, str]] = [("pages / chunks (rows) in the store", f"{len(store.pages)} / {store.rows}")]
