@@ -250,7 +250,7 @@ def main() -> None:
 
     published = indexref.read(git)
     assert published is not None
-    wide = published.half.astype(np.float32)
+    wide = published.unit
     exact = wide / np.linalg.norm(wide, axis=1, keepdims=True)
     original = store.vectors.get([h.decode() for h in published.hashes.tolist()])
     full = np.stack([original[h.decode()] for h in published.hashes.tolist()])

@@ -163,7 +163,7 @@ class Published:
     dimensions: int
     digest: str
     hashes: np.ndarray  # dtype S16, sorted
-    half: np.ndarray  # chunks x dimensions, float16
+    unit: np.ndarray  # chunks x dimensions: the float16 rows widened to float32 and normalised
     snapshot: dict[str, tuple[str, str]]  # snapshot file -> (blob id, sha256); empty: none published
 
     def __len__(self) -> int:
@@ -178,8 +178,7 @@ class Published:
         at = np.searchsorted(self.hashes, keys)
         at_clipped = np.minimum(at, len(self) - 1)
         hit = self.hashes[at_clipped] == keys
-        rows = self.half[at_clipped[hit]].astype(np.float32)
-        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        rows = self.unit[at_clipped[hit]]
         chosen = [h for h, ok in zip(wanted, hit.tolist()) if ok]
         return dict(zip(chosen, rows))
 
@@ -194,9 +193,7 @@ class Published:
         at = np.minimum(np.searchsorted(self.hashes, keys), len(self) - 1)
         if len(hashes) and not bool((self.hashes[at] == keys).all()):
             return None
-        rows = self.half[at].astype(np.float32)
-        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-        return rows
+        return self.unit[at]
 
 
 def _refuse(commit: str, why: str) -> IndexRefError:
@@ -252,8 +249,7 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
     if payload_digest(hash_bytes, vector_bytes) != meta.digest:
         raise _refuse(oid, "its files do not match the digest in index.json (damaged, or written by hand)")
     hashes = _hashes(oid, hash_bytes, chunks)
-    matrix = np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims)
-    _check_vectors(oid, matrix)
+    matrix = _unit_vectors(oid, np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims))
     if sorted(meta.snapshot) != extra or (extra and not {"store.json", "lexical.meta.json"} <= set(extra)):
         raise _refuse(oid, "its store snapshot files are not the ones index.json lists")
     if sum(entries[name].size for name in extra) > MAX_SNAPSHOT_BYTES:
@@ -321,17 +317,21 @@ def _hashes(oid: str, data: bytes, chunks: int) -> np.ndarray:
     return hashes
 
 
-def _check_vectors(oid: str, matrix: np.ndarray) -> None:
-    if not matrix.shape[0]:
-        return
-    wide = matrix.astype(np.float32)
+def _unit_vectors(oid: str, half: np.ndarray) -> np.ndarray:
+    """The float16 rows as float32 unit vectors (widened once, here), after checking that
+    every one is finite and of unit length."""
+    wide = half.astype(np.float32)
+    if not wide.shape[0]:
+        return wide
     if not bool(np.isfinite(wide).all()):
         raise _refuse(oid, "its vectors hold NaN or infinite values")
-    norms = np.linalg.norm(wide, axis=1)
+    norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
     bad = np.flatnonzero(np.abs(norms - 1.0) > NORM_SLACK)
     if len(bad):
         raise _refuse(oid, f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
                            f"length {float(norms[bad[0]]):.3f})")
+    wide /= norms[:, None]
+    return wide
 
 
 @dataclass(frozen=True)
@@ -459,7 +459,7 @@ def materialize(state: Path, published: Published, files: dict[str, bytes]) -> t
         table_only = {**meta, "dimensions": 0, "token": "00" * 16}
         (scratch / store_mod.JSON_NAME).write_bytes(json.dumps(table_only, ensure_ascii=False).encode())
         try:
-            shape = store_mod.load(scratch)
+            shape = store_mod.load(scratch, repair=False)
         except StoreError as exc:
             raise _refuse(why, f"its store.json: {exc.message}") from exc
         matrix = published.rows_for(shape.pages.row_hashes())

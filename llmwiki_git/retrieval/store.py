@@ -287,7 +287,7 @@ def _read_sidecar(folder: Path) -> tuple[dict[str, Any], PageTable] | None:
         return None
 
 
-def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
+def load(folder: Path, *, expected_fingerprint: str | None = None, repair: bool = True) -> Store:
     """Read the store; raise StoreError (with a warning code) when it cannot be used.
     The page table comes from the sidecar when it matches the json (a few milliseconds on
     10,000 pages), else from the json, validated entry by entry; the sidecar is then
@@ -338,7 +338,7 @@ def load(folder: Path, *, expected_fingerprint: str | None = None) -> Store:
     store = Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), table, vectors,
                   meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
                   names=names if isinstance(names, str) else "")
-    if json_info is not None:
+    if json_info is not None and repair:  # not for a store read once (a published one checked in scratch)
         _repair_sidecar(folder, json_info, meta, table)
     return store
 
