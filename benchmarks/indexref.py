@@ -32,6 +32,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -59,10 +60,16 @@ def env() -> dict[str, str]:
     return out
 
 
+CPU: list[float] = []  # CPU seconds (user + system) of each command `run` ran, in order
+
+
 def run(cmd: Sequence[str], cwd: Path) -> tuple[float, str]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(list(cmd), cwd=cwd, env=env(), capture_output=True, text=True)
     took = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed in {cwd}: {proc.stderr[-2000:]}")
     return took, proc.stdout
@@ -201,6 +208,8 @@ def main() -> None:
     rows.append(("git push of main and the ref to a local bare repository", f"{fmt(t_push)} s"))
 
     fetch_t, first_t, second_t, fetchcmd_t, plain_t, edited_t = [], [], [], [], [], []
+    first_cpu: list[float] = []
+    second_cpu: list[float] = []
     for i in range(args.repeat):
         clone = work / f"clone-{i}"
         shutil.rmtree(clone, ignore_errors=True)
@@ -208,12 +217,14 @@ def main() -> None:
         took, _ = run(["git", "fetch", "-q", "origin", f"{indexref.REF}:{indexref.REF}"], clone)
         fetch_t.append(took)
         took, out = llmwiki(clone, "context", QUESTIONS[i % len(QUESTIONS)], "--json")
+        first_cpu.append(CPU[-1])
         pack = json.loads(out)
         assert not pack["warnings"] and pack["primary"], pack["warnings"]
         assert (clone / ".llmwiki" / "embeddings.bin").stat().st_size > 50_000_000
         first_t.append(took)
         took, _ = llmwiki(clone, "context", QUESTIONS[(i + 1) % len(QUESTIONS)], "--json")
         second_t.append(took)
+        second_cpu.append(CPU[-1])
         shutil.rmtree(clone)
         run(["git", "clone", "-q", str(bare), str(clone)], work)  # one page differs from the publisher's
         run(["git", "fetch", "-q", "origin", f"{indexref.REF}:{indexref.REF}"], clone)
@@ -240,8 +251,8 @@ def main() -> None:
     rows += [("`git fetch origin refs/llmwiki/index:refs/llmwiki/index` (fresh clone)", f"{fmt(med(fetch_t))} s"),
              ("first `context --json` in the fresh clone (no local index: the snapshot restored)",
               f"**{fmt(med(first_t))} s** (target < {FIRST_CONTEXT_TARGET:.0f} s: {verdict}; runs "
-              f"{', '.join(fmt(t) for t in first_t)})"),
-             ("second `context --json` (the store it wrote)", f"{fmt(med(second_t))} s"),
+              f"{', '.join(fmt(t) for t in first_t)}); CPU {fmt(med(first_cpu))} s"),
+             ("second `context --json` (the store it wrote)", f"{fmt(med(second_t))} s; CPU {fmt(med(second_cpu))} s"),
              ("first `context --json`, one page edited in the clone (the snapshot restored, then the wiki "
               "scanned once to follow the edit)", f"{fmt(med(edited_t))} s"),
              ("first `context --json`, a ref of vectors only (every page read and indexed lexically)",
