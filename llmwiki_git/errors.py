@@ -10,13 +10,14 @@
     │   ├── PageReadError           one page's bytes could not be read (reported as a page issue)
     │   ├── PathRefused             a path the confinement rule refuses (confine.py)
     │   ├── InputRefused            a file `llmwiki ingest` cannot take (binary, empty, outside...)
-    │   └── SourceRefused           a source citation's line window cannot be shown
+    │   ├── SourceRefused           a source citation's line window cannot be shown
+    │   └── FrontmatterRefused      a frontmatter cannot take new aliases without other changes
     ├── GitError                    a git command failed (cmd, returncode, stderr)
     ├── WriteRefused                a write refused before anything changed (gitstore/)
     │   ├── DirtyPaths              a path to write has uncommitted edits
     │   ├── RefChanged              the branch moved meanwhile (compare-and-swap failed)
     │   ├── UnsafePath              not a plain repository-relative file path
-    │   ├── MoveRefused             `llmwiki mv` refused (a target exists, a link would break)
+    │   ├── MoveRefused             `llmwiki mv` or `merge-pages` refused (a target exists, a link would break)
     │   └── LockBusy                the repository lock is held and waiting timed out
     ├── FollowIncomplete            the branch moved; some edited work-tree paths were kept
     ├── CandidateNotFound           no review candidate with that id
@@ -115,6 +116,11 @@ class SourceRefused(WikiError):
     """A source citation whose line window cannot be read (outside ``sources/``, missing...)."""
 
 
+class FrontmatterRefused(WikiError):
+    """A page's frontmatter cannot take an edit (``merge-pages`` adding aliases) without
+    changing how the rest of it reads: malformed, or aliases that are not a list."""
+
+
 class ArgumentError(UsageError):
     """Arguments that do not match an MCP tool's input schema."""
 
@@ -191,11 +197,12 @@ class UnsafePath(WriteRefused):
 
 
 class MoveRefused(WriteRefused):
-    """``llmwiki mv`` refused before anything moved; ``reasons`` says each thing in the way."""
+    """``llmwiki mv`` (or ``merge-pages``: ``verb`` "merge") refused before anything moved;
+    ``reasons`` says each thing in the way."""
 
-    def __init__(self, what: str, reasons: Sequence[str], hint: str | None = None) -> None:
+    def __init__(self, what: str, reasons: Sequence[str], hint: str | None = None, verb: str = "move") -> None:
         shown = "\n  ".join(reasons[:20]) + (f"\n  … and {len(reasons) - 20} more" if len(reasons) > 20 else "")
-        super().__init__(f"refusing to move {what}; nothing was changed:\n  {shown}", hint=hint)
+        super().__init__(f"refusing to {verb} {what}; nothing was changed:\n  {shown}", hint=hint)
         self.reasons = list(reasons)
 
 

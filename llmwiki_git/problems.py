@@ -30,6 +30,8 @@ CODES = {
     "page-too-large": WARNING,
     "symlink-escape": WARNING,
     "unchecked-page": ERROR,
+    "stale-page": WARNING,
+    "source-missing": WARNING,
 }
 
 #: Page issues meaning the checker could not fully check the page: an error (unchecked-page)

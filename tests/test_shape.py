@@ -341,6 +341,20 @@ def raw_git_calls(package: Path) -> list[str]:
     return found
 
 
+MAX_MODULE_LINES = 600  # docs/architecture.md: a module past this holds two jobs; split it
+
+
+def long_modules(package: Path, limit: int = MAX_MODULE_LINES) -> list[str]:
+    return [f"{path.relative_to(package).as_posix()}: {n} lines" for path in sorted(package.rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit]
+
+
+def test_no_module_over_600_lines(tmp_path: Path) -> None:
+    assert long_modules(REPO_ROOT / "llmwiki_git") == []
+    (tmp_path / "big.py").write_text("x = 1\n" * 601)  # the check sees one
+    assert long_modules(tmp_path) == ["big.py: 601 lines"]
+
+
 def test_git_commands_only_in_gitstore() -> None:
     """Every git command line is written once, in gitstore/ (a typed helper of
     ``gitstore.git.Git``); the rest of the package calls those helpers."""

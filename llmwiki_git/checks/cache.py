@@ -1,8 +1,9 @@
 """The checker's caches, kept in ``<git-common-dir>/llmwiki/check/`` (never committed,
 never in the work tree), in files loaded only when needed:
 
-* ``scans.marshal``: page scans by blob id, and page problems by (path, blob, names
-  fingerprint). An unchanged page is neither read nor scanned again.
+* ``scans.marshal``: page scans by blob id, page problems by (path, blob, names
+  fingerprint), and the line counts of cited sources by blob id. An unchanged page is
+  neither read nor scanned again.
 * ``trees.marshal``: whole results per git tree, each with its names fingerprint.
 * ``facts-<id>-<version>.marshal``: what deriving a tree from another needs (every page's
   names, every link target's outcome and the pages using it; see delta.py), one file
@@ -121,7 +122,7 @@ class ScanCache:
         self.tree_path = folder / TREES if folder is not None else None
         self._facts: dict[str, tuple[Any, ...] | None] | None = None
         self._facts_new: set[str] = set()
-        self._scans: tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]]] | None = None
+        self._scans: tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]], dict[str, int]] | None = None
         self._trees: dict[str, tuple[Any, ...]] | None = None
         self._used: set[str] = set()
         self._used_problems: set[str] = set()
@@ -131,10 +132,10 @@ class ScanCache:
 
     # -- scans and page problems ------------------------------------------------------------
 
-    def _scan_maps(self) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]]]:
+    def _scan_maps(self) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]], dict[str, int]]:
         if self._scans is None:
-            loaded = _read(self.path, 2, self.version)
-            self._scans = (loaded[0], loaded[1]) if loaded else ({}, {})
+            loaded = _read(self.path, 3, self.version)
+            self._scans = (loaded[0], loaded[1], loaded[2]) if loaded else ({}, {}, {})
         return self._scans
 
     @property
@@ -176,6 +177,14 @@ class ScanCache:
     def problems_put(self, key: str, record: tuple[Any, ...]) -> None:
         self._scan_maps()[1][key] = record
         self._used_problems.add(key)
+        self._scans_dirty = True
+
+    def source_lines(self) -> dict[str, int]:
+        """Line counts of cited sources by blob id (checks/stale.py adds to it; saved when
+        it grew, see `lines_changed`)."""
+        return self._scan_maps()[2]
+
+    def lines_changed(self) -> None:
         self._scans_dirty = True
 
     # -- whole trees --------------------------------------------------------------------------
@@ -248,12 +257,14 @@ class ScanCache:
         """Atomically rewrite what changed; drop scans and problems unused by a run that saw
         a whole snapshot once they outnumber the used ones (old versions of edited pages)."""
         if self.path is not None and self._scans_dirty and self._scans is not None:
-            records, problems = self._scans
+            records, problems, lines = self._scans
             if self._full and len(records) > 2 * len(self._used) + 1000:
                 records = {k: v for k, v in records.items() if k in self._used}
             if self._full and len(problems) > 3 * len(self._used_problems) + 1000:
                 problems = {k: v for k, v in problems.items() if k in self._used_problems}
-            _write(self.path, (self.version, records, problems))
+            if len(lines) > 20_000:  # old versions of sources: a cited source is counted again
+                lines = {}
+            _write(self.path, (self.version, records, problems, lines))
             self._drop_old_layout()
             self._scans_dirty = False
         if self.tree_path is not None and self._trees_dirty and self._trees is not None:

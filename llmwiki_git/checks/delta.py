@@ -33,6 +33,7 @@ from ..wiki.slug import parse_target, slugify
 from .links import MD, PLAIN_OK, TITLE, Checker, Outcome, anchor_problem, link_keys, names_of_key, split_md_key
 from .parts import PartedMap
 from .result import CheckResult, result_from_record, sort_problems
+from .stale import CODES as SOURCING_CODES
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
 # What a derived tree changed in the facts file it started from (see Facts.added), stored in
@@ -510,8 +511,10 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     new_facts.added = ({text: tuple(paths) for text, paths in added_users.items()},
                        {text: outcomes[text] for text in resolver.resolved}, names_changed, files_changed,
                        tuple(dropped), fingerprint)
-    gone = removed | set(fresh)
-    kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in gone))).problems
+    # Pages re-read here keep their provenance problems (stale.py: sourcing.derived_sourcing
+    # judges again those of pages whose record or sources changed); the rest they lose.
+    kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in removed
+                                        and (r[0] not in fresh or r[3] in SOURCING_CODES)))).problems
     return CheckResult(len(names_by_path), sort_problems(kept + found)), new_facts
 
 

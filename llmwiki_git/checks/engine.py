@@ -27,6 +27,7 @@ from .delta import MAX_EXTRAS, NO_EXTRAS, Extras, Facts, derive, extras_size, fa
 from .links import Checker, link_keys
 from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record, sort_problems
 from .severity import apply as apply_severity, enabled, severities
+from .sourcing import derived_sourcing, full_sourcing, scope_sourcing
 
 BROKEN = ("broken-link", "broken-relative-link")  # what a rename can break (renames.py)
 CANDIDATE_REFS = "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
@@ -73,6 +74,7 @@ class CheckEngine:
             result = checked = self._scope_result(head)
             if before is not None and base is not None:
                 result = new_problems(before, result, base)
+                result = scope_sourcing(self.git, result, head, base, self.project_prefix, self._index_diff_of)
             if self.cache is not None:
                 self.cache.save()
             changed = self._changed_paths(head, base)
@@ -163,6 +165,9 @@ class CheckEngine:
         checker = Checker(wiki)
         fingerprint = names_fingerprint(wiki, self.limit) if cache is not None else ""
         result = check_wiki_with(wiki, checker, cache, self.limit, fingerprint)
+        sourcing = full_sourcing(wiki, self.project_prefix, cache)
+        if sourcing:
+            result = CheckResult(result.checked, sort_problems(result.problems + sourcing), result.base)
         if cache is not None and tree is not None:
             own = facts_id(fingerprint, tree)
             if not cache.has_facts(own):
@@ -212,11 +217,15 @@ class CheckEngine:
             else:
                 diff = diff_output()
                 locate = self._locator(tree)
-            derived = derive(self._cat.read_blobs if self._cat is not None else git.read_blobs, locate, record[1], facts,
+            read = self._cat.read_blobs if self._cat is not None else git.read_blobs
+            derived = derive(read, locate, record[1], facts,
                              diff=diff, wiki_dir=self.wiki_dir, base=self.project_prefix, limit=self.limit)
             if derived is None:
                 return None
-            return (*derived, record[2], record[3])
+            result, new_facts = derived
+            result = derived_sourcing(git, result, diff, scope, tree, set(new_facts.names_by_path), locate, read,
+                                      self.project_prefix, new_facts.root_dir)
+            return result, new_facts, record[2], record[3]
         return None
 
     def _prefetch_index(self) -> None:
@@ -229,6 +238,12 @@ class CheckEngine:
         if head is not None:
             self._index_diffs[head] = self.git.spawn_index_diff(head)
             self._started.append(self._index_diffs[head])
+
+    def _index_diff_of(self, base: str) -> bytes | None:
+        """The index's raw diff against the commit ``base`` when this check has it already
+        (the hook's ``--staged --base HEAD``), else None."""
+        tree = self._trees.get(base)
+        return self._index_diff(tree) if tree is not None and tree in self._index_diffs else None
 
     def _index_diff(self, tree: str) -> bytes:
         """``git diff-index --cached`` against ``tree`` (asked once per check)."""

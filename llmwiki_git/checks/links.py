@@ -188,14 +188,14 @@ def name_problems(page: Page, claims: Claims) -> list[Problem]:
             out.append(make_problem(page.path, title_line or 1, 1, "duplicate-title",
                                     f'duplicate title "{scan.title}": {_listed(others)} '
                                     f'{"has" if len(others) == 1 else "have"} it too; merge the pages '
-                                    "(`llmwiki mv` keeps links whole) or give each its own title", title))
+                                    "(`llmwiki merge-pages` keeps links whole) or give each its own title", title))
     for alias, raw in zip(scan.alias_slugs if page.kind != "page" else (), _alias_texts(scan)):
         hits = sorted({(pid, how) for pid, how in claims.claimants(alias) if pid != page.id})
         if hits:
             what = "; ".join(f"{pid} ({'its file name' if how == 'stem' else 'an alias'})" for pid, how in hits[:3])
             out.append(make_problem(page.path, aliases_line or 1, 1, "alias-collision",
                                     f'alias collision: "{raw}" also names {what}; a link [[{raw}]] reaches only '
-                                    "one of them: drop the alias from one page or merge them", alias))
+                                    "one of them: drop the alias from one page or merge them (`llmwiki merge-pages`)", alias))
     return out
 
 

@@ -38,6 +38,7 @@ RULE_MODULES = (
     "checks/delta.py",
     "checks/cache.py",
     "checks/parts.py",
+    "checks/stale.py",
 )
 
 

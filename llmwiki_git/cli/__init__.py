@@ -3,11 +3,11 @@ place (`app.LlmwikiGroup`). One module per command family:
 
     app.py           the root group, error translation, shared helpers
     check.py         check
-    pages.py         links, mv
+    pages.py         links, mv, merge-pages
     search.py        index, context
     query.py         query
     review.py        review stage | list | show | approve | reject
-    sources.py       ingest, compile
+    sources.py       ingest, compile, retract
     integrations.py  serve, hooks install
 """
 

@@ -6,11 +6,29 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..errors import UsageError
+from ..wording import plural
 from .app import _age, _note, _workspace, cli
+
+
+def plan_lines(plan: dict[str, Any]) -> list[str]:
+    """A move's or merge's plan (review/rewrites.py) as lines: what moves or is folded where,
+    then each link rewrite as path:line:col: old → new (`review show`, `mv --review`,
+    `merge-pages`)."""
+    if plan.get("kind") == "merge/1":
+        added = ", ".join(plan.get("aliasesAdded") or []) or "none"
+        lines = [f"plan: fold {plan['from']} into {plan['into']} under the heading \"{plan['heading']}\"; "
+                 f"aliases added: {added}; {plan['from']} deleted"]
+    else:
+        lines = [f"plan: move {plan['from']} → {plan['to']}"]
+        lines += [f"  moves {m['from']} → {m['to']}" for m in plan.get("moves", []) if m["from"] != plan["from"]]
+    lines += [f"  {e['path']}:{e['line']}:{e['col']}: {e['old']} → {e['new']}" for e in plan.get("edits", [])]
+    lines.append(f"  {plural(int(plan.get('links', 0)), 'link')} rewritten in {plural(int(plan.get('pages', 0)), 'page')}")
+    return lines
 
 
 @cli.group()
@@ -110,9 +128,11 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
         provenance = view.provenance()
         for source in provenance.get("sources", []):
             click.echo(f"source: {source['path']} (blob {source['blob']})")
-        for key in ("model", "prompt"):
+        for key in ("model", "prompt", "retracts"):
             if provenance.get(key):
                 click.echo(f"{key}: {provenance[key]}")
+        for line in plan_lines(view.plan) if view.plan is not None else ():  # a move or merge
+            click.echo(line)
         click.echo("")
         if view.verdict.citations is not None:
             for line in format_report(view.verdict.citations):
@@ -120,8 +140,9 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
         click.echo("")
         if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
             for number, item in enumerate(view.pages, 1):
+                what = "retracted source" if item["target"] == provenance.get("retracts") else "page"
                 titled = f" \"{item['title']}\"" if item.get("title") else ""
-                click.echo(f"=== page {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ===")
+                click.echo(f"=== {what} {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ===")
                 click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
                 click.echo("")
         else:
@@ -134,9 +155,11 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
 
 @review.command("approve")
 @click.argument("candidate_id")
+@click.option("--allow-broken", is_flag=True,
+              help="A retraction only: approve it although links to the pages it deletes break (they are listed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None:
+def review_approve(ctx: click.Context, candidate_id: str, allow_broken: bool, as_json: bool) -> None:
     """Publish a candidate: a validated fast-forward of the current branch (the candidate
     commit itself, or the same change replayed on the new tip) plus a commit refreshing
     wiki/index.md and log.md where llmwiki owns them, moved onto the branch at once as one
@@ -145,7 +168,7 @@ def review_approve(ctx: click.Context, candidate_id: str, as_json: bool) -> None
     from ..review.service import approve_candidate
 
     ws = _workspace(ctx)
-    done = approve_candidate(ws, candidate_id, None if as_json else _note)
+    done = approve_candidate(ws, candidate_id, None if as_json else _note, allow_broken=allow_broken)
     if as_json:
         click.echo(json.dumps(done.to_json(), indent=2))
         return

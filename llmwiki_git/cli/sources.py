@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..errors import UsageError
 from ..providertable import CHAT_PROVIDERS, DEFAULT_CHAT
 from ..wording import plural
 from .app import _age, _note, _one_of, _workspace, cli
@@ -64,9 +65,14 @@ def ingest(ctx: click.Context, files: tuple[str, ...], as_json: bool) -> None:
                    f"credentials, else {DEFAULT_CHAT}).")
 @click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
               help="Model requests in flight at once (1 to 16).")
+@click.option("--stale", is_flag=True,
+              help="Rewrite only the pages whose sources changed since they were written (those `llmwiki check` "
+                   "flags stale-page), and nothing else.")
+@click.option("--dry-run", is_flag=True, help="List what the run would compile or rewrite; no model request, no branch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run (sources, pages, candidate, usage) as JSON.")
 @click.pass_context
-def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrency: int, as_json: bool) -> None:
+def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrency: int, stale: bool, dry_run: bool,
+             as_json: bool) -> None:
     """Write wiki pages from the sources that changed since their pages were written, as ONE
     review candidate branch (kind compile/1); prints its id.
 
@@ -77,11 +83,16 @@ def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrenc
     trailers `Llmwiki-Source: <path> <blob>`). A run with no source changed makes no model
     request and no branch.
 
+    With --stale, only the pages recording an older blob of a source than the source's now
+    are rewritten (a source note from its source; any other page needs a model), on one
+    candidate as well.
+
     \b
     Examples:
       llmwiki compile                  stage a run; then `llmwiki review show <id>`
       llmwiki compile --publish        stage and approve it at once
       llmwiki compile --provider openai --concurrency 8
+      llmwiki compile --stale --dry-run   the stale pages and the sources that changed under them
     """
     from ..compiler.service import compile_wiki
 
@@ -95,8 +106,10 @@ def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrenc
         left = f", about {_age(eta)} left" if eta is not None and state.done < state.total else ""
         click.echo(f"  {state.phase}: {state.done}/{state.total} {state.current}{left}", err=True)
 
+    if dry_run and publish:
+        raise UsageError("--dry-run and --publish do not go together", hint="drop one of them")
     result = compile_wiki(ws, provider=provider, publish=publish, concurrency=concurrency, on_progress=progress,
-                          note=None if as_json else _note)
+                          note=None if as_json else _note, stale=stale, dry_run=dry_run)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         ctx.exit(result.exit_code)
@@ -109,6 +122,19 @@ def _render_compile(result: CompileResult) -> None:
         _note(f"warning: {path} cannot be compiled ({why}); skipped")
     for path, cid in result.staged_elsewhere.items():
         _note(f"{path} is staged already in candidate {cid}: approve or reject it first")
+    if result.mode == "stale" and (result.dry_run or not result.stale):
+        _render_stale(result)
+        return
+    if result.dry_run:
+        click.echo(f"Would compile {plural(len(result.compiled), 'source')}" + (":" if result.compiled else "."))
+        for path in result.compiled:
+            click.echo(f"  {path}")
+        return
+    for path in result.needs_model:
+        _note(f"{path} is stale but only a model rewrites it: run with --provider (see docs/compile.md)")
+    if result.mode == "stale" and not result.pages and not result.raced:
+        click.echo(f"Nothing staged: {plural(len(result.needs_model), 'stale page')} need a model to rewrite them.")
+        return
     if not result.compiled:
         click.echo(f"Nothing to compile: {plural(len(result.up_to_date), 'source')} up to date"
                    + (f", {len(result.staged_elsewhere)} staged for review" if result.staged_elsewhere else "") + ".")
@@ -136,3 +162,93 @@ def _render_compile(result: CompileResult) -> None:
     else:
         _note(f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
               f"`llmwiki review approve {staged.candidate_id}`.")
+
+
+def _render_stale(result: CompileResult) -> None:
+    """`compile --stale --dry-run`, or `--stale` with nothing stale: the stale pages."""
+    rows = result.stale_json(result.source_blobs)
+    if not rows:
+        click.echo("Nothing is stale: every page records the blob of its sources as they are now.")
+        return
+    sources = {fed.source for fed in result.stale}
+    click.echo(f"Stale: {plural(len(rows), 'page')} from {plural(len(sources), 'changed source')}:")
+    for row in rows:
+        for source in row["sources"]:
+            click.echo(f"  {row['page']}  {source['path']}  blob {source['recordedBlob'][:12]} -> {str(source['blob'])[:12]}")
+    click.echo("Run `llmwiki compile --stale` to rewrite them on one review candidate.", err=True)
+
+
+@cli.command()
+@click.argument("source", metavar="SOURCE")
+@click.option("--provider", default=None, metavar="NAME",
+              help=f"{_one_of([p for p in CHAT_PROVIDERS if p != DEFAULT_CHAT])} to rewrite the pages that drew on "
+                   f"several sources; {DEFAULT_CHAT} to mark them instead (default: as for compile).")
+@click.option("--publish", is_flag=True, help="Approve the retraction at once, through the same validation as "
+                                              "`llmwiki review approve`.")
+@click.option("--allow-broken", is_flag=True,
+              help="With --publish: approve although links to the deleted pages break (they are listed).")
+@click.option("--dry-run", is_flag=True, help="List what the retraction would delete, rewrite and break; no branch.")
+@click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
+              help="Model requests in flight at once (1 to 16).")
+@click.option("--json", "as_json", is_flag=True, help="Print the retraction (pages, links it breaks, candidate) as JSON.")
+@click.pass_context
+def retract(ctx: click.Context, source: str, provider: str | None, publish: bool, allow_broken: bool, dry_run: bool,
+            concurrency: int, as_json: bool) -> None:
+    """Withdraw SOURCE (a file in sources/) and what it fed, as ONE review candidate (kind
+    retraction/1): the source deleted, every page written from it alone deleted, and every
+    other page that names or cites it rewritten -- by the model from the sources it has left,
+    or offline marked `retracted:` with its citations of SOURCE removed (`llmwiki check` then
+    flags it stale-page until someone reviews it).
+
+    Links to the deleted pages are listed: approval refuses until they are fixed, or until
+    `review approve --allow-broken` says to break them.
+
+    \b
+    Examples:
+      llmwiki retract sources/paper.md --dry-run
+      llmwiki retract sources/paper.md            then `llmwiki review show <id>`
+      llmwiki retract sources/paper.md --publish --allow-broken
+    """
+    from ..compiler.retract import retract as retract_source
+
+    if allow_broken and not publish:
+        raise UsageError("--allow-broken needs --publish", hint="or pass it to `llmwiki review approve` later")
+    if dry_run and publish:
+        raise UsageError("--dry-run and --publish do not go together", hint="drop one of them")
+    ws = _workspace(ctx)
+    ws.require_git("retracting a source")
+    cwd = ctx.obj["repo"] if ctx.obj["repo"] is not None else Path.cwd()
+    result = retract_source(ws, source, cwd=Path(os.path.abspath(cwd)), provider=provider, publish=publish,
+                            allow_broken=allow_broken, dry_run=dry_run, concurrency=concurrency,
+                            note=None if as_json else _note)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        ctx.exit(result.exit_code)
+    click.echo(f"Retracting {result.source}" + ("" if result.blob else " (already deleted: only its pages)") + ":")
+    for path in result.deleted:
+        click.echo(f"  delete   {path} (written from it alone)")
+    for item in result.rewritten:
+        click.echo(f"  rewrite  {item.target} ({'by the model' if item.how == 'model' else 'marked retracted, its citations removed'})")
+    for path in result.left_alone:
+        _note(f"  {path} names or cites it, but is yours (llmwiki never writes it): edit it by hand")
+    if result.breaks:
+        click.echo(f"Approval would break {plural(len(result.breaks), 'link')} to the deleted pages (it refuses until "
+                   "they are fixed, or --allow-broken):")
+        for problem in result.breaks:
+            click.echo(f"  {problem.location}: {problem.message}")
+    if dry_run:
+        return
+    staged = result.candidate
+    if staged is None:
+        click.echo("Nothing to stage.")
+        return
+    click.echo(f"Staged {staged.candidate_id} on {staged.branch}.")
+    if result.approved is not None:
+        click.echo(f"Approved {staged.candidate_id} (commit {result.approved.commit[:12]}).")
+    elif result.refusal:
+        _note(result.refusal)
+    else:
+        fix = " (fix those links first, or add --allow-broken)" if result.breaks else ""
+        _note(f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
+              f"`llmwiki review approve {staged.candidate_id}`{fix}.")
+    ctx.exit(result.exit_code)

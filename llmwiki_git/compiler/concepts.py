@@ -77,6 +77,7 @@ class Concept:
     sources: list[Source] = field(default_factory=list)
     target: str = ""
     existing: Page | None = None
+    dropped: frozenset[str] = frozenset()  # sources it must no longer name or cite (a retraction)
 
 
 def numbered(source: Source, budget: int = SOURCE_CHARS) -> str:
@@ -296,6 +297,34 @@ def model_writes(plan: Plan, chat: ChatProvider, *, concurrency: int,
         concept.target = concept.existing.path if concept.existing is not None else \
             page_path(plan.wiki, slugify(concept.name)[:80], taken)
     concepts = list({c.target: c for c in concepts}.values())  # two names for one page: the last wins
+    return write_pages(plan, ask, concepts, concurrency=concurrency, progress=progress)
+
+
+def page_concepts(plan: Plan, pages: Sequence[str], drop: frozenset[str] = frozenset()) -> list[Concept]:
+    """One concept per existing page to rewrite (``compile --stale``, a retraction): its
+    title, summary and aliases, and every source it names as it is now, less ``drop``."""
+    by_path = {s.path: s for s in plan.sources}
+    found = []
+    for path in pages:
+        page = plan.wiki.by_path[path]
+        meta = parse(plan.texts.get(path, "")).data
+        summary = meta.get("summary")
+        sources = [by_path[f.source] for f in plan.provenance.of_page(path) if f.source in by_path and f.source not in drop]
+        found.append(Concept(page.scan.title or page.stem, summary if isinstance(summary, str) else "",
+                             list(page.scan.aliases), sources, path, page, drop))
+    return found
+
+
+def asker(chat: ChatProvider, progress: Progress) -> _Asker:
+    return _Asker(chat, progress)
+
+
+def write_pages(plan: Plan, ask: _Asker, concepts: list[Concept], *, concurrency: int, progress: Progress,
+                instruction: str = "") -> tuple[list[FileWrite], list[Written]]:
+    """One page per concept, written by the model (step 2 and 3 of the module docstring);
+    ``instruction`` is said in every page request (a retraction says what to remove)."""
+    chat = ask.chat
+    plan.wiki.build_tables()
     after = plan.wiki
     for concept in concepts:  # the run's pages exist for link resolution (names and aliases)
         if concept.existing is None:
@@ -305,7 +334,8 @@ def model_writes(plan: Plan, chat: ChatProvider, *, concurrency: int,
     names = name_index(after)
     link_of = {c.target: link_text(after, after.by_path[c.target]) or c.target for c in concepts}
     table = name_table(plan.wiki, plan.project_prefix)  # once: each is read by several requests
-    mentions = {s.path: [link for link, _ in mentioned_pages(s, plan.wiki, names=table)] for s in plan.todo}
+    used = {s.path: s for c in concepts for s in c.sources}
+    mentions = {path: [link for link, _ in mentioned_pages(s, plan.wiki, names=table)] for path, s in used.items()}
     rest: list[tuple[str, str]] = []
     for page in plan.wiki.pages:
         if len(rest) > MAX_TARGETS:
@@ -319,15 +349,15 @@ def model_writes(plan: Plan, chat: ChatProvider, *, concurrency: int,
     def write_one(concept: Concept) -> tuple[FileWrite, Written]:
         existing_text = plan.texts.get(concept.target) if concept.existing is not None else None
         what = f"the page on {concept.name!r} from {', '.join(s.path for s in concept.sources)}"
-        reply = parse_reply(ask(PAGE_SYSTEM, _page_request(concept, existing_text, _targets(concepts, concept, link_of,
-                                                                                            mentions, rest))),
-                            what, chat.name)
+        request = _page_request(concept, existing_text, _targets(concepts, concept, link_of, mentions, rest))
+        reply = parse_reply(ask(PAGE_SYSTEM, f"{instruction}\n\n{request}" if instruction else request), what, chat.name)
         title = _text(reply.get("title", concept.name), what, "title", chat.name)
         summary = _text(reply.get("summary", ""), what, "summary", chat.name, required=False)
         body = _text(reply.get("body"), what, "body", chat.name)
         if body.startswith("---"):
             body = body[parse(body).body_offset:].lstrip("\n") or body
-        body = repair_links(repair_citations(body, by_file), after, names)
+        shown = {name: s for name, s in by_file.items() if s.path not in concept.dropped}
+        body = repair_links(repair_citations(body, shown), after, names)
         document = _document(plan, concept, existing_text, title, summary, body)
         progress.step(concept.target)
         change = "replace" if concept.existing is not None else "add"
@@ -345,7 +375,8 @@ def _document(plan: Plan, concept: Concept, existing_text: str | None, title: st
     named = []
     if existing_text is not None:
         meta = parse(existing_text)
-        named = [p for p in source_paths(meta.data.get("sources"), concept.sources[0].project_prefix) if p in blobs]
+        named = [p for p in source_paths(meta.data.get("sources"), plan.project_prefix)
+                 if p in blobs and p not in concept.dropped]
         head = set_keys(existing_text, {"summary": summary} if summary else {})
         text = head[: parse(head).body_offset].rstrip("\n") + "\n\n" + body.strip() + "\n"
     else:
@@ -355,4 +386,4 @@ def _document(plan: Plan, concept: Concept, existing_text: str | None, title: st
         head_text = yaml.safe_dump(meta_new, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False)
         text = f"---\n{head_text}---\n\n{body.strip()}\n"
     pairs = [(p, blobs[p]) for p in named] + [(s.path, s.blob) for s in concept.sources]
-    return stamp(text, pairs, concept.sources[0].project_prefix)
+    return stamp(text, pairs, plan.project_prefix)

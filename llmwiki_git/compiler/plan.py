@@ -4,6 +4,9 @@ the pages they feed record, less those an open candidate already stages at that 
 A source is up to date when some page it feeds records its current blob (the provenance
 lookup of ``wiki.provenance``); pages of it that still record an older blob are stale, which
 `review show`, `context --json` and a staleness check see from the same lookup.
+
+``compile --stale`` plans by page instead: each page recording a blob of a source that is not
+the source's blob now, whatever the other pages of that source record.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from ..publication.candidates import list_candidates
 from ..wiki.frontmatter import parse
 from ..wiki.model import Wiki
 from ..wiki.pages import decode
-from ..wiki.provenance import Provenance, provenance
+from ..wiki.provenance import Fed, Provenance, provenance
 from .sources import Source, list_sources, read_sources
 
 
@@ -32,6 +35,11 @@ class Plan:
     staged: dict[str, str] = field(default_factory=dict)  # source path -> the open candidate staging its blob
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
     project_prefix: str = ""
+    stale: list[Fed] = field(default_factory=list)  # --stale: each (page, source) recording an older blob, by page
+
+    def stale_pages(self) -> list[str]:
+        """The pages ``--stale`` rewrites, in order."""
+        return list(dict.fromkeys(f.page for f in self.stale))
 
     def kind_of(self, path: str) -> str | None:
         """A page's frontmatter ``kind`` (``source-note`` for the offline notes)."""
@@ -90,12 +98,28 @@ def page_texts(git: Git, wiki: Wiki) -> dict[str, str]:
     return texts
 
 
-def make_plan(git: Git, wiki: Wiki, base: str, project_prefix: str) -> Plan:
+def make_plan(git: Git, wiki: Wiki, base: str, project_prefix: str, *, stale: bool = False) -> Plan:
+    """What to compile at ``base``: the sources no page records at their blob; with
+    ``stale``, the sources some page records at another blob, and those pages."""
     texts = page_texts(git, wiki)
     found = provenance(git, texts, base, project_prefix, wiki.root_dir)
     sources, unreadable = read_sources(git, list_sources(git, base, project_prefix), project_prefix)
     plan = Plan(base, wiki, texts, found, sources, unreadable=unreadable, project_prefix=project_prefix)
     open_runs = staged_sources(git)
+    if stale:
+        pairs = found.stale({s.path: s.blob for s in sources})
+        changed = {f.source for f in pairs}
+        for source in sources:
+            if source.path not in changed:
+                if found.feeds(source.path):
+                    plan.up_to_date.append(source)
+            elif (source.path, source.blob) in open_runs:
+                plan.staged[source.path] = open_runs[(source.path, source.blob)]
+            else:
+                plan.todo.append(source)
+        todo = {s.path for s in plan.todo}
+        plan.stale = [f for f in pairs if f.source in todo]
+        return plan
     for source in sources:
         if any(fed.recorded == source.blob for fed in found.feeds(source.path)):
             plan.up_to_date.append(source)
@@ -117,3 +141,16 @@ def still_to_do(git: Git, plan: Plan, wiki: Wiki, head: str, project_prefix: str
         provenance(git, page_texts(git, wiki), head, project_prefix, wiki.root_dir)
     return [path for path, blob in pairs
             if (path, blob) not in open_runs and not any(f.recorded == blob for f in found.feeds(path))]
+
+
+def still_stale(git: Git, plan: Plan, wiki: Wiki, head: str, project_prefix: str) -> list[Fed]:
+    """Of the plan's stale (page, source) pairs, those still stale at ``head`` and staged by
+    no open candidate (run under the lock, just before staging a ``--stale`` run)."""
+    open_runs = staged_sources(git)
+    if head == plan.base:
+        found, blobs = plan.provenance, {s.path: s.blob for s in plan.sources}
+    else:
+        found = provenance(git, page_texts(git, wiki), head, project_prefix, wiki.root_dir)
+        blobs = dict(list_sources(git, head, project_prefix))
+    now = {(f.page, f.source) for f in found.stale(blobs)}
+    return [f for f in plan.stale if (f.page, f.source) in now and (f.source, blobs.get(f.source)) not in open_runs]

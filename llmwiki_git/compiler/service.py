@@ -13,6 +13,11 @@ become pages on ONE review candidate branch (kind ``compile/1``).
    model and the prompt version.
 4. ``--publish``: approve the candidate at once, through the same validation and transaction
    as ``llmwiki review approve``.
+
+``--stale`` plans by page: the pages recording an older blob of a source than the source's
+now are rewritten -- a source note from its source, offline or not; any other page by the
+model, from every source it names -- and nothing else (no new source is compiled).
+``--dry-run`` stops after the plan: no model request, no branch.
 """
 
 from __future__ import annotations
@@ -23,18 +28,19 @@ from typing import Any
 
 from ..errors import ApprovalRefused, UsageError
 from ..gitstore.commits import current_branch
+from ..providers.base import ChatProvider
 from ..providers.registry import make_provider, provider_name
 from ..providertable import OFFLINE_CHAT
-from ..publication.trailers import COMPILE_KIND
+from ..publication.trailers import COMPILE_KIND, Recorded
 from ..publication.write import Site, locked
 from ..review.approve import Approved
 from ..review.project import ReviewProject
 from ..review.service import approve_candidate
-from ..review.stagefiles import FileWrite, Recorded, StagedFiles, stage_locked
-from ..wiki.provenance import sources_dir
+from ..review.stagefiles import FileWrite, StagedFiles, stage_locked
+from ..wiki.provenance import Fed, sources_dir
 from ..wiki.slug import slugify
 from . import notes
-from .plan import Plan, Written, make_plan, page_path, still_to_do
+from .plan import Plan, Written, make_plan, page_path, still_stale, still_to_do
 from .progress import Progress, Usage
 
 OFFLINE = OFFLINE_CHAT  # the provider that means: no model, source notes
@@ -56,10 +62,22 @@ class CompileResult:
     approved: Approved | None = None
     refusal: str | None = None  # --publish was refused: the candidate is kept
     usage: Usage = field(default_factory=Usage)
+    stale: list[Fed] = field(default_factory=list)  # --stale: each (page, source) recording an older blob
+    needs_model: list[str] = field(default_factory=list)  # --stale offline: stale pages only a model rewrites
+    dry_run: bool = False
+    mode: str = "changed"  # changed | stale
+    source_blobs: dict[str, str] = field(default_factory=dict)  # every source at the base (for --stale's listing)
 
     @property
     def exit_code(self) -> int:
         return 1 if self.refusal else 0
+
+    def stale_json(self, blobs: dict[str, str]) -> list[dict[str, Any]]:
+        pages: dict[str, list[dict[str, Any]]] = {}
+        for fed in self.stale:
+            pages.setdefault(fed.page, []).append({"path": fed.source, "recordedBlob": fed.recorded,
+                                                   "blob": blobs.get(fed.source)})
+        return [{"page": page, "sources": sources} for page, sources in pages.items()]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +88,8 @@ class CompileResult:
             "candidate": None if self.candidate is None else self.candidate.to_json(),
             "approved": None if self.approved is None else self.approved.to_json(),
             "refusal": self.refusal, "usage": self.usage.to_json(),
+            "mode": self.mode, "dryRun": self.dry_run, "stale": self.stale_json(self.source_blobs),
+            "needsModel": self.needs_model,
         }
 
 
@@ -88,9 +108,42 @@ def offline_writes(plan: Plan, progress: Progress) -> tuple[list[FileWrite], lis
     return writes, written
 
 
+def stale_writes(plan: Plan, progress: Progress, chat: ChatProvider | None, concurrency: int
+                 ) -> tuple[list[FileWrite], list[Written], list[str]]:
+    """``--stale``: each stale page rewritten -- a source note from its source, any other page
+    by ``chat`` from every source it names (None: offline, such pages are only listed)."""
+    writes: list[FileWrite] = []
+    written: list[Written] = []
+    needs_model: list[str] = []
+    by_model: list[str] = []
+    names = notes.name_table(plan.wiki, plan.project_prefix)
+    sources = {s.path: s for s in plan.sources}
+    as_notes = []
+    for page in plan.stale_pages():
+        fed = plan.provenance.of_page(page)
+        if plan.kind_of(page) == notes.KIND and len(fed) == 1 and fed[0].source in sources:
+            as_notes.append((page, sources[fed[0].source]))
+        else:
+            (needs_model if chat is None else by_model).append(page)
+    progress.restart("compiling", len(as_notes))
+    for page, source in as_notes:
+        writes.append(FileWrite(page, notes.note(source, plan.wiki, page, names)))
+        written.append(Written(page, [source.path], "replace"))
+        progress.step(page)
+    if by_model and chat is not None:
+        from .concepts import asker, page_concepts, write_pages
+
+        more, more_written = write_pages(plan, asker(chat, progress), page_concepts(plan, by_model),
+                                         concurrency=concurrency, progress=progress)
+        writes += more
+        written += more_written
+    return writes, written, needs_model
+
+
 def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: bool = False, concurrency: int = 4,
                  on_progress: Callable[[Progress], None] | None = None, note: Callable[[str], None] | None = None,
-                 environ: Mapping[str, str] | None = None) -> CompileResult:
+                 environ: Mapping[str, str] | None = None, stale: bool = False,
+                 dry_run: bool = False) -> CompileResult:
     """Compile what changed into one candidate (see the module docstring). ``environ``: the
     provider keys and settings (default: the workspace's)."""
     env = ws.environ if environ is None else environ
@@ -106,23 +159,36 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
         note(f"{loose} uncommitted change(s) in {folder}/ are not compiled: compile reads the committed sources "
              "(commit them, or use `llmwiki ingest`)")
     wiki = ws.wiki(base)
-    plan = make_plan(git, wiki, base, ws.project_prefix)
+    plan = make_plan(git, wiki, base, ws.project_prefix, stale=stale)
     result = CompileResult(base, name, notes.MODEL, notes.PROMPT, up_to_date=[s.path for s in plan.up_to_date],
-                           staged_elsewhere=dict(plan.staged), unreadable=plan.unreadable)
-    if not plan.todo:
+                           staged_elsewhere=dict(plan.staged), unreadable=plan.unreadable, stale=plan.stale,
+                           dry_run=dry_run, mode="stale" if stale else "changed",
+                           source_blobs={s.path: s.blob for s in plan.sources})
+    if not plan.todo or dry_run:
+        result.compiled = [s.path for s in plan.todo]
         return result
     result.compiled = [s.path for s in plan.todo]
-    progress = Progress(len(plan.todo), on_progress)
-    if name == OFFLINE:
-        writes, result.pages = offline_writes(plan, progress)
-    else:
-        from .concepts import PROMPT, model_writes
+    progress = Progress(len(plan.stale_pages()) if stale else len(plan.todo), on_progress)
+    chat = None
+    if name != OFFLINE:
+        from .concepts import PROMPT
 
         chat = make_provider(name, env, None)
         result.model, result.prompt = f"{name}/{chat.model}", PROMPT
+    if stale:
+        writes, result.pages, result.needs_model = stale_writes(plan, progress, chat, concurrency)
+        rewritten = {path for page in result.pages for path in page.sources}
+        result.compiled = [p for p in result.compiled if p in rewritten]
+        if not writes:
+            return result
+    elif chat is None:
+        writes, result.pages = offline_writes(plan, progress)
+    else:
+        from .concepts import model_writes
+
         writes, result.pages = model_writes(plan, chat, concurrency=concurrency, progress=progress)
     result.usage = progress.usage
-    compiled = [(s.path, s.blob) for s in plan.todo]
+    compiled = [(s.path, s.blob) for s in plan.todo if s.path in result.compiled]
     named = {path for page in result.pages for path in page.sources}
     blobs = {s.path: s.blob for s in plan.sources}
     recorded = Recorded(tuple(sorted(set(compiled) | {(p, blobs[p]) for p in named if p in blobs})), result.model,
@@ -131,10 +197,19 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
     try:
         with locked(site):
             head = git.rev_parse("HEAD") or base
-            left = still_to_do(git, plan, wiki if head == base else ws.wiki(head), head, ws.project_prefix, compiled)
-            if len(left) != len(compiled):  # another compile got there first: stage nothing
-                result.raced = sorted({p for p, _ in compiled} - set(left))
-                return result
+            at_head = wiki if head == base else ws.wiki(head)
+            if stale:
+                targets = {p.target for p in result.pages}
+                wanted = {(f.page, f.source) for f in plan.stale if f.page in targets}
+                kept = {(f.page, f.source) for f in still_stale(git, plan, at_head, head, ws.project_prefix)}
+                if wanted - kept:  # rewritten or staged meanwhile: stage nothing
+                    result.raced = sorted({source for _, source in wanted - kept})
+                    return result
+            else:
+                left = still_to_do(git, plan, at_head, head, ws.project_prefix, compiled)
+                if len(left) != len(compiled):  # another compile got there first: stage nothing
+                    result.raced = sorted({p for p, _ in compiled} - set(left))
+                    return result
             result.candidate = stage_locked(ws, writes, kind=COMPILE_KIND, slug="compile",
                                             subject=_subject(result), body=_body(result), recorded=recorded, base=base,
                                             root_dir=wiki.root_dir)

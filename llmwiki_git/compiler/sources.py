@@ -43,8 +43,9 @@ class Source:
 
     @cached_property
     def body_start(self) -> int:
-        """The 1-based number of the first line after the frontmatter."""
-        return parse(self.text).body_line
+        """The 1-based number of the first line after the frontmatter (``body_line`` is its
+        0-based index)."""
+        return parse(self.text).body_line + 1
 
     @cached_property
     def title(self) -> str:

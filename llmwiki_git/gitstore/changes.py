@@ -24,6 +24,14 @@ class Changes(GitRunner):
         """``diff-index --cached -z --no-renames TREE`` started now (raw records, later)."""
         return self.spawn("diff-index", "--cached", "-z", "--no-renames", tree)
 
+    def raw_diff(self, old: str, new: str | None = None, *, cached: bool = False) -> bytes:
+        """``--raw -z --no-renames`` records from tree ``old`` to tree ``new``, to the index
+        (``cached``) or to the work tree (neither); empty when git cannot tell."""
+        if new is not None:
+            return self.run("diff-tree", "-r", "-z", "--no-renames", "--end-of-options", old, new, check=False)
+        flags = ("--cached",) if cached else ()
+        return self.run("diff-index", *flags, "-z", "--no-renames", "--end-of-options", old, check=False)
+
     def changed_names(self, old: str, new: str | None, *, diff_filter: str = "AMT") -> set[str]:
         """Paths added, modified or retyped (``diff_filter``) from tree ``old`` to ``new``
         (None: the index); empty when git cannot tell."""
@@ -44,6 +52,11 @@ class Changes(GitRunner):
 
     def raw_changes(self, parent: str, commit: str) -> list[tuple[str, str, str, str]]:
         """(new mode, new blob, status, path) of every entry ``commit`` changes against ``parent``."""
+        return [(new, blob, status, path) for _, new, blob, status, path in self.raw_entries(parent, commit)]
+
+    def raw_entries(self, parent: str, commit: str) -> list[tuple[str, str, str, str, str]]:
+        """(old mode, new mode, new blob, status, path) of every entry ``commit`` changes
+        against ``parent``."""
         out = self.run("diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-commit-id", parent, commit)
         fields = out.split(b"\0")
         changes = []
@@ -52,7 +65,7 @@ class Changes(GitRunner):
                 break
             meta = head[1:].decode("ascii", "replace").split()
             if len(meta) >= 5:
-                changes.append((meta[1], meta[3], meta[4], path.decode("utf-8", "surrogateescape")))
+                changes.append((meta[0], meta[1], meta[3], meta[4], path.decode("utf-8", "surrogateescape")))
         return changes
 
     def text_diff(self, old: str, new: str, pathspec: str) -> str:

@@ -4,7 +4,7 @@ each git command line written once ("the blob at rev:path" was written out five 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import GitError
@@ -88,8 +88,10 @@ class ObjectReads(GitRunner):
         return data if status == 0 else None
 
     def file_mode(self, rev: str, path: str) -> str:
-        """The mode of ``path`` in ``rev`` (``100644``, ``120000``...), "" when absent."""
-        return self.text("ls-tree", "--format=%(objectmode)", rev, "--", path)
+        """The mode of ``path`` (from the repository root, taken literally) in ``rev``:
+        ``100644``, ``120000``, ``040000`` for a folder..., "" when absent."""
+        return self.text("ls-tree", "--full-tree", "--format=%(objectmode)", "--end-of-options", rev, "--",
+                         f":(top,literal){path}")
 
     def ls_tree(self, rev: str) -> list[TreeEntry]:
         """Every blob of ``rev``'s tree."""
@@ -115,8 +117,10 @@ class ObjectReads(GitRunner):
                        *paths, check=False)
         return {entry.path: entry.blob for entry in _tree_entries(out)}
 
-    def ls_index(self) -> list[TreeEntry]:
-        out = self.run("ls-files", "-s", "-z")
+    def ls_index(self, under: str | None = None) -> list[TreeEntry]:
+        """The index's entries (gitlinks included), or those at or under the folder ``under``
+        (from the repository root, taken literally)."""
+        out = self.run("ls-files", "-s", "-z", *(("--", f":(top,literal){under}") if under is not None else ()))
         entries: dict[str, TreeEntry] = {}
         for record in out.split(b"\0"):
             if not record:
@@ -128,6 +132,17 @@ class ObjectReads(GitRunner):
             if stage in ("0", "2") or name not in entries:
                 entries[name] = TreeEntry(mode, blob, name)
         return list(entries.values())
+
+    def grep_files(self, fixed: Sequence[str], rev: str | None, pathspec: str) -> set[str]:
+        """The text files of ``rev`` (None: the index) matching ``pathspec`` that hold one of
+        the ``fixed`` strings (binary files skipped); empty when none do."""
+        if not fixed:
+            return set()
+        patterns = [arg for text in fixed for arg in ("-e", text)]
+        target = ["--cached"] if rev is None else [rev]
+        out = self.run("grep", "-l", "-z", "-F", "-I", "--no-color", *patterns, *target, "--", pathspec, check=False)
+        cut = 0 if rev is None else len(rev) + 1  # "rev:path"
+        return {item[cut:].decode("utf-8", "surrogateescape") for item in out.split(b"\0") if item}
 
     def staged_blob(self, path: str) -> str | None:
         """The blob the index holds for ``path`` (its first stage in a conflict), or None."""

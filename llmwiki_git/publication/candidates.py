@@ -2,8 +2,10 @@
 or (``page/1`` only) deletes one page, described by a trailer block. A validated answer
 (``validated-answer/1``) may only write ``<wiki root>/queries/<slug>.md``; a page edit
 (``page/1``) any ``.md`` page under the wiki root except the generated index and journal.
-A multi-file kind (``compile/1``) writes several such pages in its one commit, each listed
-in its trailers with its own precondition and digest, each under the page edit's rules."""
+A multi-file kind (``compile/1``, ``retraction/1``) writes several such pages in its one
+commit, each listed in its trailers with its own precondition and digest, each under the page
+edit's rules; a retraction also deletes the one source its ``Llmwiki-Retracts`` trailer names
+(a regular file in the project's ``sources/``, deleted, never written)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from ..wiki.frontmatter import split
 from ..wiki.pages import MAX_PAGE_BYTES, acceptance_problem
 from ..wiki.slug import slugify
 from ..wiki.provenance import in_sources
-from .trailers import (ABSENT, KIND, KINDS, MULTI_KINDS, PAGE_KIND, Trailers, parse as parse_trailers,
+from ..wiki.generated import is_generated_index, is_generated_log
+from .trailers import (ABSENT, KIND, KINDS, MULTI_KINDS, PAGE_KIND, REWRITE_KINDS, Trailers, parse as parse_trailers,
                        read_many as read_trailers)
 
 BRANCH_PREFIX = "llmwiki/review/"
@@ -158,6 +161,39 @@ def page_target_problem(target: str, wiki_root: str) -> str | None:
     return None
 
 
+def users_own_page(git: Git, base: str, target: str, wiki_root: str) -> bool:
+    """Whether ``target`` is an ``index.md`` or ``log.md`` at the wiki root that is the user's
+    own page at ``base`` (a vault's home page: a regular file not in llmwiki's generated
+    format). A move or merge (REWRITE_KINDS) may rewrite the links in it, exactly as its
+    plan says (review/rewrites.py); no other candidate may write it."""
+    prefix = f"{wiki_root}/" if wiki_root else ""
+    name = target[len(prefix):] if target.startswith(prefix) else ""
+    if name not in GENERATED:
+        return False
+    if git.file_mode(base, target) != REGULAR:
+        return False
+    data = git.read_blob_at(base, target) or b""
+    return not (is_generated_index(data) if name == GENERATED[0] else is_generated_log(data))
+
+
+SOURCE_MODES = ("100644", "100755")  # a source a retraction may delete: a regular file
+
+
+def source_target_problem(target: str, project_prefix: str | None) -> str | None:
+    """Why ``target`` is not a source a retraction may delete: a file inside the project's
+    ``sources/`` folder, through no hidden folder, with a plain name (no ``..``, backslash or
+    control character). Only its deletion is ever accepted (see :func:`_validate_files`)."""
+    if project_prefix is None:
+        return f"target {target!r}: the project folder is not known, so no source may be deleted"
+    parts = target.split("/")
+    if any(not p or p.startswith(".") for p in parts) or "\\" in target or \
+            any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+        return f"target {target!r} goes through a hidden folder or has an unsafe name"
+    if not in_sources(target, project_prefix):
+        return f"target {target!r} is not a page under the wiki root nor a file in sources/"
+    return None
+
+
 def blob_problem(git: Git, blob: str, *, max_bytes: int = MAX_PAGE_BYTES) -> str | None:
     """The one acceptance rule (:func:`~llmwiki_git.wiki.pages.acceptance_problem`) applied to
     a page a candidate writes, read from its blob: the size is asked first, so an oversize
@@ -218,7 +254,8 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
     return None if why is None else unchecked(candidate.id, t.target, why)
 
 
-_MODES = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)", "040000": "a folder"}
+_MODES = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)", "040000": "a folder",
+          "000000": "nothing"}
 
 
 def _not_one_commit(git: Git, candidate: Candidate, t: Trailers) -> Malformed | None:
@@ -239,15 +276,22 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
     is deleted, where its body digest says ``absent``."""
     cid = candidate.id
     for f in t.files:
-        problem = page_target_problem(f.target, wiki_root)
-        if problem is None and project_prefix is not None and in_sources(f.target, project_prefix):
-            problem = f"target {f.target!r} is a source (in sources/), not a page"
+        if t.retracts is not None and f.target == t.retracts:  # the one source a retraction deletes
+            problem = source_target_problem(f.target, project_prefix)
+            if problem is None and (f.body_digest != ABSENT or f.precondition == ABSENT):
+                problem = f"a retraction may only delete {f.target}, which must exist at its base"
+        else:
+            problem = page_target_problem(f.target, wiki_root)
+            if problem is not None and t.kind in REWRITE_KINDS and users_own_page(git, t.base, f.target, wiki_root):
+                problem = None  # a vault's own home page or diary: the plan check allows its link rewrites only
+            if problem is None and project_prefix is not None and in_sources(f.target, project_prefix):
+                problem = f"target {f.target!r} is a source (in sources/), not a page"
         if problem is not None:
             return Malformed("bad-target", f"candidate {cid}: {problem}; reject it")
     stacked = _not_one_commit(git, candidate, t)
     if stacked is not None:
         return stacked
-    changes = {c[3]: c for c in git.raw_changes(t.base, candidate.commit)}
+    changes = {c[4]: c for c in git.raw_entries(t.base, candidate.commit)}
     listed = {f.target for f in t.files}
     if set(changes) != listed:
         extra, missing = sorted(set(changes) - listed), sorted(listed - set(changes))
@@ -257,7 +301,11 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
         return Malformed("touches-other-files", f"candidate {cid} must change exactly the {len(listed)} file(s) its "
                                                 f"trailers list ({what})")
     for f in t.files:
-        mode, blob, status, _path = changes[f.target]
+        old_mode, mode, blob, status, _path = changes[f.target]
+        if f.target == t.retracts and not (status.startswith("D") and old_mode in SOURCE_MODES):
+            return Malformed("not-a-regular-file", f"candidate {cid} must delete the source {f.target}, a regular file "
+                                                   f"at its base ({_MODES.get(old_mode, f'mode {old_mode}')} there, "
+                                                   f"change {status}); reject it")
         if status.startswith("D") != (f.body_digest == ABSENT):
             return Malformed("touches-other-files", f"candidate {cid} {'deletes' if status.startswith('D') else 'writes'} "
                                                     f"{f.target}, but its trailers say otherwise")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MoveRefused, UsageError
-from ..gitstore.git import TreeEntry
+from ..gitstore.git import Git, TreeEntry
 from ..gitstore.commits import build_commit, check_path, current_branch, move_branch
 from ..wiki import generated as G
 from ..wiki.model import Wiki
@@ -72,11 +72,7 @@ def move(site: Site, old: str, new: str, *, dry_run: bool = False) -> Moved:
     """Move ``old`` (a file or folder, from the repository root) to ``new`` with every link
     kept whole, as one commit; with ``dry_run`` only the plan (nothing locked or written).
     Raises MoveRefused when something is in the way (not for a dry run: its plan lists it)."""
-    old, new = _clean(old), _clean(new)
-    if old == new:
-        raise UsageError(f"{old} and {new} are the same path")
-    if new.startswith(old + "/"):
-        raise UsageError(f"cannot move {old} into itself ({new})")
+    old, new = clean_pair(old, new)
     git = site.git
     with nullcontext() if dry_run else locked(site):
         ref = current_branch(git)
@@ -98,23 +94,35 @@ def move(site: Site, old: str, new: str, *, dry_run: bool = False) -> Moved:
     return done
 
 
-def _clean(path: str) -> str:
+def clean_path(path: str) -> str:
+    """A path from the repository root as git names it (``/`` separators, no ``./``)."""
     cleaned = path.replace("\\", "/").strip().strip("/")
     while cleaned.startswith("./"):
         cleaned = cleaned[2:]
     return check_path(cleaned)
 
 
-def _tree_under(site: Site, head: str, path: str) -> list[TreeEntry]:
-    """HEAD's entries at ``path`` or under it (recursively), submodules included."""
-    return site.git.ls_tree_under(head, path, literal=True, submodules=True)
+def clean_pair(old: str, new: str) -> tuple[str, str]:
+    """OLD and NEW of a move, cleaned; UsageError when they are one path or NEW is inside OLD."""
+    old, new = clean_path(old), clean_path(new)
+    if old == new:
+        raise UsageError(f"{old} and {new} are the same path")
+    if new.startswith(old + "/"):
+        raise UsageError(f"cannot move {old} into itself ({new})")
+    return old, new
 
 
-def _moves(site: Site, head: str, wiki: Wiki, old: str,
-           new: str) -> tuple[dict[str, str], dict[str, tuple[str, str]], dict[str, str], bool]:
-    """The files to move (old -> new path), their (mode, blob), the content of a page the
-    user already renamed (by old path), and whether they had."""
-    entries = [e for e in _tree_under(site, head, old) if e.path == old or e.path.startswith(old + "/")]
+def tree_under(git: Git, head: str, path: str) -> list[TreeEntry]:
+    """``head``'s entries at ``path`` or under it (recursively), submodules included."""
+    return git.ls_tree_under(head, path, literal=True, submodules=True)
+
+
+def planned_moves(git: Git, head: str, wiki: Wiki, old: str, new: str,
+                  project_prefix: str) -> tuple[list[TreeEntry], dict[str, str], list[str]]:
+    """What moving ``old`` to ``new`` moves, decided from the tree of ``head`` alone: its
+    entries, each file's new path (old -> new), and the reasons that refuse it. Raises
+    MoveRefused when ``old`` is not in that tree."""
+    entries = [e for e in tree_under(git, head, old) if e.path == old or e.path.startswith(old + "/")]
     if not entries:
         raise MoveRefused(old, [f"{old} is not in HEAD: llmwiki mv moves committed files"],
                           hint="commit it first (or use a plain `mv` for an uncommitted file)")
@@ -126,13 +134,19 @@ def _moves(site: Site, head: str, wiki: Wiki, old: str,
     root = wiki.root_dir
     if root and (root == old or root.startswith(old + "/")):
         reasons.append(f"{old} holds the wiki root itself; use git mv and --wiki-dir (or wiki_dir in the config)")
-    owned = {G.index_path(root), G.log_path(site.project_prefix)}
     for entry in entries:
-        if entry.path in owned and _is_generated(site, head, entry.path):
+        if is_generated(git, head, entry.path, root, project_prefix):
             reasons.append(f"{entry.path} is llmwiki's generated file; it stays where it is")
-    if _tree_under(site, head, new):
+    if tree_under(git, head, new):
         reasons.append(f"{new} exists at HEAD; move it away first or pick another name")
-    moves = {e.path: new + e.path[len(old):] for e in entries}
+    return entries, {e.path: new + e.path[len(old):] for e in entries}, reasons
+
+
+def _moves(site: Site, head: str, wiki: Wiki, old: str,
+           new: str) -> tuple[dict[str, str], dict[str, tuple[str, str]], dict[str, str], bool]:
+    """The files to move (old -> new path), their (mode, blob), the content of a page the
+    user already renamed (by old path), and whether they had."""
+    entries, moves, reasons = planned_moves(site.git, head, wiki, old, new, site.project_prefix)
     modes = {e.path: (e.mode, e.blob) for e in entries}
     contents: dict[str, str] = {}
     adopted = False
@@ -148,9 +162,17 @@ def _moves(site: Site, head: str, wiki: Wiki, old: str,
     return moves, modes, contents, adopted
 
 
-def _is_generated(site: Site, head: str, rel: str) -> bool:
-    check = G.is_generated_index if rel.endswith(G.INDEX) else G.is_generated_log
-    return check(site.git.read_blob_at(head, rel) or b"")
+def is_generated(git: Git, head: str, rel: str, wiki_root: str, project_prefix: str) -> bool:
+    """Whether ``rel`` is llmwiki's table of contents or journal in ``head``'s tree (where a
+    wiki keeps them, in llmwiki's generated format)."""
+    if rel == G.index_path(wiki_root):
+        check = G.is_generated_index
+    elif rel == G.log_path(project_prefix):
+        check = G.is_generated_log
+    else:
+        return False
+    data = git.read_blob_at(head, rel)
+    return data is not None and check(data)
 
 
 def _is_regular(path: Path) -> bool:

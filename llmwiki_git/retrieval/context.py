@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import SourceRefused
 from ..terms import tokenize
 from ..wiki import frontmatter
-from ..wiki.provenance import source_paths
+from ..wiki.provenance import claims
 from ..wiki.slug import slugify
 from . import sources as src
 from .chunking import live_chunks
@@ -58,6 +58,9 @@ class PackInputs:
     project_root: Path
     warnings: list[dict[str, str]] = field(default_factory=list)
     pending_candidates: int = 0
+    #: Filled in by `build_pack`: each primary page's text as read (page id -> text), whose
+    #: provenance the retrieval service judges against the sources at HEAD (``sourceFreshness``).
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 def _estimate(pack: dict[str, Any]) -> int:
@@ -131,7 +134,8 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
                 except SourceRefused as exc:
                     page_warnings.append({"code": "source-window-unavailable", "message": str(exc)})
         summary = meta.data.get("summary")
-        named = source_paths(meta.data.get("sources"), "")  # provenance: filled in by the retrieval service
+        inputs.texts[entry.page_id] = live.text
+        named = claims(meta.data).sources  # provenance: filled in by the retrieval service
         primary.append({
             "id": entry.page_id,
             "title": entry.title,
@@ -146,6 +150,7 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
             "freshnessStatus": "fresh" if live.blob == entry.blob else "stale",
             "contradicted": False,
             "archived": False,
+            "sourceFreshness": {"status": "unknown"},
             **({"sources": [{"path": path} for path in named]} if named else {}),
         })
         entries.append(entry)

@@ -533,30 +533,50 @@ class Retrieval:
         inputs = PackInputs(prompt, loaded.store, result, self.read_live, self.project / "sources",
                             self.project, list(loaded.warnings))
         pack = build_pack(inputs, options)
-        self._provenance(pack)
+        self._provenance(pack, inputs.texts)
         return pack
 
-    def _provenance(self, pack: dict[str, Any]) -> None:
-        """For primary pages that name their sources: each source's blob at HEAD and the blob
-        recorded when the page was written from it (the Llmwiki-Source trailers; one git log)."""
-        items = [item for item in pack.get("primary", []) if item.get("sources")]
+    def _provenance(self, pack: dict[str, Any], texts: Mapping[str, str]) -> None:
+        """Each primary page's freshness against the sources committed at HEAD (what compile
+        reads): ``sourceFreshness`` -- ``fresh``, ``stale`` with why, or ``unknown`` without
+        provenance (the rule of ``llmwiki check``, wiki.provenance.judge); and for a page that
+        names its sources, each with its blob at HEAD and the blob recorded when the page
+        was written from it (the one provenance lookup: its ``sourceBlobs:``, else the
+        Llmwiki-Source trailers)."""
+        from ..wiki.provenance import freshness, judge, line_count, provenance, sources_dir, text_sourcing, with_recorded
+
+        items = [(item, text_sourcing(texts.get(item["id"], ""))) for item in pack.get("primary", [])]
+        items = [(item, sourcing) for item, sourcing in items if sourcing]
         if not items or self.git is None or self.git.rev_parse("HEAD") is None:
             return
-        from ..wiki.provenance import recorded_blobs
-
         prefix = "" if self.project == self.root else self.project.relative_to(self.root).as_posix()
+        git = self.git
 
         def full(path: str) -> str:
             return f"{prefix}/{path}" if prefix else path
 
-        pages = self.paths_of(item["id"] for item in items)
-        wanted = {pages[item["id"]]: tuple(full(s["path"]) for s in item["sources"]) for item in items
-                  if item["id"] in pages}
-        recorded = recorded_blobs(self.git, "HEAD", wanted)
-        now = self.git.blob_ids("HEAD", sorted({p for names in wanted.values() for p in names}))
-        for item in items:
-            page = pages.get(item["id"], "")
-            for source in item["sources"]:
+        pages = self.paths_of(item["id"] for item, _ in items)
+        found = provenance(git, {pages[item["id"]]: texts[item["id"]] for item, _ in items if item["id"] in pages},
+                           "HEAD", prefix)
+        folder = sources_dir(prefix)
+        named = sorted({f"{folder}/{x[1]}" if x[0] == "c" else full(x[1]) for _, sourcing in items for x in sourcing})
+        now = git.blob_ids("HEAD", named)
+        counted: dict[str, int | None] = {}
+
+        def lines_of(path: str) -> int | None:
+            if path not in counted:
+                data = git.read_blobs([now[path]]).get(now[path]) if path in now else None
+                counted[path] = line_count(data) if data is not None else None
+            return counted[path]
+
+        for item, sourcing in items:
+            fed = found.of_page(pages.get(item["id"], ""))
+            judged = with_recorded(sourcing, fed, prefix)
+            findings = judge(judged, prefix, now.get, lines_of)
+            item["sourceFreshness"] = {"status": freshness(judged, findings),
+                                       **({"stale": [f.to_json() for f in findings]} if findings else {})}
+            recorded = {f.source: f.recorded for f in fed}
+            for source in item.get("sources", []):
                 path = full(source["path"])
                 source["blob"] = now.get(path)
-                source["recordedBlob"] = recorded.get((page, path), (None, None))[0]
+                source["recordedBlob"] = recorded.get(path)

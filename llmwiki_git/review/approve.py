@@ -53,8 +53,10 @@ def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
     return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
 
 
-def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None, *, branch: str | None = None) -> Verdict:
-    """Would approving ``candidate_id`` onto ``branch`` (default: the current one) pass?"""
+def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None, *, branch: str | None = None,
+             allow_broken: bool = False) -> Verdict:
+    """Would approving ``candidate_id`` onto ``branch`` (default: the current one) pass?
+    ``allow_broken``: a retraction may break the links to the pages it deletes."""
     git: Git = ws.require_git("reviewing candidates")
     candidate = get(git, candidate_id)
     ref = branch or current_branch(git)
@@ -76,7 +78,8 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
     assert t is not None
     if t.kind in MULTI_KINDS:  # a compile run: every page, all or nothing (filespolicy)
         return evaluate_files(ws, candidate, tip, ref, refuse,
-                              lambda message, **details: Verdict(True, "ok", message, candidate, tip, ref, None, details))
+                              lambda message, **details: Verdict(True, "ok", message, candidate, tip, ref, None, details),
+                              allow_broken=allow_broken)
     if t.kind == PAGE_KIND:
         return _evaluate_page(ws, candidate, tip, ref, refuse)
     new_blob = git.blob_at(candidate.commit, t.target)
@@ -185,7 +188,7 @@ def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:
 
 
 def approve(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
-            note: Callable[[str], None] | None = None) -> Approved:
+            note: Callable[[str], None] | None = None, *, allow_broken: bool = False) -> Approved:
     """Approve ``candidate_id`` onto the current branch as one transaction (see
     ``publication.write``): every check first, then the page commit (or its replay) and the
     index/log commit are built, then the branch moves once and the candidate is deleted."""
@@ -193,14 +196,15 @@ def approve(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
     site = Site.of(ws, "approving candidates")
     try:
         with locked(site):
-            return _approve(ws, site, candidate_id, pending)
+            return _approve(ws, site, candidate_id, pending, allow_broken)
     finally:
         for text in site.notes:
             if note is not None:
                 note(text)
 
 
-def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingIndex | None) -> Approved:
+def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingIndex | None,
+             allow_broken: bool = False) -> Approved:
     git = site.git
     candidate = get(git, candidate_id)
     ref = current_branch(git)
@@ -213,7 +217,7 @@ def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingI
         git.delete_ref(candidate.ref, candidate.commit, message=f"llmwiki: approved {candidate_id}")
         return Approved(candidate_id, landed, landed != candidate.commit, tip or landed, candidate.trailers.target, True,
                         tuple(f.target for f in candidate.trailers.files))
-    verdict = evaluate(ws, candidate_id, pending)
+    verdict = evaluate(ws, candidate_id, pending, allow_broken=allow_broken)
     if not verdict.ok:
         raise ApprovalRefused(verdict)
     t = verdict.candidate.trailers

@@ -15,14 +15,16 @@ from typing import Any, TypeVar
 from ..errors import DATA_ERRORS, LlmwikiError
 from ..gitstore.git import Git
 from ..publication.candidates import Candidate, body_digest
-from ..publication.trailers import ABSENT, COMPILE_KIND
+from ..publication.trailers import ABSENT, COMPILE_KIND, RETRACT_KIND, REWRITE_KINDS
 from .pagepolicy import blob_of_precondition, describe as describe_problems, link_outcome_many, \
     precondition_of, three_way
 from .project import ReviewProject
+from .rewrites import plan_problem, restage as rewrite_restage
 from ..wiki.pages import acceptance_problem
 
 #: How to make a refused run anew, by kind (a kind added to MULTI_KINDS says its own).
-RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate"}
+RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate",
+           RETRACT_KIND: "run `llmwiki retract` again on the current tip, then reject this candidate"}
 RESTAGE_ANY = "stage it again on the current tip, then reject this candidate"
 
 V = TypeVar("V")  # the caller's verdict
@@ -34,15 +36,30 @@ def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
     return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
 
 
+def _with_plan(verdict: Callable[..., V], plan: dict[str, Any]) -> Callable[..., V]:
+    return lambda *args, **details: verdict(*args, plan=plan, **details)
+
+
 def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref: str,
-                   refuse: Callable[..., V], accept: Callable[..., V]) -> V:
+                   refuse: Callable[..., V], accept: Callable[..., V], *, allow_broken: bool = False) -> V:
     """The verdict on ``candidate`` (already structurally valid) onto ``tip`` of ``ref``:
-    ``refuse(code, message, **details)`` or ``accept(message, **details)``."""
+    ``refuse(code, message, **details)`` or ``accept(message, **details)``. A retraction
+    that breaks links (to the pages it deletes) is refused unless ``allow_broken``; the
+    links are listed either way (``newlyBroken``)."""
     git: Git = ws.require_git("reviewing candidates")
     t = candidate.trailers
     assert t is not None
     cid = candidate.id
     restage = RESTAGE.get(t.kind, RESTAGE_ANY)
+    renamed: dict[str, str] = {}
+    if t.kind in REWRITE_KINDS:  # a move or merge: exactly its plan at its base, shown with every verdict
+        run, problem = plan_problem(ws, candidate)
+        restage = rewrite_restage(t)
+        if run is not None:
+            refuse, accept = _with_plan(refuse, run.plan), _with_plan(accept, run.plan)
+            renamed = run.renamed
+        if problem is not None:
+            return refuse("plan-mismatch", f"candidate {cid} {problem}; reject it")
     limit = ws.settings.max_page_mb * 1024 * 1024
     writes: dict[str, str | None] = {}
     pages: list[dict[str, Any]] = []
@@ -71,20 +88,26 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
             view = three_way(git, f.target, started, at_tip, new_blob)
             return refuse(code, f"{f.target} {what} since {cid} was written (it read {f.precondition}, the tip has "
                                 f"{precondition_of(at_tip)}); {restage}", threeWay=view, page=f.target)
-        writes[f.target] = None if data is None else data.decode("utf-8")
+        if f.target != t.retracts:  # the retracted source is no page: links never named it
+            writes[f.target] = None if data is None else data.decode("utf-8")
         pages.append({"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest,
                       "change": "delete" if data is None else "add" if started is None else "replace"})
     assert tip is not None
     try:
-        links = link_outcome_many(ws, tip, writes)
+        links = link_outcome_many(ws, tip, writes, renamed)
     except DATA_ERRORS as exc:  # validation failure refuses, keeps the candidate
         return refuse("unavailable", f"Approval of {cid} refused: link validation unavailable "
                                      f"({exc.__class__.__name__}: {exc}); the candidate is kept")
     details = {"pages": pages, "brokenBefore": [p.to_json() for p in links.old_errors],
                "pendingLinks": [p.to_json() for p in links.pending]}
+    if links.new_errors and allow_broken and t.kind == RETRACT_KIND:
+        details["newlyBroken"] = [p.to_json() for p in links.new_errors]
+        return accept(f"{cid} ({len(pages)} file(s)) can be approved onto {ref}, breaking {len(links.new_errors)} "
+                      f"link(s) as --allow-broken allows: {describe_problems(links.new_errors)}", **details)
     if links.new_errors:
         return refuse("broken", f"Approval of {cid} refused: the run breaks {len(links.new_errors)} link(s): "
-                                f"{describe_problems(links.new_errors)}; fix them or approve the pages they need first; "
+                                f"{describe_problems(links.new_errors)}; "
+                                f"{restage if t.kind in REWRITE_KINDS else 'fix them or approve the pages they need first'}; "
                                 "the candidate is kept", newlyBroken=[p.to_json() for p in links.new_errors], **details)
     note = f" ({len(links.old_errors)} link(s) were broken before and still are)" if links.old_errors else ""
     return accept(f"{cid} ({len(pages)} page(s)) can be approved onto {ref}{note}", **details)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..checks import CheckResult, check_wiki, fail_closed, new_problems
@@ -62,16 +62,20 @@ def link_outcome(ws: ReviewProject, tip: str, target: str, document: str | None)
     return link_outcome_many(ws, tip, {target: document})
 
 
-def link_outcome_many(ws: ReviewProject, tip: str, writes: Mapping[str, str | None]) -> LinkOutcome:
+def link_outcome_many(ws: ReviewProject, tip: str, writes: Mapping[str, str | None],
+                      renamed: Mapping[str, str] | None = None) -> LinkOutcome:
     """Every page's links at ``tip`` against the wiki after every ``writes`` target is
     written with its document (None: deleted) -- all at once, so links among the written
-    pages resolve within them."""
+    pages resolve within them. ``renamed``: pages whose text moves to another path (a move,
+    a merge), old path -> new: a link broken before in the old page is not new in the new one."""
     before_wiki = ws.wiki(tip)
     after_wiki = before_wiki
     for target, document in writes.items():
         after_wiki = after_wiki.without_page(target) if document is None else after_wiki.with_page(target, document)
     generated = _generated(ws, tip, before_wiki.root_dir)
     before = _without(mark_pending(ws.git, check_wiki(before_wiki)), generated)
+    if renamed:
+        before = CheckResult(before.checked, [replace(p, path=renamed.get(p.path, p.path)) for p in before.problems])
     after = _without(mark_pending(ws.git, check_wiki(after_wiki)), generated)
     after = fail_closed(after, after, {target for target, document in writes.items() if document is not None})
     fresh = new_problems(before, after)

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BEST_EFFORT_ERRORS, LlmwikiError
+from ..errors import BEST_EFFORT_ERRORS, LlmwikiError, UsageError
 from ..gitstore.git import Git
 from ..publication.candidates import Candidate, get, list_candidates, pending_index, reject
-from ..publication.trailers import KIND, MULTI_KINDS, PAGE_KIND
+from ..publication.trailers import KIND, MULTI_KINDS, PAGE_KIND, RETRACT_KIND
 from ..wiki.citations import counts_line
 from ..wording import plural
 from .approve import Approved, Verdict, approve, evaluate
@@ -18,7 +18,7 @@ from .project import ReviewProject
 
 
 REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file",
-                            "unchecked-page"})
+                            "unchecked-page", "plan-mismatch"})
 """Verdict codes meaning the candidate can never be approved as it is (listed as malformed)."""
 
 
@@ -83,7 +83,8 @@ class CandidateView:
 
     def provenance(self) -> dict[str, Any]:
         """What the pages were written from: each source with its blob, the model and prompt
-        (the Llmwiki-Source, -Model and -Prompt trailers; empty for a plain edit)."""
+        (the Llmwiki-Source, -Model and -Prompt trailers; empty for a plain edit), and for a
+        retraction the source it removes (Llmwiki-Retracts)."""
         t = self.candidate.trailers
         return t.provenance() if t is not None else {}
 
@@ -95,7 +96,16 @@ class CandidateView:
             out["provenance"] = provenance
         if self.pages:
             out["pages"] = self.pages
+        if self.plan is not None:
+            out["plan"] = self.plan
         return out
+
+    @property
+    def plan(self) -> dict[str, Any] | None:
+        """A move's or merge's plan (review/rewrites.py): the moves, or the page folded in and
+        what the kept page gains, and every link edit."""
+        plan = self.verdict.details.get("plan")
+        return plan if isinstance(plan, dict) else None
 
 
 @dataclass(frozen=True)
@@ -184,9 +194,17 @@ def _pages(git: Git, candidate: Candidate, tip: str | None) -> list[dict[str, An
     return pages
 
 
-def approve_candidate(ws: ReviewProject, candidate_id: str, note: Callable[[str], None] | None = None) -> Approved:
+def approve_candidate(ws: ReviewProject, candidate_id: str, note: Callable[[str], None] | None = None, *,
+                      allow_broken: bool = False) -> Approved:
+    """Approve a candidate (see review.approve); ``allow_broken`` only for a retraction,
+    whose deleted pages may leave links broken."""
     git = ws.require_git("approving candidates")
-    done = approve(ws, candidate_id, pending_index(git), note)
+    if allow_broken:
+        candidate = get(git, candidate_id)
+        if candidate.trailers is None or candidate.trailers.kind != RETRACT_KIND:
+            raise UsageError(f"--allow-broken applies to retractions only, and {candidate_id} is not one",
+                             hint="fix the links the candidate breaks, or approve the pages they need first")
+    done = approve(ws, candidate_id, pending_index(git), note, allow_broken=allow_broken)
     try:
         ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
     except BEST_EFFORT_ERRORS:  # the approval stands; `llmwiki index` catches up

@@ -6,7 +6,9 @@ move can reuse it with a kind of its own.
 Every file is a ``.md`` page under the wiki root (never the generated index or journal,
 never in ``sources/``, never through a hidden folder) written as a regular file, and every
 page must pass :func:`~llmwiki_git.wiki.pages.acceptance_problem`, the one acceptance rule of
-every candidate kind -- the same at staging and at approval.
+every candidate kind -- the same at staging and at approval. The one exception: a retraction
+(``retraction/1``) deletes the source it retracts (``Recorded.retracts``), a regular file in
+``sources/`` -- deleted, never written.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from ..errors import UsageError
 from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, current_branch
 from ..gitstore.transaction import crash_point
-from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
-from ..publication.trailers import ABSENT, FileTrailer, message as commit_message, with_files
+from ..publication.candidates import PREFIX, SOURCE_MODES, body_digest, new_id, page_target_problem, \
+    source_target_problem, users_own_page
+from ..publication.trailers import ABSENT, FileTrailer, Recorded, message as commit_message, with_files
 from ..publication.write import Site, locked
 from ..wiki.pages import acceptance_problem  # the one acceptance rule (issue 22), re-exported
 from ..wiki.provenance import in_sources
@@ -36,6 +39,7 @@ class FileWrite:
     target: str
     document: str | None
     started_from: str | None = None
+    own_page: bool = False  # a vault's own index.md or log.md whose links a move or merge rewrites
 
 
 @dataclass(frozen=True)
@@ -52,18 +56,8 @@ class StagedFiles:
                           for f in self.files]}
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """What a run's trailers record after its files: the sources ((path, blob) pairs) the
-    pages were written from, the model and the prompt version."""
-
-    sources: tuple[tuple[str, str], ...] = ()
-    model: str | None = None
-    prompt: str | None = None
-
-
 def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: Sequence[FileWrite],
-               max_bytes: int) -> list[FileTrailer]:
+               max_bytes: int, retracts: str | None = None) -> list[FileTrailer]:
     """Each write checked (target, regular file at the base, acceptance) and described as its
     trailer; writes that change nothing at ``base`` are left out. UsageError names the first
     write refused: one bad page stages nothing."""
@@ -71,16 +65,24 @@ def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: 
     seen: set[str] = set()
     for write in writes:
         target = write.target
-        problem = page_target_problem(target, root_dir)
-        if problem is None and in_sources(target, project_prefix):
-            problem = f"target {target!r} is a source (in sources/), not a page"
+        if retracts is not None and target == retracts:
+            problem = source_target_problem(target, project_prefix)
+            if problem is None and write.document is not None:
+                problem = "a retraction deletes its source, it never writes one"
+        else:
+            problem = page_target_problem(target, root_dir)
+            if problem is not None and write.own_page and users_own_page(git, base, target, root_dir):
+                problem = None
+            if problem is None and in_sources(target, project_prefix):
+                problem = f"target {target!r} is a source (in sources/), not a page"
         if problem is None and target in seen:
             problem = f"{target} is written twice"
         if problem is not None:
             raise UsageError(f"cannot stage {target!r}: {problem}")
         seen.add(target)
         at_base = git.blob_at(base, target)
-        if at_base is not None and git.file_mode(base, target) != "100644":
+        regular = SOURCE_MODES if target == retracts else ("100644",)
+        if at_base is not None and git.file_mode(base, target) not in regular:
             raise UsageError(f"cannot stage {target}: it is not a regular file at the base (a symlink, executable "
                              "or submodule)")
         if write.document is None:
@@ -130,7 +132,8 @@ def stage_locked(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, s
     if base is None:
         raise UsageError("the branch has no commit yet", hint="commit the wiki first")
     root_dir = ws.wiki(base).root_dir if root_dir is None else root_dir
-    files = plan_files(git, base, root_dir, ws.project_prefix, writes, ws.settings.max_page_mb * 1024 * 1024)
+    files = plan_files(git, base, root_dir, ws.project_prefix, writes, ws.settings.max_page_mb * 1024 * 1024,
+                       recorded.retracts)
     if not files:
         return None
     return _commit(git, base, writes, files, kind, slug, subject, body, recorded)
@@ -139,8 +142,7 @@ def stage_locked(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, s
 def _commit(git: Git, base: str, writes: Sequence[FileWrite], files: list[FileTrailer], kind: str, slug: str,
             subject: str, body: str, recorded: Recorded) -> StagedFiles:
     candidate_id = new_id(git, slug)
-    trailers = with_files(candidate_id, kind, files, base, sources=recorded.sources, model=recorded.model,
-                          prompt=recorded.prompt)
+    trailers = with_files(candidate_id, kind, files, base, recorded)
     documents = {w.target: w.document for w in writes}
     data = {f.target: (None if documents[f.target] is None else str(documents[f.target]).encode("utf-8"))
             for f in files}

@@ -161,6 +161,13 @@ def split(text: str) -> tuple[str | None, int, int]:
     return raw, end, text.count("\n", 0, end)
 
 
+def raw_start(text: str) -> int | None:
+    """Where the frontmatter's YAML text (``split``'s first value) starts in ``text``: just
+    after the opening fence; None when the page has no frontmatter."""
+    opened = _OPEN.match(text)
+    return opened.end() if opened and _CLOSE.search(text, opened.end()) else None
+
+
 MAX_NODES = 20_000
 """Frontmatter expanding (aliases followed) to more values than this is refused: a few
 hundred bytes of nested YAML aliases can otherwise expand to billions of values in any

@@ -103,8 +103,12 @@ class Wiki:
         other_files: Iterable[str],
         issues: list[tuple[str, Issue]],
         snapshot: Snapshot | None = None,
+        sources: dict[str, str | None] | None = None,
     ) -> None:
         self.root_dir = root_dir
+        # The files of the project's sources/ folder (path -> blob id; None: a work-tree
+        # file git has no blob for yet), for the provenance check (checks/stale.py).
+        self.sources: dict[str, str | None] = sources if sources is not None else {}
         self.pages = sorted(pages, key=lambda p: (p.path.count("/"), p.path))
         self.source_issues = issues  # files refused before reading (symlinks leaving the repo)
         self.other_files = list(other_files)
@@ -205,7 +209,7 @@ class Wiki:
         data = text.encode("utf-8")
         page = Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob_id(data), scan_page(data))
         pages = [p for p in self.pages if p.path != path] + [page]
-        return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot)
+        return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot, self.sources)
 
     def with_pages(self, pages: list[Page], other_files: Iterable[str]) -> Wiki:
         """Another set of pages and files read from the same snapshot (blob ids do not move:
@@ -215,7 +219,7 @@ class Wiki:
     def without_page(self, path: str) -> Wiki:
         """This wiki as it will be after the page at ``path`` is deleted."""
         pages = [p for p in self.pages if p.path != path]
-        return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot)
+        return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot, self.sources)
 
 
 def _folder_slugs(path: str) -> tuple[str, ...]:
@@ -342,4 +346,6 @@ def load_wiki(
         known_blob, scan = scans[item.path]
         page_id = item.path[cut:-3]
         pages.append(Page(item.path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), known_blob, scan))
-    return Wiki(root, pages, others, issues, snapshot)
+    raw = sources_dir(project_prefix) + "/"
+    sources = {f.path: f.blob for f in files if f.path.startswith(raw) and "/." not in f.path}
+    return Wiki(root, pages, others, issues, snapshot, sources)

@@ -6,6 +6,7 @@ import re
 from typing import Any, NamedTuple
 
 from . import frontmatter
+from .provenance import RETRACTED_KEY, scan_sourcing, text_sourcing
 from .scanner import Anchors, Occurrence, scan_raw
 from .slug import slugify
 from .titles import declared_title
@@ -41,6 +42,7 @@ class PageScan(NamedTuple):
     md_links: tuple[tuple[Any, ...], ...] = ()  # local markdown links (scanner.MdLink)
     meta_lines: tuple[int, int] = (0, 0)  # lines of the `title:` and `aliases:` keys (0: none)
     title_slug: str = ""  # slugify(title), kept: the names key of every page needs it on each run
+    sourcing: tuple[tuple[Any, ...], ...] = ()  # sources named, retracted and cited (provenance.Sourcing)
 
     @property
     def names_key(self) -> str:
@@ -72,7 +74,7 @@ class PageScan(NamedTuple):
     def to_record(self) -> tuple[Any, ...]:
         return (self.title, self.aliases, tuple(map(tuple, self.raw_links)), self.body_line,
                 tuple(map(tuple, self.raw_issues)), self.headings, self.blocks, self.alias_slugs,
-                tuple(map(tuple, self.md_links)), tuple(self.meta_lines), self.title_slug)
+                tuple(map(tuple, self.md_links)), tuple(self.meta_lines), self.title_slug, self.sourcing)
 
     @classmethod
     def from_record(cls, record: tuple[Any, ...]) -> PageScan:
@@ -81,7 +83,7 @@ class PageScan(NamedTuple):
 
 def only_issue_record(code: str, message: str) -> tuple[Any, ...]:
     """The scan record of a page that could not be scanned, with why."""
-    return (None, (), (), 0, ((code, message, 1),), (), (), (), (), (0, 0), "")
+    return (None, (), (), 0, ((code, message, 1),), (), (), (), (), (0, 0), "", ())
 
 
 def decode(data: bytes) -> tuple[str | None, list[Issue]]:
@@ -180,7 +182,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
                                  f"{size_mb:.1f} MB is over the {max_bytes // (1024 * 1024)} MB limit; not scanned")
     text, issues = decode(data)
     if text is None:
-        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), (), (), (0, 0), "")
+        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), (), (), (0, 0), "", ())
     meta = frontmatter.parse(text)
     if meta.error:
         issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
@@ -208,6 +210,8 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
         tuple(md),
         (_key_line(meta.raw, "title"), _key_line(meta.raw, "aliases")) if (title or aliases) and meta.raw else (0, 0),
         slugify(title) if title else "",
+        scan_sourcing(text, meta.raw, meta.data, meta.body_line, meta.body_offset)
+        if "^[" in text or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw)) else (),
     )
 
 
@@ -226,3 +230,11 @@ def _key_line(raw: str, key: str) -> int:
 def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:
     return PageScan._make(scan_record(data, max_bytes=max_bytes))
 
+
+def sourcing_of(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[tuple[Any, ...], ...]:
+    """Only the provenance part of a page's scan (`PageScan.sourcing`): what the staged
+    delta re-reads of a page whose sources changed, without scanning its links."""
+    if len(data) > max_bytes or b"\0" in data:
+        return ()
+    text, _ = decode(data)
+    return text_sourcing(text) if text is not None else ()

@@ -18,7 +18,7 @@ pages, even when the wiki root is the project folder itself (:func:`in_sources`)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,12 @@ from ..gitstore.git import Git
 
 SOURCES_DIR = "sources"
 SOURCE_TRAILER = "Llmwiki-Source"
+BLOBS_KEY = "sourceBlobs"  # frontmatter: source path -> the blob the page was written from
+RETRACTED_KEY = "retracted"  # frontmatter: sources the page drew on that were retracted since
 _HEAD_END = "\x1d"
+_SPACE = re.compile(r"\s")
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_BLOB = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 def sources_dir(project_prefix: str) -> str:
@@ -39,24 +44,68 @@ def in_sources(path: str, project_prefix: str) -> bool:
     return path.startswith(sources_dir(project_prefix) + "/")
 
 
-def source_paths(value: Any, project_prefix: str) -> list[str]:
-    """A page's frontmatter ``sources:`` as repository paths, in order, without repeats.
+def source_entry(item: object) -> str | None:
+    """One entry of ``sources:`` (or a key of ``sourceBlobs:``, or of ``retracted:``) as a
+    path from the project folder, or None when it names no source file: not a string,
+    absolute, climbing out with ``..``, a URL, or no file name with an extension (``sources:
+    [Wikipedia]`` in a vault of one's own is a bibliography, not a claim about a file). A
+    bare file name (``paper.md``, as the TypeScript tool writes it) means ``sources/paper.md``."""
+    if not isinstance(item, str):
+        return None
+    text = item.strip().replace("\\", "/")
+    if not text or text.startswith("/") or "://" in text or ".." in text.split("/"):
+        return None
+    name = text.rsplit("/", 1)[-1]
+    if "." not in name.strip(".") or _SPACE.search(name) or _CONTROL.search(text):
+        return None
+    return text if "/" in text else f"{SOURCES_DIR}/{text}"
 
-    An entry is a path from the project folder (``sources/paper.md``); a bare file name
-    (``paper.md``, as the TypeScript tool writes it) means ``sources/paper.md``. Entries that
-    are not strings, are absolute or climb out with ``..`` are ignored."""
+
+def source_paths(value: Any, project_prefix: str) -> list[str]:
+    """A page's frontmatter ``sources:`` as repository paths, in order, without repeats (each
+    entry read by :func:`source_entry`)."""
     items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
     found: dict[str, None] = {}
     for item in items:
-        if not isinstance(item, str):
-            continue
-        text = item.strip().replace("\\", "/")
-        if not text or text.startswith("/") or ".." in text.split("/"):
-            continue
-        if "/" not in text:
-            text = f"{SOURCES_DIR}/{text}"
-        found[f"{project_prefix}/{text}" if project_prefix else text] = None
+        text = source_entry(item)
+        if text is not None:
+            found[f"{project_prefix}/{text}" if project_prefix else text] = None
     return list(found)
+
+
+def is_blob_id(value: object) -> bool:
+    return isinstance(value, str) and _BLOB.fullmatch(value) is not None
+
+
+@dataclass(frozen=True)
+class Claims:
+    """What a page's frontmatter says about where it came from, paths from the project
+    folder: ``sources`` (in order), the blob of each it was written from (``sourceBlobs:``,
+    which compile and ``propose_page`` write beside the trailers) and the sources it drew on
+    that were retracted since (``retracted:``, which an offline ``llmwiki retract`` writes)."""
+
+    sources: tuple[str, ...] = ()
+    blobs: Mapping[str, str] = field(default_factory=dict)
+    retracted: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.sources or self.retracted)
+
+
+def claims(data: Mapping[str, Any]) -> Claims:
+    """The :class:`Claims` of parsed frontmatter ``data``."""
+    if "sources" not in data and RETRACTED_KEY not in data:
+        return Claims()
+    sources = tuple(source_paths(data.get("sources"), ""))
+    blobs: dict[str, str] = {}
+    raw = data.get(BLOBS_KEY)
+    if isinstance(raw, Mapping):
+        for key, value in raw.items():
+            path = source_entry(key)
+            blob = value.strip().lower() if isinstance(value, str) else None
+            if path is not None and is_blob_id(blob) and path in sources:
+                blobs.setdefault(path, str(blob))
+    return Claims(sources, blobs, tuple(source_paths(data.get(RETRACTED_KEY), "")))
 
 
 def frontmatter_paths(paths: Iterable[str], project_prefix: str) -> list[str]:
@@ -76,7 +125,7 @@ def parse_source_trailer(value: str) -> tuple[str, str] | None:
     spaces: the blob id is the last word."""
     path, _, blob = value.strip().rpartition(" ")
     blob = blob.lower()
-    if not path or len(blob) not in (40, 64) or any(c not in "0123456789abcdef" for c in blob):
+    if not path or not is_blob_id(blob):
         return None
     return path, blob
 
@@ -84,7 +133,8 @@ def parse_source_trailer(value: str) -> tuple[str, str] | None:
 @dataclass(frozen=True)
 class Fed:
     """One page fed by one source: the blob of the source recorded when the page was last
-    written from it (None: no commit records it) and that commit."""
+    written from it (None: nothing records it) and the commit whose trailers record it (None
+    when the page's own ``sourceBlobs:`` does, or nothing)."""
 
     page: str
     source: str
@@ -101,6 +151,7 @@ class Provenance:
 
     sources_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # page path -> source paths
     recorded: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (page, source) -> (blob, commit)
+    stamped: dict[tuple[str, str], str] = field(default_factory=dict)  # (page, source) -> the page's sourceBlobs entry
 
     def of_page(self, page: str) -> list[Fed]:
         """The sources ``page`` names, each with its recorded blob."""
@@ -114,24 +165,46 @@ class Provenance:
         """Every source some page names."""
         return sorted({s for names in self.sources_of.values() for s in names})
 
+    def stale(self, blobs: Mapping[str, str]) -> list[Fed]:
+        """Each (page, source) whose recorded blob is not the source's blob in ``blobs``
+        (source path -> blob at the revision compared with), by page: what ``compile --stale``
+        rewrites. A source not in ``blobs`` (gone) or a pair nothing records is left out."""
+        return [fed for page in sorted(self.sources_of) for fed in self.of_page(page)
+                if fed.recorded is not None and fed.source in blobs and blobs[fed.source] != fed.recorded]
+
     def _fed(self, page: str, source: str) -> Fed:
+        own = self.stamped.get((page, source))
+        if own is not None:
+            return Fed(page, source, own, None)
         blob, commit = self.recorded.get((page, source), (None, None))
         return Fed(page, source, blob, commit)
 
 
-def named_sources(texts: Mapping[str, str], project_prefix: str) -> dict[str, tuple[str, ...]]:
-    """Page path -> the sources its frontmatter names, for the pages that name any."""
+def page_claims(texts: Mapping[str, str]) -> dict[str, Claims]:
+    """Page path -> the :class:`Claims` of its frontmatter, for the pages that make any."""
     from .frontmatter import parse
 
-    found: dict[str, tuple[str, ...]] = {}
+    found: dict[str, Claims] = {}
     for path, text in texts.items():
-        if "sources" not in text[:65536]:
+        head = text[:65536]
+        if "sources" not in head and RETRACTED_KEY not in head:
             continue  # no frontmatter key (the cheap test: most pages of a wiki)
         meta = parse(text)
-        paths = source_paths(meta.data.get("sources"), project_prefix) if not meta.error else []
-        if paths:
-            found[path] = tuple(paths)
+        made = claims(meta.data) if not meta.error else Claims()
+        if made:
+            found[path] = made
     return found
+
+
+def named_sources(texts: Mapping[str, str], project_prefix: str) -> dict[str, tuple[str, ...]]:
+    """Page path -> the sources its frontmatter names (repository paths), for the pages
+    that name any."""
+    return {path: tuple(_repo_paths(made.sources, project_prefix))
+            for path, made in page_claims(texts).items() if made.sources}
+
+
+def _repo_paths(paths: Iterable[str], project_prefix: str) -> list[str]:
+    return [f"{project_prefix}/{p}" if project_prefix else p for p in paths]
 
 
 def recorded_blobs(git: Git, rev: str, sources_of: Mapping[str, tuple[str, ...]],
@@ -171,9 +244,220 @@ def recorded_blobs(git: Git, rev: str, sources_of: Mapping[str, tuple[str, ...]]
 
 def provenance(git: Git, texts: Mapping[str, str], rev: str, project_prefix: str, pathspec: str = "") -> Provenance:
     """The one provenance lookup: which sources each page of ``texts`` (path -> text at
-    ``rev``) names, and the blob of each recorded by the commits below ``rev``."""
-    sources_of = named_sources(texts, project_prefix)
-    return Provenance(sources_of, recorded_blobs(git, rev, sources_of, pathspec))
+    ``rev``) names, and the blob of each it was written from. That blob is the page's own
+    record, ``sourceBlobs:`` (which survives squash merges, rebases and shallow clones, and
+    which someone who checked a page against a changed source may update by hand); where a
+    page has none for a source, the ``Llmwiki-Source`` trailer of the newest commit below
+    ``rev`` that wrote the page (one ``git log``, only then)."""
+    made = page_claims(texts)
+    found = Provenance()
+    for page, claim in made.items():
+        if not claim.sources:
+            continue
+        found.sources_of[page] = tuple(_repo_paths(claim.sources, project_prefix))
+        for source, blob in claim.blobs.items():
+            found.stamped[(page, _repo_paths([source], project_prefix)[0])] = blob
+    unstamped = {page: tuple(s for s in names if (page, s) not in found.stamped)
+                 for page, names in found.sources_of.items()}
+    found.recorded = recorded_blobs(git, rev, {p: n for p, n in unstamped.items() if n}, pathspec)
+    return found
+
+
+_CITATION = re.compile(r"\^\[([^\[\]\n]+)\]")  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
+_CITED = re.compile(r"\s*(?P<file>[^\s:;,]+?)(?::(?P<start>\d{1,9})(?:-(?P<end>\d{1,9}))?)?\s*")
+_TEXT_EXTS = (".md", ".markdown", ".txt")
+Sourcing = tuple[tuple[Any, ...], ...]
+"""A page's provenance as the checker caches it with the page's scan (``PageScan.sourcing``),
+paths from the project folder, lines 1-based in the file:
+``("s", source, line, recorded blob or "")`` for each ``sources:`` entry,
+``("r", source, line)`` for each ``retracted:`` entry,
+``("c", name, line, col, start, end)`` for each cited file (``^[name:start-end]``; its path
+inside ``sources/``; start and end 0 without a line range)."""
+
+
+def cited(marker: str) -> list[tuple[str, int, int]]:
+    """The source files one citation marker's text (``paper.md:3-5, notes.md:7``) cites:
+    (name inside ``sources/``, start, end; 0, 0 without lines). A part counts when it has a
+    line range or names a ``.md``, ``.markdown`` or ``.txt`` file, and no part may climb out
+    (``..``) or be absolute: ``^[an inline footnote.]`` is not a citation."""
+    found = []
+    for part in re.split(r"[;,]", marker):
+        match = _CITED.fullmatch(part)
+        if match is None:
+            continue
+        name = match.group("file").replace("\\", "/")
+        start = int(match.group("start") or 0)
+        end = int(match.group("end") or start)
+        if name.startswith("/") or ".." in name.split("/") or not (start or name.lower().endswith(_TEXT_EXTS)):
+            continue
+        if start and not name.rsplit("/", 1)[-1].strip(".").count("."):
+            continue  # "see:12" is no file
+        found.append((name, start, end))
+    return found
+
+
+def scan_sourcing(text: str, raw: str | None, data: Mapping[str, Any], body_line: int, body_offset: int = 0) -> Sourcing:
+    """The :data:`Sourcing` of a page: ``text``, its frontmatter ``raw`` and parsed ``data``
+    (empty when malformed), and where its body starts (0-based line index, offset)."""
+    out: list[tuple[Any, ...]] = []
+    made = claims(data) if raw is not None and data else Claims()
+    if made:
+        lines = raw.split("\n") if raw is not None else []
+        keys = {found.group(1): i for i, row in reversed(list(enumerate(lines)))
+                if (found := _TOP_KEY.match(row)) is not None}
+        tops = sorted(keys.values())
+
+        def line_of(key: str, entry: str) -> int:
+            """The file line of ``entry`` under the top-level ``key`` (the key's own line
+            when it is not found on its own; 1 without the key)."""
+            first = keys.get(key)
+            if first is None:
+                return 1
+            stop = next((i for i in tops if i > first), len(lines))
+            name = entry.rsplit("/", 1)[-1]
+            for i in range(first, stop):
+                if entry in lines[i] or name in lines[i]:
+                    return i + 2
+            return first + 2
+
+        for source in made.sources:
+            out.append(("s", source, line_of("sources", source), made.blobs.get(source, "")))
+        for source in made.retracted:
+            out.append(("r", source, line_of(RETRACTED_KEY, source)))
+    if "^[" in text:
+        out += _citations(text, body_line, body_offset)
+    return tuple(out)
+
+
+_CODE_MARKS = ("```", "~~~", "<!--", "\t", "\r", "\n    ")
+
+
+def _citations(text: str, body_line: int, body_offset: int) -> list[tuple[Any, ...]]:
+    """The ``("c", ...)`` items of a page's body: citation markers outside code. A body with no
+    fence, comment, tab or indented line (most pages) is searched at once, masking inline
+    code only on the lines holding a marker; any other walks its lines (scanner.prose_lines)."""
+    from .scanner import mask_code_spans, prose_lines
+
+    out: list[tuple[Any, ...]] = []
+    if not text.startswith("    ", body_offset) and \
+            not any(mark in text[body_offset:] for mark in _CODE_MARKS):
+        line, counted = body_line, body_offset
+        for match in _CITATION.finditer(text, body_offset):
+            at = match.start()
+            line += text.count("\n", counted, at)
+            counted = at
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            row = text[start:end if end >= 0 else len(text)]
+            col = at - start
+            if "`" in row and mask_code_spans(row)[col:col + 2] != "^[":
+                continue  # inside inline code
+            out += [("c", name, line + 1, col + 1, first, last) for name, first, last in cited(match.group(1))]
+        return out
+    for index, row in prose_lines(text, body_line):
+        if "^[" in row:
+            for match in _CITATION.finditer(row):
+                out += [("c", name, index + 1, match.start() + 1, first, last) for name, first, last in cited(match.group(1))]
+    return out
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Why a page is stale, or names a source that is missing (see :func:`judge`).
+    ``reason``: ``changed`` (the recorded blob is not the source's now), ``past-end`` (a
+    citation runs past the source's last line), ``retracted`` (``retracted:``) or
+    ``missing``; ``line``/``col`` where the page says it (1-based, in the file)."""
+
+    reason: str
+    source: str  # from the repository root
+    line: int
+    col: int = 1
+    recorded: str | None = None
+    now: str | None = None
+    cite: str | None = None  # the citation as written, ^[paper.md:3-5]
+    last: int = 0  # the last line it cites
+    lines: int = 0  # how many the source has
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.source, "reason": self.reason}
+        if self.reason == "changed":
+            out.update(recordedBlob=self.recorded, blob=self.now)
+        if self.cite is not None:
+            out["citation"] = self.cite
+        return out
+
+
+def judge(sourcing: Sourcing, project_prefix: str, blob_of: Callable[[str], str | None],
+          lines_of: Callable[[str], int | None]) -> list[Finding]:
+    """THE staleness rule, for one page's :data:`Sourcing` against the sources of one revision
+    (``blob_of``: a source's blob, None when it does not exist; ``lines_of``: how many lines
+    it has). Only sources in the project's ``sources/`` folder are judged. The check reports
+    the findings (checks/stale.py), ``context --json`` gives each page's freshness from them."""
+    folder = sources_dir(project_prefix) + "/"
+    lead = f"{project_prefix}/" if project_prefix else ""
+    inside = f"{SOURCES_DIR}/"
+    out: list[Finding] = []
+    for item in sourcing:
+        kind = item[0]
+        if kind == "c":
+            _, name, line, col, start, end = item
+            source = folder + name
+            if blob_of(source) is None:
+                out.append(Finding("missing", source, line, col, cite=_cite(name, start, end)))
+            elif start:
+                count, last = lines_of(source), max(start, end)
+                if count is not None and last > count:
+                    out.append(Finding("past-end", source, line, col, cite=_cite(name, start, end), last=last,
+                                       lines=count))
+            continue
+        rel, line = item[1], item[2]
+        if not rel.startswith(inside):
+            continue  # a claim about a file elsewhere: not this rule's
+        source = lead + rel
+        if kind == "r":
+            out.append(Finding("retracted", source, line))
+            continue
+        now = blob_of(source)
+        if now is None:
+            out.append(Finding("missing", source, line))
+        elif item[3] and item[3] != now:
+            out.append(Finding("changed", source, line, recorded=item[3], now=now))
+    return out
+
+
+def _cite(name: str, start: int, end: int) -> str:
+    return f"^[{name}:{start}-{end}]" if start else f"^[{name}]"
+
+
+def freshness(sourcing: Sourcing, findings: list[Finding]) -> str:
+    """``stale`` with any finding; ``fresh`` when the page names sources (in ``sources/``)
+    and records the blob of each; else ``unknown`` (no provenance, or not all recorded)."""
+    if findings:
+        return "stale"
+    named = [item for item in sourcing if item[0] == "s" and item[1].startswith(f"{SOURCES_DIR}/")]
+    return "fresh" if named and all(item[3] for item in named) else "unknown"
+
+
+def line_count(data: bytes) -> int:
+    """Lines of a source as its citations number them (compile and ``context
+    --include-sources`` split the decoded text with ``str.splitlines``)."""
+    return len(data.decode("utf-8-sig", "replace").splitlines())
+
+
+def text_sourcing(text: str) -> Sourcing:
+    """The :data:`Sourcing` of a page's text."""
+    from .frontmatter import parse
+
+    meta = parse(text)
+    return scan_sourcing(text, meta.raw, meta.data, meta.body_line, meta.body_offset)
+
+
+def with_recorded(sourcing: Sourcing, fed: Iterable[Fed], project_prefix: str) -> Sourcing:
+    """``sourcing`` with each named source's recorded blob as the one lookup found it
+    (``fed``: :meth:`Provenance.of_page`; a page's own record, else the trailers)."""
+    cut = len(project_prefix) + 1 if project_prefix else 0
+    found = {f.source[cut:]: f.recorded for f in fed if f.recorded}
+    return tuple((*item[:3], item[3] or found.get(item[1], "")) if item[0] == "s" else item for item in sourcing)
 
 
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
@@ -227,9 +511,6 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
         return result
     data = {k: v for k, v in {**before.data, **updates}.items() if v is not None}
     return "---\n" + "".join(line for k, v in data.items() for line in render(k, v)) + "---\n" + text[offset:]
-
-
-BLOBS_KEY = "sourceBlobs"
 
 
 def stamp(text: str, sources: Iterable[tuple[str, str]], project_prefix: str) -> str:

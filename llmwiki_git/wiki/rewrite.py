@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -164,7 +164,6 @@ def plan_moves(wiki: Wiki, moves: Mapping[str, str], read: Callable[[list[str]],
     moves = dict(moves)
     contents = dict(contents or {})
     refusals: list[str] = []
-    notes: list[str] = []
     scans = {}
     if contents:
         from .pages import scan_page
@@ -176,22 +175,54 @@ def plan_moves(wiki: Wiki, moves: Mapping[str, str], read: Callable[[list[str]],
                 scans[moves[old]] = moved._replace(scan=scan_page(encode(text)))
     after = wiki_after(wiki, moves, scans)
     _check_targets(wiki, after, moves, refusals)
-
-    before_cache: dict[str, Resolution] = {}
-    after_cache: dict[str, Resolution] = {}
-
-    def before(text: str) -> Resolution:
-        if text not in before_cache:
-            before_cache[text] = wiki.resolve(parse_target(text))
-        return before_cache[text]
-
-    def later(text: str) -> Resolution:
-        if text not in after_cache:
-            after_cache[text] = after.resolve(parse_target(text))
-        return after_cache[text]
-
     new_slugs = {slugify(posixpath.basename(new)[:-3]) for old, new in moves.items() if old in wiki.by_path}
     new_names = {posixpath.basename(new).lower() for old, new in moves.items() if old not in wiki.by_path}
+    return plan_links(wiki, after, moves, read, contents, new_slugs=new_slugs, new_names=new_names,
+                      refusals=refusals)
+
+
+@dataclass
+class _Plan:
+    """What planning the edits of one wiki change needs at every link."""
+
+    wiki: Wiki
+    after: Wiki
+    moves: Mapping[str, str]
+    refusals: list[str]
+    embed_anchor: Mapping[str, str]
+    by_name: bool = False  # rewrite a link that names a moved page's file even if an alias still reaches it
+    before_cache: dict[str, Resolution] = field(default_factory=dict)
+    after_cache: dict[str, Resolution] = field(default_factory=dict)
+
+    def before(self, text: str) -> Resolution:
+        if text not in self.before_cache:
+            self.before_cache[text] = self.wiki.resolve(parse_target(text))
+        return self.before_cache[text]
+
+    def later(self, text: str) -> Resolution:
+        if text not in self.after_cache:
+            self.after_cache[text] = self.after.resolve(parse_target(text))
+        return self.after_cache[text]
+
+
+def plan_links(wiki: Wiki, after: Wiki, moves: Mapping[str, str], read: Callable[[list[str]], Mapping[str, str]],
+               contents: Mapping[str, str] | None = None, *, new_slugs: Collection[str] = (),
+               new_names: Collection[str] = (), refusals: list[str] | None = None,
+               embed_anchor: Mapping[str, str] | None = None, by_name: bool = False) -> RewritePlan:
+    """The edits that keep every link of ``wiki`` whole when it becomes ``after``: a link that
+    reaches a file of ``moves`` (its path -> the path that answers for it in ``after``: where
+    it moved, or for a page merge the page it is folded into) is rewritten to reach that path,
+    unless its text already does; a link whose target is one of ``new_slugs`` (page names) or
+    ``new_names`` (file names) that answer differently in ``after`` refuses the change, as does
+    a link that cannot be rewritten unambiguously. A moved file's own relative markdown links
+    follow it to its new folder. ``embed_anchor``: for a moved page, the heading an embed of
+    the whole page (``![[old]]``) is pointed at (a merge: the section holding its body).
+    ``by_name``: a link that names a moved page by its file name is rewritten even when the
+    page keeps answering to that name by an alias (a merge: B's title becomes an alias of A,
+    but editors that resolve file names only would find ``[[B]]`` broken)."""
+    contents = dict(contents or {})
+    notes: list[str] = []
+    ctx = _Plan(wiki, after, moves, refusals if refusals is not None else [], embed_anchor or {}, by_name)
     candidates: list[str] = []
     for page in wiki.pages:
         wanted = page.path in moves and bool(page.scan.md_links)
@@ -200,15 +231,15 @@ def plan_moves(wiki: Wiki, moves: Mapping[str, str], read: Callable[[list[str]],
             target = parse_target(text)
             if target.is_self_anchor or target.is_empty:
                 continue
-            found = before(text)
+            found = ctx.before(text)
             if (found.page is not None and found.page.path in moves) or (found.file is not None and found.file in moves):
                 wanted = True
             elif target.slug in new_slugs or (target.file_name or "").lower() in new_names:
-                now = later(text)
+                now = ctx.later(text)
                 if found.resolved and not _same(now, _moved(found.page, moves, after), _moved_file(found.file, moves)):
-                    refusals.append(f"{page.path}:{link[0]}:{link[1]}: [[{link[2]}]] resolves to {found.ref} today "
-                                    f"and would resolve to {now.ref or 'nothing'}"
-                                    f"{' (ambiguous)' if now.alternatives else ''} after the move")
+                    ctx.refusals.append(f"{page.path}:{link[0]}:{link[1]}: [[{link[2]}]] resolves to {found.ref} today "
+                                        f"and would resolve to {now.ref or 'nothing'}"
+                                        f"{' (ambiguous)' if now.alternatives else ''} after the move")
                 elif not found.resolved and now.resolved:
                     notes.append(f"{page.path}:{link[0]}:{link[1]}: [[{link[2]}]] was broken and will resolve to "
                                  f"{now.ref}")
@@ -223,12 +254,12 @@ def plan_moves(wiki: Wiki, moves: Mapping[str, str], read: Callable[[list[str]],
     for path in candidates:
         content = texts.get(path)
         if content is None:
-            refusals.append(f"{path}: cannot read it to rewrite its links")
+            ctx.refusals.append(f"{path}: cannot read it to rewrite its links")
             continue
-        edits = _page_edits(wiki, after, moves, path, content, before, later, refusals)
+        edits = _page_edits(ctx, path, content)
         if edits:
             files.setdefault(path, FileRewrite(path, moves.get(path, path))).edits = edits
-    return RewritePlan(moves, files, refusals, notes)
+    return RewritePlan(dict(moves), files, ctx.refusals, notes)
 
 
 def _moved(page: Page | None, moves: Mapping[str, str], after: Wiki) -> Page | None:
@@ -247,39 +278,40 @@ def _md_target(page_path: str, url: str) -> str | None:
     return path or None
 
 
-def _page_edits(wiki: Wiki, after: Wiki, moves: Mapping[str, str], path: str, text: str,
-                before: Callable[[str], Resolution], later: Callable[[str], Resolution],
-                refusals: list[str]) -> list[Edit]:
+def _page_edits(ctx: _Plan, path: str, text: str) -> list[Edit]:
     """The edits of one file's text (its links found by the scanner in ``text`` itself)."""
     _, _, body_line = split(text.removeprefix("\ufeff"))
     links, _headings, _blocks, md = scan_raw(text, body_line)
     starts = _line_starts(text)
     edits: list[Edit] = []
     for link in links:
-        edit = _wikilink_edit(wiki, after, moves, path, link, starts, text, before, later, refusals)
+        edit = _wikilink_edit(ctx, path, link, starts, text)
         if edit is not None:
             edits.append(edit)
     for md_link in md:
-        edit = _markdown_edit(moves, path, md_link, starts)
+        edit = _markdown_edit(ctx.moves, path, md_link, starts)
         if edit is not None:
             edits.append(edit)
     return edits
 
 
-def _wikilink_edit(wiki: Wiki, after: Wiki, moves: Mapping[str, str], path: str, link: RawLink,
-                   starts: list[int], text: str, before: Callable[[str], Resolution],
-                   later: Callable[[str], Resolution], refusals: list[str]) -> Edit | None:
+def _wikilink_edit(ctx: _Plan, path: str, link: RawLink, starts: list[int], text: str) -> Edit | None:
     line, col, inner, target_text, _label, embed = link
     target = parse_target(target_text)
     if target.is_self_anchor or target.is_empty:
         return None
-    found = before(target_text)
+    moves, after = ctx.moves, ctx.after
+    found = ctx.before(target_text)
     page = found.page if (found.page is not None and found.page.path in moves) else None
     file = found.file if (found.file is not None and found.file in moves) else None
     if page is None and file is None:
         return None
     want_page, want_file = _moved(page, moves, after), _moved_file(file, moves)
-    if _same(later(target_text), want_page, want_file):
+    # An embed of a whole page folded into another keeps showing that page's text only.
+    section = ctx.embed_anchor.get(page.path) if embed and page is not None and target.anchor is None else None
+    still = _same(ctx.later(target_text), want_page, want_file) and \
+        not (ctx.by_name and page is not None and target.slug == slugify(page.stem))
+    if still and section is None:
         return None  # an alias, or a name the moved file keeps: still reaches it
     # The name part of the inner text: before "|" (or a table's "\|") and before "#".
     inner_start = starts[line - 1] + col - 1 + (3 if embed else 2)
@@ -290,15 +322,17 @@ def _wikilink_edit(wiki: Wiki, after: Wiki, moves: Mapping[str, str], path: str,
     stripped = name.strip()
     lead = len(name) - len(name.lstrip())
     if text[inner_start:inner_start + len(inner)] != inner:
-        refusals.append(f"{path}:{line}:{col}: could not place [[{inner}]] in the text; not rewritten")
+        ctx.refusals.append(f"{path}:{line}:{col}: could not place [[{inner}]] in the text; not rewritten")
         return None
-    new_name = _new_wikilink_name(wiki, stripped, page, want_page, file, want_file)
+    new_name = stripped if still else _new_wikilink_name(ctx.wiki, stripped, page, want_page, file, want_file)
+    if section is not None:
+        new_name += "#" + section
     candidate = new_name + target_text.strip()[len(stripped):]
-    now = later(candidate)
+    now = ctx.later(candidate)
     if not _same(now, want_page, want_file):
-        refusals.append(f"{path}:{line}:{col}: [[{inner}]] cannot be rewritten to reach "
-                        f"{want_page.id if want_page else want_file}: [[{candidate}]] would be "
-                        f"{'ambiguous' if now.alternatives else 'broken'}")
+        ctx.refusals.append(f"{path}:{line}:{col}: [[{inner}]] cannot be rewritten to reach "
+                            f"{want_page.id if want_page else want_file}: [[{candidate}]] would be "
+                            f"{'ambiguous' if now.alternatives else 'broken'}")
         return None
     start = inner_start + lead
     return Edit(line, start - starts[line - 1] + 1, start, start + len(stripped), stripped, new_name)

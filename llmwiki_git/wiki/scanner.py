@@ -445,3 +445,17 @@ def scan_links(text: str, start_line: int = 0) -> list[Occurrence]:
 
 def scan_anchors(text: str, start_line: int = 0) -> Anchors:
     return scan(text, start_line).anchors
+
+
+def prose_lines(text: str, start_line: int = 0) -> Iterator[tuple[int, str]]:
+    """(0-based line index, line) of every line of ``text`` from ``start_line`` on that is
+    not code -- fenced and indented blocks skipped, HTML comments and inline code spans
+    blanked (columns kept) -- for readers of other inline marks than wikilinks (source
+    citations ``^[paper.md:3-5]``). A code span running over lines is not followed."""
+    for index, line in _text_lines(split_lines(text), start_line):
+        yield index, _mask_code_spans(line)[0] if "`" in line else line
+
+
+def mask_code_spans(line: str) -> str:
+    """``line`` with its inline code spans blanked (columns kept)."""
+    return _mask_code_spans(line)[0]

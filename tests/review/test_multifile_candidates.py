@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from llmwiki_git.publication.trailers import COMPILE_KIND, FileTrailer, Trailers, parse, with_files
-from llmwiki_git.review.stagefiles import FileWrite, Recorded, StagedFiles, acceptance_problem, stage_files
+from llmwiki_git.publication.trailers import COMPILE_KIND, FileTrailer, Recorded, Trailers, parse, with_files
+from llmwiki_git.review.stagefiles import FileWrite, StagedFiles, acceptance_problem, stage_files
 from llmwiki_git.errors import UsageError
 from llmwiki_git.workspace import Workspace
 
@@ -66,7 +66,7 @@ def test_the_trailer_block_of_one_file_is_unchanged_and_of_many_lists_each() -> 
                               "Llmwiki-Precondition: absent\nLlmwiki-Body-Digest: sha256:00\nLlmwiki-Base: c0ffee\n")
     many = with_files("compile-0123abcd", COMPILE_KIND, [FileTrailer("wiki/a.md", "absent", "sha256:01"),
                                                          FileTrailer("wiki/b c.md", f"blob {SOURCE_BLOB}", "sha256:02")],
-                      "c0ffee", sources=(("sources/x y.md", SOURCE_BLOB),), model="openai/m", prompt="concept-page/1")
+                      "c0ffee", Recorded((("sources/x y.md", SOURCE_BLOB),), "openai/m", "concept-page/1"))
     found: dict[str, list[str]] = {}
     for line in many.block().splitlines():
         key, _, value = line.partition(": ")
