@@ -27,6 +27,7 @@
     │   └── MalformedOutput         a model's reply is not what compile asked for (names the source)
     └── RetrievalError              the search state cannot be used
         ├── StoreError              the embedding store is missing, corrupt or of another model
+        ├── IndexRefError           refs/llmwiki/index refused (another model, forged, damaged) or absent
         ├── LexicalIndexError       the lexical index is missing, corrupt or of another version
         └── EmbeddingUnavailable    the local embedding model cannot be loaded
 
@@ -313,6 +314,11 @@ class StoreError(RetrievalError):
     def __init__(self, message: str, code: str = "embedding-store-missing") -> None:
         super().__init__(message, hint="run `llmwiki index` to build or rebuild it")
         self.code = code
+
+
+class IndexRefError(RetrievalError):
+    """``refs/llmwiki/index`` (the index published with git) cannot be used or written: no
+    such ref on the remote, another model, or a forged, damaged or oversized payload."""
 
 
 class LexicalIndexError(RetrievalError):

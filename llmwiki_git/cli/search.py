@@ -19,9 +19,15 @@ from .app import _require_some_wiki, _workspace, cli
 @click.option("--full", is_flag=True, help="Re-embed every chunk instead of reusing unchanged ones.")
 @click.option("--fast", is_flag=True,
               help="Lexical index only (BM25, no embeddings): for very large wikis; semantic ranking is off. Sticky: later plain `llmwiki index` runs keep the index lexical until `llmwiki index --full`.")
+@click.option("--publish", is_flag=True,
+              help="Then write the index (its vectors, page table and lexical index) as a commit on refs/llmwiki/index (no branch or file touched; push it with `git push origin refs/llmwiki/index`).")
+@click.option("--fetch", is_flag=True,
+              help="First fetch refs/llmwiki/index from --remote and take every unchanged chunk's vector from it instead of embedding it.")
+@click.option("--remote", default="origin", show_default=True, metavar="NAME",
+              help="The remote --fetch reads (a remote name or URL).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
+def index(ctx: click.Context, full: bool, fast: bool, publish: bool, fetch: bool, remote: str, as_json: bool) -> None:
     """Build or refresh the search index and regenerate wiki/index.md (only where llmwiki
     owns it: absent or generated; a hand-written index.md is never touched, llmwiki's table
     of contents then goes to .llmwiki/index.md).
@@ -33,11 +39,17 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
     embedding (embedding a large wiki can take an hour); `--full`, or setting
     LLMWIKI_EMBEDDING_PROVIDER, embeds it.
 
+    An index published on refs/llmwiki/index (`--publish`, then pushed) travels with git:
+    `--fetch` in a fresh clone takes every unchanged chunk's vector from it; a plain
+    `llmwiki index` uses that ref too when it is there.
+
     \b
     Examples:
       llmwiki index
       llmwiki index --full
       LLMWIKI_EMBEDDING_PROVIDER=none llmwiki index   # same as --fast
+      llmwiki index --publish && git push origin refs/llmwiki/index
+      llmwiki index --fetch                            # in a fresh clone
     """
     ws = _workspace(ctx)
     _require_some_wiki(ws)
@@ -63,18 +75,22 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
         bar.update(done - bar.pos, f"{rate:.1f} chunks/s")
 
     try:
-        summary, written = retrieval.index(full=full, fast=fast, progress=progress)
+        summary, written = retrieval.index(full=full, fast=fast, progress=progress, publish=publish,
+                                           fetch=remote if fetch else None)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
     if as_json:
         click.echo(json.dumps({"version": 1, "pages": summary.pages, "chunks": summary.chunks,
-                               "embedded": summary.embedded, "reused": summary.reused,
+                               "embedded": summary.embedded, "reused": summary.reused, "fetched": summary.fetched,
                                "seconds": round(summary.seconds, 3), "backend": summary.backend,
-                               "indexPage": written, "notes": list(summary.notes)}, indent=2))
+                               "indexPage": written, "notes": list(summary.notes),
+                               "published": _publication_json(summary.publication)}, indent=2))
         return
+    taken = f", {summary.fetched} from refs/llmwiki/index" if summary.fetched else ""
     click.echo(f"Indexed {plural(summary.pages, 'page')}: {plural(summary.chunks, 'chunk')} ({summary.embedded} embedded, "
-               f"{summary.reused} reused) in {summary.seconds:.1f} s [{summary.backend}].")
+               f"{summary.reused} reused{taken}) in {summary.seconds:.1f} s [{summary.backend}].")
+    _echo_publication(summary.publication)
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
     if fast:
@@ -82,6 +98,25 @@ def index(ctx: click.Context, full: bool, fast: bool, as_json: bool) -> None:
                    "run `llmwiki index --full` to embed it for semantic ranking", err=True)
     if written:
         click.echo(f"Regenerated {written}.")
+
+
+def _publication_json(done: Any) -> dict[str, Any] | None:
+    """`index --json`'s ``published``: what `--publish` wrote (None: not asked)."""
+    if done is None:
+        return None
+    return {"ref": "refs/llmwiki/index", "commit": done.commit, "changed": done.changed, "chunks": done.chunks,
+            "bytes": done.bytes}
+
+
+def _echo_publication(done: Any) -> None:
+    if done is None:
+        return
+    if not done.changed:
+        click.echo(f"refs/llmwiki/index already holds these {plural(done.chunks, 'vector')} ({done.commit[:12]}): "
+                   "nothing new published.")
+        return
+    click.echo(f"Published {plural(done.chunks, 'vector')} ({done.bytes / 1e6:.1f} MB) as {done.commit[:12]} on "
+               "refs/llmwiki/index; share it with `git push origin refs/llmwiki/index`.")
 
 
 def _embedding_estimate(total: int, cores: int) -> str:

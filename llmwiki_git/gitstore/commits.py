@@ -27,7 +27,7 @@ from pathlib import Path
 from ..confine import refuse_symlinks
 from ..errors import DirtyPaths, GitError, LlmwikiError, PathRefused, RefChanged, UnsafePath
 from .git import Git, TreeEntry
-from .lock import pid_alive
+from .lock import sweep_dead
 from .transaction import Intent, apply, changed_paths, check_worktree
 
 __all__ = ["build_commit", "commit_paths", "current_branch", "move_branch"]
@@ -115,17 +115,7 @@ def temp_index(git_dir: Path) -> Iterator[Path]:
 
 def sweep_temp_indexes(git_dir: Path) -> None:
     """Remove temporary index folders left by writers that died (their pid is gone)."""
-    try:
-        names = os.listdir(git_dir)
-    except OSError:
-        return
-    for name in names:
-        match = _TEMP_RE.match(name)
-        if match is None:
-            continue
-        pid = int(match.group(1))
-        if pid != os.getpid() and not pid_alive(pid):
-            shutil.rmtree(git_dir / name, ignore_errors=True)
+    sweep_dead(git_dir, _TEMP_RE)
 
 
 def current_branch(git: Git) -> str:

@@ -20,6 +20,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import socket
 import stat
 import sys
@@ -91,6 +92,24 @@ def process_start_time(pid: int) -> int | None:
         return int(fields[19])  # fields[0] is field 3 (state), so field 22 is fields[19]
     except ValueError:
         return None
+
+
+def sweep_dead(folder: Path, pattern: re.Pattern[str]) -> None:
+    """Remove the entries of ``folder`` whose name ``pattern`` matches with group 1 the pid of
+    a process that is gone: scratch folders of a writer killed before it removed them."""
+    import shutil
+
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        match = pattern.match(name)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        if pid != os.getpid() and not pid_alive(pid):
+            shutil.rmtree(folder / name, ignore_errors=True)
 
 
 def pid_alive(pid: int) -> bool:

@@ -47,8 +47,10 @@ from .git import Git
 JOURNAL = "transaction.json"
 POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")
 # Outside a write transaction: between a check cache file's write and its rename (checks/cache.py);
-# between a multi-file candidate's commit and its branch (review/stagefiles.py).
-OTHER_POINTS = ("cache", "stage")
+# between a multi-file candidate's commit and its branch (review/stagefiles.py); between the
+# vectors file and the metadata of the search index (retrieval/store.py); while a published
+# index is restored in its scratch folder (retrieval/indexref.py).
+OTHER_POINTS = ("cache", "stage", "store", "snapshot")
 TEMP_RE = re.compile("^" + re.escape(confine.TEMP_PREFIX) + "[0-9a-f]{12}" + re.escape(confine.TEMP_SUFFIX) + "$")
 
 

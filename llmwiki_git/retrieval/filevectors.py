@@ -93,16 +93,20 @@ class FileVectors:
         if not self.dimensions:
             return out
         first = self._first_rows() if self.matrix.shape[0] else {}
+        stored: dict[str, int] = {}
         for chunk_hash in hashes:
             if chunk_hash in self._removed:
                 continue
             vector = self._added.get(chunk_hash)
-            if vector is None:
-                row = first.get(chunk_hash)
-                if row is None:
-                    continue
-                vector = self.matrix[row]
-            out[chunk_hash] = vector
+            if vector is not None:
+                out[chunk_hash] = vector
+                continue
+            row = first.get(chunk_hash)
+            if row is not None:
+                stored[chunk_hash] = row
+        if stored:  # one gather from the (memory-mapped) matrix, not a slice per chunk
+            block = np.asarray(self.matrix[np.fromiter(stored.values(), dtype=np.int64, count=len(stored))])
+            out.update(zip(stored, block))
         return out
 
     def known(self, hashes: Iterable[str]) -> set[str]:

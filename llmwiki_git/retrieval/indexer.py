@@ -4,7 +4,7 @@ and the lexical index, regenerate ``wiki/index.md``."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +30,7 @@ from .pagetable import PageEntry, PageTable
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:
+    from .indexref import Publication
     from .pgvectors import SharedVectors
 from .lexical import FIELD_WEIGHTS, LEXICAL_DIR, Document, LexicalIndex
 
@@ -59,6 +60,13 @@ class IndexSummary:
     seconds: float
     backend: str
     notes: tuple[str, ...] = ()
+    fetched: int = 0  # chunks whose vector came from refs/llmwiki/index (retrieval/indexref.py)
+    publication: Publication | None = None  # what `llmwiki index --publish` wrote
+
+
+# Vectors from elsewhere, asked for the chunks the store has none of before they are embedded:
+# chunk hash -> float32 unit vector of the store's model (``indexref.Published.get``).
+Seed = Callable[[list[str]], Mapping[str, np.ndarray]]
 
 
 def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPage], dict[str, str]]:
@@ -164,10 +172,12 @@ def build(
     previous_store: store_mod.Store | None = None,
     names: str = "",
     vector_store: str | None = None,
+    seed: Seed | None = None,
 ) -> IndexSummary:
     """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``. With
     ``vector_store`` (a shared store's URI, pgvectors.py) the vectors go there, reused from
-    there, and from the previous local store, before any chunk is embedded."""
+    there, and from the previous local store, before any chunk is embedded. ``seed``: where
+    vectors the store lacks are looked up before they are embedded (refs/llmwiki/index)."""
     started = time.perf_counter()
     fingerprint = store_fingerprint(embedder.fingerprint) if embedder else NO_EMBEDDINGS
     dims = embedder.dimension if embedder else 0
@@ -189,14 +199,14 @@ def build(
                 old = None
             else:
                 index = old.vectors
-    seed: VectorIndex | None = None  # a previous store's vectors, carried into a shared store
+    carry: VectorIndex | None = None  # a previous store's vectors, carried into a shared store
     shared: SharedVectors | None = None
     if embedder is not None and vector_store:
         from .pgvectors import open_vectors  # noqa: PLC0415 - the postgres extra, only when configured
 
         shared = open_vectors(vector_store, fingerprint, dims, create=True)
         shared.overwrite = full  # --full: every chunk embedded again, its stored vector replaced
-        seed, index = index, shared
+        carry, index = index, shared
     if index is None:
         index = store_mod.empty_vectors(fingerprint, dims)
     entries: list[PageEntry] = []
@@ -212,25 +222,31 @@ def build(
         all_texts.extend(page.embedded)
         documents.extend(page.lexical)
         hashes_in_order.extend(hashes)
-    embedded = reused = 0
+    embedded = reused = fetched = 0
     table = PageTable(entries)
     if embedder is not None:
         previous = index.known(hashes_in_order) if not full else set()
-        if seed is not None and seed is not index and len(previous) < len(set(hashes_in_order)):
-            carried = seed.get(h for h in hashes_in_order if h not in previous)
+        if carry is not None and carry is not index and len(previous) < len(set(hashes_in_order)):
+            carried = carry.get(h for h in hashes_in_order if h not in previous)
             index.add(carried)
             previous.update(carried)
         missing: dict[str, str] = {}
         for text, chunk_hash in zip(all_texts, hashes_in_order):
             if chunk_hash not in previous:
                 missing.setdefault(chunk_hash, text)
+        if seed is not None and missing:
+            seeded = dict(seed(list(missing)))
+            index.add(seeded)
+            for chunk_hash in seeded:
+                del missing[chunk_hash]
+            fetched = sum(1 for h in hashes_in_order if h in seeded)
         # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
         fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
         index.add(fresh)
         if old is not None:  # chunks no page has any more (the file store writes only the table's rows anyway)
             index.remove(set(old.pages.row_hashes()).difference(hashes_in_order))
         embedded = len(missing) - len(kept)
-        reused = row - sum(1 for h in hashes_in_order if h in missing and h not in kept)
+        reused = row - fetched - sum(1 for h in hashes_in_order if h in missing and h not in kept)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
@@ -241,7 +257,8 @@ def build(
         checkpoint.remove(folder)  # its vectors are in the store now
     if shared is not None:
         notes.append(shared.describe())
-    return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes))
+    return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes),
+                        fetched)
 
 
 def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,

@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import confine
 from ..errors import PathRefused, StoreError
+from ..gitstore.transaction import crash_point
 from .filevectors import FileVectors, vectors_digest
 from .pagetable import EntriesById, PageEntry, PageTable
 from .vectors import VectorIndex
@@ -187,6 +188,7 @@ def save(folder: Path, store: Store) -> None:
         **shared,
     }
     _atomic_write(folder / BIN_NAME, write_bin)
+    crash_point("store")  # the crash tests kill a writer here: a new bin, the old json (refused: tokens differ)
     _write_meta(folder, meta, store.pages)
 
 
@@ -293,7 +295,8 @@ def _read_sidecar(folder: Path) -> tuple[dict[str, Any], PageTable] | None:
         return None
 
 
-def load(folder: Path, *, expected_fingerprint: str | None = None, vector_store: str | None = None) -> Store:
+def load(folder: Path, *, expected_fingerprint: str | None = None, vector_store: str | None = None,
+         repair: bool = True) -> Store:
     """Read the store; raise StoreError (with a warning code) when it cannot be used.
     ``vector_store``: the shared store's URI (``LLMWIKI_VECTOR_STORE``), for a store whose
     vectors live there (its bin then holds only the overlay, see pgvectors.py).
@@ -350,7 +353,7 @@ def load(folder: Path, *, expected_fingerprint: str | None = None, vector_store:
     store = Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), table, vectors,
                   meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
                   names=names if isinstance(names, str) else "")
-    if json_info is not None:
+    if json_info is not None and repair:  # not for a store read once (a published one checked in scratch)
         _repair_sidecar(folder, json_info, meta, table)
     return store
 

@@ -105,3 +105,14 @@ def test_a_wrong_or_unreachable_store_is_an_error_for_index_and_a_warning_for_re
     pack = json.loads(origin.llmwiki("context", "what does a blob store", "--json", env=down).stdout)
     assert [w["code"] for w in pack["warnings"]] == ["vector-store-unavailable"]
     assert pack["primary"][0]["id"] == "concepts/blobs"
+
+
+def test_publish_refuses_an_index_whose_vectors_live_in_the_shared_store(origin: Repo, pg_uri: str) -> None:
+    """Publishing to refs/llmwiki/index writes the local bin's vectors; with a shared store
+    that bin holds only the overlay, so the published index would be empty: refused first."""
+    proc = origin.llmwiki("index", "--publish", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri})
+    assert proc.returncode == 2, proc.stderr
+    assert "shared store" in proc.stderr and "docs/team.md" in proc.stderr
+    assert "password" not in proc.stderr and pg_uri not in proc.stderr
+    assert origin.git("for-each-ref", "refs/llmwiki/") == ""  # nothing published
+    assert not (origin.root / ".llmwiki" / "embeddings.json").exists()  # refused before any work

@@ -1,0 +1,484 @@
+"""An index that travels with git: the store's vectors as a commit on ``refs/llmwiki/index``.
+
+``publish`` writes every vector of the local store (keyed by chunk hash) with the model
+fingerprint, the width and a digest, as one commit built with plumbing (no work tree, no
+index file, no branch touched) whose parent is the previous index commit; the ref moves by
+compare-and-swap, under the repository lock the caller holds. An unchanged store publishes
+nothing. ``fetch`` brings a remote's ref into ``refs/llmwiki/remotes/<remote>/index`` and
+moves ``refs/llmwiki/index`` to it when that is a fast-forward. ``read`` validates a ref
+before any vector of it is used: the indexer (and a fresh clone's first `context`) then take
+the vector of every chunk the ref holds instead of embedding it.
+
+The commit's tree holds exactly three files (docs/index.md, "An index that travels with git"):
+
+* ``index.json``: ``{"format": "llmwiki-index", "version": 1, "fingerprint", "backend",
+  "model", "dimensions", "chunks", "dtype": "float16", "digest", "source"}``; ``digest`` is
+  the sha256 of ``hashes`` followed by ``vectors``; ``source`` the commit HEAD was at.
+* ``hashes``: the chunk hashes (16 lowercase hex digits and a line feed each), sorted, unique.
+* ``vectors``: one float16 little-endian row of ``dimensions`` values per hash, in that order.
+* optionally, the rest of the store as it was published (a snapshot: all of these or none):
+  ``store.json`` (the page table, ``.llmwiki/embeddings.json``) and ``lexical.<file>`` for
+  each file of ``.llmwiki/bm25/``; ``index.json``'s ``snapshot`` gives each one's sha256.
+  A fresh clone with no index of its own `materialize`s it (its vectors from ``vectors``),
+  checked by the store's and the lexical index's own loaders, and then follows the wiki
+  from there: only pages that differ from the publisher's are read.
+
+A digest stored beside the payload catches a damaged or mismatched ref, not a deliberate
+forger, who can write a matching digest: vectors decide ranking only (what `context` quotes
+is always read from the live pages), and every vector must be finite and of unit length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import confine
+from ..errors import GitError, IndexRefError, PathRefused
+from ..gitstore import datarefs
+from ..gitstore.git import Git
+from ..gitstore.transaction import crash_point
+from .store import MAX_DIMENSIONS, Store
+
+if TYPE_CHECKING:
+    from .lexical import LexicalIndex
+
+REF = "refs/llmwiki/index"
+FORMAT = "llmwiki-index"
+VERSION = 1
+DTYPE = "float16"
+FILES = ("hashes", "index.json", "vectors")
+LEXICAL_FILES = ("doc_ids.npy", "indptr.npy", "lengths.npy", "meta.json", "term_offsets.npy", "terms.npy", "tf.npy",
+                 "weights.npy")
+SNAPSHOT = ("store.json", *(f"lexical.{name}" for name in LEXICAL_FILES))
+MAX_SNAPSHOT_BYTES = 2 << 30  # the page table and the lexical index together
+MAX_META_BYTES = 64 * 1024
+MAX_VECTOR_BYTES = 2 << 30  # 2 GiB: some 2.8 million 384-d chunks
+HASH_LINE = 17  # 16 hex digits and a line feed
+NORM_SLACK = 0.01  # float16 keeps a unit vector's length within ~1e-3
+_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def tracking_ref(remote: str) -> str:
+    """Where ``fetch`` puts ``remote``'s index (a ref only fetch writes)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", remote).strip(".-") or "remote"
+    return f"refs/llmwiki/remotes/{safe}/index"
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What a publish writes: the three files and the digest inside ``index.json``."""
+
+    files: dict[str, bytes]
+    digest: str
+    chunks: int
+    snapshot: dict[str, str]  # snapshot file -> sha256
+
+    @property
+    def size(self) -> int:
+        return sum(len(data) for data in self.files.values())
+
+
+def payload_digest(hashes: bytes, vectors: bytes) -> str:
+    digest = hashlib.sha256(hashes)
+    digest.update(vectors)
+    return digest.hexdigest()
+
+
+def snapshot_files(state: Path) -> dict[str, bytes] | None:
+    """The rest of the local store in ``state``, to publish beside the vectors: the page table
+    (``embeddings.json`` without what changes on every write: token, vectors digest, time)
+    and the lexical index's files. None when they cannot be read whole (no snapshot then)."""
+    from . import store as store_mod
+    from .lexical import LEXICAL_DIR
+
+    files: dict[str, bytes] = {}
+    try:
+        meta = confine.read_json(state / store_mod.JSON_NAME, max_bytes=store_mod.MAX_JSON_BYTES,
+                                 name=store_mod.JSON_NAME)
+        for name in sorted(os.listdir(state / LEXICAL_DIR)):
+            if name not in LEXICAL_FILES:
+                return None
+            files[f"lexical.{name}"] = confine.read_file(state / LEXICAL_DIR / name, max_bytes=MAX_SNAPSHOT_BYTES,
+                                                         name=name)
+    except (OSError, PathRefused, ValueError):
+        return None
+    if "lexical.meta.json" not in files or not isinstance(meta, dict):
+        return None
+    for key in ("token", "vectorsDigest", "updatedAt"):
+        meta.pop(key, None)
+    files["store.json"] = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
+    return files
+
+
+def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None = None) -> Payload:
+    """The published form of ``store``'s vectors: each distinct chunk once, sorted by hash,
+    as float16; with ``snapshot`` (`snapshot_files`) beside them. Refused for a
+    lexical-only store or vectors that cannot be trusted."""
+    dims = store.dimensions
+    if not dims:
+        raise IndexRefError("the local index is lexical-only (built with --fast): there are no vectors to publish",
+                            hint="run `llmwiki index --full` to embed the wiki, then publish")
+    problem = store.vectors.problem()
+    if problem is not None:
+        raise IndexRefError(f"the local vectors cannot be trusted ({problem}); nothing was published",
+                            hint="run `llmwiki index --full` to rebuild them, then publish")
+    wanted = sorted(set(store.pages.row_hashes()))
+    found = store.vectors.get(wanted)
+    hashes = [h for h in wanted if h in found and _HASH.fullmatch(h)]
+    matrix = (np.stack([found[h] for h in hashes]).astype(np.float32) if hashes
+              else np.zeros((0, dims), dtype=np.float32))
+    norms = np.linalg.norm(matrix, axis=1) if len(hashes) else np.zeros(0)
+    keep = np.flatnonzero(np.abs(norms - 1.0) <= NORM_SLACK)  # a zero row is no vector
+    hashes = [hashes[i] for i in keep.tolist()]
+    hash_bytes = "".join(f"{h}\n" for h in hashes).encode("ascii")
+    vector_bytes = np.ascontiguousarray(matrix[keep], dtype="<f2").tobytes()
+    digest = payload_digest(hash_bytes, vector_bytes)
+    sums = {name: hashlib.sha256(data).hexdigest() for name, data in sorted((snapshot or {}).items())}
+    meta = {"format": FORMAT, "version": VERSION, "fingerprint": store.fingerprint, "backend": store.backend,
+            "model": store.model, "dimensions": dims, "chunks": len(hashes), "dtype": DTYPE, "digest": digest,
+            "source": source or "",
+            "snapshot": sums}
+    return Payload({"index.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
+                    "hashes": hash_bytes, "vectors": vector_bytes, **(snapshot or {})}, digest, len(hashes), sums)
+
+
+@dataclass(frozen=True)
+class Published:
+    """A validated ``refs/llmwiki/index`` commit: its vectors by chunk hash."""
+
+    commit: str
+    fingerprint: str
+    backend: str
+    model: str
+    dimensions: int
+    digest: str
+    hashes: np.ndarray  # dtype S16, sorted
+    unit: np.ndarray  # chunks x dimensions: the float16 rows widened to float32 and normalised
+    snapshot: dict[str, tuple[str, str]]  # snapshot file -> (blob id, sha256); empty: none published
+
+    def __len__(self) -> int:
+        return int(self.hashes.shape[0])
+
+    def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """The float32 unit vectors of those of ``hashes`` the ref holds."""
+        wanted = [h for h in dict.fromkeys(hashes) if len(h) == 16 and h.isascii()]
+        if not wanted or not len(self):
+            return {}
+        keys = np.array([h.encode("ascii") for h in wanted], dtype="S16")
+        at = np.searchsorted(self.hashes, keys)
+        at_clipped = np.minimum(at, len(self) - 1)
+        hit = self.hashes[at_clipped] == keys
+        rows = self.unit[at_clipped[hit]]
+        chosen = [h for h, ok in zip(wanted, hit.tolist()) if ok]
+        return dict(zip(chosen, rows))
+
+    def rows_for(self, hashes: Sequence[str]) -> np.ndarray | None:
+        """The float32 unit vectors of ``hashes`` in that order (None: the ref lacks one)."""
+        if not len(self):
+            return None if len(hashes) else np.zeros((0, self.dimensions), dtype=np.float32)
+        try:
+            keys = np.array(hashes, dtype="S16")
+        except UnicodeEncodeError:
+            return None
+        at = np.minimum(np.searchsorted(self.hashes, keys), len(self) - 1)
+        if len(hashes) and not bool((self.hashes[at] == keys).all()):
+            return None
+        return self.unit[at]
+
+
+def _refuse(commit: str, why: str) -> IndexRefError:
+    return IndexRefError(f"{REF} ({commit[:12]}) is refused: {why}; nothing was taken from it",
+                         hint="publish it again from a trusted clone (`llmwiki index --publish`), or delete it "
+                              f"(`git update-ref -d {REF}`)")
+
+
+def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions: int | None = None) -> Published | None:
+    """The vectors ``ref`` holds, every check passed (None: no such ref). IndexRefError, before
+    reading any vector, for anything else than a commit of the three files, sizes outside the
+    bounds, another model (``fingerprint``, ``dimensions``); after reading, for a digest that
+    does not match, hashes that are not sorted chunk hashes, or vectors that are not finite
+    unit vectors."""
+    oid = git.object_id(ref)
+    if oid is None:
+        return None
+    kind = git.object_type(oid)
+    if kind != "commit":
+        raise _refuse(oid, f"it points to a {kind or 'missing object'}, not a commit")
+    try:
+        tree, _parents = datarefs.read_commit_tree(git, oid)
+        entries = {e.name: e for e in datarefs.tree_entries(git, tree)}
+    except GitError as exc:
+        raise _refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
+    extra = sorted(set(entries) - set(FILES))
+    if (not set(FILES) <= set(entries) or not set(extra) <= set(SNAPSHOT)
+            or any(e.mode != "100644" or e.kind != "blob" for e in entries.values())):
+        unexpected = sorted(set(extra) - set(SNAPSHOT)) or sorted(set(FILES) - set(entries)) or sorted(entries)
+        raise _refuse(oid, f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
+                           f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)")
+    meta_entry = entries["index.json"]
+    if not 0 < meta_entry.size <= MAX_META_BYTES:
+        raise _refuse(oid, f"index.json is {meta_entry.size} bytes (at most {MAX_META_BYTES})")
+    meta = _meta(oid, git.read_blob(meta_entry.oid))
+    if fingerprint is not None and meta.fingerprint != fingerprint:
+        raise IndexRefError(f"{REF} was published with {meta.fingerprint[:200]!r}, but the active model is "
+                            f"{fingerprint!r}; vectors of two models are never mixed, nothing was taken from it",
+                            hint="use the model it was published with, or publish again with this one")
+    dims, chunks = meta.dimensions, meta.chunks
+    if dimensions is not None and dimensions and dims != dimensions:
+        raise _refuse(oid, f"its vectors have {dims} dimensions, the active model's {dimensions}")
+    want_vectors = chunks * dims * 2
+    if want_vectors > MAX_VECTOR_BYTES:
+        raise _refuse(oid, f"{chunks} vectors of {dims} dimensions are more than {MAX_VECTOR_BYTES >> 20} MiB")
+    if entries["hashes"].size != chunks * HASH_LINE or entries["vectors"].size != want_vectors:
+        raise _refuse(oid, f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
+                           f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)")
+    blobs = git.read_blobs([entries["hashes"].oid, entries["vectors"].oid])
+    hash_bytes, vector_bytes = blobs.get(entries["hashes"].oid, b""), blobs.get(entries["vectors"].oid, b"")
+    if len(hash_bytes) != chunks * HASH_LINE or len(vector_bytes) != want_vectors:
+        raise _refuse(oid, "its files could not be read whole")
+    if payload_digest(hash_bytes, vector_bytes) != meta.digest:
+        raise _refuse(oid, "its files do not match the digest in index.json (damaged, or written by hand)")
+    hashes = _hashes(oid, hash_bytes, chunks)
+    matrix = _unit_vectors(oid, np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims))
+    if sorted(meta.snapshot) != extra or (extra and not {"store.json", "lexical.meta.json"} <= set(extra)):
+        raise _refuse(oid, "its store snapshot files are not the ones index.json lists")
+    if sum(entries[name].size for name in extra) > MAX_SNAPSHOT_BYTES:
+        raise _refuse(oid, f"its store snapshot is more than {MAX_SNAPSHOT_BYTES >> 20} MiB")
+    snapshot = {name: (entries[name].oid, meta.snapshot[name]) for name in extra}
+    return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, matrix, snapshot)
+
+
+@dataclass(frozen=True)
+class _Meta:
+    fingerprint: str
+    backend: str
+    model: str
+    dimensions: int
+    chunks: int
+    digest: str
+    snapshot: dict[str, str]
+
+
+def _meta(oid: str, raw: bytes) -> _Meta:
+    try:
+        meta = confine.load_json(raw, name="index.json")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _refuse(oid, f"index.json is not JSON ({str(exc)[:120]})") from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise _refuse(oid, "index.json is not an llmwiki index")
+    if meta.get("version") != VERSION:
+        raise _refuse(oid, f"index.json has format version {meta.get('version')!r}; this llmwiki reads {VERSION}")
+
+    def count(name: str, low: int, high: int) -> None:
+        value = meta.get(name)
+        if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
+            raise _refuse(oid, f"index.json's {name} is {str(value)[:40]!r}, not a whole number from {low} to {high}")
+
+    count("dimensions", 1, MAX_DIMENSIONS)
+    count("chunks", 0, MAX_VECTOR_BYTES // 2)
+    if not isinstance(meta.get("fingerprint"), str) or not meta["fingerprint"]:
+        raise _refuse(oid, "index.json names no model fingerprint")
+    if meta.get("dtype") != DTYPE:
+        raise _refuse(oid, f"index.json's dtype is {str(meta.get('dtype'))[:40]!r}, not {DTYPE!r}")
+    if not (isinstance(meta.get("digest"), str) and re.fullmatch(r"[0-9a-f]{64}", meta["digest"])):
+        raise _refuse(oid, "index.json's digest is not a sha256")
+    snapshot = meta.get("snapshot") or {}
+    if not (isinstance(snapshot, dict) and all(name in SNAPSHOT and isinstance(sha, str)
+                                               and re.fullmatch(r"[0-9a-f]{64}", sha) for name, sha in snapshot.items())):
+        raise _refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
+    return _Meta(meta["fingerprint"], str(meta.get("backend") or "")[:200], str(meta.get("model") or "")[:200],
+                 meta["dimensions"], meta["chunks"], meta["digest"], snapshot)
+
+
+def _hashes(oid: str, data: bytes, chunks: int) -> np.ndarray:
+    """The hash list as an S16 array, checked: 16 lowercase hex digits a line, strictly
+    increasing (so sorted and unique)."""
+    if not chunks:
+        return np.zeros(0, dtype="S16")
+    grid = np.frombuffer(data, dtype=np.uint8).reshape(chunks, HASH_LINE)
+    digits = grid[:, :16]
+    hexdigit = ((digits >= ord("0")) & (digits <= ord("9"))) | ((digits >= ord("a")) & (digits <= ord("f")))
+    if not bool((grid[:, 16] == ord("\n")).all()) or not bool(hexdigit.all()):
+        bad = int(np.flatnonzero(~hexdigit.all(axis=1) | (grid[:, 16] != ord("\n")))[0])
+        raise _refuse(oid, f"line {bad + 1} of hashes is not a chunk hash")
+    hashes = np.ascontiguousarray(digits).view("S16").reshape(chunks)
+    if chunks > 1 and not bool((hashes[1:] > hashes[:-1]).all()):
+        raise _refuse(oid, "hashes are not sorted and unique")
+    return hashes
+
+
+def _unit_vectors(oid: str, half: np.ndarray) -> np.ndarray:
+    """The float16 rows as float32 unit vectors (widened once, here), after checking that
+    every one is finite and of unit length."""
+    wide = half.astype(np.float32)
+    if not wide.shape[0]:
+        return wide
+    if not bool(np.isfinite(wide).all()):
+        raise _refuse(oid, "its vectors hold NaN or infinite values")
+    norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+    bad = np.flatnonzero(np.abs(norms - 1.0) > NORM_SLACK)
+    if len(bad):
+        raise _refuse(oid, f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
+                           f"length {float(norms[bad[0]]):.3f})")
+    wide /= norms[:, None]
+    return wide
+
+
+@dataclass(frozen=True)
+class Publication:
+    commit: str
+    changed: bool  # False: the store was already published as it is
+    chunks: int
+    bytes: int
+
+
+def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None) -> Publication:
+    """Write ``store``'s vectors (and ``snapshot``, `snapshot_files`) as a commit on `REF`
+    (parent: the commit it is at), moving it by compare-and-swap; nothing new when the ref
+    already holds exactly these files for this model. The caller holds the repository lock."""
+    data = payload(store, git.rev_parse("HEAD"), snapshot)
+    old = git.object_id(REF)
+    if old is not None and git.object_type(old) == "commit":
+        same = _published_digest(git, old)
+        if same == (store.fingerprint, data.digest, data.snapshot):
+            return Publication(old, False, data.chunks, data.size)
+    elif old is not None:
+        raise _refuse(old, "it does not point to a commit, so it cannot be the parent of a new one")
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    message = (f"llmwiki index: {data.chunks} chunk vectors of {store.model or store.fingerprint}\n\n"
+               f"Published {now} from {git.rev_parse('HEAD') or 'an unborn branch'}.\n")
+    commit = datarefs.commit_files(git, data.files, old, message)
+    git.update_ref(REF, commit, old or "", message=f"llmwiki index --publish: {data.chunks} chunks")
+    return Publication(commit, True, data.chunks, data.size)
+
+
+def _published_digest(git: Git, commit: str) -> tuple[object, object, object] | None:
+    """(fingerprint, digest, snapshot) that ``commit``'s index.json states (None: unreadable)."""
+    size = git.object_size(f"{commit}:index.json")
+    raw = git.read_blob_at(commit, "index.json") if size is not None and size <= MAX_META_BYTES else None
+    if raw is None:
+        return None
+    try:
+        meta = confine.load_json(raw, name="index.json")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    return meta.get("fingerprint"), meta.get("digest"), meta.get("snapshot") or {}
+
+
+@dataclass(frozen=True)
+class Fetched:
+    published: Published  # what was fetched, checked
+    moved: bool  # refs/llmwiki/index now names it
+    kept_local: str | None  # the local commit kept because it is not an ancestor of the fetched one
+
+
+def fetch(git: Git, remote: str, *, fingerprint: str | None, dimensions: int | None) -> Fetched:
+    """Fetch ``remote``'s `REF` into `tracking_ref`, validate it (`read`), then move the local
+    `REF` to it by compare-and-swap when that is a fast-forward (or there is none yet); a
+    local commit the fetched one does not contain (published here, not pushed) is kept."""
+    tracking = tracking_ref(remote)
+    commit = datarefs.fetch_ref(git, remote, REF, tracking)
+    if commit is None:
+        raise IndexRefError(f"{remote} has no {REF}: nothing was fetched",
+                            hint=f"publish it from a clone with an index: `llmwiki index --publish` then "
+                                 f"`git push {remote} {REF}`")
+    published = read(git, tracking, fingerprint=fingerprint, dimensions=dimensions)
+    assert published is not None  # just fetched
+    old = git.object_id(REF)
+    if old == commit:
+        return Fetched(published, True, None)
+    if old is not None and not (git.object_type(old) == "commit" and datarefs.is_ancestor(git, old, commit)):
+        return Fetched(published, False, old)
+    git.update_ref(REF, commit, old or "", message=f"llmwiki index --fetch {remote}")
+    return Fetched(published, True, None)
+
+
+def read_snapshot(git: Git, published: Published) -> dict[str, bytes]:
+    """The snapshot files of ``published`` (sizes bounded by `read`), each checked against
+    its sha256 in index.json; IndexRefError when one differs."""
+    wanted = {name: oid for name, (oid, _sha) in published.snapshot.items()}
+    blobs = git.read_blobs(wanted.values())
+    out = {}
+    for name, (oid, sha) in published.snapshot.items():
+        data = blobs.get(oid)
+        if data is None or hashlib.sha256(data).hexdigest() != sha:
+            raise _refuse(published.commit, f"its {name} does not match its sha256 in index.json")
+        out[name] = data
+    return out
+
+
+SCRATCH = ".incoming-"  # `materialize`'s scratch folders in the state folder: .incoming-<pid>-<hex>
+_SCRATCH_RE = re.compile(r"^\.incoming-(\d+)-[0-9a-f]+$")
+
+
+def _sweep_scratch(state: Path) -> None:
+    """Remove scratch folders left by a `materialize` that was killed (its pid is gone)."""
+    from ..gitstore.lock import sweep_dead
+
+    sweep_dead(state, _SCRATCH_RE)
+
+
+def materialize(state: Path, published: Published, files: dict[str, bytes]) -> tuple[Store, LexicalIndex]:
+    """The store and lexical index of a published snapshot, in memory, checked by their own
+    loaders (a scratch folder in ``state``, removed afterwards): the page table as
+    ``store.load`` checks any store, every row's vector from the ref, the lexical index with
+    every file's sha256 and its postings verified and one document per row. IndexRefError
+    for anything that fails. The caller saves them (`store.save`, `LexicalIndex.save`)."""
+    import secrets
+    import shutil
+
+    from ..errors import LexicalIndexError, StoreError
+    from . import store as store_mod
+    from .lexical import LEXICAL_DIR, LexicalIndex
+
+    why = published.commit
+    try:
+        meta = confine.load_json(files["store.json"], name="store.json")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _refuse(why, f"its store.json is not JSON ({str(exc)[:120]})") from exc
+    if not isinstance(meta, dict) or meta.get("fingerprint") != published.fingerprint \
+            or meta.get("dimensions") != published.dimensions:
+        raise _refuse(why, "its store.json is of another model than its vectors")
+    _sweep_scratch(state)
+    scratch = state / f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}"
+    scratch.mkdir(parents=True)
+    try:
+        # The page table alone (no vectors file: dimensions 0), checked as any store is.
+        table_only = {**meta, "dimensions": 0, "token": "00" * 16}
+        (scratch / store_mod.JSON_NAME).write_bytes(json.dumps(table_only, ensure_ascii=False).encode())
+        try:
+            shape = store_mod.load(scratch, repair=False)
+        except StoreError as exc:
+            raise _refuse(why, f"its store.json: {exc.message}") from exc
+        matrix = published.rows_for(shape.pages.row_hashes())
+        if matrix is None:
+            raise _refuse(why, "its store.json names chunks whose vector it does not hold")
+        (scratch / LEXICAL_DIR).mkdir()
+        for name, data in files.items():
+            if name.startswith("lexical."):
+                (scratch / LEXICAL_DIR / name.removeprefix("lexical.")).write_bytes(data)
+        crash_point("snapshot")  # the crash tests kill a reader here: its scratch folder is swept next time
+        try:
+            lexical = LexicalIndex.load(scratch / LEXICAL_DIR, mmap=False, verify=True)
+        except LexicalIndexError as exc:
+            raise _refuse(why, f"its lexical index: {exc}") from exc
+        if len(lexical) != shape.rows:
+            raise _refuse(why, f"its lexical index has {len(lexical)} chunks, its page table {shape.rows}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    store = store_mod.build(published.fingerprint, shape.backend, shape.model, published.dimensions, list(shape.pages),
+                            matrix, now, shape.skipped, shape.names)
+    return store, lexical
