@@ -19,7 +19,8 @@ from ..errors import DATA_ERRORS
 from ..providers.base import AnswerRequest, ChatProvider, Evidence
 from ..providers.extractive import NO_ANSWER
 from ..retrieval.search import SearchResult
-from ..retrieval.service import Loaded, Retrieval
+from ..retrieval.loaded import Loaded
+from ..retrieval.service import Retrieval
 from ..retrieval.pagetable import PageEntry
 from ..wiki import frontmatter
 from ..wiki.citations import Citation, PendingIndex, citation_report

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,12 +14,13 @@ from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRef
 from ..gitstore.git import Git, blob_id
 from ..providertable import LOCAL_EMBEDDING
 from ..wiki.pages import decode, unusable_notes
-from . import refresh
+from . import refresh, refseed
 from . import store as store_mod
 from .chunking import store_fingerprint
 from .context import ContextOptions, LivePage, PackInputs, build_pack
 from .embedders import Embedder, make_embedder, provider_name
 from .lexical import LEXICAL_DIR, LexicalIndex
+from .loaded import Loaded
 from .search import DEFAULT_MODE, MODES, SearchResult, search
 from .pagetable import PageEntry, PageTable
 from .store import Store
@@ -31,14 +31,6 @@ if TYPE_CHECKING:  # the indexer, the write layer and the index page: imported b
 
 
 SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that cannot be read
-
-@dataclass
-class Loaded:
-    store: Store
-    lexical: LexicalIndex | None
-    embedder: Embedder | None
-    warnings: list[dict[str, str]]
-
 
 class Retrieval:
     """Build the index, load it, search, and build context packs, for one project.
@@ -139,7 +131,7 @@ class Retrieval:
                 from ..errors import UsageError
 
                 raise UsageError("--full embeds every chunk again, --fetch takes them from the ref: use one of them")
-            seed, ref_notes = self._published_seed(embedder, fetch) if not full else (None, [])
+            seed, ref_notes = refseed.published_seed(self, embedder, fetch) if not full else (None, [])
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
             pages, skipped = indexer.read_pages(wiki)
@@ -153,58 +145,8 @@ class Retrieval:
                 # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
                 store_mod.add_skipped(self.state, {written: blob_id((self.root / written).read_bytes())},
                                       vector_store=self.vector_store)
-            publication = self._publish() if publish else None
+            publication = refseed.publish(self) if publish else None
         return replace(summary, notes=tuple(notes) + summary.notes, publication=publication), written
-
-    def _published_seed(self, embedder: Embedder | None, remote: str | None) -> tuple[indexer.Seed | None, list[str]]:
-        """The vectors of ``refs/llmwiki/index`` (fetched from ``remote`` first, when given) for
-        the indexer to take instead of embedding, and notes on a ref that could not be used
-        (filled in when the indexer first asks: a store that lacks no vector never reads the
-        ref). With ``remote``, a refused ref is an error; without, a note (the index is built
-        as if there were no ref)."""
-        from ..errors import IndexRefError, UsageError
-        from . import indexref
-
-        if self.git is None or embedder is None:
-            if remote is not None:
-                raise UsageError("--fetch takes vectors for the embedding model, but this index is lexical-only",
-                                 hint="drop --fast (and LLMWIKI_EMBEDDING_PROVIDER=none) to use the fetched vectors")
-            return None, []
-        git = self.git
-        fingerprint = store_fingerprint(embedder.fingerprint)
-        notes: list[str] = []
-        found: list[indexref.Published] = []
-        if remote is not None:  # refusals raise: the user asked for this ref
-            fetched = indexref.fetch(git, remote, fingerprint=fingerprint, dimensions=embedder.dimension)
-            found.append(fetched.published)
-            if fetched.kept_local:
-                notes.append(f"{indexref.REF} stays at your own {fetched.kept_local[:12]} (published here, not in "
-                             f"{remote}'s); the vectors of both are used")
-            elif fetched.moved:
-                return fetched.published.get, notes
-        pending = [indexref.REF]
-
-        def seed(hashes: list[str]) -> dict[str, np.ndarray]:
-            while pending:
-                try:
-                    local = indexref.read(git, pending.pop(), fingerprint=fingerprint, dimensions=embedder.dimension)
-                except IndexRefError as exc:
-                    notes.append(f"{exc.message}; the index was built without it")
-                    continue
-                if local is not None:
-                    found.append(local)
-            out: dict[str, np.ndarray] = {}
-            for published in found:
-                out.update(published.get([h for h in hashes if h not in out]))
-            return out
-
-        return seed, notes
-
-    def _publish(self) -> indexref.Publication:
-        from . import indexref
-
-        assert self.git is not None
-        return indexref.publish(self.git, store_mod.load(self.state), indexref.snapshot_files(self.state))
 
     def _store_fingerprint(self) -> str | None:
         try:
@@ -308,7 +250,7 @@ class Retrieval:
             warnings = []
         if warnings:
             said: list[dict[str, str]] = []  # what the ref's checks found
-            from_ref = self._load_from_ref(said)
+            from_ref = refseed.load_from_ref(self, said)
             if from_ref is not None:
                 return from_ref
             warnings += said
@@ -341,93 +283,6 @@ class Retrieval:
                                 "ranked lexically until `llmwiki index` runs against it (docs/team.md)"}]
         empty = Store(fingerprint, embedder.name, embedder.model, PageTable([]), vectors, "")
         return self._follow_wiki(Loaded(empty, None, embedder, []))
-    def _load_from_ref(self, warnings: list[dict[str, str]]) -> Loaded | None:
-        """No usable store, but ``refs/llmwiki/index`` of the active model (a fresh clone after
-        ``git fetch origin refs/llmwiki/index:refs/llmwiki/index``): the index built from the
-        live pages with the ref's vectors, embedding only chunks it lacks, and saved when they
-        are few (`refresh.ON_THE_FLY_CHUNKS`); else ranked from memory, the rest lexically.
-        None (a warning added when the ref is refused): rank lexically as without it."""
-        from ..errors import IndexRefError
-        from ..gitstore.lock import repository_lock
-        from . import indexer, indexref
-        from .chunking import content_hash
-
-        if self.git is None or self.git.object_id(indexref.REF) is None:
-            return None
-        try:
-            embedder = self.embedder()
-        except BEST_EFFORT_ERRORS:
-            return None  # said by the lexical path's warning: no store, no model
-        if embedder is None:
-            return None
-        try:
-            published = indexref.read(self.git, fingerprint=store_fingerprint(embedder.fingerprint),
-                                      dimensions=embedder.dimension)
-        except IndexRefError as exc:
-            warnings.append({"code": "index-ref-refused", "message": exc.message})
-            return None
-        if published is None:
-            return None
-        if published.snapshot:
-            restored = self._restore_snapshot(published, warnings)
-            if restored is not None:
-                return restored
-        wiki = self._load_wiki()
-        pages, skipped = indexer.read_pages(wiki)
-        hashes = {content_hash(text) for p in pages for text in p.texts}
-        missing = len(hashes) - len(published.get(hashes))
-        if missing <= self.refresh_bound:
-            from ..errors import LlmwikiError
-
-            try:
-                with repository_lock(self.git, self.state, timeout=2.0):
-                    indexer.build(self.state, pages, embedder, skipped=skipped, names=indexer.names_digest(wiki),
-                                  seed=published.get)
-            except (LlmwikiError, OSError):
-                pass  # could not be saved (a writer holds the lock): rank from memory this time
-            else:
-                files = self._load_files()
-                if files is not None:
-                    self._warm = (self._stamps(), self._embedder_key(), files)
-                    return Loaded(files.store, files.lexical, files.embedder, list(files.warnings) + warnings)
-        vectors = store_mod.empty_vectors(published.fingerprint, published.dimensions)
-        vectors.add(published.get(hashes))
-        base = Store(published.fingerprint, published.backend, published.model, PageTable([]), vectors, "")
-        memory, lexical = indexer.memory_index(pages, base, skipped)
-        stale = [{"code": "index-stale", "message": f"{missing} chunks of the wiki have no vector in {indexref.REF}; "
-                                                    "they are found lexically until `llmwiki index` embeds them"}]
-        return Loaded(memory, lexical, embedder, warnings + (stale if missing else []))
-
-    def _restore_snapshot(self, published: indexref.Published, warnings: list[dict[str, str]]) -> Loaded | None:
-        """The store and lexical index the ref's snapshot holds, checked and saved (under the
-        lock, while there is still no usable store), then followed to the live pages like any
-        store (only the pages that differ from the publisher's are read). None: refused (a
-        warning added) or not saved; the caller builds from the pages and the ref's vectors."""
-        from ..errors import IndexRefError, LlmwikiError
-        from ..gitstore.lock import repository_lock
-        from . import indexref
-
-        assert self.git is not None
-        try:
-            store, lexical = indexref.materialize(self.state, published, indexref.read_snapshot(self.git, published))
-        except IndexRefError as exc:
-            warnings.append({"code": "index-ref-refused", "message": exc.message})
-            return None
-        try:
-            with repository_lock(self.git, self.state, timeout=2.0):
-                try:
-                    store_mod.load(self.state)
-                except StoreError:  # still none: ours to write (the lexical index first, the store's json last)
-                    lexical.save(self.state / LEXICAL_DIR)
-                    store_mod.save(self.state, store)
-        except (LlmwikiError, OSError):
-            return None
-        files = self._load_files()
-        if files is None:
-            return None
-        self._warm = (self._stamps(), self._embedder_key(), files)
-        return self._follow_wiki(Loaded(files.store, files.lexical, files.embedder, list(files.warnings)))
-
     def _load_files(self) -> Loaded | None:
         """The store, lexical index and embedder as their files are (None: no usable store)."""
         warnings: list[dict[str, str]] = []

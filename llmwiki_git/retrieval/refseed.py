@@ -1,0 +1,163 @@
+"""The published index's side of retrieval (refs/llmwiki/index, retrieval/indexref.py): the
+vectors it offers the indexer instead of embedding, publishing the store to it, and a fresh
+clone's first read restored from it. Functions of the one `Retrieval` instance, kept apart
+so that service.py stays one job (and under the size the shape test allows)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import BEST_EFFORT_ERRORS, StoreError
+from . import indexref
+from . import store as store_mod
+from .chunking import store_fingerprint
+from .embedders import Embedder
+from .indexref import publish as indexref_publish
+from .lexical import LEXICAL_DIR
+from .loaded import Loaded
+from .pagetable import PageTable
+from .store import Store
+
+if TYPE_CHECKING:
+    from . import indexer
+    from .service import Retrieval
+
+
+def published_seed(r: Retrieval, embedder: Embedder | None, remote: str | None) -> tuple[indexer.Seed | None, list[str]]:
+    """The vectors of ``refs/llmwiki/index`` (fetched from ``remote`` first, when given) for
+    the indexer to take instead of embedding, and notes on a ref that could not be used
+    (filled in when the indexer first asks: a store that lacks no vector never reads the
+    ref). With ``remote``, a refused ref is an error; without, a note (the index is built
+    as if there were no ref)."""
+    from ..errors import IndexRefError, UsageError
+    from . import indexref
+
+    if r.git is None or embedder is None:
+        if remote is not None:
+            raise UsageError("--fetch takes vectors for the embedding model, but this index is lexical-only",
+                             hint="drop --fast (and LLMWIKI_EMBEDDING_PROVIDER=none) to use the fetched vectors")
+        return None, []
+    git = r.git
+    fingerprint = store_fingerprint(embedder.fingerprint)
+    notes: list[str] = []
+    found: list[indexref.Published] = []
+    if remote is not None:  # refusals raise: the user asked for this ref
+        fetched = indexref.fetch(git, remote, fingerprint=fingerprint, dimensions=embedder.dimension)
+        found.append(fetched.published)
+        if fetched.kept_local:
+            notes.append(f"{indexref.REF} stays at your own {fetched.kept_local[:12]} (published here, not in "
+                         f"{remote}'s); the vectors of both are used")
+        elif fetched.moved:
+            return fetched.published.get, notes
+    pending = [indexref.REF]
+
+    def seed(hashes: list[str]) -> dict[str, np.ndarray]:
+        while pending:
+            try:
+                local = indexref.read(git, pending.pop(), fingerprint=fingerprint, dimensions=embedder.dimension)
+            except IndexRefError as exc:
+                notes.append(f"{exc.message}; the index was built without it")
+                continue
+            if local is not None:
+                found.append(local)
+        out: dict[str, np.ndarray] = {}
+        for published in found:
+            out.update(published.get([h for h in hashes if h not in out]))
+        return out
+
+    return seed, notes
+
+def publish(r: Retrieval) -> indexref.Publication:
+    from . import indexref
+
+    assert r.git is not None
+    return indexref_publish(r.git, store_mod.load(r.state), indexref.snapshot_files(r.state))
+
+def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None:
+    """No usable store, but ``refs/llmwiki/index`` of the active model (a fresh clone after
+    ``git fetch origin refs/llmwiki/index:refs/llmwiki/index``): the index built from the
+    live pages with the ref's vectors, embedding only chunks it lacks, and saved when they
+    are few (`refresh.ON_THE_FLY_CHUNKS`); else ranked from memory, the rest lexically.
+    None (a warning added when the ref is refused): rank lexically as without it."""
+    from ..errors import IndexRefError
+    from ..gitstore.lock import repository_lock
+    from . import indexer, indexref
+    from .chunking import content_hash
+
+    if r.git is None or r.git.object_id(indexref.REF) is None:
+        return None
+    try:
+        embedder = r.embedder()
+    except BEST_EFFORT_ERRORS:
+        return None  # said by the lexical path's warning: no store, no model
+    if embedder is None:
+        return None
+    try:
+        published = indexref.read(r.git, fingerprint=store_fingerprint(embedder.fingerprint),
+                                  dimensions=embedder.dimension)
+    except IndexRefError as exc:
+        warnings.append({"code": "index-ref-refused", "message": exc.message})
+        return None
+    if published is None:
+        return None
+    if published.snapshot:
+        restored = restore_snapshot(r, published, warnings)
+        if restored is not None:
+            return restored
+    wiki = r._load_wiki()
+    pages, skipped = indexer.read_pages(wiki)
+    hashes = {content_hash(text) for p in pages for text in p.texts}
+    missing = len(hashes) - len(published.get(hashes))
+    if missing <= r.refresh_bound:
+        from ..errors import LlmwikiError
+
+        try:
+            with repository_lock(r.git, r.state, timeout=2.0):
+                indexer.build(r.state, pages, embedder, skipped=skipped, names=indexer.names_digest(wiki),
+                              seed=published.get)
+        except (LlmwikiError, OSError):
+            pass  # could not be saved (a writer holds the lock): rank from memory this time
+        else:
+            files = r._load_files()
+            if files is not None:
+                r._warm = (r._stamps(), r._embedder_key(), files)
+                return Loaded(files.store, files.lexical, files.embedder, list(files.warnings) + warnings)
+    vectors = store_mod.empty_vectors(published.fingerprint, published.dimensions)
+    vectors.add(published.get(hashes))
+    base = Store(published.fingerprint, published.backend, published.model, PageTable([]), vectors, "")
+    memory, lexical = indexer.memory_index(pages, base, skipped)
+    stale = [{"code": "index-stale", "message": f"{missing} chunks of the wiki have no vector in {indexref.REF}; "
+                                                "they are found lexically until `llmwiki index` embeds them"}]
+    return Loaded(memory, lexical, embedder, warnings + (stale if missing else []))
+
+def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list[dict[str, str]]) -> Loaded | None:
+    """The store and lexical index the ref's snapshot holds, checked and saved (under the
+    lock, while there is still no usable store), then followed to the live pages like any
+    store (only the pages that differ from the publisher's are read). None: refused (a
+    warning added) or not saved; the caller builds from the pages and the ref's vectors."""
+    from ..errors import IndexRefError, LlmwikiError
+    from ..gitstore.lock import repository_lock
+    from . import indexref
+
+    assert r.git is not None
+    try:
+        store, lexical = indexref.materialize(r.state, published, indexref.read_snapshot(r.git, published))
+    except IndexRefError as exc:
+        warnings.append({"code": "index-ref-refused", "message": exc.message})
+        return None
+    try:
+        with repository_lock(r.git, r.state, timeout=2.0):
+            try:
+                store_mod.load(r.state)
+            except StoreError:  # still none: ours to write (the lexical index first, the store's json last)
+                lexical.save(r.state / LEXICAL_DIR)
+                store_mod.save(r.state, store)
+    except (LlmwikiError, OSError):
+        return None
+    files = r._load_files()
+    if files is None:
+        return None
+    r._warm = (r._stamps(), r._embedder_key(), files)
+    return r._follow_wiki(Loaded(files.store, files.lexical, files.embedder, list(files.warnings)))
