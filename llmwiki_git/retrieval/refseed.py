@@ -10,18 +10,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import BEST_EFFORT_ERRORS, StoreError
-from . import indexref
 from . import store as store_mod
 from .chunking import store_fingerprint
 from .embedders import Embedder
-from .indexref import publish as indexref_publish
 from .lexical import LEXICAL_DIR
 from .loaded import Loaded
 from .pagetable import PageTable
 from .store import Store
 
-if TYPE_CHECKING:
-    from . import indexer
+if TYPE_CHECKING:  # indexref (and tempfile) only when a ref is used: not on a plain `context`
+    from . import indexer, indexref
     from .service import Retrieval
 
 
@@ -73,7 +71,7 @@ def publish(r: Retrieval) -> indexref.Publication:
     from . import indexref
 
     assert r.git is not None
-    return indexref_publish(r.git, store_mod.load(r.state), indexref.snapshot_files(r.state))
+    return indexref.publish(r.git, store_mod.load(r.state), indexref.snapshot_files(r.state))
 
 def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None:
     """No usable store, but ``refs/llmwiki/index`` of the active model (a fresh clone after
