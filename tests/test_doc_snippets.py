@@ -202,13 +202,13 @@ def test_python_snippet_runs(snippet: Snippet, clone: Path, tmp_path: Path) -> N
 
 
 def test_the_quickstart_then_the_tests_in_readme_order(clone: Path, tmp_path: Path) -> None:
-    """README order (issue 23): the quickstart (`index`, then `query`) writes the example's
+    """README order (issue 23): the quickstart's `query`, then the `index` it suggests, write the example's
     search index and activity log in the clone's examples/demo/.llmwiki/; the tests copy the
     example without that state (`copy_demo`), so a test's first `index` still embeds every
     chunk and its first query finds no log (it was "5 failed": `assert 'Embedding 9 chunks'
     in ''`, `FileExistsError ... activity.log`)."""
     demo = clone / "examples" / "demo"
-    for args in (["index", "--fast"], ["query", "how does approval avoid overwriting a page edited meanwhile?"]):
+    for args in (["query", "how does approval avoid overwriting a page edited meanwhile?"], ["index", "--fast"]):
         proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "-C", str(demo), *args], capture_output=True,
                               text=True, env=_env(tmp_path), stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, proc.stderr
