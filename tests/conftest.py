@@ -139,6 +139,17 @@ def copy_checkout(dest: Path, *, leave_out: tuple[str, ...] = ()) -> None:
         shutil.copy2(REPO_ROOT / rel, dest / rel)
 
 
+def layout_prefix(repo: Repo, layout: str, home: str = "# My vault\n\nMy own start page, written by hand.\n") -> str:
+    """The page prefix of one of the two layouts users have: ``"wiki"`` (a ``wiki/`` folder)
+    or ``"vault"`` (pages at the repository root beside the user's own ``index.md``, holding
+    ``home``, and ``log.md``, written here: llmwiki must never rewrite them)."""
+    if layout == "wiki":
+        return "wiki/"
+    repo.write("index.md", home)
+    repo.write("log.md", "# My diary\n")
+    return ""
+
+
 def copy_demo(dest: Path, source: Path = DEMO) -> None:
     """The example wiki as a fresh clone has it, into ``dest``: its pages and its committed
     settings, never the state a run in the checkout left in its ``.llmwiki/`` (the README's

@@ -20,7 +20,7 @@ from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, hand_written_problem, policy_refusal
 from .filespolicy import evaluate_files
-from .pagepolicy import blob_of_precondition, describe as describe_problems, link_outcome, precondition_of, three_way
+from .pagepolicy import blob_of_precondition, describe as describe_problems, drift, link_outcome, moved
 from .project import ReviewProject
 from ..publication.write import Site, commit_and_move, locked
 from ..wiki.citations import Citation, PendingIndex, citation_report
@@ -44,13 +44,6 @@ class Verdict:
                 "citations": None if self.citations is None else [c.to_json() for c in self.citations],
                 **({"details": self.details} if self.details else {})}
 
-
-
-def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
-    """The refusal code and wording for a target that is not at the tip what it was."""
-    if expected is None:
-        return "target-appeared", "now exists"
-    return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
 
 
 def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None, *, branch: str | None = None,
@@ -96,7 +89,7 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
         return refuse("target-vanished", f"branch {ref} does not exist")
     at_tip = git.blob_at(tip, t.target)
     if at_tip != at_base:
-        code, what = _moved(at_base, at_tip)
+        code, what = moved(at_base, at_tip)
         return refuse(code, f"{t.target} {what} since {candidate_id} was staged; {RESTAGE}")
     problem = hand_written_problem(git, tip, t.target)
     if problem is not None:  # a forged precondition naming a hand-written page
@@ -138,13 +131,11 @@ def _evaluate_page(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
         return refuse("malformed", f"candidate {cid} deletes {t.target}, which its precondition says was absent; reject it")
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
-    at_tip = git.blob_at(tip, t.target)
-    if at_tip != started:
-        code, what = _moved(started, at_tip)
-        view = three_way(git, t.target, started, at_tip, new_blob)
+    drifted = drift(git, tip, t.target, started, new_blob)
+    if drifted is not None:
+        code, what, now, view = drifted
         return refuse(code, f"lost update refused: {t.target} {what} since the editor of {cid} read it "
-                            f"(they started from {t.precondition}, the tip has {precondition_of(at_tip)}); "
-                            f"{RESTAGE_PAGE}", threeWay=view)
+                            f"(they started from {t.precondition}, the tip has {now}); {RESTAGE_PAGE}", threeWay=view)
     try:
         text = None if document is None else document.decode("utf-8")
         links = link_outcome(ws, tip, t.target, text)

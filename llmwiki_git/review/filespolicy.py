@@ -16,8 +16,7 @@ from ..errors import DATA_ERRORS, LlmwikiError
 from ..gitstore.git import Git
 from ..publication.candidates import Candidate, body_digest
 from ..publication.trailers import ABSENT, COMPILE_KIND, RETRACT_KIND, REWRITE_KINDS
-from .pagepolicy import blob_of_precondition, describe as describe_problems, link_outcome_many, \
-    precondition_of, three_way
+from .pagepolicy import blob_of_precondition, describe as describe_problems, drift, link_outcome_many
 from .project import ReviewProject
 from .rewrites import plan_problem, restage as rewrite_restage
 from ..wiki.pages import acceptance_problem
@@ -28,12 +27,6 @@ RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then r
 RESTAGE_ANY = "stage it again on the current tip, then reject this candidate"
 
 V = TypeVar("V")  # the caller's verdict
-
-
-def _moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
-    if expected is None:
-        return "target-appeared", "now exists"
-    return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
 
 
 def _with_plan(verdict: Callable[..., V], plan: dict[str, Any]) -> Callable[..., V]:
@@ -82,12 +75,11 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
                                        "reject it")
         if tip is None:
             return refuse("target-vanished", f"branch {ref} does not exist")
-        at_tip = git.blob_at(tip, f.target)
-        if at_tip != started:
-            code, what = _moved(started, at_tip)
-            view = three_way(git, f.target, started, at_tip, new_blob)
+        drifted = drift(git, tip, f.target, started, new_blob)
+        if drifted is not None:
+            code, what, now, view = drifted
             return refuse(code, f"{f.target} {what} since {cid} was written (it read {f.precondition}, the tip has "
-                                f"{precondition_of(at_tip)}); {restage}", threeWay=view, page=f.target)
+                                f"{now}); {restage}", threeWay=view, page=f.target)
         if f.target != t.retracts:  # the retracted source is no page: links never named it
             writes[f.target] = None if data is None else data.decode("utf-8")
         pages.append({"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest,

@@ -102,6 +102,24 @@ def _text(git: Git, blob: str | None, where: str) -> tuple[list[str], str]:
     return data.splitlines(keepends=True), f"{where} (blob {blob[:12]})"
 
 
+def moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
+    """The refusal code and wording for a target that is not at the tip what it was."""
+    if expected is None:
+        return "target-appeared", "now exists"
+    return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
+
+
+def drift(git: Git, tip: str, target: str, started: str | None, proposed: str | None) -> tuple[str, str, str, str] | None:
+    """A lost update: ``target`` at ``tip`` is not the blob the editor started from. Returns
+    the refusal code, its wording, the tip's precondition and the three-way view; None when
+    the target is still what the editor read (every candidate kind asks this the same way)."""
+    at_tip = git.blob_at(tip, target)
+    if at_tip == started:
+        return None
+    code, what = moved(started, at_tip)
+    return code, what, precondition_of(at_tip), three_way(git, target, started, at_tip, proposed)
+
+
 def three_way(git: Git, target: str, started: str | None, now: str | None, proposed: str | None) -> str:
     """Two unified diffs from the version the editor started from: to what is at the tip now
     (the change they did not see), and to what they propose."""

@@ -14,7 +14,7 @@ import pytest
 from llmwiki_git.publication.candidates import body_digest
 from llmwiki_git.wiki.pages import acceptance_problem
 
-from ..conftest import Repo, page
+from ..conftest import Repo, layout_prefix, page
 from ..test_security import forge
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
@@ -34,10 +34,7 @@ WHY = {"nul": "NUL", "oversize": "MB page limit", "latin1": "UTF-8", "esc": "\\x
 
 @pytest.fixture(params=["wiki", "vault"])
 def wiki(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
-    prefix = "wiki/" if request.param == "wiki" else ""
-    if not prefix:
-        repo.write("index.md", "# My vault\n\nMy own start page.\n")
-        repo.write("log.md", "# My diary\n")
+    prefix = layout_prefix(repo, request.param, "# My vault\n\nMy own start page.\n")
     repo.write(f"{prefix}concepts/alpha.md", page("Alpha", "Alpha is the first letter."))
     repo.commit("wiki")
     return repo, prefix

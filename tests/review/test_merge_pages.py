@@ -17,7 +17,7 @@ from llmwiki_git.errors import FrontmatterRefused
 from llmwiki_git.wiki.merge import with_aliases
 from llmwiki_git.workspace import Workspace
 
-from ..conftest import Repo, page
+from ..conftest import Repo, layout_prefix, page
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 
@@ -37,10 +37,8 @@ LINKED = ("# Notes\n\n[[transformer]], [[ transformer |the nets]], [[transformer
 
 @pytest.fixture(params=["wiki", "vault"])
 def wiki(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
-    prefix = "wiki/" if request.param == "wiki" else ""
+    prefix = layout_prefix(repo, request.param, "# My vault\n\nStart at [[transformers]].\n")
     if not prefix:
-        repo.write("index.md", "# My vault\n\nStart at [[transformers]].\n")
-        repo.write("log.md", "# My diary\n")
         repo.write(".gitignore", ".llmwiki/\n")
     repo.write(f"{prefix}concepts/transformer.md", KEEP.encode())
     repo.write(f"{prefix}concepts/transformers.md", FOLD)

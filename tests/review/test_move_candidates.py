@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from ..conftest import Repo, page
+from ..conftest import Repo, layout_prefix, page
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 MV = ("concepts/old-page.md", "concepts/new-page.md")
@@ -22,10 +22,8 @@ MV = ("concepts/old-page.md", "concepts/new-page.md")
 def wiki(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
     """A page linked in every form from two pages; in the vault, also from the user's own
     index.md (a home page llmwiki never regenerates)."""
-    prefix = "wiki/" if request.param == "wiki" else ""
+    prefix = layout_prefix(repo, request.param, "# My vault\r\n\r\nStart at [[old-page]].\r\n")
     if not prefix:
-        repo.write("index.md", "# My vault\r\n\r\nStart at [[old-page]].\r\n")
-        repo.write("log.md", "# My diary\n")
         repo.write(".gitignore", ".llmwiki/\n")
     repo.write(f"{prefix}concepts/old-page.md", page("Old Page", "# Old Page\n\n## Usage\n\n[[other]] and "
                                                                  "[up](../notes/linking.md)\n"))

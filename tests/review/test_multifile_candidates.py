@@ -16,7 +16,7 @@ from llmwiki_git.review.stagefiles import FileWrite, StagedFiles, acceptance_pro
 from llmwiki_git.errors import UsageError
 from llmwiki_git.workspace import Workspace
 
-from ..conftest import Repo, page
+from ..conftest import Repo, layout_prefix, page
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 SOURCE_BLOB = "0123456789abcdef0123456789abcdef01234567"
@@ -24,10 +24,7 @@ SOURCE_BLOB = "0123456789abcdef0123456789abcdef01234567"
 
 @pytest.fixture(params=["wiki", "vault"])
 def wiki(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
-    prefix = "wiki/" if request.param == "wiki" else ""
-    if not prefix:
-        repo.write("index.md", "# My vault\n\nMy own start page, written by hand.\n")
-        repo.write("log.md", "# My diary\n")
+    prefix = layout_prefix(repo, request.param)
     repo.write(f"{prefix}concepts/alpha.md", page("Alpha", "Alpha is the first letter."))
     repo.write(f"{prefix}concepts/beta.md", page("Beta", "Beta follows [[alpha]]."))
     repo.commit("wiki")
