@@ -255,6 +255,16 @@ def run_action(repo: Repo, tmp: Path, *, inputs: dict[str, str] | None = None, e
 
 # --- fixtures ----------------------------------------------------------------------------
 
+def as_pull_request(repo: Repo, branch: str, commit: str, main: str) -> None:
+    """The clone a pull_request job checks out: the candidate ``branch`` only on the remote
+    (``origin/<branch>``, not a local branch), origin's main at ``main``, HEAD detached at
+    the candidate's ``commit``."""
+    repo.git("update-ref", f"refs/remotes/origin/{branch}", commit)
+    repo.git("update-ref", "-d", f"refs/heads/{branch}")
+    repo.git("update-ref", "refs/remotes/origin/main", main)
+    repo.git("checkout", "-q", "--detach", commit)
+
+
 def seed(repo: Repo) -> str:
     repo.write("wiki/concepts/alpha.md", page("Alpha", "# Alpha\n\nLinks to [[beta]].\n\n## Usage\n"))
     repo.write("wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]].\n"))
@@ -569,10 +579,7 @@ def test_real_candidate_staged_by_llmwiki(repo: Repo, tmp_path: Path) -> None:
     base = seed(repo)
     staged = stage.stage_candidate(Workspace.open(repo.root), "What links to beta?", "Alpha links to [[beta]].", None)
     cid = staged.branch.removeprefix("llmwiki/review/")
-    repo.git("update-ref", f"refs/remotes/origin/{staged.branch}", staged.commit)
-    repo.git("update-ref", "-d", f"refs/heads/{staged.branch}")
-    repo.git("update-ref", "refs/remotes/origin/main", base)
-    repo.git("checkout", "-q", "--detach", staged.commit)
+    as_pull_request(repo, staged.branch, staged.commit, base)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
     assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, run.stdout + run.stderr
     assert run.commands == [f"::notice title=llmwiki review::review candidate {cid}: approval would pass"]
@@ -596,10 +603,7 @@ def test_real_page_candidate_is_validated_as_approval_would(repo: Repo, tmp_path
         repo.write("wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]], changed meanwhile.\n"))
         onto = repo.commit("meanwhile")
     cid = staged.candidate_id
-    repo.git("update-ref", f"refs/remotes/origin/{staged.branch}", staged.commit)
-    repo.git("update-ref", "-d", f"refs/heads/{staged.branch}")
-    repo.git("update-ref", "refs/remotes/origin/main", onto)
-    repo.git("checkout", "-q", "--detach", staged.commit)
+    as_pull_request(repo, staged.branch, staged.commit, onto)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
     if case == "passes":
         assert run.outcomes["candidate"] == "success", run.stdout + run.stderr
@@ -624,10 +628,7 @@ def test_a_compile_run_on_a_pull_request_is_validated_as_approval_would(repo: Re
     result = compile_wiki(Workspace.open(repo.root), environ={})
     staged = result.candidate
     assert staged is not None and len(staged.files) == 2
-    repo.git("update-ref", f"refs/remotes/origin/{staged.branch}", staged.commit)
-    repo.git("update-ref", "-d", f"refs/heads/{staged.branch}")
-    repo.git("update-ref", "refs/remotes/origin/main", base)
-    repo.git("checkout", "-q", "--detach", staged.commit)
+    as_pull_request(repo, staged.branch, staged.commit, base)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
     assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, run.stdout + run.stderr
     assert run.commands == [f"::notice title=llmwiki review::review candidate {staged.candidate_id}: approval would pass"]
