@@ -60,9 +60,9 @@ class Retrieval:
         vector_store: str | None = None,
     ) -> None:
         self.git = git
-        # The shared vector store's URI (pgvectors.py; docs/team.md): the environment wins over
-        # the config file, so that a password need never be committed.
-        self.vector_store = environ.get("LLMWIKI_VECTOR_STORE") or vector_store or None
+        # The shared vector store's URI (pgvectors.py; docs/team.md), as `Workspace.vector_store`
+        # resolved it: the environment wins over the config file (a password need never be committed).
+        self.vector_store = vector_store or None
         self._load_error: StoreError | None = None  # why the last `_load_files` found no usable store
         self._preloaded = preloaded  # the local model started early by the caller, if any
         self.root = root

@@ -116,3 +116,18 @@ def test_publish_refuses_an_index_whose_vectors_live_in_the_shared_store(origin:
     assert "password" not in proc.stderr and pg_uri not in proc.stderr
     assert origin.git("for-each-ref", "refs/llmwiki/") == ""  # nothing published
     assert not (origin.root / ".llmwiki" / "embeddings.json").exists()  # refused before any work
+
+
+def test_status_reads_an_index_whose_vectors_live_in_the_shared_store(origin: Repo, pg_uri: str) -> None:
+    """``wiki_status`` (MCP) opens the store with the setting, the variable's or the config's:
+    an index built into the shared store is reported indexed, never as missing vectors."""
+    from llmwiki_git.pages.status import wiki_status
+    from llmwiki_git.workspace import Workspace
+
+    assert origin.llmwiki("index", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}).returncode == 0
+    by_variable = wiki_status(Workspace.open(origin.root, environ={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri})).to_json()
+    (origin.root / ".llmwiki" / "config.toml").write_text(f'vector_store = "{pg_uri}"\n')
+    by_config = wiki_status(Workspace.open(origin.root, environ=LOCAL)).to_json()
+    for status in (by_variable, by_config):
+        assert "storeProblem" not in status, status
+        assert status["indexed"] is True and status["indexedPages"] > 0
