@@ -34,7 +34,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -152,9 +152,13 @@ def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None 
                     "hashes": hash_bytes, "vectors": vector_bytes, **(snapshot or {})}, digest, len(hashes), sums)
 
 
+BLOCK = 4096  # rows widened at a time: a block stays in the cache, no float32 copy of the whole ref
+
+
 @dataclass(frozen=True)
 class Published:
-    """A validated ``refs/llmwiki/index`` commit: its vectors by chunk hash."""
+    """A validated ``refs/llmwiki/index`` commit: its vectors by chunk hash, kept as the
+    float16 rows it publishes (widened to float32 only for the rows asked for)."""
 
     commit: str
     fingerprint: str
@@ -163,11 +167,22 @@ class Published:
     dimensions: int
     digest: str
     hashes: np.ndarray  # dtype S16, sorted
-    unit: np.ndarray  # chunks x dimensions: the float16 rows widened to float32 and normalised
+    half: np.ndarray  # chunks x dimensions, float16, as published
+    norms: np.ndarray  # each row's length (float32, checked within NORM_SLACK of 1): rows are divided by it
     snapshot: dict[str, tuple[str, str]]  # snapshot file -> (blob id, sha256); empty: none published
 
     def __len__(self) -> int:
         return int(self.hashes.shape[0])
+
+    @property
+    def unit(self) -> np.ndarray:
+        """Every row as a float32 unit vector (a whole copy: for measuring, not the read path)."""
+        return self.rows(np.arange(len(self)))
+
+    def rows(self, at: np.ndarray) -> np.ndarray:
+        """The float32 unit vectors of rows ``at``."""
+        wide: np.ndarray = np.asarray(self.half[at], dtype=np.float32) / self.norms[at, None]
+        return wide
 
     def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The float32 unit vectors of those of ``hashes`` the ref holds."""
@@ -178,14 +193,14 @@ class Published:
         at = np.searchsorted(self.hashes, keys)
         at_clipped = np.minimum(at, len(self) - 1)
         hit = self.hashes[at_clipped] == keys
-        rows = self.unit[at_clipped[hit]]
+        rows = self.rows(at_clipped[hit])
         chosen = [h for h, ok in zip(wanted, hit.tolist()) if ok]
         return dict(zip(chosen, rows))
 
-    def rows_for(self, hashes: Sequence[str]) -> np.ndarray | None:
-        """The float32 unit vectors of ``hashes`` in that order (None: the ref lacks one)."""
+    def positions(self, hashes: Sequence[str]) -> np.ndarray | None:
+        """The row of each of ``hashes``, in that order (None: the ref lacks one)."""
         if not len(self):
-            return None if len(hashes) else np.zeros((0, self.dimensions), dtype=np.float32)
+            return None if len(hashes) else np.zeros(0, dtype=np.int64)
         try:
             keys = np.array(hashes, dtype="S16")
         except UnicodeEncodeError:
@@ -193,10 +208,20 @@ class Published:
         at = np.minimum(np.searchsorted(self.hashes, keys), len(self) - 1)
         if len(hashes) and not bool((self.hashes[at] == keys).all()):
             return None
-        return self.unit[at]
+        return at
+
+    def write_rows(self, at: np.ndarray, write: Callable[[bytes], object]) -> str:
+        """Write rows ``at`` as float32 unit vectors (little-endian, row-major) a block at a
+        time through ``write``; the sha256 of what was written (`filevectors.vectors_digest`)."""
+        digest = hashlib.sha256()
+        for start in range(0, len(at), BLOCK):
+            block = np.ascontiguousarray(self.rows(at[start:start + BLOCK]), dtype="<f4").tobytes()
+            digest.update(block)
+            write(block)
+        return digest.hexdigest()
 
 
-def _refuse(commit: str, why: str) -> IndexRefError:
+def refuse(commit: str, why: str) -> IndexRefError:
     return IndexRefError(f"{REF} ({commit[:12]}) is refused: {why}; nothing was taken from it",
                          hint="publish it again from a trusted clone (`llmwiki index --publish`), or delete it "
                               f"(`git update-ref -d {REF}`)")
@@ -213,21 +238,21 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
         return None
     kind = git.object_type(oid)
     if kind != "commit":
-        raise _refuse(oid, f"it points to a {kind or 'missing object'}, not a commit")
+        raise refuse(oid, f"it points to a {kind or 'missing object'}, not a commit")
     try:
         tree, _parents = datarefs.read_commit_tree(git, oid)
         entries = {e.name: e for e in datarefs.tree_entries(git, tree)}
     except GitError as exc:
-        raise _refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
+        raise refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
     extra = sorted(set(entries) - set(FILES))
     if (not set(FILES) <= set(entries) or not set(extra) <= set(SNAPSHOT)
             or any(e.mode != "100644" or e.kind != "blob" for e in entries.values())):
         unexpected = sorted(set(extra) - set(SNAPSHOT)) or sorted(set(FILES) - set(entries)) or sorted(entries)
-        raise _refuse(oid, f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
+        raise refuse(oid, f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
                            f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)")
     meta_entry = entries["index.json"]
     if not 0 < meta_entry.size <= MAX_META_BYTES:
-        raise _refuse(oid, f"index.json is {meta_entry.size} bytes (at most {MAX_META_BYTES})")
+        raise refuse(oid, f"index.json is {meta_entry.size} bytes (at most {MAX_META_BYTES})")
     meta = _meta(oid, git.read_blob(meta_entry.oid))
     if fingerprint is not None and meta.fingerprint != fingerprint:
         raise IndexRefError(f"{REF} was published with {meta.fingerprint[:200]!r}, but the active model is "
@@ -235,27 +260,29 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
                             hint="use the model it was published with, or publish again with this one")
     dims, chunks = meta.dimensions, meta.chunks
     if dimensions is not None and dimensions and dims != dimensions:
-        raise _refuse(oid, f"its vectors have {dims} dimensions, the active model's {dimensions}")
+        raise refuse(oid, f"its vectors have {dims} dimensions, the active model's {dimensions}")
     want_vectors = chunks * dims * 2
     if want_vectors > MAX_VECTOR_BYTES:
-        raise _refuse(oid, f"{chunks} vectors of {dims} dimensions are more than {MAX_VECTOR_BYTES >> 20} MiB")
+        raise refuse(oid, f"{chunks} vectors of {dims} dimensions are more than {MAX_VECTOR_BYTES >> 20} MiB")
     if entries["hashes"].size != chunks * HASH_LINE or entries["vectors"].size != want_vectors:
-        raise _refuse(oid, f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
+        raise refuse(oid, f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
                            f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)")
     blobs = git.read_blobs([entries["hashes"].oid, entries["vectors"].oid])
     hash_bytes, vector_bytes = blobs.get(entries["hashes"].oid, b""), blobs.get(entries["vectors"].oid, b"")
     if len(hash_bytes) != chunks * HASH_LINE or len(vector_bytes) != want_vectors:
-        raise _refuse(oid, "its files could not be read whole")
+        raise refuse(oid, "its files could not be read whole")
     if payload_digest(hash_bytes, vector_bytes) != meta.digest:
-        raise _refuse(oid, "its files do not match the digest in index.json (damaged, or written by hand)")
+        raise refuse(oid, "its files do not match the digest in index.json (damaged, or written by hand)")
     hashes = _hashes(oid, hash_bytes, chunks)
-    matrix = _unit_vectors(oid, np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims))
+    half = np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims)
+    norms = _unit_norms(oid, half)
     if sorted(meta.snapshot) != extra or (extra and not {"store.json", "lexical.meta.json"} <= set(extra)):
-        raise _refuse(oid, "its store snapshot files are not the ones index.json lists")
+        raise refuse(oid, "its store snapshot files are not the ones index.json lists")
     if sum(entries[name].size for name in extra) > MAX_SNAPSHOT_BYTES:
-        raise _refuse(oid, f"its store snapshot is more than {MAX_SNAPSHOT_BYTES >> 20} MiB")
+        raise refuse(oid, f"its store snapshot is more than {MAX_SNAPSHOT_BYTES >> 20} MiB")
     snapshot = {name: (entries[name].oid, meta.snapshot[name]) for name in extra}
-    return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, matrix, snapshot)
+    return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, half, norms,
+                     snapshot)
 
 
 @dataclass(frozen=True)
@@ -273,29 +300,29 @@ def _meta(oid: str, raw: bytes) -> _Meta:
     try:
         meta = confine.load_json(raw, name="index.json")
     except (ValueError, UnicodeDecodeError) as exc:
-        raise _refuse(oid, f"index.json is not JSON ({str(exc)[:120]})") from exc
+        raise refuse(oid, f"index.json is not JSON ({str(exc)[:120]})") from exc
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise _refuse(oid, "index.json is not an llmwiki index")
+        raise refuse(oid, "index.json is not an llmwiki index")
     if meta.get("version") != VERSION:
-        raise _refuse(oid, f"index.json has format version {meta.get('version')!r}; this llmwiki reads {VERSION}")
+        raise refuse(oid, f"index.json has format version {meta.get('version')!r}; this llmwiki reads {VERSION}")
 
     def count(name: str, low: int, high: int) -> None:
         value = meta.get(name)
         if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-            raise _refuse(oid, f"index.json's {name} is {str(value)[:40]!r}, not a whole number from {low} to {high}")
+            raise refuse(oid, f"index.json's {name} is {str(value)[:40]!r}, not a whole number from {low} to {high}")
 
     count("dimensions", 1, MAX_DIMENSIONS)
     count("chunks", 0, MAX_VECTOR_BYTES // 2)
     if not isinstance(meta.get("fingerprint"), str) or not meta["fingerprint"]:
-        raise _refuse(oid, "index.json names no model fingerprint")
+        raise refuse(oid, "index.json names no model fingerprint")
     if meta.get("dtype") != DTYPE:
-        raise _refuse(oid, f"index.json's dtype is {str(meta.get('dtype'))[:40]!r}, not {DTYPE!r}")
+        raise refuse(oid, f"index.json's dtype is {str(meta.get('dtype'))[:40]!r}, not {DTYPE!r}")
     if not (isinstance(meta.get("digest"), str) and re.fullmatch(r"[0-9a-f]{64}", meta["digest"])):
-        raise _refuse(oid, "index.json's digest is not a sha256")
+        raise refuse(oid, "index.json's digest is not a sha256")
     snapshot = meta.get("snapshot") or {}
     if not (isinstance(snapshot, dict) and all(name in SNAPSHOT and isinstance(sha, str)
                                                and re.fullmatch(r"[0-9a-f]{64}", sha) for name, sha in snapshot.items())):
-        raise _refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
+        raise refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
     return _Meta(meta["fingerprint"], str(meta.get("backend") or "")[:200], str(meta.get("model") or "")[:200],
                  meta["dimensions"], meta["chunks"], meta["digest"], snapshot)
 
@@ -310,28 +337,27 @@ def _hashes(oid: str, data: bytes, chunks: int) -> np.ndarray:
     hexdigit = ((digits >= ord("0")) & (digits <= ord("9"))) | ((digits >= ord("a")) & (digits <= ord("f")))
     if not bool((grid[:, 16] == ord("\n")).all()) or not bool(hexdigit.all()):
         bad = int(np.flatnonzero(~hexdigit.all(axis=1) | (grid[:, 16] != ord("\n")))[0])
-        raise _refuse(oid, f"line {bad + 1} of hashes is not a chunk hash")
+        raise refuse(oid, f"line {bad + 1} of hashes is not a chunk hash")
     hashes = np.ascontiguousarray(digits).view("S16").reshape(chunks)
     if chunks > 1 and not bool((hashes[1:] > hashes[:-1]).all()):
-        raise _refuse(oid, "hashes are not sorted and unique")
+        raise refuse(oid, "hashes are not sorted and unique")
     return hashes
 
 
-def _unit_vectors(oid: str, half: np.ndarray) -> np.ndarray:
-    """The float16 rows as float32 unit vectors (widened once, here), after checking that
-    every one is finite and of unit length."""
-    wide = half.astype(np.float32)
-    if not wide.shape[0]:
-        return wide
-    if not bool(np.isfinite(wide).all()):
-        raise _refuse(oid, "its vectors hold NaN or infinite values")
-    norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+def _unit_norms(oid: str, half: np.ndarray) -> np.ndarray:
+    """The length of every float16 row, after checking that each is finite and of unit
+    length (a block at a time: no float32 copy of the whole ref)."""
+    norms = np.zeros(half.shape[0], dtype=np.float32)
+    for start in range(0, half.shape[0], BLOCK):
+        wide = half[start:start + BLOCK].astype(np.float32)
+        if not bool(np.isfinite(wide).all()):
+            raise refuse(oid, "its vectors hold NaN or infinite values")
+        norms[start:start + BLOCK] = np.sqrt(np.einsum("ij,ij->i", wide, wide))
     bad = np.flatnonzero(np.abs(norms - 1.0) > NORM_SLACK)
     if len(bad):
-        raise _refuse(oid, f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
+        raise refuse(oid, f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
                            f"length {float(norms[bad[0]]):.3f})")
-    wide /= norms[:, None]
-    return wide
+    return norms
 
 
 @dataclass(frozen=True)
@@ -353,7 +379,7 @@ def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None) ->
         if same == (store.fingerprint, data.digest, data.snapshot):
             return Publication(old, False, data.chunks, data.size)
     elif old is not None:
-        raise _refuse(old, "it does not point to a commit, so it cannot be the parent of a new one")
+        raise refuse(old, "it does not point to a commit, so it cannot be the parent of a new one")
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     message = (f"llmwiki index: {data.chunks} chunk vectors of {store.model or store.fingerprint}\n\n"
                f"Published {now} from {git.rev_parse('HEAD') or 'an unborn branch'}.\n")
@@ -414,71 +440,6 @@ def read_snapshot(git: Git, published: Published) -> dict[str, bytes]:
     for name, (oid, sha) in published.snapshot.items():
         data = blobs.get(oid)
         if data is None or hashlib.sha256(data).hexdigest() != sha:
-            raise _refuse(published.commit, f"its {name} does not match its sha256 in index.json")
+            raise refuse(published.commit, f"its {name} does not match its sha256 in index.json")
         out[name] = data
     return out
-
-
-SCRATCH = ".incoming-"  # `materialize`'s scratch folders in the state folder: .incoming-<pid>-<hex>
-_SCRATCH_RE = re.compile(r"^\.incoming-(\d+)-[0-9a-f]+$")
-
-
-def _sweep_scratch(state: Path) -> None:
-    """Remove scratch folders left by a `materialize` that was killed (its pid is gone)."""
-    from ..gitstore.lock import sweep_dead
-
-    sweep_dead(state, _SCRATCH_RE)
-
-
-def materialize(state: Path, published: Published, files: dict[str, bytes]) -> tuple[Store, LexicalIndex]:
-    """The store and lexical index of a published snapshot, in memory, checked by their own
-    loaders (a scratch folder in ``state``, removed afterwards): the page table as
-    ``store.load`` checks any store, every row's vector from the ref, the lexical index with
-    every file's sha256 and its postings verified and one document per row. IndexRefError
-    for anything that fails. The caller saves them (`store.save`, `LexicalIndex.save`)."""
-    import secrets
-    import shutil
-
-    from ..errors import LexicalIndexError, StoreError
-    from . import store as store_mod
-    from .lexical import LEXICAL_DIR, LexicalIndex
-
-    why = published.commit
-    try:
-        meta = confine.load_json(files["store.json"], name="store.json")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _refuse(why, f"its store.json is not JSON ({str(exc)[:120]})") from exc
-    if not isinstance(meta, dict) or meta.get("fingerprint") != published.fingerprint \
-            or meta.get("dimensions") != published.dimensions:
-        raise _refuse(why, "its store.json is of another model than its vectors")
-    _sweep_scratch(state)
-    scratch = state / f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}"
-    scratch.mkdir(parents=True)
-    try:
-        # The page table alone (no vectors file: dimensions 0), checked as any store is.
-        table_only = {**meta, "dimensions": 0, "token": "00" * 16}
-        (scratch / store_mod.JSON_NAME).write_bytes(json.dumps(table_only, ensure_ascii=False).encode())
-        try:
-            shape = store_mod.load(scratch, repair=False)
-        except StoreError as exc:
-            raise _refuse(why, f"its store.json: {exc.message}") from exc
-        matrix = published.rows_for(shape.pages.row_hashes())
-        if matrix is None:
-            raise _refuse(why, "its store.json names chunks whose vector it does not hold")
-        (scratch / LEXICAL_DIR).mkdir()
-        for name, data in files.items():
-            if name.startswith("lexical."):
-                (scratch / LEXICAL_DIR / name.removeprefix("lexical.")).write_bytes(data)
-        crash_point("snapshot")  # the crash tests kill a reader here: its scratch folder is swept next time
-        try:
-            lexical = LexicalIndex.load(scratch / LEXICAL_DIR, mmap=False, verify=True)
-        except LexicalIndexError as exc:
-            raise _refuse(why, f"its lexical index: {exc}") from exc
-        if len(lexical) != shape.rows:
-            raise _refuse(why, f"its lexical index has {len(lexical)} chunks, its page table {shape.rows}")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    store = store_mod.build(published.fingerprint, shape.backend, shape.model, published.dimensions, list(shape.pages),
-                            matrix, now, shape.skipped, shape.names)
-    return store, lexical

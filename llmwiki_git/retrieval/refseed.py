@@ -13,7 +13,6 @@ from ..errors import BEST_EFFORT_ERRORS, StoreError
 from . import store as store_mod
 from .chunking import store_fingerprint
 from .embedders import Embedder
-from .lexical import LEXICAL_DIR
 from .loaded import Loaded
 from .pagetable import PageTable
 from .store import Store
@@ -131,31 +130,31 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
     return Loaded(memory, lexical, embedder, warnings + (stale if missing else []))
 
 def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list[dict[str, str]]) -> Loaded | None:
-    """The store and lexical index the ref's snapshot holds, checked and saved (under the
-    lock, while there is still no usable store), then followed to the live pages like any
-    store (only the pages that differ from the publisher's are read). None: refused (a
-    warning added) or not saved; the caller builds from the pages and the ref's vectors."""
+    """The store and lexical index the ref's snapshot holds, checked and written (under the
+    lock, while there is still no usable store: refrestore.py), then followed to the live
+    pages like any store (only the pages that differ from the publisher's are read). None:
+    refused (a warning added) or not written; the caller builds from the pages and the
+    ref's vectors."""
     from ..errors import IndexRefError, LlmwikiError
     from ..gitstore.lock import repository_lock
-    from . import indexref
+    from . import indexref, refrestore
 
     assert r.git is not None
     try:
-        store, lexical = indexref.materialize(r.state, published, indexref.read_snapshot(r.git, published))
-    except IndexRefError as exc:
-        warnings.append({"code": "index-ref-refused", "message": exc.message})
-        return None
-    try:
+        files = indexref.read_snapshot(r.git, published)
         with repository_lock(r.git, r.state, timeout=2.0):
             try:
                 store_mod.load(r.state)
-            except StoreError:  # still none: ours to write (the lexical index first, the store's json last)
-                lexical.save(r.state / LEXICAL_DIR)
-                store_mod.save(r.state, store)
+            except StoreError:  # still none: ours to write
+                refrestore.restore(r.state, published, files)
+    except IndexRefError as exc:
+        warnings.append({"code": "index-ref-refused", "message": exc.message})
+        return None
     except (LlmwikiError, OSError):
         return None
-    files = r._load_files()
-    if files is None:
+    files_loaded = r._load_files()
+    if files_loaded is None:
         return None
-    r._warm = (r._stamps(), r._embedder_key(), files)
-    return r._follow_wiki(Loaded(files.store, files.lexical, files.embedder, list(files.warnings)))
+    r._warm = (r._stamps(), r._embedder_key(), files_loaded)
+    return r._follow_wiki(Loaded(files_loaded.store, files_loaded.lexical, files_loaded.embedder,
+                                 list(files_loaded.warnings)))

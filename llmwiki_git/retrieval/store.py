@@ -33,7 +33,8 @@ import json
 import os
 import stat
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -382,6 +383,55 @@ def _parse_json(raw: bytes) -> tuple[Any, PageTable, str | None]:
         meta = confine.load_json(raw, name=f".llmwiki/{JSON_NAME}")
     except ValueError as exc:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt") from exc
+    return _table_of(meta)
+
+
+def checked_table(meta: Any) -> PageTable:
+    """The page table of the parsed ``embeddings.json`` ``meta`` (a published one, restored),
+    checked as `load` checks a store's (shapes, rows, sizes); StoreError otherwise."""
+    meta, table, problem = _table_of(meta)
+    if not isinstance(meta, dict) or meta.get("version") != VERSION:
+        raise StoreError(f"{JSON_NAME} has an unknown format version", "embedding-index-outdated")
+    try:
+        problem = problem or _size_problem(table, int(meta["rows"]), int(meta["dimensions"]))
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise StoreError(f"{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
+    if problem is not None:
+        raise StoreError(f"{JSON_NAME} is corrupt ({problem})", "embedding-store-corrupt")
+    return table
+
+
+def save_restored(folder: Path, raw: bytes, meta: dict[str, Any], table: PageTable, rows: int,
+                  write_rows: Callable[[Callable[[bytes], object]], str], local: dict[str, Any]) -> None:
+    """Write a store restored from a published one (indexref.py): ``raw`` is its
+    ``embeddings.json`` without what one copy holds alone (token, vectors digest, time),
+    ``meta`` and ``table`` what `checked_table` read from it; ``write_rows`` writes the
+    bin's ``rows`` vectors and returns their digest; ``local``: more keys of this copy (a
+    shared store's). The json is written as published with those keys put in front, not
+    encoded again; files in `save`'s order (the bin, the json, the sidecar)."""
+    import secrets
+
+    if not raw.startswith(b"{") or not meta:
+        raise StoreError(f"{JSON_NAME} is not a JSON object", "embedding-store-corrupt")
+    token = secrets.token_bytes(16)
+    digest = ""
+
+    def write_bin(handle: Any) -> None:
+        nonlocal digest
+        handle.write(HEADER.pack(MAGIC, token, rows, int(meta["dimensions"])))
+        digest = write_rows(handle.write)
+
+    _atomic_write(folder / BIN_NAME, write_bin)
+    crash_point("store")
+    added = {"token": token.hex(), "vectorsDigest": digest,
+             "updatedAt": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **local}
+    data = json.dumps(added, ensure_ascii=False, separators=(",", ":"))[:-1].encode() + b"," + raw[1:]
+    _remove(folder / SIDE_NAME)
+    _atomic_write(folder / JSON_NAME, lambda h: h.write(data))
+    _write_sidecar(folder, _json_stamp(os.stat(folder / JSON_NAME)), {**meta, **added}, table)
+
+
+def _table_of(meta: Any) -> tuple[Any, PageTable, str | None]:
     if not isinstance(meta, dict) or meta.get("version") != VERSION:
         return meta, PageTable([]), None
     try:
