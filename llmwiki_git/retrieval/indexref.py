@@ -47,7 +47,7 @@ from ..errors import GitError, IndexRefError, PathRefused
 from ..gitstore import datarefs
 from ..gitstore.git import Git
 from ..gitstore.transaction import crash_point
-from .store import MAX_DIMENSIONS, Store
+from .store import MAX_DIMENSIONS, SHARED_KIND, Store
 
 if TYPE_CHECKING:
     from .lexical import LexicalIndex
@@ -114,20 +114,27 @@ def snapshot_files(state: Path) -> dict[str, bytes] | None:
         return None
     if "lexical.meta.json" not in files or not isinstance(meta, dict):
         return None
-    for key in ("token", "vectorsDigest", "updatedAt"):
+    if meta.get("vectorStore") is not None and meta.get("overlay"):
+        return None  # vectors embedded here that the shared store lacks: no snapshot of it (`payload` says so)
+    for key in ("token", "vectorsDigest", "updatedAt", "vectorStore", "overlay"):  # one copy's, never published
         meta.pop(key, None)
     files["store.json"] = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
     return files
 
 
-def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None = None) -> Payload:
+def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None = None, *,
+            shared: bool = False) -> Payload:
     """The published form of ``store``'s vectors: each distinct chunk once, sorted by hash,
-    as float16; with ``snapshot`` (`snapshot_files`) beside them. Refused for a
-    lexical-only store or vectors that cannot be trusted."""
+    as float16; with ``snapshot`` (`snapshot_files`) beside them. ``shared``: the vectors
+    are in the team's shared store (pgvectors.py): the snapshot alone, no vector, and
+    ``vectorStore`` in index.json. Refused for a lexical-only store or vectors that cannot
+    be trusted (or, shared, vectors the shared store lacks)."""
     dims = store.dimensions
     if not dims:
         raise IndexRefError("the local index is lexical-only (built with --fast): there are no vectors to publish",
                             hint="run `llmwiki index --full` to embed the wiki, then publish")
+    if shared:
+        return _snapshot_payload(store, source, snapshot)
     problem = store.vectors.problem()
     if problem is not None:
         raise IndexRefError(f"the local vectors cannot be trusted ({problem}); nothing was published",
@@ -152,6 +159,25 @@ def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None 
                     "hashes": hash_bytes, "vectors": vector_bytes, **(snapshot or {})}, digest, len(hashes), sums)
 
 
+def _snapshot_payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None) -> Payload:
+    """`payload` of an index whose vectors are in the shared store: its snapshot, no vector."""
+    overlay = len(getattr(store.vectors, "overlay", None) or ())
+    if overlay:
+        raise IndexRefError(f"{overlay} chunk vector(s) of this index were embedded here and are not in the shared "
+                            "store (this role may not write to it), so clones could not rank them; nothing was published",
+                            hint="publish from the CI job whose role writes to the shared store (docs/team.md)")
+    if snapshot is None:
+        raise IndexRefError("the local index could not be read whole (.llmwiki/embeddings.json and bm25/); "
+                            "nothing was published", hint="run `llmwiki index`, then publish")
+    digest = payload_digest(b"", b"")
+    sums = {name: hashlib.sha256(data).hexdigest() for name, data in sorted(snapshot.items())}
+    meta = {"format": FORMAT, "version": VERSION, "fingerprint": store.fingerprint, "backend": store.backend,
+            "model": store.model, "dimensions": store.dimensions, "chunks": 0, "dtype": DTYPE, "digest": digest,
+            "source": source or "", "snapshot": sums, "vectorStore": SHARED_KIND}
+    return Payload({"index.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
+                    "hashes": b"", "vectors": b"", **snapshot}, digest, 0, sums)
+
+
 BLOCK = 4096  # rows widened at a time: a block stays in the cache, no float32 copy of the whole ref
 
 
@@ -170,6 +196,7 @@ class Published:
     half: np.ndarray  # chunks x dimensions, float16, as published
     norms: np.ndarray  # each row's length (float32, checked within NORM_SLACK of 1): rows are divided by it
     snapshot: dict[str, tuple[str, str]]  # snapshot file -> (blob id, sha256); empty: none published
+    vector_store: str = ""  # "postgresql": a snapshot whose vectors are in the team's shared store (no vector here)
 
     def __len__(self) -> int:
         return int(self.hashes.shape[0])
@@ -282,7 +309,7 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
         raise refuse(oid, f"its store snapshot is more than {MAX_SNAPSHOT_BYTES >> 20} MiB")
     snapshot = {name: (entries[name].oid, meta.snapshot[name]) for name in extra}
     return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, half, norms,
-                     snapshot)
+                     snapshot, meta.vector_store)
 
 
 @dataclass(frozen=True)
@@ -294,6 +321,7 @@ class _Meta:
     chunks: int
     digest: str
     snapshot: dict[str, str]
+    vector_store: str
 
 
 def _meta(oid: str, raw: bytes) -> _Meta:
@@ -323,8 +351,12 @@ def _meta(oid: str, raw: bytes) -> _Meta:
     if not (isinstance(snapshot, dict) and all(name in SNAPSHOT and isinstance(sha, str)
                                                and re.fullmatch(r"[0-9a-f]{64}", sha) for name, sha in snapshot.items())):
         raise refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
+    shared = meta.get("vectorStore") or ""
+    if shared not in ("", SHARED_KIND) or (shared and (meta["chunks"] or not snapshot)):
+        raise refuse(oid, f"index.json's vectorStore is {str(shared)[:40]!r}: only {SHARED_KIND!r}, for a snapshot "
+                          "without vectors, is known")
     return _Meta(meta["fingerprint"], str(meta.get("backend") or "")[:200], str(meta.get("model") or "")[:200],
-                 meta["dimensions"], meta["chunks"], meta["digest"], snapshot)
+                 meta["dimensions"], meta["chunks"], meta["digest"], snapshot, shared)
 
 
 def _hashes(oid: str, data: bytes, chunks: int) -> np.ndarray:
@@ -366,26 +398,29 @@ class Publication:
     changed: bool  # False: the store was already published as it is
     chunks: int
     bytes: int
+    shared: bool = False  # the snapshot alone: the vectors are in the shared store
 
 
-def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None) -> Publication:
+def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None, *, shared: bool = False) -> Publication:
     """Write ``store``'s vectors (and ``snapshot``, `snapshot_files`) as a commit on `REF`
     (parent: the commit it is at), moving it by compare-and-swap; nothing new when the ref
-    already holds exactly these files for this model. The caller holds the repository lock."""
-    data = payload(store, git.rev_parse("HEAD"), snapshot)
+    already holds exactly these files for this model. ``shared``: the snapshot alone
+    (`payload`). The caller holds the repository lock."""
+    data = payload(store, git.rev_parse("HEAD"), snapshot, shared=shared)
     old = git.object_id(REF)
     if old is not None and git.object_type(old) == "commit":
         same = _published_digest(git, old)
         if same == (store.fingerprint, data.digest, data.snapshot):
-            return Publication(old, False, data.chunks, data.size)
+            return Publication(old, False, data.chunks, data.size, shared)
     elif old is not None:
         raise refuse(old, "it does not point to a commit, so it cannot be the parent of a new one")
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    message = (f"llmwiki index: {data.chunks} chunk vectors of {store.model or store.fingerprint}\n\n"
+    what = "the page table and lexical index (vectors in the shared store)" if shared else f"{data.chunks} chunk vectors"
+    message = (f"llmwiki index: {what} of {store.model or store.fingerprint}\n\n"
                f"Published {now} from {git.rev_parse('HEAD') or 'an unborn branch'}.\n")
     commit = datarefs.commit_files(git, data.files, old, message)
     git.update_ref(REF, commit, old or "", message=f"llmwiki index --publish: {data.chunks} chunks")
-    return Publication(commit, True, data.chunks, data.size)
+    return Publication(commit, True, data.chunks, data.size, shared)
 
 
 def _published_digest(git: Git, commit: str) -> tuple[object, object, object] | None:

@@ -23,6 +23,8 @@ import secrets
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from .. import confine
 from ..errors import IndexRefError, LexicalIndexError, StoreError
 from ..gitstore.transaction import crash_point
@@ -45,8 +47,10 @@ def sweep_scratch(state: Path) -> None:
 def restore(state: Path, published: Published, files: dict[str, bytes]) -> None:
     """Write the store and lexical index of ``published``'s snapshot (``files``, read and
     checked against their sha256 by `indexref.read_snapshot`) into ``state``. The caller
-    holds the repository lock and found no usable store. IndexRefError, and no store
-    written, for anything that fails a check."""
+    holds the repository lock and found no usable store. A snapshot of a shared store's
+    index (``published.vector_store``) is written as such a store: its vectors are the
+    shared store's, its bin holds none. IndexRefError, and no store written, for anything
+    that fails a check."""
     why = published.commit
     raw = files["store.json"]
     try:
@@ -63,6 +67,11 @@ def restore(state: Path, published: Published, files: dict[str, bytes]) -> None:
         table = store_mod.checked_table(meta)
     except StoreError as exc:
         raise refuse(why, f"its store.json: {exc.message}") from exc
+    if published.vector_store:  # the vectors are in the team's shared store: the bin holds none (its overlay)
+        _install_lexical(state, published, files, table.rows)
+        store_mod.save_restored(state, raw, meta, table, 0, lambda write: published.write_rows(np.zeros(0, dtype=np.int64), write),
+                                {"vectorStore": store_mod.SHARED_KIND, "overlay": []})
+        return
     at = published.positions(table.row_hashes())
     if at is None:
         raise refuse(why, "its store.json names chunks whose vector it does not hold")

@@ -70,7 +70,9 @@ def publish(r: Retrieval) -> indexref.Publication:
     from . import indexref
 
     assert r.git is not None
-    return indexref.publish(r.git, store_mod.load(r.state), indexref.snapshot_files(r.state))
+    shared = bool(r.vector_store)  # the vectors are in the team's store: the snapshot alone is published
+    return indexref.publish(r.git, store_mod.load(r.state, vector_store=r.vector_store),
+                            indexref.snapshot_files(r.state), shared=shared)
 
 def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None:
     """No usable store, but ``refs/llmwiki/index`` of the active model (a fresh clone after
@@ -98,6 +100,12 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
         warnings.append({"code": "index-ref-refused", "message": exc.message})
         return None
     if published is None:
+        return None
+    if published.vector_store:  # a snapshot whose vectors are in a shared store this clone does not use
+        warnings.append({"code": "index-ref-refused",
+                         "message": f"{indexref.REF} holds the page table and lexical index of an index whose vectors "
+                                    "are in the team's shared vector store, and LLMWIKI_VECTOR_STORE is not set "
+                                    "(docs/team.md); nothing was taken from it"})
         return None
     if published.snapshot:
         restored = restore_snapshot(r, published, warnings)
@@ -145,7 +153,9 @@ def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list
         with repository_lock(r.git, r.state, timeout=2.0):
             try:
                 store_mod.load(r.state)
-            except StoreError:  # still none: ours to write
+            except StoreError as exc:  # still none (or an unusable one): ours to write -- but never over
+                if exc.code == "vector-store-unavailable":  # an index of a shared store that is down now
+                    return None
                 refrestore.restore(r.state, published, files)
     except IndexRefError as exc:
         warnings.append({"code": "index-ref-refused", "message": exc.message})
@@ -158,3 +168,40 @@ def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list
     r._warm = (r._stamps(), r._embedder_key(), files_loaded)
     return r._follow_wiki(Loaded(files_loaded.store, files_loaded.lexical, files_loaded.embedder,
                                  list(files_loaded.warnings)))
+
+def restore_shared(r: Retrieval, embedder: Embedder, warnings: list[dict[str, str]]) -> Loaded | None:
+    """A fresh clone with a shared store configured and no local index (docs/team.md): the
+    page table and lexical index CI published on refs/llmwiki/index beside the shared store
+    (`indexref.payload` with ``shared``), checked and written as a store whose vectors are the
+    shared store's (refrestore.py), then followed to the live pages. None when there is no
+    such snapshot (or it is refused: a warning added, or cannot be written): the caller
+    builds the page table from the pages."""
+    from ..errors import IndexRefError, LlmwikiError
+    from ..gitstore.lock import repository_lock
+    from . import indexref, refrestore
+
+    if r.git is None or r.git.object_id(indexref.REF) is None:
+        return None
+    try:
+        published = indexref.read(r.git, fingerprint=store_fingerprint(embedder.fingerprint),
+                                  dimensions=embedder.dimension)
+        if published is None or not published.vector_store:
+            return None  # a ref of vectors: the shared store's are used, and the pages read
+        files = indexref.read_snapshot(r.git, published)
+        with repository_lock(r.git, r.state, timeout=2.0):
+            try:
+                store_mod.load(r.state, vector_store=r.vector_store)
+            except StoreError as exc:
+                if exc.code != "embedding-store-missing":
+                    return None
+                refrestore.restore(r.state, published, files)
+    except IndexRefError as exc:
+        warnings.append({"code": "index-ref-refused", "message": exc.message})
+        return None
+    except (LlmwikiError, OSError):
+        return None
+    loaded = r._load_files()
+    if loaded is None:
+        return None
+    r._warm = (r._stamps(), r._embedder_key(), loaded)
+    return r._follow_wiki(Loaded(loaded.store, loaded.lexical, loaded.embedder, list(loaded.warnings)))

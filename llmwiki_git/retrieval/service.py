@@ -118,13 +118,6 @@ class Retrieval:
             from ..errors import UsageError
 
             raise UsageError("--publish and --fetch keep the index on a git ref: run them inside a git repository")
-        if publish and self.vector_store:  # the vectors live in the team's database, not in this folder's bin
-            from ..errors import UsageError
-
-            raise UsageError("--publish shares a local index through git, but this index keeps its vectors in the "
-                             "shared store (LLMWIKI_VECTOR_STORE)",
-                             hint="a team with a shared store needs no published index (docs/team.md); "
-                                  "unset LLMWIKI_VECTOR_STORE to publish a local one")
         # Under the project lock: two writers must not interleave the store's files.
         with repository_lock(self.git, self.state):
             if full and fetch:
@@ -258,10 +251,12 @@ class Retrieval:
         return Loaded(memory, lexical, None, warnings)
 
     def _from_shared_store(self) -> Loaded | list[dict[str, str]]:
-        """No local index, a shared store configured (docs/team.md): start from an empty page
-        table over the shared vectors of the active model, so that following the wiki
-        (`_follow_wiki`) finds every page added, reuses the vectors the store holds and embeds
-        only chunks it lacks (this clone's own changes). The warnings when it cannot."""
+        """No local index, a shared store configured (docs/team.md): the snapshot the team's CI
+        published on refs/llmwiki/index (its page table and lexical index, the vectors the
+        shared store's: `refseed.restore_shared`), else an empty page table over the shared
+        vectors of the active model; then following the wiki (`_follow_wiki`) reads only the
+        pages that differ, reuses the vectors the store holds and embeds only chunks it lacks
+        (this clone's own changes). The warnings when it cannot."""
         from .pagetable import PageTable
         from .pgvectors import open_vectors
 
@@ -271,18 +266,22 @@ class Retrieval:
             return [{"code": "embedding-degraded", "message": f"{exc}; ranked lexically from the live pages"}]
         if embedder is None:
             return []
+        said: list[dict[str, str]] = []
+        restored = refseed.restore_shared(self, embedder, said)
+        if restored is not None:
+            return restored
         fingerprint = store_fingerprint(embedder.fingerprint)
         try:
             vectors = open_vectors(self.vector_store or "", fingerprint, embedder.dimension, create=False)
         except StoreError as exc:
-            return [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages"}]
+            return said + [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages"}]
         if vectors.table is None:
             vectors.db.close()
-            return [{"code": "vector-store-empty",
+            return said + [{"code": "vector-store-empty",
                      "message": f"the shared vector store {vectors.label} holds no vectors of {fingerprint!r}; "
                                 "ranked lexically until `llmwiki index` runs against it (docs/team.md)"}]
         empty = Store(fingerprint, embedder.name, embedder.model, PageTable([]), vectors, "")
-        return self._follow_wiki(Loaded(empty, None, embedder, []))
+        return self._follow_wiki(Loaded(empty, None, embedder, said))
     def _load_files(self) -> Loaded | None:
         """The store, lexical index and embedder as their files are (None: no usable store)."""
         warnings: list[dict[str, str]] = []
