@@ -350,6 +350,9 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
             entries.append(entry._replace(first_row=len(hashes), links=tuple(links), dangling=tuple(dangling)))
             layout.extend(range(entry.first_row, entry.first_row + len(entry.hashes)))
             hashes.extend(entry.hashes)
+    if missing:  # the vectors may hold some already: a shared store's, indexed by CI (or added in this process)
+        held = store.vectors.known(missing)
+        missing = {h: text for h, text in missing.items() if h not in held}
     return Update(entries, hashes, missing, layout, {**kept_skipped, **fresh_skipped}, names, len(touched))
 
 

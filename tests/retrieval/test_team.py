@@ -137,6 +137,10 @@ def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(origin: Repo
     again = json.loads(origin.llmwiki("index", "--publish", "--json", env=ci).stdout)["published"]
     assert not again["changed"] and again["commit"] == published["commit"]
 
+    # A push after the publish, indexed by CI (not published): the clone takes its vector from the store
+    origin.write("wiki/concepts/trees.md", (origin.root / "wiki/concepts/trees.md").read_text() + "\nA pushed line.\n")
+    origin.commit("a change pushed after the publish")
+    assert origin.llmwiki("index", env=ci).returncode == 0
     member = clone(origin, tmp_path / "member")
     member.git("fetch", "-q", "origin", f"{REF}:{REF}")
     retitle(member, "concepts/blobs", "Blobs, as the snapshot says")
@@ -146,7 +150,7 @@ def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(origin: Repo
     assert pack["primary"][0]["title"] == "Blobs, as the snapshot says"  # the page itself was not read
     assert "semantic-chunk" in pack["primary"][0]["reasons"]  # ranked with the shared vectors
     stored = json.loads((member.root / ".llmwiki" / "embeddings.json").read_text())
-    assert stored["vectorStore"] == "postgresql" and stored["overlay"] == []
+    assert stored["vectorStore"] == "postgresql" and stored["overlay"] == []  # nothing embedded here
     # The member's own edit is embedded here (a reader's role): such an index is not published
     member.write("wiki/concepts/blobs.md", (member.root / "wiki/concepts/blobs.md").read_text() + "\nA sealed envelope.\n")
     assert context(member, "sealed envelope", team)["warnings"] == []
