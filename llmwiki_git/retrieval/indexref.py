@@ -94,10 +94,13 @@ def payload_digest(hashes: bytes, vectors: bytes) -> str:
     return digest.hexdigest()
 
 
-def snapshot_files(state: Path) -> dict[str, bytes] | None:
+def snapshot_files(state: Path, git: Git | None = None) -> dict[str, bytes] | None:
     """The rest of the local store in ``state``, to publish beside the vectors: the page table
     (``embeddings.json`` without what changes on every write: token, vectors digest, time)
-    and the lexical index's files. None when they cannot be read whole (no snapshot then)."""
+    and the lexical index's files. None when they cannot be read whole (no snapshot then).
+    With ``git``, the files that are not evidence (the generated ``index.md`` the index run
+    just rewrote in the work tree, say) are recorded as HEAD holds them, or not at all:
+    a clone of HEAD then finds its pages to be the snapshot's, and has nothing to follow."""
     from . import store as store_mod
     from .lexical import LEXICAL_DIR
 
@@ -118,6 +121,10 @@ def snapshot_files(state: Path) -> dict[str, bytes] | None:
         return None  # vectors embedded here that the shared store lacks: no snapshot of it (`payload` says so)
     for key in ("token", "vectorsDigest", "updatedAt", "vectorStore", "overlay"):  # one copy's, never published
         meta.pop(key, None)
+    skipped = meta.get("skipped")
+    if git is not None and isinstance(skipped, dict) and skipped:
+        at_head = git.blob_ids("HEAD", sorted(skipped))
+        meta["skipped"] = {path: at_head[path] for path in skipped if path in at_head}
     files["store.json"] = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
     return files
 
@@ -466,15 +473,48 @@ def fetch(git: Git, remote: str, *, fingerprint: str | None, dimensions: int | N
     return Fetched(published, True, None)
 
 
-def read_snapshot(git: Git, published: Published) -> dict[str, bytes]:
+class SnapshotPrefetch:
+    """The snapshot's blobs of the commit at `REF` read, and hashed, in a thread (git
+    inflating them on the other core) while `read` checks the vectors: what a fresh clone's
+    first read restores next. Unchecked until `read_snapshot` finds them to be the blobs
+    ``read`` validated (any failure here only means they are read again there)."""
+
+    def __init__(self, git: Git) -> None:
+        import threading
+
+        self._git = git
+        self._blobs: dict[str, tuple[bytes, str]] = {}
+        self._thread = threading.Thread(target=self._run, name="llmwiki-snapshot", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            entries = [e for e in datarefs.tree_entries(self._git, f"{REF}^{{tree}}")
+                       if e.name in SNAPSHOT and e.kind == "blob"]
+            if sum(max(e.size, 0) for e in entries) > MAX_SNAPSHOT_BYTES:
+                return
+            blobs = self._git.read_blobs(e.oid for e in entries)
+            self._blobs = {oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in blobs.items()}
+        except (GitError, OSError, ValueError):
+            pass
+
+    def blobs(self) -> dict[str, tuple[bytes, str]]:
+        """Blob id -> (bytes, sha256) of what was read."""
+        self._thread.join()
+        return self._blobs
+
+
+def read_snapshot(git: Git, published: Published, prefetched: SnapshotPrefetch | None = None) -> dict[str, bytes]:
     """The snapshot files of ``published`` (sizes bounded by `read`), each checked against
-    its sha256 in index.json; IndexRefError when one differs."""
-    wanted = {name: oid for name, (oid, _sha) in published.snapshot.items()}
-    blobs = git.read_blobs(wanted.values())
+    its sha256 in index.json; IndexRefError when one differs. ``prefetched``: blobs already
+    read (and hashed) in a thread, used where they are the ones ``published`` names."""
+    early = prefetched.blobs() if prefetched is not None else {}
+    wanted = [oid for oid, _sha in published.snapshot.values() if oid not in early]
+    blobs = {oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in git.read_blobs(wanted).items()}
     out = {}
     for name, (oid, sha) in published.snapshot.items():
-        data = blobs.get(oid)
-        if data is None or hashlib.sha256(data).hexdigest() != sha:
+        data, digest = early.get(oid) or blobs.get(oid) or (b"", "")
+        if digest != sha:
             raise refuse(published.commit, f"its {name} does not match its sha256 in index.json")
         out[name] = data
     return out

@@ -72,7 +72,7 @@ def publish(r: Retrieval) -> indexref.Publication:
     assert r.git is not None
     shared = bool(r.vector_store)  # the vectors are in the team's store: the snapshot alone is published
     return indexref.publish(r.git, store_mod.load(r.state, vector_store=r.vector_store),
-                            indexref.snapshot_files(r.state), shared=shared)
+                            indexref.snapshot_files(r.state, r.git), shared=shared)
 
 def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None:
     """No usable store, but ``refs/llmwiki/index`` of the active model (a fresh clone after
@@ -93,6 +93,7 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
         return None  # said by the lexical path's warning: no store, no model
     if embedder is None:
         return None
+    prefetch = indexref.SnapshotPrefetch(r.git)  # the snapshot read on the other core while the vectors are checked
     try:
         published = indexref.read(r.git, fingerprint=store_fingerprint(embedder.fingerprint),
                                   dimensions=embedder.dimension)
@@ -108,7 +109,7 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
                                     "(docs/team.md); nothing was taken from it"})
         return None
     if published.snapshot:
-        restored = restore_snapshot(r, published, warnings)
+        restored = restore_snapshot(r, published, warnings, prefetch)
         if restored is not None:
             return restored
     wiki = r._load_wiki()
@@ -137,7 +138,8 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
                                                 "they are found lexically until `llmwiki index` embeds them"}]
     return Loaded(memory, lexical, embedder, warnings + (stale if missing else []))
 
-def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list[dict[str, str]]) -> Loaded | None:
+def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list[dict[str, str]],
+                     prefetch: indexref.SnapshotPrefetch | None = None) -> Loaded | None:
     """The store and lexical index the ref's snapshot holds, checked and written (under the
     lock, while there is still no usable store: refrestore.py), then followed to the live
     pages like any store (only the pages that differ from the publisher's are read). None:
@@ -149,7 +151,7 @@ def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list
 
     assert r.git is not None
     try:
-        files = indexref.read_snapshot(r.git, published)
+        files = indexref.read_snapshot(r.git, published, prefetch)
         with repository_lock(r.git, r.state, timeout=2.0):
             try:
                 store_mod.load(r.state)

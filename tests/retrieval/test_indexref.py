@@ -200,6 +200,27 @@ def test_a_restored_store_is_the_published_one_and_local_keys_are_refused(origin
     assert embedded(requests, seen) == ["apple trees pruned"]  # the ref's vectors still used
 
 
+def test_a_clone_of_the_published_commit_reads_no_page(origin, tmp_path: Path) -> None:
+    """The generated index page an index run rewrites in the publisher's work tree (and does
+    not commit, as in CI) is published as HEAD holds it, so a clone of HEAD finds nothing to
+    follow: its first `context` scans no page (no scan cache written)."""
+    publisher, bare, prefix, env, _requests = origin
+    if prefix != "wiki/":
+        pytest.skip("only the wiki layout has a generated index page")
+    publisher.git("rm", "-q", "wiki/index.md")
+    publisher.commit("the generated index is not committed")
+    publisher.git("push", "-q", "origin", "main")
+    assert publisher.llmwiki("index", "--publish", env=env).returncode == 0
+    assert (publisher.root / "wiki" / "index.md").is_file()  # written in the work tree, untracked
+    publisher.git("push", "-q", "origin", REF)
+    fresh = clone(bare, tmp_path / "fresh")
+    fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
+    assert json.loads(fresh.llmwiki("context", "apple", "--json", env=env).stdout)["warnings"] == []
+    scans = Path(fresh.git("rev-parse", "--git-common-dir").strip())
+    scans = (scans if scans.is_absolute() else fresh.root / scans) / "llmwiki" / "check"
+    assert not scans.is_dir() or not any(scans.iterdir())
+
+
 def test_with_a_published_index_and_no_store_the_local_model_starts_at_once(git: Git, repo: Repo) -> None:
     """A fresh clone's first `context` ranks the restored vectors with the local model, so the
     model starts loading in its thread as with a store of vectors (not after the restore)."""
