@@ -340,9 +340,10 @@ class Retrieval:
         wiki = self._load_wiki()
         pages, skipped = indexer.read_pages(wiki)
         can_embed = loaded.embedder is not None or not store.dimensions
-        missing = refresh.plan(pages, store.vectors).missing if store.dimensions else {}
-        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder,
-                                                                                               indexer.names_digest(wiki)):
+        planned = refresh.plan(pages, store.vectors) if store.dimensions else refresh.Plan()
+        missing = planned.missing
+        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(
+                store, pages, skipped, loaded.embedder, indexer.names_digest(wiki), planned.known):
             try:
                 fresh = store_mod.load(self.state, vector_store=self.vector_store)
                 lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
@@ -390,7 +391,7 @@ class Retrieval:
         return Loaded(memory, new_lexical, loaded.embedder, warnings)
 
     def _save_refresh(self, store: Store, pages: list[indexer.IndexedPage], skipped: dict[str, str],
-                      embedder: Embedder | None, names: str) -> bool:
+                      embedder: Embedder | None, names: str, known: set[str] | None = None) -> bool:
         """Save the refreshed index under the project lock (a short wait at most: a read
         never queues behind a long `llmwiki index`). False when it could not be saved."""
         from ..errors import LlmwikiError
@@ -400,7 +401,7 @@ class Retrieval:
         try:
             with repository_lock(self.git, self.state, timeout=2.0):
                 indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store, names=names,
-                              vector_store=self.vector_store)
+                              vector_store=self.vector_store, known=known)
         except (LlmwikiError, OSError):
             return False
         return True
