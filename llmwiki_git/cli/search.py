@@ -82,13 +82,15 @@ def index(ctx: click.Context, full: bool, fast: bool, publish: bool, fetch: bool
             bar.__exit__(None, None, None)
     if as_json:
         click.echo(json.dumps({"version": 1, "pages": summary.pages, "chunks": summary.chunks,
-                               "embedded": summary.embedded, "reused": summary.reused, "fetched": summary.fetched,
+                               "read": summary.read, "embedded": summary.embedded, "reused": summary.reused,
+                               "fetched": summary.fetched,
                                "seconds": round(summary.seconds, 3), "backend": summary.backend,
                                "indexPage": written, "notes": list(summary.notes),
                                "published": _publication_json(summary.publication)}, indent=2))
         return
     taken = f", {summary.fetched} from refs/llmwiki/index" if summary.fetched else ""
-    click.echo(f"Indexed {plural(summary.pages, 'page')}: {plural(summary.chunks, 'chunk')} ({summary.embedded} embedded, "
+    changed = f" ({summary.read} read: the others did not change)" if summary.read < summary.pages else ""
+    click.echo(f"Indexed {plural(summary.pages, 'page')}{changed}: {plural(summary.chunks, 'chunk')} ({summary.embedded} embedded, "
                f"{summary.reused} reused{taken}) in {summary.seconds:.1f} s [{summary.backend}].")
     _echo_publication(summary.publication)
     for note in summary.notes:

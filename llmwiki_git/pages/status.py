@@ -19,6 +19,8 @@ class StatusProject(Project, Protocol):
 
     @property
     def state_path(self) -> Path: ...
+    @property
+    def vector_store(self) -> str | None: ...
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult: ...
 
 
@@ -45,7 +47,7 @@ def _store_status(project: StatusProject) -> dict[str, object]:
     from ..retrieval import store as store_mod  # numpy: loaded by the caller that asks
 
     try:
-        store = store_mod.load(project.state_path)
+        store = store_mod.load(project.state_path, vector_store=project.vector_store)
     except StoreError as exc:
         return {"indexed": False, "storeModel": None, "storeBackend": None, "indexedPages": 0,
                 "storeProblem": exc.message}

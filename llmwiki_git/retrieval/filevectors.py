@@ -58,6 +58,7 @@ class FileVectors:
         self._added: dict[str, np.ndarray] = {}
         self._removed: set[str] = set()
         self._first: dict[str, int] | None = None
+        self._checked: tuple[str | None] | None = None  # `problem`'s answer, once found
 
     @property
     def fingerprint(self) -> str:
@@ -110,7 +111,12 @@ class FileVectors:
         return out
 
     def known(self, hashes: Iterable[str]) -> set[str]:
-        return set(self.get(hashes))
+        # Not `set(self.get(hashes))`: that gathers every vector from the file (0.3 s for a
+        # 10,000-page wiki's 79 MB) to answer a question the row map answers.
+        if not self.dimensions:
+            return set()
+        first = self._first_rows() if self.matrix.shape[0] else {}
+        return {h for h in hashes if (h in self._added or h in first) and h not in self._removed}
 
     def add(self, vectors: Mapping[str, np.ndarray]) -> None:
         self._added.update(vectors)
@@ -147,6 +153,11 @@ class FileVectors:
         return FileVectors(matrix, rows, self._fingerprint, label=self._label)
 
     def problem(self) -> str | None:
+        if self._checked is None:  # the matrix as loaded is read whole once, not per caller
+            self._checked = (self._find_problem(),)
+        return self._checked[0]
+
+    def _find_problem(self) -> str | None:
         if self.dimensions == 0 or self.matrix.shape[0] == 0:
             return None
         if self._digest and vectors_digest(self.matrix) != self._digest:

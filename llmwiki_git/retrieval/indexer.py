@@ -61,6 +61,7 @@ class IndexSummary:
     backend: str
     notes: tuple[str, ...] = ()
     fetched: int = 0  # chunks whose vector came from refs/llmwiki/index (retrieval/indexref.py)
+    read: int = 0  # pages read and chunked (the others kept their entries: `build_update`)
     publication: Publication | None = None  # what `llmwiki index --publish` wrote
 
 
@@ -182,6 +183,61 @@ def build(
     ``known``: the chunks of ``pages`` the caller just found ``previous_store``'s vectors to
     hold (`refresh.plan`), not asked again (a shared store answers 51,000 hashes in ~0.3 s)."""
     started = time.perf_counter()
+    entries: list[PageEntry] = []
+    texts: dict[str, str] = {}  # chunk hash -> embedding input
+    documents: list[Document] = []
+    hashes_in_order: list[str] = []
+    for page in pages:
+        hashes = tuple(content_hash(t) for t in page.texts)
+        entries.append(PageEntry(page.page_id, page.path, page.blob, page.title, page.summary, len(hashes_in_order),
+                                 hashes, page.links, page.dangling))
+        for text, chunk_hash in zip(page.embedded, hashes):
+            texts.setdefault(chunk_hash, text)
+        documents.extend(page.lexical)
+        hashes_in_order.extend(hashes)
+    written = _write(folder, PageTable(entries), hashes_in_order, texts, lambda: LexicalIndex.build(documents),
+                     embedder, full=full, progress=progress, skipped=skipped, previous_store=previous_store,
+                     names=names, vector_store=vector_store, seed=seed, started=started, read=len(pages), known=known)
+    assert written is not None  # every chunk's text is at hand: nothing can be missing
+    return written
+
+
+def build_update(folder: Path, update: Update, store: store_mod.Store, lexical: LexicalIndex,
+                 embedder: Embedder | None, *, progress: Callable[[int, int], object] | None = None,
+                 vector_store: str | None = None, seed: Seed | None = None) -> IndexSummary | None:
+    """`build` of a wiki that changed since ``store`` and ``lexical`` (its index as saved),
+    from `plan_update`: only the changed pages were read, only their chunks are tokenized
+    and embedded, and what is written equals a build from every page. None (nothing
+    written) when a chunk kept from ``store`` has no vector there (a store damaged under
+    us): build from every page instead."""
+    return _write(folder, PageTable(update.entries), update.hashes, update.missing,
+                  lambda: lexical.updated(update.layout), embedder, progress=progress, skipped=update.skipped,
+                  previous_store=store, names=update.names, vector_store=vector_store, seed=seed,
+                  started=time.perf_counter(), read=update.read)
+
+
+def _write(
+    folder: Path,
+    table: PageTable,
+    hashes_in_order: list[str],
+    texts: Mapping[str, str],
+    lexical: Callable[[], LexicalIndex],
+    embedder: Embedder | None,
+    *,
+    full: bool = False,
+    progress: Callable[[int, int], object] | None,
+    skipped: dict[str, str] | None,
+    previous_store: store_mod.Store | None,
+    names: str,
+    vector_store: str | None,
+    seed: Seed | None,
+    started: float,
+    read: int,
+    known: set[str] | None = None,
+) -> IndexSummary | None:
+    """Embed what ``table``'s chunks lack (``texts``: chunk hash -> embedding input, for at
+    least every chunk no vector is reused for), then write the lexical index and the store.
+    None, before anything is written, when a chunk has neither a vector nor a text."""
     fingerprint = store_fingerprint(embedder.fingerprint) if embedder else NO_EMBEDDINGS
     dims = embedder.dimension if embedder else 0
     index: VectorIndex | None = None  # the vectors to reuse and to add the new ones to
@@ -212,21 +268,8 @@ def build(
         carry, index = index, shared
     if index is None:
         index = store_mod.empty_vectors(fingerprint, dims)
-    entries: list[PageEntry] = []
-    all_texts: list[str] = []
-    documents: list[Document] = []
-    hashes_in_order: list[str] = []
-    row = 0
-    for page in pages:
-        hashes = tuple(content_hash(t) for t in page.texts)
-        entries.append(PageEntry(page.page_id, page.path, page.blob, page.title, page.summary, row,
-                                           hashes, page.links, page.dangling))
-        row += len(hashes)
-        all_texts.extend(page.embedded)
-        documents.extend(page.lexical)
-        hashes_in_order.extend(hashes)
+    row = len(hashes_in_order)
     embedded = reused = fetched = 0
-    table = PageTable(entries)
     if embedder is not None:
         if full:
             previous: set[str] = set()
@@ -239,9 +282,12 @@ def build(
             index.add(carried)
             previous.update(carried)
         missing: dict[str, str] = {}
-        for text, chunk_hash in zip(all_texts, hashes_in_order):
-            if chunk_hash not in previous:
-                missing.setdefault(chunk_hash, text)
+        for chunk_hash in hashes_in_order:
+            if chunk_hash not in previous and chunk_hash not in missing:
+                text = texts.get(chunk_hash)
+                if text is None:
+                    return None
+                missing[chunk_hash] = text
         if seed is not None and missing:
             seeded = dict(seed(list(missing)))
             index.add(seeded)
@@ -258,15 +304,15 @@ def build(
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
-    LexicalIndex.build(documents).save(folder / LEXICAL_DIR)
+    lexical().save(folder / LEXICAL_DIR)
     store_mod.save(folder, store_mod.Store(fingerprint, backend, model, table, index.for_rows(table), now,
                                            dict(skipped or {}), names))
     if embedder is not None:
         checkpoint.remove(folder)  # its vectors are in the store now
     if shared is not None:
         notes.append(shared.describe())
-    return IndexSummary(len(pages), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes),
-                        fetched)
+    return IndexSummary(len(table), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes),
+                        fetched, read=read)
 
 
 def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,

@@ -352,9 +352,23 @@ class PageTable(Sequence[PageEntry]):
 
     def __iter__(self) -> Iterator[PageEntry]:
         if self._entries is None:
-            self._entries = [self._make(i) for i in range(len(self))]
+            self._entries = self._make_all()
             self._made.clear()
         return iter(self._entries)
+
+    def _make_all(self) -> list[PageEntry]:
+        """Every entry (equal to `_make` of each), the columns converted once: `_make` page
+        by page costs ~34 us an entry in numpy scalars, a third of a second at 10,000 pages,
+        which `llmwiki index` by difference pays when it walks the old table."""
+        ints, sliced, split = self._ints, self._sliced, self._split
+        columns = {name: sliced[name].items() for name in COUNTS}
+        starts = {name: self._start(count).tolist() for name, count in COUNTS.items()}
+        titles, summaries = sliced["titles"].items(), sliced["summaries"].items()
+        ids, paths, blobs, first = split["ids"], split["paths"], split["blobs"], ints["firstRows"].tolist()
+        hashes, links, dangling = columns["hashes"], columns["links"], columns["dangling"]
+        at_h, at_l, at_d = starts["hashes"], starts["links"], starts["dangling"]
+        return [PageEntry(ids[i], paths[i], blobs[i], titles[i], summaries[i], first[i], hashes[at_h[i]:at_h[i + 1]],
+                          links[at_l[i]:at_l[i + 1]], dangling[at_d[i]:at_d[i + 1]]) for i in range(len(first))]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PageTable):

@@ -148,7 +148,8 @@ def test_a_refresh_by_difference_equals_a_full_index(repo: Repo, prefix: str, st
     assert entries(loaded.store) == entries(refreshed_store)
 
     # From scratch, lexical-only, without regenerating the table of contents (a page).
-    Workspace.open(Path(repo.root)).retrieval().index(fast=True, page=False)
+    summary, _ = Workspace.open(Path(repo.root)).retrieval().index(fast=True, full=True, page=False)
+    assert summary.read == summary.pages  # every page read (a plain `index` would update by difference)
     full_store, full_lexical = store_mod.load(state), LexicalIndex.load(state / indexer.LEXICAL_DIR)
     assert entries(refreshed_store) == entries(full_store)
     assert refreshed_store.skipped == full_store.skipped and refreshed_store.names == full_store.names

@@ -68,6 +68,8 @@ def test_index_writes_a_sidecar_that_matches_the_json(indexed: tuple[Repo, str])
     from_entries = S.PageTable([S.PageEntry(*e) for e in from_json(folder)])
     assert store.pages.linking_to(targets) == from_entries.linking_to(targets)  # links searched in place
     assert any(store.pages.linking_to(targets).values()) == any(e[7] for e in from_json(folder))
+    one_by_one = S.load(folder).pages  # entries made page by page equal entries made all at once
+    assert [one_by_one[i] for i in range(len(one_by_one))] == list(S.load(folder).pages)
 
 
 def _rewrite_sidecar(folder: Path, change: object) -> None:

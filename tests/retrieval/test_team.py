@@ -163,3 +163,18 @@ def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(origin: Repo
     refused = [w["message"] for w in pack["warnings"] if w["code"] == "index-ref-refused"]
     assert refused and "LLMWIKI_VECTOR_STORE is not set" in refused[0]
     assert pack["primary"][0]["id"] == "concepts/blobs"  # ranked lexically from the live pages
+
+
+def test_status_reads_an_index_whose_vectors_live_in_the_shared_store(origin: Repo, pg_uri: str) -> None:
+    """``wiki_status`` (MCP) opens the store with the setting, the variable's or the config's:
+    an index built into the shared store is reported indexed, never as missing vectors."""
+    from llmwiki_git.pages.status import wiki_status
+    from llmwiki_git.workspace import Workspace
+
+    assert origin.llmwiki("index", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}).returncode == 0
+    by_variable = wiki_status(Workspace.open(origin.root, environ={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri})).to_json()
+    (origin.root / ".llmwiki" / "config.toml").write_text(f'vector_store = "{pg_uri}"\n')
+    by_config = wiki_status(Workspace.open(origin.root, environ=LOCAL)).to_json()
+    for status in (by_variable, by_config):
+        assert "storeProblem" not in status, status
+        assert status["indexed"] is True and status["indexedPages"] > 0

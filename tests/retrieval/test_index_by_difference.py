@@ -1,0 +1,81 @@
+"""`llmwiki index` by difference (issue 29's re-index target): after edits, additions,
+deletions, renames and alias changes it reads only the changed pages, embeds only their new
+chunks, and writes what `llmwiki index --full` writes from every page: the same page table,
+the same lexical arrays bit for bit, the same vectors. Real git repositories, both layouts, a
+real OpenAI-compatible embedding server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmwiki_git.retrieval import indexer
+from llmwiki_git.retrieval import store as store_mod
+from llmwiki_git.retrieval.lexical import LexicalIndex
+
+from ..conftest import Repo
+from ..servers import serve
+from .test_embedding_http import openai_handler
+from .test_incremental_refresh import EDITS, assert_same_index, build_vault, entries
+
+
+def index(repo: Repo, env: dict[str, str], *args: str) -> dict:
+    proc = repo.llmwiki("index", "--json", *args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def saved(state: Path) -> tuple[store_mod.Store, LexicalIndex, dict[str, np.ndarray]]:
+    store = store_mod.load(state)
+    return store, LexicalIndex.load(state / indexer.LEXICAL_DIR), store.vectors.get(store.pages.row_hashes())
+
+
+def texts_sent(requests: list) -> list[str]:
+    return [text for _, body, _ in requests for text in body["input"]]
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_index_reads_only_changed_pages_and_writes_what_a_full_build_writes(repo: Repo, prefix: str) -> None:
+    build_vault(repo, prefix)
+    with serve(openai_handler) as (url, seen):
+        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "k",
+               "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        first = index(repo, env)
+        assert first["read"] == first["pages"] and first["embedded"] == first["chunks"]
+        for step in ("edit", "add", "delete", "rename", "alias"):
+            EDITS[step](repo, prefix)
+        repo.commit("five kinds of change")
+        seen.requests.clear()
+        after = index(repo, env)
+        assert after["read"] == 4  # edited, added, renamed, re-aliased; the deleted page is only dropped
+        assert 0 < after["embedded"] == len(texts_sent(seen.requests)) < after["chunks"]
+        assert all("Apple trees: prune after frost" in t or "Quince jelly" in t or "Bletted" in t
+                   for t in texts_sent(seen.requests))  # only the new chunks went to the model
+        state = repo.root / ".llmwiki"
+        by_difference = saved(state)
+        seen.requests.clear()
+        full = index(repo, env, "--full")
+        assert full["read"] == full["pages"] == after["pages"] and len(texts_sent(seen.requests)) == full["chunks"]
+    store, lexical, vectors = saved(state)
+    assert entries(by_difference[0]) == entries(store)
+    assert by_difference[0].skipped == store.skipped and by_difference[0].names == store.names
+    assert_same_index(by_difference[1], lexical)
+    assert by_difference[2].keys() == vectors.keys()
+    assert all(np.array_equal(by_difference[2][h], vectors[h]) for h in vectors)
+
+
+def test_an_index_that_cannot_be_updated_is_read_from_every_page(repo: Repo) -> None:
+    """A lexical index lost (or damaged) under a current store: `index` cannot update it by
+    difference, so it reads every page, and the next run is by difference again."""
+    build_vault(repo, "wiki/")
+    env = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
+    pages = index(repo, env)["pages"]
+    shutil.rmtree(repo.root / ".llmwiki" / indexer.LEXICAL_DIR)
+    assert index(repo, env)["read"] == pages
+    EDITS["edit"](repo, "wiki/")
+    assert index(repo, env)["read"] == 1
+    assert repo.llmwiki("context", "prune after frost", "--json", env=env).returncode == 0
