@@ -5,6 +5,7 @@ so that service.py stays one job (and under the size the shape test allows)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -71,8 +72,13 @@ def publish(r: Retrieval) -> indexref.Publication:
 
     assert r.git is not None
     shared = bool(r.vector_store)  # the vectors are in the team's store: the snapshot alone is published
-    return indexref.publish(r.git, store_mod.load(r.state, vector_store=r.vector_store),
-                            indexref.snapshot_files(r.state, r.git), shared=shared)
+    store = store_mod.load(r.state, vector_store=r.vector_store)
+    try:
+        return indexref.publish(r.git, store, indexref.snapshot_files(r.state, r.git), shared=shared)
+    finally:  # the shared store's connection closed now, not whenever a refusal's traceback lets it go
+        db = getattr(store.vectors, "db", None)
+        if db is not None:
+            db.close()
 
 def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None:
     """No usable store, but ``refs/llmwiki/index`` of the active model (a fresh clone after
@@ -144,7 +150,39 @@ def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list
     lock, while there is still no usable store: refrestore.py), then followed to the live
     pages like any store (only the pages that differ from the publisher's are read). None:
     refused (a warning added) or not written; the caller builds from the pages and the
-    ref's vectors."""
+    ref's vectors. A local index of a shared store that is down now is never replaced."""
+    return _restore_and_follow(r, published, prefetch, warnings, lambda code: code != "vector-store-unavailable")
+
+
+def restore_shared(r: Retrieval, embedder: Embedder, warnings: list[dict[str, str]]) -> Loaded | None:
+    """A fresh clone with a shared store configured and no local index (docs/team.md): the
+    page table and lexical index CI published on refs/llmwiki/index beside the shared store
+    (`indexref.payload` with ``shared``), checked and written as a store whose vectors are the
+    shared store's (refrestore.py), then followed to the live pages. None when there is no
+    such snapshot (or it is refused: a warning added, or cannot be written): the caller
+    builds the page table from the pages."""
+    from ..errors import IndexRefError
+    from . import indexref
+
+    if r.git is None or r.git.object_id(indexref.REF) is None:
+        return None
+    try:
+        published = indexref.read(r.git, fingerprint=store_fingerprint(embedder.fingerprint),
+                                  dimensions=embedder.dimension)
+    except IndexRefError as exc:
+        warnings.append({"code": "index-ref-refused", "message": exc.message})
+        return None
+    if published is None or not published.vector_store:
+        return None  # a ref of vectors: the shared store's are used, and the pages read
+    return _restore_and_follow(r, published, None, warnings, lambda code: code == "embedding-store-missing")
+
+
+def _restore_and_follow(r: Retrieval, published: indexref.Published, prefetch: indexref.SnapshotPrefetch | None,
+                        warnings: list[dict[str, str]], replaces: Callable[[str], bool]) -> Loaded | None:
+    """Write ``published``'s snapshot as the local index, under the lock, if the store in
+    place is still unusable for a reason (its error code) that ``replaces`` accepts; then
+    load what is there and follow the wiki from it. None: refused (a warning added), not
+    written, or not loadable."""
     from ..errors import IndexRefError, LlmwikiError
     from ..gitstore.lock import repository_lock
     from . import indexref, refrestore
@@ -154,47 +192,9 @@ def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list
         files = indexref.read_snapshot(r.git, published, prefetch)
         with repository_lock(r.git, r.state, timeout=2.0):
             try:
-                store_mod.load(r.state)
-            except StoreError as exc:  # still none (or an unusable one): ours to write -- but never over
-                if exc.code == "vector-store-unavailable":  # an index of a shared store that is down now
-                    return None
-                refrestore.restore(r.state, published, files)
-    except IndexRefError as exc:
-        warnings.append({"code": "index-ref-refused", "message": exc.message})
-        return None
-    except (LlmwikiError, OSError):
-        return None
-    files_loaded = r._load_files()
-    if files_loaded is None:
-        return None
-    r._warm = (r._stamps(), r._embedder_key(), files_loaded)
-    return r._follow_wiki(Loaded(files_loaded.store, files_loaded.lexical, files_loaded.embedder,
-                                 list(files_loaded.warnings)))
-
-def restore_shared(r: Retrieval, embedder: Embedder, warnings: list[dict[str, str]]) -> Loaded | None:
-    """A fresh clone with a shared store configured and no local index (docs/team.md): the
-    page table and lexical index CI published on refs/llmwiki/index beside the shared store
-    (`indexref.payload` with ``shared``), checked and written as a store whose vectors are the
-    shared store's (refrestore.py), then followed to the live pages. None when there is no
-    such snapshot (or it is refused: a warning added, or cannot be written): the caller
-    builds the page table from the pages."""
-    from ..errors import IndexRefError, LlmwikiError
-    from ..gitstore.lock import repository_lock
-    from . import indexref, refrestore
-
-    if r.git is None or r.git.object_id(indexref.REF) is None:
-        return None
-    try:
-        published = indexref.read(r.git, fingerprint=store_fingerprint(embedder.fingerprint),
-                                  dimensions=embedder.dimension)
-        if published is None or not published.vector_store:
-            return None  # a ref of vectors: the shared store's are used, and the pages read
-        files = indexref.read_snapshot(r.git, published)
-        with repository_lock(r.git, r.state, timeout=2.0):
-            try:
                 store_mod.load(r.state, vector_store=r.vector_store)
-            except StoreError as exc:
-                if exc.code != "embedding-store-missing":
+            except StoreError as exc:  # still none (or an unusable one): ours to write
+                if not replaces(exc.code):
                     return None
                 refrestore.restore(r.state, published, files)
     except IndexRefError as exc:
