@@ -67,22 +67,19 @@ def restore(state: Path, published: Published, files: dict[str, bytes]) -> None:
         table = store_mod.checked_table(meta)
     except StoreError as exc:
         raise refuse(why, f"its store.json: {exc.message}") from exc
-    if published.vector_store:  # the vectors are in the team's shared store: the bin holds none (its overlay)
-        _install_lexical(state, published, files, table.rows)
-        store_mod.save_restored(state, raw, meta, table, 0, lambda write: published.write_rows(np.zeros(0, dtype=np.int64), write),
-                                {"vectorStore": store_mod.SHARED_KIND, "overlay": []})
-        return
-    at = published.positions(table.row_hashes())
+    shared = bool(published.vector_store)  # the vectors are in the team's shared store: the bin holds none
+    at = published.positions(table.row_hashes()) if not shared else np.zeros(0, dtype=np.int64)
     if at is None:
         raise refuse(why, "its store.json names chunks whose vector it does not hold")
-    _install_lexical(state, published, files, table.rows)
-    store_mod.save_restored(state, raw, meta, table, table.rows, lambda write: published.write_rows(at, write), {})
+    sweep_scratch(state)
+    store_mod.save_restored(state, raw, meta, table, len(at), lambda write: published.write_rows(at, write),
+                            {"vectorStore": store_mod.SHARED_KIND, "overlay": []} if shared else {},
+                            alongside=lambda: _install_lexical(state, published, files, table.rows))
 
 
 def _install_lexical(state: Path, published: Published, files: dict[str, bytes], docs: int) -> None:
     """The snapshot's lexical files, written to a scratch folder, checked, renamed to
     ``state/bm25`` (`LexicalIndex.install`)."""
-    sweep_scratch(state)
     scratch = state / f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}"
     scratch.mkdir(parents=True)
     try:

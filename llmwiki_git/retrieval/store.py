@@ -228,10 +228,12 @@ def _json_stamp(info: os.stat_result) -> bytes:
     return SIDE_STAMP.pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def _write_sidecar(folder: Path, stamp: bytes, meta: dict[str, Any], table: PageTable) -> None:
+def _write_sidecar(folder: Path, stamp: bytes, meta: dict[str, Any], table: PageTable,
+                   encoded: dict[str, bytes] | None = None) -> None:
     """Write ``embeddings.pages`` for the json of ``stamp`` (none when a page id, path or
-    blob holds a NUL: that store is read from the json)."""
-    sections = table.encode()
+    blob holds a NUL: that store is read from the json); ``encoded``: ``table.encode()``
+    made already."""
+    sections = encoded if encoded is not None else table.encode()
     if sections is None:
         return
     head = json.dumps({"meta": {k: v for k, v in meta.items() if k != "pages"},
@@ -402,33 +404,54 @@ def checked_table(meta: Any) -> PageTable:
 
 
 def save_restored(folder: Path, raw: bytes, meta: dict[str, Any], table: PageTable, rows: int,
-                  write_rows: Callable[[Callable[[bytes], object]], str], local: dict[str, Any]) -> None:
+                  write_rows: Callable[[Callable[[bytes], object]], str], local: dict[str, Any],
+                  alongside: Callable[[], object] | None = None) -> None:
     """Write a store restored from a published one (indexref.py): ``raw`` is its
     ``embeddings.json`` without what one copy holds alone (token, vectors digest, time),
     ``meta`` and ``table`` what `checked_table` read from it; ``write_rows`` writes the
     bin's ``rows`` vectors and returns their digest; ``local``: more keys of this copy (a
     shared store's). The json is written as published with those keys put in front, not
-    encoded again; files in `save`'s order (the bin, the json, the sidecar)."""
+    encoded again; files in `save`'s order (the bin, the json, the sidecar). The bin is
+    written in a thread (widening, hashing and writing leave the interpreter free) while
+    ``alongside`` runs (the lexical index, written before the json as `build` does) and the
+    sidecar is encoded; an error of either is raised before the json is written."""
     import secrets
+    import threading
 
     if not raw.startswith(b"{") or not meta:
         raise StoreError(f"{JSON_NAME} is not a JSON object", "embedding-store-corrupt")
     token = secrets.token_bytes(16)
     digest = ""
+    failed: list[BaseException] = []
 
     def write_bin(handle: Any) -> None:
         nonlocal digest
         handle.write(HEADER.pack(MAGIC, token, rows, int(meta["dimensions"])))
         digest = write_rows(handle.write)
 
-    _atomic_write(folder / BIN_NAME, write_bin)
+    def bin_job() -> None:
+        try:
+            _atomic_write(folder / BIN_NAME, write_bin)
+        except BaseException as exc:  # raised in the caller's thread below
+            failed.append(exc)
+
+    worker = threading.Thread(target=bin_job, name="llmwiki-restore-bin")
+    worker.start()
+    try:
+        if alongside is not None:
+            alongside()
+        sections = table.encode()
+    finally:
+        worker.join()
+    if failed:
+        raise failed[0]
     crash_point("store")
     added = {"token": token.hex(), "vectorsDigest": digest,
              "updatedAt": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **local}
     data = json.dumps(added, ensure_ascii=False, separators=(",", ":"))[:-1].encode() + b"," + raw[1:]
     _remove(folder / SIDE_NAME)
     _atomic_write(folder / JSON_NAME, lambda h: h.write(data))
-    _write_sidecar(folder, _json_stamp(os.stat(folder / JSON_NAME)), {**meta, **added}, table)
+    _write_sidecar(folder, _json_stamp(os.stat(folder / JSON_NAME)), {**meta, **added}, table, sections)
 
 
 def _table_of(meta: Any) -> tuple[Any, PageTable, str | None]:
