@@ -283,7 +283,7 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
             or any(e.mode != "100644" or e.kind != "blob" for e in entries.values())):
         unexpected = sorted(set(extra) - set(SNAPSHOT)) or sorted(set(FILES) - set(entries)) or sorted(entries)
         raise refuse(oid, f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
-                           f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)")
+                          f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)")
     meta_entry = entries["index.json"]
     if not 0 < meta_entry.size <= MAX_META_BYTES:
         raise refuse(oid, f"index.json is {meta_entry.size} bytes (at most {MAX_META_BYTES})")
@@ -300,7 +300,7 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
         raise refuse(oid, f"{chunks} vectors of {dims} dimensions are more than {MAX_VECTOR_BYTES >> 20} MiB")
     if entries["hashes"].size != chunks * HASH_LINE or entries["vectors"].size != want_vectors:
         raise refuse(oid, f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
-                           f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)")
+                          f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)")
     blobs = git.read_blobs([entries["hashes"].oid, entries["vectors"].oid])
     hash_bytes, vector_bytes = blobs.get(entries["hashes"].oid, b""), blobs.get(entries["vectors"].oid, b"")
     if len(hash_bytes) != chunks * HASH_LINE or len(vector_bytes) != want_vectors:
@@ -395,7 +395,7 @@ def _unit_norms(oid: str, half: np.ndarray) -> np.ndarray:
     bad = np.flatnonzero(np.abs(norms - 1.0) > NORM_SLACK)
     if len(bad):
         raise refuse(oid, f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
-                           f"length {float(norms[bad[0]]):.3f})")
+                          f"length {float(norms[bad[0]]):.3f})")
     return norms
 
 
