@@ -88,7 +88,7 @@ class Payload:
         return sum(len(data) for data in self.files.values())
 
 
-def payload_digest(hashes: bytes, vectors: bytes) -> str:
+def payload_digest(hashes: bytes | bytearray, vectors: bytes | bytearray) -> str:
     digest = hashlib.sha256(hashes)
     digest.update(vectors)
     return digest.hexdigest()
@@ -244,12 +244,20 @@ class Published:
             return None
         return at
 
-    def write_rows(self, at: np.ndarray, write: Callable[[bytes], object]) -> str:
+    def write_rows(self, at: np.ndarray, write: Callable[[memoryview], object]) -> str:
         """Write rows ``at`` as float32 unit vectors (little-endian, row-major) a block at a
-        time through ``write``; the sha256 of what was written (`filevectors.vectors_digest`)."""
+        time through ``write``, the same two buffers reused for every block (no fresh memory
+        per block); the sha256 of what was written (`filevectors.vectors_digest`)."""
         digest = hashlib.sha256()
+        half = np.empty((BLOCK, self.dimensions), dtype="<f2")
+        wide = np.empty((BLOCK, self.dimensions), dtype="<f4")
         for start in range(0, len(at), BLOCK):
-            block = np.ascontiguousarray(self.rows(at[start:start + BLOCK]), dtype="<f4").tobytes()
+            rows = at[start:start + BLOCK]
+            n = len(rows)
+            np.take(self.half, rows, axis=0, out=half[:n])
+            np.copyto(wide[:n], half[:n])
+            np.divide(wide[:n], self.norms[rows, None], out=wide[:n])
+            block = wide[:n].data.cast("B")
             digest.update(block)
             write(block)
         return digest.hexdigest()
@@ -301,7 +309,7 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
     if entries["hashes"].size != chunks * HASH_LINE or entries["vectors"].size != want_vectors:
         raise refuse(oid, f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
                           f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)")
-    blobs = git.read_blobs([entries["hashes"].oid, entries["vectors"].oid])
+    blobs = git.read_large_blobs([entries["hashes"].oid, entries["vectors"].oid])
     hash_bytes, vector_bytes = blobs.get(entries["hashes"].oid, b""), blobs.get(entries["vectors"].oid, b"")
     if len(hash_bytes) != chunks * HASH_LINE or len(vector_bytes) != want_vectors:
         raise refuse(oid, "its files could not be read whole")
@@ -366,7 +374,7 @@ def _meta(oid: str, raw: bytes) -> _Meta:
                  meta["dimensions"], meta["chunks"], meta["digest"], snapshot, shared)
 
 
-def _hashes(oid: str, data: bytes, chunks: int) -> np.ndarray:
+def _hashes(oid: str, data: bytes | bytearray, chunks: int) -> np.ndarray:
     """The hash list as an S16 array, checked: 16 lowercase hex digits a line, strictly
     increasing (so sorted and unique)."""
     if not chunks:
@@ -483,7 +491,7 @@ class SnapshotPrefetch:
         import threading
 
         self._git = git
-        self._blobs: dict[str, tuple[bytes, str]] = {}
+        self._blobs: dict[str, tuple[bytearray, str]] = {}
         self._thread = threading.Thread(target=self._run, name="llmwiki-snapshot", daemon=True)
         self._thread.start()
 
@@ -493,24 +501,25 @@ class SnapshotPrefetch:
                        if e.name in SNAPSHOT and e.kind == "blob"]
             if sum(max(e.size, 0) for e in entries) > MAX_SNAPSHOT_BYTES:
                 return
-            blobs = self._git.read_blobs(e.oid for e in entries)
+            blobs = self._git.read_large_blobs(e.oid for e in entries)
             self._blobs = {oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in blobs.items()}
         except (GitError, OSError, ValueError):
             pass
 
-    def blobs(self) -> dict[str, tuple[bytes, str]]:
+    def blobs(self) -> dict[str, tuple[bytearray, str]]:
         """Blob id -> (bytes, sha256) of what was read."""
         self._thread.join()
         return self._blobs
 
 
-def read_snapshot(git: Git, published: Published, prefetched: SnapshotPrefetch | None = None) -> dict[str, bytes]:
+def read_snapshot(git: Git, published: Published,
+                  prefetched: SnapshotPrefetch | None = None) -> dict[str, bytes | bytearray]:
     """The snapshot files of ``published`` (sizes bounded by `read`), each checked against
     its sha256 in index.json; IndexRefError when one differs. ``prefetched``: blobs already
     read (and hashed) in a thread, used where they are the ones ``published`` names."""
     early = prefetched.blobs() if prefetched is not None else {}
     wanted = [oid for oid, _sha in published.snapshot.values() if oid not in early]
-    blobs = {oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in git.read_blobs(wanted).items()}
+    blobs = {oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in git.read_large_blobs(wanted).items()}
     out = {}
     for name, (oid, sha) in published.snapshot.items():
         data, digest = early.get(oid) or blobs.get(oid) or (b"", "")

@@ -44,7 +44,7 @@ def sweep_scratch(state: Path) -> None:
     sweep_dead(state, _SCRATCH_RE)
 
 
-def restore(state: Path, published: Published, files: dict[str, bytes]) -> None:
+def restore(state: Path, published: Published, files: dict[str, bytes | bytearray]) -> None:
     """Write the store and lexical index of ``published``'s snapshot (``files``, read and
     checked against their sha256 by `indexref.read_snapshot`) into ``state``. The caller
     holds the repository lock and found no usable store. A snapshot of a shared store's
@@ -77,7 +77,7 @@ def restore(state: Path, published: Published, files: dict[str, bytes]) -> None:
                             alongside=lambda: _install_lexical(state, published, files, table.rows))
 
 
-def _install_lexical(state: Path, published: Published, files: dict[str, bytes], docs: int) -> None:
+def _install_lexical(state: Path, published: Published, files: dict[str, bytes | bytearray], docs: int) -> None:
     """The snapshot's lexical files, written to a scratch folder, checked, renamed to
     ``state/bm25`` (`LexicalIndex.install`)."""
     scratch = state / f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}"

@@ -403,8 +403,8 @@ def checked_table(meta: Any) -> PageTable:
     return table
 
 
-def save_restored(folder: Path, raw: bytes, meta: dict[str, Any], table: PageTable, rows: int,
-                  write_rows: Callable[[Callable[[bytes], object]], str], local: dict[str, Any],
+def save_restored(folder: Path, raw: bytes | bytearray, meta: dict[str, Any], table: PageTable, rows: int,
+                  write_rows: Callable[[Callable[[memoryview], object]], str], local: dict[str, Any],
                   alongside: Callable[[], object] | None = None) -> None:
     """Write a store restored from a published one (indexref.py): ``raw`` is its
     ``embeddings.json`` without what one copy holds alone (token, vectors digest, time),
