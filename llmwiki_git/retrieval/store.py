@@ -416,35 +416,24 @@ def save_restored(folder: Path, raw: bytes | bytearray, meta: dict[str, Any], ta
     ``alongside`` runs (the lexical index, written before the json as `build` does) and the
     sidecar is encoded; an error of either is raised before the json is written."""
     import secrets
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     if not raw.startswith(b"{") or not meta:
         raise StoreError(f"{JSON_NAME} is not a JSON object", "embedding-store-corrupt")
     token = secrets.token_bytes(16)
     digest = ""
-    failed: list[BaseException] = []
 
     def write_bin(handle: Any) -> None:
         nonlocal digest
         handle.write(HEADER.pack(MAGIC, token, rows, int(meta["dimensions"])))
         digest = write_rows(handle.write)
 
-    def bin_job() -> None:
-        try:
-            _atomic_write(folder / BIN_NAME, write_bin)
-        except BaseException as exc:  # raised in the caller's thread below
-            failed.append(exc)
-
-    worker = threading.Thread(target=bin_job, name="llmwiki-restore-bin")
-    worker.start()
-    try:
+    with ThreadPoolExecutor(1, thread_name_prefix="llmwiki-restore-bin") as pool:
+        written = pool.submit(_atomic_write, folder / BIN_NAME, write_bin)
         if alongside is not None:
             alongside()
         sections = table.encode()
-    finally:
-        worker.join()
-    if failed:
-        raise failed[0]
+        written.result()  # its error, if any, raised here: before the json
     crash_point("store")
     added = {"token": token.hex(), "vectorsDigest": digest,
              "updatedAt": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **local}
