@@ -36,11 +36,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -70,36 +68,22 @@ def vector(text: str) -> list[float]:
 
 @contextmanager
 def embedding_server() -> Iterator[tuple[str, list[int]]]:
-    """An OpenAI-compatible ``/v1/embeddings`` on 127.0.0.1; the texts it embedded, counted."""
+    """An OpenAI-compatible ``/v1/embeddings`` on 127.0.0.1 (tests/servers.py, keep-alive);
+    the texts it embedded, counted."""
+    from tests.servers import json_response, serve
+
     embedded = [0]
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def handler(path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        embedded[0] += len(texts)
+        return json_response({"object": "list", "model": body.get("model"),
+                              "data": [{"object": "embedding", "index": i, "embedding": vector(t)}
+                                       for i, t in enumerate(texts)],
+                              "usage": {"prompt_tokens": 0, "total_tokens": 0}})
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            embedded[0] += len(texts)
-            payload = json.dumps({"object": "list", "model": body.get("model"),
-                                  "data": [{"object": "embedding", "index": i, "embedding": vector(t)}
-                                           for i, t in enumerate(texts)],
-                                  "usage": {"prompt_tokens": 0, "total_tokens": 0}}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", embedded
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(handler, keep_alive=True) as (url, _):
+        yield f"{url}/v1", embedded
 
 
 def run_index(where: Path, env: dict[str, str]) -> tuple[float, float, dict[str, Any]]:

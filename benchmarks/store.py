@@ -119,14 +119,14 @@ def recall(found: list[set[str]], truth: list[set[str]]) -> float:
 def ef_rows(store: P.SharedVectors, queries: np.ndarray, truth: list[set[str]], label: str,
             cost: str) -> list[str]:
     """Latency and recall@10 of the HNSW index at each of `EF_CHOICES` (warmed first)."""
-    saved, lines = P.EF_SEARCH, []
+    saved, lines = store.ef_search, []
     timed_queries(store, queries, P.CANDIDATES)  # warm: the index read once into memory, untimed
     for ef in EF_CHOICES:
-        P.EF_SEARCH = ef
+        store.ef_search = lambda ef=ef: ef  # type: ignore[method-assign]
         times, found = timed_queries(store, queries, 10)
         lines.append(f"| {label} | HNSW ef_search={ef} | {cost} | {ms(times, .5)} / {ms(times, .95)} | "
                      f"| {recall(found, truth):.3f} |")
-    P.EF_SEARCH = saved
+    store.ef_search = saved  # type: ignore[method-assign]
     return lines
 
 
@@ -181,7 +181,7 @@ def queried(store: P.SharedVectors, label: str, queries: np.ndarray, truth: list
     started = time.perf_counter()
     store.add({f"v{time.time_ns()}-{i:04d}": extra2[i] for i in range(100)})
     update_ann = time.perf_counter() - started
-    saved = P.EF_SEARCH
+    saved = store.ef_search()
     yield from ef_rows(store, queries, truth, label, f"{build} | update 100: {1000 * update_ann:.0f} ms")
     many = concurrent(uri, fingerprint, queries, 10)
     yield (f"| {label} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, .5)} / {ms(many, .95)} | |")

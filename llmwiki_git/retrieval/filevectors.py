@@ -17,7 +17,9 @@ from .vectors import ChunkRows, Neighbours, VectorIndex
 
 def vectors_digest(vectors: np.ndarray) -> str:
     """sha256 of the vectors as stored (float32 little-endian, row-major)."""
-    return hashlib.sha256(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).hexdigest()
+    # Hashed in place (a byte view of the contiguous array), not through a copy from
+    # `tobytes`: 79 MB at 10,000 pages, copied once per digest.
+    return hashlib.sha256(np.ascontiguousarray(vectors, dtype="<f4").reshape(-1).view(np.uint8).data).hexdigest()
 
 
 class _RowHashes(Sequence[str]):

@@ -28,6 +28,7 @@ The URI is never printed: every message names it by `redact`.
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -45,10 +46,16 @@ a CI job's cost, never a reader's), after which an update of 100 chunks costs 0.
 instead of 5-90 ms. Measured by benchmarks/store.py (docs/benchmarks.md, issue 29)."""
 
 EF_SEARCH = 200
-"""``hnsw.ef_search`` of a query: the smallest of 40, 64, 100, 200 whose recall@10 against
-exact search was at least 0.95 on structured vectors at 100,000 (0.70, 0.82, 0.92, 0.98;
-benchmarks/store.py, docs/benchmarks.md). A search asks `CANDIDATES` (200) anyway, and
-pgvector needs ``ef_search`` at least the number asked."""
+"""``hnsw.ef_search`` of a query on a table under `LARGE_TABLE` vectors: the smallest of 40,
+64, 100, 200 whose recall@10 against exact search was at least 0.95 on structured vectors at
+100,000 (0.70, 0.82, 0.92, 0.98; benchmarks/store.py, docs/benchmarks.md). A search asks
+`CANDIDATES` (200) anyway, and pgvector needs ``ef_search`` at least the number asked."""
+
+EF_SEARCH_LARGE = 400
+LARGE_TABLE = 500_000
+"""From this many vectors a query searches with ``EF_SEARCH_LARGE``: at 1,000,000 vectors
+laid out like the real wikis' (benchmarks/store.py ``--like``) recall@10 was 0.905 at
+ef_search 200 and 0.960 at 400 (docs/benchmarks.md)."""
 
 CANDIDATES = 200
 """Dense candidates a search asks of the database (the fusion reads the best 100 chunks);
@@ -139,6 +146,7 @@ class Database:
             self.conn = psycopg.connect(uri, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         except (psycopg.Error, ValueError) as exc:  # ValueError: not a connection string at all
             raise unavailable(uri, "is unreachable", exc) from None
+        self._closer = weakref.finalize(self, self.conn.close)
         self._registered = False
 
     def register(self) -> None:
@@ -153,12 +161,13 @@ class Database:
             self._registered = True
 
     def close(self) -> None:
-        self.conn.close()
+        self._closer()
 
-    def __del__(self) -> None:  # closed with its last user (views share it), never left open
-        conn = getattr(self, "conn", None)
-        if conn is not None:
-            conn.close()
+    # Closed with its last user (views share it), never left open. A finalizer rather than
+    # ``__del__``: when a workspace and its retrieval service, which refer to each other, are
+    # collected as a cycle, the garbage collector runs weakref finalizers before any object's
+    # ``__del__``, so the connection is closed before psycopg's own ``__del__`` sees it open
+    # (which it reports as a ResourceWarning, an error in the tests).
 
 
 def open_vectors(uri: str, fingerprint: str, dimensions: int, *, create: bool) -> SharedVectors:
@@ -231,6 +240,7 @@ class SharedVectors:
         self.may_create = False  # `llmwiki index`: the first write makes the table (an HTTP model's width)
         self.overwrite = False  # `llmwiki index --full`: a write replaces the vectors it holds
         self.label = redact(db.uri)
+        self._estimate: int | None = None  # the table's row estimate, for `ef_search`
 
     # -- the protocol -----------------------------------------------------------------------
 
@@ -351,6 +361,16 @@ class SharedVectors:
             raise unavailable(self.db.uri, "could not build its HNSW index", exc) from None
         return True
 
+    def ef_search(self) -> int:
+        """``hnsw.ef_search`` for this table: `EF_SEARCH`, or `EF_SEARCH_LARGE` from
+        `LARGE_TABLE` vectors, by the planner's row estimate (read once: no count(*), and the
+        HNSW build that makes the setting matter records the estimate)."""
+        if self._estimate is None:
+            row = self._query("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (self.table,)).fetchone() \
+                if self.table is not None else None
+            self._estimate = int(row[0]) if row is not None and row[0] is not None else 0
+        return EF_SEARCH_LARGE if self._estimate >= LARGE_TABLE else EF_SEARCH
+
     def has_ann(self) -> bool:
         if self.table is None:
             return False
@@ -369,20 +389,25 @@ class SharedVectors:
         query = np.asarray(vector, dtype=np.float32)
         hashes: list[str] = []
         scores: list[float] = []
-        total = 0
+        complete = True
         if self.table is not None and want:
             psycopg = self.db.psycopg
+            # One row more than wanted says whether the table holds more (the answer is then
+            # not complete) without a count(*), which scans the table: ~100 ms at 1,000,000
+            # vectors, more than the search itself (benchmarks/store.py).
+            limit = want + 1
             try:
                 with self.db.conn.transaction():
-                    self.db.conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(want, 1000))}")
+                    self.db.conn.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search(), min(limit, 1000))}")
                     for chunk_hash, score in self.db.conn.execute(
                             f"SELECT hash, -(embedding <#> %s) FROM {self.table} ORDER BY embedding <#> %s LIMIT %s",
-                            (query, query, want)):
+                            (query, query, limit)):
                         hashes.append(chunk_hash)
                         scores.append(float(score))
             except psycopg.Error as exc:
                 raise unavailable(self.db.uri, "failed a search", exc) from None
-            total = len(hashes) if len(hashes) < want else self.shared_count()
+            complete = len(hashes) <= want
+            del hashes[want:], scores[want:]
         seen = set(hashes)
         extra = [h for h in self.overlay if h not in seen]
         if extra:
@@ -391,7 +416,6 @@ class SharedVectors:
                 extra_scores = (matrix @ query).tolist()
             hashes += extra
             scores += extra_scores
-        complete = total <= want
         return Neighbours(hashes, np.asarray(scores, dtype=np.float32), complete=complete)
 
     def for_rows(self, rows: ChunkRows) -> VectorIndex:

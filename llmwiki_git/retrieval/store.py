@@ -171,7 +171,7 @@ def save(folder: Path, store: Store) -> None:
 
     def write_bin(handle: Any) -> None:
         handle.write(HEADER.pack(MAGIC, token, vectors.shape[0], laid_out.dimensions))
-        handle.write(vectors.tobytes())
+        handle.write(np.ascontiguousarray(vectors).reshape(-1).view(np.uint8).data)  # written in place, not copied first
 
     meta = {
         "version": VERSION,

@@ -50,6 +50,9 @@ def test_nearest_is_exact_below_the_limit_and_maps_onto_rows(pg_uri: str) -> Non
     assert set(found.hashes) == set(exact) and not found.complete
     everything = store.nearest(query, 100)
     assert everything.complete and len(everything.hashes) == 20
+    exactly = store.nearest(query, 20)  # as many as the table holds: complete, told without a count
+    assert exactly.complete and len(exactly.hashes) == 20
+    assert not store.nearest(query, 19).complete and len(store.nearest(query, 19).hashes) == 19
     rows = PageTable([PageEntry("a", "a.md", "1" * 40, "A", "", 0, ("h3", "unknown"))])
     scores = everything.over(rows)
     assert scores[0] == pytest.approx(float(vectors["h3"] @ query), abs=1e-6) and scores[1] == 0.0
@@ -129,3 +132,20 @@ def serialize(pg_uri: str, first: subprocess.Popen[str], second: subprocess.Pope
     first.stdin.write("\n")
     first.stdin.flush()
     assert first.wait(60) == 0 and second.wait(60) == 0
+
+
+def test_a_large_table_is_searched_with_a_wider_ef_search(pg_uri: str) -> None:
+    """``hnsw.ef_search`` follows the table's size, read from the planner's estimate (never a
+    count): 200 below `LARGE_TABLE` vectors, 400 from it (the recall measured at 1,000,000)."""
+    import psycopg
+
+    store = P.open_vectors(pg_uri, "m", DIMS, create=True)
+    store.add({f"h{i}": unit(i) for i in range(30)})
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute(f"ANALYZE {store.table}")
+    assert P.open_vectors(pg_uri, "m", DIMS, create=False).ef_search() == P.EF_SEARCH == 200
+    with psycopg.connect(pg_uri, autocommit=True) as conn:  # what the statistics of a large table say
+        conn.execute("UPDATE pg_class SET reltuples = %s WHERE oid = %s::regclass", (P.LARGE_TABLE, store.table))
+    large = P.open_vectors(pg_uri, "m", DIMS, create=False)
+    assert large.ef_search() == P.EF_SEARCH_LARGE == 400
+    assert len(large.nearest(unit(99), 5).hashes) == 5  # searched with it

@@ -136,3 +136,18 @@ def test_an_approximate_answer_ranks_the_rest_last() -> None:
                     mode="rrf", keep=6, max_pages=3)
     assert "b" in [p for p, _ in result.pages]  # h4 ("delta") found lexically
     assert any(h.cosine == float("-inf") for h in result.chunks)
+
+
+def test_the_vectors_digest_is_the_sha256_of_the_stored_bytes() -> None:
+    """Hashed in place (no copy), the digest is still that of the float32 little-endian bytes
+    as written, for any memory layout and for an empty matrix."""
+    import hashlib
+
+    from llmwiki_git.retrieval.filevectors import vectors_digest
+
+    matrix = np.random.default_rng(3).standard_normal((50, 8)).astype(np.float32)
+    expected = hashlib.sha256(matrix.astype("<f4").tobytes()).hexdigest()
+    assert vectors_digest(matrix) == vectors_digest(np.asfortranarray(matrix)) == expected
+    assert vectors_digest(matrix.astype(np.float64)) == expected
+    for empty in (np.zeros((0, 8), dtype=np.float32), np.zeros((3, 0), dtype=np.float32)):
+        assert vectors_digest(empty) == hashlib.sha256(b"").hexdigest()
