@@ -266,13 +266,19 @@ def real_recall(uri: str, folder: Path) -> list[str]:
     return lines
 
 
-def fresh_clone(uri: str, pages: int, work: Path) -> list[str]:
+def fresh_clone(uri: str, pages: int, work: Path, repeat: int = 3) -> list[str]:
     """A team's fresh clone of a ``pages``-page wiki (benchmarks/check.py's generator) whose
     chunks CI indexed into the shared store: the first ``llmwiki context`` in a fresh process,
-    with no local index (nothing to embed), then the second. The store's vectors are
-    structured synthetic ones under the local model's fingerprint: embedding 51,000 chunks
-    for real takes 40 minutes, and what is measured here embeds nothing."""
+    with no local index (nothing to embed), then the second; each in ``repeat`` fresh clones
+    (medians, with the CPU seconds of the process and its children), both without a published
+    index (the clone reads and chunks every page) and with the snapshot CI published on
+    refs/llmwiki/index beside the store (``llmwiki index --publish`` with the setting: the page
+    table and lexical index, no vector). The store's vectors are structured synthetic ones
+    under the local model's fingerprint: embedding 51,000 chunks for real takes 40 minutes,
+    and what is measured here embeds nothing."""
     import importlib.util
+    import resource
+    import shutil
     import subprocess
 
     from llmwiki_git.retrieval import store as store_mod
@@ -292,6 +298,8 @@ def fresh_clone(uri: str, pages: int, work: Path) -> list[str]:
                                                                     "commit", "-qm", "wiki"]):
             subprocess.run(["git", *args], cwd=origin, check=True)
     env = {**os.environ, "LLMWIKI_EMBEDDING_PROVIDER": "none"}
+    shutil.rmtree(origin / ".llmwiki", ignore_errors=True)
+    subprocess.run(["git", "update-ref", "-d", "refs/llmwiki/index"], cwd=origin, capture_output=True)
     subprocess.run([sys.executable, "-m", "llmwiki_git", "index", "--fast"], cwd=origin, env=env, check=True,
                    capture_output=True)
     hashes = list(dict.fromkeys(store_mod.load(origin / ".llmwiki").pages.row_hashes()))
@@ -305,16 +313,43 @@ def fresh_clone(uri: str, pages: int, work: Path) -> list[str]:
     load = time.perf_counter() - started
     shared.db.close()
     lines = [f"| {pages:,} pages, {len(hashes):,} chunks | CI's load into the store (COPY + HNSW) | {load:.0f} s | | | | |"]
-    clone = work / f"clone-{pages}-{time.time_ns()}"
-    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
     env = {**os.environ, "LLMWIKI_EMBEDDING_PROVIDER": "local", "LLMWIKI_VECTOR_STORE": uri}
-    for what in ("first `context`, no local index", "second `context`", "third `context`"):
+
+    def timed(cmd: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "context", "how do I rename a page", "--json"],
-                              cwd=clone, env=env, capture_output=True, text=True)
+        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
         took = time.perf_counter() - started
-        warnings = [w["code"] for w in json.loads(proc.stdout)["warnings"]] if proc.returncode == 0 else proc.stderr[-200:]
-        lines.append(f"| {pages:,} pages | fresh clone: {what} | | | {1000 * took:.0f} | | warnings: {warnings} |")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return took, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, proc
+
+    took, cpu, proc = timed([sys.executable, "-m", "llmwiki_git", "index", "--publish", "--json"], origin)
+    published = proc.returncode == 0
+    said = (f"{json.loads(proc.stdout)['published']['bytes'] / 1e6:.1f} MB, {json.loads(proc.stdout)['embedded']} "
+            "embedded" if published else f"refused: {proc.stderr.strip().splitlines()[-1][:120]}")
+    lines.append(f"| {pages:,} pages | CI's `index --publish` (a full index pass, then the snapshot) | {took:.1f} s "
+                 f"| | | | {said} |")
+    runs: dict[str, list[tuple[float, float, object]]] = {}
+    for i in range(repeat):
+        for with_ref in (False, True) if published else (False,):
+            clone = work / f"clone-{pages}-{time.time_ns()}"
+            subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+            if with_ref:
+                subprocess.run(["git", "fetch", "-q", "origin", "refs/llmwiki/index:refs/llmwiki/index"], cwd=clone,
+                               check=True)
+            how = "the published snapshot fetched" if with_ref else "no published index"
+            for nth in ("first", "second"):
+                took, cpu, proc = timed([sys.executable, "-m", "llmwiki_git", "context", "how do I rename a page",
+                                         "--json"], clone)
+                warnings = ([w["code"] for w in json.loads(proc.stdout)["warnings"]] if proc.returncode == 0
+                            else proc.stderr[-200:])
+                runs.setdefault(f"fresh clone, {how}: {nth} `context`", []).append((took, cpu, warnings))
+            shutil.rmtree(clone, ignore_errors=True)
+    for what, got in runs.items():
+        walls = ", ".join(f"{t:.2f}" for t, _, _ in got)
+        lines.append(f"| {pages:,} pages | {what} (runs {walls} s; CPU median "
+                     f"{statistics.median(c for _, c, _ in got):.2f} s) | | | "
+                     f"{1000 * statistics.median(t for t, _, _ in got):.0f} | | warnings: {got[-1][2]} |")
     return lines
 
 

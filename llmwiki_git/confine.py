@@ -141,7 +141,7 @@ def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, 
         os.close(fd)
 
 
-def load_json(data: bytes | str, *, name: str) -> Any:
+def load_json(data: bytes | bytearray | str, *, name: str) -> Any:
     """``json.loads`` of a state file with bounded depth: a document nested deeper than the
     interpreter's recursion limit (``[[[[…`` by the hundred thousand) is a ValueError naming
     ``name``, never a RecursionError -- callers treat it as any other corrupt file."""

@@ -163,7 +163,14 @@ class Workspace:
         (retrieval/preload.py), for `retrieval(preload=...)`; None when it is not."""
         from .retrieval.preload import ModelPreload
 
-        return ModelPreload.start(self.state_path, self.environ, self.settings.embedding_provider)
+        git, shared = self.git, bool(self.vector_store)
+
+        def without_local_vectors() -> bool:  # asked in the thread, only when the state folder holds no vectors
+            # the shared store's vectors, or a published index a fresh clone restores, are ranked with the model
+            return shared or (git is not None and git.object_id("refs/llmwiki/index") is not None)
+
+        return ModelPreload.start(self.state_path, self.environ, self.settings.embedding_provider,
+                                  without_local_vectors)
 
     def _list_pages(self) -> dict[str, str]:
         return page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix)

@@ -20,7 +20,7 @@ from .app import _require_some_wiki, _workspace, cli
 @click.option("--fast", is_flag=True,
               help="Lexical index only (BM25, no embeddings): for very large wikis; semantic ranking is off. Sticky: later plain `llmwiki index` runs keep the index lexical until `llmwiki index --full`.")
 @click.option("--publish", is_flag=True,
-              help="Then write the index (its vectors, page table and lexical index) as a commit on refs/llmwiki/index (no branch or file touched; push it with `git push origin refs/llmwiki/index`).")
+              help="Then write the index (its vectors, page table and lexical index; with a shared vector store, the page table and lexical index alone) as a commit on refs/llmwiki/index (no branch or file touched; push it with `git push origin refs/llmwiki/index`).")
 @click.option("--fetch", is_flag=True,
               help="First fetch refs/llmwiki/index from --remote and take every unchanged chunk's vector from it instead of embedding it.")
 @click.option("--remote", default="origin", show_default=True, metavar="NAME",
@@ -107,17 +107,18 @@ def _publication_json(done: Any) -> dict[str, Any] | None:
     if done is None:
         return None
     return {"ref": "refs/llmwiki/index", "commit": done.commit, "changed": done.changed, "chunks": done.chunks,
-            "bytes": done.bytes}
+            "bytes": done.bytes, "shared": done.shared}
 
 
 def _echo_publication(done: Any) -> None:
     if done is None:
         return
+    what = ("the page table and lexical index (the vectors are in the shared store)" if done.shared
+            else plural(done.chunks, "vector"))
     if not done.changed:
-        click.echo(f"refs/llmwiki/index already holds these {plural(done.chunks, 'vector')} ({done.commit[:12]}): "
-                   "nothing new published.")
+        click.echo(f"refs/llmwiki/index already holds {what} ({done.commit[:12]}): nothing new published.")
         return
-    click.echo(f"Published {plural(done.chunks, 'vector')} ({done.bytes / 1e6:.1f} MB) as {done.commit[:12]} on "
+    click.echo(f"Published {what} ({done.bytes / 1e6:.1f} MB) as {done.commit[:12]} on "
                "refs/llmwiki/index; share it with `git push origin refs/llmwiki/index`.")
 
 

@@ -70,15 +70,17 @@ def make_embedder(name: str, environ: Mapping[str, str], model: str | None = Non
     return cast(Embedder, built)
 
 
-def preload_local(state: Path, ready: Callable[[Embedder | None], object]) -> None:
+def preload_local(state: Path, ready: Callable[[Embedder | None], object],
+                  without_local: Callable[[], bool] | None = None) -> None:
     """Hand ``ready`` the local model as soon as it exists, then load it, when the store in
-    ``state`` holds vectors (else ``ready(None)``, nothing loaded). Run in a thread by a
+    ``state`` holds vectors or ``without_local()`` says it will be used without them (else
+    ``ready(None)``, nothing loaded). Run in a thread by a
     one-shot command: onnxruntime's import and session start (~0.3 s) then overlap the rest
     of its start-up, and the first `embed` waits for the load (the embedder's own lock);
     a load that fails here fails again, and is reported, there."""
     from .store import stored_dimensions
 
-    if not stored_dimensions(state):
+    if not stored_dimensions(state) and not (without_local is not None and without_local()):
         ready(None)
         return
     from .embedding_onnx import OnnxMiniLMEmbedder

@@ -34,7 +34,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,7 +47,7 @@ from ..errors import GitError, IndexRefError, PathRefused
 from ..gitstore import datarefs
 from ..gitstore.git import Git
 from ..gitstore.transaction import crash_point
-from .store import MAX_DIMENSIONS, Store
+from .store import MAX_DIMENSIONS, SHARED_KIND, Store
 
 if TYPE_CHECKING:
     from .lexical import LexicalIndex
@@ -88,16 +88,19 @@ class Payload:
         return sum(len(data) for data in self.files.values())
 
 
-def payload_digest(hashes: bytes, vectors: bytes) -> str:
+def payload_digest(hashes: bytes | bytearray, vectors: bytes | bytearray) -> str:
     digest = hashlib.sha256(hashes)
     digest.update(vectors)
     return digest.hexdigest()
 
 
-def snapshot_files(state: Path) -> dict[str, bytes] | None:
+def snapshot_files(state: Path, git: Git | None = None) -> dict[str, bytes] | None:
     """The rest of the local store in ``state``, to publish beside the vectors: the page table
     (``embeddings.json`` without what changes on every write: token, vectors digest, time)
-    and the lexical index's files. None when they cannot be read whole (no snapshot then)."""
+    and the lexical index's files. None when they cannot be read whole (no snapshot then).
+    With ``git``, the files that are not evidence (the generated ``index.md`` the index run
+    just rewrote in the work tree, say) are recorded as HEAD holds them, or not at all:
+    a clone of HEAD then finds its pages to be the snapshot's, and has nothing to follow."""
     from . import store as store_mod
     from .lexical import LEXICAL_DIR
 
@@ -114,20 +117,31 @@ def snapshot_files(state: Path) -> dict[str, bytes] | None:
         return None
     if "lexical.meta.json" not in files or not isinstance(meta, dict):
         return None
-    for key in ("token", "vectorsDigest", "updatedAt"):
+    if meta.get("vectorStore") is not None and meta.get("overlay"):
+        return None  # vectors embedded here that the shared store lacks: no snapshot of it (`payload` says so)
+    for key in ("token", "vectorsDigest", "updatedAt", "vectorStore", "overlay"):  # one copy's, never published
         meta.pop(key, None)
+    skipped = meta.get("skipped")
+    if git is not None and isinstance(skipped, dict) and skipped:
+        at_head = git.blob_ids("HEAD", sorted(skipped))
+        meta["skipped"] = {path: at_head[path] for path in skipped if path in at_head}
     files["store.json"] = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
     return files
 
 
-def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None = None) -> Payload:
+def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None = None, *,
+            shared: bool = False) -> Payload:
     """The published form of ``store``'s vectors: each distinct chunk once, sorted by hash,
-    as float16; with ``snapshot`` (`snapshot_files`) beside them. Refused for a
-    lexical-only store or vectors that cannot be trusted."""
+    as float16; with ``snapshot`` (`snapshot_files`) beside them. ``shared``: the vectors
+    are in the team's shared store (pgvectors.py): the snapshot alone, no vector, and
+    ``vectorStore`` in index.json. Refused for a lexical-only store or vectors that cannot
+    be trusted (or, shared, vectors the shared store lacks)."""
     dims = store.dimensions
     if not dims:
         raise IndexRefError("the local index is lexical-only (built with --fast): there are no vectors to publish",
                             hint="run `llmwiki index --full` to embed the wiki, then publish")
+    if shared:
+        return _snapshot_payload(store, source, snapshot)
     problem = store.vectors.problem()
     if problem is not None:
         raise IndexRefError(f"the local vectors cannot be trusted ({problem}); nothing was published",
@@ -152,9 +166,32 @@ def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None 
                     "hashes": hash_bytes, "vectors": vector_bytes, **(snapshot or {})}, digest, len(hashes), sums)
 
 
+def _snapshot_payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None) -> Payload:
+    """`payload` of an index whose vectors are in the shared store: its snapshot, no vector."""
+    overlay = len(getattr(store.vectors, "overlay", None) or ())
+    if overlay:
+        raise IndexRefError(f"{overlay} chunk vector(s) of this index were embedded here and are not in the shared "
+                            "store (this role may not write to it), so clones could not rank them; nothing was published",
+                            hint="publish from the CI job whose role writes to the shared store (docs/team.md)")
+    if snapshot is None:
+        raise IndexRefError("the local index could not be read whole (.llmwiki/embeddings.json and bm25/); "
+                            "nothing was published", hint="run `llmwiki index`, then publish")
+    digest = payload_digest(b"", b"")
+    sums = {name: hashlib.sha256(data).hexdigest() for name, data in sorted(snapshot.items())}
+    meta = {"format": FORMAT, "version": VERSION, "fingerprint": store.fingerprint, "backend": store.backend,
+            "model": store.model, "dimensions": store.dimensions, "chunks": 0, "dtype": DTYPE, "digest": digest,
+            "source": source or "", "snapshot": sums, "vectorStore": SHARED_KIND}
+    return Payload({"index.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
+                    "hashes": b"", "vectors": b"", **snapshot}, digest, 0, sums)
+
+
+BLOCK = 4096  # rows widened at a time: a block stays in the cache, no float32 copy of the whole ref
+
+
 @dataclass(frozen=True)
 class Published:
-    """A validated ``refs/llmwiki/index`` commit: its vectors by chunk hash."""
+    """A validated ``refs/llmwiki/index`` commit: its vectors by chunk hash, kept as the
+    float16 rows it publishes (widened to float32 only for the rows asked for)."""
 
     commit: str
     fingerprint: str
@@ -163,11 +200,23 @@ class Published:
     dimensions: int
     digest: str
     hashes: np.ndarray  # dtype S16, sorted
-    unit: np.ndarray  # chunks x dimensions: the float16 rows widened to float32 and normalised
+    half: np.ndarray  # chunks x dimensions, float16, as published
+    norms: np.ndarray  # each row's length (float32, checked within NORM_SLACK of 1): rows are divided by it
     snapshot: dict[str, tuple[str, str]]  # snapshot file -> (blob id, sha256); empty: none published
+    vector_store: str = ""  # "postgresql": a snapshot whose vectors are in the team's shared store (no vector here)
 
     def __len__(self) -> int:
         return int(self.hashes.shape[0])
+
+    @property
+    def unit(self) -> np.ndarray:
+        """Every row as a float32 unit vector (a whole copy: for measuring, not the read path)."""
+        return self.rows(np.arange(len(self)))
+
+    def rows(self, at: np.ndarray) -> np.ndarray:
+        """The float32 unit vectors of rows ``at``."""
+        wide: np.ndarray = np.asarray(self.half[at], dtype=np.float32) / self.norms[at, None]
+        return wide
 
     def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The float32 unit vectors of those of ``hashes`` the ref holds."""
@@ -178,14 +227,14 @@ class Published:
         at = np.searchsorted(self.hashes, keys)
         at_clipped = np.minimum(at, len(self) - 1)
         hit = self.hashes[at_clipped] == keys
-        rows = self.unit[at_clipped[hit]]
+        rows = self.rows(at_clipped[hit])
         chosen = [h for h, ok in zip(wanted, hit.tolist()) if ok]
         return dict(zip(chosen, rows))
 
-    def rows_for(self, hashes: Sequence[str]) -> np.ndarray | None:
-        """The float32 unit vectors of ``hashes`` in that order (None: the ref lacks one)."""
+    def positions(self, hashes: Sequence[str]) -> np.ndarray | None:
+        """The row of each of ``hashes``, in that order (None: the ref lacks one)."""
         if not len(self):
-            return None if len(hashes) else np.zeros((0, self.dimensions), dtype=np.float32)
+            return None if len(hashes) else np.zeros(0, dtype=np.int64)
         try:
             keys = np.array(hashes, dtype="S16")
         except UnicodeEncodeError:
@@ -193,10 +242,28 @@ class Published:
         at = np.minimum(np.searchsorted(self.hashes, keys), len(self) - 1)
         if len(hashes) and not bool((self.hashes[at] == keys).all()):
             return None
-        return self.unit[at]
+        return at
+
+    def write_rows(self, at: np.ndarray, write: Callable[[memoryview], object]) -> str:
+        """Write rows ``at`` as float32 unit vectors (little-endian, row-major) a block at a
+        time through ``write``, the same two buffers reused for every block (no fresh memory
+        per block); the sha256 of what was written (`filevectors.vectors_digest`)."""
+        digest = hashlib.sha256()
+        half = np.empty((BLOCK, self.dimensions), dtype="<f2")
+        wide = np.empty((BLOCK, self.dimensions), dtype="<f4")
+        for start in range(0, len(at), BLOCK):
+            rows = at[start:start + BLOCK]
+            n = len(rows)
+            np.take(self.half, rows, axis=0, out=half[:n])
+            np.copyto(wide[:n], half[:n])
+            np.divide(wide[:n], self.norms[rows, None], out=wide[:n])
+            block = wide[:n].data.cast("B")
+            digest.update(block)
+            write(block)
+        return digest.hexdigest()
 
 
-def _refuse(commit: str, why: str) -> IndexRefError:
+def refuse(commit: str, why: str) -> IndexRefError:
     return IndexRefError(f"{REF} ({commit[:12]}) is refused: {why}; nothing was taken from it",
                          hint="publish it again from a trusted clone (`llmwiki index --publish`), or delete it "
                               f"(`git update-ref -d {REF}`)")
@@ -213,21 +280,21 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
         return None
     kind = git.object_type(oid)
     if kind != "commit":
-        raise _refuse(oid, f"it points to a {kind or 'missing object'}, not a commit")
+        raise refuse(oid, f"it points to a {kind or 'missing object'}, not a commit")
     try:
         tree, _parents = datarefs.read_commit_tree(git, oid)
         entries = {e.name: e for e in datarefs.tree_entries(git, tree)}
     except GitError as exc:
-        raise _refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
+        raise refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
     extra = sorted(set(entries) - set(FILES))
     if (not set(FILES) <= set(entries) or not set(extra) <= set(SNAPSHOT)
             or any(e.mode != "100644" or e.kind != "blob" for e in entries.values())):
         unexpected = sorted(set(extra) - set(SNAPSHOT)) or sorted(set(FILES) - set(entries)) or sorted(entries)
-        raise _refuse(oid, f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
-                           f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)")
+        raise refuse(oid, f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
+                          f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)")
     meta_entry = entries["index.json"]
     if not 0 < meta_entry.size <= MAX_META_BYTES:
-        raise _refuse(oid, f"index.json is {meta_entry.size} bytes (at most {MAX_META_BYTES})")
+        raise refuse(oid, f"index.json is {meta_entry.size} bytes (at most {MAX_META_BYTES})")
     meta = _meta(oid, git.read_blob(meta_entry.oid))
     if fingerprint is not None and meta.fingerprint != fingerprint:
         raise IndexRefError(f"{REF} was published with {meta.fingerprint[:200]!r}, but the active model is "
@@ -235,27 +302,29 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
                             hint="use the model it was published with, or publish again with this one")
     dims, chunks = meta.dimensions, meta.chunks
     if dimensions is not None and dimensions and dims != dimensions:
-        raise _refuse(oid, f"its vectors have {dims} dimensions, the active model's {dimensions}")
+        raise refuse(oid, f"its vectors have {dims} dimensions, the active model's {dimensions}")
     want_vectors = chunks * dims * 2
     if want_vectors > MAX_VECTOR_BYTES:
-        raise _refuse(oid, f"{chunks} vectors of {dims} dimensions are more than {MAX_VECTOR_BYTES >> 20} MiB")
+        raise refuse(oid, f"{chunks} vectors of {dims} dimensions are more than {MAX_VECTOR_BYTES >> 20} MiB")
     if entries["hashes"].size != chunks * HASH_LINE or entries["vectors"].size != want_vectors:
-        raise _refuse(oid, f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
-                           f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)")
-    blobs = git.read_blobs([entries["hashes"].oid, entries["vectors"].oid])
+        raise refuse(oid, f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
+                          f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)")
+    blobs = git.read_large_blobs([entries["hashes"].oid, entries["vectors"].oid])
     hash_bytes, vector_bytes = blobs.get(entries["hashes"].oid, b""), blobs.get(entries["vectors"].oid, b"")
     if len(hash_bytes) != chunks * HASH_LINE or len(vector_bytes) != want_vectors:
-        raise _refuse(oid, "its files could not be read whole")
+        raise refuse(oid, "its files could not be read whole")
     if payload_digest(hash_bytes, vector_bytes) != meta.digest:
-        raise _refuse(oid, "its files do not match the digest in index.json (damaged, or written by hand)")
+        raise refuse(oid, "its files do not match the digest in index.json (damaged, or written by hand)")
     hashes = _hashes(oid, hash_bytes, chunks)
-    matrix = _unit_vectors(oid, np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims))
+    half = np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims)
+    norms = _unit_norms(oid, half)
     if sorted(meta.snapshot) != extra or (extra and not {"store.json", "lexical.meta.json"} <= set(extra)):
-        raise _refuse(oid, "its store snapshot files are not the ones index.json lists")
+        raise refuse(oid, "its store snapshot files are not the ones index.json lists")
     if sum(entries[name].size for name in extra) > MAX_SNAPSHOT_BYTES:
-        raise _refuse(oid, f"its store snapshot is more than {MAX_SNAPSHOT_BYTES >> 20} MiB")
+        raise refuse(oid, f"its store snapshot is more than {MAX_SNAPSHOT_BYTES >> 20} MiB")
     snapshot = {name: (entries[name].oid, meta.snapshot[name]) for name in extra}
-    return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, matrix, snapshot)
+    return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, half, norms,
+                     snapshot, meta.vector_store)
 
 
 @dataclass(frozen=True)
@@ -267,40 +336,45 @@ class _Meta:
     chunks: int
     digest: str
     snapshot: dict[str, str]
+    vector_store: str
 
 
 def _meta(oid: str, raw: bytes) -> _Meta:
     try:
         meta = confine.load_json(raw, name="index.json")
     except (ValueError, UnicodeDecodeError) as exc:
-        raise _refuse(oid, f"index.json is not JSON ({str(exc)[:120]})") from exc
+        raise refuse(oid, f"index.json is not JSON ({str(exc)[:120]})") from exc
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise _refuse(oid, "index.json is not an llmwiki index")
+        raise refuse(oid, "index.json is not an llmwiki index")
     if meta.get("version") != VERSION:
-        raise _refuse(oid, f"index.json has format version {meta.get('version')!r}; this llmwiki reads {VERSION}")
+        raise refuse(oid, f"index.json has format version {meta.get('version')!r}; this llmwiki reads {VERSION}")
 
     def count(name: str, low: int, high: int) -> None:
         value = meta.get(name)
         if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-            raise _refuse(oid, f"index.json's {name} is {str(value)[:40]!r}, not a whole number from {low} to {high}")
+            raise refuse(oid, f"index.json's {name} is {str(value)[:40]!r}, not a whole number from {low} to {high}")
 
     count("dimensions", 1, MAX_DIMENSIONS)
     count("chunks", 0, MAX_VECTOR_BYTES // 2)
     if not isinstance(meta.get("fingerprint"), str) or not meta["fingerprint"]:
-        raise _refuse(oid, "index.json names no model fingerprint")
+        raise refuse(oid, "index.json names no model fingerprint")
     if meta.get("dtype") != DTYPE:
-        raise _refuse(oid, f"index.json's dtype is {str(meta.get('dtype'))[:40]!r}, not {DTYPE!r}")
+        raise refuse(oid, f"index.json's dtype is {str(meta.get('dtype'))[:40]!r}, not {DTYPE!r}")
     if not (isinstance(meta.get("digest"), str) and re.fullmatch(r"[0-9a-f]{64}", meta["digest"])):
-        raise _refuse(oid, "index.json's digest is not a sha256")
+        raise refuse(oid, "index.json's digest is not a sha256")
     snapshot = meta.get("snapshot") or {}
     if not (isinstance(snapshot, dict) and all(name in SNAPSHOT and isinstance(sha, str)
                                                and re.fullmatch(r"[0-9a-f]{64}", sha) for name, sha in snapshot.items())):
-        raise _refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
+        raise refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
+    shared = meta.get("vectorStore") or ""
+    if shared not in ("", SHARED_KIND) or (shared and (meta["chunks"] or not snapshot)):
+        raise refuse(oid, f"index.json's vectorStore is {str(shared)[:40]!r}: only {SHARED_KIND!r}, for a snapshot "
+                          "without vectors, is known")
     return _Meta(meta["fingerprint"], str(meta.get("backend") or "")[:200], str(meta.get("model") or "")[:200],
-                 meta["dimensions"], meta["chunks"], meta["digest"], snapshot)
+                 meta["dimensions"], meta["chunks"], meta["digest"], snapshot, shared)
 
 
-def _hashes(oid: str, data: bytes, chunks: int) -> np.ndarray:
+def _hashes(oid: str, data: bytes | bytearray, chunks: int) -> np.ndarray:
     """The hash list as an S16 array, checked: 16 lowercase hex digits a line, strictly
     increasing (so sorted and unique)."""
     if not chunks:
@@ -310,28 +384,27 @@ def _hashes(oid: str, data: bytes, chunks: int) -> np.ndarray:
     hexdigit = ((digits >= ord("0")) & (digits <= ord("9"))) | ((digits >= ord("a")) & (digits <= ord("f")))
     if not bool((grid[:, 16] == ord("\n")).all()) or not bool(hexdigit.all()):
         bad = int(np.flatnonzero(~hexdigit.all(axis=1) | (grid[:, 16] != ord("\n")))[0])
-        raise _refuse(oid, f"line {bad + 1} of hashes is not a chunk hash")
+        raise refuse(oid, f"line {bad + 1} of hashes is not a chunk hash")
     hashes = np.ascontiguousarray(digits).view("S16").reshape(chunks)
     if chunks > 1 and not bool((hashes[1:] > hashes[:-1]).all()):
-        raise _refuse(oid, "hashes are not sorted and unique")
+        raise refuse(oid, "hashes are not sorted and unique")
     return hashes
 
 
-def _unit_vectors(oid: str, half: np.ndarray) -> np.ndarray:
-    """The float16 rows as float32 unit vectors (widened once, here), after checking that
-    every one is finite and of unit length."""
-    wide = half.astype(np.float32)
-    if not wide.shape[0]:
-        return wide
-    if not bool(np.isfinite(wide).all()):
-        raise _refuse(oid, "its vectors hold NaN or infinite values")
-    norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+def _unit_norms(oid: str, half: np.ndarray) -> np.ndarray:
+    """The length of every float16 row, after checking that each is finite and of unit
+    length (a block at a time: no float32 copy of the whole ref)."""
+    norms = np.zeros(half.shape[0], dtype=np.float32)
+    for start in range(0, half.shape[0], BLOCK):
+        wide = half[start:start + BLOCK].astype(np.float32)
+        if not bool(np.isfinite(wide).all()):
+            raise refuse(oid, "its vectors hold NaN or infinite values")
+        norms[start:start + BLOCK] = np.sqrt(np.einsum("ij,ij->i", wide, wide))
     bad = np.flatnonzero(np.abs(norms - 1.0) > NORM_SLACK)
     if len(bad):
-        raise _refuse(oid, f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
-                           f"length {float(norms[bad[0]]):.3f})")
-    wide /= norms[:, None]
-    return wide
+        raise refuse(oid, f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
+                          f"length {float(norms[bad[0]]):.3f})")
+    return norms
 
 
 @dataclass(frozen=True)
@@ -340,26 +413,29 @@ class Publication:
     changed: bool  # False: the store was already published as it is
     chunks: int
     bytes: int
+    shared: bool = False  # the snapshot alone: the vectors are in the shared store
 
 
-def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None) -> Publication:
+def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None, *, shared: bool = False) -> Publication:
     """Write ``store``'s vectors (and ``snapshot``, `snapshot_files`) as a commit on `REF`
     (parent: the commit it is at), moving it by compare-and-swap; nothing new when the ref
-    already holds exactly these files for this model. The caller holds the repository lock."""
-    data = payload(store, git.rev_parse("HEAD"), snapshot)
+    already holds exactly these files for this model. ``shared``: the snapshot alone
+    (`payload`). The caller holds the repository lock."""
+    data = payload(store, git.rev_parse("HEAD"), snapshot, shared=shared)
     old = git.object_id(REF)
     if old is not None and git.object_type(old) == "commit":
         same = _published_digest(git, old)
         if same == (store.fingerprint, data.digest, data.snapshot):
-            return Publication(old, False, data.chunks, data.size)
+            return Publication(old, False, data.chunks, data.size, shared)
     elif old is not None:
-        raise _refuse(old, "it does not point to a commit, so it cannot be the parent of a new one")
+        raise refuse(old, "it does not point to a commit, so it cannot be the parent of a new one")
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    message = (f"llmwiki index: {data.chunks} chunk vectors of {store.model or store.fingerprint}\n\n"
+    what = "the page table and lexical index (vectors in the shared store)" if shared else f"{data.chunks} chunk vectors"
+    message = (f"llmwiki index: {what} of {store.model or store.fingerprint}\n\n"
                f"Published {now} from {git.rev_parse('HEAD') or 'an unborn branch'}.\n")
     commit = datarefs.commit_files(git, data.files, old, message)
     git.update_ref(REF, commit, old or "", message=f"llmwiki index --publish: {data.chunks} chunks")
-    return Publication(commit, True, data.chunks, data.size)
+    return Publication(commit, True, data.chunks, data.size, shared)
 
 
 def _published_digest(git: Git, commit: str) -> tuple[object, object, object] | None:
@@ -405,80 +481,49 @@ def fetch(git: Git, remote: str, *, fingerprint: str | None, dimensions: int | N
     return Fetched(published, True, None)
 
 
-def read_snapshot(git: Git, published: Published) -> dict[str, bytes]:
+class SnapshotPrefetch:
+    """The snapshot's blobs of the commit at `REF` read, and hashed, in a thread (git
+    inflating them on the other core) while `read` checks the vectors: what a fresh clone's
+    first read restores next. Unchecked until `read_snapshot` finds them to be the blobs
+    ``read`` validated (any failure here only means they are read again there)."""
+
+    def __init__(self, git: Git) -> None:
+        import threading
+
+        self._git = git
+        self._blobs: dict[str, tuple[bytearray, str]] = {}
+        self._thread = threading.Thread(target=self._run, name="llmwiki-snapshot", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            entries = [e for e in datarefs.tree_entries(self._git, f"{REF}^{{tree}}")
+                       if e.name in SNAPSHOT and e.kind == "blob"]
+            if sum(max(e.size, 0) for e in entries) > MAX_SNAPSHOT_BYTES:
+                return
+            blobs = self._git.read_large_blobs(e.oid for e in entries)
+            self._blobs = {oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in blobs.items()}
+        except (GitError, OSError, ValueError):
+            pass
+
+    def blobs(self) -> dict[str, tuple[bytearray, str]]:
+        """Blob id -> (bytes, sha256) of what was read."""
+        self._thread.join()
+        return self._blobs
+
+
+def read_snapshot(git: Git, published: Published,
+                  prefetched: SnapshotPrefetch | None = None) -> dict[str, bytes | bytearray]:
     """The snapshot files of ``published`` (sizes bounded by `read`), each checked against
-    its sha256 in index.json; IndexRefError when one differs."""
-    wanted = {name: oid for name, (oid, _sha) in published.snapshot.items()}
-    blobs = git.read_blobs(wanted.values())
+    its sha256 in index.json; IndexRefError when one differs. ``prefetched``: blobs already
+    read (and hashed) in a thread, used where they are the ones ``published`` names."""
+    early = prefetched.blobs() if prefetched is not None else {}
+    wanted = [oid for oid, _sha in published.snapshot.values() if oid not in early]
+    blobs = {oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in git.read_large_blobs(wanted).items()}
     out = {}
     for name, (oid, sha) in published.snapshot.items():
-        data = blobs.get(oid)
-        if data is None or hashlib.sha256(data).hexdigest() != sha:
-            raise _refuse(published.commit, f"its {name} does not match its sha256 in index.json")
+        data, digest = early.get(oid) or blobs.get(oid) or (b"", "")
+        if digest != sha:
+            raise refuse(published.commit, f"its {name} does not match its sha256 in index.json")
         out[name] = data
     return out
-
-
-SCRATCH = ".incoming-"  # `materialize`'s scratch folders in the state folder: .incoming-<pid>-<hex>
-_SCRATCH_RE = re.compile(r"^\.incoming-(\d+)-[0-9a-f]+$")
-
-
-def _sweep_scratch(state: Path) -> None:
-    """Remove scratch folders left by a `materialize` that was killed (its pid is gone)."""
-    from ..gitstore.lock import sweep_dead
-
-    sweep_dead(state, _SCRATCH_RE)
-
-
-def materialize(state: Path, published: Published, files: dict[str, bytes]) -> tuple[Store, LexicalIndex]:
-    """The store and lexical index of a published snapshot, in memory, checked by their own
-    loaders (a scratch folder in ``state``, removed afterwards): the page table as
-    ``store.load`` checks any store, every row's vector from the ref, the lexical index with
-    every file's sha256 and its postings verified and one document per row. IndexRefError
-    for anything that fails. The caller saves them (`store.save`, `LexicalIndex.save`)."""
-    import secrets
-    import shutil
-
-    from ..errors import LexicalIndexError, StoreError
-    from . import store as store_mod
-    from .lexical import LEXICAL_DIR, LexicalIndex
-
-    why = published.commit
-    try:
-        meta = confine.load_json(files["store.json"], name="store.json")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _refuse(why, f"its store.json is not JSON ({str(exc)[:120]})") from exc
-    if not isinstance(meta, dict) or meta.get("fingerprint") != published.fingerprint \
-            or meta.get("dimensions") != published.dimensions:
-        raise _refuse(why, "its store.json is of another model than its vectors")
-    _sweep_scratch(state)
-    scratch = state / f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}"
-    scratch.mkdir(parents=True)
-    try:
-        # The page table alone (no vectors file: dimensions 0), checked as any store is.
-        table_only = {**meta, "dimensions": 0, "token": "00" * 16}
-        (scratch / store_mod.JSON_NAME).write_bytes(json.dumps(table_only, ensure_ascii=False).encode())
-        try:
-            shape = store_mod.load(scratch, repair=False)
-        except StoreError as exc:
-            raise _refuse(why, f"its store.json: {exc.message}") from exc
-        matrix = published.rows_for(shape.pages.row_hashes())
-        if matrix is None:
-            raise _refuse(why, "its store.json names chunks whose vector it does not hold")
-        (scratch / LEXICAL_DIR).mkdir()
-        for name, data in files.items():
-            if name.startswith("lexical."):
-                (scratch / LEXICAL_DIR / name.removeprefix("lexical.")).write_bytes(data)
-        crash_point("snapshot")  # the crash tests kill a reader here: its scratch folder is swept next time
-        try:
-            lexical = LexicalIndex.load(scratch / LEXICAL_DIR, mmap=False, verify=True)
-        except LexicalIndexError as exc:
-            raise _refuse(why, f"its lexical index: {exc}") from exc
-        if len(lexical) != shape.rows:
-            raise _refuse(why, f"its lexical index has {len(lexical)} chunks, its page table {shape.rows}")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    store = store_mod.build(published.fingerprint, shape.backend, shape.model, published.dimensions, list(shape.pages),
-                            matrix, now, shape.skipped, shape.names)
-    return store, lexical

@@ -46,7 +46,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -340,7 +340,6 @@ class LexicalIndex:
         unique = f"{os.getpid()}-{os.urandom(4).hex()}"
         tmp = parent / f".{folder.name}.tmp-{unique}"
         tmp.mkdir()  # not tempfile.mkdtemp: that one is 0700, this one follows the umask
-        old: Path | None = None
         try:
             files: dict[str, dict[str, Any]] = {}
             for name, array in self._arrays().items():
@@ -368,25 +367,28 @@ class LexicalIndex:
                 fh.write("\n")
                 fh.flush()
                 os.fsync(fh.fileno())
-            if folder.exists() or folder.is_symlink():
-                old = parent / f".{folder.name}.old-{unique}"
-                os.replace(folder, old)
-            try:
-                os.replace(tmp, folder)
-            except OSError:
-                if old is not None:
-                    os.replace(old, folder)
-                    old = None
-                raise
-            _fsync_dir(parent)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        if old is not None:
-            if old.is_dir() and not old.is_symlink():
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                old.unlink(missing_ok=True)
+        _swap_in(tmp, folder)
+
+    @classmethod
+    def install(cls, scratch: Path, folder: Path, sums: Mapping[str, str], docs: int) -> LexicalIndex:
+        """The index whose files the caller wrote (and fsynced) in the folder ``scratch``,
+        checked as ``load(verify=True)`` checks one -- each file's SHA-256 as the caller
+        computed it from the bytes it wrote (``sums``: file name -> hex digest, not hashed
+        again), the postings, ``docs`` documents -- then renamed to ``folder`` as `save`
+        replaces an index. LexicalIndexError, nothing renamed, for anything that fails."""
+        index = cls.load(scratch)
+        assert index._files is not None
+        for name in index._checked_files():
+            if sums.get(name) != index._files[name].get("sha256"):
+                raise LexicalIndexError(f"lexical index {scratch}: {name} does not match its checksum (corrupt index)")
+        index._check_postings(scratch)
+        if len(index) != docs:
+            raise LexicalIndexError(f"lexical index {scratch}: it has {len(index)} chunks, not {docs}")
+        _swap_in(scratch, folder)
+        return index
 
     @classmethod
     def load(
@@ -480,13 +482,20 @@ class LexicalIndex:
             index._verify(folder)
         return index
 
-    def _verify(self, folder: Path) -> None:
-        where = f"lexical index {folder}"
+    def _checked_files(self) -> list[str]:
+        """The files whose SHA-256 `meta.json` records and a verified load checks."""
         assert self._files is not None
-        for name in [*_ARRAYS, *(n for n in _UPDATE_ARRAYS if f"{n}.npy" in self._files)]:
-            filename = f"{name}.npy"
+        return [f"{name}.npy" for name in [*_ARRAYS, *(n for n in _UPDATE_ARRAYS if f"{n}.npy" in self._files)]]
+
+    def _verify(self, folder: Path) -> None:
+        assert self._files is not None
+        for filename in self._checked_files():
             if _sha256(folder / filename) != self._files[filename].get("sha256"):
-                raise LexicalIndexError(f"{where}: {filename} does not match its checksum (corrupt index)")
+                raise LexicalIndexError(f"lexical index {folder}: {filename} does not match its checksum (corrupt index)")
+        self._check_postings(folder)
+
+    def _check_postings(self, folder: Path) -> None:
+        where = f"lexical index {folder}"
         indptr, doc_ids, weights = self._indptr, self._doc_ids, self._weights
         problems = []
         if np.any(np.diff(indptr) < 0) or np.any(np.diff(self._term_offsets) < 0):
@@ -514,6 +523,34 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _swap_in(tmp: Path, folder: Path) -> None:
+    """Rename the complete index folder ``tmp`` to ``folder``, the old one renamed aside
+    first and removed afterwards (a reader finds the old index, the new one, or none)."""
+    import shutil  # noqa: PLC0415 - save-only import, kept off the query path
+
+    old: Path | None = None
+    try:
+        if folder.exists() or folder.is_symlink():
+            old = folder.parent / f".{folder.name}.old-{os.getpid()}-{os.urandom(4).hex()}"
+            os.replace(folder, old)
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if old is not None:
+                os.replace(old, folder)
+                old = None
+            raise
+        _fsync_dir(folder.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if old is not None:
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -179,21 +179,23 @@ class PageTable(Sequence[PageEntry]):
             if joined.count(SEP) != max(len(values) - 1, 0):
                 return None
             out[name] = joined.encode("utf-8", "surrogatepass")
-        incoming: dict[str, list[int]] = {}
-        for position, entry in enumerate(entries):
-            for target in dict.fromkeys(entry.links):
-                incoming.setdefault(target, []).append(position)
+        links = [t for e in entries for t in e.links]
+        link_counts = np.fromiter((len(e.links) for e in entries), dtype=np.int64, count=len(entries))
+        # The reversed graph: each distinct target in order of first appearance, the pages
+        # linking to it in store order, each once -- as (target, page) pairs sorted in numpy.
+        codes: dict[str, int] = {}
+        code = np.fromiter((codes.setdefault(t, len(codes)) for t in links), dtype=np.int64, count=len(links))
+        pages = max(len(entries), 1)
+        pairs = np.unique(code * pages + np.repeat(np.arange(len(entries), dtype=np.int64), link_counts))
         for name, values in (("titles", [e.title for e in entries]), ("summaries", [e.summary for e in entries]),
-                             ("hashes", [h for e in entries for h in e.hashes]),
-                             ("links", [t for e in entries for t in e.links]),
-                             ("dangling", [t for e in entries for t in e.dangling]),
-                             ("linkTargets", list(incoming))):
+                             ("hashes", [h for e in entries for h in e.hashes]), ("links", links),
+                             ("dangling", [t for e in entries for t in e.dangling]), ("linkTargets", list(codes))):
             out[name], out[f"{name}Ends"] = _Sliced.encode(values)
-        out["linkSourceCounts"] = np.array([len(v) for v in incoming.values()], dtype="<i8").tobytes()
-        out["linkSources"] = np.array([p for v in incoming.values() for p in v], dtype="<i8").tobytes()
+        out["linkSourceCounts"] = np.bincount(pairs // pages, minlength=len(codes)).astype("<i8").tobytes()
+        out["linkSources"] = (pairs % pages).astype("<i8").tobytes()
+        out["linkCounts"] = link_counts.astype("<i8").tobytes()
         for name, numbers in (("firstRows", [e.first_row for e in entries]),
                               ("hashCounts", [len(e.hashes) for e in entries]),
-                              ("linkCounts", [len(e.links) for e in entries]),
                               ("danglingCounts", [len(e.dangling) for e in entries])):
             out[name] = np.array(numbers, dtype="<i8").tobytes()
         return {name: out[name] for name in SECTIONS}

@@ -28,6 +28,7 @@ The URI is never printed: every message names it by `redact`.
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -145,6 +146,7 @@ class Database:
             self.conn = psycopg.connect(uri, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         except (psycopg.Error, ValueError) as exc:  # ValueError: not a connection string at all
             raise unavailable(uri, "is unreachable", exc) from None
+        self._closer = weakref.finalize(self, self.conn.close)
         self._registered = False
 
     def register(self) -> None:
@@ -159,12 +161,13 @@ class Database:
             self._registered = True
 
     def close(self) -> None:
-        self.conn.close()
+        self._closer()
 
-    def __del__(self) -> None:  # closed with its last user (views share it), never left open
-        conn = getattr(self, "conn", None)
-        if conn is not None:
-            conn.close()
+    # Closed with its last user (views share it), never left open. A finalizer rather than
+    # ``__del__``: when a workspace and its retrieval service, which refer to each other, are
+    # collected as a cycle, the garbage collector runs weakref finalizers before any object's
+    # ``__del__``, so the connection is closed before psycopg's own ``__del__`` sees it open
+    # (which it reports as a ResourceWarning, an error in the tests).
 
 
 def open_vectors(uri: str, fingerprint: str, dimensions: int, *, create: bool) -> SharedVectors:

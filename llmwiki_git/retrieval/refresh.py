@@ -66,6 +66,7 @@ class Plan:
     """What a refresh would embed: chunk hash -> text of chunks with no vector yet."""
 
     missing: dict[str, str] = field(default_factory=dict)
+    known: set[str] = field(default_factory=set)  # the chunks it holds: the build that follows asks no more
 
 
 def plan(pages: list[IndexedPage], vectors: VectorIndex) -> Plan:
@@ -76,7 +77,7 @@ def plan(pages: list[IndexedPage], vectors: VectorIndex) -> Plan:
     for chunk_hash, text in hashes:
         if chunk_hash not in known:
             missing.setdefault(chunk_hash, text)
-    return Plan(missing)
+    return Plan(missing, known)
 
 
 def stale_warning(stale: Staleness, missing: int, bound: int) -> dict[str, str]:

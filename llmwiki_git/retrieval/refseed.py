@@ -5,6 +5,7 @@ so that service.py stays one job (and under the size the shape test allows)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +14,6 @@ from ..errors import BEST_EFFORT_ERRORS, StoreError
 from . import store as store_mod
 from .chunking import store_fingerprint
 from .embedders import Embedder
-from .lexical import LEXICAL_DIR
 from .loaded import Loaded
 from .pagetable import PageTable
 from .store import Store
@@ -71,7 +71,14 @@ def publish(r: Retrieval) -> indexref.Publication:
     from . import indexref
 
     assert r.git is not None
-    return indexref.publish(r.git, store_mod.load(r.state), indexref.snapshot_files(r.state))
+    shared = bool(r.vector_store)  # the vectors are in the team's store: the snapshot alone is published
+    store = store_mod.load(r.state, vector_store=r.vector_store)
+    try:
+        return indexref.publish(r.git, store, indexref.snapshot_files(r.state, r.git), shared=shared)
+    finally:  # the shared store's connection closed now, not whenever a refusal's traceback lets it go
+        db = getattr(store.vectors, "db", None)
+        if db is not None:
+            db.close()
 
 def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None:
     """No usable store, but ``refs/llmwiki/index`` of the active model (a fresh clone after
@@ -92,6 +99,7 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
         return None  # said by the lexical path's warning: no store, no model
     if embedder is None:
         return None
+    prefetch = indexref.SnapshotPrefetch(r.git)  # the snapshot read on the other core while the vectors are checked
     try:
         published = indexref.read(r.git, fingerprint=store_fingerprint(embedder.fingerprint),
                                   dimensions=embedder.dimension)
@@ -100,8 +108,14 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
         return None
     if published is None:
         return None
+    if published.vector_store:  # a snapshot whose vectors are in a shared store this clone does not use
+        warnings.append({"code": "index-ref-refused",
+                         "message": f"{indexref.REF} holds the page table and lexical index of an index whose vectors "
+                                    "are in the team's shared vector store, and LLMWIKI_VECTOR_STORE is not set "
+                                    "(docs/team.md); nothing was taken from it"})
+        return None
     if published.snapshot:
-        restored = restore_snapshot(r, published, warnings)
+        restored = restore_snapshot(r, published, warnings, prefetch)
         if restored is not None:
             return restored
     wiki = r._load_wiki()
@@ -130,32 +144,66 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
                                                 "they are found lexically until `llmwiki index` embeds them"}]
     return Loaded(memory, lexical, embedder, warnings + (stale if missing else []))
 
-def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list[dict[str, str]]) -> Loaded | None:
-    """The store and lexical index the ref's snapshot holds, checked and saved (under the
-    lock, while there is still no usable store), then followed to the live pages like any
-    store (only the pages that differ from the publisher's are read). None: refused (a
-    warning added) or not saved; the caller builds from the pages and the ref's vectors."""
-    from ..errors import IndexRefError, LlmwikiError
-    from ..gitstore.lock import repository_lock
+def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list[dict[str, str]],
+                     prefetch: indexref.SnapshotPrefetch | None = None) -> Loaded | None:
+    """The store and lexical index the ref's snapshot holds, checked and written (under the
+    lock, while there is still no usable store: refrestore.py), then followed to the live
+    pages like any store (only the pages that differ from the publisher's are read). None:
+    refused (a warning added) or not written; the caller builds from the pages and the
+    ref's vectors. A local index of a shared store that is down now is never replaced."""
+    return _restore_and_follow(r, published, prefetch, warnings, lambda code: code != "vector-store-unavailable")
+
+
+def restore_shared(r: Retrieval, embedder: Embedder, warnings: list[dict[str, str]]) -> Loaded | None:
+    """A fresh clone with a shared store configured and no local index (docs/team.md): the
+    page table and lexical index CI published on refs/llmwiki/index beside the shared store
+    (`indexref.payload` with ``shared``), checked and written as a store whose vectors are the
+    shared store's (refrestore.py), then followed to the live pages. None when there is no
+    such snapshot (or it is refused: a warning added, or cannot be written): the caller
+    builds the page table from the pages."""
+    from ..errors import IndexRefError
     from . import indexref
 
-    assert r.git is not None
+    if r.git is None or r.git.object_id(indexref.REF) is None:
+        return None
     try:
-        store, lexical = indexref.materialize(r.state, published, indexref.read_snapshot(r.git, published))
+        published = indexref.read(r.git, fingerprint=store_fingerprint(embedder.fingerprint),
+                                  dimensions=embedder.dimension)
     except IndexRefError as exc:
         warnings.append({"code": "index-ref-refused", "message": exc.message})
         return None
+    if published is None or not published.vector_store:
+        return None  # a ref of vectors: the shared store's are used, and the pages read
+    return _restore_and_follow(r, published, None, warnings, lambda code: code == "embedding-store-missing")
+
+
+def _restore_and_follow(r: Retrieval, published: indexref.Published, prefetch: indexref.SnapshotPrefetch | None,
+                        warnings: list[dict[str, str]], replaces: Callable[[str], bool]) -> Loaded | None:
+    """Write ``published``'s snapshot as the local index, under the lock, if the store in
+    place is still unusable for a reason (its error code) that ``replaces`` accepts; then
+    load what is there and follow the wiki from it. None: refused (a warning added), not
+    written, or not loadable."""
+    from ..errors import IndexRefError, LlmwikiError
+    from ..gitstore.lock import repository_lock
+    from . import indexref, refrestore
+
+    assert r.git is not None
     try:
+        files = indexref.read_snapshot(r.git, published, prefetch)
         with repository_lock(r.git, r.state, timeout=2.0):
             try:
-                store_mod.load(r.state)
-            except StoreError:  # still none: ours to write (the lexical index first, the store's json last)
-                lexical.save(r.state / LEXICAL_DIR)
-                store_mod.save(r.state, store)
+                store_mod.load(r.state, vector_store=r.vector_store)
+            except StoreError as exc:  # still none (or an unusable one): ours to write
+                if not replaces(exc.code):
+                    return None
+                refrestore.restore(r.state, published, files)
+    except IndexRefError as exc:
+        warnings.append({"code": "index-ref-refused", "message": exc.message})
+        return None
     except (LlmwikiError, OSError):
         return None
-    files = r._load_files()
-    if files is None:
+    loaded = r._load_files()
+    if loaded is None:
         return None
-    r._warm = (r._stamps(), r._embedder_key(), files)
-    return r._follow_wiki(Loaded(files.store, files.lexical, files.embedder, list(files.warnings)))
+    r._warm = (r._stamps(), r._embedder_key(), loaded)
+    return r._follow_wiki(Loaded(loaded.store, loaded.lexical, loaded.embedder, list(loaded.warnings)))

@@ -118,13 +118,6 @@ class Retrieval:
             from ..errors import UsageError
 
             raise UsageError("--publish and --fetch keep the index on a git ref: run them inside a git repository")
-        if publish and self.vector_store:  # the vectors live in the team's database, not in this folder's bin
-            from ..errors import UsageError
-
-            raise UsageError("--publish shares a local index through git, but this index keeps its vectors in the "
-                             "shared store (LLMWIKI_VECTOR_STORE)",
-                             hint="a team with a shared store needs no published index (docs/team.md); "
-                                  "unset LLMWIKI_VECTOR_STORE to publish a local one")
         # Under the project lock: two writers must not interleave the store's files.
         with repository_lock(self.git, self.state):
             if full and fetch:
@@ -284,10 +277,12 @@ class Retrieval:
         return Loaded(memory, lexical, None, warnings)
 
     def _from_shared_store(self) -> Loaded | list[dict[str, str]]:
-        """No local index, a shared store configured (docs/team.md): start from an empty page
-        table over the shared vectors of the active model, so that following the wiki
-        (`_follow_wiki`) finds every page added, reuses the vectors the store holds and embeds
-        only chunks it lacks (this clone's own changes). The warnings when it cannot."""
+        """No local index, a shared store configured (docs/team.md): the snapshot the team's CI
+        published on refs/llmwiki/index (its page table and lexical index, the vectors the
+        shared store's: `refseed.restore_shared`), else an empty page table over the shared
+        vectors of the active model; then following the wiki (`_follow_wiki`) reads only the
+        pages that differ, reuses the vectors the store holds and embeds only chunks it lacks
+        (this clone's own changes). The warnings when it cannot."""
         from .pagetable import PageTable
         from .pgvectors import open_vectors
 
@@ -297,18 +292,22 @@ class Retrieval:
             return [{"code": "embedding-degraded", "message": f"{exc}; ranked lexically from the live pages"}]
         if embedder is None:
             return []
+        said: list[dict[str, str]] = []
+        restored = refseed.restore_shared(self, embedder, said)
+        if restored is not None:
+            return restored
         fingerprint = store_fingerprint(embedder.fingerprint)
         try:
             vectors = open_vectors(self.vector_store or "", fingerprint, embedder.dimension, create=False)
         except StoreError as exc:
-            return [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages"}]
+            return said + [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages"}]
         if vectors.table is None:
             vectors.db.close()
-            return [{"code": "vector-store-empty",
+            return said + [{"code": "vector-store-empty",
                      "message": f"the shared vector store {vectors.label} holds no vectors of {fingerprint!r}; "
                                 "ranked lexically until `llmwiki index` runs against it (docs/team.md)"}]
         empty = Store(fingerprint, embedder.name, embedder.model, PageTable([]), vectors, "")
-        return self._follow_wiki(Loaded(empty, None, embedder, []))
+        return self._follow_wiki(Loaded(empty, None, embedder, said))
     def _load_files(self) -> Loaded | None:
         """The store, lexical index and embedder as their files are (None: no usable store)."""
         warnings: list[dict[str, str]] = []
@@ -367,9 +366,10 @@ class Retrieval:
         wiki = self._load_wiki()
         pages, skipped = indexer.read_pages(wiki)
         can_embed = loaded.embedder is not None or not store.dimensions
-        missing = refresh.plan(pages, store.vectors).missing if store.dimensions else {}
-        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(store, pages, skipped, loaded.embedder,
-                                                                                               indexer.names_digest(wiki)):
+        planned = refresh.plan(pages, store.vectors) if store.dimensions else refresh.Plan()
+        missing = planned.missing
+        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(
+                store, pages, skipped, loaded.embedder, indexer.names_digest(wiki), planned.known):
             try:
                 fresh = store_mod.load(self.state, vector_store=self.vector_store)
                 lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
@@ -417,7 +417,7 @@ class Retrieval:
         return Loaded(memory, new_lexical, loaded.embedder, warnings)
 
     def _save_refresh(self, store: Store, pages: list[indexer.IndexedPage], skipped: dict[str, str],
-                      embedder: Embedder | None, names: str) -> bool:
+                      embedder: Embedder | None, names: str, known: set[str] | None = None) -> bool:
         """Save the refreshed index under the project lock (a short wait at most: a read
         never queues behind a long `llmwiki index`). False when it could not be saved."""
         from ..errors import LlmwikiError
@@ -427,7 +427,7 @@ class Retrieval:
         try:
             with repository_lock(self.git, self.state, timeout=2.0):
                 indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store, names=names,
-                              vector_store=self.vector_store)
+                              vector_store=self.vector_store, known=known)
         except (LlmwikiError, OSError):
             return False
         return True

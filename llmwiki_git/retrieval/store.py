@@ -33,7 +33,8 @@ import json
 import os
 import stat
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,10 +228,12 @@ def _json_stamp(info: os.stat_result) -> bytes:
     return SIDE_STAMP.pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def _write_sidecar(folder: Path, stamp: bytes, meta: dict[str, Any], table: PageTable) -> None:
+def _write_sidecar(folder: Path, stamp: bytes, meta: dict[str, Any], table: PageTable,
+                   encoded: dict[str, bytes] | None = None) -> None:
     """Write ``embeddings.pages`` for the json of ``stamp`` (none when a page id, path or
-    blob holds a NUL: that store is read from the json)."""
-    sections = table.encode()
+    blob holds a NUL: that store is read from the json); ``encoded``: ``table.encode()``
+    made already."""
+    sections = encoded if encoded is not None else table.encode()
     if sections is None:
         return
     head = json.dumps({"meta": {k: v for k, v in meta.items() if k != "pages"},
@@ -382,6 +385,65 @@ def _parse_json(raw: bytes) -> tuple[Any, PageTable, str | None]:
         meta = confine.load_json(raw, name=f".llmwiki/{JSON_NAME}")
     except ValueError as exc:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt") from exc
+    return _table_of(meta)
+
+
+def checked_table(meta: Any) -> PageTable:
+    """The page table of the parsed ``embeddings.json`` ``meta`` (a published one, restored),
+    checked as `load` checks a store's (shapes, rows, sizes); StoreError otherwise."""
+    meta, table, problem = _table_of(meta)
+    if not isinstance(meta, dict) or meta.get("version") != VERSION:
+        raise StoreError(f"{JSON_NAME} has an unknown format version", "embedding-index-outdated")
+    try:
+        problem = problem or _size_problem(table, int(meta["rows"]), int(meta["dimensions"]))
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise StoreError(f"{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
+    if problem is not None:
+        raise StoreError(f"{JSON_NAME} is corrupt ({problem})", "embedding-store-corrupt")
+    return table
+
+
+def save_restored(folder: Path, raw: bytes | bytearray, meta: dict[str, Any], table: PageTable, rows: int,
+                  write_rows: Callable[[Callable[[memoryview], object]], str], local: dict[str, Any],
+                  alongside: Callable[[], object] | None = None) -> None:
+    """Write a store restored from a published one (indexref.py): ``raw`` is its
+    ``embeddings.json`` without what one copy holds alone (token, vectors digest, time),
+    ``meta`` and ``table`` what `checked_table` read from it; ``write_rows`` writes the
+    bin's ``rows`` vectors and returns their digest; ``local``: more keys of this copy (a
+    shared store's). The json is written as published with those keys put in front, not
+    encoded again; files in `save`'s order (the bin, the json, the sidecar). The bin is
+    written in a thread (widening, hashing and writing leave the interpreter free) while
+    ``alongside`` runs (the lexical index, written before the json as `build` does) and the
+    sidecar is encoded; an error of either is raised before the json is written."""
+    import secrets
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not raw.startswith(b"{") or not meta:
+        raise StoreError(f"{JSON_NAME} is not a JSON object", "embedding-store-corrupt")
+    token = secrets.token_bytes(16)
+    digest = ""
+
+    def write_bin(handle: Any) -> None:
+        nonlocal digest
+        handle.write(HEADER.pack(MAGIC, token, rows, int(meta["dimensions"])))
+        digest = write_rows(handle.write)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="llmwiki-restore-bin") as pool:
+        written = pool.submit(_atomic_write, folder / BIN_NAME, write_bin)
+        if alongside is not None:
+            alongside()
+        sections = table.encode()
+        written.result()  # its error, if any, raised here: before the json
+    crash_point("store")
+    added = {"token": token.hex(), "vectorsDigest": digest,
+             "updatedAt": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **local}
+    data = json.dumps(added, ensure_ascii=False, separators=(",", ":"))[:-1].encode() + b"," + raw[1:]
+    _remove(folder / SIDE_NAME)
+    _atomic_write(folder / JSON_NAME, lambda h: h.write(data))
+    _write_sidecar(folder, _json_stamp(os.stat(folder / JSON_NAME)), {**meta, **added}, table, sections)
+
+
+def _table_of(meta: Any) -> tuple[Any, PageTable, str | None]:
     if not isinstance(meta, dict) or meta.get("version") != VERSION:
         return meta, PageTable([]), None
     try:

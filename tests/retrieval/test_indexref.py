@@ -169,6 +169,74 @@ def test_without_a_usable_snapshot_the_first_context_reads_the_pages(origin, tmp
         assert "store.json is of another model" in pack["warnings"][0]["message"]
 
 
+def test_a_restored_store_is_the_published_one_and_local_keys_are_refused(origin, tmp_path: Path) -> None:
+    """The first `context` writes the published page table and lexical files as they are (the
+    store's json is the published one with this copy's token, digest and time in front); a
+    snapshot whose store.json carries such keys itself (a forger's token) is refused."""
+    publisher, bare, _prefix, env, requests = origin
+    assert publisher.llmwiki("index", "--publish", env=env).returncode == 0
+    publisher.git("push", "-q", "origin", REF)
+    fresh = clone(bare, tmp_path / "fresh")
+    fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
+    git = Git(fresh.root)
+    published = {name: git.read_blob(f"{REF}:{name}") for name in fresh.git("ls-tree", "--name-only", REF).split()}
+    assert json.loads(fresh.llmwiki("context", "apple", "--json", env=env).stdout)["warnings"] == []
+    state = fresh.root / ".llmwiki"
+    restored = json.loads((state / "embeddings.json").read_bytes())
+    assert {k: v for k, v in restored.items() if k not in ("token", "vectorsDigest", "updatedAt")} \
+        == json.loads(published["store.json"])
+    for name in (n for n in published if n.startswith("lexical.")):
+        assert (state / "bm25" / name.removeprefix("lexical.")).read_bytes() == published[name]
+    assert not [p.name for p in state.iterdir() if p.name.startswith(".incoming-")]
+
+    again = clone(bare, tmp_path / "again")
+    again.git("fetch", "-q", "origin", f"{REF}:{REF}")
+    table = json.loads(published["store.json"])
+    without_snapshot(again, {"store.json": json.dumps({"token": "00" * 16, **table}).encode()})
+    seen = len(requests)
+    pack = json.loads(again.llmwiki("context", "apple trees pruned", "--json", env=env).stdout)
+    assert [w["code"] for w in pack["warnings"]] == ["index-ref-refused"]
+    assert "only a local store holds (token)" in pack["warnings"][0]["message"]
+    assert embedded(requests, seen) == ["apple trees pruned"]  # the ref's vectors still used
+
+
+def test_a_clone_of_the_published_commit_reads_no_page(origin, tmp_path: Path) -> None:
+    """The generated index page an index run rewrites in the publisher's work tree (and does
+    not commit, as in CI) is published as HEAD holds it, so a clone of HEAD finds nothing to
+    follow: its first `context` scans no page (no scan cache written)."""
+    publisher, bare, prefix, env, _requests = origin
+    if prefix != "wiki/":
+        pytest.skip("only the wiki layout has a generated index page")
+    publisher.git("rm", "-q", "wiki/index.md")
+    publisher.commit("the generated index is not committed")
+    publisher.git("push", "-q", "origin", "main")
+    assert publisher.llmwiki("index", "--publish", env=env).returncode == 0
+    assert (publisher.root / "wiki" / "index.md").is_file()  # written in the work tree, untracked
+    publisher.git("push", "-q", "origin", REF)
+    fresh = clone(bare, tmp_path / "fresh")
+    fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
+    assert json.loads(fresh.llmwiki("context", "apple", "--json", env=env).stdout)["warnings"] == []
+    scans = Path(fresh.git("rev-parse", "--git-common-dir").strip())
+    scans = (scans if scans.is_absolute() else fresh.root / scans) / "llmwiki" / "check"
+    assert not scans.is_dir() or not any(scans.iterdir())
+
+
+def test_with_a_published_index_and_no_store_the_local_model_starts_at_once(git: Git, repo: Repo) -> None:
+    """A fresh clone's first `context` ranks the restored vectors with the local model, so the
+    model starts loading in its thread as with a store of vectors (not after the restore)."""
+    from llmwiki_git.workspace import Workspace
+
+    local = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
+    preload = Workspace.open(repo.root, environ=local).preload_model()
+    assert preload is not None and preload.take() is None  # no store, no ref: nothing to rank with
+    git.update_ref(REF, datarefs.commit_files(git, good_files(), None, "index"), "")
+    preload = Workspace.open(repo.root, environ=local).preload_model()
+    assert preload is not None
+    model = preload.take()
+    preload.settle()
+    assert model is not None and getattr(model, "_session") is not None
+
+
 def test_a_ref_of_another_model_is_refused_and_nothing_is_lost(origin, tmp_path: Path) -> None:
     publisher, bare, _prefix, env, requests = origin
     assert publisher.llmwiki("index", "--publish", env=env).returncode == 0

@@ -12,7 +12,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from llmwiki_git.gitstore.git import Git
+
 from ..conftest import Repo, copy_demo
+from .test_indexref import REF, without_snapshot
 
 LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
 PROMPTS = ("two programs moving the same branch at once: who wins?", "what does a blob store", "review a change")
@@ -107,15 +110,59 @@ def test_a_wrong_or_unreachable_store_is_an_error_for_index_and_a_warning_for_re
     assert pack["primary"][0]["id"] == "concepts/blobs"
 
 
-def test_publish_refuses_an_index_whose_vectors_live_in_the_shared_store(origin: Repo, pg_uri: str) -> None:
-    """Publishing to refs/llmwiki/index writes the local bin's vectors; with a shared store
-    that bin holds only the overlay, so the published index would be empty: refused first."""
-    proc = origin.llmwiki("index", "--publish", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri})
-    assert proc.returncode == 2, proc.stderr
-    assert "shared store" in proc.stderr and "docs/team.md" in proc.stderr
-    assert "password" not in proc.stderr and pg_uri not in proc.stderr
-    assert origin.git("for-each-ref", "refs/llmwiki/") == ""  # nothing published
-    assert not (origin.root / ".llmwiki" / "embeddings.json").exists()  # refused before any work
+def retitle(repo: Repo, page_id: str, title: str) -> None:
+    """Rewrite the clone's refs/llmwiki/index with one page's title changed in its snapshot
+    (its sha256 in index.json made to match): a title no page of the work tree holds."""
+    git = Git(repo.root)
+    table = json.loads(git.read_blob(f"{REF}:store.json"))
+    for entry in table["pages"]:
+        if entry["pageId"] == page_id:
+            entry["title"] = title
+    without_snapshot(repo, {"store.json": json.dumps(table, separators=(",", ":")).encode()})
+
+
+def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(origin: Repo, pg_uri: str, tmp_path: Path) -> None:
+    """With a shared store, `index --publish` writes the page table and lexical index alone
+    (the vectors stay in the database). A fresh clone with the setting restores them instead
+    of reading every page -- a title only the snapshot holds is the one its first `context`
+    reports -- and ranks with the shared vectors; without the setting the ref is declined."""
+    ci = {**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}
+    proc = origin.llmwiki("index", "--publish", "--json", env=ci)
+    assert proc.returncode == 0, proc.stderr
+    published = json.loads(proc.stdout)["published"]
+    assert published["changed"] and published["shared"] and published["chunks"] == 0
+    meta = json.loads(origin.git("cat-file", "blob", f"{REF}:index.json"))
+    assert meta["vectorStore"] == "postgresql" and meta["chunks"] == 0 and "store.json" in meta["snapshot"]
+    assert origin.git("cat-file", "-s", f"{REF}:vectors").strip() == "0"
+    again = json.loads(origin.llmwiki("index", "--publish", "--json", env=ci).stdout)["published"]
+    assert not again["changed"] and again["commit"] == published["commit"]
+
+    # A push after the publish, indexed by CI (not published): the clone takes its vector from the store
+    origin.write("wiki/concepts/trees.md", (origin.root / "wiki/concepts/trees.md").read_text() + "\nA pushed line.\n")
+    origin.commit("a change pushed after the publish")
+    assert origin.llmwiki("index", env=ci).returncode == 0
+    member = clone(origin, tmp_path / "member")
+    member.git("fetch", "-q", "origin", f"{REF}:{REF}")
+    retitle(member, "concepts/blobs", "Blobs, as the snapshot says")
+    team = {**LOCAL, "LLMWIKI_VECTOR_STORE": reader(pg_uri)}
+    pack = context(member, PROMPTS[1], team)
+    assert pack["warnings"] == [] and pack["primary"][0]["id"] == "concepts/blobs"
+    assert pack["primary"][0]["title"] == "Blobs, as the snapshot says"  # the page itself was not read
+    assert "semantic-chunk" in pack["primary"][0]["reasons"]  # ranked with the shared vectors
+    stored = json.loads((member.root / ".llmwiki" / "embeddings.json").read_text())
+    assert stored["vectorStore"] == "postgresql" and stored["overlay"] == []  # nothing embedded here
+    # The member's own edit is embedded here (a reader's role): such an index is not published
+    member.write("wiki/concepts/blobs.md", (member.root / "wiki/concepts/blobs.md").read_text() + "\nA sealed envelope.\n")
+    assert context(member, "sealed envelope", team)["warnings"] == []
+    proc = member.llmwiki("index", "--publish", env=team)
+    assert proc.returncode != 0 and "not in the shared store" in proc.stderr, proc.stderr
+
+    solo = clone(origin, tmp_path / "solo")  # no setting: the ref's vectors are elsewhere
+    solo.git("fetch", "-q", "origin", f"{REF}:{REF}")
+    pack = context(solo, PROMPTS[1], LOCAL)
+    refused = [w["message"] for w in pack["warnings"] if w["code"] == "index-ref-refused"]
+    assert refused and "LLMWIKI_VECTOR_STORE is not set" in refused[0]
+    assert pack["primary"][0]["id"] == "concepts/blobs"  # ranked lexically from the live pages
 
 
 def test_status_reads_an_index_whose_vectors_live_in_the_shared_store(origin: Repo, pg_uri: str) -> None:

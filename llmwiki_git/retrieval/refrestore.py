@@ -1,0 +1,103 @@
+"""A fresh clone's store written from the snapshot of ``refs/llmwiki/index`` (indexref.py):
+the page table, the lexical index and the vectors of a published store, checked as their own
+loaders check them and written in the forms the normal read maps -- without decoding and
+encoding them again. Measured (docs/benchmarks.md, issue 29): the first `context` of a fresh
+clone pays this once; the files it writes are the ones every later call memory-maps.
+
+* the page table: ``store.json`` parsed and checked once (`store.checked_table`), then
+  written as it was published with this copy's keys in front (its token, the vectors'
+  digest, the time) and the page-table sidecar made from it;
+* the lexical index: its files written as published into a scratch folder of the state
+  folder, each already checked against its sha256 in ``index.json`` (which must be the
+  sha256 its own ``meta.json`` records), its postings checked, then renamed into place;
+* the vectors: each row of the page table taken from the ref's float16 rows, widened and
+  normalised a block at a time straight into ``embeddings.bin`` (no float32 copy of the
+  whole ref in memory), their digest computed as they are written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from .. import confine
+from ..errors import IndexRefError, LexicalIndexError, StoreError
+from ..gitstore.transaction import crash_point
+from . import store as store_mod
+from .indexref import Published, refuse
+from .lexical import LEXICAL_DIR, LexicalIndex
+
+SCRATCH = ".incoming-"  # scratch folders in the state folder: .incoming-<pid>-<hex>
+_SCRATCH_RE = re.compile(r"^\.incoming-(\d+)-[0-9a-f]+$")
+LOCAL_KEYS = ("token", "vectorsDigest", "updatedAt", "vectorStore", "overlay")  # one copy's, never published
+
+
+def sweep_scratch(state: Path) -> None:
+    """Remove scratch folders left by a restore that was killed (its pid is gone)."""
+    from ..gitstore.lock import sweep_dead
+
+    sweep_dead(state, _SCRATCH_RE)
+
+
+def restore(state: Path, published: Published, files: dict[str, bytes | bytearray]) -> None:
+    """Write the store and lexical index of ``published``'s snapshot (``files``, read and
+    checked against their sha256 by `indexref.read_snapshot`) into ``state``. The caller
+    holds the repository lock and found no usable store. A snapshot of a shared store's
+    index (``published.vector_store``) is written as such a store: its vectors are the
+    shared store's, its bin holds none. IndexRefError, and no store written, for anything
+    that fails a check."""
+    why = published.commit
+    raw = files["store.json"]
+    try:
+        meta = confine.load_json(raw, name="store.json")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise refuse(why, f"its store.json is not JSON ({str(exc)[:120]})") from exc
+    if not isinstance(meta, dict) or meta.get("fingerprint") != published.fingerprint \
+            or meta.get("dimensions") != published.dimensions:
+        raise refuse(why, "its store.json is of another model than its vectors")
+    local = sorted(set(LOCAL_KEYS) & set(meta))
+    if local or not raw.startswith(b"{"):
+        raise refuse(why, f"its store.json holds what only a local store holds ({', '.join(local) or 'not an object'})")
+    try:
+        table = store_mod.checked_table(meta)
+    except StoreError as exc:
+        raise refuse(why, f"its store.json: {exc.message}") from exc
+    shared = bool(published.vector_store)  # the vectors are in the team's shared store: the bin holds none
+    at = published.positions(table.row_hashes()) if not shared else np.zeros(0, dtype=np.int64)
+    if at is None:
+        raise refuse(why, "its store.json names chunks whose vector it does not hold")
+    sweep_scratch(state)
+    store_mod.save_restored(state, raw, meta, table, len(at), lambda write: published.write_rows(at, write),
+                            {"vectorStore": store_mod.SHARED_KIND, "overlay": []} if shared else {},
+                            alongside=lambda: _install_lexical(state, published, files, table.rows))
+
+
+def _install_lexical(state: Path, published: Published, files: dict[str, bytes | bytearray], docs: int) -> None:
+    """The snapshot's lexical files, written to a scratch folder, checked, renamed to
+    ``state/bm25`` (`LexicalIndex.install`)."""
+    scratch = state / f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}"
+    scratch.mkdir(parents=True)
+    try:
+        for name, data in files.items():
+            if name.startswith("lexical."):
+                with open(scratch / name.removeprefix("lexical."), "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+        crash_point("snapshot")  # the crash tests kill a reader here: its scratch folder is swept next time
+        sums = {name.removeprefix("lexical."): sha for name, (_oid, sha) in published.snapshot.items()
+                if name.startswith("lexical.")}
+        try:
+            LexicalIndex.install(scratch, state / LEXICAL_DIR, sums, docs)
+        except LexicalIndexError as exc:
+            raise refuse(published.commit, f"its lexical index: {exc}") from exc
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+__all__ = ["IndexRefError", "SCRATCH", "restore", "sweep_scratch"]
