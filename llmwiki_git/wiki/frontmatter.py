@@ -35,11 +35,16 @@ _BAD = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"  # line 
 # excepted: JSON pairs two of them into one character, YAML does not).
 _ESCAPE = r'\\(?:["\\/bfnrt]|u(?![dD][89abAB])[0-9a-fA-F]{4})'
 _QUOTED = rf'"(?:[^"\\{_BAD}]|{_ESCAPE})*"|\'[^\'{_BAD}]*\''
-_PLAIN = r"[A-Za-z][A-Za-z0-9_.()-]*(?: [A-Za-z0-9_.()-]+)*"
+_PLAIN = r"[A-Za-z][A-Za-z0-9_./()-]*(?: [A-Za-z0-9_./()-]+)*"
 _SCALAR = re.compile(rf"(?:{_QUOTED}|{_PLAIN})")
 _FLOW = re.compile(rf"\[ *(?:(?:{_QUOTED}|{_PLAIN})(?: *, *(?:{_QUOTED}|{_PLAIN}))*)? *\]")
 _FLOW_ITEM = re.compile(rf"{_QUOTED}|{_PLAIN}")
 _ITEM = re.compile(r"( *)- +(.*?) *")
+# One level of mapping under a key (compile's ``sourceBlobs:``, a source path to its blob id):
+# indented plain keys, each with a value of the subset or a git object id.
+_ENTRY = re.compile(r"( +)([A-Za-z_][A-Za-z0-9_./-]*): +(.*?) *")
+_OBJECT_ID = re.compile(r"[0-9a-f]{7,64}")
+_NUMBER_LIKE = re.compile(r"[0-9]+|0b[01]+")  # what YAML 1.1 reads as an integer among hex digits
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _INT = re.compile(r"0|[1-9][0-9]{0,8}")
 _NOT_STRINGS = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split())
@@ -63,6 +68,14 @@ def _simple_scalar(text: str) -> Any:
         except ValueError:
             return _MISS
     return int(text) if _INT.fullmatch(text) else _MISS
+
+
+def _entry_value(text: str) -> Any:
+    """A nested entry's value: a scalar of the subset, or a git object id (hex digits that
+    YAML 1.1 reads as a string: not all decimal digits, not ``0b`` and binary digits)."""
+    if _OBJECT_ID.fullmatch(text):
+        return _MISS if _NUMBER_LIKE.fullmatch(text) else text
+    return _simple_scalar(text)
 
 
 def _flow_items(text: str) -> list[str] | None:
@@ -107,6 +120,22 @@ def _simple_yaml(raw: str) -> dict[str, Any] | None:
                     return None
                 items.append(value)
                 i += 1
+            if not items and i < len(lines) and lines[i].startswith(" "):
+                entries: dict[str, Any] = {}
+                while i < len(lines):
+                    entry = _ENTRY.fullmatch(lines[i])
+                    if entry is None or (indent is not None and entry[1] != indent):
+                        break
+                    indent = entry[1]
+                    value = _entry_value(entry[3])
+                    if value is _MISS or entry[2] in entries or entry[2] in _NOT_STRINGS:
+                        return None
+                    entries[entry[2]] = value
+                    i += 1
+                if not entries:
+                    return None
+                data[match[1]] = entries
+                continue
             data[match[1]] = items if items else None
         elif text[0] == "[":
             if not _FLOW.fullmatch(text):
