@@ -150,7 +150,8 @@ class Retrieval:
         """`index` reading only the pages that changed since the saved index, when it is
         usable: same model, lexical index with its term frequencies, vectors trusted (the
         index a read's refresh keeps current the same way, `_follow_by_difference`). At
-        10,000 pages a 100-page change costs 2-3 s instead of 7-18 s (benchmarks/reindex.py). (None, {}, {}) when the whole wiki must be read."""
+        10,000 pages a 100-page change costs 2-3 s instead of 7-18 s (benchmarks/reindex.py).
+        (None, {}, {}) when the whole wiki must be read."""
         from . import indexer
 
         fingerprint = store_fingerprint(embedder.fingerprint) if embedder is not None else indexer.NO_EMBEDDINGS
