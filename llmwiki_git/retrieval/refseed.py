@@ -20,6 +20,7 @@ from .store import Store
 
 if TYPE_CHECKING:  # indexref (and tempfile) only when a ref is used: not on a plain `context`
     from . import indexer, indexref
+    from ..gitstore.git import Git
     from .service import Retrieval
 
 
@@ -86,7 +87,6 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
     live pages with the ref's vectors, embedding only chunks it lacks, and saved when they
     are few (`refresh.ON_THE_FLY_CHUNKS`); else ranked from memory, the rest lexically.
     None (a warning added when the ref is refused): rank lexically as without it."""
-    from ..errors import IndexRefError
     from ..gitstore.lock import repository_lock
     from . import indexer, indexref
     from .chunking import content_hash
@@ -100,12 +100,7 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
     if embedder is None:
         return None
     prefetch = indexref.SnapshotPrefetch(r.git)  # the snapshot read on the other core while the vectors are checked
-    try:
-        published = indexref.read(r.git, fingerprint=store_fingerprint(embedder.fingerprint),
-                                  dimensions=embedder.dimension)
-    except IndexRefError as exc:
-        warnings.append({"code": "index-ref-refused", "message": exc.message})
-        return None
+    published = _read_ref(r.git, embedder, warnings)
     if published is None:
         return None
     if published.vector_store:  # a snapshot whose vectors are in a shared store this clone does not use
@@ -161,20 +156,27 @@ def restore_shared(r: Retrieval, embedder: Embedder, warnings: list[dict[str, st
     shared store's (refrestore.py), then followed to the live pages. None when there is no
     such snapshot (or it is refused: a warning added, or cannot be written): the caller
     builds the page table from the pages."""
-    from ..errors import IndexRefError
     from . import indexref
 
     if r.git is None or r.git.object_id(indexref.REF) is None:
         return None
-    try:
-        published = indexref.read(r.git, fingerprint=store_fingerprint(embedder.fingerprint),
-                                  dimensions=embedder.dimension)
-    except IndexRefError as exc:
-        warnings.append({"code": "index-ref-refused", "message": exc.message})
-        return None
+    published = _read_ref(r.git, embedder, warnings)
     if published is None or not published.vector_store:
         return None  # a ref of vectors: the shared store's are used, and the pages read
     return _restore_and_follow(r, published, None, warnings, lambda code: code == "embedding-store-missing")
+
+
+def _read_ref(git: Git, embedder: Embedder, warnings: list[dict[str, str]]) -> indexref.Published | None:
+    """refs/llmwiki/index for ``embedder``'s model, checked (None: no ref); a refused ref is
+    a warning and None."""
+    from ..errors import IndexRefError
+    from . import indexref
+
+    try:
+        return indexref.read(git, fingerprint=store_fingerprint(embedder.fingerprint), dimensions=embedder.dimension)
+    except IndexRefError as exc:
+        warnings.append({"code": "index-ref-refused", "message": exc.message})
+        return None
 
 
 def _restore_and_follow(r: Retrieval, published: indexref.Published, prefetch: indexref.SnapshotPrefetch | None,
