@@ -41,8 +41,14 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TARGETS = {"cold check": 1.5, "first --staged after a whole-tree check": 0.3, "next --staged": 0.3,
-           "index --fast": 5.0, "index --fast, no scan cache": 5.0, "fresh context": 0.3}
+TARGETS = {
+    "cold check": 1.5,
+    "first --staged after a whole-tree check": 0.3,
+    "next --staged": 0.3,
+    "index --fast": 5.0,
+    "index --fast, no scan cache": 5.0,
+    "fresh context": 0.3,
+}
 
 
 def load() -> str:
@@ -50,15 +56,27 @@ def load() -> str:
 
 
 def env_for(code: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("LLMWIKI_")}
-    env.update({"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-                "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"})
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("LLMWIKI_")
+    }
+    env.update(
+        {
+            "GIT_AUTHOR_NAME": "bench",
+            "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+            "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+        }
+    )
     if code is not None:
         env["PYTHONPATH"] = str(code)
     return env
 
 
-def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
+def run(
+    cmd: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True)
@@ -87,7 +105,11 @@ class Copy:
         self.page = pages[len(pages) // 3]
         self.original = self.page.read_bytes()
         self.edits = 0
-        title = next(line for line in pages[0].read_text(encoding="utf-8").splitlines() if line.startswith("title:"))
+        title = next(
+            line
+            for line in pages[0].read_text(encoding="utf-8").splitlines()
+            if line.startswith("title:")
+        )
         self.question = title.split(":", 1)[1].strip().strip('"').lower()
         self.cache = self.root / ".git" / "llmwiki"
 
@@ -96,7 +118,9 @@ class Copy:
 
     def stage_edit(self) -> None:
         self.edits += 1
-        self.page.write_bytes(self.original + f"\n\nEdit {self.edits}: now also [[missing-{self.edits}]].\n".encode())
+        self.page.write_bytes(
+            self.original + f"\n\nEdit {self.edits}: now also [[missing-{self.edits}]].\n".encode()
+        )
         git(self.root, self.env, "add", "--", str(self.page.relative_to(self.root)))
 
     def restore(self) -> None:
@@ -140,37 +164,69 @@ class Copy:
     def fresh_context(self) -> tuple[float, float]:
         if not (self.root / ".llmwiki" / "embeddings.json").exists():
             run([*self.llmwiki, "index", "--fast"], self.root, self.env)
-        wall, cpu, proc = run([*self.llmwiki, "context", self.question, "--json"], self.root, self.env)
+        wall, cpu, proc = run(
+            [*self.llmwiki, "context", self.question, "--json"], self.root, self.env
+        )
         assert proc.returncode == 0 and b'"primary"' in proc.stdout, proc.stderr
         return wall, cpu
 
 
-ROWS = {"cold check": Copy.cold, "first --staged after a whole-tree check": Copy.first_staged,
-        "next --staged": Copy.next_staged, "index --fast": Copy.index_fast,
-        "index --fast, no scan cache": Copy.index_fast_cold, "fresh context": Copy.fresh_context}
+ROWS = {
+    "cold check": Copy.cold,
+    "first --staged after a whole-tree check": Copy.first_staged,
+    "next --staged": Copy.next_staged,
+    "index --fast": Copy.index_fast,
+    "index --fast, no scan cache": Copy.index_fast_cold,
+    "fresh context": Copy.fresh_context,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("wiki", type=Path, help="a wiki built by mkbigwiki.py (a committed git repository)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per row and revision (default 5)")
-    parser.add_argument("--code", action="append", default=[], metavar="LABEL=DIR",
-                        help="also time the llmwiki_git package in DIR, labelled LABEL (repeatable)")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/llmwiki-bigwiki-bench"),
-                        help="where the copies of the wiki go (default /tmp/llmwiki-bigwiki-bench)")
-    parser.add_argument("--only", default="", help="comma-separated row names to run (default: all)")
+    parser.add_argument(
+        "wiki", type=Path, help="a wiki built by mkbigwiki.py (a committed git repository)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="timed runs per row and revision (default 5)"
+    )
+    parser.add_argument(
+        "--code",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="also time the llmwiki_git package in DIR, labelled LABEL (repeatable)",
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("/tmp/llmwiki-bigwiki-bench"),
+        help="where the copies of the wiki go (default /tmp/llmwiki-bigwiki-bench)",
+    )
+    parser.add_argument(
+        "--only", default="", help="comma-separated row names to run (default: all)"
+    )
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     pages = len(list((args.wiki / "wiki" / "concepts").glob("*.md")))
-    copies = [Copy(label, args.wiki, args.work, Path(code).resolve())
-              for label, _, code in (spec.partition("=") for spec in args.code)]
+    copies = [
+        Copy(label, args.wiki, args.work, Path(code).resolve())
+        for label, _, code in (spec.partition("=") for spec in args.code)
+    ]
     copies.append(Copy("this tree", args.wiki, args.work, None))
     wanted = [r.strip() for r in args.only.split(",") if r.strip()] or list(ROWS)
     print(f"# The first hour on a {pages:,}-page wiki ({args.wiki})\n")
-    print(f"- machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; runs per row and revision: {args.repeat}, interleaved")
-    print(f"- revisions: {', '.join(c.label + (' (' + c.env['PYTHONPATH'] + ')' if 'PYTHONPATH' in c.env else '') for c in copies)}\n")
-    print("| row | revision | wall median (min) | CPU median | target | load avg (1/5/15 min) before the row |")
+    print(
+        f"- machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(
+        f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; runs per row and revision: {args.repeat}, interleaved"
+    )
+    print(
+        f"- revisions: {', '.join(c.label + (' (' + c.env['PYTHONPATH'] + ')' if 'PYTHONPATH' in c.env else '') for c in copies)}\n"
+    )
+    print(
+        "| row | revision | wall median (min) | CPU median | target | load avg (1/5/15 min) before the row |"
+    )
     print("|---|---|---|---|---|---|")
     for name in wanted:
         row = ROWS[name]
@@ -186,8 +242,11 @@ def main(argv: list[str] | None = None) -> int:
             cpu = statistics.median(c for _, c in times[copy.label])
             wall = statistics.median(walls)
             verdict = "met" if wall < TARGETS[name] else "missed"
-            print(f"| {name} | {copy.label} | {wall:.3f} ({min(walls):.3f}) s | {cpu:.3f} s | "
-                  f"< {TARGETS[name]:g} s: {verdict} | {before} |", flush=True)
+            print(
+                f"| {name} | {copy.label} | {wall:.3f} ({min(walls):.3f}) s | {cpu:.3f} s | "
+                f"< {TARGETS[name]:g} s: {verdict} | {before} |",
+                flush=True,
+            )
     for copy in copies:
         copy.restore()
     print(f"\nload average at end: {load()}")

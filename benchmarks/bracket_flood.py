@@ -32,21 +32,32 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "LLMWIKI_EMBEDDING_PROVIDER": "none", "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "b@example.com",
-       "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "b@example.com", "GIT_CONFIG_NOSYSTEM": "1",
-       "LLMWIKI_NO_CACHE": "1"}
+ENV = {
+    **os.environ,
+    "LLMWIKI_EMBEDDING_PROVIDER": "none",
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "b@example.com",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "b@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "LLMWIKI_NO_CACHE": "1",
+}
 LLMWIKI = [sys.executable, "-m", "llmwiki_git"]
-PROSE = ("A blob stores the bytes of one file; a tree lists names, modes and blob ids. "
-         "Renaming a file changes only the tree that lists it, never the blob. ")
+PROSE = (
+    "A blob stores the bytes of one file; a tree lists names, modes and blob ids. "
+    "Renaming a file changes only the tree that lists it, never the blob. "
+)
 
 
 def pages() -> dict[str, bytes]:
     prose = (PROSE * (2_000_000 // len(PROSE) + 1))[:2_000_000]
-    lines = "\n\n".join(prose[i:i + 700] for i in range(0, len(prose), 700))
+    lines = "\n\n".join(prose[i : i + 700] for i in range(0, len(prose), 700))
     return {
         "control: 2 MB of prose": f"---\ntitle: Prose\n---\n{lines}\n".encode(),
         "flood: 2,000,000 '['": b"---\ntitle: Flood\n---\n" + b"[" * 2_000_000 + b"\n",
-        "links: 7 MB of '[[blobs]] '": b"---\ntitle: Links\n---\n" + b"[[blobs]] " * 700_000 + b"\n",
+        "links: 7 MB of '[[blobs]] '": b"---\ntitle: Links\n---\n"
+        + b"[[blobs]] " * 700_000
+        + b"\n",
     }
 
 
@@ -65,7 +76,9 @@ print(len(report))
 def run(args: list[str], cwd: Path, timeout: float) -> tuple[float | None, float]:
     """(wall seconds or None past the timeout, peak RSS in MB of the child)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(args, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        args, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = start + timeout
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -75,7 +88,10 @@ def run(args: list[str], cwd: Path, timeout: float) -> tuple[float | None, float
             rss = usage.ru_maxrss / 1024
             if proc.returncode not in (0, 1):
                 err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-                print(f"  ({' '.join(args[3:5])} exit {proc.returncode}: {err.strip()[-200:]})", file=sys.stderr)
+                print(
+                    f"  ({' '.join(args[3:5])} exit {proc.returncode}: {err.strip()[-200:]})",
+                    file=sys.stderr,
+                )
             return wall, rss
         if time.perf_counter() > deadline:
             proc.kill()
@@ -85,7 +101,9 @@ def run(args: list[str], cwd: Path, timeout: float) -> tuple[float | None, float
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--package", type=Path, default=None)
     parser.add_argument("--timeout", type=float, default=400.0)
     parser.add_argument("--only", default="check,context,links,mcp")
@@ -94,7 +112,9 @@ def main() -> int:
         ENV["PYTHONPATH"] = str(opts.package.resolve())
     wanted = opts.only.split(",")
     load = os.getloadavg()
-    print(f"package: {opts.package or 'installed'}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}\n")
+    print(
+        f"package: {opts.package or 'installed'}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}\n"
+    )
     print("| page | command | wall s | peak MB |\n|---|---|---|---|")
     for name, data in pages().items():
         work = Path(tempfile.mkdtemp(prefix="llmwiki-flood-"))
@@ -103,7 +123,11 @@ def main() -> int:
         page = root / "wiki" / "concepts" / "hostile.md"
         page.write_bytes(data)
         (work / "page.txt").write_bytes(data)
-        for args in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "w"]):
+        for args in (
+            ["git", "init", "-q", "-b", "main"],
+            ["git", "add", "-A"],
+            ["git", "commit", "-q", "-m", "w"],
+        ):
             subprocess.run(args, cwd=root, env=ENV, check=True)
         commands = {
             "check": [*LLMWIKI, "check"],

@@ -30,8 +30,8 @@ import json
 import os
 import platform
 import random
-import resource
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -78,6 +78,7 @@ LOREM = (
 # Corpus text
 # --------------------------------------------------------------------------------------
 
+
 def find_corpora() -> Path | None:
     for candidate in CORPORA_CANDIDATES:
         if all((candidate / name).is_dir() for name in CORPUS_NAMES):
@@ -110,7 +111,10 @@ def corpus_paragraphs(corpora: Path | None) -> tuple[list[str], list[str]]:
                         continue
                     if any(bad in block for bad in _UNWANTED):
                         continue
-                    if block.lstrip()[:1] in ("#", "|", ">", "!", "-", "=", "*") or block.count("`") % 2:
+                    if (
+                        block.lstrip()[:1] in ("#", "|", ">", "!", "-", "=", "*")
+                        or block.count("`") % 2
+                    ):
                         continue
                     paragraphs.append(block)
                     for w in re.findall(r"[A-Za-z]+", block):
@@ -133,6 +137,7 @@ def corpus_paragraphs(corpora: Path | None) -> tuple[list[str], list[str]]:
 # --------------------------------------------------------------------------------------
 # Wiki generation
 # --------------------------------------------------------------------------------------
+
 
 @dataclass
 class PageSpec:
@@ -186,9 +191,16 @@ def plan_pages(n: int, rng: random.Random, vocab: list[str]) -> list[PageSpec]:
         if rng.random() < 0.2:
             aliases.append(f"The {title}")
         tags = sorted(set(rng.sample(topics, rng.randint(1, 4))))
-        specs.append(PageSpec(f"wiki/{folder}/{name}.md", name, f"{folder}/{name}", title, aliases, tags))
+        specs.append(
+            PageSpec(f"wiki/{folder}/{name}.md", name, f"{folder}/{name}", title, aliases, tags)
+        )
     for spec in specs:
-        spec.headings = list(dict.fromkeys(_title("-".join(rng.sample(vocab, rng.randint(1, 3)))) for _ in range(rng.randint(2, 6))))
+        spec.headings = list(
+            dict.fromkeys(
+                _title("-".join(rng.sample(vocab, rng.randint(1, 3))))
+                for _ in range(rng.randint(2, 6))
+            )
+        )
     return specs
 
 
@@ -243,7 +255,9 @@ def _insert(paragraph: str, link: str, rng: random.Random) -> str:
         if not in_code:
             if "[" in word:
                 in_link = True
-            if in_link and (")" in word or ("]" in word and "](" not in word and not word.endswith("]"))):
+            if in_link and (
+                ")" in word or ("]" in word and "](" not in word and not word.endswith("]"))
+            ):
                 in_link = False
         if not in_code and not in_link:
             spots.append(at)
@@ -260,7 +274,9 @@ def _fit(paragraph: str, budget: int) -> str:
     return paragraph[: cut if cut > 0 else budget].rstrip(" ,;:") + "."
 
 
-def render_page(i: int, specs: list[PageSpec], paragraphs: list[str], rng: random.Random, stats: WikiStats) -> str:
+def render_page(
+    i: int, specs: list[PageSpec], paragraphs: list[str], rng: random.Random, stats: WikiStats
+) -> str:
     spec = specs[i]
     size = rng.randint(1000, 6000)
     n_links = rng.randint(5, 20)
@@ -278,7 +294,12 @@ def render_page(i: int, specs: list[PageSpec], paragraphs: list[str], rng: rando
     code: list[str] = []
     if rng.random() < 0.12:  # an example link inside fenced code: never a link
         stats.in_code += 1
-        code = ["```markdown", f"Write [[{spec.name}-example]] or [[{specs[(i + 1) % len(specs)].name}|label]].", "```", ""]
+        code = [
+            "```markdown",
+            f"Write [[{spec.name}-example]] or [[{specs[(i + 1) % len(specs)].name}|label]].",
+            "```",
+            "",
+        ]
 
     budget = size - len("\n".join(head + tail + code)) - sum(len(x) + 6 for x in inline)
     sections: list[list[str]] = [[] for _ in spec.headings]
@@ -314,7 +335,11 @@ def render_page(i: int, specs: list[PageSpec], paragraphs: list[str], rng: rando
 def build_wiki(root: Path, n_pages: int) -> tuple[WikiStats, str, list[PageSpec]]:
     corpora = find_corpora()
     paragraphs, vocab = corpus_paragraphs(corpora)
-    source = f"{corpora} ({', '.join(CORPUS_NAMES)}; {len(paragraphs)} paragraphs)" if corpora else "generated lorem text (corpora absent)"
+    source = (
+        f"{corpora} ({', '.join(CORPUS_NAMES)}; {len(paragraphs)} paragraphs)"
+        if corpora
+        else "generated lorem text (corpora absent)"
+    )
     rng = random.Random(42)
     specs = plan_pages(n_pages, rng, vocab)
     stats = WikiStats(pages=n_pages)
@@ -327,7 +352,9 @@ def build_wiki(root: Path, n_pages: int) -> tuple[WikiStats, str, list[PageSpec]
         path = root / spec.path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    (root / "README.md").write_text("# Benchmark wiki\n\nGenerated by benchmarks/check.py.\n", encoding="utf-8")
+    (root / "README.md").write_text(
+        "# Benchmark wiki\n\nGenerated by benchmarks/check.py.\n", encoding="utf-8"
+    )
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", f"wiki: {n_pages} pages")
@@ -337,6 +364,7 @@ def build_wiki(root: Path, n_pages: int) -> tuple[WikiStats, str, list[PageSpec]
 # --------------------------------------------------------------------------------------
 # Running and timing
 # --------------------------------------------------------------------------------------
+
 
 def clean_env() -> dict[str, str]:
     # PYTHONDONTWRITEBYTECODE would recompile every module in each timed process (~0.15 s):
@@ -353,7 +381,9 @@ def clean_env() -> dict[str, str]:
 
 
 def git(root: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(root), *args], env=clean_env(), capture_output=True, check=True)
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args], env=clean_env(), capture_output=True, check=True
+    )
     return proc.stdout.decode("utf-8", "replace")
 
 
@@ -377,7 +407,12 @@ def timed(cmd: list[str], cwd: Path | None = None) -> Run:
     env = clean_env()
     cpu0 = _children_cpu()
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd or tempfile.gettempdir(), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.run(
+        cmd,
+        cwd=cwd or tempfile.gettempdir(),
+        env=env,
+        capture_output=True,
+    )
     elapsed = time.perf_counter() - start
     return Run(elapsed, proc.returncode, proc.stdout, proc.stderr, _children_cpu() - cpu0)
 
@@ -486,7 +521,10 @@ def machine_info() -> list[str]:
 
 def _loadavg() -> str:
     try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg()) + " (1/5/15 min; other work on the machine skews wall-clock times)"
+        return (
+            " ".join(f"{x:.2f}" for x in os.getloadavg())
+            + " (1/5/15 min; other work on the machine skews wall-clock times)"
+        )
     except OSError:
         return "unknown"
 
@@ -504,8 +542,10 @@ def print_table(rows: list[Row]) -> None:
         if row.ok is not None and row.target is None:
             target = "none loaded"
         name = row.name + (f" ({row.note})" if row.note else "")
-        print(f"| {name} | {fmt(row.median)} | {fmt(row.minimum)} | {fmt(row.cpu)} | {target} "
-              f"| {verdicts[row.passed]} | {verdicts[row.cpu_passed]} |")
+        print(
+            f"| {name} | {fmt(row.median)} | {fmt(row.minimum)} | {fmt(row.cpu)} | {target} "
+            f"| {verdicts[row.passed]} | {verdicts[row.cpu_passed]} |"
+        )
 
 
 def heavy_module_probe(root: Path) -> tuple[bool, str]:
@@ -524,26 +564,54 @@ def heavy_module_probe(root: Path) -> tuple[bool, str]:
     )
     run = timed([sys.executable, "-c", code])
     if run.returncode != 0:
-        return False, "probe failed: " + run.stderr.decode("utf-8", "replace").strip().splitlines()[-1][:200]
+        return False, "probe failed: " + run.stderr.decode("utf-8", "replace").strip().splitlines()[
+            -1
+        ][:200]
     data = json.loads(run.stdout.decode().strip().splitlines()[-1])
     loaded = data["loaded"]
     if loaded:
         return False, f"loaded: {', '.join(loaded)}"
-    return True, f"none of {', '.join(HEAVY_MODULES)} in sys.modules; {data['modules']} modules total"
+    return (
+        True,
+        f"none of {', '.join(HEAVY_MODULES)} in sys.modules; {data['modules']} modules total",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pages", type=int, default=10_000, help="pages to generate (default 10000)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per measurement (default 5)")
-    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
-                        help="build the wiki in DIR (must not exist) and keep it, for profiling")
-    parser.add_argument("--code", type=Path, default=None, metavar="DIR",
-                        help="time the llmwiki_git package found in DIR (a copy of another revision)")
-    parser.add_argument("--only", choices=("all", "cold"), default="all",
-                        help="cold: only the first-check rows (no scan cache, and --no-cache), quicker")
-    parser.add_argument("--wiki", type=Path, default=None, metavar="REPO",
-                        help="time a copy of this wiki repository (its committed wiki/ pages) instead of generating one")
+    parser.add_argument(
+        "--pages", type=int, default=10_000, help="pages to generate (default 10000)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="timed runs per measurement (default 5)"
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="build the wiki in DIR (must not exist) and keep it, for profiling",
+    )
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="time the llmwiki_git package found in DIR (a copy of another revision)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=("all", "cold"),
+        default="all",
+        help="cold: only the first-check rows (no scan cache, and --no-cache), quicker",
+    )
+    parser.add_argument(
+        "--wiki",
+        type=Path,
+        default=None,
+        metavar="REPO",
+        help="time a copy of this wiki repository (its committed wiki/ pages) instead of generating one",
+    )
     args = parser.parse_args(argv)
     repeat = max(1, args.repeat)
     global CODE_DIR
@@ -552,7 +620,11 @@ def main(argv: list[str] | None = None) -> int:
 
     print("# llmwiki check benchmark\n")
     print("\n".join(machine_info()))
-    where = timed([sys.executable, "-c", "import llmwiki_git; print(llmwiki_git.__file__)"]).stdout.decode().strip()
+    where = (
+        timed([sys.executable, "-c", "import llmwiki_git; print(llmwiki_git.__file__)"])
+        .stdout.decode()
+        .strip()
+    )
     print(f"- package timed: {where}")
 
     tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -575,7 +647,11 @@ def main(argv: list[str] | None = None) -> int:
 def copy_wiki(source: Path, root: Path) -> tuple[WikiStats, str, list[PageSpec]]:
     """A clone of the wiki repository ``source`` at ``root`` and specs of its pages."""
     root.rmdir()
-    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(source), str(root)], env=clean_env(), check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--no-hardlinks", str(source), str(root)],
+        env=clean_env(),
+        check=True,
+    )
     stats = WikiStats()
     specs = []
     for path in sorted(root.glob("wiki/**/*.md")):
@@ -585,22 +661,31 @@ def copy_wiki(source: Path, root: Path) -> tuple[WikiStats, str, list[PageSpec]]
         data = path.read_bytes()
         stats.pages += 1
         stats.bytes += len(data)
-        stats.min_size, stats.max_size = min(stats.min_size, len(data)), max(stats.max_size, len(data))
+        stats.min_size, stats.max_size = (
+            min(stats.min_size, len(data)),
+            max(stats.max_size, len(data)),
+        )
         stats.links += data.count(b"[[")
         name = path.stem
-        specs.append(PageSpec(rel, name, rel[len("wiki/"):-3], _title(name), [], []))
+        specs.append(PageSpec(rel, name, rel[len("wiki/") : -3], _title(name), [], []))
     return stats, f"a clone of {source}", specs
 
 
-def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False, wiki: Path | None = None) -> int:
+def _bench(
+    root: Path, n_pages: int, repeat: int, cold_only: bool = False, wiki: Path | None = None
+) -> int:
     t0 = time.perf_counter()
     stats, source, specs = copy_wiki(wiki, root) if wiki is not None else build_wiki(root, n_pages)
     build_s = time.perf_counter() - t0
-    print(f"- wiki: {stats.pages} pages, {stats.bytes / 1e6:.1f} MB (pages {stats.min_size}-{stats.max_size} B), "
-          f"{stats.links} wikilinks ({stats.broken} deliberately broken, {stats.anchored} with #heading), "
-          f"{stats.in_code} pages with links in fenced code; built and committed in {build_s:.1f} s")
+    print(
+        f"- wiki: {stats.pages} pages, {stats.bytes / 1e6:.1f} MB (pages {stats.min_size}-{stats.max_size} B), "
+        f"{stats.links} wikilinks ({stats.broken} deliberately broken, {stats.anchored} with #heading), "
+        f"{stats.in_code} pages with links in fenced code; built and committed in {build_s:.1f} s"
+    )
     print(f"- text: {source}")
-    print(f"- repository: {root}; runs per measurement: {repeat}; times are wall clock of a fresh process")
+    print(
+        f"- repository: {root}; runs per measurement: {repeat}; times are wall clock of a fresh process"
+    )
     print()
 
     py = [sys.executable, "-m", "llmwiki_git", "-C", str(root)]
@@ -627,8 +712,11 @@ def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False, wiki:
         rows.append(row)
         if last is not None:
             notes.append(f"- {name}: exit {last.returncode}; {summary_line(last)}")
-        print(f"  {name}: median {fmt(row.median)} s wall, {fmt(row.cpu)} s CPU, min {fmt(row.minimum)} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"  {name}: median {fmt(row.median)} s wall, {fmt(row.cpu)} s CPU, min {fmt(row.minimum)} s",
+            file=sys.stderr,
+            flush=True,
+        )
         return row
 
     # Baselines: what any Python command costs here.
@@ -636,7 +724,12 @@ def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False, wiki:
     series("import llmwiki_git.cli", [sys.executable, "-c", "import llmwiki_git.cli"], None)
 
     # Whole work tree.
-    series("whole tree, cold (no scan cache)", [*py, "check"], TARGET_COLD, before=lambda i: drop_cache())
+    series(
+        "whole tree, cold (no scan cache)",
+        [*py, "check"],
+        TARGET_COLD,
+        before=lambda i: drop_cache(),
+    )
     if cold_only:
         series("whole tree, --no-cache", [*py, "check", "--no-cache"], TARGET_COLD)
         return _report(rows, notes)
@@ -645,7 +738,11 @@ def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False, wiki:
     timed([*py, "check"])  # make sure the cache is complete
     series("whole tree, warm cache", [*py, "check"], TARGET_WHOLE)
     if script:
-        series("whole tree, warm cache, `llmwiki` script", [script, "-C", str(root), "check"], TARGET_WHOLE)
+        series(
+            "whole tree, warm cache, `llmwiki` script",
+            [script, "-C", str(root), "check"],
+            TARGET_WHOLE,
+        )
 
     # One changed, staged page. Every repeat stages a different edit of the same page, so each
     # run meets one blob it has never scanned (as a pre-commit hook does).
@@ -656,17 +753,30 @@ def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False, wiki:
     def stage_edit(_: int) -> None:
         counter[0] += 1
         k = counter[0]
-        extra = (f"\n\nEdit {k}: this paragraph now also cites [[{specs[0].name}]], "
-                 f"[[{specs[1].link_path}|a label]] and the missing [[{edited.name}-followup-{k}]].\n")
+        extra = (
+            f"\n\nEdit {k}: this paragraph now also cites [[{specs[0].name}]], "
+            f"[[{specs[1].link_path}|a label]] and the missing [[{edited.name}-followup-{k}]].\n"
+        )
         (root / edited.path).write_bytes(original + extra.encode())
         git(root, "add", edited.path)
 
     timed([*py, "check"])  # warm cache for the committed tree
-    series("--staged, one page changed", [*py, "check", "--staged"], TARGET_STAGED, before=stage_edit)
-    series("--staged --base HEAD, one page changed", [*py, "check", "--staged", "--base", "HEAD"], TARGET_STAGED, before=stage_edit)
+    series(
+        "--staged, one page changed", [*py, "check", "--staged"], TARGET_STAGED, before=stage_edit
+    )
+    series(
+        "--staged --base HEAD, one page changed",
+        [*py, "check", "--staged", "--base", "HEAD"],
+        TARGET_STAGED,
+        before=stage_edit,
+    )
     if script:
-        series("--staged --base HEAD, `llmwiki` script", [script, "-C", str(root), "check", "--staged", "--base", "HEAD"],
-               TARGET_STAGED, before=stage_edit)
+        series(
+            "--staged --base HEAD, `llmwiki` script",
+            [script, "-C", str(root), "check", "--staged", "--base", "HEAD"],
+            TARGET_STAGED,
+            before=stage_edit,
+        )
     (root / edited.path).write_bytes(original)
     git(root, "add", edited.path)
 
@@ -682,20 +792,29 @@ def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False, wiki:
         timed([*py, "check", "--staged", "--base", "HEAD"])  # the hook ran on the other branch
         branch = f"bench-switch-{i}"
         git(root, "checkout", "-q", "-b", branch)
-        mine = victims[i * 10:(i + 1) * 10]
+        mine = victims[i * 10 : (i + 1) * 10]
         git(root, "rm", "-q", mine[0], mine[1])
         git(root, "mv", mine[2], mine[2][:-3] + "-renamed.md")
-        (root / mine[3]).parent.joinpath(f"bench-new-{i}.md").write_text(f"# New {i}\n\n[[{specs[0].name}]]\n")
+        (root / mine[3]).parent.joinpath(f"bench-new-{i}.md").write_text(
+            f"# New {i}\n\n[[{specs[0].name}]]\n"
+        )
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", f"branch {i}")
         git(root, "checkout", "-q", base_branch)
         git(root, "checkout", "-q", branch)  # HEAD of this branch was never checked
         page = root / mine[4]
-        page.write_bytes(page.read_bytes() + f"\n\nEdit on {branch}: [[{specs[1].name}]] [[missing-{i}]]\n".encode())
+        page.write_bytes(
+            page.read_bytes()
+            + f"\n\nEdit on {branch}: [[{specs[1].name}]] [[missing-{i}]]\n".encode()
+        )
         git(root, "add", mine[4])
 
-    series("--staged --base HEAD, first commit after a branch switch", [*py, "check", "--staged", "--base", "HEAD"],
-           TARGET_STAGED, before=switch_and_edit)
+    series(
+        "--staged --base HEAD, first commit after a branch switch",
+        [*py, "check", "--staged", "--base", "HEAD"],
+        TARGET_STAGED,
+        before=switch_and_edit,
+    )
     git(root, "checkout", "-q", "-f", base_branch)
     git(root, "reset", "-q", "--hard")
 
@@ -704,7 +823,9 @@ def _bench(root: Path, n_pages: int, repeat: int, cold_only: bool = False, wiki:
 
     ok, detail = heavy_module_probe(root)
     rows.append(Row("heavy modules after in-process check", [], None, ok=ok))
-    notes.append(f"- heavy modules after Workspace.open(root).check() and check('index', 'HEAD'): {detail}")
+    notes.append(
+        f"- heavy modules after Workspace.open(root).check() and check('index', 'HEAD'): {detail}"
+    )
     return _report(rows, notes)
 
 

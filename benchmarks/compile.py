@@ -36,8 +36,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-WORDS = ("tree blob commit hash merkle index branch merge rebase object packfile delta reflog tag remote fetch "
-         "push clone worktree stash conflict patch diff history graph parent root leaf signature author").split()
+WORDS = (
+    "tree blob commit hash merkle index branch merge rebase object packfile delta reflog tag remote fetch "
+    "push clone worktree stash conflict patch diff history graph parent root leaf signature author"
+).split()
 
 
 def loadavg() -> str:
@@ -48,19 +50,35 @@ def loadavg() -> str:
 
 
 def env(**extra: str) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("LLMWIKI_", "GIT_", "OPENAI_", "ANTHROPIC_",
-                                                                       "OLLAMA_"))}
-    out.update({"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-                "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-                "LLMWIKI_EMBEDDING_PROVIDER": "none"})
+    out = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("LLMWIKI_", "GIT_", "OPENAI_", "ANTHROPIC_", "OLLAMA_"))
+    }
+    out.update(
+        {
+            "GIT_AUTHOR_NAME": "bench",
+            "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+            "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+            "LLMWIKI_EMBEDDING_PROVIDER": "none",
+        }
+    )
     out.update(extra)
     return out
 
 
-def run(root: Path, *args: str, extra: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+def run(
+    root: Path, *args: str, extra: dict[str, str] | None = None
+) -> tuple[float, subprocess.CompletedProcess[str]]:
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "llmwiki_git", *args], cwd=root, capture_output=True, text=True,
-                          env=env(**(extra or {})))
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmwiki_git", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env(**(extra or {})),
+    )
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"llmwiki {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
@@ -68,7 +86,9 @@ def run(root: Path, *args: str, extra: dict[str, str] | None = None) -> tuple[fl
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True, env=env()).stdout
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True, env=env()
+    ).stdout
 
 
 def make_wiki(root: Path, pages: int, sources: int, seed: int = 7) -> None:
@@ -79,7 +99,9 @@ def make_wiki(root: Path, pages: int, sources: int, seed: int = 7) -> None:
     for i, title in enumerate(titles):
         path = root / "wiki" / "concepts" / f"page-{i}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"---\ntitle: {title}\n---\n{title} is about {' '.join(rng.choices(WORDS, k=30))}.\n")
+        path.write_text(
+            f"---\ntitle: {title}\n---\n{title} is about {' '.join(rng.choices(WORDS, k=30))}.\n"
+        )
     inbox = root / "inbox"
     inbox.mkdir()
     for i in range(sources):
@@ -106,13 +128,24 @@ class Model:
         if "list the concepts" in system:
             name = re.search(r"^Source file: (.+?)\.md$", user, re.MULTILINE)
             stem = name.group(1) if name else "source"
-            return json.dumps({"concepts": [{"name": f"{stem} idea {k}", "summary": "An idea."} for k in range(3)]})
+            return json.dumps(
+                {
+                    "concepts": [
+                        {"name": f"{stem} idea {k}", "summary": "An idea."} for k in range(3)
+                    ]
+                }
+            )
         concept = re.search(r"^Concept: (.+)$", user, re.MULTILINE)
         lines = re.findall(r"^(\d+): ", user, re.MULTILINE)
         file = re.search(r"cite as \^\[([^:\]]+):", user)
         cite = f" ^[{file.group(1)}:{lines[0]}-{lines[0]}]" if file and lines else ""
-        return json.dumps({"title": concept.group(1) if concept else "Idea", "summary": "An idea.",
-                           "body": f"An idea from the source{cite}."})
+        return json.dumps(
+            {
+                "title": concept.group(1) if concept else "Idea",
+                "summary": "An idea.",
+                "body": f"An idea from the source{cite}.",
+            }
+        )
 
 
 def serve(model: Model) -> tuple[ThreadingHTTPServer, str]:
@@ -120,8 +153,12 @@ def serve(model: Model) -> tuple[ThreadingHTTPServer, str]:
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
             text = model.reply(body["messages"][0]["content"], body["messages"][1]["content"])
-            payload = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
-                                  "usage": {"prompt_tokens": 200, "completion_tokens": 40}}).encode()
+            payload = json.dumps(
+                {
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 200, "completion_tokens": 40},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(payload)))
@@ -159,10 +196,16 @@ def offline(work: Path, pages: int, sources: int, repeat: int) -> list[tuple[str
         reruns.append(seconds)
     return [
         (f"`llmwiki ingest` of {sources} files (one commit)", f"{ingest:.2f} s"),
-        (f"`llmwiki compile`, offline: {pages_written} source notes on one candidate", f"{statistics.median(compiles):.2f} s"
-         f" (median of {repeat}; {min(compiles):.2f}-{max(compiles):.2f})"),
+        (
+            f"`llmwiki compile`, offline: {pages_written} source notes on one candidate",
+            f"{statistics.median(compiles):.2f} s"
+            f" (median of {repeat}; {min(compiles):.2f}-{max(compiles):.2f})",
+        ),
         ("`llmwiki review approve` of the run", f"{approve:.2f} s"),
-        ("`llmwiki compile` again, nothing changed", f"{statistics.median(reruns):.2f} s (median of {repeat})"),
+        (
+            "`llmwiki compile` again, nothing changed",
+            f"{statistics.median(reruns):.2f} s (median of {repeat})",
+        ),
     ]
 
 
@@ -181,17 +224,25 @@ def with_model(work: Path, pages: int, sources: int) -> tuple[list[tuple[str, st
         again, _ = run(root, "compile", extra=extra)
         rerun_requests = model.requests - after_first
         source = root / "sources" / "source-0.md"
-        source.write_text(source.read_text() + "\nOne more paragraph about the merkle tree and its root hash.\n")
+        source.write_text(
+            source.read_text() + "\nOne more paragraph about the merkle tree and its root hash.\n"
+        )
         git(root, "commit", "-q", "-am", "one source changed")
         one, _ = run(root, "compile", "--json", extra=extra)
         one_requests = model.requests - after_first - rerun_requests
     finally:
         server.shutdown()
     rows = [
-        (f"`compile --publish --concurrency 8` of {sources} sources", f"{after_first} requests ({usage['inputTokens']} "
-         f"tokens in, {usage['outputTokens']} out), {first:.2f} s"),
+        (
+            f"`compile --publish --concurrency 8` of {sources} sources",
+            f"{after_first} requests ({usage['inputTokens']} "
+            f"tokens in, {usage['outputTokens']} out), {first:.2f} s",
+        ),
         ("re-run, nothing changed", f"**{rerun_requests} requests**, {again:.2f} s"),
-        ("re-run after one source changed", f"{one_requests} requests (1 extraction + 3 pages), {one:.2f} s"),
+        (
+            "re-run after one source changed",
+            f"{one_requests} requests (1 extraction + 3 pages), {one:.2f} s",
+        ),
     ]
     return rows, rerun_requests == 0
 
@@ -201,14 +252,20 @@ def main() -> int:
     parser.add_argument("--sources", type=int, default=100)
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--work", type=Path, default=None, help="Working folder (default: a temporary one).")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="Working folder (default: a temporary one)."
+    )
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="llmwiki-compile-bench-"))
     if work.exists() and any(work.iterdir()):
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
-    print(f"- machine: {os.cpu_count()} cores; python {sys.version.split()[0]}; load average at start: {loadavg()}")
-    print(f"- {time.strftime('%Y-%m-%d %H:%M', time.localtime())}; {args.pages} pages, {args.sources} sources")
+    print(
+        f"- machine: {os.cpu_count()} cores; python {sys.version.split()[0]}; load average at start: {loadavg()}"
+    )
+    print(
+        f"- {time.strftime('%Y-%m-%d %H:%M', time.localtime())}; {args.pages} pages, {args.sources} sources"
+    )
     print()
     print("| offline | wall |")
     print("|---|---|")

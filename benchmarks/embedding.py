@@ -36,7 +36,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def chunks(n: int) -> list[str]:
-    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"])
+    text = "\n".join(
+        p.read_text(encoding="utf-8")
+        for p in sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
+    )
     words = text.split()
     out, current = [], []
     for word in words:
@@ -59,14 +62,18 @@ def main(argv: list[str] | None = None) -> int:
     texts = chunks(args.chunks)
     cpus = _default_threads()
     ways = {
-        "before (1 run at a time, intra-op threads = CPUs)": OnnxMiniLMEmbedder(workers=1, threads=cpus),
+        "before (1 run at a time, intra-op threads = CPUs)": OnnxMiniLMEmbedder(
+            workers=1, threads=cpus
+        ),
         "one thread": OnnxMiniLMEmbedder(workers=1, threads=1),
         f"after ({cpus} runs at once, 1 intra-op thread each)": OnnxMiniLMEmbedder(),
     }
     for embedder in ways.values():
         embedder.embed(texts[:2])  # load the session
-    print(f"- date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; CPUs: {cpus}; {len(texts)} chunks of "
-          f"~700 characters; load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+    print(
+        f"- date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; CPUs: {cpus}; {len(texts)} chunks of "
+        f"~700 characters; load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
+    )
     rates: dict[str, list[float]] = {k: [] for k in ways}
     cpu: dict[str, list[float]] = {k: [] for k in ways}
     vectors: dict[str, np.ndarray] = {}
@@ -86,8 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         cosine = float(np.min(np.sum(vectors[name] * vectors[before], axis=1)))
         ratio = rate / base
         verdict = f" ({'met' if ratio >= 1.7 else 'missed'} >= 1.7x)" if name != before else ""
-        print(f"| {name} | {rate:.1f} | {statistics.median(cpu[name]):.3f} | {ratio:.2f}x{verdict} | "
-              f"{cosine:.6f} ({'met' if cosine >= 0.999 else 'missed'} >= 0.999) |")
+        print(
+            f"| {name} | {rate:.1f} | {statistics.median(cpu[name]):.3f} | {ratio:.2f}x{verdict} | "
+            f"{cosine:.6f} ({'met' if cosine >= 0.999 else 'missed'} >= 0.999) |"
+        )
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

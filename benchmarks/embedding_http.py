@@ -32,8 +32,10 @@ def _construction(repeat: int) -> list[tuple[str, float]]:
     settings = HttpSettings()
     settings.client().close()  # the TLS context is built once per process
     rows = []
-    for label, make in (("httpx.Client(timeout=60) (old: per batch)", lambda: httpx.Client(timeout=60.0)),
-                        ("HttpSettings().client() (now: per run)", settings.client)):
+    for label, make in (
+        ("httpx.Client(timeout=60) (old: per batch)", lambda: httpx.Client(timeout=60.0)),
+        ("HttpSettings().client() (now: per run)", settings.client),
+    ):
         samples = []
         for _ in range(repeat):
             start = time.process_time()
@@ -53,7 +55,9 @@ def _server() -> tuple[ThreadingHTTPServer, list[int]]:
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
             ports.append(self.client_address[1])
-            data = json.dumps({"embeddings": [[float(len(t)), 1.0, 0.5] for t in body["input"]]}).encode()
+            data = json.dumps(
+                {"embeddings": [[float(len(t)), 1.0, 0.5] for t in body["input"]]}
+            ).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
@@ -98,7 +102,9 @@ def main() -> int:
     for label, ms in _construction(args.repeat):
         print(f"| {label} | {ms:.1f} |")
     wall, cpu, requests, connections = _run(args.texts, args.batch, args.repeat)
-    print(f"\n| texts | batch | requests | TCP connections | wall s (median) | CPU s (median) |\n|---|---|---|---|---|---|")
+    print(
+        "\n| texts | batch | requests | TCP connections | wall s (median) | CPU s (median) |\n|---|---|---|---|---|---|"
+    )
     print(f"| {args.texts} | {args.batch} | {requests} | {connections} | {wall:.3f} | {cpu:.3f} |")
     return 0
 

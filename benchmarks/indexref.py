@@ -48,14 +48,24 @@ if TYPE_CHECKING:
     from llmwiki_git.gitstore.git import Git
 
 HERE = Path(__file__).resolve().parent
-QUESTIONS = ("how do I link notes together", "daily journal template", "publishing a site from markdown")
+QUESTIONS = (
+    "how do I link notes together",
+    "daily journal template",
+    "publishing a site from markdown",
+)
 FIRST_CONTEXT_TARGET = 1.0  # seconds, issue 29
 
 
 def env() -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith(("LLMWIKI_", "GIT_"))}
-    out.update({"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-                "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"})
+    out.update(
+        {
+            "GIT_AUTHOR_NAME": "bench",
+            "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+            "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+        }
+    )
     out.pop("PYTHONDONTWRITEBYTECODE", None)
     return out
 
@@ -92,7 +102,9 @@ class SyntheticEmbedder:
         real = OnnxMiniLMEmbedder(optimize=False)
         self.fingerprint, self.model, self.name = real.fingerprint, real.model, real.name
 
-    def embed(self, texts: Sequence[str], batch_size: int | None = None, progress: object = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], batch_size: int | None = None, progress: object = None
+    ) -> np.ndarray:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         for i, text in enumerate(texts):
             seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
@@ -121,8 +133,13 @@ def build_publisher(work: Path, pages: int) -> Path:
         wiki = ws.retrieval().wiki()
         read, skipped = indexer.read_pages(wiki)
         (folder / ".llmwiki").mkdir(exist_ok=True)
-        indexer.build(folder / ".llmwiki", read, SyntheticEmbedder(), skipped=skipped,
-                      names=indexer.names_digest(wiki))
+        indexer.build(
+            folder / ".llmwiki",
+            read,
+            SyntheticEmbedder(),
+            skipped=skipped,
+            names=indexer.names_digest(wiki),
+        )
     return folder
 
 
@@ -132,7 +149,10 @@ def vectors_only(git: Git) -> None:
     from llmwiki_git.retrieval import indexref
 
     old = git.object_id(indexref.REF) or ""
-    files = {name: git.read_blob(f"{indexref.REF}:{name}") for name in ("hashes", "index.json", "vectors")}
+    files = {
+        name: git.read_blob(f"{indexref.REF}:{name}")
+        for name in ("hashes", "index.json", "vectors")
+    }
     meta = json.loads(files["index.json"])
     meta["snapshot"] = {}
     files["index.json"] = json.dumps(meta).encode()
@@ -140,7 +160,9 @@ def vectors_only(git: Git) -> None:
 
 
 def objects_size(repo: Path) -> int:
-    out = subprocess.run(["git", "count-objects", "-v"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "count-objects", "-v"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
     fields = dict(line.split(": ") for line in out.splitlines())
     return (int(fields["size"]) + int(fields["size-pack"])) * 1024
 
@@ -150,7 +172,9 @@ def fmt(seconds: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/llmwiki-indexref-bench"))
     parser.add_argument("--pages", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
@@ -162,19 +186,25 @@ def main() -> None:
     from llmwiki_git.retrieval import indexref
     from llmwiki_git.retrieval import store as store_mod
 
-    print(f"Machine: {os.cpu_count()} cores; load average {os.getloadavg()}; "
-          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
+    print(
+        f"Machine: {os.cpu_count()} cores; load average {os.getloadavg()}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
+    )
     started = time.perf_counter()
     publisher = build_publisher(work, args.pages)
     print(f"(wiki and synthetic-vector store ready in {time.perf_counter() - started:.0f} s)\n")
     git = Git(publisher)
     llmwiki(publisher, "index")  # regenerates wiki/index.md: committed, as a team's flow commits it
-    if subprocess.run(["git", "status", "--porcelain"], cwd=publisher, capture_output=True, text=True).stdout.strip():
+    if subprocess.run(
+        ["git", "status", "--porcelain"], cwd=publisher, capture_output=True, text=True
+    ).stdout.strip():
         run(["git", "add", "-A"], publisher)
         run(["git", "commit", "-qm", "the generated table of contents"], publisher)
         llmwiki(publisher, "index")
     store = store_mod.load(publisher / ".llmwiki")
-    rows: list[tuple[str, str]] = [("pages / chunks (rows) in the store", f"{len(store.pages)} / {store.rows}")]
+    rows: list[tuple[str, str]] = [
+        ("pages / chunks (rows) in the store", f"{len(store.pages)} / {store.rows}")
+    ]
 
     subprocess.run(["git", "update-ref", "-d", indexref.REF], cwd=publisher, capture_output=True)
     subprocess.run(["git", "gc", "-q", "--prune=now"], cwd=publisher, check=True)
@@ -188,18 +218,37 @@ def main() -> None:
     t_publish = time.perf_counter() - t0
     loose = objects_size(publisher) - before
     vectors_part = sum(len(payload.files[n]) for n in ("index.json", "hashes", "vectors"))
-    rows += [("distinct chunks published", f"{done.chunks}"),
-             ("payload: vectors part (index.json + hashes + float16 vectors)", f"{vectors_part / 1e6:.1f} MB"),
-             ("payload: store snapshot (page table + lexical index)",
-              f"{(payload.size - vectors_part) / 1e6:.1f} MB"),
-             ("the vectors as float32 instead", f"{(vectors_part + len(payload.files['vectors'])) / 1e6:.1f} MB"),
-             ("publish in process (payload / payload + objects + ref)", f"{fmt(t_payload)} / {fmt(t_publish)} s"),
-             ("objects added (loose, zlib)", f"{loose / 1e6:.1f} MB")]
+    rows += [
+        ("distinct chunks published", f"{done.chunks}"),
+        (
+            "payload: vectors part (index.json + hashes + float16 vectors)",
+            f"{vectors_part / 1e6:.1f} MB",
+        ),
+        (
+            "payload: store snapshot (page table + lexical index)",
+            f"{(payload.size - vectors_part) / 1e6:.1f} MB",
+        ),
+        (
+            "the vectors as float32 instead",
+            f"{(vectors_part + len(payload.files['vectors'])) / 1e6:.1f} MB",
+        ),
+        (
+            "publish in process (payload / payload + objects + ref)",
+            f"{fmt(t_payload)} / {fmt(t_publish)} s",
+        ),
+        ("objects added (loose, zlib)", f"{loose / 1e6:.1f} MB"),
+    ]
     subprocess.run(["git", "gc", "-q", "--prune=now"], cwd=publisher, check=True)
-    rows.append(("objects added, packed by git gc", f"{(objects_size(publisher) - before) / 1e6:.1f} MB"))
+    rows.append(
+        ("objects added, packed by git gc", f"{(objects_size(publisher) - before) / 1e6:.1f} MB")
+    )
     t_cli, out = llmwiki(publisher, "index", "--publish", "--json")
-    rows.append(("`llmwiki index --publish` (fresh process, index current, nothing new)",
-                 f"{fmt(t_cli)} s (changed: {json.loads(out)['published']['changed']})"))
+    rows.append(
+        (
+            "`llmwiki index --publish` (fresh process, index current, nothing new)",
+            f"{fmt(t_cli)} s (changed: {json.loads(out)['published']['changed']})",
+        )
+    )
 
     bare = work / "origin.git"
     shutil.rmtree(bare, ignore_errors=True)
@@ -226,14 +275,18 @@ def main() -> None:
         second_t.append(took)
         second_cpu.append(CPU[-1])
         shutil.rmtree(clone)
-        run(["git", "clone", "-q", str(bare), str(clone)], work)  # one page differs from the publisher's
+        run(
+            ["git", "clone", "-q", str(bare), str(clone)], work
+        )  # one page differs from the publisher's
         run(["git", "fetch", "-q", "origin", f"{indexref.REF}:{indexref.REF}"], clone)
         edited = sorted((clone / "wiki").rglob("*.md"))[i + 1]
         edited.write_text(edited.read_text() + "\nOne more line, written in the clone.\n")
         took, _ = llmwiki(clone, "context", QUESTIONS[i % len(QUESTIONS)], "--json")
         edited_t.append(took)
         shutil.rmtree(clone)
-        run(["git", "clone", "-q", str(bare), str(clone)], work)  # the vectors alone: every page read
+        run(
+            ["git", "clone", "-q", str(bare), str(clone)], work
+        )  # the vectors alone: every page read
         run(["git", "fetch", "-q", "origin", f"{indexref.REF}:{indexref.REF}"], clone)
         vectors_only(Git(clone))
         took, out = llmwiki(clone, "context", QUESTIONS[i % len(QUESTIONS)], "--json")
@@ -248,16 +301,31 @@ def main() -> None:
         shutil.rmtree(clone)
     med = statistics.median
     verdict = "met" if med(first_t) < FIRST_CONTEXT_TARGET else "missed"
-    rows += [("`git fetch origin refs/llmwiki/index:refs/llmwiki/index` (fresh clone)", f"{fmt(med(fetch_t))} s"),
-             ("first `context --json` in the fresh clone (no local index: the snapshot restored)",
-              f"**{fmt(med(first_t))} s** (target < {FIRST_CONTEXT_TARGET:.0f} s: {verdict}; runs "
-              f"{', '.join(fmt(t) for t in first_t)}); CPU {fmt(med(first_cpu))} s"),
-             ("second `context --json` (the store it wrote)", f"{fmt(med(second_t))} s; CPU {fmt(med(second_cpu))} s"),
-             ("first `context --json`, one page edited in the clone (the snapshot restored, then the wiki "
-              "scanned once to follow the edit)", f"{fmt(med(edited_t))} s"),
-             ("first `context --json`, a ref of vectors only (every page read and indexed lexically)",
-              f"{fmt(med(plain_t))} s"),
-             ("`llmwiki index --fetch` in a fresh clone (0 embedded)", f"{fmt(med(fetchcmd_t))} s")]
+    rows += [
+        (
+            "`git fetch origin refs/llmwiki/index:refs/llmwiki/index` (fresh clone)",
+            f"{fmt(med(fetch_t))} s",
+        ),
+        (
+            "first `context --json` in the fresh clone (no local index: the snapshot restored)",
+            f"**{fmt(med(first_t))} s** (target < {FIRST_CONTEXT_TARGET:.0f} s: {verdict}; runs "
+            f"{', '.join(fmt(t) for t in first_t)}); CPU {fmt(med(first_cpu))} s",
+        ),
+        (
+            "second `context --json` (the store it wrote)",
+            f"{fmt(med(second_t))} s; CPU {fmt(med(second_cpu))} s",
+        ),
+        (
+            "first `context --json`, one page edited in the clone (the snapshot restored, then the wiki "
+            "scanned once to follow the edit)",
+            f"{fmt(med(edited_t))} s",
+        ),
+        (
+            "first `context --json`, a ref of vectors only (every page read and indexed lexically)",
+            f"{fmt(med(plain_t))} s",
+        ),
+        ("`llmwiki index --fetch` in a fresh clone (0 embedded)", f"{fmt(med(fetchcmd_t))} s"),
+    ]
 
     published = indexref.read(git)
     assert published is not None
@@ -273,8 +341,10 @@ def main() -> None:
         a, b = full @ q, exact @ q
         worst = max(worst, float(np.abs(a - b).max()))
         differ += set(np.argsort(-a)[:10].tolist()) != set(np.argsort(-b)[:10].tolist())
-    rows += [("float16: largest |cosine difference| over 1,000 random queries", f"{worst:.5f}"),
-             ("float16: queries whose top 10 differ from float32's", f"{differ} / 1000")]
+    rows += [
+        ("float16: largest |cosine difference| over 1,000 random queries", f"{worst:.5f}"),
+        ("float16: queries whose top 10 differ from float32's", f"{differ} / 1000"),
+    ]
 
     print("| measurement | value |\n|---|---|")
     for name, value in rows:

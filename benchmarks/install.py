@@ -29,7 +29,9 @@ from pathlib import Path
 
 
 def du_mb(path: Path) -> float:
-    out = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["du", "-sk", str(path)], capture_output=True, text=True, check=True
+    ).stdout
     return int(out.split()[0]) / 1024
 
 
@@ -44,7 +46,9 @@ def hook_env(clone: Path, sha: str, work: Path) -> tuple[float, float]:
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     (repo / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {clone}\n  rev: {sha}\n  hooks:\n  - id: llmwiki-check\n", encoding="utf-8")
+        f"repos:\n- repo: {clone}\n  rev: {sha}\n  hooks:\n  - id: llmwiki-check\n",
+        encoding="utf-8",
+    )
     env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
     seconds = timed([sys.executable, "-m", "pre_commit", "install-hooks"], cwd=repo, env=env)
     envs = [p for p in home.rglob("py_env-*") if p.is_dir()]
@@ -55,22 +59,44 @@ def venv_install(target: str, work: Path, name: str) -> tuple[float, float]:
     venv = work / name
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    timed([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", target])
+    timed(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            target,
+        ]
+    )
     return du_mb(venv), time.perf_counter() - start
 
 
 def main(clones: list[str]) -> None:
     for clone in map(Path, clones):
         clone = clone.resolve()
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True, check=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True, check=True
+        ).stdout.strip()
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            rows = {"hook (pre-commit env)": hook_env(clone, sha, work),
-                    "action (venv + pip install CLONE)": venv_install(str(clone), work, "action"),
-                    "full (venv + pip install 'CLONE[local]')": venv_install(f"{clone}[local]", work, "full"),
-                    "remote (venv + pip install 'CLONE[remote]')": venv_install(f"{clone}[remote]", work, "remote"),
-                    "mcp (venv + pip install 'CLONE[local,mcp]')": venv_install(f"{clone}[local,mcp]", work, "mcp"),
-                    "ingest (venv + pip install 'CLONE[ingest]')": venv_install(f"{clone}[ingest]", work, "ingest")}
+            rows = {
+                "hook (pre-commit env)": hook_env(clone, sha, work),
+                "action (venv + pip install CLONE)": venv_install(str(clone), work, "action"),
+                "full (venv + pip install 'CLONE[local]')": venv_install(
+                    f"{clone}[local]", work, "full"
+                ),
+                "remote (venv + pip install 'CLONE[remote]')": venv_install(
+                    f"{clone}[remote]", work, "remote"
+                ),
+                "mcp (venv + pip install 'CLONE[local,mcp]')": venv_install(
+                    f"{clone}[local,mcp]", work, "mcp"
+                ),
+                "ingest (venv + pip install 'CLONE[ingest]')": venv_install(
+                    f"{clone}[ingest]", work, "ingest"
+                ),
+            }
         print(f"{clone} @ {sha[:12]}")
         for what, (mb, seconds) in rows.items():
             print(f"  {what:46s} {mb:7.1f} MB  {seconds:6.1f} s")

@@ -33,6 +33,7 @@ TOP = 3  # best chunk scores kept per page and list
 
 # ---------------------------------------------------------------------------- index variants
 
+
 @dataclass(frozen=True)
 class Variant:
     """What the indexer reads from a page, as this tree does it with some parts changed."""
@@ -41,8 +42,12 @@ class Variant:
     patches: tuple[tuple[str, str, Any], ...] = ()  # (module, attribute, value) while reading pages
     steps_without: tuple[str, ...] = ()  # cleaning steps of chunking.readable_text left out
     steps_replaced: tuple[tuple[str, Any], ...] = ()  # (step name, replacement function or string)
-    steps_added: tuple[tuple[str, str, Any], ...] = ()  # (name, before this step, (needles, pattern, replacement))
-    about: str = ""  # "all": the page's description embedded with every chunk (this tree: the first only)
+    steps_added: tuple[
+        tuple[str, str, Any], ...
+    ] = ()  # (name, before this step, (needles, pattern, replacement))
+    about: str = (
+        ""  # "all": the page's description embedded with every chunk (this tree: the first only)
+    )
 
     def key(self) -> str:
         return self.name
@@ -63,12 +68,19 @@ def applied(variant: Variant) -> Iterator[None]:
         steps = list(chunking._READABLE_STEPS)
         if variant.steps_without or variant.steps_replaced or variant.steps_added:
             names = {s[0] for s in steps}
-            unknown = [n for n in (*variant.steps_without, *(n for n, _ in variant.steps_replaced)) if n not in names]
+            unknown = [
+                n
+                for n in (*variant.steps_without, *(n for n, _ in variant.steps_replaced))
+                if n not in names
+            ]
             if unknown:
                 raise SystemExit(f"variant {variant.name}: no cleaning step named {unknown}")
             replaced = dict(variant.steps_replaced)
-            steps = [(n, needles, pattern, replaced.get(n, repl)) for n, needles, pattern, repl in steps
-                     if n not in variant.steps_without]
+            steps = [
+                (n, needles, pattern, replaced.get(n, repl))
+                for n, needles, pattern, repl in steps
+                if n not in variant.steps_without
+            ]
             for n, before, spec in variant.steps_added:
                 at = next(i for i, step in enumerate(steps) if step[0] == before)
                 steps.insert(at, (n, *spec))
@@ -81,6 +93,7 @@ def applied(variant: Variant) -> Iterator[None]:
 
 
 # ---------------------------------------------------------------------------- arrays
+
 
 @dataclass
 class Arrays:
@@ -99,7 +112,9 @@ class Arrays:
     answers: list[set[int]] = field(default_factory=list)  # page indexes answering each question
 
 
-def _tops(scores: np.ndarray, owner: np.ndarray, starts: np.ndarray, n_pages: int, fill: float) -> np.ndarray:
+def _tops(
+    scores: np.ndarray, owner: np.ndarray, starts: np.ndarray, n_pages: int, fill: float
+) -> np.ndarray:
     """(Q, rows) chunk scores -> (Q, P, TOP) best scores per page, descending."""
     q, rows = scores.shape
     out = np.full((q, n_pages, TOP), fill, dtype=np.float32)
@@ -129,8 +144,14 @@ def _embedded(page: Any, about: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def corpus_arrays(folder: Path, corpus: str, variant: Variant, questions: Sequence[Any], embedder: Any,
-                  qvectors: dict[str, np.ndarray]) -> Arrays:
+def corpus_arrays(
+    folder: Path,
+    corpus: str,
+    variant: Variant,
+    questions: Sequence[Any],
+    embedder: Any,
+    qvectors: dict[str, np.ndarray],
+) -> Arrays:
     from llmwiki_git.retrieval import indexer
     from llmwiki_git.retrieval.lexical import LexicalIndex
     from llmwiki_git.workspace import Workspace
@@ -143,24 +164,46 @@ def corpus_arrays(folder: Path, corpus: str, variant: Variant, questions: Sequen
         lexical = LexicalIndex.build(documents)
     texts = [t for page in pages for t in _embedded(page, variant.about)]
     before = dict(embedder.stats)
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float32) if texts else np.zeros((0, 384), np.float32)
+    vectors = (
+        np.asarray(embedder.embed(texts), dtype=np.float32)
+        if texts
+        else np.zeros((0, 384), np.float32)
+    )
     owner = np.repeat(np.arange(len(pages)), [len(p.embedded) for p in pages])
     nchunks = np.array([len(p.embedded) for p in pages], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(nchunks)[:-1]]).astype(np.int64)
     qs = [q for q in questions if q.corpus == corpus]
-    qmat = np.stack([qvectors[q.question] for q in qs]) if qs else np.zeros((0, vectors.shape[1]), np.float32)
+    qmat = (
+        np.stack([qvectors[q.question] for q in qs])
+        if qs
+        else np.zeros((0, vectors.shape[1]), np.float32)
+    )
     cos = (qmat @ vectors.T).astype(np.float32)
-    bm = np.stack([lexical.scores(q.question) for q in qs]).astype(np.float32) if qs else np.zeros((0, len(texts)))
+    bm = (
+        np.stack([lexical.scores(q.question) for q in qs]).astype(np.float32)
+        if qs
+        else np.zeros((0, len(texts)))
+    )
     paths = [p.path for p in pages]
     index = {p: i for i, p in enumerate(paths)}
-    arrays = Arrays(corpus, variant.name, paths, [p.title for p in pages], nchunks, qs,
-                    _tops(cos, owner, starts, len(pages), -np.inf), _tops(bm, owner, starts, len(pages), 0.0),
-                    embedder.stats["embedded"] - before["embedded"], embedder.stats["cached"] - before["cached"])
+    arrays = Arrays(
+        corpus,
+        variant.name,
+        paths,
+        [p.title for p in pages],
+        nchunks,
+        qs,
+        _tops(cos, owner, starts, len(pages), -np.inf),
+        _tops(bm, owner, starts, len(pages), 0.0),
+        embedder.stats["embedded"] - before["embedded"],
+        embedder.stats["cached"] - before["cached"],
+    )
     arrays.answers = [{index[a] for a in q.answers if a in index} for q in qs]
     return arrays
 
 
 # ---------------------------------------------------------------------------- ranking configs
+
 
 @dataclass(frozen=True)
 class Aggregation:
@@ -194,7 +237,7 @@ def aggregate(top: np.ndarray, n: np.ndarray, how: Aggregation, dense: bool) -> 
         return s1
     if how.kind == "decay":
         rest = np.where(np.isfinite(top[:, :, 1:]), top[:, :, 1:], 0.0)
-        return s1 + how.param * rest[:, :, 0] + how.param ** 2 * rest[:, :, 1]
+        return s1 + how.param * rest[:, :, 0] + how.param**2 * rest[:, :, 1]
     if how.kind == "length":
         ln = np.log(np.maximum(n, 1)).astype(np.float64)[None, :]
         return s1 - how.param * ln if dense else s1 * np.exp(-how.param * ln)
@@ -231,14 +274,18 @@ class Ranked:
 
     def lexical(self, how: Aggregation) -> np.ndarray:
         if how not in self._lex:
-            self._lex[how] = np.where(self.has_term, aggregate(self.a.bm_top, self.a.nchunks, how, False), -np.inf)
+            self._lex[how] = np.where(
+                self.has_term, aggregate(self.a.bm_top, self.a.nchunks, how, False), -np.inf
+            )
         return self._lex[how]
 
 
 def hybrid_scores(a: Arrays | Ranked, config: Config) -> np.ndarray:
     r = a if isinstance(a, Ranked) else Ranked(a)
     fused = 1.0 / (config.k + 1 + r.ranks(config.dense, True))
-    fused += np.where(r.has_term, config.weight / (config.k + 1 + r.ranks(config.lexical, False)), 0.0)
+    fused += np.where(
+        r.has_term, config.weight / (config.k + 1 + r.ranks(config.lexical, False)), 0.0
+    )
     return fused
 
 
@@ -265,7 +312,10 @@ def first_ranks(a: Arrays | Ranked, score: np.ndarray) -> list[int | None]:
 
 def hit_mrr(ranks: Sequence[int | None]) -> tuple[float, float]:
     n = max(len(ranks), 1)
-    return (sum(1 for r in ranks if r is not None and r <= 5) / n, sum(1.0 / r for r in ranks if r) / n)
+    return (
+        sum(1 for r in ranks if r is not None and r <= 5) / n,
+        sum(1.0 / r for r in ranks if r) / n,
+    )
 
 
 def objective(scores: Sequence[tuple[float, float]]) -> float:
@@ -299,6 +349,7 @@ def grid(dense: bool = True, decay: bool = False) -> list[Config]:
 
 # ---------------------------------------------------------------------------- leave one out
 
+
 @dataclass
 class Fold:
     held_out: str
@@ -308,8 +359,9 @@ class Fold:
     train: float  # objective on the other wikis
 
 
-def evaluate_all(arrays: dict[tuple[str, str], Arrays], configs: Sequence[Config], mode: str
-                 ) -> dict[tuple[str, str, int], tuple[float, float]]:
+def evaluate_all(
+    arrays: dict[tuple[str, str], Arrays], configs: Sequence[Config], mode: str
+) -> dict[tuple[str, str, int], tuple[float, float]]:
     """(corpus, variant, config index) -> (hit@5, MRR@10)."""
     out = {}
     for (corpus, variant), a in arrays.items():
@@ -320,8 +372,12 @@ def evaluate_all(arrays: dict[tuple[str, str], Arrays], configs: Sequence[Config
     return out
 
 
-def choose_on(results: dict[tuple[str, str, int], tuple[float, float]], corpora: Sequence[str],
-              variants: Sequence[str], configs: Sequence[Config]) -> tuple[str, int, float]:
+def choose_on(
+    results: dict[tuple[str, str, int], tuple[float, float]],
+    corpora: Sequence[str],
+    variants: Sequence[str],
+    configs: Sequence[Config],
+) -> tuple[str, int, float]:
     """The (variant, config index) with the best objective on ``corpora`` (the first in
     order on ties), and that objective."""
     best: tuple[float, str, int] | None = None
@@ -334,13 +390,19 @@ def choose_on(results: dict[tuple[str, str, int], tuple[float, float]], corpora:
     return best[1], best[2], best[0]
 
 
-def leave_one_out(results: dict[tuple[str, str, int], tuple[float, float]], corpora: Sequence[str],
-                  variants: Sequence[str], configs: Sequence[Config]) -> list[Fold]:
+def leave_one_out(
+    results: dict[tuple[str, str, int], tuple[float, float]],
+    corpora: Sequence[str],
+    variants: Sequence[str],
+    configs: Sequence[Config],
+) -> list[Fold]:
     """For each held-out corpus: the (variant, config) chosen on the others
     (:func:`choose_on`), and its score on the held-out one."""
     folds = []
     for held in corpora:
-        variant, index, value = choose_on(results, [c for c in corpora if c != held], variants, configs)
+        variant, index, value = choose_on(
+            results, [c for c in corpora if c != held], variants, configs
+        )
         folds.append(Fold(held, configs[index], variant, results[(held, variant, index)], value))
     return folds
 

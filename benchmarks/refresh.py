@@ -70,8 +70,13 @@ def _wiki(bench: Any, work: Path, n: int) -> Path:
     if not (folder / ".git").is_dir():
         folder.mkdir(parents=True, exist_ok=True)
         bench.load_check_module().build_wiki(folder, n)  # a committed git repository
-    subprocess.run([sys.executable, "-m", "llmwiki_git", "index", "--fast"], cwd=folder, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "llmwiki_git", "index", "--fast"],
+        cwd=folder,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return folder
 
 
@@ -128,13 +133,16 @@ def _commit(folder: Path, env: dict[str, str], message: str) -> None:
     subprocess.run(["git", "commit", "-qm", message], cwd=folder, env=env, check=True)
 
 
-def context_runs(bench: Any, folders: dict[str, tuple[Path, dict[str, str]]], repeat: int
-                 ) -> dict[str, dict[str, list[tuple[float, float]]]]:
+def context_runs(
+    bench: Any, folders: dict[str, tuple[Path, dict[str, str]]], repeat: int
+) -> dict[str, dict[str, list[tuple[float, float]]]]:
     """``llmwiki context --json`` in fresh processes, per revision (its own copy of the wiki),
     interleaved run by run: nothing changed; right after committing a one-line edit of one
     existing page; right after committing one new page (each call refreshes and saves)."""
     cmd = [sys.executable, "-m", "llmwiki_git", "context", "medlar bletted", "--json"]
-    runs: dict[str, dict[str, list[tuple[float, float]]]] = {k: {"quiet": [], "edit": [], "add": []} for k in folders}
+    runs: dict[str, dict[str, list[tuple[float, float]]]] = {
+        k: {"quiet": [], "edit": [], "add": []} for k in folders
+    }
     for i in range(repeat):
         for label, (folder, env) in folders.items():
             wiki = folder / "wiki" if (folder / "wiki").is_dir() else folder
@@ -145,19 +153,29 @@ def context_runs(bench: Any, folders: dict[str, tuple[Path, dict[str, str]]], re
             _commit(folder, env, f"edit {i}")
             # The question names this edit's own word: earlier edits and new pages say
             # "medlar bletted" too, and the pack holds five pages.
-            wall, cpu, out = _timed([*cmd[:-2], f"medlar bletted benchmark{i}edit", "--json"], folder, env)
+            wall, cpu, out = _timed(
+                [*cmd[:-2], f"medlar bletted benchmark{i}edit", "--json"], folder, env
+            )
             runs[label]["edit"].append((wall, cpu))
             assert f"edit {i}" in out, "the edited text was not found"
             new = wiki / "bench-new"
             new.mkdir(exist_ok=True)
-            (new / f"{i}.md").write_text(f"# New {i}\n\nA medlar is bletted, run {i}, benchmark{i}new.\n")
+            (new / f"{i}.md").write_text(
+                f"# New {i}\n\nA medlar is bletted, run {i}, benchmark{i}new.\n"
+            )
             _commit(folder, env, f"new {i}")
-            wall, cpu, out = _timed([*cmd[:-2], f"medlar bletted benchmark{i}new", "--json"], folder, env)
+            wall, cpu, out = _timed(
+                [*cmd[:-2], f"medlar bletted benchmark{i}new", "--json"], folder, env
+            )
             runs[label]["add"].append((wall, cpu))
             assert f"bench-new/{i}" in out, "the new page was not found"
     for folder, env in folders.values():
-        subprocess.run(["git", "checkout", "-q", "HEAD~" + str(2 * repeat), "--", "."], cwd=folder, env=env,
-                       check=True)
+        subprocess.run(
+            ["git", "checkout", "-q", "HEAD~" + str(2 * repeat), "--", "."],
+            cwd=folder,
+            env=env,
+            check=True,
+        )
         new = (folder / "wiki" if (folder / "wiki").is_dir() else folder) / "bench-new"
         for path in new.glob("*.md"):
             path.unlink()
@@ -175,8 +193,9 @@ def _question(folder: Path) -> str:
     return first.stem.replace("-", " ")
 
 
-def fresh_context_runs(folders: dict[str, tuple[Path, dict[str, str]]], question: str, repeat: int
-                       ) -> dict[str, list[tuple[float, float]]]:
+def fresh_context_runs(
+    folders: dict[str, tuple[Path, dict[str, str]]], question: str, repeat: int
+) -> dict[str, list[tuple[float, float]]]:
     """``llmwiki context QUESTION --json`` in fresh processes with nothing changed, per
     revision, interleaved run by run after one unmeasured run each."""
     cmd = [sys.executable, "-m", "llmwiki_git", "context", question, "--json"]
@@ -191,31 +210,44 @@ def fresh_context_runs(folders: dict[str, tuple[Path, dict[str, str]]], question
     return runs
 
 
-def fresh_context_report(bench: Any, folder: Path, n: int, baseline: Path | None, label: str, repeat: int) -> None:
+def fresh_context_report(
+    bench: Any, folder: Path, n: int, baseline: Path | None, label: str, repeat: int
+) -> None:
     env = {k: v for k, v in bench.clean_env().items() if k != "PYTHONDONTWRITEBYTECODE"}
     folders = {"this tree": (folder, env)}
     if baseline is not None:
         base_env = {**env, "PYTHONPATH": str(baseline)}
         folders = {f"`{label}`": (_copy_for(folder, "baseline", base_env), base_env), **folders}
-    for copy, copy_env in folders.values():  # stat data as after any `git status`: a copied work tree's
+    for (
+        copy,
+        copy_env,
+    ) in folders.values():  # stat data as after any `git status`: a copied work tree's
         # index no longer matches its files' inodes, and git then re-hashes every file on every listing
-        subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=copy, env=copy_env, check=False)
+        subprocess.run(
+            ["git", "update-index", "-q", "--refresh"], cwd=copy, env=copy_env, check=False
+        )
     question = _question(folder)
     runs = fresh_context_runs(folders, question, repeat)
-    print(f"\nFresh `llmwiki context \"{question}\" --json`, nothing changed, {n:,} pages, {repeat} runs per "
-          "revision interleaved: median (min) wall seconds, median CPU seconds (user + system, with git).\n")
+    print(
+        f'\nFresh `llmwiki context "{question}" --json`, nothing changed, {n:,} pages, {repeat} runs per '
+        "revision interleaved: median (min) wall seconds, median CPU seconds (user + system, with git).\n"
+    )
     print("| revision | wall median (min) | CPU median (min) |")
     print("|---|---|---|")
     for name, times in runs.items():
         walls, cpus = [w for w, _ in times], [c for _, c in times]
-        print(f"| {name} | {statistics.median(walls):.3f} ({min(walls):.3f}) s | "
-              f"{statistics.median(cpus):.3f} ({min(cpus):.3f}) s |")
+        print(
+            f"| {name} | {statistics.median(walls):.3f} ({min(walls):.3f}) s | "
+            f"{statistics.median(cpus):.3f} ({min(cpus):.3f}) s |"
+        )
     walls = [w for w, _ in runs["this tree"]]
     cpu = statistics.median(c for _, c in runs["this tree"])
     wall = statistics.median(walls)
     if n >= 10_000:
-        print(f"\nfresh context, nothing changed, {n:,} pages: target < {FRESH_TARGET:g} s / measured {wall:.3f} s "
-              f"wall ({cpu:.3f} s CPU) / {'met' if wall < FRESH_TARGET else 'missed'}")
+        print(
+            f"\nfresh context, nothing changed, {n:,} pages: target < {FRESH_TARGET:g} s / measured {wall:.3f} s "
+            f"wall ({cpu:.3f} s CPU) / {'met' if wall < FRESH_TARGET else 'missed'}"
+        )
 
 
 def _copy_for(folder: Path, label: str, env: dict[str, str]) -> Path:
@@ -234,8 +266,10 @@ def embedding_cost(repeat: int) -> list[tuple[int, float]]:
 
     embedder = OnnxMiniLMEmbedder()
     embedder.embed(["warm up the session"])
-    text = ("A medlar is bletted until soft before it is eaten; the fruit keeps through winter in a cool "
-            "store and is eaten with cheese. ") * 6  # about 700 characters, a typical chunk
+    text = (
+        "A medlar is bletted until soft before it is eaten; the fruit keeps through winter in a cool "
+        "store and is eaten with cheese. "
+    ) * 6  # about 700 characters, a typical chunk
     rows = []
     for n in (1, 8, 24, 64):
         times = []
@@ -252,36 +286,60 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/llmwiki-refresh-bench"))
     parser.add_argument("--pages", default="1000,10000")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--baseline", default="main",
-                        help="git revision measured beside this tree for the `context` rows (before/after, "
-                             "interleaved, each on its own copy of the wiki); 'none' to skip")
-    parser.add_argument("--no-embedding", action="store_true", help="skip section 3 (the local model's cost per chunk)")
-    parser.add_argument("--fresh-only", action="store_true",
-                        help="measure only the fresh `context` with nothing changed (section 2b)")
+    parser.add_argument(
+        "--baseline",
+        default="main",
+        help="git revision measured beside this tree for the `context` rows (before/after, "
+        "interleaved, each on its own copy of the wiki); 'none' to skip",
+    )
+    parser.add_argument(
+        "--no-embedding",
+        action="store_true",
+        help="skip section 3 (the local model's cost per chunk)",
+    )
+    parser.add_argument(
+        "--fresh-only",
+        action="store_true",
+        help="measure only the fresh `context` with nothing changed (section 2b)",
+    )
     args = parser.parse_args(argv)
     bench = _retrieval_bench()
-    baseline = None if args.baseline == "none" else bench.archive_source(args.baseline, args.work / "baseline" / "src")
+    baseline = (
+        None
+        if args.baseline == "none"
+        else bench.archive_source(args.baseline, args.work / "baseline" / "src")
+    )
     for line in bench.machine_info():
         print(line)
     print(f"load average at start: {bench.loadavg()}\n")
     if args.fresh_only:
         for n in (int(x) for x in args.pages.split(",")):
-            fresh_context_report(bench, _wiki(bench, args.work, n), n, baseline, args.baseline, args.repeat)
+            fresh_context_report(
+                bench, _wiki(bench, args.work, n), n, baseline, args.baseline, args.repeat
+            )
         print(f"\nload average at end: {bench.loadavg()}")
         return 0
-    print("| wiki | freshness check (in process, median) | warm context pack (MCP), no check / with check |")
+    print(
+        "| wiki | freshness check (in process, median) | warm context pack (MCP), no check / with check |"
+    )
     print("|---|---|---|")
     measured = []
     for n in (int(x) for x in args.pages.split(",")):
         folder = _wiki(bench, args.work, n)
         check = freshness_check(folder, args.repeat)
         plain, follow = warm_context(folder, args.repeat)
-        print(f"| {n:,} pages | {check * 1000:.0f} ms | {plain * 1000:.0f} / {follow * 1000:.0f} ms |")
+        print(
+            f"| {n:,} pages | {check * 1000:.0f} ms | {plain * 1000:.0f} / {follow * 1000:.0f} ms |"
+        )
         measured.append((n, folder))
-    print("\n`llmwiki context --json` in a fresh process, median wall seconds (CPU seconds, user + system), "
-          "revisions interleaved run by run; each call after a commit refreshes the index and saves it. "
-          f"Target for a one-page edit at 10,000 pages: < {EDIT_TARGET:g} s.\n")
-    print("| wiki | revision | nothing changed | after a one-line edit of one page | after adding one page |")
+    print(
+        "\n`llmwiki context --json` in a fresh process, median wall seconds (CPU seconds, user + system), "
+        "revisions interleaved run by run; each call after a commit refreshes the index and saves it. "
+        f"Target for a one-page edit at 10,000 pages: < {EDIT_TARGET:g} s.\n"
+    )
+    print(
+        "| wiki | revision | nothing changed | after a one-line edit of one page | after adding one page |"
+    )
     print("|---|---|---|---|---|")
     for n, folder in measured:
         folders = {"this tree": (folder, bench.clean_env())}
@@ -296,7 +354,11 @@ def main(argv: list[str] | None = None) -> int:
                 cpu = statistics.median(c for _, c in kinds[kind])
                 cell = f"{wall:.2f} s ({cpu:.2f} s CPU)"
                 if kind == "edit" and n >= 10_000:
-                    cell += " met" if wall < EDIT_TARGET else f" missed (CPU {'met' if cpu < EDIT_TARGET else 'missed'})"
+                    cell += (
+                        " met"
+                        if wall < EDIT_TARGET
+                        else f" missed (CPU {'met' if cpu < EDIT_TARGET else 'missed'})"
+                    )
                 cells.append(cell)
             print(f"| {n:,} pages | {label} | " + " | ".join(cells) + " |")
     for n, folder in measured:

@@ -74,13 +74,22 @@ def embedding_server() -> Iterator[tuple[str, list[int]]]:
 
     embedded = [0]
 
-    def handler(path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    def handler(
+        path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         embedded[0] += len(texts)
-        return json_response({"object": "list", "model": body.get("model"),
-                              "data": [{"object": "embedding", "index": i, "embedding": vector(t)}
-                                       for i, t in enumerate(texts)],
-                              "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+        return json_response(
+            {
+                "object": "list",
+                "model": body.get("model"),
+                "data": [
+                    {"object": "embedding", "index": i, "embedding": vector(t)}
+                    for i, t in enumerate(texts)
+                ],
+                "usage": {"prompt_tokens": 0, "total_tokens": 0},
+            }
+        )
 
     with serve(handler, keep_alive=True) as (url, _):
         yield f"{url}/v1", embedded
@@ -90,8 +99,13 @@ def run_index(where: Path, env: dict[str, str]) -> tuple[float, float, dict[str,
     """``llmwiki index --json`` in a fresh process: wall seconds, CPU seconds, its JSON."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "index", "--json"], cwd=where, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmwiki_git", "index", "--json"],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -101,17 +115,31 @@ def run_index(where: Path, env: dict[str, str]) -> tuple[float, float, dict[str,
 
 
 def git(where: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=where, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=where, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def change(where: Path, pages: list[str], run: int) -> None:
     """One new paragraph at the end of each of ``pages`` (its last chunk changes), committed."""
     for i, rel in enumerate(pages):
         path = where / rel
-        path.write_text(path.read_text(encoding="utf-8") + f"\nReindex run {run}, note {i}: the reviewers "
-                        f"checked this section again on day {run * 1000 + i} and kept it.\n", encoding="utf-8")
+        path.write_text(
+            path.read_text(encoding="utf-8") + f"\nReindex run {run}, note {i}: the reviewers "
+            f"checked this section again on day {run * 1000 + i} and kept it.\n",
+            encoding="utf-8",
+        )
     git(where, "add", "-A")
-    git(where, "-c", "user.name=b", "-c", "user.email=b@x", "commit", "-qm", f"edit {len(pages)} pages")
+    git(
+        where,
+        "-c",
+        "user.name=b",
+        "-c",
+        "user.email=b@x",
+        "commit",
+        "-qm",
+        f"edit {len(pages)} pages",
+    )
 
 
 def model_cost(texts: list[str]) -> str:
@@ -132,12 +160,18 @@ def model_cost(texts: list[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "llmwiki-reindex-bench")
+    parser.add_argument(
+        "--work", type=Path, default=Path(tempfile.gettempdir()) / "llmwiki-reindex-bench"
+    )
     parser.add_argument("--pages", type=int, default=10_000)
-    parser.add_argument("--changed", type=int, default=100, help="pages given a new paragraph per run")
+    parser.add_argument(
+        "--changed", type=int, default=100, help="pages given a new paragraph per run"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stores", default="file,postgres")
-    parser.add_argument("--uri", default=None, help="a PostgreSQL URI (default: an embedded server)")
+    parser.add_argument(
+        "--uri", default=None, help="a PostgreSQL URI (default: an embedded server)"
+    )
     args = parser.parse_args()
     check = sibling("check")
     origin = args.work / f"wiki-{args.pages}"
@@ -151,8 +185,11 @@ def main() -> None:
     stores = [s for s in args.stores.split(",") if s]
     if "postgres" in stores and not uri:
         server, uri = sibling("store").embedded_server(None, "1GB")
-    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores, "
-          f"{args.pages:,} pages, {args.changed} pages changed per run", flush=True)
+    print(
+        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores, "
+        f"{args.pages:,} pages, {args.changed} pages changed per run",
+        flush=True,
+    )
     print("| store | run | wall s | CPU s | chunks embedded (server / index) |")
     print("|---|---|---|---|---|", flush=True)
     texts: list[str] = []
@@ -161,30 +198,46 @@ def main() -> None:
             for name in stores:
                 where = args.work / f"{name}-{time.time_ns()}"
                 git(args.work, "clone", "-q", str(origin), str(where))
-                env = {k: v for k, v in os.environ.items() if k not in {"PYTHONDONTWRITEBYTECODE", "LLMWIKI_VECTOR_STORE"}}
-                env.update(LLMWIKI_EMBEDDING_PROVIDER="openai", LLMWIKI_EMBEDDING_MODEL="bench-384",
-                           OPENAI_BASE_URL=url, OPENAI_API_KEY="bench")
+                env = {
+                    k: v
+                    for k, v in os.environ.items()
+                    if k not in {"PYTHONDONTWRITEBYTECODE", "LLMWIKI_VECTOR_STORE"}
+                }
+                env.update(
+                    LLMWIKI_EMBEDDING_PROVIDER="openai",
+                    LLMWIKI_EMBEDDING_MODEL="bench-384",
+                    OPENAI_BASE_URL=url,
+                    OPENAI_API_KEY="bench",
+                )
                 if name == "postgres":
                     assert uri is not None
                     env["LLMWIKI_VECTOR_STORE"] = uri
                 embedded[0] = 0
                 wall, cpu, out = run_index(where, env)
-                print(f"| {name} | full index (first run) | {wall:.1f} | {cpu:.1f} | {embedded[0]:,} / {out['embedded']:,} |",
-                      flush=True)
+                print(
+                    f"| {name} | full index (first run) | {wall:.1f} | {cpu:.1f} | {embedded[0]:,} / {out['embedded']:,} |",
+                    flush=True,
+                )
                 walls, cpus = [], []
                 for run in range(args.repeat):
-                    pages = listed[(run * args.changed) * step::step][:args.changed]
+                    pages = listed[(run * args.changed) * step :: step][: args.changed]
                     change(where, pages, run)
                     embedded[0] = 0
                     wall, cpu, out = run_index(where, env)
                     walls.append(wall)
                     cpus.append(cpu)
-                    print(f"| {name} | after {len(pages)} pages changed (run {run + 1}) | {wall:.2f} | {cpu:.2f} | "
-                          f"{embedded[0]} / {out['embedded']} |", flush=True)
+                    print(
+                        f"| {name} | after {len(pages)} pages changed (run {run + 1}) | {wall:.2f} | {cpu:.2f} | "
+                        f"{embedded[0]} / {out['embedded']} |",
+                        flush=True,
+                    )
                     if not texts:
                         texts = [(where / p).read_text(encoding="utf-8")[-800:] for p in pages]
-                print(f"| {name} | **median after a change** | **{statistics.median(walls):.2f}** | "
-                      f"{statistics.median(cpus):.2f} | |", flush=True)
+                print(
+                    f"| {name} | **median after a change** | **{statistics.median(walls):.2f}** | "
+                    f"{statistics.median(cpus):.2f} | |",
+                    flush=True,
+                )
                 shutil.rmtree(where, ignore_errors=True)
         print(f"\nThe local model (the default) would add: {model_cost(texts)}")
     finally:

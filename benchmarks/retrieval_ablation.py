@@ -87,21 +87,38 @@ def load_corpus(folder: Path, name: str, questions: list[Any], embedder: Any) ->
     from llmwiki_git.retrieval import indexer
     from llmwiki_git.workspace import Workspace
 
-    retrieval = Workspace.open(folder, environ=B.clean_env(LLMWIKI_EMBEDDING_PROVIDER="local")).retrieval()
+    retrieval = Workspace.open(
+        folder, environ=B.clean_env(LLMWIKI_EMBEDDING_PROVIDER="local")
+    ).retrieval()
     loaded = retrieval.load()
     store, lexical = loaded.store, loaded.lexical
     pages, _ = indexer.read_pages(retrieval._load_wiki(), None)
     if [p.path for p in pages] != [p.path for p in store.pages]:
-        raise SystemExit(f"{folder}: the store is not up to date; run `llmwiki -C {folder} index` first")
+        raise SystemExit(
+            f"{folder}: the store is not up to date; run `llmwiki -C {folder} index` first"
+        )
     qs = [q for q in questions if q.corpus == name]
     qvec = embedder.embed([q.question for q in qs])
-    vectors = np.asarray(store.vectors.matrix, dtype=np.float32)  # the file store (filevectors.FileVectors)
-    return Corpus(name, [p.path for p in store.pages], [p.title for p in pages], np.asarray(store.row_owner()),
-                  vectors, qvec, (qvec @ vectors.T).astype(np.float32),
-                  np.stack([lexical.scores(q.question) for q in qs]).astype(np.float32), qs, pages, lexical)
+    vectors = np.asarray(
+        store.vectors.matrix, dtype=np.float32
+    )  # the file store (filevectors.FileVectors)
+    return Corpus(
+        name,
+        [p.path for p in store.pages],
+        [p.title for p in pages],
+        np.asarray(store.row_owner()),
+        vectors,
+        qvec,
+        (qvec @ vectors.T).astype(np.float32),
+        np.stack([lexical.scores(q.question) for q in qs]).astype(np.float32),
+        qs,
+        pages,
+        lexical,
+    )
 
 
 # ---------------------------------------------------------------------------- ranking helpers
+
 
 def ranks(score: np.ndarray) -> np.ndarray:
     """0-based rank of every page per question (stable: ties keep page order)."""
@@ -130,7 +147,9 @@ def min_max(score: np.ndarray) -> np.ndarray:
 
 
 def z_score(score: np.ndarray) -> np.ndarray:
-    return (score - score.mean(axis=1, keepdims=True)) / np.maximum(score.std(axis=1, keepdims=True), 1e-9)
+    return (score - score.mean(axis=1, keepdims=True)) / np.maximum(
+        score.std(axis=1, keepdims=True), 1e-9
+    )
 
 
 #: A variant: per corpus, (questions x pages) scores (higher is better).
@@ -157,13 +176,22 @@ class Lab:
                     continue
                 top = np.argsort(-score[i], kind="stable")[:10]
                 wanted = set(q.answers)
-                rank = next((j + 1 for j, p in enumerate(top.tolist()) if c.paths[p] in wanted), None)
-                rows.append((1.0 if rank is not None and rank <= 5 else 0.0, 1.0 / rank if rank else 0.0))
+                rank = next(
+                    (j + 1 for j, p in enumerate(top.tolist()) if c.paths[p] in wanted), None
+                )
+                rows.append(
+                    (1.0 if rank is not None and rank <= 5 else 0.0, 1.0 / rank if rank else 0.0)
+                )
             out[c.name] = np.array(rows).reshape(-1, 2)
         return out
 
-    def shipped(self, c: Corpus, k: float | None = None, weight: float | None = None,
-                dense: np.ndarray | None = None) -> np.ndarray:
+    def shipped(
+        self,
+        c: Corpus,
+        k: float | None = None,
+        weight: float | None = None,
+        dense: np.ndarray | None = None,
+    ) -> np.ndarray:
         """The shipped fusion (retrieval/search.py's k, BM25 weight and page aggregations);
         ``dense`` replaces the cosine list's page scores."""
         from llmwiki_git.retrieval import search as S
@@ -172,8 +200,18 @@ class Lab:
         weight = S.LEXICAL_WEIGHT if weight is None else weight
         counts = np.bincount(c.owner, minlength=c.n_pages)
         if dense is None:
-            dense = np.stack([S.page_scores(c.owner, counts, row, S.DENSE_AGGREGATION, dense=True) for row in c.cos])
-        pbm = np.stack([S.page_scores(c.owner, counts, row, S.LEXICAL_AGGREGATION, dense=False) for row in c.bm25])
+            dense = np.stack(
+                [
+                    S.page_scores(c.owner, counts, row, S.DENSE_AGGREGATION, dense=True)
+                    for row in c.cos
+                ]
+            )
+        pbm = np.stack(
+            [
+                S.page_scores(c.owner, counts, row, S.LEXICAL_AGGREGATION, dense=False)
+                for row in c.bm25
+            ]
+        )
         return rrf([(1.0, dense, None), (weight, pbm, pbm > 0)], k)
 
 
@@ -181,7 +219,11 @@ def summarise(outcome: dict[str, np.ndarray]) -> list[str]:
     cells = []
     for name in (*B.CORPUS_NAMES, "all"):
         got = np.concatenate(list(outcome.values())) if name == "all" else outcome.get(name)
-        cells.append("-" if got is None or not len(got) else f"{got[:, 0].mean():.3f} / {got[:, 1].mean():.3f}")
+        cells.append(
+            "-"
+            if got is None or not len(got)
+            else f"{got[:, 0].mean():.3f} / {got[:, 1].mean():.3f}"
+        )
     return cells
 
 
@@ -191,13 +233,19 @@ def paired_interval(new: dict[str, np.ndarray], ref: dict[str, np.ndarray], seed
     boot = np.array([diff[rng.integers(0, len(diff), len(diff))].mean(axis=0) for _ in range(2000)])
     lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
     mean = diff.mean(axis=0)
-    return (f"{mean[0]:+.3f} [{lo[0]:+.3f}, {hi[0]:+.3f}] / {mean[1]:+.3f} [{lo[1]:+.3f}, {hi[1]:+.3f}]; "
-            f"R@5 won {int((diff[:, 0] > 0).sum())}, lost {int((diff[:, 0] < 0).sum())}")
+    return (
+        f"{mean[0]:+.3f} [{lo[0]:+.3f}, {hi[0]:+.3f}] / {mean[1]:+.3f} [{lo[1]:+.3f}, {hi[1]:+.3f}]; "
+        f"R@5 won {int((diff[:, 0] > 0).sum())}, lost {int((diff[:, 0] < 0).sum())}"
+    )
 
 
-def table(lab: Lab, title: str, variants: list[tuple[str, Variant]], ref: dict[str, np.ndarray]) -> None:
+def table(
+    lab: Lab, title: str, variants: list[tuple[str, Variant]], ref: dict[str, np.ndarray]
+) -> None:
     print(f"### {title}\n")
-    print("| variant | foam R@5 / MRR | dendron R@5 / MRR | all R@5 / MRR | vs shipped: ΔR@5 [95 %] / ΔMRR [95 %] |")
+    print(
+        "| variant | foam R@5 / MRR | dendron R@5 / MRR | all R@5 / MRR | vs shipped: ΔR@5 [95 %] / ΔMRR [95 %] |"
+    )
     print("|---|---|---|---|---|")
     for label, variant in variants:
         got = lab.outcomes(variant)
@@ -210,7 +258,9 @@ def ceiling(lab: Lab, variants: list[tuple[str, Variant]]) -> None:
     """Recall at K: how often an answer page is among a list's first K pages at all, which
     is what a perfect reranker of that list's top K could reach at R@5."""
     depths = (5, 10, 20, 30, 50)
-    print("### Where the answers are: recall at depth K (the ceiling of a perfect reranker of the top K)\n")
+    print(
+        "### Where the answers are: recall at depth K (the ceiling of a perfect reranker of the top K)\n"
+    )
     print("| list | " + " | ".join(f"R@{k}" for k in depths) + " |")
     print("|---|" + "---:|" * len(depths))
     for label, variant in variants:
@@ -231,13 +281,16 @@ def ceiling(lab: Lab, variants: list[tuple[str, Variant]]) -> None:
 
 # ---------------------------------------------------------------------------- extra inputs
 
+
 def card_texts(c: Corpus, headings: bool) -> list[str]:
     """A page card: title and aliases, frontmatter description[, its headings]."""
     from llmwiki_git.retrieval.chunking import readable_text
 
     out = []
     for page in c.pages:
-        names, about = (page.lexical[0][0][0], page.lexical[0][1][0]) if page.lexical else (page.title, "")
+        names, about = (
+            (page.lexical[0][0][0], page.lexical[0][1][0]) if page.lexical else (page.title, "")
+        )
         parts = [names, about]
         if headings:
             heads = [readable_text(h) for text in page.texts for h in _HEADING.findall(text)]
@@ -284,7 +337,9 @@ def rm3_expansion(c: Corpus, feedback: int, n_terms: int) -> np.ndarray:
         gain: Counter[str] = Counter()
         for d in top:
             if d not in memo:
-                memo[d] = Counter(t for text, w in docs[d] for t in lex_mod.tokenize(text) for _ in range(int(w)))
+                memo[d] = Counter(
+                    t for text, w in docs[d] for t in lex_mod.tokenize(text) for _ in range(int(w))
+                )
             total = sum(memo[d].values()) or 1
             for term, n in memo[d].items():
                 if term not in own:
@@ -295,7 +350,9 @@ def rm3_expansion(c: Corpus, feedback: int, n_terms: int) -> np.ndarray:
             tid = lex.term_id(term)
             if tid is not None:
                 a, b = int(lex._indptr[tid]), int(lex._indptr[tid + 1])
-                out[i, np.asarray(lex._doc_ids[a:b])] += weight / norm * np.asarray(lex._weights[a:b])
+                out[i, np.asarray(lex._doc_ids[a:b])] += (
+                    weight / norm * np.asarray(lex._weights[a:b])
+                )
     return out
 
 
@@ -320,7 +377,10 @@ def title_matches(c: Corpus) -> np.ndarray:
     """1 where every token of a page's title (or an alias) occurs in the question."""
     from llmwiki_git.terms import tokenize
 
-    names = [[set(tokenize(n)) for n in (p.lexical[0][0][0] if p.lexical else p.title).split("\n")] for p in c.pages]
+    names = [
+        [set(tokenize(n)) for n in (p.lexical[0][0][0] if p.lexical else p.title).split("\n")]
+        for p in c.pages
+    ]
     out = np.zeros((len(c.questions), c.n_pages))
     for i, q in enumerate(c.questions):
         words = set(tokenize(q.question))
@@ -329,7 +389,9 @@ def title_matches(c: Corpus) -> np.ndarray:
     return out
 
 
-def rechunked_cosine(c: Corpus, embedder: Any, target: int, maximum: int, minimum: int) -> np.ndarray:
+def rechunked_cosine(
+    c: Corpus, embedder: Any, target: int, maximum: int, minimum: int
+) -> np.ndarray:
     """(questions x pages) best-chunk cosine with the dense side re-cut at other sizes."""
     from llmwiki_git.retrieval import chunking
 
@@ -338,17 +400,22 @@ def rechunked_cosine(c: Corpus, embedder: Any, target: int, maximum: int, minimu
     try:
         texts, owner = [], []
         for i, page in enumerate(c.pages):
-            body_chunks = chunking.split_into_chunks("\n\n".join(t.split("\n\n", 1)[1] if "\n\n" in t else ""
-                                                                for t in page.texts))
+            body_chunks = chunking.split_into_chunks(
+                "\n\n".join(t.split("\n\n", 1)[1] if "\n\n" in t else "" for t in page.texts)
+            )
             for chunk in body_chunks:
-                texts.append(chunking.embedding_input(page.title, chunking.readable_text(chunk.text)))
+                texts.append(
+                    chunking.embedding_input(page.title, chunking.readable_text(chunk.text))
+                )
                 owner.append(i)
     finally:
         chunking.TARGET_CHARS, chunking.MAX_CHARS, chunking.MIN_CHARS = saved
     t0 = time.perf_counter()
     vectors = embedder.embed(texts)
-    print(f"- {c.name}: {len(texts)} chunks at {target}/{maximum}/{minimum} embedded in "
-          f"{time.perf_counter() - t0:.0f} s (the store has {c.vectors.shape[0]})")
+    print(
+        f"- {c.name}: {len(texts)} chunks at {target}/{maximum}/{minimum} embedded in "
+        f"{time.perf_counter() - t0:.0f} s (the store has {c.vectors.shape[0]})"
+    )
     cos = (c.qvec @ np.asarray(vectors).T).astype(np.float32)
     out = np.full((cos.shape[0], c.n_pages), -1.0)
     for i in range(cos.shape[0]):
@@ -358,6 +425,7 @@ def rechunked_cosine(c: Corpus, embedder: Any, target: int, maximum: int, minimu
 
 # ---------------------------------------------------------------------------- main
 
+
 def check_shipped(lab: Lab, folders: dict[str, Path]) -> str:
     """The re-implementation of the shipped rrf agrees with search.search on every question."""
     from llmwiki_git.retrieval import search as search_mod
@@ -366,25 +434,49 @@ def check_shipped(lab: Lab, folders: dict[str, Path]) -> str:
     bad = 0
     for c in lab.corpora:
         mine = lab.shipped(c)
-        loaded = Workspace.open(folders[c.name], environ=B.clean_env(LLMWIKI_EMBEDDING_PROVIDER="local")).retrieval().load()
+        loaded = (
+            Workspace.open(folders[c.name], environ=B.clean_env(LLMWIKI_EMBEDDING_PROVIDER="local"))
+            .retrieval()
+            .load()
+        )
         loaded.embedder = B.MemoEmbedder(loaded.embedder)
         index_of = {p.page_id: i for i, p in enumerate(loaded.store.pages)}
         for i, q in enumerate(c.questions):
-            result = search_mod.search(q.question, loaded.store, loaded.lexical, loaded.embedder,
-                                       mode="rrf", keep=50, max_pages=10)
+            result = search_mod.search(
+                q.question,
+                loaded.store,
+                loaded.lexical,
+                loaded.embedder,
+                mode="rrf",
+                keep=50,
+                max_pages=10,
+            )
             theirs = [index_of[pid] for pid, _ in result.pages][:5]
             if theirs != np.argsort(-mine[i], kind="stable")[:5].tolist():
                 bad += 1
-    return "agrees with `search.search` on every question" if bad == 0 else f"**differs on {bad} questions**"
+    return (
+        "agrees with `search.search` on every question"
+        if bad == 0
+        else f"**differs on {bad} questions**"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/llmwiki-retrieval-bench"),
-                        help="the work folder of benchmarks/retrieval.py (default /tmp/llmwiki-retrieval-bench)")
-    parser.add_argument("--split", default="tune", choices=B.SPLITS, help="which half to score (default tune)")
-    parser.add_argument("--chunk-sizes", default="",
-                        help="dense chunk sizes to re-embed and score, e.g. 400:700:100,600:1000:150 (slow)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("/tmp/llmwiki-retrieval-bench"),
+        help="the work folder of benchmarks/retrieval.py (default /tmp/llmwiki-retrieval-bench)",
+    )
+    parser.add_argument(
+        "--split", default="tune", choices=B.SPLITS, help="which half to score (default tune)"
+    )
+    parser.add_argument(
+        "--chunk-sizes",
+        default="",
+        help="dense chunk sizes to re-embed and score, e.g. 400:700:100,600:1000:150 (slow)",
+    )
     args = parser.parse_args(argv)
     from llmwiki_git.retrieval.embedders import make_embedder
 
@@ -398,58 +490,127 @@ def main(argv: list[str] | None = None) -> int:
     folders: dict[str, Path] = {}
     for name in B.CORPUS_NAMES:
         folder = work / name
-        if B.sync_tree(B.CORPORA / name, folder) or not (folder / B.STATE / "embeddings.json").is_file():
+        if (
+            B.sync_tree(B.CORPORA / name, folder)
+            or not (folder / B.STATE / "embeddings.json").is_file()
+        ):
             run = B.cli_index(folder)
             print(f"- indexed {folder}: {B.index_note(run)}")
         folders[name] = folder
         corpora.append(load_corpus(folder, name, questions, embedder))
     lab = Lab(corpora, args.split)
     ref = lab.outcomes(lab.shipped)
-    print(f"\nSplit: **{args.split}** ({sum(len(v) for v in ref.values())} questions). Cells: R@5 / MRR@10. "
-          f"Shipped rrf re-implemented here: {check_shipped(lab, folders)}.\n")
+    print(
+        f"\nSplit: **{args.split}** ({sum(len(v) for v in ref.values())} questions). Cells: R@5 / MRR@10. "
+        f"Shipped rrf re-implemented here: {check_shipped(lab, folders)}.\n"
+    )
     pcos, pbm = lab.pcos, lab.pbm25
-    table(lab, "Single lists and the shipped fusion", [
-        ("cosine only (best chunk per page)", lambda c: pcos[c.name]),
-        ("BM25 only (best chunk per page)", lambda c: pbm[c.name]),
-        ("**shipped rrf** (search.py's k, BM25 weight and page aggregations)", lab.shipped),
-    ], ref)
-    ceiling(lab, [("cosine only", lambda c: pcos[c.name]), ("BM25 only", lambda c: pbm[c.name]),
-                  ("shipped rrf", lab.shipped)])
-    table(lab, "Fusion: RRF (k, BM25 weight)", [
-        (f"rrf k = {k}, BM25 x{w}", lambda c, k=k, w=w: lab.shipped(c, k, w))
-        for k in (10, 20, 40, 60) for w in (1.0, 1.5, 2.0)
-    ], ref)
-    normalisers: list[tuple[str, Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]] = [
-        ("BM25/max + raw cosine", by_max, lambda s: s), ("min-max each", min_max, min_max), ("z-score each", z_score, z_score)]
-    table(lab, "Fusion: convex combination a x BM25 + (1 - a) x cosine, scores normalised per list", [
-        (f"{label}, a = {a}", lambda c, a=a, nb=nb, nc=nc: a * nb(pbm[c.name]) + (1 - a) * nc(pcos[c.name]))
-        for label, nb, nc in normalisers for a in (0.3, 0.4, 0.5, 0.6, 0.7)
-    ], ref)
+    table(
+        lab,
+        "Single lists and the shipped fusion",
+        [
+            ("cosine only (best chunk per page)", lambda c: pcos[c.name]),
+            ("BM25 only (best chunk per page)", lambda c: pbm[c.name]),
+            ("**shipped rrf** (search.py's k, BM25 weight and page aggregations)", lab.shipped),
+        ],
+        ref,
+    )
+    ceiling(
+        lab,
+        [
+            ("cosine only", lambda c: pcos[c.name]),
+            ("BM25 only", lambda c: pbm[c.name]),
+            ("shipped rrf", lab.shipped),
+        ],
+    )
+    table(
+        lab,
+        "Fusion: RRF (k, BM25 weight)",
+        [
+            (f"rrf k = {k}, BM25 x{w}", lambda c, k=k, w=w: lab.shipped(c, k, w))
+            for k in (10, 20, 40, 60)
+            for w in (1.0, 1.5, 2.0)
+        ],
+        ref,
+    )
+    normalisers: list[
+        tuple[str, Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]
+    ] = [
+        ("BM25/max + raw cosine", by_max, lambda s: s),
+        ("min-max each", min_max, min_max),
+        ("z-score each", z_score, z_score),
+    ]
+    table(
+        lab,
+        "Fusion: convex combination a x BM25 + (1 - a) x cosine, scores normalised per list",
+        [
+            (
+                f"{label}, a = {a}",
+                lambda c, a=a, nb=nb, nc=nc: a * nb(pbm[c.name]) + (1 - a) * nc(pcos[c.name]),
+            )
+            for label, nb, nc in normalisers
+            for a in (0.3, 0.4, 0.5, 0.6, 0.7)
+        ],
+        ref,
+    )
 
     for c in corpora:
         c_cards = embedder.embed(card_texts(c, False))
         c_heads = embedder.embed(card_texts(c, True))
         lab.cache[(c.name, "card")] = (c.qvec @ np.asarray(c_cards).T).astype(np.float64)
         lab.cache[(c.name, "card+headings")] = (c.qvec @ np.asarray(c_heads).T).astype(np.float64)
-        lab.cache[(c.name, "stripped")] = c.per_page(embedder.embed([stripped_question(q.question) for q in c.questions])
-                                                     @ c.vectors.T, -1.0)
+        lab.cache[(c.name, "stripped")] = c.per_page(
+            embedder.embed([stripped_question(q.question) for q in c.questions]) @ c.vectors.T, -1.0
+        )
     card_variants: list[tuple[str, Variant]] = []
     for kind in ("card", "card+headings"):
         card_variants += [
             (f"{kind} alone", lambda c, kind=kind: lab.cache[(c.name, kind)]),
-            (f"rrf, dense = max(best chunk, {kind})",
-             lambda c, kind=kind: lab.shipped(c, dense=np.maximum(pcos[c.name], lab.cache[(c.name, kind)]))),
-            (f"rrf, dense = best chunk + 0.3 x {kind}",
-             lambda c, kind=kind: lab.shipped(c, dense=pcos[c.name] + 0.3 * lab.cache[(c.name, kind)])),
-            (f"rrf, {kind} as a third list (weight 0.5)",
-             lambda c, kind=kind: rrf([(1.0, pcos[c.name], None), (0.5, lab.cache[(c.name, kind)], None),
-                                       (1.5, pbm[c.name], pbm[c.name] > 0)], 20)),
+            (
+                f"rrf, dense = max(best chunk, {kind})",
+                lambda c, kind=kind: lab.shipped(
+                    c, dense=np.maximum(pcos[c.name], lab.cache[(c.name, kind)])
+                ),
+            ),
+            (
+                f"rrf, dense = best chunk + 0.3 x {kind}",
+                lambda c, kind=kind: lab.shipped(
+                    c, dense=pcos[c.name] + 0.3 * lab.cache[(c.name, kind)]
+                ),
+            ),
+            (
+                f"rrf, {kind} as a third list (weight 0.5)",
+                lambda c, kind=kind: rrf(
+                    [
+                        (1.0, pcos[c.name], None),
+                        (0.5, lab.cache[(c.name, kind)], None),
+                        (1.5, pbm[c.name], pbm[c.name] > 0),
+                    ],
+                    20,
+                ),
+            ),
         ]
-    table(lab, "Dense side: a page card vector (title, aliases, description[, headings])", card_variants, ref)
-    table(lab, "Dense side: the question as embedded", [
-        ("question words and filler removed, cosine only", lambda c: lab.cache[(c.name, "stripped")]),
-        ("question words and filler removed, rrf", lambda c: lab.shipped(c, dense=lab.cache[(c.name, "stripped")])),
-    ], ref)
+    table(
+        lab,
+        "Dense side: a page card vector (title, aliases, description[, headings])",
+        card_variants,
+        ref,
+    )
+    table(
+        lab,
+        "Dense side: the question as embedded",
+        [
+            (
+                "question words and filler removed, cosine only",
+                lambda c: lab.cache[(c.name, "stripped")],
+            ),
+            (
+                "question words and filler removed, rrf",
+                lambda c: lab.shipped(c, dense=lab.cache[(c.name, "stripped")]),
+            ),
+        ],
+        ref,
+    )
 
     for c in corpora:
         lab.cache[(c.name, "rocchio-bm25")] = c.per_page(rocchio(c, pbm[c.name], 3, 0.5), -1.0)
@@ -459,17 +620,38 @@ def main(argv: list[str] | None = None) -> int:
         lab.cache[(c.name, "title")] = title_matches(c)
     prf: list[tuple[str, Variant]] = []
     for seed in ("bm25", "fused"):
-        prf += [(f"dense PRF (Rocchio, top 3 pages of {seed}, beta 0.5), cosine only",
-                 lambda c, s=seed: lab.cache[(c.name, f"rocchio-{s}")]),
-                (f"dense PRF (Rocchio, top 3 pages of {seed}, beta 0.5), rrf",
-                 lambda c, s=seed: lab.shipped(c, dense=lab.cache[(c.name, f"rocchio-{s}")]))]
+        prf += [
+            (
+                f"dense PRF (Rocchio, top 3 pages of {seed}, beta 0.5), cosine only",
+                lambda c, s=seed: lab.cache[(c.name, f"rocchio-{s}")],
+            ),
+            (
+                f"dense PRF (Rocchio, top 3 pages of {seed}, beta 0.5), rrf",
+                lambda c, s=seed: lab.shipped(c, dense=lab.cache[(c.name, f"rocchio-{s}")]),
+            ),
+        ]
     for fb, nt in ((3, 5), (3, 10), (5, 5)):
         for beta in (0.5, 1.0, 2.0):
-            def lexical_prf(c: Corpus, fb: int = fb, nt: int = nt, beta: float = beta) -> np.ndarray:
+
+            def lexical_prf(
+                c: Corpus, fb: int = fb, nt: int = nt, beta: float = beta
+            ) -> np.ndarray:
                 return c.per_page(c.bm25 + beta * lab.cache[(c.name, f"rm3-{fb}-{nt}")], 0.0)
-            prf.append((f"lexical PRF ({nt} terms from the top {fb} chunks, x{beta}), BM25 only", lexical_prf))
-            prf.append((f"lexical PRF ({nt} terms from the top {fb} chunks, x{beta}), rrf",
-                        lambda c, f=lexical_prf: rrf([(1.0, pcos[c.name], None), (1.5, f(c), f(c) > 0)], 20)))
+
+            prf.append(
+                (
+                    f"lexical PRF ({nt} terms from the top {fb} chunks, x{beta}), BM25 only",
+                    lexical_prf,
+                )
+            )
+            prf.append(
+                (
+                    f"lexical PRF ({nt} terms from the top {fb} chunks, x{beta}), rrf",
+                    lambda c, f=lexical_prf: rrf(
+                        [(1.0, pcos[c.name], None), (1.5, f(c), f(c) > 0)], 20
+                    ),
+                )
+            )
     table(lab, "Pseudo-relevance feedback", prf, ref)
     for c in corpora:
         for b in (0.75, 0.5):
@@ -478,34 +660,90 @@ def main(argv: list[str] | None = None) -> int:
     for b in (0.75, 0.5):
         page_variants += [
             (f"page BM25 (b = {b}) only", lambda c, b=b: lab.cache[(c.name, f"page-bm25-{b}")]),
-            (f"rrf, page BM25 (b = {b}) instead of the best chunk's",
-             lambda c, b=b: rrf([(1.0, pcos[c.name], None),
-                                 (1.5, lab.cache[(c.name, f"page-bm25-{b}")], lab.cache[(c.name, f"page-bm25-{b}")] > 0)], 20)),
-            (f"rrf, best chunk's and page BM25 (b = {b}), x0.75 each",
-             lambda c, b=b: rrf([(1.0, pcos[c.name], None), (0.75, pbm[c.name], pbm[c.name] > 0),
-                                 (0.75, lab.cache[(c.name, f"page-bm25-{b}")], lab.cache[(c.name, f"page-bm25-{b}")] > 0)], 20)),
+            (
+                f"rrf, page BM25 (b = {b}) instead of the best chunk's",
+                lambda c, b=b: rrf(
+                    [
+                        (1.0, pcos[c.name], None),
+                        (
+                            1.5,
+                            lab.cache[(c.name, f"page-bm25-{b}")],
+                            lab.cache[(c.name, f"page-bm25-{b}")] > 0,
+                        ),
+                    ],
+                    20,
+                ),
+            ),
+            (
+                f"rrf, best chunk's and page BM25 (b = {b}), x0.75 each",
+                lambda c, b=b: rrf(
+                    [
+                        (1.0, pcos[c.name], None),
+                        (0.75, pbm[c.name], pbm[c.name] > 0),
+                        (
+                            0.75,
+                            lab.cache[(c.name, f"page-bm25-{b}")],
+                            lab.cache[(c.name, f"page-bm25-{b}")] > 0,
+                        ),
+                    ],
+                    20,
+                ),
+            ),
         ]
     table(lab, "Lexical side: BM25 over whole pages", page_variants, ref)
-    table(lab, "A title/alias exact-match bonus on the shipped fusion", [
-        (f"+ {bonus} when a title or alias is wholly in the question",
-         lambda c, b=bonus: lab.shipped(c) + b * lab.cache[(c.name, "title")]) for bonus in (0.005, 0.01, 0.02)
-    ], ref)
+    table(
+        lab,
+        "A title/alias exact-match bonus on the shipped fusion",
+        [
+            (
+                f"+ {bonus} when a title or alias is wholly in the question",
+                lambda c, b=bonus: lab.shipped(c) + b * lab.cache[(c.name, "title")],
+            )
+            for bonus in (0.005, 0.01, 0.02)
+        ],
+        ref,
+    )
 
-    sizes = [tuple(int(x) for x in spec.split(":")) for spec in args.chunk_sizes.split(",") if spec.strip()]
+    sizes = [
+        tuple(int(x) for x in spec.split(":"))
+        for spec in args.chunk_sizes.split(",")
+        if spec.strip()
+    ]
     if sizes:
         print("### Dense side: chunk size (re-embedded; BM25 keeps the shipped chunks)\n")
         for target, maximum, minimum in sizes:
             for c in corpora:
-                lab.cache[(c.name, f"chunks-{target}")] = rechunked_cosine(c, embedder, target, maximum, minimum)
+                lab.cache[(c.name, f"chunks-{target}")] = rechunked_cosine(
+                    c, embedder, target, maximum, minimum
+                )
         print()
-        table(lab, "Dense chunk sizes", [
-            v for target, _, _ in sizes for v in (
-                (f"chunks ~{target} chars, cosine only", lambda c, t=target: lab.cache[(c.name, f"chunks-{t}")]),
-                (f"chunks ~{target} chars, rrf", lambda c, t=target: lab.shipped(c, dense=lab.cache[(c.name, f"chunks-{t}")])),
-                (f"chunks ~{target} chars and the shipped ones (max), rrf",
-                 lambda c, t=target: lab.shipped(c, dense=np.maximum(pcos[c.name], lab.cache[(c.name, f"chunks-{t}")]))),
-            )
-        ], ref)
+        table(
+            lab,
+            "Dense chunk sizes",
+            [
+                v
+                for target, _, _ in sizes
+                for v in (
+                    (
+                        f"chunks ~{target} chars, cosine only",
+                        lambda c, t=target: lab.cache[(c.name, f"chunks-{t}")],
+                    ),
+                    (
+                        f"chunks ~{target} chars, rrf",
+                        lambda c, t=target: lab.shipped(
+                            c, dense=lab.cache[(c.name, f"chunks-{t}")]
+                        ),
+                    ),
+                    (
+                        f"chunks ~{target} chars and the shipped ones (max), rrf",
+                        lambda c, t=target: lab.shipped(
+                            c, dense=np.maximum(pcos[c.name], lab.cache[(c.name, f"chunks-{t}")])
+                        ),
+                    ),
+                )
+            ],
+            ref,
+        )
     return 0
 
 

@@ -44,8 +44,14 @@ def wiki(bench: Any, work: Path, n: int, fast: bool, label: str, env: dict[str, 
         bench.load_check_module().build_wiki(pristine, n)
     folder = work / f"wiki{n}-{label}"
     if not folder.is_dir():  # a clone (git may be packing the original's objects in the background)
-        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(pristine), str(folder)], check=True, env=env)
-        indexed = [p for p in work.glob(f"wiki{n}-*") if (p / ".llmwiki" / "embeddings.json").is_file()]
+        subprocess.run(
+            ["git", "clone", "-q", "--no-hardlinks", str(pristine), str(folder)],
+            check=True,
+            env=env,
+        )
+        indexed = [
+            p for p in work.glob(f"wiki{n}-*") if (p / ".llmwiki" / "embeddings.json").is_file()
+        ]
         if indexed:  # another revision's index: its vectors are reused
             shutil.copytree(indexed[0] / ".llmwiki", folder / ".llmwiki", symlinks=True)
     cmd = [sys.executable, "-m", "llmwiki_git", "index", *(["--fast"] if fast else [])]
@@ -55,11 +61,19 @@ def wiki(bench: Any, work: Path, n: int, fast: bool, label: str, env: dict[str, 
 
 def prompts(folder: Path, k: int = 8) -> list[str]:
     """Questions about ``k`` of the wiki's pages (their titles, asked as a question)."""
-    pages = sorted(p for p in folder.rglob("*.md") if ".llmwiki" not in p.parts and p.name != "README.md")
+    pages = sorted(
+        p for p in folder.rglob("*.md") if ".llmwiki" not in p.parts and p.name != "README.md"
+    )
     out = []
     for page in pages[:: max(1, len(pages) // k)][:k]:
-        title = next((line[2:] for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("# ")),
-                     page.stem.replace("-", " "))
+        title = next(
+            (
+                line[2:]
+                for line in page.read_text(encoding="utf-8").splitlines()
+                if line.startswith("# ")
+            ),
+            page.stem.replace("-", " "),
+        )
         out.append(f"what do we know about {title.strip().lower()}?")
     return out
 
@@ -69,8 +83,12 @@ async def calls(folder: Path, env: dict[str, str], n: int) -> tuple[list[float],
     questions = prompts(folder)
     from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: PLC0415
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "llmwiki_git", "serve", "--root", str(folder)],
-                                   env=env, cwd=str(folder))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "llmwiki_git", "serve", "--root", str(folder)],
+        env=env,
+        cwd=str(folder),
+    )
     times: list[float] = []
     with open(os.devnull, "w", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
@@ -82,7 +100,9 @@ async def calls(folder: Path, env: dict[str, str], n: int) -> tuple[list[float],
                 assert not first_result.is_error, first_result.content
                 for i in range(n):
                     started = time.perf_counter()
-                    result = await session.call_tool("get_context_pack", {"prompt": questions[i % len(questions)]})
+                    result = await session.call_tool(
+                        "get_context_pack", {"prompt": questions[i % len(questions)]}
+                    )
                     times.append(time.perf_counter() - started)
                     assert not result.is_error, result.content
                     assert result.structured_content["primary"], "an empty pack"
@@ -98,11 +118,20 @@ def main(argv: list[str] | None = None) -> int:
     import anyio  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/llmwiki-server-bench"), help="where the wikis are kept")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("/tmp/llmwiki-server-bench"),
+        help="where the wikis are kept",
+    )
     parser.add_argument("--pages", default="1000,10000", help="wiki sizes, comma-separated")
     parser.add_argument("--calls", type=int, default=30, help="warm calls per wiki")
-    parser.add_argument("--fast-pages", default="10000", help="sizes indexed with --fast (lexical only)")
-    parser.add_argument("--baseline", default="main", help="git revision measured too ('none' to skip)")
+    parser.add_argument(
+        "--fast-pages", default="10000", help="sizes indexed with --fast (lexical only)"
+    )
+    parser.add_argument(
+        "--baseline", default="main", help="git revision measured too ('none' to skip)"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
     from refresh import _retrieval_bench  # noqa: PLC0415 - a sibling script
@@ -116,21 +145,32 @@ def main(argv: list[str] | None = None) -> int:
         if src is not None:
             revisions[f"`{args.baseline}`"] = bench.clean_env(PYTHONPATH=str(src))
     fast_sizes = {int(x) for x in args.fast_pages.split(",") if x}
-    print(f"\nWarm `get_context_pack` through the MCP SDK's stdio client, {args.calls} calls after one warm-up; "
-          "client round-trip milliseconds.\n")
+    print(
+        f"\nWarm `get_context_pack` through the MCP SDK's stdio client, {args.calls} calls after one warm-up; "
+        "client round-trip milliseconds.\n"
+    )
     print("| wiki | index | revision | first call | median | p90 | target (median) |")
     print("|---|---|---|---|---|---|---|")
     for n in (int(x) for x in args.pages.split(",")):
         fast = n in fast_sizes
         for label, env in revisions.items():
-            folder = wiki(bench, args.work, n, fast, "baseline" if label != "this tree" else "tree", env)
+            folder = wiki(
+                bench, args.work, n, fast, "baseline" if label != "this tree" else "tree", env
+            )
             load = bench.loadavg()
             times, first = anyio.run(calls, folder, env, args.calls)
             median, high = statistics.median(times) * 1000, p90(times) * 1000
             target = TARGETS_MS.get(n)
-            verdict = "" if target is None else f"< {target:g} ms: {'met' if median < target else 'missed'}"
-            print(f"| {n:,} pages | {'--fast' if fast else 'local model'} | {label} | {first * 1000:.0f} | "
-                  f"{median:.1f} | {high:.1f} | {verdict} (load {load.split()[0]}) |", flush=True)
+            verdict = (
+                ""
+                if target is None
+                else f"< {target:g} ms: {'met' if median < target else 'missed'}"
+            )
+            print(
+                f"| {n:,} pages | {'--fast' if fast else 'local model'} | {label} | {first * 1000:.0f} | "
+                f"{median:.1f} | {high:.1f} | {verdict} (load {load.split()[0]}) |",
+                flush=True,
+            )
     print(f"\nload average at end: {bench.loadavg()}")
     return 0
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import resource
@@ -49,8 +48,9 @@ N_PAGES, N_SOURCES, FED_PAGES, REVISED = 10_000, 2_000, 4_000, 20
 
 
 def git(root: Path, *args: str, data: bytes | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=root, env=clean_env(), input=data, capture_output=True,
-                          check=True).stdout.decode()
+    return subprocess.run(
+        ["git", *args], cwd=root, env=clean_env(), input=data, capture_output=True, check=True
+    ).stdout.decode()
 
 
 def blob_id(data: bytes) -> str:
@@ -64,8 +64,12 @@ def build(base_wiki: Path, root: Path) -> dict[str, int]:
     shutil.copytree(base_wiki, root, symlinks=True)
     rng = random.Random(27)
     pages = sorted((root / "wiki/concepts").glob("*.md"))
-    prose = [line for page in pages[:400] for line in page.read_text().splitlines()
-             if len(line) > 60 and not line.startswith(("---", "title:", "summary:", "aliases:", "#"))]
+    prose = [
+        line
+        for page in pages[:400]
+        for line in page.read_text().splitlines()
+        if len(line) > 60 and not line.startswith(("---", "title:", "summary:", "aliases:", "#"))
+    ]
     prose = [re.sub(r"\[\[[^\]]*\]\]", "it", line) for line in prose]
     (root / "sources").mkdir()
     sources: dict[str, bytes] = {}
@@ -82,7 +86,9 @@ def build(base_wiki: Path, root: Path) -> dict[str, int]:
         text = page.read_text()
         head, body = text[4:].split("\n---\n", 1)
         extra = "sources:\n" + "".join(f"- sources/{n}\n" for n in names)
-        extra += "sourceBlobs:\n" + "".join(f"  sources/{n}: {blob_id(sources[n])}\n" for n in names)
+        extra += "sourceBlobs:\n" + "".join(
+            f"  sources/{n}: {blob_id(sources[n])}\n" for n in names
+        )
         marks = []
         for name in [rng.choice(names) for _ in range(rng.randint(1, 3))]:
             start = rng.randint(7, 30)
@@ -95,7 +101,13 @@ def build(base_wiki: Path, root: Path) -> dict[str, int]:
         (root / "sources" / name).write_bytes(sources[name] + b"A line added in revision.\n")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "revise some sources")
-    return {"pages": len(pages), "sources": N_SOURCES, "fed": FED_PAGES, "citations": cites, "revised": REVISED}
+    return {
+        "pages": len(pages),
+        "sources": N_SOURCES,
+        "fed": FED_PAGES,
+        "citations": cites,
+        "revised": REVISED,
+    }
 
 
 def loadavg() -> str:
@@ -107,11 +119,21 @@ def loadavg() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per measurement and code (default 5)")
-    parser.add_argument("--base", default="main", help="the code to compare with (a git revision of this checkout)")
-    parser.add_argument("--wiki", type=Path, default=Path(tempfile.gettempdir()) / "llmwiki-bigwiki-10000",
-                        help="where mkbigwiki.py's 10,000-page wiki is (built there when absent)")
-    parser.add_argument("--keep", type=Path, default=None, help="build the repositories here and keep them")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="timed runs per measurement and code (default 5)"
+    )
+    parser.add_argument(
+        "--base", default="main", help="the code to compare with (a git revision of this checkout)"
+    )
+    parser.add_argument(
+        "--wiki",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "llmwiki-bigwiki-10000",
+        help="where mkbigwiki.py's 10,000-page wiki is (built there when absent)",
+    )
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="build the repositories here and keep them"
+    )
     args = parser.parse_args(argv)
     if not (args.wiki / ".done").exists():
         subprocess.run([sys.executable, str(MKBIGWIKI), str(args.wiki), str(N_PAGES)], check=True)
@@ -128,28 +150,44 @@ def main(argv: list[str] | None = None) -> int:
     code = work / "code-before"
     if not code.exists():
         code.mkdir()
-        archive = subprocess.run(["git", "archive", args.base, "llmwiki_git"], cwd=HERE.parent, capture_output=True,
-                                 check=True).stdout
+        archive = subprocess.run(
+            ["git", "archive", args.base, "llmwiki_git"],
+            cwd=HERE.parent,
+            capture_output=True,
+            check=True,
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
     versions = {"before": (before, str(code)), "after": (repo, str(HERE.parent))}
     print("\n".join(machine_info()))
     print(f"load average before: {loadavg()}")
-    print(f"wiki: {stats['pages']} pages, {stats['sources']} sources, {stats['fed']} pages with provenance "
-          f"({stats['citations']} citations), {stats['revised']} sources revised since")
+    print(
+        f"wiki: {stats['pages']} pages, {stats['sources']} sources, {stats['fed']} pages with provenance "
+        f"({stats['citations']} citations), {stats['revised']} sources revised since"
+    )
 
     def run(which: str, *check_args: str) -> float:
         """One fresh `llmwiki check` of ``which`` code on its own copy; its wall time."""
         root, path = versions[which]
-        cmd = [sys.executable, "-c", f"import sys; sys.path.insert(0, {path!r}); from llmwiki_git.cli import main; "
-                                     "sys.argv = ['llmwiki', *sys.argv[1:]]; main()", "check", *check_args]
+        cmd = [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {path!r}); from llmwiki_git.cli import main; "
+            "sys.argv = ['llmwiki', *sys.argv[1:]]; main()",
+            "check",
+            *check_args,
+        ]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(cmd, cwd=root, env=clean_env(), capture_output=True)
         elapsed = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode not in (0, 1):
-            raise SystemExit(f"{which}: check {' '.join(check_args)} failed: {done.stderr.decode()[-400:]}")
-        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)  # the process and its git children
+            raise SystemExit(
+                f"{which}: check {' '.join(check_args)} failed: {done.stderr.decode()[-400:]}"
+            )
+        cpu.append(
+            after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        )  # the process and its git children
         return elapsed
 
     results: dict[str, dict[str, list[float]]] = {}
@@ -179,36 +217,57 @@ def main(argv: list[str] | None = None) -> int:
 
     def new_commit(root: Path, i: int) -> None:
         git(root, "reset", "-q", "--hard", "HEAD")
-        (root / "wiki/concepts" / f"bench-{i}.md").write_text(f"---\ntitle: Bench {i}\n---\nA page {time.time_ns()}.\n")
+        (root / "wiki/concepts" / f"bench-{i}.md").write_text(
+            f"---\ntitle: Bench {i}\n---\nA page {time.time_ns()}.\n"
+        )
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", f"bench {i}")
 
     inner: dict[str, list[float]] = {"before": [], "after": []}
-    probe = ("import sys, time; sys.path.insert(0, {path!r}); from llmwiki_git.workspace import Workspace; "
-             "import llmwiki_git.checks.engine; ws = Workspace.open(); t = time.process_time(); "
-             "ws.check('worktree'); print(time.process_time() - t)")
-    for _ in range(3 * args.repeat):  # the check alone, CPU, in a fresh process each (no start-up noise)
+    probe = (
+        "import sys, time; sys.path.insert(0, {path!r}); from llmwiki_git.workspace import Workspace; "
+        "import llmwiki_git.checks.engine; ws = Workspace.open(); t = time.process_time(); "
+        "ws.check('worktree'); print(time.process_time() - t)"
+    )
+    for _ in range(
+        3 * args.repeat
+    ):  # the check alone, CPU, in a fresh process each (no start-up noise)
         for which, (root, path) in versions.items():
-            done = subprocess.run([sys.executable, "-c", probe.format(path=path)], cwd=root, env=clean_env(),
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, "-c", probe.format(path=path)],
+                cwd=root,
+                env=clean_env(),
+                capture_output=True,
+                text=True,
+            )
             inner[which].append(float(done.stdout.strip().splitlines()[-1]))
     series("`check`, whole work tree, warm", ())
     series("`check --rev HEAD`, a new commit (derived)", ("--rev", "HEAD"), new_commit)
-    series("hook: `check --staged --base HEAD`, one page edited", ("--staged", "--base", "HEAD"), edit_page)
+    series(
+        "hook: `check --staged --base HEAD`, one page edited",
+        ("--staged", "--base", "HEAD"),
+        edit_page,
+    )
     series("hook, one source edited", ("--staged", "--base", "HEAD"), edit_source)
     series("`check --no-cache` (cold)", ("--no-cache",))
     print(f"load average after: {loadavg()}")
     b, a = statistics.median(inner["before"]), statistics.median(inner["after"])
-    print(f"in process, `Workspace.check('worktree')` alone, CPU (median of {len(inner['after'])}): "
-          f"before {b:.3f} s, after {a:.3f} s, added {100 * (a - b) / b:+.1f} %")
+    print(
+        f"in process, `Workspace.check('worktree')` alone, CPU (median of {len(inner['after'])}): "
+        f"before {b:.3f} s, after {a:.3f} s, added {100 * (a - b) / b:+.1f} %"
+    )
     print()
-    print("| measurement (median) | before: wall / CPU s | after: wall / CPU s | added: wall / CPU |")
+    print(
+        "| measurement (median) | before: wall / CPU s | after: wall / CPU s | added: wall / CPU |"
+    )
     print("|---|---:|---:|---:|")
     for name, by in results.items():
         b, a = statistics.median(by["before"]), statistics.median(by["after"])
         cb, ca = statistics.median(cpus[name]["before"]), statistics.median(cpus[name]["after"])
-        print(f"| {name} | {b:.3f} / {cb:.3f} | {a:.3f} / {ca:.3f} | {100 * (a - b) / b:+.1f} % / "
-              f"{100 * (ca - cb) / cb:+.1f} % |")
+        print(
+            f"| {name} | {b:.3f} / {cb:.3f} | {a:.3f} / {ca:.3f} | {100 * (a - b) / b:+.1f} % / "
+            f"{100 * (ca - cb) / cb:+.1f} % |"
+        )
     return 0
 
 

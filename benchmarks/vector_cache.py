@@ -84,7 +84,9 @@ class CachedEmbedder:
     """An embedder (the library's protocol) that asks ``inner`` only for texts the cache
     lacks. ``stats`` counts texts served from the cache and embedded."""
 
-    def __init__(self, inner: Any, cache_root: Path, log: Callable[[str], object] | None = None) -> None:
+    def __init__(
+        self, inner: Any, cache_root: Path, log: Callable[[str], object] | None = None
+    ) -> None:
         self._inner = inner
         self.name, self.model = inner.name, inner.model
         self.dimension, self.fingerprint = inner.dimension, inner.fingerprint
@@ -92,7 +94,9 @@ class CachedEmbedder:
         self.stats = {"cached": 0, "embedded": 0, "seconds": 0.0}
         self._log = log
 
-    def embed(self, texts: Sequence[str], batch_size: int | None = None, progress: Any = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], batch_size: int | None = None, progress: Any = None
+    ) -> np.ndarray:
         texts = list(texts)
         out: list[np.ndarray | None] = [self.cache.get(t) for t in texts]
         missing: dict[str, list[int]] = {}

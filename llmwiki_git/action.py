@@ -23,11 +23,13 @@ from pathlib import Path
 from . import github
 from .errors import LlmwikiError, UsageError
 from .publication.candidates import BRANCH_PREFIX, is_candidate_id
-from .workspace import Workspace
 from .wording import plural
+from .workspace import Workspace
 
 FAIL_ON = ("broken", "warnings", "never")
-FETCH_HINT = "use actions/checkout with fetch-depth: 0, so that the clone holds the commits to compare"
+FETCH_HINT = (
+    "use actions/checkout with fetch-depth: 0, so that the clone holds the commits to compare"
+)
 TITLE = "llmwiki action"
 #: The id GitHub gives github.event.before when there was nothing before (sha1 or sha256).
 NULL_COMMIT = re.compile(r"0{40}|0{64}")
@@ -52,10 +54,14 @@ def _shallow(ws: Workspace) -> bool:
 
 
 def _commit(ws: Workspace, value: str, name: str) -> str:
-    commit = ws.require_git("the action").rev_parse(value)  # --end-of-options: "--output=x" is no flag
+    commit = ws.require_git("the action").rev_parse(
+        value
+    )  # --end-of-options: "--output=x" is no flag
     if commit is None:
-        raise UsageError(f"{name} commit {value!r} is not in this clone{' (a shallow clone)' if _shallow(ws) else ''}",
-                         hint=FETCH_HINT)
+        raise UsageError(
+            f"{name} commit {value!r} is not in this clone{' (a shallow clone)' if _shallow(ws) else ''}",
+            hint=FETCH_HINT,
+        )
     return commit
 
 
@@ -66,8 +72,10 @@ def _range(ws: Workspace, environ: Mapping[str, str]) -> tuple[str | None, str]:
     if base and NULL_COMMIT.fullmatch(base):
         # github.event.before on the first push of a new branch (or a tag): there is no
         # "before"; compare with the parent of head, as with no base at all.
-        print(f"::notice title={TITLE}::base is the all-zero commit id (the first push of a branch): "
-              "comparing head with its parent")
+        print(
+            f"::notice title={TITLE}::base is the all-zero commit id (the first push of a branch): "
+            "comparing head with its parent"
+        )
         base = ""
     if base:
         return _commit(ws, base, "base"), head
@@ -92,10 +100,21 @@ def check(environ: Mapping[str, str]) -> int:
     ws = Workspace.open(Path.cwd(), wiki_dir=path or None)  # ConfigError for "/abs" or "../x"
     ws.require_git("the action")
     if path and not ((ws.project or ws.root) / (ws.settings.wiki_dir or "")).is_dir():
-        raise UsageError(f"input path {path!r} is not a folder in the checkout", hint="give the wiki folder relative to the repository root, or leave path out: "
-                         "the default is wiki/ when it exists, else the repository root")
+        raise UsageError(
+            f"input path {path!r} is not a folder in the checkout",
+            hint="give the wiki folder relative to the repository root, or leave path out: "
+            "the default is wiki/ when it exists, else the repository root",
+        )
     base, head = _range(ws, environ)
-    args = [sys.executable, "-m", "llmwiki_git", *([f"--wiki-dir={path}"] if path else []), "check", "--format", "github"]
+    args = [
+        sys.executable,
+        "-m",
+        "llmwiki_git",
+        *([f"--wiki-dir={path}"] if path else []),
+        "check",
+        "--format",
+        "github",
+    ]
     args += [f"--base={base}", f"--head={head}"] if base else [f"--rev={head}"]
     env = dict(environ)
     if not summary:
@@ -104,9 +123,19 @@ def check(environ: Mapping[str, str]) -> int:
         env["GITHUB_OUTPUT"] = os.path.join(tmp, "output")
         sys.stdout.flush()
         code = subprocess.run(args, env=env).returncode
-        written = Path(env["GITHUB_OUTPUT"]).read_text(encoding="utf-8") if os.path.exists(env["GITHUB_OUTPUT"]) else ""
+        written = (
+            Path(env["GITHUB_OUTPUT"]).read_text(encoding="utf-8")
+            if os.path.exists(env["GITHUB_OUTPUT"])
+            else ""
+        )
     if code not in (0, 1):
-        print(github.command("error", f"llmwiki check failed with exit code {code}; see the log above", title=TITLE))
+        print(
+            github.command(
+                "error",
+                f"llmwiki check failed with exit code {code}; see the log above",
+                title=TITLE,
+            )
+        )
         return code
     if environ.get("GITHUB_OUTPUT"):
         with open(environ["GITHUB_OUTPUT"], "a", encoding="utf-8") as handle:
@@ -116,12 +145,17 @@ def check(environ: Mapping[str, str]) -> int:
     errors = broken > 0 or code == 1
     failed = {"broken": errors, "warnings": errors or warnings > 0, "never": False}[fail_on]
     what = f"new in {head[:12]} since {base[:12]}" if base else f"in {head[:12]}"
-    print(f"llmwiki: {broken} broken, {plural(warnings, 'warning')} {what}; fail-on: {fail_on} -> {'fail' if failed else 'pass'}")
+    print(
+        f"llmwiki: {broken} broken, {plural(warnings, 'warning')} {what}; fail-on: {fail_on} -> {'fail' if failed else 'pass'}"
+    )
     return 1 if failed else 0
 
 
 def _summary(environ: Mapping[str, str], text: str) -> None:
-    if environ.get("GITHUB_STEP_SUMMARY") and _choice(environ, "summary", "true", ("true", "false")) == "true":
+    if (
+        environ.get("GITHUB_STEP_SUMMARY")
+        and _choice(environ, "summary", "true", ("true", "false")) == "true"
+    ):
         with open(environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as handle:
             handle.write(text)
 
@@ -135,13 +169,25 @@ def _onto(ws: Workspace, environ: Mapping[str, str]) -> str:
         return f"refs/remotes/origin/{base_ref}"
     base = _input(environ, "base")
     if not base:
-        raise UsageError("no base branch to judge the candidate's approval onto", hint="run the action on pull_request events")
+        raise UsageError(
+            "no base branch to judge the candidate's approval onto",
+            hint="run the action on pull_request events",
+        )
     return _commit(ws, base, "base")
 
 
 def _not_validated(environ: Mapping[str, str], cid: str, why: str) -> int:
-    print(github.command("notice", f"candidate validation needs a newer llmwiki: {why}, so candidate {cid} was not validated", title="llmwiki review"))
-    _summary(environ, f"\nReview candidate <code>{github.md_text(cid)}</code>: not validated (needs a newer llmwiki).\n")
+    print(
+        github.command(
+            "notice",
+            f"candidate validation needs a newer llmwiki: {why}, so candidate {cid} was not validated",
+            title="llmwiki review",
+        )
+    )
+    _summary(
+        environ,
+        f"\nReview candidate <code>{github.md_text(cid)}</code>: not validated (needs a newer llmwiki).\n",
+    )
     return 0
 
 
@@ -152,9 +198,11 @@ def candidate(environ: Mapping[str, str]) -> int:
     if not ref.startswith(BRANCH_PREFIX):
         print("not a review candidate branch: nothing to validate")
         return 0
-    cid = ref[len(BRANCH_PREFIX):]
+    cid = ref[len(BRANCH_PREFIX) :]
     if not is_candidate_id(cid):
-        raise UsageError(f"branch {ref!r} does not name a review candidate (llmwiki/review/<slug>-<8 hex>)")
+        raise UsageError(
+            f"branch {ref!r} does not name a review candidate (llmwiki/review/<slug>-<8 hex>)"
+        )
     cli = [sys.executable, "-m", "llmwiki_git"]
     probe = subprocess.run([*cli, "review", "show", "--help"], capture_output=True, text=True)
     if probe.returncode != 0:
@@ -166,10 +214,18 @@ def candidate(environ: Mapping[str, str]) -> int:
     # actions/checkout fetches branches as refs/remotes/origin/*: give review its local branch
     git.update_ref(f"refs/heads/{ref}", head, "", check=False)
     sys.stdout.flush()
-    proc = subprocess.run([*cli, "review", "show", cid, "--json", f"--onto={onto}"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [*cli, "review", "show", cid, "--json", f"--onto={onto}"], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         detail = " ".join(proc.stderr.split()) or "no output"
-        print(github.command("error", f"llmwiki review show {cid} failed ({proc.returncode}): {detail}", title="llmwiki review"))
+        print(
+            github.command(
+                "error",
+                f"llmwiki review show {cid} failed ({proc.returncode}): {detail}",
+                title="llmwiki review",
+            )
+        )
         return 1
     try:
         data = json.loads(proc.stdout)
@@ -178,16 +234,38 @@ def candidate(environ: Mapping[str, str]) -> int:
     # the verdict of review.approve.evaluate: {"ok": bool, "code": ..., "message": ...}
     verdict = data.get("verdict") if isinstance(data, dict) else None
     if not isinstance(verdict, dict) or not isinstance(verdict.get("ok"), bool):
-        print(github.command("warning", f"cannot tell whether candidate {cid} would be approved: `llmwiki review show --json` gave no verdict", title="llmwiki review"))
+        print(
+            github.command(
+                "warning",
+                f"cannot tell whether candidate {cid} would be approved: `llmwiki review show --json` gave no verdict",
+                title="llmwiki review",
+            )
+        )
         return 0
     if verdict["ok"]:
-        print(github.command("notice", f"review candidate {cid}: approval would pass", title="llmwiki review"))
-        _summary(environ, f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would pass.\n")
+        print(
+            github.command(
+                "notice", f"review candidate {cid}: approval would pass", title="llmwiki review"
+            )
+        )
+        _summary(
+            environ,
+            f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would pass.\n",
+        )
         return 0
     why = str(verdict.get("message") or verdict.get("code") or "no reason given")
-    print(github.command("error", f"review candidate {cid}: approval would be refused: {why}", title="llmwiki review"))
-    _summary(environ, f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would be refused: "
-                      f"{github.md_text(why)}\n")
+    print(
+        github.command(
+            "error",
+            f"review candidate {cid}: approval would be refused: {why}",
+            title="llmwiki review",
+        )
+    )
+    _summary(
+        environ,
+        f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would be refused: "
+        f"{github.md_text(why)}\n",
+    )
     return 0 if fail_on == "never" else 1
 
 
@@ -195,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     steps = {"check": check, "candidate": candidate}
     if len(args) != 1 or args[0] not in steps:
-        print("usage: python -m llmwiki_git.action check|candidate  (inputs come from LLMWIKI_INPUT_* variables)", file=sys.stderr)
+        print(
+            "usage: python -m llmwiki_git.action check|candidate  (inputs come from LLMWIKI_INPUT_* variables)",
+            file=sys.stderr,
+        )
         return 2
     try:
         return steps[args[0]](os.environ)

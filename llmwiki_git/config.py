@@ -45,14 +45,20 @@ class Settings:
     embedding_model: str | None = None
     retrieval: str | None = None
     chat_provider: str | None = None
-    vector_store: str | None = None  # a shared vector store's URI (docs/team.md); LLMWIKI_VECTOR_STORE wins
-    check_severity: tuple[tuple[str, str], ...] = ()  # (problem code, severity) from [check.severity]
+    vector_store: str | None = (
+        None  # a shared vector store's URI (docs/team.md); LLMWIKI_VECTOR_STORE wins
+    )
+    check_severity: tuple[
+        tuple[str, str], ...
+    ] = ()  # (problem code, severity) from [check.severity]
 
 
 MAX_CONFIG_BYTES = 1024 * 1024  # a settings file is a few lines; anything bigger is refused unread
 
 
-def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+def load(
+    root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
     """Read the repository's config; ``wiki_dir`` from the command line wins.
 
     Settings that name a choice are validated here, in the file and in the environment
@@ -61,14 +67,18 @@ def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] 
     data: dict[str, Any] = {}
     if path.is_file():
         if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{CONFIG_PATH} is over {MAX_CONFIG_BYTES // 1024} KB: not a settings file",
-                              hint="fix the file or delete it")
+            raise ConfigError(
+                f"{CONFIG_PATH} is over {MAX_CONFIG_BYTES // 1024} KB: not a settings file",
+                hint="fix the file or delete it",
+            )
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{CONFIG_PATH}: {exc}", hint="fix the file or delete it") from exc
         except RecursionError:  # "a = [[[[…": bounded by the interpreter's depth, never a crash
-            raise ConfigError(f"{CONFIG_PATH}: nested too deeply to be read", hint="fix the file or delete it") from None
+            raise ConfigError(
+                f"{CONFIG_PATH}: nested too deeply to be read", hint="fix the file or delete it"
+            ) from None
     configured = data.get("wiki_dir")
     if configured is not None and not isinstance(configured, str):
         raise ConfigError(f"{CONFIG_PATH}: wiki_dir must be a string, not {configured!r}")
@@ -79,13 +89,24 @@ def load(root: Path, *, wiki_dir: str | None = None, environ: Mapping[str, str] 
     if not isinstance(max_mb, int) or max_mb <= 0:
         raise ConfigError(f"{CONFIG_PATH}: max_page_mb must be a positive integer")
     strings = {}
-    for key in ("embedding_provider", "embedding_model", "retrieval", "chat_provider", "vector_store"):
+    for key in (
+        "embedding_provider",
+        "embedding_model",
+        "retrieval",
+        "chat_provider",
+        "vector_store",
+    ):
         value = data.get(key)
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{CONFIG_PATH}: {key} must be a string, not {value!r}")
         strings[key] = value
     _validate_choices(strings, os.environ if environ is None else environ)
-    return Settings(wiki_dir=chosen, max_page_mb=max_mb, check_severity=_check_severity(data.get("check")), **strings)
+    return Settings(
+        wiki_dir=chosen,
+        max_page_mb=max_mb,
+        check_severity=_check_severity(data.get("check")),
+        **strings,
+    )
 
 
 def _check_severity(check: Any) -> tuple[tuple[str, str], ...]:
@@ -93,23 +114,32 @@ def _check_severity(check: Any) -> tuple[tuple[str, str], ...]:
     if check is None:
         return ()
     if not isinstance(check, dict) or not isinstance(check.get("severity", {}), dict):
-        raise ConfigError(f"{CONFIG_PATH}: [check] must be a table, with a [check.severity] table of code = severity",
-                          hint='e.g. [check.severity] then orphan-page = "warning"')
+        raise ConfigError(
+            f"{CONFIG_PATH}: [check] must be a table, with a [check.severity] table of code = severity",
+            hint='e.g. [check.severity] then orphan-page = "warning"',
+        )
     found = []
     for code, value in check.get("severity", {}).items():
         if not isinstance(value, str) or value.strip().lower() not in CHECK_SEVERITIES:
-            raise ConfigError(f"{CONFIG_PATH}: [check.severity] {code} = {value!r}: use one of {', '.join(CHECK_SEVERITIES)}")
+            raise ConfigError(
+                f"{CONFIG_PATH}: [check.severity] {code} = {value!r}: use one of {', '.join(CHECK_SEVERITIES)}"
+            )
         found.append((str(code), value.strip().lower()))
     return tuple(found)
 
 
 def _validate_choices(strings: Mapping[str, str | None], environ: Mapping[str, str]) -> None:
     for key, (variable, valid) in CHOICES.items():
-        for value, where in ((environ.get(variable), variable), (strings.get(key), f"{key} in {CONFIG_PATH}")):
+        for value, where in (
+            (environ.get(variable), variable),
+            (strings.get(key), f"{key} in {CONFIG_PATH}"),
+        ):
             text = (value or "").strip()
             if text and text.lower() not in valid:
-                raise ConfigError(f"{where}: unknown value {text!r}; valid values: {', '.join(valid)}",
-                                  hint=f"use one of {', '.join(valid)}, or unset it for the default")
+                raise ConfigError(
+                    f"{where}: unknown value {text!r}; valid values: {', '.join(valid)}",
+                    hint=f"use one of {', '.join(valid)}, or unset it for the default",
+                )
 
 
 def _safe_dir(value: str) -> str:

@@ -38,8 +38,13 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 #: Temp files of whole-file writes: ``.llmwiki-<12 hex>.tmp`` beside their target (swept by
 #: ``gitstore.transaction.sweep_temp_files`` after a crash).
 TEMP_PREFIX, TEMP_SUFFIX = ".llmwiki-", ".tmp"
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _kind(mode: int) -> str:
@@ -71,7 +76,9 @@ def real_relative(root: str | os.PathLike[str], rel: str) -> str | None:
     return os.path.relpath(real, base).replace(os.sep, "/")
 
 
-def escape_reason(root: str | os.PathLike[str], rel: str, *, allow_hidden: bool = False) -> str | None:
+def escape_reason(
+    root: str | os.PathLike[str], rel: str, *, allow_hidden: bool = False
+) -> str | None:
     """Why ``root/rel`` may not be read (None: it may). ``rel`` is relative to ``root``."""
     if not rel or os.path.isabs(rel) or rel.startswith(("/", "\\")):
         return f"absolute or empty path {rel!r}"
@@ -94,7 +101,9 @@ def confined(root: str | os.PathLike[str], rel: str, *, allow_hidden: bool = Fal
     return os.path.realpath(os.path.join(os.path.realpath(root), rel))
 
 
-def _open_regular(path: str | os.PathLike[str], shown: str, nofollow: bool = False) -> tuple[int, os.stat_result]:
+def _open_regular(
+    path: str | os.PathLike[str], shown: str, nofollow: bool = False
+) -> tuple[int, os.stat_result]:
     """An open descriptor on the regular file ``path`` and its status: opened non-blocking
     and checked with ``fstat`` first, so a FIFO or device is refused at once (PathRefused)."""
     try:
@@ -108,12 +117,19 @@ def _open_regular(path: str | os.PathLike[str], shown: str, nofollow: bool = Fal
         raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise PathRefused(shown, f"{_kind(info.st_mode)}, not a regular file; not read", code="not-regular-file")
+        raise PathRefused(
+            shown, f"{_kind(info.st_mode)}, not a regular file; not read", code="not-regular-file"
+        )
     return fd, info
 
 
-def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, name: str | None = None,
-              nofollow: bool = False) -> bytes:
+def read_file(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int = MAX_READ_BYTES,
+    name: str | None = None,
+    nofollow: bool = False,
+) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes``; PathRefused for a FIFO,
     device, folder or oversize file — in bounded time (non-blocking open, ``fstat`` first)
     and memory (never more than ``max_bytes + 1`` bytes read). ``nofollow``: refuse a
@@ -122,7 +138,11 @@ def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, 
     fd, info = _open_regular(path, shown, nofollow)
     try:
         if info.st_size > max_bytes:
-            raise PathRefused(shown, f"{info.st_size / 1048576:.1f} MB is over the {max_bytes / 1048576:g} MB limit; not read", code="too-large")
+            raise PathRefused(
+                shown,
+                f"{info.st_size / 1048576:.1f} MB is over the {max_bytes / 1048576:g} MB limit; not read",
+                code="too-large",
+            )
         chunks: list[bytes] = []
         left = max_bytes + 1
         while left > 0:
@@ -133,7 +153,11 @@ def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, 
             left -= len(chunk)
         data = b"".join(chunks)
         if len(data) > max_bytes:
-            raise PathRefused(shown, f"grew over the {max_bytes / 1048576:g} MB limit while being read; not read", code="too-large")
+            raise PathRefused(
+                shown,
+                f"grew over the {max_bytes / 1048576:g} MB limit while being read; not read",
+                code="too-large",
+            )
         return data
     except OSError as exc:
         raise PathRefused(shown, f"cannot read: {exc.strerror or exc}", code="unreadable") from exc
@@ -153,7 +177,9 @@ def load_json(data: bytes | bytearray | str, *, name: str) -> Any:
         raise ValueError(f"{name} is nested too deeply to be read (corrupt)") from None
 
 
-def read_json(path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, name: str | None = None) -> Any:
+def read_json(
+    path: str | os.PathLike[str], *, max_bytes: int = MAX_READ_BYTES, name: str | None = None
+) -> Any:
     """A state file's JSON: `read_file` (regular files only, non-blocking, size-capped) then
     `load_json` (bounded depth). PathRefused or ValueError when it cannot be used."""
     shown = name or os.fspath(path)
@@ -174,8 +200,13 @@ def read_head(path: str | os.PathLike[str], size: int, *, name: str | None = Non
         os.close(fd)
 
 
-def read_confined(root: str | os.PathLike[str], rel: str, *, max_bytes: int = MAX_READ_BYTES,
-                  allow_hidden: bool = False) -> bytes:
+def read_confined(
+    root: str | os.PathLike[str],
+    rel: str,
+    *,
+    max_bytes: int = MAX_READ_BYTES,
+    allow_hidden: bool = False,
+) -> bytes:
     """`confined` then `read_file`: the one way to read a file under a root."""
     return read_file(confined(root, rel, allow_hidden=allow_hidden), max_bytes=max_bytes, name=rel)
 
@@ -190,8 +221,12 @@ def _no_symlink_below(root: Path, rel_parts: tuple[str, ...]) -> None:
         except FileNotFoundError:
             return
         if stat.S_ISLNK(info.st_mode):
-            raise PathRefused(str(current), "is a symlink; llmwiki never writes through symlinks", code="symlink-write",
-                              hint=f"replace {current} with a real {'folder' if index < len(rel_parts) - 1 else 'file'}")
+            raise PathRefused(
+                str(current),
+                "is a symlink; llmwiki never writes through symlinks",
+                code="symlink-write",
+                hint=f"replace {current} with a real {'folder' if index < len(rel_parts) - 1 else 'file'}",
+            )
         if index < len(rel_parts) - 1 and not stat.S_ISDIR(info.st_mode):
             raise PathRefused(str(current), f"is {_kind(info.st_mode)}, not a folder")
 
@@ -227,11 +262,12 @@ def writable(root: str | os.PathLike[str], rel: str) -> Path:
     return base.joinpath(*parts)
 
 
-
 def append(root: str | os.PathLike[str], rel: str, data: bytes) -> None:
     """Append ``data`` to ``root/rel`` (created 0644), never through a symlink."""
     path = writable(root, rel)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
+    fd = os.open(
+        path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644
+    )
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -262,11 +298,19 @@ def _refused_component(current: Path, last: bool) -> PathRefused:
     try:
         info = os.lstat(current)
     except OSError:
-        return PathRefused(str(current), "changed while being written; not written", code="symlink-write")
+        return PathRefused(
+            str(current), "changed while being written; not written", code="symlink-write"
+        )
     if stat.S_ISLNK(info.st_mode):
-        return PathRefused(str(current), "is a symlink; llmwiki never writes through symlinks", code="symlink-write",
-                           hint=f"replace {current} with a real {'file' if last else 'folder'}")
-    return PathRefused(str(current), f"is {_kind(info.st_mode)}, not a {'file' if last else 'folder'}")
+        return PathRefused(
+            str(current),
+            "is a symlink; llmwiki never writes through symlinks",
+            code="symlink-write",
+            hint=f"replace {current} with a real {'file' if last else 'folder'}",
+        )
+    return PathRefused(
+        str(current), f"is {_kind(info.st_mode)}, not a {'file' if last else 'folder'}"
+    )
 
 
 def _open_folders(base: Path, parts: tuple[str, ...]) -> int:
@@ -299,8 +343,14 @@ def _open_folders(base: Path, parts: tuple[str, ...]) -> int:
         raise
 
 
-def replace_with(root: str | os.PathLike[str], rel: str, write: Callable[[BinaryIO], object], *,
-                 executable: bool = False, before_rename: Callable[[], None] | None = None) -> None:
+def replace_with(
+    root: str | os.PathLike[str],
+    rel: str,
+    write: Callable[[BinaryIO], object],
+    *,
+    executable: bool = False,
+    before_rename: Callable[[], None] | None = None,
+) -> None:
     """Replace ``root/rel`` as a whole with what ``write`` writes into a temp file beside it,
     fsynced, then renamed into place -- the one whole-file write. The folders are walked from
     the real ``root`` with ``O_NOFOLLOW`` handles (created when missing), so the write never
@@ -311,7 +361,9 @@ def replace_with(root: str | os.PathLike[str], rel: str, write: Callable[[Binary
     import secrets  # writers only: every command imports this module, few write
 
     base, parts = _split(root, rel)
-    if not hasattr(os, "O_DIRECTORY") or os.open not in os.supports_dir_fd:  # pragma: no cover - not POSIX
+    if (
+        not hasattr(os, "O_DIRECTORY") or os.open not in os.supports_dir_fd
+    ):  # pragma: no cover - not POSIX
         _no_symlink_below(base, parts)
         _replace_plain(base.joinpath(*parts), write, executable, before_rename)
         return
@@ -326,8 +378,12 @@ def replace_with(root: str | os.PathLike[str], rel: str, write: Callable[[Binary
             info = None
         if info is not None and not stat.S_ISREG(info.st_mode):
             raise _refused_component(target, True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
-                     0o777 if executable else 0o666, dir_fd=folder)
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+            0o777 if executable else 0o666,
+            dir_fd=folder,
+        )
         try:
             with os.fdopen(fd, "wb", closefd=True) as handle:
                 write(handle)
@@ -346,13 +402,19 @@ def replace_with(root: str | os.PathLike[str], rel: str, write: Callable[[Binary
         os.close(folder)
 
 
-def _replace_plain(target: Path, write: Callable[[BinaryIO], object], executable: bool,
-                   before_rename: Callable[[], None] | None) -> None:  # pragma: no cover - not POSIX
+def _replace_plain(
+    target: Path,
+    write: Callable[[BinaryIO], object],
+    executable: bool,
+    before_rename: Callable[[], None] | None,
+) -> None:  # pragma: no cover - not POSIX
     import secrets
 
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}{TEMP_SUFFIX}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o777 if executable else 0o666)
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o777 if executable else 0o666
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
@@ -369,8 +431,19 @@ def _replace_plain(target: Path, write: Callable[[BinaryIO], object], executable
         raise
 
 
-def replace_file(root: str | os.PathLike[str], rel: str, data: bytes, *, executable: bool = False,
-                 before_rename: Callable[[], None] | None = None) -> None:
+def replace_file(
+    root: str | os.PathLike[str],
+    rel: str,
+    data: bytes,
+    *,
+    executable: bool = False,
+    before_rename: Callable[[], None] | None = None,
+) -> None:
     """Replace ``root/rel`` with ``data`` (see :func:`replace_with`)."""
-    replace_with(root, rel, lambda handle: handle.write(data), executable=executable, before_rename=before_rename)
-
+    replace_with(
+        root,
+        rel,
+        lambda handle: handle.write(data),
+        executable=executable,
+        before_rename=before_rename,
+    )

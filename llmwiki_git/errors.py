@@ -95,7 +95,9 @@ class PathRefused(WikiError):
     """A path that leaves its root, is not a regular file, is too large, or would be written
     through a symlink (see confine.py)."""
 
-    def __init__(self, path: str, reason: str, *, code: str = "path-refused", hint: str | None = None) -> None:
+    def __init__(
+        self, path: str, reason: str, *, code: str = "path-refused", hint: str | None = None
+    ) -> None:
         super().__init__(f"{path}: {reason}", hint=hint)
         self.path = path
         self.reason = reason
@@ -138,8 +140,10 @@ class GitError(LlmwikiError):
 #: How to install an extra: no release is published, so from a clone or a git URL, never a
 #: bare registry name (``pip install 'llmwiki-git[local]'`` finds nothing).
 def install_hint(extras: str) -> str:
-    return (f"in your clone of llmwiki-git: pip install '.[{extras}]' (no release is published: from a git URL, "
-            f"pip install 'llmwiki-git[{extras}] @ git+URL@COMMIT')")
+    return (
+        f"in your clone of llmwiki-git: pip install '.[{extras}]' (no release is published: from a git URL, "
+        f"pip install 'llmwiki-git[{extras}] @ git+URL@COMMIT')"
+    )
 
 
 #: How to install what query, context, index and serve need (the ``local`` extra).
@@ -172,7 +176,9 @@ class DirtyPaths(WriteRefused):
         steps += [f"mv {quote(p)} {quote(p + '.mine')}" for p in paths if p in untracked]
         super().__init__(
             f"refusing to write: uncommitted changes to {shown}; nothing was changed",
-            hint="commit or stash those changes first (" + "; ".join(steps) + "), then run the command again",
+            hint="commit or stash those changes first ("
+            + "; ".join(steps)
+            + "), then run the command again",
         )
         self.paths = paths
         self.untracked = list(untracked)
@@ -200,8 +206,12 @@ class MoveRefused(WriteRefused):
     """``llmwiki mv`` (or ``merge-pages``: ``verb`` "merge") refused before anything moved;
     ``reasons`` says each thing in the way."""
 
-    def __init__(self, what: str, reasons: Sequence[str], hint: str | None = None, verb: str = "move") -> None:
-        shown = "\n  ".join(reasons[:20]) + (f"\n  … and {len(reasons) - 20} more" if len(reasons) > 20 else "")
+    def __init__(
+        self, what: str, reasons: Sequence[str], hint: str | None = None, verb: str = "move"
+    ) -> None:
+        shown = "\n  ".join(reasons[:20]) + (
+            f"\n  … and {len(reasons) - 20} more" if len(reasons) > 20 else ""
+        )
         super().__init__(f"refusing to {verb} {what}; nothing was changed:\n  {shown}", hint=hint)
         self.reasons = list(reasons)
 
@@ -228,8 +238,8 @@ class LockBusy(WriteRefused):
         super().__init__(
             f"the project lock {path} is held by {who}; gave up after {waited:.1f}s",
             hint=f"wait for {holder} to finish and run the command again; the lock frees itself when "
-                 f"the process exits, even if it crashes (do not delete {path}: that would let two "
-                 "writers in at once)",
+            f"the process exits, even if it crashes (do not delete {path}: that would let two "
+            "writers in at once)",
         )
         self.path = path
         self.owner = owner
@@ -253,8 +263,8 @@ class GitLockHeld(WriteRefused):
         super().__init__(
             message,
             hint="another git command is running in this repository, or one was killed and left the lock behind: "
-                 f"wait for it to finish; if no git command is running, remove the stale lock "
-                 f"(rm {' '.join(quote(str(p)) for p in paths)}), {after}",
+            f"wait for it to finish; if no git command is running, remove the stale lock "
+            f"(rm {' '.join(quote(str(p)) for p in paths)}), {after}",
         )
         self.paths = list(paths)
 
@@ -274,7 +284,10 @@ class FollowIncomplete(LlmwikiError):
 
 class CandidateNotFound(LlmwikiError):
     def __init__(self, candidate_id: str) -> None:
-        super().__init__(f"no review candidate {candidate_id!r}", hint="run `llmwiki review list` to see the open ones")
+        super().__init__(
+            f"no review candidate {candidate_id!r}",
+            hint="run `llmwiki review list` to see the open ones",
+        )
 
 
 class ApprovalRefused(LlmwikiError):
@@ -289,7 +302,9 @@ class ApprovalRefused(LlmwikiError):
 class ProviderError(LlmwikiError):
     """A model provider could not be reached or refused the request."""
 
-    def __init__(self, provider: str, message: str, *, hint: str | None = None, status: int | None = None) -> None:
+    def __init__(
+        self, provider: str, message: str, *, hint: str | None = None, status: int | None = None
+    ) -> None:
         super().__init__(f"{provider}: {message}", hint=hint)
         self.provider = provider
         self.status = status

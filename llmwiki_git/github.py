@@ -40,7 +40,9 @@ def problem_annotations(problems: Sequence[Problem]) -> list[str]:
             continue
         per_file[p.path] += 1
         kind = "error" if p.severity == ERROR else "warning"
-        lines.append(command(kind, p.message, file=p.path, line=p.line, col=p.col, title=f"llmwiki {p.code}"))
+        lines.append(
+            command(kind, p.message, file=p.path, line=p.line, col=p.col, title=f"llmwiki {p.code}")
+        )
     return lines
 
 
@@ -49,7 +51,7 @@ _MD_SPECIAL = re.compile(r"[\\`*_\[\]<>!|~&]|[\x00-\x1f\x7f-\x9f]")
 
 def _entity(match: re.Match[str]) -> str:
     char = match.group()
-    return " " if ord(char) < 0x20 or 0x7f <= ord(char) <= 0x9f else f"&#{ord(char)};"
+    return " " if ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F else f"&#{ord(char)};"
 
 
 def md_text(text: str) -> str:
@@ -67,8 +69,10 @@ def summary(problems: Sequence[Problem], checked: int) -> str:
     """A markdown table of every problem, cut to stay under GitHub's 1 MiB limit."""
     errors = sum(1 for p in problems if p.severity == ERROR)
     warnings = len(problems) - errors
-    head = (f"### llmwiki check\n\n{plural(checked, 'page')} checked: {plural(errors, 'error')}, "
-            f"{plural(warnings, 'warning')}.\n\n")
+    head = (
+        f"### llmwiki check\n\n{plural(checked, 'page')} checked: {plural(errors, 'error')}, "
+        f"{plural(warnings, 'warning')}.\n\n"
+    )
     if not problems:
         return head
     rows = ["| file | line | col | severity | problem |", "|---|---|---|---|---|"]
@@ -76,7 +80,9 @@ def summary(problems: Sequence[Problem], checked: int) -> str:
     for index, p in enumerate(problems):
         row = f"| <code>{_cell(p.path)}</code> | {p.line} | {p.col} | {p.severity} | {_cell(p.message)} |"
         if size + len(row) + 200 > SUMMARY_LIMIT:
-            rows.append(f"\n_{len(problems) - index} more problems not shown (summary size limit)._")
+            rows.append(
+                f"\n_{len(problems) - index} more problems not shown (summary size limit)._"
+            )
             break
         rows.append(row)
         size += len(row) + 1

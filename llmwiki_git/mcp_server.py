@@ -48,6 +48,7 @@ T = TypeVar("T")
 
 # -- the server ---------------------------------------------------------------------------
 
+
 def _sdk() -> Any:
     """Import the MCP SDK (2.x) and jsonschema, or explain how to install them."""
     try:
@@ -63,8 +64,10 @@ def _sdk() -> Any:
     except PackageNotFoundError:
         found = "0"
     if not found.split(".", 1)[0].isdigit() or int(found.split(".", 1)[0]) != 2:
-        raise LlmwikiError(f"llmwiki serve needs version 2 of the MCP SDK, found mcp {found}",
-                           hint=install_hint("local,mcp"))
+        raise LlmwikiError(
+            f"llmwiki serve needs version 2 of the MCP SDK, found mcp {found}",
+            hint=install_hint("local,mcp"),
+        )
     return mcp
 
 
@@ -117,11 +120,20 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
             return await anyio.to_thread.run_sync(fn)
 
     listing = [
-        types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema,
-                   output_schema=t.output_schema,
-                   annotations=types.ToolAnnotations(title=t.title, read_only_hint=t.read_only,
-                                                     destructive_hint=False, idempotent_hint=t.read_only,
-                                                     open_world_hint=t.open_world))
+        types.Tool(
+            name=t.name,
+            title=t.title,
+            description=t.description,
+            input_schema=t.input_schema,
+            output_schema=t.output_schema,
+            annotations=types.ToolAnnotations(
+                title=t.title,
+                read_only_hint=t.read_only,
+                destructive_hint=False,
+                idempotent_hint=t.read_only,
+                open_world_hint=t.open_world,
+            ),
+        )
         for t in tools.values()
     ]
 
@@ -129,7 +141,9 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         return types.ListToolsResult(tools=listing)
 
     def failure(message: str) -> Any:
-        return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=message)], is_error=True
+        )
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         tool = tools.get(params.name)
@@ -141,7 +155,9 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
             text = json.dumps(result, indent=2, ensure_ascii=False)
         except Exception as exc:  # noqa: BLE001 - a tool error, never a dead server
             return failure(_error_text(exc))
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=result)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=result
+        )
 
     # -- resources --
 
@@ -156,15 +172,27 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         items: list[Any] = []
         index = wiki.by_path.get(index_of(wiki))
         if index is not None:
-            items.append(types.Resource(uri=INDEX_URI, name="index", title="Wiki index",
-                                        description=f"The generated table of contents ({index.path}).",
-                                        mime_type="text/markdown"))
+            items.append(
+                types.Resource(
+                    uri=INDEX_URI,
+                    name="index",
+                    title="Wiki index",
+                    description=f"The generated table of contents ({index.path}).",
+                    mime_type="text/markdown",
+                )
+            )
         for page in wiki.pages:
             if page is index:
                 continue
-            items.append(types.Resource(uri=page_uri(page.id), name=page.id,
-                                        title=page.scan.title or stem_title(page.stem),
-                                        description=f"{page.kind} page {page.path}", mime_type="text/markdown"))
+            items.append(
+                types.Resource(
+                    uri=page_uri(page.id),
+                    name=page.id,
+                    title=page.scan.title or stem_title(page.stem),
+                    description=f"{page.kind} page {page.path}",
+                    mime_type="text/markdown",
+                )
+            )
         end = offset + RESOURCES_PER_PAGE
         return items[offset:end], end if end < len(items) else None
 
@@ -176,13 +204,18 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
             items, following = await in_thread(lambda: resources_listing(int(cursor or 0)))
         except Exception as exc:  # noqa: BLE001
             raise MCPError(code=INTERNAL_ERROR, message=_error_text(exc)) from exc
-        return types.ListResourcesResult(resources=items, next_cursor=None if following is None else str(following))
+        return types.ListResourcesResult(
+            resources=items, next_cursor=None if following is None else str(following)
+        )
 
     template = types.ResourceTemplate(
-        uri_template=PAGE_TEMPLATE, name="page", title="Wiki page",
+        uri_template=PAGE_TEMPLATE,
+        name="page",
+        title="Wiki page",
         description="The full text (frontmatter and body) of a page; pageId is its path from the wiki root "
-                    "without .md (concepts/blobs), or a [[link]] target.",
-        mime_type="text/markdown")
+        "without .md (concepts/blobs), or a [[link]] target.",
+        mime_type="text/markdown",
+    )
 
     async def list_templates(ctx: Any, params: Any) -> Any:
         return types.ListResourceTemplatesResult(resource_templates=[template])
@@ -195,7 +228,7 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
                 raise WikiError(f"no index page ({path}); run `llmwiki index` to generate it")
             return read_confined(ws, wiki, path)
         if uri.startswith(PAGE_PREFIX) and len(uri) > len(PAGE_PREFIX):
-            page = find_page(wiki, page_id=unquote(uri[len(PAGE_PREFIX):]))
+            page = find_page(wiki, page_id=unquote(uri[len(PAGE_PREFIX) :]))
             return read_confined(ws, wiki, page.path)
         raise WikiError(f"unknown resource {uri!r}; use {INDEX_URI} or {PAGE_TEMPLATE}")
 
@@ -206,8 +239,12 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         except LlmwikiError as exc:
             raise MCPError(code=RESOURCE_NOT_FOUND, message=str(exc), data={"uri": uri}) from exc
         except Exception as exc:  # noqa: BLE001
-            raise MCPError(code=INTERNAL_ERROR, message=_error_text(exc), data={"uri": uri}) from exc
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")])
+            raise MCPError(
+                code=INTERNAL_ERROR, message=_error_text(exc), data={"uri": uri}
+            ) from exc
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]
+        )
 
     return Server(
         SERVER_NAME,
@@ -231,7 +268,9 @@ def _frame_id(exc: Exception) -> int | str | None:
             frame = error.get("input")
             if isinstance(frame, dict):
                 value = frame.get("id")
-                return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+                return (
+                    value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+                )
     except Exception:  # noqa: BLE001 - any shape: answer with a null id
         pass
     return None
@@ -261,10 +300,17 @@ class _AnswerInvalidFrames:
                 return item
             errors = getattr(item, "errors", None)
             kinds = {e.get("type") for e in errors()} if callable(errors) else set()
-            code, what = (-32700, "Parse error") if "json_invalid" in kinds else (-32600, "Invalid Request")
-            error = types.ErrorData(code=code, message=f"{what}: not a JSON-RPC 2.0 request, notification or response "
-                                                       "(a method, params that are an object, \"jsonrpc\": \"2.0\")")
-            await self._write.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=_frame_id(item), error=error)))
+            code, what = (
+                (-32700, "Parse error") if "json_invalid" in kinds else (-32600, "Invalid Request")
+            )
+            error = types.ErrorData(
+                code=code,
+                message=f"{what}: not a JSON-RPC 2.0 request, notification or response "
+                '(a method, params that are an object, "jsonrpc": "2.0")',
+            )
+            await self._write.send(
+                SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=_frame_id(item), error=error))
+            )
 
     def __aiter__(self) -> _AnswerInvalidFrames:
         return self
@@ -299,7 +345,10 @@ def main(root: Path | str | None = None, *, wiki_dir: str | None = None) -> None
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(_AnswerInvalidFrames(read_stream, write_stream), write_stream,
-                             server.create_initialization_options())
+            await server.run(
+                _AnswerInvalidFrames(read_stream, write_stream),
+                write_stream,
+                server.create_initialization_options(),
+            )
 
     anyio.run(serve)  # Ctrl-C reaches the CLI, which exits 130 as for every command

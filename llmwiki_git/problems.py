@@ -56,9 +56,15 @@ class Problem:
     def location(self) -> str:
         """``path:line:col`` for text output, a newline or carriage return in the file name
         shown as ``\\n`` / ``\\r``: one problem stays one line."""
-        path = self.path.replace("\n", "\\n").replace("\r", "\\r") if "\n" in self.path or "\r" in self.path else self.path
+        path = (
+            self.path.replace("\n", "\\n").replace("\r", "\\r")
+            if "\n" in self.path or "\r" in self.path
+            else self.path
+        )
         return f"{path}:{self.line}:{self.col}"
 
 
-def make(path: str, line: int, col: int, code: str, message: str, target: str | None = None) -> Problem:
+def make(
+    path: str, line: int, col: int, code: str, message: str, target: str | None = None
+) -> Problem:
     return Problem(path, line, col, code, CODES[code], target, message)

@@ -16,8 +16,19 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-__all__ = ["CHAT_PROVIDERS", "DEFAULT_CHAT", "DEFAULT_EMBEDDING", "EMBEDDING_PROVIDERS", "LEXICAL_ONLY", "LOCAL_EMBEDDING",
-           "OFFLINE_CHAT", "PROVIDERS", "ProviderRow", "builder", "row"]
+__all__ = [
+    "CHAT_PROVIDERS",
+    "DEFAULT_CHAT",
+    "DEFAULT_EMBEDDING",
+    "EMBEDDING_PROVIDERS",
+    "LEXICAL_ONLY",
+    "LOCAL_EMBEDDING",
+    "OFFLINE_CHAT",
+    "PROVIDERS",
+    "ProviderRow",
+    "builder",
+    "row",
+]
 
 
 @dataclass(frozen=True)
@@ -37,12 +48,25 @@ class ProviderRow:
 PROVIDERS: tuple[ProviderRow, ...] = (
     ProviderRow("local", embeddings="retrieval.embedding_onnx:OnnxMiniLMEmbedder", embeds=True),
     ProviderRow("none", embeds=True),  # LEXICAL_ONLY: BM25, no vectors
-    ProviderRow("openai", chat="providers.openai:OpenAIProvider", embeddings="providers.openai:OpenAIEmbeddings",
-                credentials=("OPENAI_API_KEY", "OPENAI_BASE_URL"), embeds=True),
-    ProviderRow("anthropic", chat="providers.anthropic:AnthropicProvider",
-                credentials=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")),
-    ProviderRow("ollama", chat="providers.ollama:OllamaProvider", embeddings="providers.ollama:OllamaEmbeddings",
-                credentials=("OLLAMA_HOST",), embeds=True),
+    ProviderRow(
+        "openai",
+        chat="providers.openai:OpenAIProvider",
+        embeddings="providers.openai:OpenAIEmbeddings",
+        credentials=("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        embeds=True,
+    ),
+    ProviderRow(
+        "anthropic",
+        chat="providers.anthropic:AnthropicProvider",
+        credentials=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    ),
+    ProviderRow(
+        "ollama",
+        chat="providers.ollama:OllamaProvider",
+        embeddings="providers.ollama:OllamaEmbeddings",
+        credentials=("OLLAMA_HOST",),
+        embeds=True,
+    ),
     ProviderRow("extractive", chat="providers.extractive:ExtractiveProvider"),
 )
 

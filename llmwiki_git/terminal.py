@@ -65,12 +65,20 @@ class SafeStream(io.TextIOBase):
 
     def _disarm(self, text: str) -> str:
         line, last = self._line, self._last
-        spots = {m.start(1) - len(line) for m in _COMMAND_V2.finditer(line + text) if m.start(1) >= len(line)}
-        spots |= {m.start(1) - len(last) for m in _COMMAND_V1.finditer(last + text) if m.start(1) >= len(last)}
+        spots = {
+            m.start(1) - len(line)
+            for m in _COMMAND_V2.finditer(line + text)
+            if m.start(1) >= len(line)
+        }
+        spots |= {
+            m.start(1) - len(last)
+            for m in _COMMAND_V1.finditer(last + text)
+            if m.start(1) >= len(last)
+        }
         if spots:
             text = "".join(_DISARMED[c] if i in spots else c for i, c in enumerate(text))
         newline = text.rfind("\n")
-        current = (line + text if newline < 0 else text[newline + 1:]).lstrip()
+        current = (line + text if newline < 0 else text[newline + 1 :]).lstrip()
         self._line = "" if not current else (":" if current == ":" else "x")
         self._last = (last + text)[-2:]
         return text

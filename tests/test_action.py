@@ -26,7 +26,9 @@ STEPS = ACTION["runs"]["steps"]
 
 # --- a small evaluator for the GitHub expressions action.yml uses -------------------------
 
-_TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+)|(?P<op>==|!=|&&|\|\||!|\(|\)|,)|(?P<name>[A-Za-z_][\w.\-]*))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+)|(?P<op>==|!=|&&|\|\||!|\(|\)|,)|(?P<name>[A-Za-z_][\w.\-]*))"
+)
 _STATUS = ("success", "failure", "always", "cancelled")
 
 
@@ -58,7 +60,7 @@ class _Eval:
 
     def run(self) -> Any:
         value = self.or_()
-        assert self.i == len(self.toks), f"trailing tokens in expression: {self.toks[self.i:]}"
+        assert self.i == len(self.toks), f"trailing tokens in expression: {self.toks[self.i :]}"
         return value
 
     def peek(self) -> str | None:
@@ -91,7 +93,9 @@ class _Eval:
         left = self.atom()
         if self.peek() in ("==", "!="):
             op = self.take()[1]
-            equal = _str(left).lower() == _str(self.atom()).lower()  # GitHub compares strings ignoring case
+            equal = (
+                _str(left).lower() == _str(self.atom()).lower()
+            )  # GitHub compares strings ignoring case
             return equal if op == "==" else not equal
         return left
 
@@ -126,14 +130,21 @@ class _Eval:
             return _str(args[0]).lower().startswith(_str(args[1]).lower())
         if name == "contains":
             return _str(args[1]).lower() in _str(args[0]).lower()
-        status = {"success": not self.failed, "failure": self.failed, "always": True, "cancelled": False}
+        status = {
+            "success": not self.failed,
+            "failure": self.failed,
+            "always": True,
+            "cancelled": False,
+        }
         if name in status:
             return status[name]
         raise AssertionError(f"the test runner does not implement {name}()")
 
 
 def interpolate(text: str, ctx: dict[str, Any], failed: bool = False) -> str:
-    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: _str(_Eval(m.group(1), ctx, failed).run()), str(text))
+    return re.sub(
+        r"\$\{\{(.*?)\}\}", lambda m: _str(_Eval(m.group(1), ctx, failed).run()), str(text)
+    )
 
 
 def condition(text: str | None, ctx: dict[str, Any], failed: bool) -> bool:
@@ -147,6 +158,7 @@ def condition(text: str | None, ctx: dict[str, Any], failed: bool) -> bool:
 
 # --- the runner --------------------------------------------------------------------------
 
+
 def _read_outputs(path: Path) -> dict[str, str]:
     """Parse a GITHUB_OUTPUT file: `name=value` lines and `name<<DELIM` blocks."""
     found, lines = {}, path.read_text(encoding="utf-8").splitlines() if path.exists() else []
@@ -156,7 +168,7 @@ def _read_outputs(path: Path) -> dict[str, str]:
         if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
             name, delim = line.split("<<", 1)
             end = lines.index(delim, i + 1)
-            found[name] = "\n".join(lines[i + 1:end])
+            found[name] = "\n".join(lines[i + 1 : end])
             i = end + 1
             continue
         name, _, value = line.partition("=")
@@ -182,14 +194,31 @@ class Run:
         return [line for line in self.stdout.splitlines() if line.startswith("::")]
 
 
-def pr_event(base: str, head: str, head_ref: str = "feature/links", base_ref: str = "main") -> dict[str, Any]:
-    return {"action": "synchronize", "number": 7,
-            "pull_request": {"number": 7, "base": {"sha": base, "ref": base_ref}, "head": {"sha": head, "ref": head_ref}}}
+def pr_event(
+    base: str, head: str, head_ref: str = "feature/links", base_ref: str = "main"
+) -> dict[str, Any]:
+    return {
+        "action": "synchronize",
+        "number": 7,
+        "pull_request": {
+            "number": 7,
+            "base": {"sha": base, "ref": base_ref},
+            "head": {"sha": head, "ref": head_ref},
+        },
+    }
 
 
-def run_action(repo: Repo, tmp: Path, *, inputs: dict[str, str] | None = None, event: dict[str, Any] | None = None,
-               event_name: str = "pull_request", env: dict[str, str] | None = None, skip_install: bool = True,
-               cwd: Path | None = None) -> Run:
+def run_action(
+    repo: Repo,
+    tmp: Path,
+    *,
+    inputs: dict[str, str] | None = None,
+    event: dict[str, Any] | None = None,
+    event_name: str = "pull_request",
+    env: dict[str, str] | None = None,
+    skip_install: bool = True,
+    cwd: Path | None = None,
+) -> Run:
     """Run action.yml's steps in order, the way the runner does for a composite action."""
     inputs = {"python": sys.executable, **(inputs or {})}
     event = event if event is not None else {}
@@ -202,27 +231,45 @@ def run_action(repo: Repo, tmp: Path, *, inputs: dict[str, str] | None = None, e
     workspace = cwd or repo.root
     sha = repo.git("rev-parse", "HEAD").strip() if cwd is None else ""
     github_ctx = {
-        "event": event, "event_name": event_name, "sha": sha, "workspace": str(workspace),
-        "action_path": str(ACTION_PATH), "head_ref": pr.get("head", {}).get("ref", ""),
+        "event": event,
+        "event_name": event_name,
+        "sha": sha,
+        "workspace": str(workspace),
+        "action_path": str(ACTION_PATH),
+        "head_ref": pr.get("head", {}).get("ref", ""),
         "base_ref": pr.get("base", {}).get("ref", ""),
         "ref": f"refs/pull/{pr['number']}/merge" if pr else event.get("ref", "refs/heads/main"),
     }
-    base_env = {k: v for k, v in os.environ.items()
-                if not k.startswith(("GITHUB_", "RUNNER_", "INPUT_")) and k != "LLMWIKI_ACTION_SKIP_INSTALL"}
-    base_env.update({
-        "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_ACTION_PATH": str(ACTION_PATH),
-        "GITHUB_WORKSPACE": str(workspace), "GITHUB_EVENT_PATH": str(event_path),
-        "GITHUB_EVENT_NAME": event_name, "GITHUB_SHA": sha, "GITHUB_REF": github_ctx["ref"],
-        "GITHUB_HEAD_REF": github_ctx["head_ref"], "GITHUB_BASE_REF": github_ctx["base_ref"],
-        "RUNNER_TEMP": str(runner_temp), **(env or {}),
-    })
+    base_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITHUB_", "RUNNER_", "INPUT_")) and k != "LLMWIKI_ACTION_SKIP_INSTALL"
+    }
+    base_env.update(
+        {
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_ACTION_PATH": str(ACTION_PATH),
+            "GITHUB_WORKSPACE": str(workspace),
+            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_SHA": sha,
+            "GITHUB_REF": github_ctx["ref"],
+            "GITHUB_HEAD_REF": github_ctx["head_ref"],
+            "GITHUB_BASE_REF": github_ctx["base_ref"],
+            "RUNNER_TEMP": str(runner_temp),
+            **(env or {}),
+        }
+    )
     if skip_install:
         base_env["LLMWIKI_ACTION_SKIP_INSTALL"] = "1"
     declared = ACTION["inputs"]
     assert set(inputs) <= set(declared), f"undeclared inputs {set(inputs) - set(declared)}"
     ctx: dict[str, Any] = {"github": github_ctx, "steps": {}, "inputs": {}}
-    ctx["inputs"] = {name: inputs[name] if name in inputs else interpolate(spec.get("default", ""), ctx)
-                     for name, spec in declared.items()}
+    ctx["inputs"] = {
+        name: inputs[name] if name in inputs else interpolate(spec.get("default", ""), ctx)
+        for name, spec in declared.items()
+    }
     failed, outcomes, step_outputs, logs = False, {}, {}, {}
     out_all, err_all, summary = [], [], ""
     for number, step in enumerate(STEPS):
@@ -231,15 +278,26 @@ def run_action(repo: Repo, tmp: Path, *, inputs: dict[str, str] | None = None, e
             outcomes[sid] = "skipped"
             ctx["steps"][sid] = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
             continue
-        files = {name: tmp / f"{sid}.{name}" for name in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH")}
+        files = {
+            name: tmp / f"{sid}.{name}"
+            for name in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH")
+        }
         for path in files.values():
             path.write_text("")
         script = tmp / f"{sid}.sh"
         script.write_text(step["run"], encoding="utf-8")
-        step_env = {**base_env, **{k: str(v) for k, v in files.items()},
-                    **{k: interpolate(v, ctx, failed) for k, v in (step.get("env") or {}).items()}}
-        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                              cwd=workspace, env=step_env, capture_output=True, text=True)
+        step_env = {
+            **base_env,
+            **{k: str(v) for k, v in files.items()},
+            **{k: interpolate(v, ctx, failed) for k, v in (step.get("env") or {}).items()},
+        }
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=workspace,
+            env=step_env,
+            capture_output=True,
+            text=True,
+        )
         out_all.append(proc.stdout)
         err_all.append(proc.stderr)
         logs[sid] = proc.stdout + proc.stderr
@@ -248,12 +306,26 @@ def run_action(repo: Repo, tmp: Path, *, inputs: dict[str, str] | None = None, e
         failed = failed or proc.returncode != 0
         outcomes[sid] = outcome
         step_outputs[sid] = _read_outputs(files["GITHUB_OUTPUT"])
-        ctx["steps"][sid] = {"outputs": step_outputs[sid], "outcome": outcome, "conclusion": outcome}
+        ctx["steps"][sid] = {
+            "outputs": step_outputs[sid],
+            "outcome": outcome,
+            "conclusion": outcome,
+        }
     outputs = {name: interpolate(spec["value"], ctx) for name, spec in ACTION["outputs"].items()}
-    return Run(not failed, outcomes, "".join(out_all), "".join(err_all), outputs, step_outputs, summary, logs)
+    return Run(
+        not failed,
+        outcomes,
+        "".join(out_all),
+        "".join(err_all),
+        outputs,
+        step_outputs,
+        summary,
+        logs,
+    )
 
 
 # --- fixtures ----------------------------------------------------------------------------
+
 
 def as_pull_request(repo: Repo, branch: str, commit: str, main: str) -> None:
     """The clone a pull_request job checks out: the candidate ``branch`` only on the remote
@@ -266,13 +338,21 @@ def as_pull_request(repo: Repo, branch: str, commit: str, main: str) -> None:
 
 
 def seed(repo: Repo) -> str:
-    repo.write("wiki/concepts/alpha.md", page("Alpha", "# Alpha\n\nLinks to [[beta]].\n\n## Usage\n"))
+    repo.write(
+        "wiki/concepts/alpha.md", page("Alpha", "# Alpha\n\nLinks to [[beta]].\n\n## Usage\n")
+    )
     repo.write("wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]].\n"))
     repo.write("wiki/concepts/delta.md", page("Delta", "See [[alpha]] and [[beta]].\n"))
     return repo.commit("seed")
 
 
-def pr(repo: Repo, tmp_path: Path, change: dict[str, str], head_ref: str = "feature/links", **kwargs: Any) -> Run:
+def pr(
+    repo: Repo,
+    tmp_path: Path,
+    change: dict[str, str],
+    head_ref: str = "feature/links",
+    **kwargs: Any,
+) -> Run:
     base = seed(repo)
     repo.git("checkout", "-q", "-b", head_ref)
     for rel, text in change.items():
@@ -288,6 +368,7 @@ BROKEN_ROW = "| <code>wiki/concepts/gamma.md</code> | 4 | 5 | error | broken lin
 
 # --- the metadata ------------------------------------------------------------------------
 
+
 def test_metadata_is_a_composite_action_with_optional_inputs_and_step_outputs() -> None:
     assert ACTION["name"] and ACTION["description"] and ACTION["runs"]["using"] == "composite"
     assert set(ACTION["inputs"]) == {"path", "base", "head", "fail-on", "summary", "python"}
@@ -295,7 +376,10 @@ def test_metadata_is_a_composite_action_with_optional_inputs_and_step_outputs() 
         assert spec["description"] and spec["required"] is False and "default" in spec, name
     assert ACTION["inputs"]["base"]["default"] == "${{ github.event.pull_request.base.sha }}"
     assert ACTION["inputs"]["head"]["default"] == "${{ github.event.pull_request.head.sha }}"
-    assert ACTION["inputs"]["fail-on"]["default"] == "broken" and ACTION["inputs"]["summary"]["default"] == "true"
+    assert (
+        ACTION["inputs"]["fail-on"]["default"] == "broken"
+        and ACTION["inputs"]["summary"]["default"] == "true"
+    )
     assert ACTION["inputs"]["python"]["default"] == "python3"
     ids = [s.get("id") for s in STEPS]
     for name, spec in ACTION["outputs"].items():
@@ -309,15 +393,28 @@ def test_no_expression_in_any_run_line_and_every_run_step_declares_bash() -> Non
         if "run" in step:
             assert step["shell"] == "bash", step.get("id")
             assert "${{" not in step["run"], step.get("id")
-    used = {m for s in STEPS for v in (s.get("env") or {}).values() for m in re.findall(r"inputs\.([\w-]+)", v)}
+    used = {
+        m
+        for s in STEPS
+        for v in (s.get("env") or {}).values()
+        for m in re.findall(r"inputs\.([\w-]+)", v)
+    }
     assert used == set(ACTION["inputs"])  # every input is used, and only through env:
     check = next(s for s in STEPS if s.get("id") == "check")
-    assert set(check["env"]) >= {"LLMWIKI_INPUT_PATH", "LLMWIKI_INPUT_BASE", "LLMWIKI_INPUT_HEAD",
-                                 "LLMWIKI_INPUT_FAIL_ON", "LLMWIKI_INPUT_SUMMARY"}
+    assert set(check["env"]) >= {
+        "LLMWIKI_INPUT_PATH",
+        "LLMWIKI_INPUT_BASE",
+        "LLMWIKI_INPUT_HEAD",
+        "LLMWIKI_INPUT_FAIL_ON",
+        "LLMWIKI_INPUT_SUMMARY",
+    }
 
 
 def test_expression_evaluator_follows_github_rules() -> None:
-    ctx = {"github": {"head_ref": "LLMWIKI/Review/x", "event": {}}, "steps": {"a": {"outcome": "success"}}}
+    ctx = {
+        "github": {"head_ref": "LLMWIKI/Review/x", "event": {}},
+        "steps": {"a": {"outcome": "success"}},
+    }
     assert interpolate("${{ github.event.pull_request.base.sha }}", ctx) == ""
     assert condition("${{ startsWith(github.head_ref, 'llmwiki/review/') }}", ctx, failed=False)
     assert not condition("startsWith(github.head_ref, 'llmwiki/review/')", ctx, failed=True)
@@ -326,8 +423,11 @@ def test_expression_evaluator_follows_github_rules() -> None:
 
 # --- pull requests -----------------------------------------------------------------------
 
+
 def test_clean_pull_request_passes(repo: Repo, tmp_path: Path) -> None:
-    run = pr(repo, tmp_path, {"wiki/concepts/gamma.md": page("Gamma", "See [[alpha]] and [[beta]].\n")})
+    run = pr(
+        repo, tmp_path, {"wiki/concepts/gamma.md": page("Gamma", "See [[alpha]] and [[beta]].\n")}
+    )
     assert run.success, run.stdout + run.stderr
     assert run.outcomes == {"install": "success", "check": "success", "candidate": "skipped"}
     assert run.outputs == {"broken": "0", "warnings": "0", "checked": "4"}
@@ -335,7 +435,9 @@ def test_clean_pull_request_passes(repo: Repo, tmp_path: Path) -> None:
     assert run.summary == "### llmwiki check\n\n4 pages checked: 0 errors, 0 warnings.\n\n"
 
 
-def test_pull_request_adding_a_broken_link_fails_with_annotation_summary_and_outputs(repo: Repo, tmp_path: Path) -> None:
+def test_pull_request_adding_a_broken_link_fails_with_annotation_summary_and_outputs(
+    repo: Repo, tmp_path: Path
+) -> None:
     run = pr(repo, tmp_path, GAMMA_BROKEN)
     assert not run.success and run.outcomes["check"] == "failure"
     assert run.commands == [BROKEN_ANNOTATION]
@@ -356,10 +458,14 @@ def test_checks_the_event_commits_not_the_checked_out_tree(repo: Repo, tmp_path:
     head = repo.commit("break")
     repo.git("checkout", "-q", "--detach", base)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, head))
-    assert run.commands == ["::error file=wiki/concepts/gamma.md,line=1,col=1,title=llmwiki broken-link::broken link [[Nowhere]]"]
+    assert run.commands == [
+        "::error file=wiki/concepts/gamma.md,line=1,col=1,title=llmwiki broken-link::broken link [[Nowhere]]"
+    ]
 
 
-def test_renaming_a_page_annotates_the_untouched_pages_linking_to_it(repo: Repo, tmp_path: Path) -> None:
+def test_renaming_a_page_annotates_the_untouched_pages_linking_to_it(
+    repo: Repo, tmp_path: Path
+) -> None:
     base = seed(repo)
     repo.git("checkout", "-q", "-b", "rename")
     repo.git("mv", "wiki/concepts/alpha.md", "wiki/concepts/alpha-renamed.md")
@@ -385,12 +491,19 @@ def test_fail_on_warnings_fails_on_a_new_broken_anchor(repo: Repo, tmp_path: Pat
     strict = pr(repo, tmp_path, change, inputs={"fail-on": "warnings"})
     assert not strict.success and strict.outputs == {"broken": "0", "warnings": "1", "checked": "4"}
     assert strict.commands == [warning] and "fail-on: warnings -> fail" in strict.stdout
-    default = run_action(repo, tmp_path / "gh2", event=json.loads((tmp_path / "gh" / "event.json").read_text()))
+    default = run_action(
+        repo, tmp_path / "gh2", event=json.loads((tmp_path / "gh" / "event.json").read_text())
+    )
     assert default.success and default.outputs["warnings"] == "1"
 
 
-def test_more_than_50_problems_gives_50_annotations_and_a_full_summary(repo: Repo, tmp_path: Path) -> None:
-    change = {f"wiki/concepts/bad{f}.md": "".join(f"[[missing-{f}-{i}]]\n" for i in range(12)) for f in range(6)}
+def test_more_than_50_problems_gives_50_annotations_and_a_full_summary(
+    repo: Repo, tmp_path: Path
+) -> None:
+    change = {
+        f"wiki/concepts/bad{f}.md": "".join(f"[[missing-{f}-{i}]]\n" for i in range(12))
+        for f in range(6)
+    }
     run = pr(repo, tmp_path, change)
     annotations = run.commands
     assert len(annotations) == 50  # GitHub keeps at most 50 per job
@@ -404,7 +517,9 @@ def test_more_than_50_problems_gives_50_annotations_and_a_full_summary(repo: Rep
 
 def test_summary_false_writes_no_summary(repo: Repo, tmp_path: Path) -> None:
     run = pr(repo, tmp_path, GAMMA_BROKEN, inputs={"summary": "false"})
-    assert run.summary == "" and run.commands == [BROKEN_ANNOTATION] and run.outputs["broken"] == "1"
+    assert (
+        run.summary == "" and run.commands == [BROKEN_ANNOTATION] and run.outputs["broken"] == "1"
+    )
 
 
 def test_path_input_checks_a_wiki_in_a_subfolder(repo: Repo, tmp_path: Path) -> None:
@@ -415,7 +530,9 @@ def test_path_input_checks_a_wiki_in_a_subfolder(repo: Repo, tmp_path: Path) -> 
     repo.write("docs/kb/c.md", "[[a]] [[zzz]]\n")
     head = repo.commit("add c")
     run = run_action(repo, tmp_path / "gh", inputs={"path": "docs/kb"}, event=pr_event(base, head))
-    assert run.commands == ["::error file=docs/kb/c.md,line=1,col=7,title=llmwiki broken-link::broken link [[zzz]]"]
+    assert run.commands == [
+        "::error file=docs/kb/c.md,line=1,col=7,title=llmwiki broken-link::broken link [[zzz]]"
+    ]
     assert run.outputs == {"broken": "1", "warnings": "0", "checked": "3"}
 
 
@@ -429,7 +546,9 @@ def test_root_layout_wiki_without_path_and_the_path_hint(repo: Repo, tmp_path: P
     repo.write("beta.md", "[[alpha]] [[gone]]\n")
     head = repo.commit("add beta")
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, head))
-    assert run.commands == ["::error file=beta.md,line=1,col=11,title=llmwiki broken-link::broken link [[gone]]"]
+    assert run.commands == [
+        "::error file=beta.md,line=1,col=11,title=llmwiki broken-link::broken link [[gone]]"
+    ]
     assert run.outputs == {"broken": "1", "warnings": "0", "checked": "4"}
     wrong = run_action(repo, tmp_path / "gh2", inputs={"path": "wiki"}, event=pr_event(base, head))
     assert not wrong.success and "leave path out" in wrong.commands[0]
@@ -437,15 +556,25 @@ def test_root_layout_wiki_without_path_and_the_path_hint(repo: Repo, tmp_path: P
 
 # --- push events, shallow clones, the first commit ------------------------------------------
 
-def test_new_branch_push_with_all_zero_before_compares_with_the_parent(repo: Repo, tmp_path: Path) -> None:
+
+def test_new_branch_push_with_all_zero_before_compares_with_the_parent(
+    repo: Repo, tmp_path: Path
+) -> None:
     """`base: ${{ github.event.before }}` on the first push of a branch is 40 zeros."""
     seed(repo)
     repo.git("checkout", "-q", "-b", "feature/new")
     repo.write("wiki/concepts/gamma.md", page("Gamma", "See [[Nowhere]] and [[alpha]].\n"))
     head = repo.commit("break on a new branch")
-    run = run_action(repo, tmp_path / "gh", inputs={"base": "0" * 40},
-                     event={"ref": "refs/heads/feature/new", "before": "0" * 40, "after": head}, event_name="push")
-    assert run.commands[0].startswith("::notice title=llmwiki action::base is the all-zero commit id")
+    run = run_action(
+        repo,
+        tmp_path / "gh",
+        inputs={"base": "0" * 40},
+        event={"ref": "refs/heads/feature/new", "before": "0" * 40, "after": head},
+        event_name="push",
+    )
+    assert run.commands[0].startswith(
+        "::notice title=llmwiki action::base is the all-zero commit id"
+    )
     assert run.commands[1:] == [BROKEN_ANNOTATION] and run.outputs["broken"] == "1"
     assert "fetch-depth" not in run.stdout + run.stderr
 
@@ -454,7 +583,9 @@ def test_push_event_compares_head_with_its_parent(repo: Repo, tmp_path: Path) ->
     seed(repo)
     repo.write("wiki/concepts/gamma.md", page("Gamma", "See [[Nowhere]] and [[alpha]].\n"))
     head = repo.commit("break on main")
-    run = run_action(repo, tmp_path / "gh", event={"ref": "refs/heads/main", "after": head}, event_name="push")
+    run = run_action(
+        repo, tmp_path / "gh", event={"ref": "refs/heads/main", "after": head}, event_name="push"
+    )
     assert run.outputs["broken"] == "1" and run.commands == [BROKEN_ANNOTATION]
     assert run.outcomes["candidate"] == "skipped"
 
@@ -463,7 +594,9 @@ def test_push_of_a_first_commit_checks_everything(repo: Repo, tmp_path: Path) ->
     repo.write("wiki/a.md", "[[b]]\n")
     repo.commit("first")
     run = run_action(repo, tmp_path / "gh", event={"ref": "refs/heads/main"}, event_name="push")
-    assert run.commands == ["::error file=wiki/a.md,line=1,col=1,title=llmwiki broken-link::broken link [[b]]"]
+    assert run.commands == [
+        "::error file=wiki/a.md,line=1,col=1,title=llmwiki broken-link::broken link [[b]]"
+    ]
 
 
 def test_shallow_clone_without_the_base_commit_fails_clearly(repo: Repo, tmp_path: Path) -> None:
@@ -471,7 +604,9 @@ def test_shallow_clone_without_the_base_commit_fails_clearly(repo: Repo, tmp_pat
     repo.write("wiki/concepts/gamma.md", "[[alpha]]\n")
     head = repo.commit("add gamma")
     clone = tmp_path / "shallow"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo.root}", str(clone)], check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", f"file://{repo.root}", str(clone)], check=True
+    )
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, head), cwd=clone)
     assert not run.success and run.outcomes["check"] == "failure"
     assert run.commands == [
@@ -479,14 +614,18 @@ def test_shallow_clone_without_the_base_commit_fails_clearly(repo: Repo, tmp_pat
         "%0A  hint: use actions/checkout with fetch-depth: 0, so that the clone holds the commits to compare"
     ]
     assert run.outputs == {"broken": "", "warnings": "", "checked": ""}
-    push = run_action(repo, tmp_path / "gh2", event={"ref": "refs/heads/main"}, event_name="push", cwd=clone)
-    assert not push.success and push.commands[0].startswith("::error title=llmwiki action::base commit ")
+    push = run_action(
+        repo, tmp_path / "gh2", event={"ref": "refs/heads/main"}, event_name="push", cwd=clone
+    )
+    assert not push.success and push.commands[0].startswith(
+        "::error title=llmwiki action::base commit "
+    )
     assert "fetch-depth: 0" in push.commands[0]
 
 
 # --- review candidates -------------------------------------------------------------------
 
-SHIM = '''
+SHIM = """
 import os
 mode = os.environ.get("FAKE_LLMWIKI_REVIEW")
 if mode:
@@ -507,7 +646,7 @@ if mode:
         show = click.argument("cid")(click.option("--json", "as_json", is_flag=True, help="json")(show))
         show = click.option("--onto", help="onto")(show)
         review.command("show", help="fake show")(show)
-'''
+"""
 
 
 def _shim(tmp_path: Path, mode: str) -> dict[str, str]:
@@ -516,8 +655,11 @@ def _shim(tmp_path: Path, mode: str) -> dict[str, str]:
     folder = tmp_path / "shim"
     folder.mkdir(exist_ok=True)
     (folder / "sitecustomize.py").write_text(SHIM)
-    return {"PYTHONPATH": str(folder), "FAKE_LLMWIKI_REVIEW": mode,
-            "FAKE_LLMWIKI_REVIEW_LOG": str(tmp_path / "review.log")}
+    return {
+        "PYTHONPATH": str(folder),
+        "FAKE_LLMWIKI_REVIEW": mode,
+        "FAKE_LLMWIKI_REVIEW_LOG": str(tmp_path / "review.log"),
+    }
 
 
 QUERY_PAGE = {"wiki/queries/why.md": "[[alpha]]\n"}
@@ -526,47 +668,84 @@ CANDIDATE = "llmwiki/review/why-0123abcd"
 
 def test_candidate_branch_without_llmwiki_review_gives_a_notice(repo: Repo, tmp_path: Path) -> None:
     run = pr(repo, tmp_path, QUERY_PAGE, head_ref=CANDIDATE, env=_shim(tmp_path, "absent"))
-    assert run.success and run.outcomes == {"install": "success", "check": "success", "candidate": "success"}
+    assert run.success and run.outcomes == {
+        "install": "success",
+        "check": "success",
+        "candidate": "success",
+    }
     assert run.commands == [
         "::notice title=llmwiki review::candidate validation needs a newer llmwiki: this version has no "
         "`llmwiki review`, so candidate why-0123abcd was not validated"
     ]
-    assert "Review candidate <code>why-0123abcd</code>: not validated (needs a newer llmwiki)." in run.summary
+    assert (
+        "Review candidate <code>why-0123abcd</code>: not validated (needs a newer llmwiki)."
+        in run.summary
+    )
 
 
 def test_candidate_step_runs_even_when_the_check_failed(repo: Repo, tmp_path: Path) -> None:
     run = pr(repo, tmp_path, GAMMA_BROKEN, head_ref=CANDIDATE, env=_shim(tmp_path, "absent"))
     assert run.outcomes == {"install": "success", "check": "failure", "candidate": "success"}
-    assert run.commands[0] == BROKEN_ANNOTATION and run.commands[1].startswith("::notice title=llmwiki review::")
+    assert run.commands[0] == BROKEN_ANNOTATION and run.commands[1].startswith(
+        "::notice title=llmwiki review::"
+    )
 
 
 def test_candidate_that_would_be_approved(repo: Repo, tmp_path: Path) -> None:
-    verdict = {"ok": True, "code": "ok", "message": "why-0123abcd can be approved onto refs/remotes/origin/main"}
+    verdict = {
+        "ok": True,
+        "code": "ok",
+        "message": "why-0123abcd can be approved onto refs/remotes/origin/main",
+    }
     env = _shim(tmp_path, json.dumps({"version": 1, "id": "why-0123abcd", "verdict": verdict}))
     base = seed(repo)
-    repo.git("update-ref", "refs/remotes/origin/main", base)  # the base branch as actions/checkout fetches it
+    repo.git(
+        "update-ref", "refs/remotes/origin/main", base
+    )  # the base branch as actions/checkout fetches it
     repo.git("checkout", "-q", "-b", CANDIDATE)
     repo.write("wiki/queries/why.md", "[[alpha]]\n")
     head = repo.commit("candidate")
     repo.git("checkout", "-q", "--detach")
     repo.git("branch", "-q", "-D", CANDIDATE)  # only refs/remotes/origin/... in a CI clone
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, head, CANDIDATE), env=env)
-    assert run.success and run.commands == ["::notice title=llmwiki review::review candidate why-0123abcd: approval would pass"]
+    assert run.success and run.commands == [
+        "::notice title=llmwiki review::review candidate why-0123abcd: approval would pass"
+    ]
     assert (tmp_path / "review.log").read_text() == "why-0123abcd refs/remotes/origin/main\n"
-    assert repo.git("rev-parse", f"refs/heads/{CANDIDATE}").strip() == head  # review show finds its branch
+    assert (
+        repo.git("rev-parse", f"refs/heads/{CANDIDATE}").strip() == head
+    )  # review show finds its branch
     assert "Review candidate <code>why-0123abcd</code>: approval would pass." in run.summary
 
 
-def test_candidate_that_would_be_refused_fails_unless_fail_on_never(repo: Repo, tmp_path: Path) -> None:
-    refused = {"id": "why-0123abcd", "verdict": {"ok": False, "code": "candidate-edited", "message": "the body was edited after staging"}}
+def test_candidate_that_would_be_refused_fails_unless_fail_on_never(
+    repo: Repo, tmp_path: Path
+) -> None:
+    refused = {
+        "id": "why-0123abcd",
+        "verdict": {
+            "ok": False,
+            "code": "candidate-edited",
+            "message": "the body was edited after staging",
+        },
+    }
     env = _shim(tmp_path, json.dumps(refused))
     run = pr(repo, tmp_path, QUERY_PAGE, head_ref=CANDIDATE, env=env)
     assert not run.success and run.outcomes["candidate"] == "failure"
-    assert run.commands == ["::error title=llmwiki review::review candidate why-0123abcd: approval would be refused: the body was edited after staging"]
+    assert run.commands == [
+        "::error title=llmwiki review::review candidate why-0123abcd: approval would be refused: the body was edited after staging"
+    ]
     base = json.loads((tmp_path / "gh" / "event.json").read_text())["pull_request"]["base"]["sha"]
-    assert (tmp_path / "review.log").read_text() == f"why-0123abcd {base}\n"  # no origin/main: the base commit
-    lenient = run_action(repo, tmp_path / "gh2", inputs={"fail-on": "never"}, env=env,
-                         event=json.loads((tmp_path / "gh" / "event.json").read_text()))
+    assert (
+        tmp_path / "review.log"
+    ).read_text() == f"why-0123abcd {base}\n"  # no origin/main: the base commit
+    lenient = run_action(
+        repo,
+        tmp_path / "gh2",
+        inputs={"fail-on": "never"},
+        env=env,
+        event=json.loads((tmp_path / "gh" / "event.json").read_text()),
+    )
     assert lenient.success and lenient.commands[0].startswith("::error title=llmwiki review::")
 
 
@@ -577,16 +756,24 @@ def test_real_candidate_staged_by_llmwiki(repo: Repo, tmp_path: Path) -> None:
     from llmwiki_git.workspace import Workspace
 
     base = seed(repo)
-    staged = stage.stage_candidate(Workspace.open(repo.root), "What links to beta?", "Alpha links to [[beta]].", None)
+    staged = stage.stage_candidate(
+        Workspace.open(repo.root), "What links to beta?", "Alpha links to [[beta]].", None
+    )
     cid = staged.branch.removeprefix("llmwiki/review/")
     as_pull_request(repo, staged.branch, staged.commit, base)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
-    assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, run.stdout + run.stderr
-    assert run.commands == [f"::notice title=llmwiki review::review candidate {cid}: approval would pass"]
+    assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, (
+        run.stdout + run.stderr
+    )
+    assert run.commands == [
+        f"::notice title=llmwiki review::review candidate {cid}: approval would pass"
+    ]
 
 
 @pytest.mark.parametrize("case", ["passes", "lost-update", "breaks-a-link"])
-def test_real_page_candidate_is_validated_as_approval_would(repo: Repo, tmp_path: Path, case: str) -> None:
+def test_real_page_candidate_is_validated_as_approval_would(
+    repo: Repo, tmp_path: Path, case: str
+) -> None:
     """A page/1 candidate (`review stage` / MCP propose_page) on a pull request from
     llmwiki/review/*: the Action gives approval's verdict, lost updates and newly broken links
     in untouched pages included."""
@@ -595,48 +782,74 @@ def test_real_page_candidate_is_validated_as_approval_would(repo: Repo, tmp_path
 
     base = seed(repo)
     read = repo.git("rev-parse", f"{base}:wiki/concepts/beta.md").strip()
-    edit = (PageEdit("wiki/concepts/alpha.md", None) if case == "breaks-a-link"
-            else PageEdit("wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]], edited.\n"), read))
+    edit = (
+        PageEdit("wiki/concepts/alpha.md", None)
+        if case == "breaks-a-link"
+        else PageEdit(
+            "wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]], edited.\n"), read
+        )
+    )
     (staged,) = stage_pages(Workspace.open(repo.root), [edit])
     onto = base
     if case == "lost-update":
-        repo.write("wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]], changed meanwhile.\n"))
+        repo.write(
+            "wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]], changed meanwhile.\n")
+        )
         onto = repo.commit("meanwhile")
     cid = staged.candidate_id
     as_pull_request(repo, staged.branch, staged.commit, onto)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
     if case == "passes":
         assert run.outcomes["candidate"] == "success", run.stdout + run.stderr
-        assert run.commands == [f"::notice title=llmwiki review::review candidate {cid}: approval would pass"]
+        assert run.commands == [
+            f"::notice title=llmwiki review::review candidate {cid}: approval would pass"
+        ]
         return
     assert run.outcomes["candidate"] == "failure", run.stdout + run.stderr
     refused = [c for c in run.commands if c.startswith("::error title=llmwiki review::")]
     assert len(refused) == 1 and "approval would be refused" in refused[0]
-    assert ("lost update refused" if case == "lost-update" else "wiki/concepts/delta.md") in refused[0]
+    assert (
+        "lost update refused" if case == "lost-update" else "wiki/concepts/delta.md"
+    ) in refused[0]
 
 
-def test_a_compile_run_on_a_pull_request_is_validated_as_approval_would(repo: Repo, tmp_path: Path) -> None:
+def test_a_compile_run_on_a_pull_request_is_validated_as_approval_would(
+    repo: Repo, tmp_path: Path
+) -> None:
     """A compile/1 candidate (several pages, one commit) on a pull request from
     llmwiki/review/*: the gate and the Action accept a run that approval would accept."""
     from llmwiki_git.compiler.service import compile_wiki
     from llmwiki_git.workspace import Workspace
 
     seed(repo)
-    repo.write("sources/greek.md", "# Greek letters\n\nAlpha comes first and Beta second, as every child learns.\n")
-    repo.write("sources/latin.md", "# Latin letters\n\nThe Latin alphabet took its letters from the Greek one.\n")
+    repo.write(
+        "sources/greek.md",
+        "# Greek letters\n\nAlpha comes first and Beta second, as every child learns.\n",
+    )
+    repo.write(
+        "sources/latin.md",
+        "# Latin letters\n\nThe Latin alphabet took its letters from the Greek one.\n",
+    )
     base = repo.commit("sources")
     result = compile_wiki(Workspace.open(repo.root), environ={})
     staged = result.candidate
     assert staged is not None and len(staged.files) == 2
     as_pull_request(repo, staged.branch, staged.commit, base)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
-    assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, run.stdout + run.stderr
-    assert run.commands == [f"::notice title=llmwiki review::review candidate {staged.candidate_id}: approval would pass"]
+    assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, (
+        run.stdout + run.stderr
+    )
+    assert run.commands == [
+        f"::notice title=llmwiki review::review candidate {staged.candidate_id}: approval would pass"
+    ]
 
 
 # --- the install step --------------------------------------------------------------------
 
-def test_install_step_makes_a_virtualenv_and_installs_the_actions_checkout(repo: Repo, tmp_path: Path) -> None:
+
+def test_install_step_makes_a_virtualenv_and_installs_the_actions_checkout(
+    repo: Repo, tmp_path: Path
+) -> None:
     """Offline: a fake interpreter records the calls, fakes `-m venv` / `-m pip`, and runs
     everything else with the real one."""
     log = tmp_path / "python.log"
@@ -663,10 +876,21 @@ def test_install_step_makes_a_virtualenv_and_installs_the_actions_checkout(repo:
 
 # --- hostile inputs ----------------------------------------------------------------------
 
-PAYLOADS = ['"; touch pwned1; echo "', "$(touch pwned2)", "`touch pwned3`", "x\ntouch pwned4\n::notice::injected",
-            "'; touch pwned5; '", "--output=pwned6"]
-ALLOWED_COMMANDS = ("::error title=llmwiki action::", "::error title=llmwiki review::", "::error file=", "::warning file=",
-                    "::notice title=llmwiki review::")
+PAYLOADS = [
+    '"; touch pwned1; echo "',
+    "$(touch pwned2)",
+    "`touch pwned3`",
+    "x\ntouch pwned4\n::notice::injected",
+    "'; touch pwned5; '",
+    "--output=pwned6",
+]
+ALLOWED_COMMANDS = (
+    "::error title=llmwiki action::",
+    "::error title=llmwiki review::",
+    "::error file=",
+    "::warning file=",
+    "::notice title=llmwiki review::",
+)
 
 
 def _assert_harmless(run: Run, tmp_path: Path) -> None:
@@ -677,7 +901,9 @@ def _assert_harmless(run: Run, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["path", "base", "head", "fail-on", "summary", "python"])
 @pytest.mark.parametrize("payload", PAYLOADS, ids=range(len(PAYLOADS)))
-def test_hostile_inputs_run_nothing_and_are_reported(repo: Repo, tmp_path: Path, name: str, payload: str) -> None:
+def test_hostile_inputs_run_nothing_and_are_reported(
+    repo: Repo, tmp_path: Path, name: str, payload: str
+) -> None:
     run = pr(repo, tmp_path, {"wiki/concepts/gamma.md": "[[alpha]]\n"}, inputs={name: payload})
     _assert_harmless(run, tmp_path)
     assert not run.success
@@ -692,24 +918,48 @@ def test_hostile_head_branch_names_run_nothing(repo: Repo, tmp_path: Path, paylo
     plain = run_action(repo, tmp_path / "gh1", event=pr_event(base, head, payload))
     _assert_harmless(plain, tmp_path)
     assert plain.success and plain.outcomes["candidate"] == "skipped"
-    candidate = run_action(repo, tmp_path / "gh2", event=pr_event(base, head, "llmwiki/review/" + payload))
+    candidate = run_action(
+        repo, tmp_path / "gh2", event=pr_event(base, head, "llmwiki/review/" + payload)
+    )
     _assert_harmless(candidate, tmp_path)
     assert not candidate.success and candidate.outcomes["candidate"] == "failure"
-    assert candidate.commands[0].startswith("::error title=llmwiki action::branch ") and "does not name a review candidate" in candidate.commands[0]
+    assert (
+        candidate.commands[0].startswith("::error title=llmwiki action::branch ")
+        and "does not name a review candidate" in candidate.commands[0]
+    )
 
 
 @pytest.mark.parametrize("path", ["../..", "/etc", "wiki/../../outside"])
 def test_path_outside_the_repository_is_refused(repo: Repo, tmp_path: Path, path: str) -> None:
     run = pr(repo, tmp_path, {"wiki/concepts/gamma.md": "[[alpha]]\n"}, inputs={"path": path})
     assert not run.success and run.outputs["checked"] == ""
-    assert run.commands == [f"::error title=llmwiki action::wiki_dir '{path}' must be a folder inside the repository"]
+    assert run.commands == [
+        f"::error title=llmwiki action::wiki_dir '{path}' must be a folder inside the repository"
+    ]
 
 
-@pytest.mark.parametrize("cid", ["$(touch${IFS}pwned7)-0123abcd", "`touch${IFS}pwned8`-0123abcd", "x;touch${IFS}pwned9-0123abcd"])
-def test_candidate_ids_with_shell_syntax_are_only_ever_arguments(repo: Repo, tmp_path: Path, cid: str) -> None:
-    run = pr(repo, tmp_path, QUERY_PAGE, head_ref="llmwiki/review/" + cid, env=_shim(tmp_path, json.dumps({"verdict": {"ok": True}})))
+@pytest.mark.parametrize(
+    "cid",
+    [
+        "$(touch${IFS}pwned7)-0123abcd",
+        "`touch${IFS}pwned8`-0123abcd",
+        "x;touch${IFS}pwned9-0123abcd",
+    ],
+)
+def test_candidate_ids_with_shell_syntax_are_only_ever_arguments(
+    repo: Repo, tmp_path: Path, cid: str
+) -> None:
+    run = pr(
+        repo,
+        tmp_path,
+        QUERY_PAGE,
+        head_ref="llmwiki/review/" + cid,
+        env=_shim(tmp_path, json.dumps({"verdict": {"ok": True}})),
+    )
     _assert_harmless(run, tmp_path)
-    assert run.success and run.commands == [f"::notice title=llmwiki review::review candidate {cid}: approval would pass"]
+    assert run.success and run.commands == [
+        f"::notice title=llmwiki review::review candidate {cid}: approval would pass"
+    ]
     assert (tmp_path / "review.log").read_text().split(" ")[0] == cid
 
 
@@ -720,6 +970,11 @@ def test_the_docs_show_the_job_summary_as_it_is_written() -> None:
     from llmwiki_git.problems import make
 
     doc = (REPO_ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
-    shown = doc.split("and this markdown in the job summary:\n\n```markdown\n", 1)[1].split("```", 1)[0]
-    written = summary([make("wiki/concepts/gamma.md", 4, 5, "broken-link", "broken link [[Nowhere]]", "nowhere")], 4)
+    shown = doc.split("and this markdown in the job summary:\n\n```markdown\n", 1)[1].split(
+        "```", 1
+    )[0]
+    written = summary(
+        [make("wiki/concepts/gamma.md", 4, 5, "broken-link", "broken link [[Nowhere]]", "nowhere")],
+        4,
+    )
     assert shown == written

@@ -24,8 +24,13 @@ def by_code(found: list[dict]) -> dict[str, list[dict]]:
 def test_every_kind_of_bad_page_reported_and_rest_checked(repo: Repo, tmp_path) -> None:
     outside = tmp_path / "outside.md"
     outside.write_text("secret [[nothing]]\n")
-    repo.write("wiki/concepts/good.md", "[[broken-target]] [[yaml-bad]] [[binary]] [[latin]] [[huge]] [[escape]]\n")
-    repo.write("wiki/concepts/yaml-bad.md", "---\ntitle: [unclosed\n---\nstill scanned [[also-broken]]\n")
+    repo.write(
+        "wiki/concepts/good.md",
+        "[[broken-target]] [[yaml-bad]] [[binary]] [[latin]] [[huge]] [[escape]]\n",
+    )
+    repo.write(
+        "wiki/concepts/yaml-bad.md", "---\ntitle: [unclosed\n---\nstill scanned [[also-broken]]\n"
+    )
     repo.write("wiki/concepts/binary.md", b"\x00\x01\x02PNG[[x]]")
     repo.write("wiki/concepts/latin.md", "caf\xe9 [[latin-broken]]\n".encode("latin-1"))
     repo.write("wiki/concepts/huge.md", "x" * (9 * 1024 * 1024) + "[[never-scanned]]\n")
@@ -39,9 +44,12 @@ def test_every_kind_of_bad_page_reported_and_rest_checked(repo: Repo, tmp_path) 
     codes = by_code(found)
     # the in-repo symlink inside-link.md is a page of its own, so it repeats good.md's links
     assert [(p["path"].rsplit("/", 1)[1], p["target"]) for p in codes["broken-link"]] == [
-        ("good.md", "broken-target"), ("good.md", "escape"),
-        ("inside-link.md", "broken-target"), ("inside-link.md", "escape"),
-        ("latin.md", "latin-broken"), ("yaml-bad.md", "also-broken"),
+        ("good.md", "broken-target"),
+        ("good.md", "escape"),
+        ("inside-link.md", "broken-target"),
+        ("inside-link.md", "escape"),
+        ("latin.md", "latin-broken"),
+        ("yaml-bad.md", "also-broken"),
     ]
     assert codes["malformed-frontmatter"][0]["path"] == "wiki/concepts/yaml-bad.md"
     assert codes["malformed-frontmatter"][0]["line"] in (2, 3)  # libyaml notices at end of block
@@ -62,10 +70,16 @@ def test_bad_input_in_the_index_too(repo: Repo) -> None:
     os.symlink("/etc/passwd", repo.root / "wiki" / "evil.md")
     repo.git("add", "wiki/evil.md")
     code, found, _ = run(repo, "--staged")
-    assert code == 1  # the gate fails closed: a staged page it cannot check is an error (security.md)
+    assert (
+        code == 1
+    )  # the gate fails closed: a staged page it cannot check is an error (security.md)
     # the error takes the place of the page's unreadable-page warning (one line per page)
-    assert sorted(p["code"] for p in found) == ["empty-page", "malformed-frontmatter", "symlink-escape",
-                                                "unchecked-page"]  # yaml.md has no body
+    assert sorted(p["code"] for p in found) == [
+        "empty-page",
+        "malformed-frontmatter",
+        "symlink-escape",
+        "unchecked-page",
+    ]  # yaml.md has no body
 
 
 def test_malformed_config_is_a_clear_usage_error(repo: Repo) -> None:

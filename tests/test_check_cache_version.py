@@ -24,14 +24,27 @@ def _inputs() -> tuple[dict[str, str], list[tuple[str, bytes]], tuple[str, ...]]
 def test_the_version_is_computed_from_codes_rules_and_layout() -> None:
     codes, sources, layout = _inputs()
     assert CACHE_VERSION == cache_version(codes, sources, layout) == version.current_version()
-    assert {"wiki/scanner.py", "wiki/pages.py", "wiki/slug.py", "checks/links.py", "problems.py"} <= set(RULE_MODULES)
+    assert {
+        "wiki/scanner.py",
+        "wiki/pages.py",
+        "wiki/slug.py",
+        "checks/links.py",
+        "problems.py",
+    } <= set(RULE_MODULES)
     assert all(source != b"missing" for _, source in sources)  # every rule module was read
 
 
 def test_a_new_problem_code_moves_the_version() -> None:
     codes, sources, layout = _inputs()
-    assert cache_version({**codes, "dangling-embed": problems.ERROR}, sources, layout) != CACHE_VERSION
-    flipped = {**codes, "missing-heading": problems.ERROR if codes["missing-heading"] != problems.ERROR else problems.WARNING}
+    assert (
+        cache_version({**codes, "dangling-embed": problems.ERROR}, sources, layout) != CACHE_VERSION
+    )
+    flipped = {
+        **codes,
+        "missing-heading": problems.ERROR
+        if codes["missing-heading"] != problems.ERROR
+        else problems.WARNING,
+    }
     assert cache_version(flipped, sources, layout) != CACHE_VERSION
 
 
@@ -40,8 +53,10 @@ def test_a_changed_scanner_rule_moves_the_version() -> None:
     scanner = dict(sources)["wiki/scanner.py"]
     rule = b'_WIKILINK = re.compile(r"\\[\\[([^\\[\\n]*?)\\]\\]")'
     assert rule in scanner  # the rule this test edits is the scanner's
-    edited = [(name, src.replace(rule, rule.replace(b"*?", b"+?")) if name == "wiki/scanner.py" else src)
-              for name, src in sources]
+    edited = [
+        (name, src.replace(rule, rule.replace(b"*?", b"+?")) if name == "wiki/scanner.py" else src)
+        for name, src in sources
+    ]
     assert cache_version(codes, edited, layout) != CACHE_VERSION
 
 
@@ -51,7 +66,9 @@ def test_a_changed_record_layout_moves_the_version() -> None:
 
 
 def _seed(repo: Repo) -> None:
-    repo.write("wiki/concepts/alpha.md", page("Alpha", "# Alpha\n\nLinks to [[beta]] and [[gone]].\n"))
+    repo.write(
+        "wiki/concepts/alpha.md", page("Alpha", "# Alpha\n\nLinks to [[beta]] and [[gone]].\n")
+    )
     repo.write("wiki/concepts/beta.md", page("Beta", "Back to [[alpha]].\n"))
     repo.commit("seed")
 
@@ -94,9 +111,10 @@ def test_tree_and_facts_of_another_version_are_ignored(repo: Repo) -> None:
     trees = folder / "trees.marshal"
     emptied = {key: (record[0], (), *record[2:]) for key, record in stored(trees)[1].items()}
     store(trees, (CACHE_VERSION, emptied))
-    assert json.loads(repo.llmwiki("check", "--json", "--rev", "HEAD").stdout)["problems"] == []  # control: read
+    assert (
+        json.loads(repo.llmwiki("check", "--json", "--rev", "HEAD").stdout)["problems"] == []
+    )  # control: read
     store(trees, ("stale", emptied))
     for facts in folder.glob("facts-*.marshal"):
         _rewrite(facts, "stale")
     assert json.loads(repo.llmwiki("check", "--json", "--rev", "HEAD").stdout) == expect
-

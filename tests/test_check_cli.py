@@ -19,7 +19,9 @@ def problems(repo: Repo, *args: str) -> tuple[int, list[dict]]:
 
 
 def seed(repo: Repo) -> None:
-    repo.write("wiki/concepts/alpha.md", page("Alpha", "# Alpha\n\nLinks to [[beta]].\n\n## Usage\n"))
+    repo.write(
+        "wiki/concepts/alpha.md", page("Alpha", "# Alpha\n\nLinks to [[beta]].\n\n## Usage\n")
+    )
     repo.write("wiki/concepts/beta.md", page("Beta", "Back to [[alpha#usage]].\n"))
     repo.commit("seed")
 
@@ -53,8 +55,15 @@ def test_json_envelope(repo: Repo) -> None:
         "version": 1,
         "checked": 3,
         "problems": [
-            {"path": "wiki/concepts/gamma.md", "line": 1, "col": 1, "code": "broken-link",
-             "severity": "error", "target": "nope", "message": "broken link [[nope|label]]"}
+            {
+                "path": "wiki/concepts/gamma.md",
+                "line": 1,
+                "col": 1,
+                "code": "broken-link",
+                "severity": "error",
+                "target": "nope",
+                "message": "broken link [[nope|label]]",
+            }
         ],
     }
     assert proc.returncode == 1
@@ -99,7 +108,9 @@ def test_base_head_reports_only_newly_broken_including_renames(repo: Repo) -> No
     head = repo.commit("rename")
     code, found = problems(repo, "--base", base, "--head", head)
     assert code == 1
-    assert [(p["path"], p["line"], p["target"]) for p in found] == [("wiki/concepts/untouched.md", 1, "beta")]
+    assert [(p["path"], p["line"], p["target"]) for p in found] == [
+        ("wiki/concepts/untouched.md", 1, "beta")
+    ]
     code, found = problems(repo, "--base", head, "--head", head)
     assert (code, found) == (0, [])
 
@@ -137,12 +148,23 @@ def test_github_format_annotations_summary_outputs(repo: Repo, tmp_path) -> None
     repo.write("wiki/concepts/many.md", lines + "\n")
     repo.write("wiki/concepts/odd, name.md", "[[50%: off]]\n")
     summary, output = tmp_path / "summary.md", tmp_path / "output"
-    proc = repo.llmwiki_process("check", "--format", "github", env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)})
+    proc = repo.llmwiki_process(
+        "check",
+        "--format",
+        "github",
+        env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output)},
+    )
     assert proc.returncode == 1
     annotations = proc.stdout.splitlines()
     assert len([a for a in annotations if "many.md" in a]) == 10  # at most 10 per file
-    assert annotations[0] == "::error file=wiki/concepts/many.md,line=1,col=1,title=llmwiki broken-link::broken link [[missing-0]]"
-    assert "::error file=wiki/concepts/odd%2C name.md,line=1,col=1,title=llmwiki broken-link::broken link [[50%25: off]]" in annotations
+    assert (
+        annotations[0]
+        == "::error file=wiki/concepts/many.md,line=1,col=1,title=llmwiki broken-link::broken link [[missing-0]]"
+    )
+    assert (
+        "::error file=wiki/concepts/odd%2C name.md,line=1,col=1,title=llmwiki broken-link::broken link [[50%25: off]]"
+        in annotations
+    )
     table = summary.read_text()
     assert table.count("| <code>wiki/concepts/many.md</code> |") == 12  # the summary has them all
     assert output.read_text() == "broken=13\nwarnings=0\nchecked=4\n"
@@ -163,7 +185,6 @@ def test_cache_survives_runs_answered_from_the_tree_cache(repo: Repo) -> None:
     """Regression: scans read straight from the cache were not marked used, and a run
     answered from the tree cache used none, so saving pruned them: the next hook run
     rescanned every page. Pruning only starts above 1,000 records, hence 1,100 pages."""
-    import marshal
 
     for i in range(1100):
         repo.write(f"wiki/concepts/p{i}.md", f"# P{i}\n[[p{(i + 1) % 1100}]]\n")
@@ -193,11 +214,11 @@ def test_missing_wiki_dir_is_a_usage_error(repo: Repo) -> None:
 @pytest.mark.parametrize(
     "edit",
     [
-        "# Alpha\n\nLinks to [[beta]] and [[brand-new-missing]].\n\n## Usage\n",      # new broken target
-        "# Alpha\n\nLinks to [[beta#nope]] and [[alpha#usage]].\n\n## Usage\n",         # anchors, one missing
+        "# Alpha\n\nLinks to [[beta]] and [[brand-new-missing]].\n\n## Usage\n",  # new broken target
+        "# Alpha\n\nLinks to [[beta#nope]] and [[alpha#usage]].\n\n## Usage\n",  # anchors, one missing
         "# Alpha\n\nLinks to [[Beta|the beta page]] and [[#usage]] [[#gone]].\n\n## Usage\n",  # label, self anchors
-        "# Alpha\n\n[[]] and ![[missing.png]] and [[gamma]].\n\n## Usage\n",           # empty, attachment, existing page
-        "# Alpha\n\nno links now\n\n## Renamed heading\n",                               # names change: full path
+        "# Alpha\n\n[[]] and ![[missing.png]] and [[gamma]].\n\n## Usage\n",  # empty, attachment, existing page
+        "# Alpha\n\nno links now\n\n## Renamed heading\n",  # names change: full path
         "# Alpha\n\n[[concepts/beta]] [[GAMMA#nope]] [[Beta#^blk]] [[nowhere/beta]]\n\n## Usage\n",  # new texts, known names
     ],
 )
@@ -207,7 +228,10 @@ def test_staged_delta_matches_a_full_check(repo: Repo, edit: str) -> None:
     seed(repo)
     repo.write("wiki/concepts/gamma.md", page("Gamma", "[[alpha#usage]] and [[old-broken]]\n"))
     repo.commit("more")
-    assert repo.llmwiki("check", "--rev", "HEAD").returncode in (0, 1)  # HEAD's tree result is cached
+    assert repo.llmwiki("check", "--rev", "HEAD").returncode in (
+        0,
+        1,
+    )  # HEAD's tree result is cached
     repo.write("wiki/concepts/alpha.md", page("Alpha", edit))
     repo.git("add", "-A")
     fast = problems(repo, "--staged")
@@ -216,7 +240,9 @@ def test_staged_delta_matches_a_full_check(repo: Repo, edit: str) -> None:
     repo.write("wiki/concepts/alpha.md", page("Alpha", edit + "\nmore [[another-missing]]\n"))
     repo.git("add", "-A")  # a second staged edit: compared with the previous index's tree
     assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
-    assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+    assert problems(repo, "--staged", "--base", "HEAD") == problems(
+        repo, "--staged", "--base", "HEAD", "--no-cache"
+    )
 
 
 def _branch_switch_wiki(repo: Repo, root: str) -> None:
@@ -225,8 +251,14 @@ def _branch_switch_wiki(repo: Repo, root: str) -> None:
     at = f"{root}/" if root else ""
     if not root:
         repo.write("index.md", "# My own index\n\n[[alpha]] [[moved]]\n")
-    repo.write(f"{at}concepts/alpha.md", page("Alpha", "# Alpha\n\n[[beta]] [[gone]] [[moved#usage]] ![[pic.png]]\n\n## Usage\n"))
-    repo.write(f"{at}concepts/beta.md", page("Beta", "[[alpha#usage]] [[the-alias]] [[fresh]]\n", aliases=["Old Name"]))
+    repo.write(
+        f"{at}concepts/alpha.md",
+        page("Alpha", "# Alpha\n\n[[beta]] [[gone]] [[moved#usage]] ![[pic.png]]\n\n## Usage\n"),
+    )
+    repo.write(
+        f"{at}concepts/beta.md",
+        page("Beta", "[[alpha#usage]] [[the-alias]] [[fresh]]\n", aliases=["Old Name"]),
+    )
     repo.write(f"{at}concepts/gone.md", page("Gone", "[[alpha]]\n"))
     repo.write(f"{at}concepts/moved.md", page("Moved", "## Usage\n[[old-name]]\n"))
     repo.write(f"{at}notes/other.md", "[[beta]] [[gone]] [[never]]\n")
@@ -234,7 +266,10 @@ def _branch_switch_wiki(repo: Repo, root: str) -> None:
     repo.git("checkout", "-q", "-b", "feature")
     repo.git("rm", "-q", f"{at}concepts/gone.md")
     repo.git("mv", f"{at}concepts/moved.md", f"{at}concepts/moved-away.md")
-    repo.write(f"{at}concepts/beta.md", page("Beta", "[[alpha#usage]] [[the-alias]] [[fresh]]\n", aliases=["The Alias"]))
+    repo.write(
+        f"{at}concepts/beta.md",
+        page("Beta", "[[alpha#usage]] [[the-alias]] [[fresh]]\n", aliases=["The Alias"]),
+    )
     repo.write(f"{at}concepts/fresh.md", page("Fresh", "# Fresh\n[[moved-away#usage]] [[gone]]\n"))
     repo.write(f"{at}pic.png", b"\x89PNG")
     repo.commit("feature wiki")
@@ -251,9 +286,14 @@ def test_delta_after_a_branch_switch_matches_a_full_check(repo: Repo, root: str)
     for branch in ("feature", "-"):
         repo.git("checkout", "-q", branch)
         assert problems(repo, "--rev", "HEAD") == problems(repo, "--rev", "HEAD", "--no-cache")
-        repo.write(f"{at}notes/other.md", f"[[beta]] [[gone]] [[never]] [[alpha#usage]] [[fresh]] {branch}\n")
+        repo.write(
+            f"{at}notes/other.md",
+            f"[[beta]] [[gone]] [[never]] [[alpha#usage]] [[fresh]] {branch}\n",
+        )
         repo.git("add", "-A")
-        assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+        assert problems(repo, "--staged", "--base", "HEAD") == problems(
+            repo, "--staged", "--base", "HEAD", "--no-cache"
+        )
         assert problems(repo, "--staged") == problems(repo, "--staged", "--no-cache")
         repo.git("checkout", "-q", "--", ".")
         repo.git("reset", "-q", "--hard")
@@ -278,7 +318,9 @@ def test_parallel_cold_scan_says_what_a_serial_scan_says(repo: Repo) -> None:
     serial scan's, byte for byte (links, fenced code, anchors, frontmatter issues)."""
     for i in range(450):
         body = f"# P{i}\n\n[[p{(i + 1) % 450}#p{(i + 1) % 450}]] [[gone-{i % 7}]]\n\n```\n[[in-code-{i}]]\n```\n"
-        repo.write(f"wiki/concepts/p{i}.md", body if i % 50 else f"---\ntitle: [unclosed\n---\n{body}")
+        repo.write(
+            f"wiki/concepts/p{i}.md", body if i % 50 else f"---\ntitle: [unclosed\n---\n{body}"
+        )
     repo.commit("many pages")
     parallel = repo.llmwiki("check", "--no-cache", "--json")
     serial = repo.llmwiki("check", "--no-cache", "--json", env={"LLMWIKI_SERIAL_SCAN": "1"})
@@ -294,12 +336,19 @@ def test_facts_files_are_pruned_and_the_old_layout_removed(repo: Repo) -> None:
     old = repo.root / ".git" / "llmwiki"
     cache = old / "check"
     old.mkdir(parents=True, exist_ok=True)
-    for name in ("facts-cache-v1.marshal", "scan-cache-v1.marshal", "tree-cache-v2.marshal", "facts-v2-abc.marshal"):
+    for name in (
+        "facts-cache-v1.marshal",
+        "scan-cache-v1.marshal",
+        "tree-cache-v2.marshal",
+        "facts-v2-abc.marshal",
+    ):
         (old / name).write_bytes(b"old layout")
     for i in range(5):  # each commit adds a page: a new names fingerprint
         repo.write(f"wiki/concepts/extra{i}.md", f"# Extra {i}\n[[alpha]]\n")
         repo.commit(f"extra {i}")
-        (cache / "trees.marshal").unlink(missing_ok=True)  # a full check (a derived tree stores a delta)
+        (cache / "trees.marshal").unlink(
+            missing_ok=True
+        )  # a full check (a derived tree stores a delta)
         assert repo.llmwiki("check", "--rev", "HEAD").returncode == 0
     assert sorted(p.name for p in old.iterdir()) == ["check"]
     assert len(list(cache.glob("facts-*.marshal"))) == 3
@@ -313,7 +362,9 @@ def test_the_engine_looks_for_candidates_where_they_are() -> None:
 
 
 @pytest.mark.parametrize("root", ["wiki", ""])
-def test_a_link_added_without_changing_names_is_rechecked_when_its_page_appears(repo: Repo, root: str) -> None:
+def test_a_link_added_without_changing_names_is_rechecked_when_its_page_appears(
+    repo: Repo, root: str
+) -> None:
     """Regression: a tree derived with the same names fingerprint as its base did not store
     the links its changed pages added, so when the page such a link names was created
     later, the hook kept reporting the link as broken (a full check said it was fine)."""
@@ -344,7 +395,9 @@ def _empty_problem_lists(path: Path) -> None:
     else:  # scans.marshal: (scans by blob, page problems by key)
         maps[1] = {key: () for key in maps[1]}
     body = tuple(maps)
-    path.write_bytes(marshal.dumps((outer[0], outer[1], marshal.dumps(body)) if checked else (outer[0], *body)))
+    path.write_bytes(
+        marshal.dumps((outer[0], outer[1], marshal.dumps(body)) if checked else (outer[0], *body))
+    )
 
 
 @pytest.mark.parametrize("prefix", ["wiki/", ""])
@@ -364,10 +417,16 @@ def test_a_cache_edited_after_llmwiki_wrote_it_is_discarded(repo: Repo, prefix: 
     for name in ("trees.marshal", "scans.marshal"):
         _empty_problem_lists(folder / name)
     again = repo.llmwiki("check", "--staged", "--base", "HEAD")
-    assert again.returncode == 1 and "broken link [[nowhere]]" in again.stdout, again.stdout + again.stderr
+    assert again.returncode == 1 and "broken link [[nowhere]]" in again.stdout, (
+        again.stdout + again.stderr
+    )
     assert repo.llmwiki("check").returncode == 1
+
+
 @pytest.mark.parametrize("prefix", ["wiki/", ""])
-def test_the_hook_counts_pages_it_cannot_check_apart_from_broken_links(repo: Repo, prefix: str) -> None:
+def test_the_hook_counts_pages_it_cannot_check_apart_from_broken_links(
+    repo: Repo, prefix: str
+) -> None:
     """Regression (issue 23): the hook said "4 broken links new" for two broken links and two
     pages it could not check, and listed binary.md twice (the warning and the refusal)."""
     if not prefix:
@@ -382,9 +441,16 @@ def test_the_hook_counts_pages_it_cannot_check_apart_from_broken_links(repo: Rep
     proc = repo.llmwiki("check", "--staged", "--base", "HEAD")
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
-    assert [line.split(":")[0] for line in lines] == [f"{prefix}binary.md", f"{prefix}c.md", f"{prefix}c.md",
-                                                       f"{prefix}latin.md"], lines
-    assert "2 broken links and 2 pages that cannot be checked new in the index since HEAD, 0 warnings" in proc.stderr
+    assert [line.split(":")[0] for line in lines] == [
+        f"{prefix}binary.md",
+        f"{prefix}c.md",
+        f"{prefix}c.md",
+        f"{prefix}latin.md",
+    ], lines
+    assert (
+        "2 broken links and 2 pages that cannot be checked new in the index since HEAD, 0 warnings"
+        in proc.stderr
+    )
     assert "save those pages as UTF-8 text" in proc.stderr
 
 
@@ -408,12 +474,16 @@ def test_a_clean_work_tree_is_checked_as_head_and_a_dirty_one_never(repo: Repo, 
     repo.commit("wiki")
     head_tree = repo.git("rev-parse", "HEAD^{tree}").strip()
     (repo.root / ".llmwiki").mkdir()
-    (repo.root / ".llmwiki" / "activity.log").write_text("{}\n")  # untracked, in a hidden folder: still clean
+    (repo.root / ".llmwiki" / "activity.log").write_text(
+        "{}\n"
+    )  # untracked, in a hidden folder: still clean
     assert problems(repo) == problems(repo, "--no-cache")
     assert head_tree in _cached_trees(repo)  # the whole-tree check stood for HEAD's tree
     repo.write(f"{at}concepts/alpha.md", page("Alpha", "[[beta]] [[missing]]\nfix\n"))
     repo.git("add", "-A")
-    assert problems(repo, "--staged", "--base", "HEAD") == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+    assert problems(repo, "--staged", "--base", "HEAD") == problems(
+        repo, "--staged", "--base", "HEAD", "--no-cache"
+    )
     repo.git("reset", "-q", "--hard")
     for change in ("modified", "untracked", "staged", "deleted"):
         if change == "modified":
@@ -426,13 +496,17 @@ def test_a_clean_work_tree_is_checked_as_head_and_a_dirty_one_never(repo: Repo, 
         else:
             (repo.root / f"{at}concepts/beta.md").unlink()
         assert problems(repo) == problems(repo, "--no-cache"), change
-        assert problems(repo, "--rev", "HEAD") == problems(repo, "--rev", "HEAD", "--no-cache"), change
+        assert problems(repo, "--rev", "HEAD") == problems(repo, "--rev", "HEAD", "--no-cache"), (
+            change
+        )
         repo.git("reset", "-q", "--hard")
         repo.git("clean", "-q", "-fd", "--", f"{at}concepts" if at else "concepts")
 
 
 @pytest.mark.parametrize("prefix", ["wiki/", ""])
-def test_the_gate_applies_the_candidates_rule_to_control_characters(repo: Repo, prefix: str) -> None:
+def test_the_gate_applies_the_candidates_rule_to_control_characters(
+    repo: Repo, prefix: str
+) -> None:
     """Issue 22's acceptance rule (no C0/C1 control or bidi override in a page) is the
     gate's too: a commit adding an escape sequence or a right-to-left override is refused,
     as an approval of the same page would be; tab, CR and newline pass; a wiki that keeps
@@ -448,10 +522,16 @@ def test_the_gate_applies_the_candidates_rule_to_control_characters(repo: Repo, 
     code, found = problems(repo, "--staged", "--base", "HEAD")
     assert code == 1
     assert [(p["path"], p["code"], p["severity"]) for p in found] == [
-        (f"{prefix}evil.md", "control-character", "error"), (f"{prefix}rtl.md", "control-character", "error")]
+        (f"{prefix}evil.md", "control-character", "error"),
+        (f"{prefix}rtl.md", "control-character", "error"),
+    ]
     assert "\\x1b" in found[0]["message"] and "\\u202e" in found[1]["message"]
-    assert found[0]["line"] == found[1]["line"] == 4  # the body line (after three frontmatter lines)
+    assert (
+        found[0]["line"] == found[1]["line"] == 4
+    )  # the body line (after three frontmatter lines)
     proc = repo.llmwiki("check", "--staged", "--base", "HEAD")
-    assert "\x1b" not in proc.stdout + proc.stderr  # the message names the character, never prints it
+    assert (
+        "\x1b" not in proc.stdout + proc.stderr
+    )  # the message names the character, never prints it
     repo.write(".llmwiki/config.toml", '[check.severity]\ncontrol-character = "warning"\n')
     assert problems(repo, "--staged", "--base", "HEAD")[0] == 0

@@ -55,7 +55,10 @@ def build(repo: Repo, root: str, pages: int = 40) -> str:
         repo.write("index.md", "# My own index\n\n[[p1]] [[moved]]\n")
         repo.write("log.md", "# Log\n\n- [[p2]]\n")
     for i in range(pages):
-        repo.write(f"{at}concepts/p{i}.md", page(f"P{i}", f"# P{i}\n\n[[p{(i + 1) % pages}]] [[moved#usage]] [[old-alias]]\n"))
+        repo.write(
+            f"{at}concepts/p{i}.md",
+            page(f"P{i}", f"# P{i}\n\n[[p{(i + 1) % pages}]] [[moved#usage]] [[old-alias]]\n"),
+        )
     repo.write(f"{at}concepts/moved.md", page("Moved", "## Usage\n[[p0]]\n", aliases=["Old Alias"]))
     repo.write(f"{at}concepts/gone.md", page("Gone", "[[p3]]\n"))
     repo.write(f"{at}notes/other.md", "[[gone]] [[never]] [[p5#nowhere]]\n")
@@ -63,8 +66,13 @@ def build(repo: Repo, root: str, pages: int = 40) -> str:
     repo.git("checkout", "-q", "-b", "feature")
     repo.git("rm", "-q", f"{at}concepts/gone.md")
     repo.git("mv", f"{at}concepts/moved.md", f"{at}concepts/moved-away.md")
-    repo.write(f"{at}concepts/moved-away.md", page("Moved", "## Usage\n[[p0]]\n", aliases=["New Alias"]))
-    repo.write(f"{at}concepts/fresh.md", page("Fresh", "# Fresh\n[[moved-away#usage]] [[gone]] [[new-alias]]\n"))
+    repo.write(
+        f"{at}concepts/moved-away.md", page("Moved", "## Usage\n[[p0]]\n", aliases=["New Alias"])
+    )
+    repo.write(
+        f"{at}concepts/fresh.md",
+        page("Fresh", "# Fresh\n[[moved-away#usage]] [[gone]] [[new-alias]]\n"),
+    )
     repo.commit("feature wiki")
     repo.git("checkout", "-q", "main")
     return at
@@ -85,12 +93,18 @@ def test_a_branch_switch_stores_a_delta_not_a_new_facts_file(repo: Repo, root: s
     head_tree = repo.git("rev-parse", "HEAD^{tree}").strip()
     record = next(r for key, r in tree_records(repo).items() if key.startswith(head_tree))
     names_changed = record[3][2]
-    assert f"{at}concepts/moved-away.md" in names_changed and names_changed[f"{at}concepts/gone.md"] is None
+    assert (
+        f"{at}concepts/moved-away.md" in names_changed
+        and names_changed[f"{at}concepts/gone.md"] is None
+    )
     # A chain: a branch from feature changes names again; its delta is merged with feature's.
     repo.git("commit", "-q", "--no-verify", "-m", "p7")
     repo.git("checkout", "-q", "-b", "third")
     repo.git("mv", f"{at}concepts/fresh.md", f"{at}concepts/fresh-again.md")
-    repo.write(f"{at}concepts/p9.md", page("P9", "[[fresh]] [[fresh-again]] [[old-alias]]\n", aliases=["Old Alias"]))
+    repo.write(
+        f"{at}concepts/p9.md",
+        page("P9", "[[fresh]] [[fresh-again]] [[old-alias]]\n", aliases=["Old Alias"]),
+    )
     repo.commit("third")
     repo.git("checkout", "-q", "main")
     assert agrees(repo, *HOOK)
@@ -108,7 +122,9 @@ def test_corrupt_cache_files_are_ignored_and_written_again(repo: Repo, root: str
     assert repo.llmwiki("check", *HOOK).returncode == 0
     (facts,) = facts_files(repo)
     facts.write_bytes(b"\x00not marshal at all")
-    (cache_dir(repo) / "trees.marshal").write_bytes(marshal.dumps((CACHE_VERSION, {"k": ("torn",)}))[:-3])
+    (cache_dir(repo) / "trees.marshal").write_bytes(
+        marshal.dumps((CACHE_VERSION, {"k": ("torn",)}))[:-3]
+    )
     repo.git("checkout", "-q", "feature")
     repo.write(f"{at}concepts/p2.md", "[[fresh]] [[nope]]\n")
     repo.git("add", "-A")
@@ -124,14 +140,18 @@ def test_corrupt_cache_files_are_ignored_and_written_again(repo: Repo, root: str
 
 
 @pytest.mark.parametrize("root", ["wiki", ""])
-def test_a_damaged_part_inside_sound_facts_falls_back_to_the_full_check(repo: Repo, root: str) -> None:
+def test_a_damaged_part_inside_sound_facts_falls_back_to_the_full_check(
+    repo: Repo, root: str
+) -> None:
     at = build(repo, root)
     assert repo.llmwiki("check", *HOOK).returncode == 0
     (facts,) = facts_files(repo)
     version, records = stored(facts)
-    (key, record), = records.items()
-    damaged = tuple(tuple(blob[: len(blob) // 2] for blob in part) if isinstance(part, tuple) else part
-                    for part in record)  # every parted map cut short: the file itself still loads
+    ((key, record),) = records.items()
+    damaged = tuple(
+        tuple(blob[: len(blob) // 2] for blob in part) if isinstance(part, tuple) else part
+        for part in record
+    )  # every parted map cut short: the file itself still loads
     store(facts, (version, {key: damaged}))  # a sound file (its digest right) holding damaged parts
     repo.git("checkout", "-q", "feature")
     repo.write(f"{at}concepts/p6.md", "[[moved-away]] [[moved]] [[new-alias]]\n")
@@ -150,7 +170,9 @@ def test_facts_of_another_version_or_gone_are_not_trusted(repo: Repo, root: str)
     store(facts, ("0123456789abcdef", *stored(facts)[1:]))
     (cache_dir(repo) / "trees.marshal").unlink()
     assert agrees(repo, *HOOK)
-    assert marshal.loads(facts.read_bytes())[0] == CACHE_VERSION  # written again, so deltas can start from it
+    assert (
+        marshal.loads(facts.read_bytes())[0] == CACHE_VERSION
+    )  # written again, so deltas can start from it
     # A tree record whose facts file is gone (pruned): derivation falls back to a full check.
     facts.unlink()
     repo.git("checkout", "-q", "feature")
@@ -166,13 +188,23 @@ def _switch_with_edit(repo: Repo, at: str, branch: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("root", ["wiki", ""])
-def test_concurrent_hooks_after_a_switch_agree_and_leave_a_sound_cache(repo: Repo, root: str) -> None:
+def test_concurrent_hooks_after_a_switch_agree_and_leave_a_sound_cache(
+    repo: Repo, root: str
+) -> None:
     at = build(repo, root, pages=120)
     assert repo.llmwiki("check", *HOOK).returncode == 0
     _switch_with_edit(repo, at, "feature", "[[fresh]] [[gone]] [[concurrent-missing]]\n")
     expect = problems(repo, *HOOK, "--no-cache")
-    procs = [subprocess.Popen([sys.executable, "-m", "llmwiki_git", "check", "--json", *HOOK], cwd=repo.root,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "llmwiki_git", "check", "--json", *HOOK],
+            cwd=repo.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert (proc.returncode, json.loads(out)["problems"]) == expect, err
@@ -197,10 +229,17 @@ def test_a_hook_killed_mid_write_leaves_a_usable_cache(repo: Repo, root: str) ->
             for path in cache_dir(repo).glob("*.marshal"):
                 path.unlink()  # a cold check: the longest write (every scan)
         env = {**os.environ, "LLMWIKI_TEST_KILL_AT": f"cache:{attempt % 3 + 1}"}
-        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "check", *HOOK], cwd=repo.root, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-m", "llmwiki_git", "check", *HOOK],
+            cwd=repo.root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         if attempt % 3 == 0:
-            assert proc.returncode == -signal.SIGKILL, f"attempt {attempt}: the cold check wrote no cache"
+            assert proc.returncode == -signal.SIGKILL, (
+                f"attempt {attempt}: the cold check wrote no cache"
+            )
         assert agrees(repo, *HOOK), f"attempt {attempt}"
     leftover = cache_dir(repo) / ".facts-left.marshal.1.abc"
     leftover.write_bytes(b"half a file")

@@ -33,7 +33,9 @@ def test_a_copy_and_its_original_never_see_each_others_writes() -> None:
     assert again is not None and dict(again.items()) == {"a": "changed", "b": "2", "new": "x"}
 
 
-@pytest.mark.parametrize("record", [None, (), (b"",) * (PARTS - 1), ("not bytes",) * PARTS, {"a": "1"}])
+@pytest.mark.parametrize(
+    "record", [None, (), (b"",) * (PARTS - 1), ("not bytes",) * PARTS, {"a": "1"}]
+)
 def test_other_shapes_are_not_read(record: object) -> None:
     assert PartedMap.from_record(record) is None
 

@@ -22,9 +22,17 @@ from .servers import json_response, serve
 LEXICAL = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 
 
-def run(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: int | None = subprocess.DEVNULL) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "llmwiki_git", *args], cwd=cwd, capture_output=True, text=True,
-                          stdin=stdin, env={**os.environ, **(env or {})})
+def run(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: int | None = subprocess.DEVNULL
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "llmwiki_git", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=stdin,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture
@@ -41,6 +49,7 @@ def nested(repo: Repo) -> Repo:
 
 # --- -C ----------------------------------------------------------------------------------
 
+
 def test_dash_c_applies_to_file_arguments(nested: Repo) -> None:
     proc = nested.llmwiki("-C", "sub", "links", "wiki/concepts/trees.md")
     assert proc.returncode == 0, proc.stderr
@@ -50,6 +59,7 @@ def test_dash_c_applies_to_file_arguments(nested: Repo) -> None:
 
 
 # --- outside git -------------------------------------------------------------------------
+
 
 def test_outside_git_messages_name_no_flag_that_was_not_given(tmp_path: Path) -> None:
     for args in (("review", "list"), ("hooks", "install")):
@@ -70,10 +80,19 @@ def test_empty_folder_outside_git_is_no_wiki_and_gets_nothing_written(tmp_path: 
 
 
 def test_query_save_outside_git_fails_before_generating(tmp_path: Path) -> None:
-    (tmp_path / "blob.md").write_text("# Blob\nA blob stores the contents of a file.\n", encoding="utf-8")
+    (tmp_path / "blob.md").write_text(
+        "# Blob\nA blob stores the contents of a file.\n", encoding="utf-8"
+    )
     with serve(lambda path, body, headers: json_response({})) as (url, recorder):
-        proc = run(tmp_path, "query", "what is a blob?", "--save", "--provider", "openai",
-                   env={**LEXICAL, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": "k"})
+        proc = run(
+            tmp_path,
+            "query",
+            "what is a blob?",
+            "--save",
+            "--provider",
+            "openai",
+            env={**LEXICAL, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": "k"},
+        )
     assert proc.returncode == 2 and "saving an answer needs a git repository" in proc.stderr
     assert "drop --save" in proc.stderr
     assert recorder.requests == [] and proc.stdout == ""
@@ -81,21 +100,35 @@ def test_query_save_outside_git_fails_before_generating(tmp_path: Path) -> None:
 
 # --- settings ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("setting", "variable", "valid"), [
-    ("retrieval", "LLMWIKI_RETRIEVAL", "rrf, rerank, cosine, bm25"),
-    ("embedding_provider", "LLMWIKI_EMBEDDING_PROVIDER", "local, none, openai, ollama"),
-    ("chat_provider", "LLMWIKI_PROVIDER", "openai, anthropic, ollama, extractive"),
-])
-def test_bad_settings_are_refused_by_every_command_with_the_valid_values(repo: Repo, setting: str, variable: str, valid: str) -> None:
+
+@pytest.mark.parametrize(
+    ("setting", "variable", "valid"),
+    [
+        ("retrieval", "LLMWIKI_RETRIEVAL", "rrf, rerank, cosine, bm25"),
+        ("embedding_provider", "LLMWIKI_EMBEDDING_PROVIDER", "local, none, openai, ollama"),
+        ("chat_provider", "LLMWIKI_PROVIDER", "openai, anthropic, ollama, extractive"),
+    ],
+)
+def test_bad_settings_are_refused_by_every_command_with_the_valid_values(
+    repo: Repo, setting: str, variable: str, valid: str
+) -> None:
     repo.write("wiki/a.md", "# A\n")
     repo.commit("a")
     for args in (("check",), ("query", "a"), ("index",)):
         proc = repo.llmwiki(*args, env={variable: "bogus"})
-        assert proc.returncode == 2 and f"{variable}: unknown value 'bogus'; valid values: {valid}" in proc.stderr, proc.stderr
+        assert (
+            proc.returncode == 2
+            and f"{variable}: unknown value 'bogus'; valid values: {valid}" in proc.stderr
+        ), proc.stderr
     repo.write(".llmwiki/config.toml", f'{setting} = "bogus"\n')
     proc = repo.llmwiki("check")
-    assert proc.returncode == 2 and f"{setting} in .llmwiki/config.toml: unknown value 'bogus'" in proc.stderr
-    assert repo.llmwiki("check", env={variable: valid.split(", ")[-1].upper()}).returncode == 2  # the file is still bad
+    assert (
+        proc.returncode == 2
+        and f"{setting} in .llmwiki/config.toml: unknown value 'bogus'" in proc.stderr
+    )
+    assert (
+        repo.llmwiki("check", env={variable: valid.split(", ")[-1].upper()}).returncode == 2
+    )  # the file is still bad
 
 
 def test_valid_values_match_what_the_modules_accept() -> None:
@@ -105,6 +138,7 @@ def test_valid_values_match_what_the_modules_accept() -> None:
 
 
 # --- query -------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def blob_wiki(repo: Repo) -> Repo:
@@ -124,7 +158,10 @@ def test_unquoted_question_is_one_question(blob_wiki: Repo) -> None:
 def test_lang_with_the_extractive_answerer_gives_a_notice(blob_wiki: Repo) -> None:
     proc = blob_wiki.llmwiki("query", "what is a blob?", "--lang", "de", env=LEXICAL)
     assert proc.returncode == 0, proc.stderr
-    assert "warning: language-ignored: answer language 'de' ignored: the extractive answerer" in proc.stderr
+    assert (
+        "warning: language-ignored: answer language 'de' ignored: the extractive answerer"
+        in proc.stderr
+    )
     plain = blob_wiki.llmwiki("query", "what is a blob?", env=LEXICAL)
     assert "language-ignored" not in plain.stderr
 
@@ -132,8 +169,12 @@ def test_lang_with_the_extractive_answerer_gives_a_notice(blob_wiki: Repo) -> No
 def test_missing_retrieval_extra_names_the_install_command(blob_wiki: Repo) -> None:
     """The base install (check, links, hooks, review) has no numpy: query says what to install."""
     code = "import sys; sys.modules['numpy'] = None; from llmwiki_git.cli import main; sys.argv[0] = 'llmwiki'; main()"
-    proc = subprocess.run([sys.executable, "-c", code, "query", "what is a blob?"], cwd=blob_wiki.root,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "query", "what is a blob?"],
+        cwd=blob_wiki.root,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "this command needs numpy" in proc.stderr and "pip install '.[local]'" in proc.stderr
     # no release is published: never a bare registry name that finds nothing (issue 23)
@@ -143,11 +184,18 @@ def test_missing_retrieval_extra_names_the_install_command(blob_wiki: Repo) -> N
 
 # --- links on a terminal -----------------------------------------------------------------
 
+
 def test_links_without_file_on_a_terminal_says_what_to_do(blob_wiki: Repo) -> None:
     main, secondary = pty.openpty()
     try:
-        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "links"], cwd=blob_wiki.root, stdin=secondary,
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "llmwiki_git", "links"],
+            cwd=blob_wiki.root,
+            stdin=secondary,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         os.close(main)
         os.close(secondary)
@@ -157,6 +205,7 @@ def test_links_without_file_on_a_terminal_says_what_to_do(blob_wiki: Repo) -> No
 
 
 # --- words -------------------------------------------------------------------------------
+
 
 def test_singular_counts(repo: Repo) -> None:
     repo.write("wiki/concepts/a.md", "# A\nSee [[a#nowhere]].\n")
@@ -178,7 +227,9 @@ def test_fast_index_says_it_sticks(repo: Repo) -> None:
     assert "lexical-only (built with --fast)" in again.stderr
 
 
-def test_a_chat_provider_with_no_server_on_this_machine_fails_at_once(blob_wiki: Repo, monkeypatch) -> None:
+def test_a_chat_provider_with_no_server_on_this_machine_fails_at_once(
+    blob_wiki: Repo, monkeypatch
+) -> None:
     """Regression: `chat_provider = "ollama"` copied from the docs without Ollama running
     took 9.5 s to fail (1 + 2 + 4 s of retries of a refused connection), and said its hint
     twice."""
@@ -191,16 +242,24 @@ def test_a_chat_provider_with_no_server_on_this_machine_fails_at_once(blob_wiki:
     (blob_wiki.root / ".llmwiki" / "config.toml").write_text('chat_provider = "ollama"\n')
     slept: list[float] = []
     monkeypatch.setattr("llmwiki_git.providers.http.time.sleep", slept.append)
-    proc = blob_wiki.llmwiki("query", "what is a blob?", env={**LEXICAL, "OLLAMA_HOST": f"127.0.0.1:{port}"})
+    proc = blob_wiki.llmwiki(
+        "query", "what is a blob?", env={**LEXICAL, "OLLAMA_HOST": f"127.0.0.1:{port}"}
+    )
     assert proc.returncode == 1 and slept == [], (slept, proc.stderr)
-    assert f"Error: ollama: cannot connect to http://127.0.0.1:{port}/api/chat (connection refused)" in proc.stderr
+    assert (
+        f"Error: ollama: cannot connect to http://127.0.0.1:{port}/api/chat (connection refused)"
+        in proc.stderr
+    )
     assert proc.stderr.count("ollama serve") == 1, proc.stderr
 
 
 def test_no_tip_to_save_an_answer_that_says_the_wiki_does_not_say(repo: Repo) -> None:
     """Regression (issue 23): "Tip: use --save to add this answer to your wiki" followed
     "The wiki does not say." (saving it is refused: nothing to publish)."""
-    repo.write("wiki/zebra.md", "---\ntitle: Zebra\n---\n\nStripes are black and white on every animal of the herd.\n")
+    repo.write(
+        "wiki/zebra.md",
+        "---\ntitle: Zebra\n---\n\nStripes are black and white on every animal of the herd.\n",
+    )
     repo.commit("wiki")
     proc = repo.llmwiki("query", "zebra?", env=LEXICAL)
     assert proc.returncode == 0 and proc.stdout.startswith("The wiki does not say."), proc.stdout

@@ -35,10 +35,15 @@ from llmwiki_git.config import tomllib  # tomli on Python 3.10
 from .conftest import DEMO_STATE_TRACKED, REPO_ROOT, copy_checkout, copy_demo
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"(?:^<!-- snippet: skip \((?P<skip>[^)]*)\) -->\n)?^```(?P<lang>[a-z]*)\n(?P<body>.*?)^```$", re.M | re.S)
+FENCE = re.compile(
+    r"(?:^<!-- snippet: skip \((?P<skip>[^)]*)\) -->\n)?^```(?P<lang>[a-z]*)\n(?P<body>.*?)^```$",
+    re.M | re.S,
+)
 ENV_ONLY = re.compile(r"^(python3? -m venv \S+|\. \S+/bin/activate|source \S+/bin/activate)$")
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-ACTION_INPUTS = set(yaml.safe_load((REPO_ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"])
+ACTION_INPUTS = set(
+    yaml.safe_load((REPO_ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"]
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,11 @@ def _snippets() -> list[Snippet]:
         text = doc.read_text(encoding="utf-8")
         for m in FENCE.finditer(text):
             line = text.count("\n", 0, m.start("lang")) + 1
-            found.append(Snippet(doc.relative_to(REPO_ROOT).as_posix(), line, m["lang"], m["body"], m["skip"]))
+            found.append(
+                Snippet(
+                    doc.relative_to(REPO_ROOT).as_posix(), line, m["lang"], m["body"], m["skip"]
+                )
+            )
     return found
 
 
@@ -72,8 +81,11 @@ def _of(*langs: str) -> list[Snippet]:
 
 def _env(tmp: Path) -> dict[str, str]:
     """The test interpreter's scripts first on PATH, as after activating its environment."""
-    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            "PRE_COMMIT_HOME": str(tmp / "pre-commit-home")}
+    return {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PRE_COMMIT_HOME": str(tmp / "pre-commit-home"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +107,19 @@ def test_docs_name_no_unpublished_release_and_nothing_outside_the_repository() -
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
         where = doc.relative_to(REPO_ROOT)
-        assert not re.search(r"rev: v\d|@v\d+\.\d+\.\d+", text), f"{where}: a release tag that does not exist"
-        for line in text.splitlines():  # a registry install, unless it says how to install from a clone
+        assert not re.search(r"rev: v\d|@v\d+\.\d+\.\d+", text), (
+            f"{where}: a release tag that does not exist"
+        )
+        for (
+            line
+        ) in text.splitlines():  # a registry install, unless it says how to install from a clone
             registry = re.search(r"pip install '?llmwiki-git(\[[a-z,]+\])?'?(?![\[\w-]| @)", line)
-            assert not registry or "from a clone" in line, f"{where}: llmwiki-git is not published: {line}"
-        assert "../shared" not in text and not re.search(r"DESIGN §|shared/corpora/", text), f"{where}: refers outside the repository"
+            assert not registry or "from a clone" in line, (
+                f"{where}: llmwiki-git is not published: {line}"
+            )
+        assert "../shared" not in text and not re.search(r"DESIGN §|shared/corpora/", text), (
+            f"{where}: refers outside the repository"
+        )
 
 
 def _pip_install(args: list[str]) -> None:
@@ -109,7 +129,9 @@ def _pip_install(args: list[str]) -> None:
         m = re.fullmatch(r"\.(?:\[(?P<extras>[a-z,]+)\])?", target)
         assert m, f"pip install {target}: only this checkout can be installed offline"
         extras = set(filter(None, (m["extras"] or "").split(",")))
-        assert extras <= set(PYPROJECT["project"]["optional-dependencies"]), f"unknown extra in {target}"
+        assert extras <= set(PYPROJECT["project"]["optional-dependencies"]), (
+            f"unknown extra in {target}"
+        )
 
 
 @pytest.mark.parametrize("snippet", _of("sh"), ids=str)
@@ -122,17 +144,31 @@ def test_shell_snippet_runs(snippet: Snippet, clone: Path, tmp_path: Path) -> No
             if words[:2] == ["pip", "install"]:
                 _pip_install(words[2:])
             elif words[:3] == ["python", "-m", "pytest"]:
-                proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *words[3:]],
-                                      cwd=clone, capture_output=True, text=True, env=_env(tmp_path))
-                assert proc.returncode == 0 and re.search(r"^tests/\S+\.py: \d+$", proc.stdout, re.M), \
-                    f"{snippet}: {command}\n{proc.stdout}{proc.stderr}"
+                proc = subprocess.run(
+                    [sys.executable, "-m", "pytest", "--collect-only", "-q", *words[3:]],
+                    cwd=clone,
+                    capture_output=True,
+                    text=True,
+                    env=_env(tmp_path),
+                )
+                assert proc.returncode == 0 and re.search(
+                    r"^tests/\S+\.py: \d+$", proc.stdout, re.M
+                ), f"{snippet}: {command}\n{proc.stdout}{proc.stderr}"
             elif words[0] == "llmwiki":
-                proc = subprocess.run([sys.executable, "-m", "llmwiki_git", *words[1:]], cwd=clone,
-                                      capture_output=True, text=True, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+                proc = subprocess.run(
+                    [sys.executable, "-m", "llmwiki_git", *words[1:]],
+                    cwd=clone,
+                    capture_output=True,
+                    text=True,
+                    env=_env(tmp_path),
+                    stdin=subprocess.DEVNULL,
+                )
                 assert proc.returncode == 0, f"{snippet}: {command}\n{proc.stdout}{proc.stderr}"
             else:
-                pytest.fail(f"{snippet}: no runner for {command!r}: add one here, or mark the snippet "
-                            "<!-- snippet: skip (reason) -->")
+                pytest.fail(
+                    f"{snippet}: no runner for {command!r}: add one here, or mark the snippet "
+                    "<!-- snippet: skip (reason) -->"
+                )
 
 
 def _pre_commit_local(cfg: str, tmp: Path) -> None:
@@ -147,7 +183,13 @@ def _pre_commit_local(cfg: str, tmp: Path) -> None:
         return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, env=env)
 
     git("init", "-q", "-b", "main")
-    install = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=repo, capture_output=True, text=True, env=env)
+    install = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert install.returncode == 0, install.stderr
     git("add", "-A")
     first = git("commit", "-q", "-m", "clean wiki")
@@ -155,18 +197,28 @@ def _pre_commit_local(cfg: str, tmp: Path) -> None:
     (repo / "wiki" / "a.md").write_text("# A\n[[b]] [[nowhere]]\n", encoding="utf-8")
     git("add", "-A")
     refused = git("commit", "-q", "-m", "broken link")
-    assert refused.returncode != 0 and "wiki/a.md:2:7: broken link [[nowhere]]" in refused.stdout + refused.stderr
+    assert (
+        refused.returncode != 0
+        and "wiki/a.md:2:7: broken link [[nowhere]]" in refused.stdout + refused.stderr
+    )
 
 
 @pytest.mark.parametrize("snippet", _of("yaml"), ids=str)
 def test_yaml_snippet_works(snippet: Snippet, tmp_path: Path) -> None:
     data = yaml.safe_load(snippet.body)
-    hooks = {h["id"] for h in yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    hooks = {
+        h["id"]
+        for h in yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    }
     if "repos" in data:
         for repo in data["repos"]:
             if repo["repo"] == "local":
                 hook = repo["hooks"][0]
-                assert hook["language"] == "system" and hook["pass_filenames"] is False and hook["always_run"] is True
+                assert (
+                    hook["language"] == "system"
+                    and hook["pass_filenames"] is False
+                    and hook["always_run"] is True
+                )
                 _pre_commit_local(snippet.body, tmp_path)
             else:
                 assert {h["id"] for h in repo["hooks"]} <= hooks
@@ -190,14 +242,23 @@ def test_toml_snippet_is_a_valid_config(snippet: Snippet, tmp_path: Path) -> Non
     assert settings.wiki_dir == "wiki"
     # Copied as it is, a config example keeps `query` working offline (issue 23: one set
     # chat_provider = "ollama", and query then failed for want of an Ollama server).
-    assert settings.chat_provider in (None, "extractive"), f"{snippet}: needs a server: {settings.chat_provider}"
-    assert settings.embedding_provider in (None, "local", "none"), f"{snippet}: {settings.embedding_provider}"
+    assert settings.chat_provider in (None, "extractive"), (
+        f"{snippet}: needs a server: {settings.chat_provider}"
+    )
+    assert settings.embedding_provider in (None, "local", "none"), (
+        f"{snippet}: {settings.embedding_provider}"
+    )
 
 
 @pytest.mark.parametrize("snippet", _of("python"), ids=str)
 def test_python_snippet_runs(snippet: Snippet, clone: Path, tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", snippet.body], cwd=clone / "examples" / "demo",
-                          capture_output=True, text=True, env=_env(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, "-c", snippet.body],
+        cwd=clone / "examples" / "demo",
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+    )
     assert proc.returncode == 0, f"{snippet}\n{proc.stdout}{proc.stderr}"
 
 
@@ -208,16 +269,27 @@ def test_the_quickstart_then_the_tests_in_readme_order(clone: Path, tmp_path: Pa
     chunk and its first query finds no log (it was "5 failed": `assert 'Embedding 9 chunks'
     in ''`, `FileExistsError ... activity.log`)."""
     demo = clone / "examples" / "demo"
-    for args in (["query", "how does approval avoid overwriting a page edited meanwhile?"], ["index", "--fast"]):
-        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "-C", str(demo), *args], capture_output=True,
-                              text=True, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    for args in (
+        ["query", "how does approval avoid overwriting a page edited meanwhile?"],
+        ["index", "--fast"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "llmwiki_git", "-C", str(demo), *args],
+            capture_output=True,
+            text=True,
+            env=_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+        )
         assert proc.returncode == 0, proc.stderr
-    assert (demo / ".llmwiki" / "embeddings.json").is_file() and (demo / ".llmwiki" / "activity.log").is_file()
+    assert (demo / ".llmwiki" / "embeddings.json").is_file() and (
+        demo / ".llmwiki" / "activity.log"
+    ).is_file()
     copied = tmp_path / "test-repo"
     copy_demo(copied, source=demo)
     assert sorted(p.name for p in (copied / ".llmwiki").iterdir()) == sorted(DEMO_STATE_TRACKED)
-    assert sorted(p.name for p in (copied / "wiki" / "concepts").iterdir()) == \
-        sorted(p.name for p in (demo / "wiki" / "concepts").iterdir())
+    assert sorted(p.name for p in (copied / "wiki" / "concepts").iterdir()) == sorted(
+        p.name for p in (demo / "wiki" / "concepts").iterdir()
+    )
 
 
 def test_every_install_in_the_readme_says_its_size() -> None:
@@ -238,5 +310,11 @@ def test_speed_figures_live_in_the_benchmarks_with_their_load() -> None:
         text = (REPO_ROOT / "docs" / name).read_text(encoding="utf-8")
         text = re.sub(r"```.*?```", "", text, flags=re.S)
         figures = re.findall(r"(\S+ \S+ )?(\d+(?:\.\d+)?(?:[-–]\d+(?:\.\d+)?)? ?m?s)\b", text)
-        stray = [f"{before}{figure}" for before, figure in figures if not re.search(r"\b(under|<)\s", before or "")]
-        assert stray == [], f"docs/{name}: timings belong in benchmarks.md, with their load: {stray}"
+        stray = [
+            f"{before}{figure}"
+            for before, figure in figures
+            if not re.search(r"\b(under|<)\s", before or "")
+        ]
+        assert stray == [], (
+            f"docs/{name}: timings belong in benchmarks.md, with their load: {stray}"
+        )

@@ -17,8 +17,10 @@ BOUNDARIES = {"cli/app.py", "mcp_server.py", "action.py"}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:
-    return [(path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
-            for path in sorted(PACKAGE.rglob("*.py"))]
+    return [
+        (path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    ]
 
 
 def _names(node: ast.expr | None) -> list[str]:
@@ -44,8 +46,16 @@ def broad_handlers(modules: list[tuple[str, ast.Module]]) -> list[str]:
             if not isinstance(node, ast.ExceptHandler):
                 continue
             names = _names(node.type)
-            reraises = bool(node.body) and isinstance(node.body[-1], ast.Raise) and node.body[-1].exc is None
-            if "Exception" in names or "<bare>" in names or ("BaseException" in names and not reraises):
+            reraises = (
+                bool(node.body)
+                and isinstance(node.body[-1], ast.Raise)
+                and node.body[-1].exc is None
+            )
+            if (
+                "Exception" in names
+                or "<bare>" in names
+                or ("BaseException" in names and not reraises)
+            ):
                 found.append(f"{rel}:{node.lineno}")
     return found
 
@@ -57,8 +67,10 @@ def test_except_exception_only_at_the_three_boundaries() -> None:
 def test_the_check_sees_a_new_broad_catch() -> None:
     """The check is not vacuous: a broad catch in a domain module, even nested in a
     function, is found; a cleanup that re-raises is not."""
-    source = ("def f():\n    try:\n        pass\n    except (OSError, Exception):\n        pass\n"
-              "def g():\n    try:\n        pass\n    except BaseException:\n        raise\n")
+    source = (
+        "def f():\n    try:\n        pass\n    except (OSError, Exception):\n        pass\n"
+        "def g():\n    try:\n        pass\n    except BaseException:\n        raise\n"
+    )
     assert broad_handlers([("wiki/model.py", ast.parse(source))]) == ["wiki/model.py:4"]
     assert broad_handlers([("cli/app.py", ast.parse(source))]) == []
 
@@ -68,18 +80,32 @@ def test_every_exception_class_is_in_the_tree() -> None:
     LlmwikiError: none elsewhere, none on bare Exception. One exception by design:
     `Interrupted`, Ctrl-C with what the interrupted work kept, is a KeyboardInterrupt, so that
     no handler of LlmwikiError (a best-effort step, a fallback) can swallow a Ctrl-C."""
-    classes = [c for _, c in inspect.getmembers(errors, inspect.isclass)
-               if issubclass(c, BaseException) and c.__module__ == errors.__name__]
+    classes = [
+        c
+        for _, c in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(c, BaseException) and c.__module__ == errors.__name__
+    ]
     exception_names = {c.__name__ for c in classes} | {
-        name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)}
+        name
+        for name, value in vars(builtins).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
     elsewhere = []
     for rel, tree in _modules():
         for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and rel != "errors.py" and any(
+            if (
+                isinstance(node, ast.ClassDef)
+                and rel != "errors.py"
+                and any(
                     n in exception_names or n.endswith(("Error", "Exception"))
-                    for base in node.bases for n in _names(base)):
+                    for base in node.bases
+                    for n in _names(base)
+                )
+            ):
                 elsewhere.append(f"{rel}:{node.name}")
     assert elsewhere == []
     assert len(classes) >= 20
     assert [c for c in classes if not issubclass(c, errors.LlmwikiError)] == [errors.Interrupted]
-    assert issubclass(errors.Interrupted, KeyboardInterrupt) and not issubclass(errors.Interrupted, Exception)
+    assert issubclass(errors.Interrupted, KeyboardInterrupt) and not issubclass(
+        errors.Interrupted, Exception
+    )

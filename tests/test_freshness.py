@@ -13,31 +13,48 @@ from .conftest import REPO_ROOT, Repo, page
 from .test_mcp import FAST, ok, run, session
 from .test_stale_check import fed
 
-SCHEMA = json.loads((REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pack.schema.json").read_text())
+SCHEMA = json.loads(
+    (REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pack.schema.json").read_text()
+)
 
 
 def test_context_and_mcp_carry_each_pages_freshness(repo: Repo, tmp_path: Path) -> None:
     repo.write("sources/a.md", "# A\n\nAlpha facts about walruses.\n")
     repo.write("sources/b.md", "# B\n\nBeta facts about walruses.\nmore\n")
     blob = {s: repo.git("hash-object", f"sources/{s}.md").strip() for s in "ab"}
-    repo.write("wiki/concepts/fresh.md", fed("Fresh walruses", "Walruses are fresh ^[a.md:3-3].",
-                                             {"sources/a.md": blob["a"]}))
-    repo.write("wiki/concepts/later.md", fed("Later walruses", "Walruses changed ^[b.md:3-4].",
-                                             {"sources/b.md": blob["b"]}))
+    repo.write(
+        "wiki/concepts/fresh.md",
+        fed("Fresh walruses", "Walruses are fresh ^[a.md:3-3].", {"sources/a.md": blob["a"]}),
+    )
+    repo.write(
+        "wiki/concepts/later.md",
+        fed("Later walruses", "Walruses changed ^[b.md:3-4].", {"sources/b.md": blob["b"]}),
+    )
     repo.write("wiki/concepts/plain.md", page("Plain walruses", "Walruses, written by hand."))
-    repo.write("wiki/concepts/hand.md", fed("Hand walruses", "Walruses from a, no blob recorded.", {"sources/a.md": None}))
+    repo.write(
+        "wiki/concepts/hand.md",
+        fed("Hand walruses", "Walruses from a, no blob recorded.", {"sources/a.md": None}),
+    )
     repo.commit("wiki")
     repo.write("sources/b.md", "# B\n\nBeta facts, revised.\n")
     repo.commit("b revised")
     new_b = repo.git("rev-parse", "HEAD:sources/b.md").strip()
-    pack = json.loads(repo.llmwiki("context", "walruses", "--json", "--top-pages", "8", env=FAST).stdout)
+    pack = json.loads(
+        repo.llmwiki("context", "walruses", "--json", "--top-pages", "8", env=FAST).stdout
+    )
     jsonschema.validate(pack, SCHEMA)
     got = {item["id"]: item["sourceFreshness"] for item in pack["primary"]}
     assert got["concepts/fresh"] == {"status": "fresh"}
-    assert got["concepts/plain"] == {"status": "unknown"} and got["concepts/hand"] == {"status": "unknown"}
-    assert got["concepts/later"] == {"status": "stale", "stale": [
-        {"path": "sources/b.md", "reason": "changed", "recordedBlob": blob["b"], "blob": new_b},
-        {"path": "sources/b.md", "reason": "past-end", "citation": "^[b.md:3-4]"}]}
+    assert got["concepts/plain"] == {"status": "unknown"} and got["concepts/hand"] == {
+        "status": "unknown"
+    }
+    assert got["concepts/later"] == {
+        "status": "stale",
+        "stale": [
+            {"path": "sources/b.md", "reason": "changed", "recordedBlob": blob["b"], "blob": new_b},
+            {"path": "sources/b.md", "reason": "past-end", "citation": "^[b.md:3-4]"},
+        ],
+    }
     later = next(item for item in pack["primary"] if item["id"] == "concepts/later")
     assert later["sources"] == [{"path": "sources/b.md", "blob": new_b, "recordedBlob": blob["b"]}]
     check = json.loads(repo.llmwiki("check", "--json").stdout)["problems"]

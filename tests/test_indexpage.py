@@ -7,8 +7,10 @@ from llmwiki_git.wiki.indexpage import Entry, render
 
 
 def test_summary_links_stay_links_or_read_as_their_label() -> None:
-    text = render([Entry("blobs", "Blobs", "Stored by [[git-objects]] and [[trees|a tree]].", "concept")],
-                  "2026-12-01T00:00:00Z")
+    text = render(
+        [Entry("blobs", "Blobs", "Stored by [[git-objects]] and [[trees|a tree]].", "concept")],
+        "2026-12-01T00:00:00Z",
+    )
     line = next(x for x in text.splitlines() if x.startswith("- **[[blobs|Blobs]]**"))
     assert line == "- **[[blobs|Blobs]]** — Stored by [[git-objects]] and a tree."
     assert is_generated_index(text.encode())

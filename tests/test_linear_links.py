@@ -22,9 +22,17 @@ import pytest
 import llmwiki_git
 from llmwiki_git.markup import strip_comments
 
-REPEATS = tuple(x for x in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None)) if x is not None)
-CATEGORIES = {C.CATEGORY_DIGIT: r"\d", C.CATEGORY_NOT_DIGIT: r"\D", C.CATEGORY_SPACE: r"\s",
-              C.CATEGORY_NOT_SPACE: r"\S", C.CATEGORY_WORD: r"\w", C.CATEGORY_NOT_WORD: r"\W"}
+REPEATS = tuple(
+    x for x in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None)) if x is not None
+)
+CATEGORIES = {
+    C.CATEGORY_DIGIT: r"\d",
+    C.CATEGORY_NOT_DIGIT: r"\D",
+    C.CATEGORY_SPACE: r"\s",
+    C.CATEGORY_NOT_SPACE: r"\S",
+    C.CATEGORY_WORD: r"\w",
+    C.CATEGORY_NOT_WORD: r"\W",
+}
 
 
 def _can_match(item: tuple, char: str, dotall: bool) -> bool:
@@ -87,9 +95,16 @@ def quadratic_prefix(pattern: re.Pattern[str]) -> str | None:
             if not prefix:
                 return None
             body = _flatten(av[2])
-            alternatives = [_flatten(b) for b in body[0][1][1]] if len(body) == 1 and body[0][0] is C.BRANCH else [body]
-            consumes = any(len(alt) == 1 and all(_can_match(alt[0], c, dotall) for c in prefix) for alt in alternatives)
-            return prefix if consumes and any(map(_required, items[index + 1:])) else None
+            alternatives = (
+                [_flatten(b) for b in body[0][1][1]]
+                if len(body) == 1 and body[0][0] is C.BRANCH
+                else [body]
+            )
+            consumes = any(
+                len(alt) == 1 and all(_can_match(alt[0], c, dotall) for c in prefix)
+                for alt in alternatives
+            )
+            return prefix if consumes and any(map(_required, items[index + 1 :])) else None
         if op in REPEATS and av[0] == 0:
             continue  # an optional start such as "!?"
         return None
@@ -132,8 +147,19 @@ def test_no_pattern_of_the_package_rescans_a_run_of_its_prefix() -> None:
     assert risky == {}, risky
 
 
-SAMPLES = ["", "plain", "a <!-- b --> c", "<!---->", "<!-->", "x <!-- a\nb --> y <!-- c --> z", "<!-- open only",
-           "a <!-- b --> <!-- never closed", "--> <!-- x -->", "<!--<!-- nested -->-->", "<!--" * 50 + "-->"]
+SAMPLES = [
+    "",
+    "plain",
+    "a <!-- b --> c",
+    "<!---->",
+    "<!-->",
+    "x <!-- a\nb --> y <!-- c --> z",
+    "<!-- open only",
+    "a <!-- b --> <!-- never closed",
+    "--> <!-- x -->",
+    "<!--<!-- nested -->-->",
+    "<!--" * 50 + "-->",
+]
 
 
 @pytest.mark.parametrize("text", SAMPLES)

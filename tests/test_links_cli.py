@@ -7,7 +7,9 @@ from .conftest import Repo, page
 
 def test_links_report_from_stdin_and_file(repo: Repo) -> None:
     repo.write("wiki/concepts/alpha.md", page("Alpha", "x"))
-    proc = repo.llmwiki_process("links", input="See [[alpha]] and [[Missing Page]] and [[alpha|again]].\n")
+    proc = repo.llmwiki_process(
+        "links", input="See [[alpha]] and [[Missing Page]] and [[alpha|again]].\n"
+    )
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "Answer citations: 1 resolved, 0 pending, 1 broken",
@@ -17,7 +19,10 @@ def test_links_report_from_stdin_and_file(repo: Repo) -> None:
     draft = repo.write("draft.md", "---\ntitle: x\n---\nOnly [[alpha]].\n")
     proc = repo.llmwiki_process("links", str(draft), "--json")
     assert proc.returncode == 0
-    assert json.loads(proc.stdout) == {"version": 1, "citations": [{"target": "alpha", "status": "resolved", "pageId": "concepts/alpha"}]}
+    assert json.loads(proc.stdout) == {
+        "version": 1,
+        "citations": [{"target": "alpha", "status": "resolved", "pageId": "concepts/alpha"}],
+    }
 
 
 def test_links_none_recognized(repo: Repo) -> None:

@@ -13,12 +13,13 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import mcp  # the test extra installs the MCP SDK (pip install -e '.[test]')
 import pytest
 
-import mcp  # the test extra installs the MCP SDK (pip install -e '.[test]')
-
 if int(version("mcp").split(".")[0]) != 2:
-    raise ImportError(f"llmwiki serve targets mcp 2.x, found {version('mcp')}: pip install -e '.[test]'")
+    raise ImportError(
+        f"llmwiki serve targets mcp 2.x, found {version('mcp')}: pip install -e '.[test]'"
+    )
 
 import anyio  # noqa: E402
 import jsonschema  # noqa: E402
@@ -27,8 +28,19 @@ from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from .conftest import REPO_ROOT, Repo, copy_demo  # noqa: E402
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
-TOOLS = {"get_context_pack", "query_wiki", "search_pages", "read_page", "check_links", "review_list", "wiki_status", "propose_page"}
-PACK_SCHEMA = json.loads((REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pack.schema.json").read_text())
+TOOLS = {
+    "get_context_pack",
+    "query_wiki",
+    "search_pages",
+    "read_page",
+    "check_links",
+    "review_list",
+    "wiki_status",
+    "propose_page",
+}
+PACK_SCHEMA = json.loads(
+    (REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pack.schema.json").read_text()
+)
 
 
 @pytest.fixture
@@ -85,7 +97,9 @@ def run(fn: Any) -> None:
 def test_tools_resources_and_confinement(demo: Repo, tmp_path: Path) -> None:
     root = demo.root
     (root / "notes.md").write_text("# Outside the wiki root\n")
-    (root / "wiki" / "concepts" / "leak.md").symlink_to("../../notes.md")  # in the repo, out of the wiki
+    (root / "wiki" / "concepts" / "leak.md").symlink_to(
+        "../../notes.md"
+    )  # in the repo, out of the wiki
     (root / "wiki" / "concepts" / "escape.md").symlink_to("/etc/hostname")  # out of the repo
     (root / "wiki" / "diagram.txt").write_text("not a page\n")
 
@@ -98,25 +112,44 @@ def test_tools_resources_and_confinement(demo: Repo, tmp_path: Path) -> None:
 
             status = await ok(s, "wiki_status", {})
             assert status["root"] == str(root) and status["wikiRoot"] == "wiki"
-            assert status["concepts"] == 8  # leak.md leaves the wiki, escape.md the repo: neither is a page and status["queries"] == 0 and status["indexed"] is True
+            assert (
+                status["concepts"] == 8
+            )  # leak.md leaves the wiki, escape.md the repo: neither is a page and status["queries"] == 0 and status["indexed"] is True
             assert status["pendingCandidates"] == 0 and status["brokenLinks"] == 0
 
-            pack = await ok(s, "get_context_pack", {"prompt": "how are review candidates approved?", "budget": 4000,
-                                                   "topPages": 3})
+            pack = await ok(
+                s,
+                "get_context_pack",
+                {"prompt": "how are review candidates approved?", "budget": 4000, "topPages": 3},
+            )
             jsonschema.validate(pack, PACK_SCHEMA)
-            assert pack["version"] == 1 and pack["primary"] and pack["budget"]["requestedTokens"] == 4000
+            assert (
+                pack["version"] == 1
+                and pack["primary"]
+                and pack["budget"]["requestedTokens"] == 4000
+            )
 
-            found = await ok(s, "search_pages", {"query": "blob id hash of the content", "limit": 3})
+            found = await ok(
+                s, "search_pages", {"query": "blob id hash of the content", "limit": 3}
+            )
             assert 0 < len(found["pages"]) <= 3
             assert {"pageId", "title", "summary", "score", "path"} <= set(found["pages"][0])
             assert "concepts/blobs" in [p["pageId"] for p in found["pages"]]
 
             page = await ok(s, "read_page", {"pageId": "concepts/blobs"})
             assert page["path"] == "wiki/concepts/blobs.md" and page["title"] == "Blobs"
-            assert page["frontmatter"]["aliases"] == ["blob", "blob id"] and page["body"].startswith("# Blobs")
-            assert (await ok(s, "read_page", {"pageId": "blob id"}))["pageId"] == "concepts/blobs"  # an alias
-            assert (await ok(s, "read_page", {"path": "wiki/concepts/trees.md"}))["pageId"] == "concepts/trees"
-            assert (await ok(s, "read_page", {"path": "concepts/trees.md"}))["pageId"] == "concepts/trees"
+            assert page["frontmatter"]["aliases"] == ["blob", "blob id"] and page[
+                "body"
+            ].startswith("# Blobs")
+            assert (await ok(s, "read_page", {"pageId": "blob id"}))[
+                "pageId"
+            ] == "concepts/blobs"  # an alias
+            assert (await ok(s, "read_page", {"path": "wiki/concepts/trees.md"}))[
+                "pageId"
+            ] == "concepts/trees"
+            assert (await ok(s, "read_page", {"path": "concepts/trees.md"}))[
+                "pageId"
+            ] == "concepts/trees"
 
             assert "'..'" in await refused(s, "read_page", {"path": "../../etc/passwd"})
             assert "'..'" in await refused(s, "read_page", {"pageId": "../../etc/passwd"})
@@ -124,29 +157,52 @@ def test_tools_resources_and_confinement(demo: Repo, tmp_path: Path) -> None:
             assert "absolute path" in await refused(s, "read_page", {"pageId": "/etc/passwd"})
             assert "outside the wiki root" in await refused(s, "read_page", {"path": "notes.md"})
             assert "page not found" in await refused(s, "read_page", {"pageId": "concepts/leak"})
-            assert "no page at" in await refused(s, "read_page", {"path": "wiki/concepts/escape.md"})
-            assert "not a markdown page" in await refused(s, "read_page", {"path": "wiki/diagram.txt"})
-            assert "not a markdown page" in await refused(s, "read_page", {"path": ".llmwiki/config.toml"})
+            assert "no page at" in await refused(
+                s, "read_page", {"path": "wiki/concepts/escape.md"}
+            )
+            assert "not a markdown page" in await refused(
+                s, "read_page", {"path": "wiki/diagram.txt"}
+            )
+            assert "not a markdown page" in await refused(
+                s, "read_page", {"path": ".llmwiki/config.toml"}
+            )
             assert "page not found" in await refused(s, "read_page", {"pageId": "no-such-page"})
             assert "exactly one of pageId or path" in await refused(s, "read_page", {})
 
-            links = await ok(s, "check_links", {"text": "See [[blobs]], [[Trees|the trees]] and [[missing]]."})
-            assert links == {"version": 1, "citations": [
-                {"target": "blobs", "status": "resolved", "pageId": "concepts/blobs"},
-                {"target": "trees", "status": "resolved", "pageId": "concepts/trees"},
-                {"target": "missing", "status": "broken"}]}
+            links = await ok(
+                s, "check_links", {"text": "See [[blobs]], [[Trees|the trees]] and [[missing]]."}
+            )
+            assert links == {
+                "version": 1,
+                "citations": [
+                    {"target": "blobs", "status": "resolved", "pageId": "concepts/blobs"},
+                    {"target": "trees", "status": "resolved", "pageId": "concepts/trees"},
+                    {"target": "missing", "status": "broken"},
+                ],
+            }
             assert await ok(s, "review_list", {}) == {"version": 1, "candidates": []}
 
             # Bad arguments are tool errors, and the server answers the next call.
             assert "'budget': -5 is less than the minimum of 100" in await refused(
-                s, "get_context_pack", {"prompt": "blobs", "budget": -5})
-            assert "missing required argument 'prompt'" in await refused(s, "get_context_pack", {"budget": 2000})
-            assert "'depth'" in await refused(s, "get_context_pack", {"prompt": "blobs", "depth": "deep"})
-            assert "unknown argument 'top_pages'" in await refused(s, "get_context_pack", {"prompt": "x", "top_pages": 2})
+                s, "get_context_pack", {"prompt": "blobs", "budget": -5}
+            )
+            assert "missing required argument 'prompt'" in await refused(
+                s, "get_context_pack", {"budget": 2000}
+            )
+            assert "'depth'" in await refused(
+                s, "get_context_pack", {"prompt": "blobs", "depth": "deep"}
+            )
+            assert "unknown argument 'top_pages'" in await refused(
+                s, "get_context_pack", {"prompt": "x", "top_pages": 2}
+            )
             assert "'limit'" in await refused(s, "search_pages", {"query": "x", "limit": 0})
-            assert "'provider'" in await refused(s, "query_wiki", {"question": "x", "provider": "bogus"})
+            assert "'provider'" in await refused(
+                s, "query_wiki", {"question": "x", "provider": "bogus"}
+            )
             assert "unknown tool" in await refused(s, "drop_tables", {})
-            assert (await ok(s, "check_links", {"text": "[[commits]]"}))["citations"][0]["status"] == "resolved"
+            assert (await ok(s, "check_links", {"text": "[[commits]]"}))["citations"][0][
+                "status"
+            ] == "resolved"
 
             resources = (await s.list_resources()).resources
             uris = [str(r.uri) for r in resources]
@@ -173,38 +229,57 @@ def test_query_wiki_answers_saves_and_stages(demo: Repo, tmp_path: Path) -> None
     async def body() -> None:
         async with session(root, tmp_path / "server.log") as s:
             answer = await ok(s, "query_wiki", {"question": "what does a blob store?"})
-            assert answer["version"] == 1 and answer["provider"] == {"name": "extractive", "model": "offline"}
+            assert answer["version"] == 1 and answer["provider"] == {
+                "name": "extractive",
+                "model": "offline",
+            }
             assert "[[blobs]]" in answer["answer"]
             cited = answer["answerCitations"]["citations"]
             assert {"target": "blobs", "status": "resolved", "pageId": "concepts/blobs"} in cited
             assert all(c["status"] == "resolved" for c in cited)
             assert answer["saved"] is None and answer["publicationRefusal"] is None
-            assert demo.git("rev-parse", "HEAD").strip() == before and demo.git("status", "--porcelain") == ""
+            assert (
+                demo.git("rev-parse", "HEAD").strip() == before
+                and demo.git("status", "--porcelain") == ""
+            )
 
             assert "review=true requires save=true" in await refused(
-                s, "query_wiki", {"question": "what does a blob store?", "review": True})
+                s, "query_wiki", {"question": "what does a blob store?", "review": True}
+            )
 
             saved = await ok(s, "query_wiki", {"question": "what does a blob store?", "save": True})
-            assert saved["saved"] == "wiki/queries/what-does-a-blob-store.md" and saved["publicationRefusal"] is None
+            assert (
+                saved["saved"] == "wiki/queries/what-does-a-blob-store.md"
+                and saved["publicationRefusal"] is None
+            )
             assert demo.git("rev-list", "--count", f"{before}..HEAD").strip() == "1"
             changed = demo.git("show", "--name-only", "--format=", "HEAD").split()
-            assert saved["saved"] in changed and set(changed) <= {saved["saved"], "wiki/index.md", "log.md"}
-            assert (await ok(s, "read_page", {"pageId": "what-does-a-blob-store"}))["frontmatter"]["type"] == "query"
+            assert saved["saved"] in changed and set(changed) <= {
+                saved["saved"],
+                "wiki/index.md",
+                "log.md",
+            }
+            assert (await ok(s, "read_page", {"pageId": "what-does-a-blob-store"}))["frontmatter"][
+                "type"
+            ] == "query"
 
-            staged = await ok(s, "query_wiki", {"question": "what is a tree?", "save": True, "review": True})
+            staged = await ok(
+                s, "query_wiki", {"question": "what is a tree?", "save": True, "review": True}
+            )
             assert staged["candidateId"] and staged["saved"] is None
             rows = (await ok(s, "review_list", {}))["candidates"]
             assert [r["id"] for r in rows] == [staged["candidateId"]]
             assert rows[0]["target"] == "wiki/queries/what-is-a-tree.md"
             assert (await ok(s, "wiki_status", {}))["pendingCandidates"] == 1
-            assert demo.git("rev-list", "--count", f"{before}..HEAD").strip() == "1"  # staging leaves HEAD alone
+            assert (
+                demo.git("rev-list", "--count", f"{before}..HEAD").strip() == "1"
+            )  # staging leaves HEAD alone
 
     run(body)
 
 
 def test_unexpected_exception_is_a_tool_error(demo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     from llmwiki_git import mcp_server
-
     from llmwiki_git.mcptools.evidence import SEARCH_PAGES
 
     def boom(ws: Any, args: dict[str, Any]) -> dict[str, Any]:
@@ -217,9 +292,15 @@ def test_unexpected_exception_is_a_tool_error(demo: Repo, monkeypatch: pytest.Mo
     async def body() -> None:
         async with mcp.Client(server) as client:
             result = await client.call_tool("search_pages", {"query": "blobs"})
-            assert result.is_error and result.content[0].text == "internal error: ZeroDivisionError: division by zero"
+            assert (
+                result.is_error
+                and result.content[0].text == "internal error: ZeroDivisionError: division by zero"
+            )
             again = await client.call_tool("check_links", {"text": "[[blobs]]"})
-            assert not again.is_error and again.structured_content["citations"][0]["status"] == "resolved"
+            assert (
+                not again.is_error
+                and again.structured_content["citations"][0]["status"] == "resolved"
+            )
 
     run(body)
 
@@ -229,13 +310,18 @@ def test_missing_sdk_is_a_clear_error(demo: Repo, monkeypatch: pytest.MonkeyPatc
     from llmwiki_git.errors import LlmwikiError
 
     monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` now raises ImportError
-    with pytest.raises(LlmwikiError, match=r"llmwiki serve needs the MCP SDK: in your clone of llmwiki-git: pip install '\.\[local,mcp\]'"):
+    with pytest.raises(
+        LlmwikiError,
+        match=r"llmwiki serve needs the MCP SDK: in your clone of llmwiki-git: pip install '\.\[local,mcp\]'",
+    ):
         mcp_server.build_server(demo.root)
 
 
 def test_search_and_context_pack_follow_the_wiki(demo: Repo, tmp_path: Path) -> None:
     """A page committed after `index` is found, a deleted one is gone, topPages is exact."""
-    demo.write("wiki/concepts/medlar.md", "---\ntitle: Medlar\n---\nA medlar is bletted until soft.\n")
+    demo.write(
+        "wiki/concepts/medlar.md", "---\ntitle: Medlar\n---\nA medlar is bletted until soft.\n"
+    )
     demo.git("rm", "-q", "wiki/concepts/trees.md")
     demo.commit("after index")
 
@@ -243,17 +329,25 @@ def test_search_and_context_pack_follow_the_wiki(demo: Repo, tmp_path: Path) -> 
         async with session(demo.root, tmp_path / "server.log") as s:
             found = await ok(s, "search_pages", {"query": "medlar bletted", "limit": 3})
             assert found["pages"][0]["pageId"] == "concepts/medlar" and found["warnings"] == []
-            pack = await ok(s, "get_context_pack", {"prompt": "tree names modes blobs", "topPages": 2})
+            pack = await ok(
+                s, "get_context_pack", {"prompt": "tree names modes blobs", "topPages": 2}
+            )
             assert len(pack["primary"]) == 2 and pack["warnings"] == []
             assert "concepts/trees" not in [p["id"] for p in pack["primary"]]
             # The server reuses its page listing while no file changes, and notices when one does.
-            demo.write("wiki/concepts/quince.md", "---\ntitle: Quince\n---\nA quince is poached in syrup.\n")
+            demo.write(
+                "wiki/concepts/quince.md",
+                "---\ntitle: Quince\n---\nA quince is poached in syrup.\n",
+            )
             found = await ok(s, "search_pages", {"query": "quince poached syrup", "limit": 3})
             assert found["pages"][0]["pageId"] == "concepts/quince"
             demo.commit("quince")
             (demo.root / "wiki" / "concepts" / "quince.md").unlink()
             found = await ok(s, "search_pages", {"query": "quince poached syrup", "limit": 3})
-            assert "concepts/quince" not in [p["pageId"] for p in found["pages"]] and found["warnings"] == []
+            assert (
+                "concepts/quince" not in [p["pageId"] for p in found["pages"]]
+                and found["warnings"] == []
+            )
 
     run(main)
 
@@ -273,15 +367,19 @@ def test_hostile_vault_and_candidates_over_mcp(demo: Repo, tmp_path: Path) -> No
 
     async def body() -> None:
         async with session(root, tmp_path / "server.log") as s:
-            for tool, args in (("get_context_pack", {"prompt": "remote origin url"}),
-                               ("query_wiki", {"question": "remote origin url"}),
-                               ("search_pages", {"query": "remote origin url"})):
+            for tool, args in (
+                ("get_context_pack", {"prompt": "remote origin url"}),
+                ("query_wiki", {"question": "remote origin url"}),
+                ("search_pages", {"query": "remote origin url"}),
+            ):
                 result = await s.call_tool(tool, args)
                 assert TOKEN not in result.content[0].text
             assert "page not found" in await refused(s, "read_page", {"pageId": "concepts/gitcfg"})
             with anyio.fail_after(20):
                 page = await ok(s, "read_page", {"pageId": "concepts/bomb"})
-            assert page["frontmatter"] == {} and page["warnings"][0]["code"] == "malformed-frontmatter"
+            assert (
+                page["frontmatter"] == {} and page["warnings"][0]["code"] == "malformed-frontmatter"
+            )
             listed = {c["id"]: c for c in (await ok(s, "review_list", {}))["candidates"]}
             assert listed["good-0000000a"]["citationStatus"] == "1 resolved, 0 pending, 0 broken"
             assert listed["sub-00000003"]["citationStatus"] == "malformed"
@@ -291,26 +389,45 @@ def test_hostile_vault_and_candidates_over_mcp(demo: Repo, tmp_path: Path) -> No
 
 # --- frames that are not JSON-RPC requests (issue 22) ---------------------------------------
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
 BAD_FRAMES = [
     ('{"jsonrpc":"2.0","id":5,"params":{}}', 5, -32600),  # no method
     ('{"jsonrpc":"2.0","id":6,"method":"tools/list","params":"x"}', 6, -32600),  # params a string
     ('{"jsonrpc":"1.0","id":7,"method":"tools/list"}', 7, -32600),  # not JSON-RPC 2.0
-    ('{"jsonrpc":"2.0","method":"notifications/x","params":"s"}', None, -32600),  # no id to answer to
+    (
+        '{"jsonrpc":"2.0","method":"notifications/x","params":"s"}',
+        None,
+        -32600,
+    ),  # no id to answer to
     ("[1, 2]", None, -32600),
     ("not json at all", None, -32700),
 ]
 
 
-def test_frames_that_are_not_requests_get_a_json_rpc_error_and_the_server_goes_on(demo: Repo) -> None:
+def test_frames_that_are_not_requests_get_a_json_rpc_error_and_the_server_goes_on(
+    demo: Repo,
+) -> None:
     """Each answered with Invalid Request (or Parse error) naming its id (null when it has
     none), in order; a valid request after them is still served."""
     import select
 
-    proc = subprocess.Popen([sys.executable, "-m", "llmwiki_git", "serve", "--root", str(demo.root)], cwd=demo.root,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env={**os.environ, **FAST})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmwiki_git", "serve", "--root", str(demo.root)],
+        cwd=demo.root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **FAST},
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(line: str) -> None:
@@ -361,4 +478,6 @@ def test_every_tool_is_declared_once_and_documented() -> None:
         assert heading in docs, f"docs/mcp.md has no section {heading}"
         section = docs.split(heading, 1)[1].split("\n### ", 1)[0]
         for argument in tool.input_schema.get("properties", {}):
-            assert f"`{argument}`" in section, f"docs/mcp.md, {tool.name}: argument `{argument}` is not described"
+            assert f"`{argument}`" in section, (
+                f"docs/mcp.md, {tool.name}: argument `{argument}` is not described"
+            )

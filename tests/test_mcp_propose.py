@@ -20,13 +20,17 @@ def wiki(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
     prefix = "wiki/" if request.param == "wiki" else ""
     if not prefix:
         repo.write("index.md", "# My vault\n")
-    repo.write(f"{prefix}concepts/blobs.md", page("Blobs", "A blob stores file contents. See [[trees]]."))
+    repo.write(
+        f"{prefix}concepts/blobs.md", page("Blobs", "A blob stores file contents. See [[trees]].")
+    )
     repo.write(f"{prefix}concepts/trees.md", page("Trees", "A tree lists [[blobs]]."))
     repo.commit("wiki")
     return repo, prefix
 
 
-def test_stale_read_refused_then_reread_and_approved(wiki: tuple[Repo, str], tmp_path: Path) -> None:
+def test_stale_read_refused_then_reread_and_approved(
+    wiki: tuple[Repo, str], tmp_path: Path
+) -> None:
     repo, prefix = wiki
     path = f"{prefix}concepts/blobs.md"
     lines: list[str] = []
@@ -37,37 +41,74 @@ def test_stale_read_refused_then_reread_and_approved(wiki: tuple[Repo, str], tmp
     async def body() -> None:
         async with session(repo.root, tmp_path / "server.log") as s:
             read = await ok(s, "read_page", {"path": path})
-            assert read["blobId"] == read["headBlobId"] == repo.git("rev-parse", f"HEAD:{path}").strip()
+            assert (
+                read["blobId"]
+                == read["headBlobId"]
+                == repo.git("rev-parse", f"HEAD:{path}").strip()
+            )
             say(f"agent: read_page {path} -> blobId {read['blobId']}")
             pack = await ok(s, "get_context_pack", {"prompt": "what is a blob"})
-            assert any(p["blobId"] == read["blobId"] for p in pack["primary"] if p["id"] == "concepts/blobs")
+            assert any(
+                p["blobId"] == read["blobId"]
+                for p in pack["primary"]
+                if p["id"] == "concepts/blobs"
+            )
 
             # meanwhile a human commits another version of the page
-            repo.write(path, page("Blobs", "A blob stores file contents, compressed. See [[trees]]."))
+            repo.write(
+                path, page("Blobs", "A blob stores file contents, compressed. See [[trees]].")
+            )
             repo.commit("human: blobs are compressed")
             say("human: commits an edit of the same page")
 
-            stale = await ok(s, "propose_page", {"path": path, "basedOn": read["blobId"],
-                                                  "content": page("Blobs", "A blob stores bytes. See [[trees]].")})
+            stale = await ok(
+                s,
+                "propose_page",
+                {
+                    "path": path,
+                    "basedOn": read["blobId"],
+                    "content": page("Blobs", "A blob stores bytes. See [[trees]]."),
+                },
+            )
             assert stale["precondition"] == f"blob {read['blobId']}"
-            say(f"agent: propose_page basedOn {read['blobId'][:12]} -> candidate {stale['candidateId']}")
+            say(
+                f"agent: propose_page basedOn {read['blobId'][:12]} -> candidate {stale['candidateId']}"
+            )
             listed = await ok(s, "review_list", {})
             assert [c["kind"] for c in listed["candidates"]] == ["page/1"]
 
             proc = repo.llmwiki("review", "approve", stale["candidateId"], env=FAST)
             assert proc.returncode == 1 and "lost update refused" in proc.stderr
-            assert "compressed" in proc.stderr and "stores bytes" in proc.stderr  # the three-way view
-            say(f"human: llmwiki review approve {stale['candidateId']}  (exit {proc.returncode})\n{proc.stderr.rstrip()}")
+            assert (
+                "compressed" in proc.stderr and "stores bytes" in proc.stderr
+            )  # the three-way view
+            say(
+                f"human: llmwiki review approve {stale['candidateId']}  (exit {proc.returncode})\n{proc.stderr.rstrip()}"
+            )
 
             again = await ok(s, "read_page", {"path": path})
             assert again["blobId"] != read["blobId"] and "compressed" in again["body"]
             say(f"agent: read_page {path} -> blobId {again['blobId']}")
-            fresh = await ok(s, "propose_page", {"path": path, "basedOn": again["blobId"], "content": page(
-                "Blobs", "A blob stores file contents, compressed, and nothing else. See [[trees]].")})
-            say(f"agent: propose_page basedOn {again['blobId'][:12]} -> candidate {fresh['candidateId']}")
+            fresh = await ok(
+                s,
+                "propose_page",
+                {
+                    "path": path,
+                    "basedOn": again["blobId"],
+                    "content": page(
+                        "Blobs",
+                        "A blob stores file contents, compressed, and nothing else. See [[trees]].",
+                    ),
+                },
+            )
+            say(
+                f"agent: propose_page basedOn {again['blobId'][:12]} -> candidate {fresh['candidateId']}"
+            )
             proc = repo.llmwiki("review", "approve", fresh["candidateId"], env=FAST)
             assert proc.returncode == 0, proc.stderr
-            say(f"human: llmwiki review approve {fresh['candidateId']}  (exit 0)\n{proc.stdout.rstrip()}")
+            say(
+                f"human: llmwiki review approve {fresh['candidateId']}  (exit 0)\n{proc.stdout.rstrip()}"
+            )
             assert "nothing else" in repo.git("show", f"HEAD:{path}")
             assert repo.llmwiki("review", "reject", stale["candidateId"], env=FAST).returncode == 0
 
@@ -94,13 +135,25 @@ def test_propose_page_refusals(wiki: tuple[Repo, str], tmp_path: Path) -> None:
             for bad, why in [
                 ({"path": "../escape.md"}, "'..' segment"),
                 ({"path": "/etc/passwd.md"}, "absolute path"),
-                ({"path": ".git/config.md" if not prefix else "README.md"}, "hidden folder" if not prefix else "not a .md page under the wiki root"),
+                (
+                    {"path": ".git/config.md" if not prefix else "README.md"},
+                    "hidden folder" if not prefix else "not a .md page under the wiki root",
+                ),
                 ({"path": f"{prefix}concepts/link.md"}, "symlink"),
                 ({"path": f"{prefix}elsewhere/new.md"}, "symlink"),
                 ({"content": "---\ntitle: x\n---\nnul \x00 byte\n"}, "NUL bytes"),
-                ({"content": "---\ntitle: x\n---\n\x1b[2J\x1b]0;pwned\x07 escape\n"}, "control character"),
-                ({"content": "---\ntitle: x\n---\n8-bit CSI \u009b31m red\n"}, "control character \\x9b"),
-                ({"content": "---\ntitle: x\n---\nbidi \u202etxt.exe\n"}, "control character \\u202e"),
+                (
+                    {"content": "---\ntitle: x\n---\n\x1b[2J\x1b]0;pwned\x07 escape\n"},
+                    "control character",
+                ),
+                (
+                    {"content": "---\ntitle: x\n---\n8-bit CSI \u009b31m red\n"},
+                    "control character \\x9b",
+                ),
+                (
+                    {"content": "---\ntitle: x\n---\nbidi \u202etxt.exe\n"},
+                    "control character \\u202e",
+                ),
                 ({"basedOn": "HEAD"}, "basedOn"),
             ]:
                 args = {"path": path, "content": content, "basedOn": base, **bad}
@@ -108,13 +161,23 @@ def test_propose_page_refusals(wiki: tuple[Repo, str], tmp_path: Path) -> None:
                 assert why in text, (bad, text)
             if prefix:
                 assert "not a .md page under the wiki root" in await refused(
-                    s, "propose_page", {"path": "outside.md", "content": content, "basedOn": "absent"})
-            stale = await ok(s, "propose_page", {"path": path, "content": content, "basedOn": "0" * 40})
+                    s,
+                    "propose_page",
+                    {"path": "outside.md", "content": content, "basedOn": "absent"},
+                )
+            stale = await ok(
+                s, "propose_page", {"path": path, "content": content, "basedOn": "0" * 40}
+            )
             assert stale["precondition"] == "blob " + "0" * 40
 
     run(body)
-    assert repo.git("rev-parse", "HEAD").strip() == head and repo.git("status", "--porcelain") == status
-    cids = repo.git("for-each-ref", "--format=%(refname:lstrip=4)", "refs/heads/llmwiki/review/").split()
+    assert (
+        repo.git("rev-parse", "HEAD").strip() == head
+        and repo.git("status", "--porcelain") == status
+    )
+    cids = repo.git(
+        "for-each-ref", "--format=%(refname:lstrip=4)", "refs/heads/llmwiki/review/"
+    ).split()
     assert len(cids) == 1  # only the last, well-formed proposal was staged; nothing was published
     proc = repo.llmwiki("review", "approve", cids[0], env=FAST)
     assert proc.returncode == 1 and "is not in this repository" in proc.stderr

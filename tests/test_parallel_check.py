@@ -35,9 +35,11 @@ def _many_pages(repo: Repo, root: str) -> None:
     for i in range(MIN_PAGES + 60):
         folder = "concepts" if i % 3 else "queries"
         nxt = (i + 1) % (MIN_PAGES + 60)
-        body = (f"# P {i}\n\nSee [[p{nxt}#P {nxt}]], [[P{nxt} alias]], [[gone-{i % 7}]] and "
-                f"[[p{nxt}#No Such]] `[[in-code]]` ![[diagram.png]] [[#P {i}]] [[ ]].\n\n"
-                f"para ^blk{i}\n\n```\n[[fenced-{i}]]\n```\n\n[[twin]] [[p{i}#^blk{i}]]\n")
+        body = (
+            f"# P {i}\n\nSee [[p{nxt}#P {nxt}]], [[P{nxt} alias]], [[gone-{i % 7}]] and "
+            f"[[p{nxt}#No Such]] `[[in-code]]` ![[diagram.png]] [[#P {i}]] [[ ]].\n\n"
+            f"para ^blk{i}\n\n```\n[[fenced-{i}]]\n```\n\n[[twin]] [[p{i}#^blk{i}]]\n"
+        )
         meta = {"aliases": f"[P{i} alias]"}
         if i % 97 == 5:
             repo.write(f"{at}{folder}/p{i}.md", f"---\ntitle: [unclosed\n---\n{body}")
@@ -70,14 +72,29 @@ def test_a_cold_check_on_every_core_says_what_one_process_says(repo: Repo, root:
         assert parallel.stdout == serial.stdout
         assert parallel_files == (_facts(repo) if args != ("--no-cache",) else [])
     report = json.loads(parallel.stdout)
-    assert report["checked"] == MIN_PAGES + 62 + (0 if root else 2)  # a root vault: index.md and log.md are pages
+    assert report["checked"] == MIN_PAGES + 62 + (
+        0 if root else 2
+    )  # a root vault: index.md and log.md are pages
     codes = {p["code"] for p in report["problems"]}
-    assert codes >= {"broken-link", "missing-heading", "ambiguous-link", "empty-link", "malformed-frontmatter"}
-    assert not any("fenced-" in p["message"] or "in-code" in p["message"] for p in report["problems"])
+    assert codes >= {
+        "broken-link",
+        "missing-heading",
+        "ambiguous-link",
+        "empty-link",
+        "malformed-frontmatter",
+    }
+    assert not any(
+        "fenced-" in p["message"] or "in-code" in p["message"] for p in report["problems"]
+    )
     if not root:
-        assert any(p["path"] == "index.md" and p["target"] == "not-a-page" for p in report["problems"])
+        assert any(
+            p["path"] == "index.md" and p["target"] == "not-a-page" for p in report["problems"]
+        )
     at = f"{root}/" if root else ""
-    repo.write(f"{at}concepts/p1.md", page("P 1", "# P 1\n\n[[p2]] [[brand-new-missing]]\n", aliases="[P1 alias]"))
+    repo.write(
+        f"{at}concepts/p1.md",
+        page("P 1", "# P 1\n\n[[p2]] [[brand-new-missing]]\n", aliases="[P1 alias]"),
+    )
     repo.git("add", "-A")
     hook = repo.llmwiki_process("check", "--staged", "--base", "HEAD", "--json")
     uncached = repo.llmwiki_process("check", "--staged", "--base", "HEAD", "--json", "--no-cache")
@@ -112,7 +129,9 @@ def test_a_failed_worker_s_share_is_redone_here() -> None:
 
     items = list(range(500))
     assert [n for share in in_shares(dies, items, workers=2) for n in share] == _square_all(items)
-    assert [n for share in in_shares(unmarshallable, items, workers=2) for n in share] == _square_all(items)  # type: ignore[union-attr]
+    assert [
+        n for share in in_shares(unmarshallable, items, workers=2) for n in share
+    ] == _square_all(items)  # type: ignore[union-attr]
 
 
 _SLEEPER = """
@@ -167,8 +186,11 @@ def test_scan_workers_read_their_own_files(tmp_path: Path) -> None:
     (tmp_path / "bin.md").write_bytes(b"\x00binary")
     (tmp_path / "big.md").write_bytes(b"[[x]]" * 1000)
     snapshot = WorktreeSnapshot(tmp_path, None)
-    items = [SourceFile(f"p{i}.md") for i in range(MIN_PAGES + 10)] + [SourceFile("bin.md"), SourceFile("big.md"),
-                                                                       SourceFile("missing.md")]
+    items = [SourceFile(f"p{i}.md") for i in range(MIN_PAGES + 10)] + [
+        SourceFile("bin.md"),
+        SourceFile("big.md"),
+        SourceFile("missing.md"),
+    ]
     parallel = read_and_scan(snapshot, items, max_bytes=4000)
     os.environ["LLMWIKI_SERIAL_SCAN"] = "1"
     try:

@@ -68,7 +68,9 @@ def test_citation_report_resolved_pending_broken(repo: Repo) -> None:
     repo.write("wiki/concepts/alpha.md", page("Alpha", "x"))
     w = wiki_of(repo.root)
     text = "---\ntitle: '[[fm]]'\n---\nSee [[Alpha]], [[beta]], [[missing]], [[alpha#x]] and [[#self]] and `[[code]]`.\n"
-    report = citation_report(text, w, StaticPending({"beta": ["beta-2", "beta-1"], "alpha": ["alpha-1"]}))
+    report = citation_report(
+        text, w, StaticPending({"beta": ["beta-2", "beta-1"], "alpha": ["alpha-1"]})
+    )
     assert [c.to_json() for c in report] == [
         {"target": "alpha", "status": "resolved", "pageId": "concepts/alpha"},
         {"target": "beta", "status": "pending", "candidateIds": ["beta-1", "beta-2"]},

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import re
 
 from llmwiki_git.wiki.scanner import scan_anchors, scan_links
@@ -88,13 +87,44 @@ _OLD_MD_LINK = re.compile(
 )
 
 _TRICKY_LINES = [
-    "plain text with [[alpha]] and [[beta|Beta]] and ![[pic.png]]", "# Heading [[in heading]]", "!![[double]]",
-    "[[a]]![[b]]", "![[a]]![[b]]!", "[[[a]]]", "![[[a]]", "[[a!]][[b]]", "!", "![", "![[", "![[]]", "[[]]", "[[ ]]",
-    "> quote ![[q1]]", "inline `[[no]]` code [[yes]]", "escaped \\[[no]] \\![[yes2]] !\\[[x]]",
-    "a [label [[inner]]](http://x) b [[out]]", "![img [[i]]](u.png) [[after]]", "[x](y) [[z]]", "[[a]](u)",
-    "[see [[x]]](u \"t\") [[y]]", "[a [b [c]]](u)", "!![a](b)", "[[a|b|c]]", "[[x\\|y]]", "table | [[t1\\|L]] |",
-    "caf\u00e9 ![[\u00e9t\u00e9]] \U0001f600 [[emoji]]", "x" * 500 + " ![[long]]", "[[unterminated", "text ]] [[",
-    "<!-- [[c]] --> ![[d]]", "```", "~~~", "    code ![[code]]", "---", "===", "",
+    "plain text with [[alpha]] and [[beta|Beta]] and ![[pic.png]]",
+    "# Heading [[in heading]]",
+    "!![[double]]",
+    "[[a]]![[b]]",
+    "![[a]]![[b]]!",
+    "[[[a]]]",
+    "![[[a]]",
+    "[[a!]][[b]]",
+    "!",
+    "![",
+    "![[",
+    "![[]]",
+    "[[]]",
+    "[[ ]]",
+    "> quote ![[q1]]",
+    "inline `[[no]]` code [[yes]]",
+    "escaped \\[[no]] \\![[yes2]] !\\[[x]]",
+    "a [label [[inner]]](http://x) b [[out]]",
+    "![img [[i]]](u.png) [[after]]",
+    "[x](y) [[z]]",
+    "[[a]](u)",
+    '[see [[x]]](u "t") [[y]]',
+    "[a [b [c]]](u)",
+    "!![a](b)",
+    "[[a|b|c]]",
+    "[[x\\|y]]",
+    "table | [[t1\\|L]] |",
+    "caf\u00e9 ![[\u00e9t\u00e9]] \U0001f600 [[emoji]]",
+    "x" * 500 + " ![[long]]",
+    "[[unterminated",
+    "text ]] [[",
+    "<!-- [[c]] --> ![[d]]",
+    "```",
+    "~~~",
+    "    code ![[code]]",
+    "---",
+    "===",
+    "",
 ]
 
 
@@ -114,8 +144,15 @@ def _old_links(line: str) -> list[tuple[int, str, bool]]:
     from llmwiki_git.wiki.scanner import _ESCAPE
 
     masked = _ESCAPE.sub("  ", line) if "\\" in line else line
-    masked = _OLD_MD_LINK.sub(lambda m: " " * (m.end() - m.start()), masked) if "](" in masked else masked
-    return [(m.start() + 1, line[m.start(2):m.end(2)], bool(m.group(1))) for m in _OLD_WIKILINK.finditer(masked)]
+    masked = (
+        _OLD_MD_LINK.sub(lambda m: " " * (m.end() - m.start()), masked)
+        if "](" in masked
+        else masked
+    )
+    return [
+        (m.start() + 1, line[m.start(2) : m.end(2)], bool(m.group(1)))
+        for m in _OLD_WIKILINK.finditer(masked)
+    ]
 
 
 def test_the_link_rules_find_what_their_earlier_forms_found() -> None:
@@ -128,19 +165,44 @@ def test_the_link_rules_find_what_their_earlier_forms_found() -> None:
         for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
             found: list = []
             _links_of(line, line, 0, found)
-            assert [(o[1], o[2], o[5]) for o in found] == _old_links(line), line  # (col, inner, embed)
+            assert [(o[1], o[2], o[5]) for o in found] == _old_links(line), (
+                line
+            )  # (col, inner, embed)
             assert _MD_LINK.sub("#", line) == _OLD_MD_LINK.sub("#", line), line
-            assert [(m.start(1), m.group(1)) for m in _WIKILINK.finditer(line)] == \
-                [(m.start(2), m.group(2)) for m in _OLD_WIKILINK.finditer(line)], line
+            assert [(m.start(1), m.group(1)) for m in _WIKILINK.finditer(line)] == [
+                (m.start(2), m.group(2)) for m in _OLD_WIKILINK.finditer(line)
+            ], line
             compared += 1
     assert compared > 5000
 
 
 _BLOCK_LINES = [
-    "# Heading One", "  ## Indented heading ##", "Setext title", "===", "---", "- item [[li]]", "1. first",
-    "para ^block-1", "> quote [[q]] ^qb", "`a` [[x]] `b`", "``code [[no]]``", "`open [[span]]", "close` [[after]]",
-    "a ` stray [[s]]", "[md [[in]]](u) [[out]]", "\\[[esc]] [[ok]]", "## [[heading link]]", "#nospace", "",
-    "  ", ">", "text", "Title: with colon", "Caf\u00e9 \u00e9t\u00e9", "[[a|b]] ![[c]]", "t | [[x\\|y]] |",
+    "# Heading One",
+    "  ## Indented heading ##",
+    "Setext title",
+    "===",
+    "---",
+    "- item [[li]]",
+    "1. first",
+    "para ^block-1",
+    "> quote [[q]] ^qb",
+    "`a` [[x]] `b`",
+    "``code [[no]]``",
+    "`open [[span]]",
+    "close` [[after]]",
+    "a ` stray [[s]]",
+    "[md [[in]]](u) [[out]]",
+    "\\[[esc]] [[ok]]",
+    "## [[heading link]]",
+    "#nospace",
+    "",
+    "  ",
+    ">",
+    "text",
+    "Title: with colon",
+    "Caf\u00e9 \u00e9t\u00e9",
+    "[[a|b]] ![[c]]",
+    "t | [[x\\|y]] |",
 ]
 
 
@@ -150,8 +212,14 @@ def _plain_pages() -> list[str]:
     import random
 
     rng = random.Random(23)
-    lines = [line for line in _TRICKY_LINES + _BLOCK_LINES
-             if "<!--" not in line and "```" not in line and "~~~" not in line and not line.startswith("    ")]
+    lines = [
+        line
+        for line in _TRICKY_LINES + _BLOCK_LINES
+        if "<!--" not in line
+        and "```" not in line
+        and "~~~" not in line
+        and not line.startswith("    ")
+    ]
     return ["\n".join(rng.choice(lines) for _ in range(rng.randint(1, 14))) for _ in range(3000)]
 
 
@@ -168,8 +236,14 @@ def test_the_whole_body_scan_finds_what_the_line_walk_finds() -> None:
             body = "\n".join(lines[start:])
             full = _scan_blocks(lines, start, "[[" in body)
             assert scan_raw(text, start) == full, text
-            plain = "<!--" not in body and "```" not in body and "~~~" not in body and "\t" not in body \
-                and "\n    " not in body and not body.startswith("    ")
+            plain = (
+                "<!--" not in body
+                and "```" not in body
+                and "~~~" not in body
+                and "\t" not in body
+                and "\n    " not in body
+                and not body.startswith("    ")
+            )
             simple = _scan_simple(lines, start, "[[" in body) if plain else None
             if simple is not None:
                 assert simple == full, text
@@ -186,13 +260,20 @@ def test_slugify_fast_path_follows_the_rules() -> None:
 
     def rules(text: str) -> str:
         text = unicodedata.normalize("NFC", text).lower()
-        for pattern, repl in ((slug._DROP, ""), (slug._NOT_KEPT, ""), (slug._SPACES, "-"), (slug._DASHES, "-")):
+        for pattern, repl in (
+            (slug._DROP, ""),
+            (slug._NOT_KEPT, ""),
+            (slug._SPACES, "-"),
+            (slug._DASHES, "-"),
+        ):
             text = pattern.sub(repl, text)
         return text.strip("-")
 
     rng = random.Random(5)
     alphabet = "aZ9 -_'\u2019.#/\\\u00e9\tx"
-    samples = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 9))) for _ in range(20000)]
+    samples = [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 9))) for _ in range(20000)
+    ]
     samples += ["Plain Words", "already-a-slug", "A-b C", " lead", "trail ", "a  b", "a--b", "x_y"]
     for text in samples:
         assert slug.slugify(text) == rules(text), repr(text)

@@ -50,8 +50,12 @@ def test_symlinked_pages_into_dot_git_or_dotenv_are_never_read(repo: Repo, layou
     os.symlink(f"{up}/.git/config", repo.root / f"{prefix}concepts/gitcfg.md")
     os.symlink(f"{up}/.env", repo.root / f"{prefix}concepts/dotenv.md")
     os.symlink("blobs.md", repo.root / f"{prefix}concepts/blob-alias.md")  # inside: still a page
-    for args in (["query", "remote origin url"], ["context", "remote origin url API_KEY", "--json"],
-                 ["index"], ["query", "remote origin url"]):
+    for args in (
+        ["query", "remote origin url"],
+        ["context", "remote origin url API_KEY", "--json"],
+        ["index"],
+        ["query", "remote origin url"],
+    ):
         leak_free(repo.llmwiki_process(*args, env=FAST))
     check = repo.llmwiki_process("check", "--json", env=FAST)
     leak_free(check)
@@ -60,7 +64,10 @@ def test_symlinked_pages_into_dot_git_or_dotenv_are_never_read(repo: Repo, layou
     assert (f"{prefix}concepts/gitcfg.md", "symlink-escape") in found
     assert (f"{prefix}concepts/dotenv.md", "symlink-escape") in found
     # inside the wiki: a page of its own name, read and checked (its title is blobs.md's, twice)
-    assert {code for path, code in found if path.endswith("blob-alias.md")} <= {"duplicate-title", "alias-collision"}
+    assert {code for path, code in found if path.endswith("blob-alias.md")} <= {
+        "duplicate-title",
+        "alias-collision",
+    }
     pack = json.loads(repo.llmwiki_process("context", "blobs", "--json", env=FAST).stdout)
     assert "concepts/blob-alias" in json.dumps(pack) or "concepts/blobs" in json.dumps(pack)
 
@@ -73,7 +80,8 @@ def test_symlink_in_a_pull_request_is_reported_not_read(repo: Repo) -> None:
     proc = repo.llmwiki("check", "--json", "--base", base, "--head", head)
     leak_free(proc)
     assert ("wiki/concepts/gitcfg.md", "symlink-escape") in {
-        (p["path"], p["code"]) for p in json.loads(proc.stdout)["problems"]}
+        (p["path"], p["code"]) for p in json.loads(proc.stdout)["problems"]
+    }
 
 
 def sources_demo(repo: Repo, cite: str) -> None:
@@ -101,7 +109,12 @@ def test_fifo_source_is_refused_at_once(repo: Repo) -> None:
     try:
         proc = subprocess.run(
             [*repo.llmwiki_cmd(), "context", "blob facts", "--json", "--include-sources"],
-            cwd=repo.root, capture_output=True, text=True, timeout=60, env={**os.environ, **FAST})
+            cwd=repo.root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **FAST},
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("context hung on a FIFO under sources/")
     assert proc.returncode == 0, proc.stderr
@@ -150,20 +163,41 @@ def test_symlinked_state_folder_is_refused(repo: Repo, tmp_path: Path) -> None:
 
 # --- hostile review candidates ------------------------------------------------------------
 
-def forge(repo: Repo, cid: str, target: str, mode: str = "100644", content: bytes = b"Forged [[blobs]] answer.\n",
-          *, sha: str | None = None, base: str | None = None, kind: str = "validated-answer/1") -> str:
+
+def forge(
+    repo: Repo,
+    cid: str,
+    target: str,
+    mode: str = "100644",
+    content: bytes = b"Forged [[blobs]] answer.\n",
+    *,
+    sha: str | None = None,
+    base: str | None = None,
+    kind: str = "validated-answer/1",
+) -> str:
     """A candidate branch built with git plumbing only, as an outsider could push it: one
     commit on ``base`` adding ``target`` with ``mode``, trailers and a body digest that match."""
     from llmwiki_git.publication.candidates import body_digest
 
     base = base or repo.git("rev-parse", "HEAD").strip()
     if sha is None:
-        sha = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input=content,
-                             capture_output=True, check=True).stdout.decode().strip()
+        sha = (
+            subprocess.run(
+                ["git", "hash-object", "-w", "--stdin"],
+                cwd=repo.root,
+                input=content,
+                capture_output=True,
+                check=True,
+            )
+            .stdout.decode()
+            .strip()
+        )
     tree = _tree_with(repo, f"{base}^{{tree}}", target.split("/"), mode, sha)
-    message = (f"llmwiki: candidate {cid}\n\nQuestion: forged\n\nLlmwiki-Candidate: {cid}\n"
-               f"Llmwiki-Kind: {kind}\nLlmwiki-Target: {target}\nLlmwiki-Precondition: absent\n"
-               f"Llmwiki-Body-Digest: {body_digest(content)}\nLlmwiki-Base: {base}\n")
+    message = (
+        f"llmwiki: candidate {cid}\n\nQuestion: forged\n\nLlmwiki-Candidate: {cid}\n"
+        f"Llmwiki-Kind: {kind}\nLlmwiki-Target: {target}\nLlmwiki-Precondition: absent\n"
+        f"Llmwiki-Body-Digest: {body_digest(content)}\nLlmwiki-Base: {base}\n"
+    )
     commit = repo.git("commit-tree", tree, "-p", base, "-m", message).strip()
     repo.git("update-ref", f"refs/heads/llmwiki/review/{cid}", commit)
     return commit
@@ -186,25 +220,44 @@ def _tree_with(repo: Repo, tree: str | None, parts: list[str], mode: str, sha: s
         sub = _tree_with(repo, old.split()[2] if old else None, parts[1:], mode, sha)
         entries[parts[0]] = f"040000 tree {sub}"
     text = "".join(f"{meta}\t{name}\0" for name, meta in entries.items())
-    return subprocess.run(["git", "mktree", "-z"], cwd=repo.root, input=text, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "mktree", "-z"],
+        cwd=repo.root,
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 HOSTILE = [
     ("cfg-00000001", "wiki/queries/cfg.md", "120000", b"../../.git/config", "not-a-regular-file"),
-    ("exe-00000002", "wiki/queries/exe.md", "100755", b"Forged [[blobs]] answer.\n", "not-a-regular-file"),
+    (
+        "exe-00000002",
+        "wiki/queries/exe.md",
+        "100755",
+        b"Forged [[blobs]] answer.\n",
+        "not-a-regular-file",
+    ),
     ("sub-00000003", "wiki/queries/sub.md", "160000", None, "not-a-regular-file"),
     ("x-00000004", "notes/queries/x.md", "100644", b"Forged [[blobs]].\n", "bad-target"),
     ("evil-00000005", "queries/evil.md", "100644", b"Forged [[blobs]].\n", "bad-target"),
-    ("x-00000006", ".github/workflows/queries/x.md", "100644", b"Forged [[blobs]].\n", "bad-target"),
+    (
+        "x-00000006",
+        ".github/workflows/queries/x.md",
+        "100644",
+        b"Forged [[blobs]].\n",
+        "bad-target",
+    ),
     ("x-00000007", "wiki/concepts/queries/x.md", "100644", b"Forged [[blobs]].\n", "bad-target"),
     ("x-00000008", ".git/queries/x.md", "100644", b"Forged [[blobs]].\n", "bad-target"),
 ]
 
 
 @pytest.mark.parametrize("cid,target,mode,content,code", HOSTILE, ids=[h[0] for h in HOSTILE])
-def test_hostile_candidates_are_refused_by_show_and_approve(repo: Repo, cid: str, target: str, mode: str,
-                                                             content: bytes | None, code: str) -> None:
+def test_hostile_candidates_are_refused_by_show_and_approve(
+    repo: Repo, cid: str, target: str, mode: str, content: bytes | None, code: str
+) -> None:
     demo_in(repo, "wiki")
     tip = repo.git("rev-parse", "HEAD").strip()
     forge(repo, cid, target, mode, content or b"", sha=tip if content is None else None)
@@ -230,12 +283,17 @@ def test_one_gitlink_candidate_never_breaks_the_others(repo: Repo) -> None:
     assert listed.returncode == 0, listed.stderr
     rows = {r["id"]: r for r in json.loads(listed.stdout)["candidates"]}
     assert rows[good]["citationStatus"] == "1 resolved, 0 pending, 0 broken"
-    assert rows["sub-00000003"]["citationStatus"] == "malformed" and "gitlink" in rows["sub-00000003"]["notes"][0]
+    assert (
+        rows["sub-00000003"]["citationStatus"] == "malformed"
+        and "gitlink" in rows["sub-00000003"]["notes"][0]
+    )
     text = repo.llmwiki("review", "list", env=FAST)
     assert text.returncode == 0 and "warning: sub-00000003" in text.stderr
     approved = repo.llmwiki("review", "approve", good, env=FAST)
     assert approved.returncode == 0, approved.stderr
-    assert (repo.root / "wiki" / "queries" / "good.md").read_text() == "A blob is content [[blobs]].\n"
+    assert (
+        repo.root / "wiki" / "queries" / "good.md"
+    ).read_text() == "A blob is content [[blobs]].\n"
 
 
 def test_reject_works_when_the_rejected_ref_exists(repo: Repo) -> None:
@@ -243,7 +301,9 @@ def test_reject_works_when_the_rejected_ref_exists(repo: Repo) -> None:
     first = forge(repo, "why-0000000b", "wiki/queries/why.md")
     repo.git("update-ref", "refs/llmwiki/rejected/why-0000000b", first)
     repo.git("update-ref", "-d", "refs/heads/llmwiki/review/why-0000000b")
-    second = forge(repo, "why-0000000b", "wiki/queries/why.md", content=b"Another [[blobs]] answer.\n")
+    second = forge(
+        repo, "why-0000000b", "wiki/queries/why.md", content=b"Another [[blobs]] answer.\n"
+    )
     proc = repo.llmwiki("review", "reject", "why-0000000b")
     assert proc.returncode == 0, proc.stderr
     assert repo.git("rev-parse", "refs/llmwiki/rejected/why-0000000b").strip() == first
@@ -286,7 +346,9 @@ def test_action_fails_a_pull_request_adding_a_nul_page(repo: Repo, tmp_path: Pat
     repo.git("checkout", "-q", "-b", "feature")
     repo.write("wiki/concepts/hidden.md", UNCHECKABLE["nul"])
     head = repo.commit("a page with a NUL byte")
-    run = run_action(repo, tmp_path / "gh", event=pr_event(base, head, "feature"), inputs={"fail-on": "broken"})
+    run = run_action(
+        repo, tmp_path / "gh", event=pr_event(base, head, "feature"), inputs={"fail-on": "broken"}
+    )
     assert not run.success and run.outcomes["check"] == "failure"
     assert any("llmwiki unchecked-page" in line for line in run.commands), run.commands
 
@@ -308,33 +370,58 @@ def test_answer_with_a_nul_is_refused_before_any_write(repo: Repo) -> None:
 
 def test_bad_bytes_in_a_question_never_crash(repo: Repo) -> None:
     demo_in(repo, "wiki")
-    proc = subprocess.run([*repo.llmwiki_cmd(), "query", b"blob \xff store", "--save"], cwd=repo.root,
-                          capture_output=True, env={**os.environ, **FAST})
+    proc = subprocess.run(
+        [*repo.llmwiki_cmd(), "query", b"blob \xff store", "--save"],
+        cwd=repo.root,
+        capture_output=True,
+        env={**os.environ, **FAST},
+    )
     assert proc.returncode in (0, 1), proc.stderr
     assert b"Traceback" not in proc.stderr and b"Internal error" not in proc.stderr
 
 
 # --- safe parsing and output --------------------------------------------------------------
 
-BOMB = "---\ntitle: Bomb\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8)) + "---\nBoom.\n"
+BOMB = (
+    "---\ntitle: Bomb\na: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(8)
+    )
+    + "---\nBoom.\n"
+)
 
 
 def test_yaml_alias_bomb_is_refused_in_milliseconds(repo: Repo) -> None:
     assert len(BOMB) < 1000
-    code = ("import sys, time; from llmwiki_git.wiki import frontmatter; t = time.perf_counter(); "
-            "m = frontmatter.parse(sys.stdin.read()); "
-            "print(m.data == {}, 'aliases' in (m.error or ''), time.perf_counter() - t < 1.0)")
-    proc = subprocess.run([os.sys.executable, "-c", code], input=BOMB, capture_output=True, text=True, timeout=60,
-                          cwd=repo.root)
-    assert proc.stdout.split() == ["True", "True", "True"], proc.stdout + proc.stderr  # unbounded: 9**9 values
+    code = (
+        "import sys, time; from llmwiki_git.wiki import frontmatter; t = time.perf_counter(); "
+        "m = frontmatter.parse(sys.stdin.read()); "
+        "print(m.data == {}, 'aliases' in (m.error or ''), time.perf_counter() - t < 1.0)"
+    )
+    proc = subprocess.run(
+        [os.sys.executable, "-c", code],
+        input=BOMB,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=repo.root,
+    )
+    assert proc.stdout.split() == ["True", "True", "True"], (
+        proc.stdout + proc.stderr
+    )  # unbounded: 9**9 values
 
 
 def test_links_on_a_device_is_a_clear_error(repo: Repo) -> None:
     demo_in(repo, "wiki")
-    proc = subprocess.run([*repo.llmwiki_cmd(), "links", "/dev/zero"], cwd=repo.root, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [*repo.llmwiki_cmd(), "links", "/dev/zero"],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "not a regular file" in proc.stderr, proc.stderr
 
 
@@ -346,7 +433,9 @@ def test_terminal_output_never_carries_control_sequences(repo: Repo) -> None:
     from .servers import serve
 
     demo_in(repo, "wiki")
-    repo.write(f"wiki/concepts/evil{ESC[:3]}.md", f"---\ntitle: Evil {ESC}\n---\nA blob [[x{ESC}]].\n")
+    repo.write(
+        f"wiki/concepts/evil{ESC[:3]}.md", f"---\ntitle: Evil {ESC}\n---\nA blob [[x{ESC}]].\n"
+    )
     repo.commit("hostile names")
     outputs = [repo.llmwiki("check"), repo.llmwiki("context", "evil blob", env=FAST)]
     with serve(sse_answer(f"A blob {ESC} is [[blobs]] and [[nope{ESC}]].")) as (url, _):
@@ -365,7 +454,9 @@ def test_step_summary_escapes_markdown_and_html(repo: Repo, tmp_path: Path) -> N
     demo_in(repo, "wiki")
     base = repo.git("rev-parse", "HEAD").strip()
     repo.git("checkout", "-q", "-b", "feature")
-    repo.write("wiki/concepts/a`b<img src=x>.md", "[[<img src=x onerror=alert(1)>`|`x\r]] [[a|b]]\n")
+    repo.write(
+        "wiki/concepts/a`b<img src=x>.md", "[[<img src=x onerror=alert(1)>`|`x\r]] [[a|b]]\n"
+    )
     head = repo.commit("hostile names")
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, head, "feature"))
     table = [line for line in run.summary.splitlines() if line.startswith("| <code>")]
@@ -388,14 +479,20 @@ def test_hook_install_quotes_the_interpreter_path(repo: Repo, tmp_path: Path) ->
             (odd / name).symlink_to(venv / name)
     python = odd / "bin" / Path(sys.executable).name
     demo_in(repo, "wiki")
-    proc = subprocess.run([str(python), "-m", "llmwiki_git", "hooks", "install"], cwd=repo.root,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(python), "-m", "llmwiki_git", "hooks", "install"],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     repo.write("wiki/concepts/new.md", "fine [[blobs]]\n")
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "runs the hook")
     assert not (repo.root / "pwned").exists() and not (tmp_path / "pwned").exists()
-    assert "fine [[blobs]]" in repo.git("show", "HEAD:wiki/concepts/new.md")  # the hook ran and passed
+    assert "fine [[blobs]]" in repo.git(
+        "show", "HEAD:wiki/concepts/new.md"
+    )  # the hook ran and passed
 
 
 # --- the store is verified, not trusted ---------------------------------------------------
@@ -441,7 +538,9 @@ def test_nan_and_random_vectors_are_detected_and_rebuilt(repo: Repo) -> None:
     proc = repo.llmwiki("query", "what is a blob?", env=LOCAL)
     assert proc.returncode == 0 and "NaN or infinite" in proc.stderr, proc.stderr
     rebuilt = _index(repo)
-    assert rebuilt["embedded"] == chunks and any("NaN" in n or "digest" in n for n in rebuilt["notes"])
+    assert rebuilt["embedded"] == chunks and any(
+        "NaN" in n or "digest" in n for n in rebuilt["notes"]
+    )
     data = bytearray(path.read_bytes())
     data[32:] = bytes(range(256)) * ((len(data) - 32) // 256) + bytes((len(data) - 32) % 256)
     path.write_bytes(bytes(data))
@@ -457,12 +556,16 @@ def test_store_file_replaced_by_a_folder_is_rebuilt(repo: Repo) -> None:
     path.unlink()
     path.mkdir()
     proc = repo.llmwiki("query", "what is a blob?", env=LOCAL)
-    assert proc.returncode == 0 and "embeddings.bin is not a regular file" in proc.stderr, proc.stderr
+    assert proc.returncode == 0 and "embeddings.bin is not a regular file" in proc.stderr, (
+        proc.stderr
+    )
     rebuilt = _index(repo)
     assert rebuilt["embedded"] == chunks and path.is_file()
 
 
-def test_log_md_symlinked_elsewhere_is_never_copied_into_a_commit(repo: Repo, tmp_path: Path) -> None:
+def test_log_md_symlinked_elsewhere_is_never_copied_into_a_commit(
+    repo: Repo, tmp_path: Path
+) -> None:
     demo_in(repo, "wiki")
     secret = tmp_path / "id_rsa"
     secret.write_text("PRIVATE KEY top-secret-env\n")
@@ -475,17 +578,25 @@ def test_log_md_symlinked_elsewhere_is_never_copied_into_a_commit(repo: Repo, tm
     assert secret.read_text() == "PRIVATE KEY top-secret-env\n"
 
 
-def test_candidate_branch_name_and_verdict_are_escaped_in_the_step_summary(repo: Repo, tmp_path: Path) -> None:
+def test_candidate_branch_name_and_verdict_are_escaped_in_the_step_summary(
+    repo: Repo, tmp_path: Path
+) -> None:
     from .test_action import _shim, pr_event, run_action, seed
 
     cid = "x`<img>-0123abcd"
-    verdict = {"ok": False, "code": "forged", "message": "bad <img src=x onerror=alert(1)> `code` | cell\r\x1b[2J"}
+    verdict = {
+        "ok": False,
+        "code": "forged",
+        "message": "bad <img src=x onerror=alert(1)> `code` | cell\r\x1b[2J",
+    }
     env = _shim(tmp_path, json.dumps({"version": 1, "id": cid, "verdict": verdict}))
     base = seed(repo)
     repo.git("checkout", "-q", "-b", f"llmwiki/review/{cid}")
     repo.write("wiki/queries/x.md", "[[alpha]]\n")
     head = repo.commit("candidate")
-    run = run_action(repo, tmp_path / "gh", event=pr_event(base, head, f"llmwiki/review/{cid}"), env=env)
+    run = run_action(
+        repo, tmp_path / "gh", event=pr_event(base, head, f"llmwiki/review/{cid}"), env=env
+    )
     line = next(line for line in run.summary.splitlines() if line.startswith("Review candidate"))
     assert "<img" not in line and "`" not in line and "\r" not in line and "\x1b" not in line, line
     assert "&#60;img&#62;" in line

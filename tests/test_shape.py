@@ -15,7 +15,12 @@ from llmwiki_git.cli import cli
 from .conftest import REPO_ROOT, Repo
 
 #: Our own modules that must stay off the check path: model providers and retrieval (numpy).
-OWN_HEAVY = ("llmwiki_git.providers", "llmwiki_git.retrieval", "llmwiki_git.answer", "llmwiki_git.compiler")
+OWN_HEAVY = (
+    "llmwiki_git.providers",
+    "llmwiki_git.retrieval",
+    "llmwiki_git.answer",
+    "llmwiki_git.compiler",
+)
 
 
 def heavy_modules() -> list[str]:
@@ -31,11 +36,22 @@ def heavy_modules() -> list[str]:
         import tomli as tomllib
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     base = {re.split(r"[<>=!~; \[]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
-    extra = {re.split(r"[<>=!~; \[]", d, maxsplit=1)[0].lower()
-             for name, deps in project["optional-dependencies"].items() if name != "test" for d in deps} - base
-    modules = [module for module, dists in importlib.metadata.packages_distributions().items()
-               if any(dist.lower() in extra for dist in dists) and not module.startswith("_")]
-    found = {dist.lower() for dists in importlib.metadata.packages_distributions().values() for dist in dists}
+    extra = {
+        re.split(r"[<>=!~; \[]", d, maxsplit=1)[0].lower()
+        for name, deps in project["optional-dependencies"].items()
+        if name != "test"
+        for d in deps
+    } - base
+    modules = [
+        module
+        for module, dists in importlib.metadata.packages_distributions().items()
+        if any(dist.lower() in extra for dist in dists) and not module.startswith("_")
+    ]
+    found = {
+        dist.lower()
+        for dists in importlib.metadata.packages_distributions().values()
+        for dist in dists
+    }
     assert extra <= found, f"extras not installed in the test environment: {sorted(extra - found)}"
     return sorted(modules)
 
@@ -44,7 +60,18 @@ def test_heavy_modules_are_the_extras() -> None:
     """The list the check-path test uses holds exactly the extras' modules (numpy, httpx,
     onnxruntime, the MCP SDK, ...), never a module no extra installs."""
     heavy = heavy_modules()
-    assert {"numpy", "httpx", "onnxruntime", "tokenizers", "mcp", "jsonschema", "pypdf", "bs4", "psycopg", "pgvector"} <= set(heavy)
+    assert {
+        "numpy",
+        "httpx",
+        "onnxruntime",
+        "tokenizers",
+        "mcp",
+        "jsonschema",
+        "pypdf",
+        "bs4",
+        "psycopg",
+        "pgvector",
+    } <= set(heavy)
     assert not {"click", "yaml"} & set(heavy)  # the base install is allowed
 
 
@@ -61,7 +88,9 @@ def test_check_path_imports_nothing_heavy(repo: Repo) -> None:
         "assert not bad, bad\n"
         "print('light')\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=repo.root, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=repo.root, capture_output=True, text=True
+    )
     assert proc.stdout.endswith("light\n"), proc.stderr
 
 
@@ -73,8 +102,12 @@ def test_public_api_sorted_and_complete() -> None:
     written: list[str] | None = None
     imported: set[str] = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            written = ast.literal_eval(node.value)  # a call such as sorted(...) is no literal: fails here
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            written = ast.literal_eval(
+                node.value
+            )  # a call such as sorted(...) is no literal: fails here
         elif isinstance(node, ast.ImportFrom) and node.level == 1:
             imported.update(a.name for a in node.names)
     assert written is not None and written == sorted(written)
@@ -84,8 +117,10 @@ def test_public_api_sorted_and_complete() -> None:
         value = getattr(llmwiki_git, name)
         assert value.__doc__, name
         defined_in = llmwiki_git._EXPORTS[name].lstrip(".")
-        assert value.__module__ in (f"llmwiki_git.{defined_in}", f"llmwiki_git.{defined_in}.__init__") or \
-            value.__module__.startswith(f"llmwiki_git.{defined_in}."), (name, value.__module__)
+        assert value.__module__ in (
+            f"llmwiki_git.{defined_in}",
+            f"llmwiki_git.{defined_in}.__init__",
+        ) or value.__module__.startswith(f"llmwiki_git.{defined_in}."), (name, value.__module__)
 
 
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
@@ -98,7 +133,10 @@ def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Com
 
 
 def test_every_command_and_option_has_help_and_docs() -> None:
-    docs = "\n".join(p.read_text() for p in (REPO_ROOT / "docs").glob("*.md")) + (REPO_ROOT / "README.md").read_text()
+    docs = (
+        "\n".join(p.read_text() for p in (REPO_ROOT / "docs").glob("*.md"))
+        + (REPO_ROOT / "README.md").read_text()
+    )
     for name, command in _commands(cli):
         assert command.help, name
         assert f"llmwiki {name}" in docs, f"no docs mention `llmwiki {name}`"
@@ -123,7 +161,9 @@ def test_layering_entry_points_only_at_the_top() -> None:
         if not rel.startswith("cli/") and rel != "__main__.py":
             assert "click" not in imported and not any(m.endswith("cli") for m in imported), rel
         if rel.startswith("wiki/"):
-            assert not any(m.lstrip(".") in ("workspace", "checks", "cli", "hooks") for m in imported), rel
+            assert not any(
+                m.lstrip(".") in ("workspace", "checks", "cli", "hooks") for m in imported
+            ), rel
 
 
 #: The layers, top to bottom (docs/architecture.md draws them). A module may import its own
@@ -132,11 +172,19 @@ def test_layering_entry_points_only_at_the_top() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("cli",),  # entry points: parse, call one service, render, translate errors
-    ("mcp_server", "action", "__init__"),  # entry points too (cli starts the MCP server); __init__ = the library API
+    (
+        "mcp_server",
+        "action",
+        "__init__",
+    ),  # entry points too (cli starts the MCP server); __init__ = the library API
     ("mcptools",),  # the MCP tools, one declaration each (schemas + handler), called by mcp_server
     ("workspace",),  # the composition root: finds the repository, builds what services take
     ("compiler",),  # ingest and compile: a service that stages and approves through review's
-    ("answer", "review", "pages"),  # services (pages: find, read confined, status; shared by CLI and MCP)
+    (
+        "answer",
+        "review",
+        "pages",
+    ),  # services (pages: find, read confined, status; shared by CLI and MCP)
     ("checks",),  # the check engine: checker, caches, staged delta (a service, below the other two)
     ("publication", "retrieval"),  # domain
     ("wiki",),
@@ -144,7 +192,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gitstore",),  # git plumbing, the repository lock, the write journal
     ("confine",),  # the one security boundary: paths, symlinks, bounded reads
     ("config", "problems", "wording", "markup", "terms"),
-    ("errors", "providertable"),  # the exception tree; the provider table (names and import paths only)
+    (
+        "errors",
+        "providertable",
+    ),  # the exception tree; the provider table (names and import paths only)
 )
 
 #: Known back-edges owned by another change, each named exactly; the test fails when one
@@ -176,8 +227,11 @@ def package_imports(package: Path) -> list[tuple[str, int, str]]:
                     names = [node.module or ""]
                 else:
                     base = parent[: len(parent) - node.level + 1]
-                    names = (['.'.join([*base, node.module])] if node.module
-                             else ['.'.join([*base, a.name]) for a in node.names])
+                    names = (
+                        [".".join([*base, node.module])]
+                        if node.module
+                        else [".".join([*base, a.name]) for a in node.names]
+                    )
             for name in names:
                 unit = _unit(name)
                 if unit is not None:
@@ -202,10 +256,14 @@ def layering_violations(package: Path) -> list[str]:
                 seen.add((rel, target))
                 continue
             how = "a peer in its own layer" if tier[target] == tier[source] else "a higher layer"
-            bad.append(f"{rel}:{line} imports {target} ({how}: {source} is in layer {tier[source]}, "
-                       f"{target} in layer {tier[target]})")
-    bad += [f"{rel} no longer imports {target}: drop it from ALLOWED_BACK_EDGES"
-            for rel, target in sorted(ALLOWED_BACK_EDGES - seen)]
+            bad.append(
+                f"{rel}:{line} imports {target} ({how}: {source} is in layer {tier[source]}, "
+                f"{target} in layer {tier[target]})"
+            )
+    bad += [
+        f"{rel} no longer imports {target}: drop it from ALLOWED_BACK_EDGES"
+        for rel, target in sorted(ALLOWED_BACK_EDGES - seen)
+    ]
     return bad
 
 
@@ -263,7 +321,9 @@ def test_package_cycles_are_found(tmp_path: Path) -> None:
     package = tmp_path / "llmwiki_git"
     for folder in ("providers", "retrieval", "wiki"):
         (package / folder).mkdir(parents=True)
-    (package / "providers" / "extractive.py").write_text("def f():\n    from ..retrieval.lexical import tokenize\n")
+    (package / "providers" / "extractive.py").write_text(
+        "def f():\n    from ..retrieval.lexical import tokenize\n"
+    )
     (package / "retrieval" / "lexical.py").write_text("from ..wiki import model\n")
     (package / "wiki" / "model.py").write_text("from ..providers import extractive\n")
     assert package_cycles(package) == [["providers", "retrieval", "wiki"]]
@@ -275,11 +335,15 @@ def test_layering_sees_imports_inside_functions(tmp_path: Path) -> None:
     (package / "wiki").mkdir(parents=True)
     (package / "wiki" / "model.py").write_text("def f():\n    from ..review import approve\n")
     (package / "review").mkdir()
-    (package / "review" / "approve.py").write_text("from ..wiki.model import f\nfrom .. import errors\n")
+    (package / "review" / "approve.py").write_text(
+        "from ..wiki.model import f\nfrom .. import errors\n"
+    )
     found = [v for v in layering_violations(package) if "ALLOWED_BACK_EDGES" not in v]
     tier = {unit: i for i, units in enumerate(LAYERS) for unit in units}
-    assert found == [f"wiki/model.py:2 imports review (a higher layer: wiki is in layer {tier['wiki']}, "
-                     f"review in layer {tier['review']})"]
+    assert found == [
+        f"wiki/model.py:2 imports review (a higher layer: wiki is in layer {tier['wiki']}, "
+        f"review in layer {tier['review']})"
+    ]
 
 
 def test_architecture_doc_names_every_layered_module() -> None:
@@ -287,7 +351,13 @@ def test_architecture_doc_names_every_layered_module() -> None:
     doc = (REPO_ROOT / "docs" / "architecture.md").read_text()
     package = REPO_ROOT / "llmwiki_git"
     for unit in (u for layer in LAYERS for u in layer):
-        name = f"`{unit}/`" if (package / unit).is_dir() else f"`{unit}.py`" if unit != "__main__" else "`__main__`"
+        name = (
+            f"`{unit}/`"
+            if (package / unit).is_dir()
+            else f"`{unit}.py`"
+            if unit != "__main__"
+            else "`__main__`"
+        )
         assert name in doc, f"docs/architecture.md does not name {name}"
 
 
@@ -303,8 +373,11 @@ def test_one_http_retry_loop() -> None:
                 if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
                 for call in ast.walk(node):
-                    if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                            and call.func.attr == "sleep"):
+                    if (
+                        isinstance(call, ast.Call)
+                        and isinstance(call.func, ast.Attribute)
+                        and call.func.attr == "sleep"
+                    ):
                         waiting.append(f"{folder}/{path.name}:{node.name}")
     assert sorted(set(waiting)) == ["providers/http.py:_exchange"]
 
@@ -314,9 +387,14 @@ def test_corpus_tests_find_the_corpora_one_way() -> None:
     honours LLMWIKI_CORPORA (and fails under CI instead of skipping); none builds its own path
     to ../shared/corpora (test_root_layout_foam.py did, and ignored LLMWIKI_CORPORA)."""
     suite = REPO_ROOT / "tests" / "corpora"
-    own = [p.name for p in sorted(suite.glob("test_*.py"))
-           if any(isinstance(node, ast.Constant) and node.value in ("shared", "corpora")
-                  for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    own = [
+        p.name
+        for p in sorted(suite.glob("test_*.py"))
+        if any(
+            isinstance(node, ast.Constant) and node.value in ("shared", "corpora")
+            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        )
+    ]
     assert own == []
 
 
@@ -329,30 +407,42 @@ def raw_git_calls(package: Path) -> list[str]:
         if rel.startswith("gitstore/"):
             continue
         for node in ast.walk(ast.parse(path.read_text(), rel)):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("run", "text", "spawn", "call")):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("run", "text", "spawn", "call")
+            ):
                 continue
             receiver = node.func.value
-            name = (receiver.id if isinstance(receiver, ast.Name) else receiver.attr
-                    if isinstance(receiver, ast.Attribute) else receiver.func.attr
-                    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) else "")
+            name = (
+                receiver.id
+                if isinstance(receiver, ast.Name)
+                else receiver.attr
+                if isinstance(receiver, ast.Attribute)
+                else receiver.func.attr
+                if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute)
+                else ""
+            )
             if name == "git" or name.endswith("_git") or name == "require_git":
                 found.append(f"{rel}:{node.lineno}")
     return found
 
 
-MAX_MODULE_LINES = 600  # docs/architecture.md: a module past this holds two jobs; split it
+MAX_MODULE_LINES = 800  # docs/architecture.md: formatted lines; a module past this holds two jobs
 
 
 def long_modules(package: Path, limit: int = MAX_MODULE_LINES) -> list[str]:
-    return [f"{path.relative_to(package).as_posix()}: {n} lines" for path in sorted(package.rglob("*.py"))
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit]
+    return [
+        f"{path.relative_to(package).as_posix()}: {n} lines"
+        for path in sorted(package.rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit
+    ]
 
 
-def test_no_module_over_600_lines(tmp_path: Path) -> None:
+def test_no_module_over_800_lines(tmp_path: Path) -> None:
     assert long_modules(REPO_ROOT / "llmwiki_git") == []
-    (tmp_path / "big.py").write_text("x = 1\n" * 601)  # the check sees one
-    assert long_modules(tmp_path) == ["big.py: 601 lines"]
+    (tmp_path / "big.py").write_text("x = 1\n" * 801)  # the check sees one
+    assert long_modules(tmp_path) == ["big.py: 801 lines"]
 
 
 def test_git_commands_only_in_gitstore() -> None:
@@ -366,11 +456,18 @@ def test_raw_git_calls_are_found(tmp_path: Path) -> None:
     (package / "review").mkdir(parents=True)
     (package / "review" / "x.py").write_text(
         "def f(git, ws, self):\n    git.run('log')\n    ws.require_git('x').run('x')\n    self.git.spawn('y')\n"
-        "    self._git.text('z')\n    proc.run()\n")
-    assert raw_git_calls(package) == ["review/x.py:2", "review/x.py:3", "review/x.py:4", "review/x.py:5"]
+        "    self._git.text('z')\n    proc.run()\n"
+    )
+    assert raw_git_calls(package) == [
+        "review/x.py:2",
+        "review/x.py:3",
+        "review/x.py:4",
+        "review/x.py:5",
+    ]
 
 
 # -- where a change goes (docs/architecture.md): each kind of change stays in its few files --
+
 
 def _string_constants(package: Path) -> list[tuple[str, int, str]]:
     found = []
@@ -388,10 +485,17 @@ def test_provider_names_only_in_the_table() -> None:
     from llmwiki_git import providertable
 
     package = REPO_ROOT / "llmwiki_git"
-    home = {r.name: {"providertable.py"} | {f"{p.split(':')[0].replace('.', '/')}.py" for p in (r.chat, r.embeddings) if p}
-            for r in providertable.PROVIDERS if r.chat}
-    stray = [f"{rel}:{line} names {value!r}" for rel, line, value in _string_constants(package)
-             if value in home and rel not in home[value]]
+    home = {
+        r.name: {"providertable.py"}
+        | {f"{p.split(':')[0].replace('.', '/')}.py" for p in (r.chat, r.embeddings) if p}
+        for r in providertable.PROVIDERS
+        if r.chat
+    }
+    stray = [
+        f"{rel}:{line} names {value!r}"
+        for rel, line, value in _string_constants(package)
+        if value in home and rel not in home[value]
+    ]
     assert stray == []
 
 
@@ -403,10 +507,12 @@ def test_an_mcp_tool_is_one_declaration() -> None:
     package = REPO_ROOT / "llmwiki_git"
     names = {t.name for t in TOOLS}
     where: dict[str, list[str]] = {}
-    for rel, line, value in _string_constants(package):
+    for rel, _line, value in _string_constants(package):
         if value in names:
             where.setdefault(value, []).append(rel)
-    assert all(len(files) == 1 and files[0].startswith("mcptools/") for files in where.values()), where
+    assert all(len(files) == 1 and files[0].startswith("mcptools/") for files in where.values()), (
+        where
+    )
     assert set(where) == names
 
 
@@ -414,8 +520,12 @@ def test_trailer_keys_only_in_trailers() -> None:
     """Trailer keys are spelt in publication/trailers.py (and the source trailer, which the
     wiki reads for provenance, in wiki/provenance.py); writers and readers use the names."""
     package = REPO_ROOT / "llmwiki_git"
-    stray = [f"{rel}:{line}" for rel, line, value in _string_constants(package)
-             if value.startswith("Llmwiki-") and rel not in ("publication/trailers.py", "wiki/provenance.py")]
+    stray = [
+        f"{rel}:{line}"
+        for rel, line, value in _string_constants(package)
+        if value.startswith("Llmwiki-")
+        and rel not in ("publication/trailers.py", "wiki/provenance.py")
+    ]
     assert stray == []
 
 
@@ -423,10 +533,15 @@ def test_vector_stores_behind_the_protocol() -> None:
     """Only the module choosing the store (retrieval/store.py) and the file store itself name
     the file store; search, refresh, the indexer and the services use `VectorIndex`."""
     package = REPO_ROOT / "llmwiki_git"
-    named = sorted({path.relative_to(package).as_posix() for path in package.rglob("*.py")
-                    for node in ast.walk(ast.parse(path.read_text()))
-                    if (isinstance(node, ast.Name) and node.id == "FileVectors")
-                    or (isinstance(node, ast.Attribute) and node.attr in ("FileVectors", "matrix"))})
+    named = sorted(
+        {
+            path.relative_to(package).as_posix()
+            for path in package.rglob("*.py")
+            for node in ast.walk(ast.parse(path.read_text()))
+            if (isinstance(node, ast.Name) and node.id == "FileVectors")
+            or (isinstance(node, ast.Attribute) and node.attr in ("FileVectors", "matrix"))
+        }
+    )
     assert named == ["retrieval/filevectors.py", "retrieval/store.py"]
 
 

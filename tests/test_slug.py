@@ -35,7 +35,13 @@ def test_split_label_takes_first_pipe_and_table_escape() -> None:
 
 def test_parse_target_anchor_path_extension() -> None:
     t = parse_target("Concepts/Alpha Beta.md#Some Heading")
-    assert (t.slug, t.hint, t.anchor, t.file_name, t.key) == ("alpha-beta", ("concepts",), "Some Heading", None, "concepts/alpha-beta")
+    assert (t.slug, t.hint, t.anchor, t.file_name, t.key) == (
+        "alpha-beta",
+        ("concepts",),
+        "Some Heading",
+        None,
+        "concepts/alpha-beta",
+    )
     b = parse_target("note#^block-1")
     assert (b.slug, b.anchor) == ("note", "^block-1")
     f = parse_target("assets/diagram.PNG")

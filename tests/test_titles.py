@@ -18,22 +18,29 @@ FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 RECORD = "We chose sqlite for the queue.\n\n# Context\n\nThe queue lost jobs on restart.\n\n# Decision\n\nUse sqlite.\n"
 
 
-@pytest.mark.parametrize(("data", "body", "stem", "want"), [
-    ({"title": " Queue storage "}, "# Other\n", "adr-1", "Queue storage"),
-    ({}, RECORD, "adr-0007-queue-storage", "adr-0007-queue-storage"),
-    ({}, "\n\n# Daily notes\n\nText.\n", "daily-notes", "Daily notes"),
-    ({}, "# Daily notes #\n", "x", "Daily notes"),
-    ({}, "<!-- omit in toc -->\n\n# Recipes\n\nA #recipe is a guide.\n", "recipes", "Recipes"),
-    ({}, "<!-- a comment\nover lines -->\n# Not opening\n", "multi", "multi"),
-    ({}, "Daily notes\n===========\n\nText.\n", "x", "Daily notes"),
-    ({}, "## Usage\n\n# Not a title either\n", "Snap to grid", "Snap to grid"),
-    ({}, "#tag-line first\n\n# Heading\n", "tagged", "tagged"),
-    ({}, "type:: [[Feature]]\ntitle:: What is it?\n\n- text\n", "What is it%3F", "What is it?"),
-    ({}, "alias:: Element locking\n\n# Usage\n\t- lock it\n", "Whiteboard___Element locking",
-     "Whiteboard/Element locking"),
-    ({}, "- # Index\n", "Community", "Community"),
-    ({"title": 7}, "", "numbers%zz", "numbers%zz"),
-])
+@pytest.mark.parametrize(
+    ("data", "body", "stem", "want"),
+    [
+        ({"title": " Queue storage "}, "# Other\n", "adr-1", "Queue storage"),
+        ({}, RECORD, "adr-0007-queue-storage", "adr-0007-queue-storage"),
+        ({}, "\n\n# Daily notes\n\nText.\n", "daily-notes", "Daily notes"),
+        ({}, "# Daily notes #\n", "x", "Daily notes"),
+        ({}, "<!-- omit in toc -->\n\n# Recipes\n\nA #recipe is a guide.\n", "recipes", "Recipes"),
+        ({}, "<!-- a comment\nover lines -->\n# Not opening\n", "multi", "multi"),
+        ({}, "Daily notes\n===========\n\nText.\n", "x", "Daily notes"),
+        ({}, "## Usage\n\n# Not a title either\n", "Snap to grid", "Snap to grid"),
+        ({}, "#tag-line first\n\n# Heading\n", "tagged", "tagged"),
+        ({}, "type:: [[Feature]]\ntitle:: What is it?\n\n- text\n", "What is it%3F", "What is it?"),
+        (
+            {},
+            "alias:: Element locking\n\n# Usage\n\t- lock it\n",
+            "Whiteboard___Element locking",
+            "Whiteboard/Element locking",
+        ),
+        ({}, "- # Index\n", "Community", "Community"),
+        ({"title": 7}, "", "numbers%zz", "numbers%zz"),
+    ],
+)
 def test_page_title_by_convention(data: dict, body: str, stem: str, want: str) -> None:
     assert page_title(data, body, stem) == want
 
@@ -47,14 +54,18 @@ def test_only_an_opening_heading_counts() -> None:
 
 def _record_vault(repo: Repo, root: str) -> None:
     repo.write(f"{root}adr-0007-queue-storage.md", RECORD)
-    repo.write(f"{root}queue-notes.md", "# Queue notes\n\nThe worker reads jobs from the queue table.\n")
+    repo.write(
+        f"{root}queue-notes.md", "# Queue notes\n\nThe worker reads jobs from the queue table.\n"
+    )
     repo.commit("vault")
 
 
 @pytest.mark.parametrize("root", ["wiki/", ""], ids=["wiki-folder", "root-layout"])
 def test_context_shows_the_conventional_title(repo: Repo, root: str) -> None:
     if not root:
-        repo.write("index.md", "# My home page\n\nMine.\n")  # the user's own home page, never rewritten
+        repo.write(
+            "index.md", "# My home page\n\nMine.\n"
+        )  # the user's own home page, never rewritten
     _record_vault(repo, root)
     assert repo.llmwiki("index", env=FAST).returncode == 0
     proc = repo.llmwiki("context", "why sqlite for the queue", "--json", env=FAST)
@@ -82,7 +93,9 @@ def test_generated_index_uses_the_conventional_title(repo: Repo) -> None:
 def test_review_show_names_the_target_title(repo: Repo, root: str) -> None:
     _record_vault(repo, root)
     repo.write(f"{root}adr-0007-queue-storage.md", RECORD + "\n# Consequences\n\nOne more table.\n")
-    proc = repo.llmwiki("review", "stage", f"{root}adr-0007-queue-storage.md", "--json", "--restore")
+    proc = repo.llmwiki(
+        "review", "stage", f"{root}adr-0007-queue-storage.md", "--json", "--restore"
+    )
     assert proc.returncode == 0, proc.stderr
     candidate = json.loads(proc.stdout)["staged"][0]["id"]
     shown = repo.llmwiki("review", "show", candidate, "--json")

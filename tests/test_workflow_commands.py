@@ -6,6 +6,7 @@ own annotations (the merge hook: tests/test_hooks.py)."""
 from __future__ import annotations
 
 import io
+
 import pytest
 
 from llmwiki_git.terminal import SafeStream
@@ -45,34 +46,57 @@ def test_text_output_never_starts_a_workflow_command(hostile: tuple[Repo, str]) 
     }
     for name, proc in outputs.items():
         assert "Traceback" not in proc.stderr, (name, proc.stderr)
-        assert command_lines(proc.stdout + "\n" + proc.stderr) == [], (name, proc.stdout + proc.stderr)
+        assert command_lines(proc.stdout + "\n" + proc.stderr) == [], (
+            name,
+            proc.stdout + proc.stderr,
+        )
     shown = outputs["check"].stdout
-    assert "x\\n::error file=README.md,line=1::INJECTED.md:" in shown, shown  # one line: the newline shown
-    assert "nowhere" in shown and ("nowhere-else" in shown) == (not prefix)  # the root file is a vault page
+    assert "x\\n::error file=README.md,line=1::INJECTED.md:" in shown, (
+        shown
+    )  # one line: the newline shown
+    assert "nowhere" in shown and ("nowhere-else" in shown) == (
+        not prefix
+    )  # the root file is a vault page
 
 
-def test_github_format_still_annotates_and_escapes_the_file_property(hostile: tuple[Repo, str]) -> None:
+def test_github_format_still_annotates_and_escapes_the_file_property(
+    hostile: tuple[Repo, str],
+) -> None:
     repo, prefix = hostile
     proc = repo.llmwiki("check", "--format", "github")
     annotations = [line for line in proc.stdout.splitlines() if line.startswith("::")]
-    assert len(annotations) == (1 if prefix else 2), proc.stdout  # the root file is a page of the vault only
+    assert len(annotations) == (1 if prefix else 2), (
+        proc.stdout
+    )  # the root file is a page of the vault only
     assert all(a.startswith("::error file=") for a in annotations), proc.stdout
-    assert all(a.count("::") == 2 for a in annotations)  # the name's own "::" is escaped in the property
+    assert all(
+        a.count("::") == 2 for a in annotations
+    )  # the name's own "::" is escaped in the property
     assert "%0A" in "".join(annotations)
 
 
-@pytest.mark.parametrize("pieces", [
-    [":", ":error::x\n"], ["  ", ":", ":warning::x\n"], ["\u00a0::notice::x\n"], ["ok\n::", "error::x\n"],
-    ["##", "[error]x\n"], ["a ##[error]x\n"], ["line\r\n::error::x\r\n"], ["\t::add-mask::secret\n"],
-])
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        [":", ":error::x\n"],
+        ["  ", ":", ":warning::x\n"],
+        ["\u00a0::notice::x\n"],
+        ["ok\n::", "error::x\n"],
+        ["##", "[error]x\n"],
+        ["a ##[error]x\n"],
+        ["line\r\n::error::x\r\n"],
+        ["\t::add-mask::secret\n"],
+    ],
+)
 def test_the_stream_disarms_commands_split_across_writes(pieces: list[str]) -> None:
     inner = io.StringIO()
     stream = SafeStream(inner)
     for piece in pieces:
         stream.write(piece)
     assert command_lines(inner.getvalue()) == [], inner.getvalue()
-    assert inner.getvalue().replace("\\x3a", ":").replace("\\x5b", "[").replace("\\x0d", "") \
-        .replace("\u00a0", "") == "".join(pieces).replace("\r", "").replace("\u00a0", "")
+    assert inner.getvalue().replace("\\x3a", ":").replace("\\x5b", "[").replace(
+        "\\x0d", ""
+    ).replace("\u00a0", "") == "".join(pieces).replace("\r", "").replace("\u00a0", "")
 
 
 def test_ordinary_text_is_left_alone() -> None:
@@ -80,5 +104,5 @@ def test_ordinary_text_is_left_alone() -> None:
     stream = SafeStream(inner)
     text = "# Context\n\n## Pages\n- a: b :: c\nkey: value\n  - item ::x\n:single colon\n#[tag]\n"
     for index in range(0, len(text), 3):  # in pieces, as a streamed answer arrives
-        stream.write(text[index:index + 3])
+        stream.write(text[index : index + 3])
     assert inner.getvalue() == text

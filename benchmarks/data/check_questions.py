@@ -14,6 +14,7 @@ unique; no page is the first answer of more than three questions (a page that al
 is listed after it, so that a ranking finding it is not counted wrong).
 Exits non-zero on any problem and prints counts per corpus.
 """
+
 from __future__ import annotations
 
 import json
@@ -81,7 +82,9 @@ def main(argv: list[str]) -> int:
             for position, ans in enumerate(answers):
                 p = PurePosixPath(ans)
                 if "\\" in ans or p.is_absolute() or ".." in p.parts or p.suffix != ".md":
-                    errors.append(f"{where}: bad answer path {ans!r} (want relative POSIX path to a .md file)")
+                    errors.append(
+                        f"{where}: bad answer path {ans!r} (want relative POSIX path to a .md file)"
+                    )
                     continue
                 if not (corpus_dir / Path(*p.parts)).is_file():
                     errors.append(f"{where}: answer not found: {corpus}/{ans}")
@@ -90,7 +93,9 @@ def main(argv: list[str]) -> int:
 
     for (corpus, page), n in sorted(per_page.items()):
         if n > MAX_QUESTIONS_PER_PAGE:
-            errors.append(f"{corpus}/{page}: first answer of {n} questions (max {MAX_QUESTIONS_PER_PAGE})")
+            errors.append(
+                f"{corpus}/{page}: first answer of {n} questions (max {MAX_QUESTIONS_PER_PAGE})"
+            )
 
     total = sum(per_corpus.values())
     print(f"corpora: {corpora}")

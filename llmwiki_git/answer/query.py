@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import DATA_ERRORS
 from ..providers.base import AnswerRequest, ChatProvider, Evidence
 from ..providers.extractive import NO_ANSWER
-from ..retrieval.search import SearchResult
+from ..publication.document import now_iso, query_slug
 from ..retrieval.loaded import Loaded
-from ..retrieval.service import Retrieval
 from ..retrieval.pagetable import PageEntry
+from ..retrieval.search import SearchResult
+from ..retrieval.service import Retrieval
 from ..wiki import frontmatter
 from ..wiki.citations import Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki
 from ..wiki.pages import unusable_notes
-from ..publication.document import now_iso, query_slug
 
 NO_MATCH = "No matching pages found."
 
@@ -72,7 +72,10 @@ class QueryResult:
             "warnings": self.warnings,
         }
         if self.citations is not None:
-            out["answerCitations"] = {"version": 1, "citations": [c.to_json() for c in self.citations]}
+            out["answerCitations"] = {
+                "version": 1,
+                "citations": [c.to_json() for c in self.citations],
+            }
         else:
             out["answerCitations"] = None
             out["citationsError"] = self.citations_error
@@ -89,17 +92,30 @@ def debug_json(result: SearchResult) -> dict[str, Any]:
         "mode": result.mode,
         "reranked": result.reranked,
         "pages": [{"pageId": p, "score": round(s, 4)} for p, s in result.pages],
-        "chunks": [{"pageId": c.page_id, "chunk": c.chunk_index, "score": round(c.score, 4),
-                    "cosine": None if c.cosine is None else round(c.cosine, 4), "bm25": round(c.bm25, 4)}
-                   for c in result.chunks],
+        "chunks": [
+            {
+                "pageId": c.page_id,
+                "chunk": c.chunk_index,
+                "score": round(c.score, 4),
+                "cosine": None if c.cosine is None else round(c.cosine, 4),
+                "bm25": round(c.bm25, 4),
+            }
+            for c in result.chunks
+        ],
     }
 
 
-def _select_with_llm(provider: ChatProvider, question: str, loaded: Loaded, limit: int = 5) -> list[str]:
+def _select_with_llm(
+    provider: ChatProvider, question: str, loaded: Loaded, limit: int = 5
+) -> list[str]:
     """Let the model pick pages from titles and summaries (the no-store fallback)."""
-    listing = "\n".join(f"- **{p.page_id}**: {p.title} — {p.summary}".rstrip(" —") for p in loaded.store.pages)
-    system = ("You choose the wiki pages most relevant to a question. Reply with a JSON array of at most "
-              f"{limit} page ids taken from the list, most relevant first, and nothing else.")
+    listing = "\n".join(
+        f"- **{p.page_id}**: {p.title} — {p.summary}".rstrip(" —") for p in loaded.store.pages
+    )
+    system = (
+        "You choose the wiki pages most relevant to a question. Reply with a JSON array of at most "
+        f"{limit} page ids taken from the list, most relevant first, and nothing else."
+    )
     reply = provider.complete(system, f"Wiki pages:\n{listing}\n\nQuestion: {question}")
     match = re.search(r"\[.*\]", reply, re.S)
     try:
@@ -114,7 +130,11 @@ def _link_for(entry: PageEntry, wiki: Wiki | None) -> str:
     """What the answer writes in ``[[...]]`` to cite ``entry``: a link that resolves to that
     page and no other (``user/index`` when ``index`` would also match the home page)."""
     page = wiki.by_path.get(entry.path) if wiki is not None else None
-    return wiki.link_to(page) if wiki is not None and page is not None else entry.page_id.rsplit("/", 1)[-1]
+    return (
+        wiki.link_to(page)
+        if wiki is not None and page is not None
+        else entry.page_id.rsplit("/", 1)[-1]
+    )
 
 
 def is_own_target(page_id: str, question: str) -> bool:
@@ -127,16 +147,27 @@ def is_own_target(page_id: str, question: str) -> bool:
 def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Retrieved:
     loaded, result = retrieval.search(question)
     warnings = list(loaded.warnings)
-    degraded = [w for w in warnings + result.warnings if w["code"] in
-                ("embedding-store-missing", "embedding-store-corrupt", "embedding-model-mismatch",
-                 "embedding-index-outdated", "embedding-degraded")]
+    degraded = [
+        w
+        for w in warnings + result.warnings
+        if w["code"]
+        in (
+            "embedding-store-missing",
+            "embedding-store-corrupt",
+            "embedding-model-mismatch",
+            "embedding-index-outdated",
+            "embedding-degraded",
+        )
+    ]
     source = "chunk-level" if (loaded.embedder is not None and not result.warnings) else "lexical"
     page_ids = [p for p, _ in result.pages]
     if degraded:
-        warnings = [w for w in warnings if w not in degraded] + [{
-            "code": "embedding-degraded",
-            "message": "; ".join(w["message"] for w in degraded),
-        }]
+        warnings = [w for w in warnings if w not in degraded] + [
+            {
+                "code": "embedding-degraded",
+                "message": "; ".join(w["message"] for w in degraded),
+            }
+        ]
         if provider.generative and loaded.store.pages:
             try:
                 picked = _select_with_llm(provider, question, loaded)
@@ -150,10 +181,17 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
     try:
         wiki = retrieval.wiki()
     except DATA_ERRORS as exc:  # the page names are then the links, as the report will show
-        warnings.append({"code": "links-unchecked", "message": f"could not load the wiki to choose unique links ({exc})"})
+        warnings.append(
+            {
+                "code": "links-unchecked",
+                "message": f"could not load the wiki to choose unique links ({exc})",
+            }
+        )
     else:  # pages whose text is not UTF-8 (or binary) are never searched or quoted: say which
-        warnings += [{"code": "page-unreadable", "message": note}
-                     for note in unusable_notes([(p.path, p.scan) for p in wiki.pages])]
+        warnings += [
+            {"code": "page-unreadable", "message": note}
+            for note in unusable_notes([(p.path, p.scan) for p in wiki.pages])
+        ]
     evidence: list[Evidence] = []
     for page_id in page_ids:
         entry = by_id.get(page_id)
@@ -164,17 +202,25 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
         live = retrieval.read_live(entry)
         if live.text is None:
             if not live.missing:
-                warnings.append({"code": "page-unreadable", "message": f"{entry.path}: {live.why}; left out of the grounding"})
+                warnings.append(
+                    {
+                        "code": "page-unreadable",
+                        "message": f"{entry.path}: {live.why}; left out of the grounding",
+                    }
+                )
             continue
         meta = frontmatter.parse(live.text)
-        body = live.text[meta.body_offset:]
+        body = live.text[meta.body_offset :]
         chunk_texts = _excerpts(entry, meta.data, body, result, page_id)
-        evidence.append(Evidence(page_id, _link_for(entry, wiki), entry.title, body.strip(), tuple(chunk_texts)))
+        evidence.append(
+            Evidence(page_id, _link_for(entry, wiki), entry.title, body.strip(), tuple(chunk_texts))
+        )
     return Retrieved(evidence, result, source, warnings)
 
 
-def _excerpts(entry: PageEntry, meta: Mapping[str, Any], body: str, result: SearchResult | None,
-              page_id: str) -> list[str]:
+def _excerpts(
+    entry: PageEntry, meta: Mapping[str, Any], body: str, result: SearchResult | None, page_id: str
+) -> list[str]:
     from ..retrieval.chunking import live_chunks
 
     if result is None:
@@ -189,8 +235,10 @@ def _excerpts(entry: PageEntry, meta: Mapping[str, Any], body: str, result: Sear
     return out
 
 
-NOTHING_TO_PUBLISH = ("Nothing to publish: the answer says the wiki does not answer this question, so no page "
-                      "was written. Add the missing knowledge to the wiki, then ask again.")
+NOTHING_TO_PUBLISH = (
+    "Nothing to publish: the answer says the wiki does not answer this question, so no page "
+    "was written. Add the missing knowledge to the wiki, then ask again."
+)
 
 
 def self_citation(question: str, citations: list[Citation] | None) -> dict[str, Any] | None:
@@ -198,12 +246,17 @@ def self_citation(question: str, citations: list[Citation] | None) -> dict[str, 
     own = [c.target for c in citations or [] if c.page_id and is_own_target(c.page_id, question)]
     if not own:
         return None
-    return {"code": "self-citation", "targets": own,
-            "message": f"Answer publication refused: the answer cites the page it would replace "
-                       f"({', '.join(f'[[{t}]]' for t in own)}); ask again, or run without --save"}
+    return {
+        "code": "self-citation",
+        "targets": own,
+        "message": f"Answer publication refused: the answer cites the page it would replace "
+        f"({', '.join(f'[[{t}]]' for t in own)}); ask again, or run without --save",
+    }
 
 
-def declines(answer: str, generative: bool, result: SearchResult | None, citations: list[Citation] | None) -> bool:
+def declines(
+    answer: str, generative: bool, result: SearchResult | None, citations: list[Citation] | None
+) -> bool:
     """The answer is a non-answer: the offline answerer said the wiki does not say, or a
     model cited nothing for a question whose terms no retrieved passage contains."""
     if answer.strip() == NO_ANSWER or not answer.strip():
@@ -213,11 +266,17 @@ def declines(answer: str, generative: bool, result: SearchResult | None, citatio
     return result is None or not any(hit.bm25 > 0 for hit in result.chunks)
 
 
-def answer_stream(provider: ChatProvider, question: str, retrieved: Retrieved, language: str | None) -> Iterator[str]:
-    return provider.stream_answer(AnswerRequest(question, tuple(retrieved.evidence), language, (query_slug(question),)))
+def answer_stream(
+    provider: ChatProvider, question: str, retrieved: Retrieved, language: str | None
+) -> Iterator[str]:
+    return provider.stream_answer(
+        AnswerRequest(question, tuple(retrieved.evidence), language, (query_slug(question),))
+    )
 
 
-def report(answer: str, load_wiki: Callable[[], Wiki], pending: PendingIndex | None) -> tuple[list[Citation] | None, str | None]:
+def report(
+    answer: str, load_wiki: Callable[[], Wiki], pending: PendingIndex | None
+) -> tuple[list[Citation] | None, str | None]:
     """The citation report on a fresh snapshot, or (None, error) when it cannot be collected."""
     try:
         return citation_report(answer, load_wiki(), pending), None
@@ -225,14 +284,23 @@ def report(answer: str, load_wiki: Callable[[], Wiki], pending: PendingIndex | N
         return None, f"{exc.__class__.__name__}: {exc}"
 
 
-def log_activity(state_dir: os.PathLike[str] | str, question: str, page_ids: list[str], provider: str) -> dict[str, str] | None:
+def log_activity(
+    state_dir: os.PathLike[str] | str, question: str, page_ids: list[str], provider: str
+) -> dict[str, str] | None:
     """Append one JSON line to ``.llmwiki/activity.log`` (never in git, never fatal, never
     through a symlink: a refused log is returned as a warning)."""
     from ..errors import PathRefused
     from ..statedir import append_line
 
-    line = json.dumps({"at": now_iso(ms=False), "operation": "query", "question": question,
-                       "pages": page_ids, "provider": provider})
+    line = json.dumps(
+        {
+            "at": now_iso(ms=False),
+            "operation": "query",
+            "question": question,
+            "pages": page_ids,
+            "provider": provider,
+        }
+    )
     try:
         append_line(Path(state_dir), "activity.log", line)
     except PathRefused as exc:

@@ -7,15 +7,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from ..config import Settings
 from ..errors import BEST_EFFORT_ERRORS
 from ..providers.registry import select_provider
-from ..config import Settings
-from ..retrieval.service import Retrieval
-from ..wiki.citations import PendingIndex
 from ..publication.save import Published, Refusal, precheck, profile_refusal, publish
 from ..publication.write import Project, Site
+from ..retrieval.service import Retrieval
+from ..wiki.citations import PendingIndex
 from ..wiki.pages import acceptance_problem
-from .query import NOTHING_TO_PUBLISH, QueryResult, answer_stream, declines, log_activity, report, retrieve, self_citation
+from .query import (
+    NOTHING_TO_PUBLISH,
+    QueryResult,
+    answer_stream,
+    declines,
+    log_activity,
+    report,
+    retrieve,
+    self_citation,
+)
 
 
 class QueryProject(Project, Protocol):
@@ -37,13 +46,25 @@ def pending_index(ws: Project) -> PendingIndex | None:
     return from_branches(ws.git) if ws.git is not None else None
 
 
-Stager = Callable[[str, str, "PendingIndex | None"], Any]  # (question, answer, pending) -> Staged | Refusal
+Stager = Callable[
+    [str, str, "PendingIndex | None"], Any
+]  # (question, answer, pending) -> Staged | Refusal
 Note = Callable[[str], None]
 
 
-def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, debug: bool, provider: str | None,
-              stage: Stager | None = None, on_start: Callable[[QueryResult], None] | None = None,
-              on_token: Callable[[str], None] | None = None, note: Note | None = None) -> QueryResult:
+def run_query(
+    ws: QueryProject,
+    question: str,
+    *,
+    save: bool,
+    lang: str | None,
+    debug: bool,
+    provider: str | None,
+    stage: Stager | None = None,
+    on_start: Callable[[QueryResult], None] | None = None,
+    on_token: Callable[[str], None] | None = None,
+    note: Note | None = None,
+) -> QueryResult:
     """Answer ``question``; with ``save``, publish it (or hand it to ``stage``: --review).
     ``on_start`` sees the result (provider, pages) before the answer streams, ``on_token``
     each piece of it; ``note`` hears what the write says along the way (recovery, ownership).
@@ -63,12 +84,26 @@ def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, 
                     note(text)
     retrieval = ws.retrieval()
     retrieved = retrieve(retrieval, question, chat)
-    result = QueryResult(question, "", chat.name, chat.model, [e.page_id for e in retrieved.evidence],
-                         retrieved.source, retrieved.warnings, debug=retrieved.result if debug else None)
+    result = QueryResult(
+        question,
+        "",
+        chat.name,
+        chat.model,
+        [e.page_id for e in retrieved.evidence],
+        retrieved.source,
+        retrieved.warnings,
+        debug=retrieved.result if debug else None,
+    )
     if language and not chat.generative:
-        result.warnings.append({"code": "language-ignored", "message": (
-            f"answer language {language!r} ignored: the {chat.name} answerer quotes the wiki as written "
-            "and cannot translate; choose a chat provider (--provider) to answer in another language")})
+        result.warnings.append(
+            {
+                "code": "language-ignored",
+                "message": (
+                    f"answer language {language!r} ignored: the {chat.name} answerer quotes the wiki as written "
+                    "and cannot translate; choose a chat provider (--provider) to answer in another language"
+                ),
+            }
+        )
     if not retrieved.evidence:
         if save:
             result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
@@ -98,18 +133,36 @@ def run_query(ws: QueryProject, question: str, *, save: bool, lang: str | None, 
     return result
 
 
-def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, stage: Stager | None,
-          note: Note | None) -> int:
-    why = acceptance_problem(result.question + "\n" + result.answer, max_bytes=ws.settings.max_page_mb * 1024 * 1024)
-    if why is not None:  # the one acceptance rule: never write a page the gate or approval would refuse
-        result.refusal = Refusal("uncheckable", [], f"Answer publication refused: {why}; a saved page must be fully "
-                                                    "checkable; nothing was written").to_json()
+def _save(
+    ws: QueryProject,
+    result: QueryResult,
+    pending: PendingIndex | None,
+    stage: Stager | None,
+    note: Note | None,
+) -> int:
+    why = acceptance_problem(
+        result.question + "\n" + result.answer, max_bytes=ws.settings.max_page_mb * 1024 * 1024
+    )
+    if (
+        why is not None
+    ):  # the one acceptance rule: never write a page the gate or approval would refuse
+        result.refusal = Refusal(
+            "uncheckable",
+            [],
+            f"Answer publication refused: {why}; a saved page must be fully "
+            "checkable; nothing was written",
+        ).to_json()
         return 1
     if "\ufffd" in result.question + result.answer:  # "na\ufffdve" was committed for "naïve"
-        result.refusal = Refusal("replacement-characters", [], (
-            "Answer publication refused: it holds U+FFFD replacement characters (bytes that were not valid UTF-8, "
-            "in the question or in a page), which would be committed in place of the real letters; nothing was "
-            "written. Save the page as UTF-8, or ask the question in UTF-8")).to_json()
+        result.refusal = Refusal(
+            "replacement-characters",
+            [],
+            (
+                "Answer publication refused: it holds U+FFFD replacement characters (bytes that were not valid UTF-8, "
+                "in the question or in a page), which would be committed in place of the real letters; nothing was "
+                "written. Save the page as UTF-8, or ask the question in UTF-8"
+            ),
+        ).to_json()
         return 1
     if stage is not None:  # --review: the caller's staging (the review feature), not ours
         outcome = stage(result.question, result.answer, pending)
@@ -124,8 +177,13 @@ def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, s
         return 0
     site = Site.of(ws, "saving an answer")
     try:
-        outcome = publish(site, question=result.question, answer=result.answer, page_ids=result.page_ids,
-                          pending=pending)
+        outcome = publish(
+            site,
+            question=result.question,
+            answer=result.answer,
+            page_ids=result.page_ids,
+            pending=pending,
+        )
     finally:
         if note is not None:
             for text in site.notes:
@@ -137,13 +195,21 @@ def _save(ws: QueryProject, result: QueryResult, pending: PendingIndex | None, s
             # Never a silent full embedding (issue 15): a wiki that was never indexed gets the
             # lexical index (seconds), and is told how to embed it.
             never = not (ws.state_dir / "embeddings.json").exists()
-            retrieval.index(page=False, fast=never)  # the search index only: the commit wrote the table of contents
+            retrieval.index(
+                page=False, fast=never
+            )  # the search index only: the commit wrote the table of contents
             if never:
-                result.warnings.append({"code": "index-lexical-only",
-                                        "message": "the wiki had no search index: built a lexical one (no embedding); "
-                                                   "run `llmwiki index` to embed it for semantic search"})
+                result.warnings.append(
+                    {
+                        "code": "index-lexical-only",
+                        "message": "the wiki had no search index: built a lexical one (no embedding); "
+                        "run `llmwiki index` to embed it for semantic search",
+                    }
+                )
         except BEST_EFFORT_ERRORS as exc:  # the commit stands; the index catches up on the next run
-            result.warnings.append({"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"})
+            result.warnings.append(
+                {"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"}
+            )
         return 0
     result.refusal = outcome.to_json()
     return 1

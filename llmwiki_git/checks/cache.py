@@ -56,8 +56,13 @@ def _read(path: Path | None, parts: int, version: str) -> tuple[Any, ...] | None
     try:
         with open(path, "rb") as handle:
             outer = marshal.loads(handle.read())
-        if not (isinstance(outer, tuple) and len(outer) == 3 and outer[0] == version and isinstance(outer[2], bytes)
-                and outer[1] == _digest(outer[2])):
+        if not (
+            isinstance(outer, tuple)
+            and len(outer) == 3
+            and outer[0] == version
+            and isinstance(outer[2], bytes)
+            and outer[1] == _digest(outer[2])
+        ):
             return None
         payload = marshal.loads(outer[2])
     except (OSError, EOFError, ValueError, TypeError):
@@ -65,7 +70,11 @@ def _read(path: Path | None, parts: int, version: str) -> tuple[Any, ...] | None
     finally:
         if enabled:
             gc.enable()
-    if isinstance(payload, tuple) and len(payload) == parts and all(isinstance(part, dict) for part in payload):
+    if (
+        isinstance(payload, tuple)
+        and len(payload) == parts
+        and all(isinstance(part, dict) for part in payload)
+    ):
         return payload
     return None
 
@@ -122,7 +131,9 @@ class ScanCache:
         self.tree_path = folder / TREES if folder is not None else None
         self._facts: dict[str, tuple[Any, ...] | None] | None = None
         self._facts_new: set[str] = set()
-        self._scans: tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]], dict[str, int]] | None = None
+        self._scans: (
+            tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]], dict[str, int]] | None
+        ) = None
         self._trees: dict[str, tuple[Any, ...]] | None = None
         self._used: set[str] = set()
         self._used_problems: set[str] = set()
@@ -132,7 +143,9 @@ class ScanCache:
 
     # -- scans and page problems ------------------------------------------------------------
 
-    def _scan_maps(self) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]], dict[str, int]]:
+    def _scan_maps(
+        self,
+    ) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]], dict[str, int]]:
         if self._scans is None:
             loaded = _read(self.path, 3, self.version)
             self._scans = (loaded[0], loaded[1], loaded[2]) if loaded else ({}, {}, {})
@@ -216,7 +229,10 @@ class ScanCache:
         # same id are never taken for present (the full check would not rewrite them).
         if self.folder is None or not fingerprint.isalnum():
             return None
-        return self.folder / f"facts-{fingerprint}-{''.join(filter(str.isalnum, self.version))}.marshal"
+        return (
+            self.folder
+            / f"facts-{fingerprint}-{''.join(filter(str.isalnum, self.version))}.marshal"
+        )
 
     def facts_get(self, fingerprint: str) -> tuple[Any, ...] | None:
         """What a delta needs about a wiki state, by the name `delta.facts_id` gives it (its

@@ -21,7 +21,9 @@ from .links import PLAIN_OK, Checker, Outcome, link_keys
 from .result import CheckResult, problems_from_record, problems_to_record, sort_problems
 
 
-def fingerprint_of(root_dir: str, names_by_path: dict[str, str], other_files: list[str], max_page_bytes: int) -> str:
+def fingerprint_of(
+    root_dir: str, names_by_path: dict[str, str], other_files: list[str], max_page_bytes: int
+) -> str:
     """A digest of everything a link elsewhere can resolve against: each page's path and
     names (`PageScan.names_key`), every other file, the wiki root and the page limit."""
     # Plain string joins: marshal's bytes depend on string interning, so equal values can
@@ -33,8 +35,12 @@ def fingerprint_of(root_dir: str, names_by_path: dict[str, str], other_files: li
 
 
 def names_fingerprint(wiki: Wiki, max_page_bytes: int = 0) -> str:
-    return fingerprint_of(wiki.root_dir, {page.path: page.scan.names_key for page in wiki.pages},
-                          wiki.other_files, max_page_bytes)
+    return fingerprint_of(
+        wiki.root_dir,
+        {page.path: page.scan.names_key for page in wiki.pages},
+        wiki.other_files,
+        max_page_bytes,
+    )
 
 
 def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int = 0) -> CheckResult:
@@ -42,16 +48,28 @@ def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int =
     return check_wiki_with(wiki, Checker(wiki), cache, max_page_bytes)
 
 
-def check_wiki_with(wiki: Wiki, checker: Checker, cache: ScanCache | None, max_page_bytes: int,
-                    fingerprint: str | None = None) -> CheckResult:
+def check_wiki_with(
+    wiki: Wiki,
+    checker: Checker,
+    cache: ScanCache | None,
+    max_page_bytes: int,
+    fingerprint: str | None = None,
+) -> CheckResult:
     """`check_wiki` with a given `Checker`; ``fingerprint``: `names_fingerprint` of ``wiki``
     when the caller has it already."""
-    found = [make_problem(path, issue.line, 1, issue.code, issue.message) for path, issue in wiki.source_issues]
+    found = [
+        make_problem(path, issue.line, 1, issue.code, issue.message)
+        for path, issue in wiki.source_issues
+    ]
     if fingerprint is None:
         fingerprint = names_fingerprint(wiki, max_page_bytes) if cache is not None else ""
     todo: list[Page] = []
     for page in wiki.pages:
-        key = f"{page.path}\0{page.blob}\0{fingerprint}" if (cache is not None and page.blob) else None
+        key = (
+            f"{page.path}\0{page.blob}\0{fingerprint}"
+            if (cache is not None and page.blob)
+            else None
+        )
         record = cache.problems_get(key) if key is not None else None  # type: ignore[union-attr]
         if record is not None:
             found.extend(problems_from_record(page.path, record))
@@ -77,7 +95,7 @@ def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tup
     outcomes = checker.outcomes
     start = 0
     for share_records, share_outcomes in shares:
-        share = pages[start:start + len(share_records)]
+        share = pages[start : start + len(share_records)]
         start += len(share_records)
         records.extend(share_records)
         if share_outcomes:  # a worker's: keyed here by this process's own strings (marshal
@@ -93,7 +111,9 @@ def _targets(pages: list[Page]) -> list[str]:
     return list(dict.fromkeys(key for page in pages for key in link_keys(page)))
 
 
-def _share_records(checker: Checker, pages: list[Page], parent: int) -> tuple[list[tuple[Any, ...]], list[Outcome]]:
+def _share_records(
+    checker: Checker, pages: list[Page], parent: int
+) -> tuple[list[tuple[Any, ...]], list[Outcome]]:
     records = [problems_to_record(checker.page_problems(page) or []) for page in pages]
     if os.getpid() == parent:
         return records, []  # this process's outcomes are already in ``checker``

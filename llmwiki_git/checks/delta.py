@@ -27,10 +27,20 @@ from typing import Any
 
 from ..problems import Problem
 from ..wiki.model import Page, detect_root, names_wiki, page_kind
-from ..wiki.provenance import in_sources
 from ..wiki.pages import scan_page
+from ..wiki.provenance import in_sources
 from ..wiki.slug import parse_target, slugify
-from .links import MD, PLAIN_OK, TITLE, Checker, Outcome, anchor_problem, link_keys, names_of_key, split_md_key
+from .links import (
+    MD,
+    PLAIN_OK,
+    TITLE,
+    Checker,
+    Outcome,
+    anchor_problem,
+    link_keys,
+    names_of_key,
+    split_md_key,
+)
 from .parts import PartedMap
 from .result import CheckResult, result_from_record, sort_problems
 from .stale import CODES as SOURCING_CODES
@@ -45,7 +55,9 @@ NO_EXTRAS: Extras = ({}, {}, {}, {}, (), "")
 MAX_EXTRAS = 5000  # entries kept in a tree record before a tree gets a facts file of its own
 MAX_CHANGES = 2000  # beyond this a full check (scan cache) is cheaper than reading blobs
 ReadBlobs = Callable[[Iterable[str]], dict[str, bytes]]  # `git cat-file` names -> contents
-Locate = Callable[[list[str]], dict[str, str]]  # paths -> their `git cat-file` names in the new tree
+Locate = Callable[
+    [list[str]], dict[str, str]
+]  # paths -> their `git cat-file` names in the new tree
 _ODD_MODES = ("120000", "160000")  # symlinks and submodules: the full check handles them
 
 
@@ -78,16 +90,28 @@ class Facts:
     def with_extras(self, extras: Extras) -> Facts:
         """These facts plus a tree's ``extras`` (a copy where they change anything)."""
         users_add, outcomes_add, names_add, files_add, dropped, fingerprint = extras
-        if not (users_add or outcomes_add or names_add or files_add or dropped) and fingerprint in ("", self.fingerprint):
+        if not (users_add or outcomes_add or names_add or files_add or dropped) and fingerprint in (
+            "",
+            self.fingerprint,
+        ):
             return self
-        new_texts = [text for text in {**users_add, **outcomes_add} if text not in self.users and text not in self.outcomes]
+        new_texts = [
+            text
+            for text in {**users_add, **outcomes_add}
+            if text not in self.users and text not in self.outcomes
+        ]
         outcomes = self.outcomes
         if dropped or outcomes_add:
             outcomes = dict(outcomes)
             for text in dropped:
                 outcomes.pop(text, None)
             outcomes.update(outcomes_add)
-        names, names_by_path, other_files, by_slug = self.names, self.names_by_path, self.other_files, self.by_slug
+        names, names_by_path, other_files, by_slug = (
+            self.names,
+            self.names_by_path,
+            self.other_files,
+            self.by_slug,
+        )
         if names_add:
             names, names_by_path, by_slug = set(names), dict(names_by_path), by_slug.copy()
             for path, key in names_add.items():
@@ -102,7 +126,9 @@ class Facts:
             files.update(path for path, present in files_add.items() if present)
             files.difference_update(path for path, present in files_add.items() if not present)
             other_files = sorted(files)
-        users, paths = (self.users.copy(), list(self.paths)) if users_add else (self.users, self.paths)
+        users, paths = (
+            (self.users.copy(), list(self.paths)) if users_add else (self.users, self.paths)
+        )
         position = {path: i for i, path in enumerate(paths)} if users_add else {}
         for text, using in users_add.items():
             listed = users.get(text, "")
@@ -116,16 +142,35 @@ class Facts:
                     marks.add(str(index))
                     listed = f"{listed} {index}" if listed else str(index)
             users[text] = listed
-        merged = Facts(self.root_dir, fingerprint or self.fingerprint, names, other_files, outcomes,
-                       names_by_path, paths, users, self.texts.copy() if new_texts else self.texts, by_slug)
+        merged = Facts(
+            self.root_dir,
+            fingerprint or self.fingerprint,
+            names,
+            other_files,
+            outcomes,
+            names_by_path,
+            paths,
+            users,
+            self.texts.copy() if new_texts else self.texts,
+            by_slug,
+        )
         merged.add_texts(new_texts)
         return merged
 
     def to_record(self) -> tuple[Any, ...]:
         # Clean outcomes are one shared tuple (links.PLAIN_OK): marshal writes it once.
-        return (self.root_dir, self.fingerprint, sorted(self.names), sorted(self.other_files),
-                self.outcomes, self.names_by_path, self.paths, self.users.to_record(), self.texts.to_record(),
-                self.by_slug.to_record())
+        return (
+            self.root_dir,
+            self.fingerprint,
+            sorted(self.names),
+            sorted(self.other_files),
+            self.outcomes,
+            self.names_by_path,
+            self.paths,
+            self.users.to_record(),
+            self.texts.to_record(),
+            self.by_slug.to_record(),
+        )
 
     @classmethod
     def from_record(cls, record: tuple[Any, ...] | None) -> Facts | None:
@@ -135,18 +180,40 @@ class Facts:
         users, texts, by_slug = (PartedMap.from_record(part) for part in parted)
         if users is None or texts is None or by_slug is None:
             return None
-        return cls(root_dir, fingerprint, set(names), other_files, outcomes, names_by_path, paths, users, texts, by_slug)
+        return cls(
+            root_dir,
+            fingerprint,
+            set(names),
+            other_files,
+            outcomes,
+            names_by_path,
+            paths,
+            users,
+            texts,
+            by_slug,
+        )
 
     @staticmethod
     def valid_extras(extras: object) -> bool:
         """Whether a tree record's extras have the shape `with_extras` reads."""
-        return (isinstance(extras, tuple) and len(extras) == 6
-                and all(isinstance(part, dict) for part in extras[:4])
-                and isinstance(extras[4], tuple) and isinstance(extras[5], str))
+        return (
+            isinstance(extras, tuple)
+            and len(extras) == 6
+            and all(isinstance(part, dict) for part in extras[:4])
+            and isinstance(extras[4], tuple)
+            and isinstance(extras[5], str)
+        )
 
     @classmethod
-    def build(cls, root_dir: str, fingerprint: str, names: set[str], other_files: list[str],
-              outcomes: dict[str, Outcome], pages: list[tuple[str, str, list[str]]]) -> Facts:
+    def build(
+        cls,
+        root_dir: str,
+        fingerprint: str,
+        names: set[str],
+        other_files: list[str],
+        outcomes: dict[str, Outcome],
+        pages: list[tuple[str, str, list[str]]],
+    ) -> Facts:
         """From a full check: ``pages`` are (path, names key, `links.link_keys`) of every page."""
         users: dict[str, list[str]] = {}
         by_slug: dict[str, list[str]] = {}
@@ -162,15 +229,24 @@ class Facts:
             key = keys[path] = compact_key(path, key)
             for slug in _stored_claims(path, key):
                 by_slug.setdefault(slug, []).append(path)
-        named: dict[str, list[str]] = {}  # what add_texts(users) lists, built as one dict (~3x faster)
+        named: dict[
+            str, list[str]
+        ] = {}  # what add_texts(users) lists, built as one dict (~3x faster)
         for text in users:
             for name in _names_of(text):
                 named.setdefault(name, []).append(text)
-        return cls(root_dir, fingerprint, names, list(other_files), outcomes,
-                   keys, [path for path, _, _ in pages],
-                   PartedMap.from_dict({text: " ".join(marks) for text, marks in users.items()}),
-                   PartedMap.from_dict({name: "\x00".join(listed) for name, listed in named.items()}),
-                   PartedMap.from_dict({slug: "\x00".join(paths) for slug, paths in by_slug.items()}))
+        return cls(
+            root_dir,
+            fingerprint,
+            names,
+            list(other_files),
+            outcomes,
+            keys,
+            [path for path, _, _ in pages],
+            PartedMap.from_dict({text: " ".join(marks) for text, marks in users.items()}),
+            PartedMap.from_dict({name: "\x00".join(listed) for name, listed in named.items()}),
+            PartedMap.from_dict({slug: "\x00".join(paths) for slug, paths in by_slug.items()}),
+        )
 
     def add_texts(self, texts: object) -> None:
         """List new link target texts under their names (`PartedMap.copy` ``self.texts``
@@ -189,8 +265,15 @@ class Facts:
 
 
 def page_of(path: str, prefix: str, blob: str | None, data: bytes, limit: int) -> Page:
-    page_id = path[len(prefix):-3]
-    return Page(path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), blob, scan_page(data, max_bytes=limit))
+    page_id = path[len(prefix) : -3]
+    return Page(
+        path,
+        page_id,
+        page_id.rsplit("/", 1)[-1],
+        page_kind(page_id),
+        blob,
+        scan_page(data, max_bytes=limit),
+    )
 
 
 _SLUG_ALREADY = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # what slugify leaves as it is
@@ -251,8 +334,13 @@ def claimant_paths(by_slug: PartedMap, names_by_path: dict[str, str], name: str)
     listed = [p for p in by_slug.get(name).split("\x00") if p]
     if name[:1] == TITLE:
         title = name[1:]
-        listed += [p for p in by_slug.get(title).split("\x00") if p and _stem_slug(p) == title
-                   and names_by_path.get(p, "").endswith(f"\x01{SAME_AS_STEM}")]
+        listed += [
+            p
+            for p in by_slug.get(title).split("\x00")
+            if p
+            and _stem_slug(p) == title
+            and names_by_path.get(p, "").endswith(f"\x01{SAME_AS_STEM}")
+        ]
     return listed
 
 
@@ -303,7 +391,7 @@ class FactsClaims:
             key = names_by_path.get(path)
             if key is None:
                 continue
-            page_id = path[self.cut:-3]
+            page_id = path[self.cut : -3]
             if name[:1] == TITLE:
                 if _title_of(path, key) == name[1:]:
                     found.append((page_id, "title"))
@@ -333,8 +421,12 @@ class _Resolver:
         key = self.facts.names_by_path.get(path)
         if key is not None:
             _aliases, headings, blocks = (part.split("\x02") for part in key.split("\x01")[:3])
-            what = anchor_problem(frozenset(headings), frozenset(blocks), anchor, markdown=True) if anchor else None
-            page_id = path[len(self.facts.root_dir) + 1 if self.facts.root_dir else 0:-3]
+            what = (
+                anchor_problem(frozenset(headings), frozenset(blocks), anchor, markdown=True)
+                if anchor
+                else None
+            )
+            page_id = path[len(self.facts.root_dir) + 1 if self.facts.root_dir else 0 : -3]
             return ("ok", path, page_id, (), page_id, what) if what else PLAIN_OK
         if self._file_paths is None:
             self._file_paths = set(self.facts.other_files)
@@ -342,7 +434,11 @@ class _Resolver:
 
     def _pages_answering(self, slug: str) -> dict[str, str]:
         names_by_path = self.facts.names_by_path
-        return {path: names_by_path[path] for path in self.facts.by_slug.get(slug).split("\x00") if path in names_by_path}
+        return {
+            path: names_by_path[path]
+            for path in self.facts.by_slug.get(slug).split("\x00")
+            if path in names_by_path
+        }
 
     def __call__(self, text: str) -> Outcome | None:
         if text[:1] == MD:
@@ -355,18 +451,31 @@ class _Resolver:
             return ("self",)
         if target.is_empty:
             return ("empty",)
-        if target.slug not in self.facts.names and not (target.file_name and target.file_name.lower() in self.files):
+        if target.slug not in self.facts.names and not (
+            target.file_name and target.file_name.lower() in self.files
+        ):
             return ("broken", target.key)
         relevant = self._pages_answering(target.slug)
-        known = Checker(names_wiki(self.facts.root_dir, relevant, self.facts.other_files)).outcome(text)
+        known = Checker(names_wiki(self.facts.root_dir, relevant, self.facts.other_files)).outcome(
+            text
+        )
         if known is not None:
             self.facts.outcomes[text] = known  # the derived facts keep it for the next run
             self.resolved.append(text)
         return known
 
 
-def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], facts: Facts, *, diff: bytes,
-           wiki_dir: str | None, base: str, limit: int) -> tuple[CheckResult, Facts] | None:
+def derive(
+    read_blobs: ReadBlobs,
+    locate: Locate,
+    base_rows: tuple[Any, ...],
+    facts: Facts,
+    *,
+    diff: bytes,
+    wiki_dir: str | None,
+    base: str,
+    limit: int,
+) -> tuple[CheckResult, Facts] | None:
     """The check result of the tree ``diff`` leads to from the tree ``base_rows`` and
     ``facts`` describe. ``diff`` is ``git diff-index``/``diff-tree -z --no-renames`` output
     (its blob ids name the changed pages); ``locate`` names the unchanged pages to re-read
@@ -377,7 +486,12 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
         if not meta:
             continue
         parts = meta.decode().lstrip(":").split(" ")
-        if len(parts) != 5 or parts[4] not in ("M", "A", "D") or parts[0] in _ODD_MODES or parts[1] in _ODD_MODES:
+        if (
+            len(parts) != 5
+            or parts[4] not in ("M", "A", "D")
+            or parts[0] in _ODD_MODES
+            or parts[1] in _ODD_MODES
+        ):
             return None
         path = raw.decode("utf-8", "surrogateescape")
         if "\n" in path:
@@ -388,7 +502,9 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     root_dir = facts.root_dir
     if wiki_dir is None:
         wiki_root = f"{base}/wiki/" if base else "wiki/"
-        if root_dir == base and any(status == "A" and path.startswith(wiki_root) for status, path, _, _ in changes):
+        if root_dir == base and any(
+            status == "A" and path.startswith(wiki_root) for status, path, _, _ in changes
+        ):
             return None  # a wiki/ folder appears: the wiki root moves
     prefix = f"{root_dir}/" if root_dir else ""
 
@@ -401,7 +517,9 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     for status, path, _old, new_blob in changes:
         if path[:1] == "." or "/." in path:
             continue
-        is_page = path.startswith(prefix) and path[-3:].lower() == ".md" and not in_sources(path, base)
+        is_page = (
+            path.startswith(prefix) and path[-3:].lower() == ".md" and not in_sources(path, base)
+        )
         if not is_page:
             affected_files.add(path.rsplit("/", 1)[-1].lower())
             if status == "D":
@@ -417,7 +535,10 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
             removed.add(path)
         else:
             to_read[path] = new_blob
-    if wiki_dir is None and detect_root(list(names_by_path) + sorted(other_files) + list(to_read), base) != root_dir:
+    if (
+        wiki_dir is None
+        and detect_root(list(names_by_path) + sorted(other_files) + list(to_read), base) != root_dir
+    ):
         return None
 
     if any(not blob.strip("0") for blob in to_read.values()):
@@ -462,20 +583,37 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     names = set(facts.names)
     for path in fresh:
         names |= _page_names(path, names_by_path[path])
-    names_changed: dict[str, str | None] = {path: names_by_path[path] for path in fresh
-                                            if facts.names_by_path.get(path) != names_by_path[path]}
+    names_changed: dict[str, str | None] = {
+        path: names_by_path[path]
+        for path in fresh
+        if facts.names_by_path.get(path) != names_by_path[path]
+    }
     names_changed.update(dict.fromkeys(removed))
     files_changed = {path: True for path in other_files.difference(facts.other_files)}
     files_changed.update(dict.fromkeys(set(facts.other_files).difference(other_files), False))
     same_names = not names_changed and not files_changed
-    fingerprint = facts.fingerprint if same_names else chained_fingerprint(facts.fingerprint, names_changed, files_changed)
+    fingerprint = (
+        facts.fingerprint
+        if same_names
+        else chained_fingerprint(facts.fingerprint, names_changed, files_changed)
+    )
     by_slug = facts.by_slug
     if names_changed:
         by_slug = by_slug.copy()
         for path, key in names_changed.items():
             move_names(by_slug, path, facts.names_by_path.get(path), key)
-    new_facts = Facts(root_dir, fingerprint, names,
-                      sorted(other_files), outcomes, names_by_path, facts.paths, facts.users, facts.texts, by_slug)
+    new_facts = Facts(
+        root_dir,
+        fingerprint,
+        names,
+        sorted(other_files),
+        outcomes,
+        names_by_path,
+        facts.paths,
+        facts.users,
+        facts.texts,
+        by_slug,
+    )
     resolver = _Resolver(new_facts)
     checker = Checker(None, outcomes, FactsClaims(new_facts))
     found: list[Problem] = []
@@ -508,13 +646,26 @@ def derive(read_blobs: ReadBlobs, locate: Locate, base_rows: tuple[Any, ...], fa
     if unknown:
         new_facts.texts = facts.texts.copy()
         new_facts.add_texts(unknown)
-    new_facts.added = ({text: tuple(paths) for text, paths in added_users.items()},
-                       {text: outcomes[text] for text in resolver.resolved}, names_changed, files_changed,
-                       tuple(dropped), fingerprint)
+    new_facts.added = (
+        {text: tuple(paths) for text, paths in added_users.items()},
+        {text: outcomes[text] for text in resolver.resolved},
+        names_changed,
+        files_changed,
+        tuple(dropped),
+        fingerprint,
+    )
     # Pages re-read here keep their provenance problems (stale.py: sourcing.derived_sourcing
     # judges again those of pages whose record or sources changed); the rest they lose.
-    kept = result_from_record((0, tuple(r for r in base_rows if r[0] not in removed
-                                        and (r[0] not in fresh or r[3] in SOURCING_CODES)))).problems
+    kept = result_from_record(
+        (
+            0,
+            tuple(
+                r
+                for r in base_rows
+                if r[0] not in removed and (r[0] not in fresh or r[3] in SOURCING_CODES)
+            ),
+        )
+    ).problems
     return CheckResult(len(names_by_path), sort_problems(kept + found)), new_facts
 
 
@@ -546,8 +697,13 @@ def chained_fingerprint(base: str, names: dict[str, str | None], files: dict[str
     """A derived state's fingerprint: its base's and the names that changed (hashing every
     page's names again costs ~6 ms on 10,000 pages). It names facts, never compared with a
     full check's: a state reached two ways may have two, which costs only a file."""
-    text = "\x00".join([base, *(f"{path}\x01{key}" for path, key in sorted(names.items())),
-                        *(f"{path}\x01{present}" for path, present in sorted(files.items()))])
+    text = "\x00".join(
+        [
+            base,
+            *(f"{path}\x01{key}" for path, key in sorted(names.items())),
+            *(f"{path}\x01{present}" for path, present in sorted(files.items())),
+        ]
+    )
     return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -558,10 +714,20 @@ def merge_extras(first: Extras, second: Extras) -> Extras:
     for text, paths in second[0].items():
         users[text] = tuple(dict.fromkeys((*users.get(text, ()), *paths)))
     dropped = set(second[4])
-    outcomes = {text: outcome for text, outcome in first[1].items() if text not in dropped} if dropped else dict(first[1])
+    outcomes = (
+        {text: outcome for text, outcome in first[1].items() if text not in dropped}
+        if dropped
+        else dict(first[1])
+    )
     outcomes.update(second[1])
-    return (users, outcomes, {**first[2], **second[2]}, {**first[3], **second[3]},
-            tuple(dict.fromkeys((*first[4], *second[4]))), second[5] or first[5])
+    return (
+        users,
+        outcomes,
+        {**first[2], **second[2]},
+        {**first[3], **second[3]},
+        tuple(dict.fromkeys((*first[4], *second[4]))),
+        second[5] or first[5],
+    )
 
 
 def extras_size(extras: Extras) -> int:

@@ -42,9 +42,11 @@ def _title(page: Page) -> str:
 def _labels(key: str) -> tuple[str, ...]:
     """The numbers and letters that label a title (digits, roman numerals, one-letter words),
     in order: what tells ``Well 2`` from ``Well 3`` and ``Plan A`` from ``Plan B``."""
-    return tuple(token.lstrip("0") or "0" if token.isdigit() else token
-                 for token in re.findall(r"[0-9]+|[^\W\d_]+", key)
-                 if token.isdigit() or len(token) == 1 or _ROMAN.fullmatch(token))
+    return tuple(
+        token.lstrip("0") or "0" if token.isdigit() else token
+        for token in re.findall(r"[0-9]+|[^\W\d_]+", key)
+        if token.isdigit() or len(token) == 1 or _ROMAN.fullmatch(token)
+    )
 
 
 def _singular(token: str) -> str:
@@ -72,7 +74,7 @@ def _one_edit(a: str, b: str) -> bool:
     i = 0
     while i < len(a) and a[i] == b[i]:
         i += 1
-    return a[i + (len(a) == len(b)):] == b[i + 1:]
+    return a[i + (len(a) == len(b)) :] == b[i + 1 :]
 
 
 def _typo(a: str, b: str) -> bool:
@@ -84,7 +86,9 @@ def _typo(a: str, b: str) -> bool:
     if a.replace("-", "") == b.replace("-", ""):
         return True
     words = [(x, y) for x, y in zip(a.split("-"), b.split("-")) if x != y]
-    return a.count("-") == b.count("-") and len(words) == 1 and min(map(len, words[0])) >= _MIN_FUZZY
+    return (
+        a.count("-") == b.count("-") and len(words) == 1 and min(map(len, words[0])) >= _MIN_FUZZY
+    )
 
 
 @dataclass
@@ -101,12 +105,19 @@ class Group:
         return self.pages[0][0]
 
     def commands(self) -> list[str]:
-        return [f"llmwiki merge-pages {_quoted(self.keep.path)} {_quoted(page.path)}" for page, _ in self.pages[1:]]
+        return [
+            f"llmwiki merge-pages {_quoted(self.keep.path)} {_quoted(page.path)}"
+            for page, _ in self.pages[1:]
+        ]
 
     def to_json(self) -> dict[str, object]:
-        return {"reasons": self.reasons, "names": self.names, "keep": self.keep.path,
-                "pages": [{"path": p.path, "title": _title(p), "inbound": n} for p, n in self.pages],
-                "commands": self.commands()}
+        return {
+            "reasons": self.reasons,
+            "names": self.names,
+            "keep": self.keep.path,
+            "pages": [{"path": p.path, "title": _title(p), "inbound": n} for p, n in self.pages],
+            "commands": self.commands(),
+        }
 
 
 def _quoted(path: str) -> str:
@@ -138,7 +149,7 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
         titles.setdefault(page.scan.title_slug or slugify(_title(page)), []).append(page)
     for slug, same in titles.items():
         for i, a in enumerate(same):
-            for b in same[i + 1:]:
+            for b in same[i + 1 :]:
                 if slug and not (leaf_titled(a.id, slug) and leaf_titled(b.id, slug)):
                     yield "duplicate-title", a, b, _title(a)
     names: dict[str, list[Page]] = {}
@@ -152,7 +163,7 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
                     yield "alias-collision", other, page, name
     for alias, claimed in names.items():
         for i, a in enumerate(claimed):
-            for b in claimed[i + 1:]:
+            for b in claimed[i + 1 :]:
                 yield "alias-collision", a, b, alias
     # similar titles: one concept key, or one typo apart (found through keys with one
     # character deleted, so the pairs come without comparing every page with every other)
@@ -164,20 +175,27 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
     for key in keys:
         if len(key) >= _MIN_FUZZY:
             for i in range(len(key)):
-                deleted.setdefault(key[:i] + key[i + 1:], []).append(key)
+                deleted.setdefault(key[:i] + key[i + 1 :], []).append(key)
             deleted.setdefault(key, []).append(key)
     alike = {(k, k) for k in keys}
     for near in deleted.values():
         for i, one in enumerate(near):
-            for two in near[i + 1:]:
+            for two in near[i + 1 :]:
                 if one != two and _typo(one, two):
                     alike.add((min(one, two), max(one, two)))
     for a_key, b_key in sorted(alike):
         members = keys[a_key] + (keys[b_key] if b_key != a_key else [])
         for i, (a_slug, a) in enumerate(members):
-            for b_slug, b in members[i + 1:]:
-                if a_slug != b_slug and _labels(concept_key(a_slug)) == _labels(concept_key(b_slug)) and \
-                        not (leaf_titled(a.id, a_slug) and leaf_titled(b.id, b_slug) and _place(a) != _place(b)):
+            for b_slug, b in members[i + 1 :]:
+                if (
+                    a_slug != b_slug
+                    and _labels(concept_key(a_slug)) == _labels(concept_key(b_slug))
+                    and not (
+                        leaf_titled(a.id, a_slug)
+                        and leaf_titled(b.id, b_slug)
+                        and _place(a) != _place(b)
+                    )
+                ):
                     yield "similar-title", a, b, _title(a)
 
 
@@ -185,7 +203,10 @@ def _series(a: Page, b: Page) -> bool:
     """Whether two pages are items of a numbered or dated series by their file names (both
     names hold numbers, and not the same ones: ``2022.02.08`` and ``2022.02.22``), however
     alike their titles (one copied from the other and never changed)."""
-    one, two = _labels(slugify(a.stem.replace(".", "-"))), _labels(slugify(b.stem.replace(".", "-")))
+    one, two = (
+        _labels(slugify(a.stem.replace(".", "-"))),
+        _labels(slugify(b.stem.replace(".", "-"))),
+    )
     digits = [x for x in one if x.isdigit()], [x for x in two if x.isdigit()]
     return bool(digits[0]) and bool(digits[1]) and digits[0] != digits[1]
 
@@ -193,7 +214,9 @@ def _series(a: Page, b: Page) -> bool:
 def _place(page: Page) -> str:
     """Where a page sits: its folder, and the hierarchy of a dotted name (Dendron's
     ``tags.feature.images`` sits in ``tags.feature``)."""
-    return page.path[:-3].rsplit(".", 1)[0] if "." in page.stem else page.path.rsplit("/", 1)[0] + "/"
+    return (
+        page.path[:-3].rsplit(".", 1)[0] if "." in page.stem else page.path.rsplit("/", 1)[0] + "/"
+    )
 
 
 def suggest(wiki: Wiki) -> list[Group]:

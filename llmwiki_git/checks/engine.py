@@ -25,12 +25,22 @@ from .cache import ScanCache
 from .checker import check_wiki_with, names_fingerprint
 from .delta import MAX_EXTRAS, NO_EXTRAS, Extras, Facts, derive, extras_size, facts_id, merge_extras
 from .links import Checker, link_keys
-from .result import CheckResult, fail_closed, new_problems, result_from_record, result_to_record, sort_problems
-from .severity import apply as apply_severity, enabled, severities
+from .result import (
+    CheckResult,
+    fail_closed,
+    new_problems,
+    result_from_record,
+    result_to_record,
+    sort_problems,
+)
+from .severity import apply as apply_severity
+from .severity import enabled, severities
 from .sourcing import derived_sourcing, full_sourcing, scope_sourcing
 
 BROKEN = ("broken-link", "broken-relative-link")  # what a rename can break (renames.py)
-CANDIDATE_REFS = "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
+CANDIDATE_REFS = (
+    "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
+)
 LoadWiki = Callable[[str, "ScanCache | None"], Wiki]  # (scope, cache) -> the wiki of that scope
 
 
@@ -39,9 +49,20 @@ class CheckEngine:
     a revision) in full; ``wiki_dir``, ``project_prefix`` (the project folder) and ``limit``
     (the page size limit) are part of every cached tree's key."""
 
-    def __init__(self, git: Git | None, load_wiki: LoadWiki, *, wiki_dir: str | None, project_prefix: str, limit: int,
-                 cache: ScanCache | None, severity: Iterable[tuple[str, str]] = ()) -> None:
-        self.severity = severities(severity)  # [check.severity]: a bad setting fails before any work
+    def __init__(
+        self,
+        git: Git | None,
+        load_wiki: LoadWiki,
+        *,
+        wiki_dir: str | None,
+        project_prefix: str,
+        limit: int,
+        cache: ScanCache | None,
+        severity: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        self.severity = severities(
+            severity
+        )  # [check.severity]: a bad setting fails before any work
         self.git = git
         self.load_wiki = load_wiki
         self.wiki_dir = wiki_dir
@@ -50,12 +71,16 @@ class CheckEngine:
         self.cache = cache
         self._trees: dict[str, str] = {}  # revision -> tree id, for this check
         self._derived: dict[str, Facts] = {}  # tree key -> the facts this check derived for it
-        self._index_diffs: dict[str, Callable[[], bytes]] = {}  # tree -> `diff-index --cached` against it
+        self._index_diffs: dict[
+            str, Callable[[], bytes]
+        ] = {}  # tree -> `diff-index --cached` against it
         self._cat = CatFile(git) if git is not None else None  # one process for revisions and blobs
         self._index_next = False
         self._started: list[Callable[[], bytes]] = []  # git commands started ahead of need
         self._write_tree: Callable[[], bytes] | None = None
-        self._status: Callable[[], bytes] | None = None  # `git status` of the work tree, started early
+        self._status: Callable[[], bytes] | None = (
+            None  # `git status` of the work tree, started early
+        )
 
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``.
@@ -74,7 +99,9 @@ class CheckEngine:
             result = checked = self._scope_result(head)
             if before is not None and base is not None:
                 result = new_problems(before, result, base)
-                result = scope_sourcing(self.git, result, head, base, self.project_prefix, self._index_diff_of)
+                result = scope_sourcing(
+                    self.git, result, head, base, self.project_prefix, self._index_diff_of
+                )
             if self.cache is not None:
                 self.cache.save()
             changed = self._changed_paths(head, base)
@@ -88,8 +115,14 @@ class CheckEngine:
         if changed:
             result = fail_closed(checked, result, changed)
         result = apply_severity(mark_pending(self.git, result), self.severity)
-        if head == "index" and self.git is not None and any(p.code in BROKEN for p in result.errors):
-            from .renames import staged_renames  # only when links broke: the gate then says what to run
+        if (
+            head == "index"
+            and self.git is not None
+            and any(p.code in BROKEN for p in result.errors)
+        ):
+            from .renames import (
+                staged_renames,
+            )  # only when links broke: the gate then says what to run
 
             head_tree = self._trees.get("HEAD") or self.git.rev_parse("HEAD^{tree}")
             raw = self._index_diff(head_tree) if head_tree and head_tree != EMPTY_TREE else b""
@@ -106,7 +139,9 @@ class CheckEngine:
 
         tree = self._tree_id(scope) if self.cache is not None else None
         key = f"orphans\0{self._tree_key(tree)}" if tree is not None else None
-        record = self.cache.problems_get(key) if (self.cache is not None and key is not None) else None
+        record = (
+            self.cache.problems_get(key) if (self.cache is not None and key is not None) else None
+        )
         if record is not None:
             found = result_from_record(record).problems
         else:
@@ -148,7 +183,9 @@ class CheckEngine:
                 return result_from_record(record[:2])
             try:
                 fast = self._derive(scope, tree, cache)
-            except ValueError:  # damaged facts (checks/parts.py): the full check below writes its own
+            except (
+                ValueError
+            ):  # damaged facts (checks/parts.py): the full check below writes its own
                 fast = None
             if fast is not None:
                 result, facts, base_id, base_extras = fast
@@ -167,7 +204,9 @@ class CheckEngine:
         result = check_wiki_with(wiki, checker, cache, self.limit, fingerprint)
         sourcing = full_sourcing(wiki, self.project_prefix, cache)
         if sourcing:
-            result = CheckResult(result.checked, sort_problems(result.problems + sourcing), result.base)
+            result = CheckResult(
+                result.checked, sort_problems(result.problems + sourcing), result.base
+            )
         if cache is not None and tree is not None:
             own = facts_id(fingerprint, tree)
             if not cache.has_facts(own):
@@ -175,13 +214,21 @@ class CheckEngine:
                 for _, _, texts in keys:  # every target's outcome, for the next delta
                     for text in texts:
                         checker.outcome(text)
-                facts = Facts.build(wiki.root_dir, fingerprint, wiki.name_slugs(), wiki.other_files, checker.outcomes,
-                                    keys)
+                facts = Facts.build(
+                    wiki.root_dir,
+                    fingerprint,
+                    wiki.name_slugs(),
+                    wiki.other_files,
+                    checker.outcomes,
+                    keys,
+                )
                 cache.facts_put(own, facts.to_record(), replace=True)
             cache.tree_put(self._tree_key(tree), (*result_to_record(result), own, NO_EXTRAS))
         return result
 
-    def _derive(self, scope: str, tree: str, cache: ScanCache) -> tuple[CheckResult, Facts, str, Extras] | None:
+    def _derive(
+        self, scope: str, tree: str, cache: ScanCache
+    ) -> tuple[CheckResult, Facts, str, Extras] | None:
         """``tree`` checked as a cached tree's result plus their diff (see delta.py): HEAD's
         tree for the index when known, else the most recently checked tree, such as the
         other branch before a switch or the index of the previous hook run. Returns the
@@ -198,7 +245,11 @@ class CheckEngine:
                 candidates.insert(0, head)
         for base_key in candidates[:3]:
             record = trees[base_key]
-            if len(record) != 4 or not isinstance(record[2], str) or not Facts.valid_extras(record[3]):
+            if (
+                len(record) != 4
+                or not isinstance(record[2], str)
+                or not Facts.valid_extras(record[3])
+            ):
                 continue
             base_tree = base_key.split("\0")[0]
             diff_output = None if scope == "index" else git.spawn_tree_diff(base_tree, tree)
@@ -218,13 +269,31 @@ class CheckEngine:
                 diff = diff_output()
                 locate = self._locator(tree)
             read = self._cat.read_blobs if self._cat is not None else git.read_blobs
-            derived = derive(read, locate, record[1], facts,
-                             diff=diff, wiki_dir=self.wiki_dir, base=self.project_prefix, limit=self.limit)
+            derived = derive(
+                read,
+                locate,
+                record[1],
+                facts,
+                diff=diff,
+                wiki_dir=self.wiki_dir,
+                base=self.project_prefix,
+                limit=self.limit,
+            )
             if derived is None:
                 return None
             result, new_facts = derived
-            result = derived_sourcing(git, result, diff, scope, tree, set(new_facts.names_by_path), locate, read,
-                                      self.project_prefix, new_facts.root_dir)
+            result = derived_sourcing(
+                git,
+                result,
+                diff,
+                scope,
+                tree,
+                set(new_facts.names_by_path),
+                locate,
+                read,
+                self.project_prefix,
+                new_facts.root_dir,
+            )
             return result, new_facts, record[2], record[3]
         return None
 
@@ -262,8 +331,11 @@ class CheckEngine:
         if not self._index_next or tree != self._trees.get("HEAD"):
             return partial(git.blob_ids, tree)
         fields = self._index_diff(tree).split(b"\0")
-        in_head = {path.decode("utf-8", "surrogateescape"): meta.split(b" ")[2].decode()
-                   for meta, path in zip(fields[0::2], fields[1::2]) if meta.count(b" ") == 4}  # staged: HEAD's blob
+        in_head = {
+            path.decode("utf-8", "surrogateescape"): meta.split(b" ")[2].decode()
+            for meta, path in zip(fields[0::2], fields[1::2])
+            if meta.count(b" ") == 4
+        }  # staged: HEAD's blob
 
         def locate(paths: list[str]) -> dict[str, str]:
             return {path: in_head.get(path) or f":{path}" for path in paths}
@@ -277,7 +349,9 @@ class CheckEngine:
             return set()
         against = base or "HEAD"
         if against == "HEAD" and head == "index" and self._tree_id("HEAD") in self._index_diffs:
-            return _added_or_modified(self._index_diff(self._tree_id("HEAD") or ""))  # the derivation's diff
+            return _added_or_modified(
+                self._index_diff(self._tree_id("HEAD") or "")
+            )  # the derivation's diff
         if self.git.rev_parse(against) is None:
             against = EMPTY_TREE
         return self.git.changed_names(against, None if head == "index" else head)
@@ -321,8 +395,11 @@ def _added_or_modified(raw: bytes) -> set[str]:
     """The paths ``git diff-index -z`` raw output adds, modifies or changes the type of
     (what ``--name-only --diff-filter=AMT`` prints)."""
     fields = raw.split(b"\0")
-    return {path.decode("utf-8", "surrogateescape") for meta, path in zip(fields[0::2], fields[1::2])
-            if meta[-1:] in (b"A", b"M", b"T")}
+    return {
+        path.decode("utf-8", "surrogateescape")
+        for meta, path in zip(fields[0::2], fields[1::2])
+        if meta[-1:] in (b"A", b"M", b"T")
+    }
 
 
 def _may_have_candidates(git: Git) -> bool:
@@ -345,7 +422,9 @@ def mark_pending(git: Git | None, result: CheckResult) -> CheckResult:
     warning, not an error (DESIGN §3)."""
     if git is None or not any(p.code == "broken-link" for p in result.problems):
         return result
-    if not _may_have_candidates(git) or not git.for_each_ref(CANDIDATE_REFS, ("objectname",), count=1):
+    if not _may_have_candidates(git) or not git.for_each_ref(
+        CANDIDATE_REFS, ("objectname",), count=1
+    ):
         return result  # no open candidate: the review layer need not be loaded (the hook's budget)
     from ..publication.candidates import pending_index
 
@@ -357,8 +436,14 @@ def mark_pending(git: Git | None, result: CheckResult) -> CheckResult:
         slug = (p.target or "").rsplit("/", 1)[-1]
         ids = pending.candidates_for(slug) if p.code == "broken-link" else ()
         if ids:
-            p = make(p.path, p.line, p.col, "pending-link",
-                     p.message.replace("broken link", "pending link", 1) + f" (review candidate {', '.join(ids)})",
-                     p.target)
+            p = make(
+                p.path,
+                p.line,
+                p.col,
+                "pending-link",
+                p.message.replace("broken link", "pending link", 1)
+                + f" (review candidate {', '.join(ids)})",
+                p.target,
+            )
         marked.append(p)
     return CheckResult(result.checked, marked, result.base)

@@ -90,8 +90,12 @@ def split_md_key(key: str) -> tuple[str, str | None]:
     return path, (anchor if sep else None)
 
 
-def anchor_problem(headings: tuple[str, ...] | frozenset[str], blocks: tuple[str, ...] | frozenset[str],
-                   anchor: str, markdown: bool = False) -> str | None:
+def anchor_problem(
+    headings: tuple[str, ...] | frozenset[str],
+    blocks: tuple[str, ...] | frozenset[str],
+    anchor: str,
+    markdown: bool = False,
+) -> str | None:
     """Why ``anchor`` (a heading's text or slug, or ``^id``) names nothing on a page with
     those heading slugs and block ids (None when it does). Headings compare slugified, as
     Obsidian and the reference tool match them; a markdown link's ``#intro-1`` (GitHub's name
@@ -140,7 +144,9 @@ class WikiClaims:
             scan = page.scan
             if scan.title_slug:
                 titles.setdefault(scan.title_slug, []).append(page.id)
-            if scan.alias_slugs and page.kind != "page":  # only concept and query aliases resolve links
+            if (
+                scan.alias_slugs and page.kind != "page"
+            ):  # only concept and query aliases resolve links
                 for alias in scan.alias_slugs:
                     aliases.setdefault(alias, []).append(page.id)
         self.titles, self.aliases = titles, aliases
@@ -182,20 +188,48 @@ def name_problems(page: Page, claims: Claims) -> list[Problem]:
     if scan.title:
         title = scan.title_slug
         mine = leaf_titled(page.id, title)
-        others = sorted({pid for pid, _ in claims.claimants(TITLE + title)
-                         if pid != page.id and not (mine and leaf_titled(pid, title))}) if title else []
+        others = (
+            sorted(
+                {
+                    pid
+                    for pid, _ in claims.claimants(TITLE + title)
+                    if pid != page.id and not (mine and leaf_titled(pid, title))
+                }
+            )
+            if title
+            else []
+        )
         if others:
-            out.append(make_problem(page.path, title_line or 1, 1, "duplicate-title",
-                                    f'duplicate title "{scan.title}": {_listed(others)} '
-                                    f'{"has" if len(others) == 1 else "have"} it too; merge the pages '
-                                    "(`llmwiki merge-pages` keeps links whole) or give each its own title", title))
+            out.append(
+                make_problem(
+                    page.path,
+                    title_line or 1,
+                    1,
+                    "duplicate-title",
+                    f'duplicate title "{scan.title}": {_listed(others)} '
+                    f"{'has' if len(others) == 1 else 'have'} it too; merge the pages "
+                    "(`llmwiki merge-pages` keeps links whole) or give each its own title",
+                    title,
+                )
+            )
     for alias, raw in zip(scan.alias_slugs if page.kind != "page" else (), _alias_texts(scan)):
         hits = sorted({(pid, how) for pid, how in claims.claimants(alias) if pid != page.id})
         if hits:
-            what = "; ".join(f"{pid} ({'its file name' if how == 'stem' else 'an alias'})" for pid, how in hits[:3])
-            out.append(make_problem(page.path, aliases_line or 1, 1, "alias-collision",
-                                    f'alias collision: "{raw}" also names {what}; a link [[{raw}]] reaches only '
-                                    "one of them: drop the alias from one page or merge them (`llmwiki merge-pages`)", alias))
+            what = "; ".join(
+                f"{pid} ({'its file name' if how == 'stem' else 'an alias'})"
+                for pid, how in hits[:3]
+            )
+            out.append(
+                make_problem(
+                    page.path,
+                    aliases_line or 1,
+                    1,
+                    "alias-collision",
+                    f'alias collision: "{raw}" also names {what}; a link [[{raw}]] reaches only '
+                    "one of them: drop the alias from one page or merge them (`llmwiki merge-pages`)",
+                    alias,
+                )
+            )
     return out
 
 
@@ -210,8 +244,12 @@ def _alias_texts(scan: PageScan) -> list[str]:
 class Checker:
     """Resolves each distinct target text once and renders a page's problems from that."""
 
-    def __init__(self, wiki: Wiki | None, outcomes: dict[str, Outcome] | None = None,
-                 claims: Claims | None = None) -> None:
+    def __init__(
+        self,
+        wiki: Wiki | None,
+        outcomes: dict[str, Outcome] | None = None,
+        claims: Claims | None = None,
+    ) -> None:
         self.wiki = wiki
         self.outcomes: dict[str, Outcome] = outcomes if outcomes is not None else {}
         self.claims = claims
@@ -246,10 +284,20 @@ class Checker:
         found = wiki.resolve(target)
         if not found.resolved:
             return ("broken", target.key)
-        what = _anchor_what(found.page.scan, target) if (found.page is not None and target.anchor) else None
+        what = (
+            _anchor_what(found.page.scan, target)
+            if (found.page is not None and target.anchor)
+            else None
+        )
         if what or found.alternatives:
-            return ("ok", target.key, found.ref, tuple(found.alternatives),
-                    found.page.id if found.page is not None else None, what)
+            return (
+                "ok",
+                target.key,
+                found.ref,
+                tuple(found.alternatives),
+                found.page.id if found.page is not None else None,
+                what,
+            )
         return PLAIN_OK
 
     def _md_outcome(self, wiki: Wiki, key: str) -> Outcome:
@@ -258,15 +306,24 @@ class Checker:
             return ("self",)
         page = wiki.by_path.get(path)
         if page is not None:
-            what = anchor_problem(page.scan.headings, page.scan.blocks, anchor, markdown=True) if anchor else None
+            what = (
+                anchor_problem(page.scan.headings, page.scan.blocks, anchor, markdown=True)
+                if anchor
+                else None
+            )
             return ("ok", path, page.id, (), page.id, what) if what else PLAIN_OK
         if self._files is None:
             self._files = set(wiki.other_files)
         return PLAIN_OK if path in self._files else ("nofile", path)
 
-    def page_problems(self, page: Page, fallback: Callable[[str], Outcome | None] | None = None) -> list[Problem] | None:
+    def page_problems(
+        self, page: Page, fallback: Callable[[str], Outcome | None] | None = None
+    ) -> list[Problem] | None:
         """The problems of ``page``; None when a target's outcome is unknown (fast path only)."""
-        out = [make_problem(page.path, issue.line, 1, issue.code, issue.message) for issue in page.scan.issues]
+        out = [
+            make_problem(page.path, issue.line, 1, issue.code, issue.message)
+            for issue in page.scan.issues
+        ]
         outcomes = self.outcomes
         for line, col, inner, target_text, _label, embed in page.scan.raw_links:
             known = outcomes.get(target_text) or self.outcome(target_text)
@@ -282,24 +339,63 @@ class Checker:
                 target = parse_target(target_text)
                 what = _anchor_what(page.scan, target)
                 if what:
-                    out.append(make_problem(page.path, line, col, anchor_code(what),
-                                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in this page",
-                                            target.key))
+                    out.append(
+                        make_problem(
+                            page.path,
+                            line,
+                            col,
+                            anchor_code(what),
+                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in this page",
+                            target.key,
+                        )
+                    )
             elif kind == "empty":
-                out.append(make_problem(page.path, line, col, "empty-link", f"empty link {source}: it names no page", ""))
+                out.append(
+                    make_problem(
+                        page.path,
+                        line,
+                        col,
+                        "empty-link",
+                        f"empty link {source}: it names no page",
+                        "",
+                    )
+                )
             elif kind == "broken":
-                out.append(make_problem(page.path, line, col, "broken-link", f"broken link {source}", known[1]))
+                out.append(
+                    make_problem(
+                        page.path, line, col, "broken-link", f"broken link {source}", known[1]
+                    )
+                )
             else:
                 _, key, ref, alternatives, page_id, what = known
                 if alternatives:
-                    fix = f"use a path like [[{ref}]]" if "/" in (ref or "") else f"use [[/{ref}]] (its path from the wiki root)"
-                    out.append(make_problem(page.path, line, col, "ambiguous-link",
-                                      f"ambiguous link {source}: resolved to {ref}, also matches {', '.join(alternatives)}; {fix}",
-                                      key))
+                    fix = (
+                        f"use a path like [[{ref}]]"
+                        if "/" in (ref or "")
+                        else f"use [[/{ref}]] (its path from the wiki root)"
+                    )
+                    out.append(
+                        make_problem(
+                            page.path,
+                            line,
+                            col,
+                            "ambiguous-link",
+                            f"ambiguous link {source}: resolved to {ref}, also matches {', '.join(alternatives)}; {fix}",
+                            key,
+                        )
+                    )
                 if what:
                     where = "this page" if page_id == page.id else page_id
-                    out.append(make_problem(page.path, line, col, anchor_code(what),
-                                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in {where}", key))
+                    out.append(
+                        make_problem(
+                            page.path,
+                            line,
+                            col,
+                            anchor_code(what),
+                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in {where}",
+                            key,
+                        )
+                    )
         if page.scan.md_links and not self._md_problems(page, out, fallback):
             return None
         scan = page.scan
@@ -314,8 +410,9 @@ class Checker:
                 out.extend(name_problems(page, claims))
         return out
 
-    def _md_problems(self, page: Page, out: list[Problem],
-                     fallback: Callable[[str], Outcome | None] | None) -> bool:
+    def _md_problems(
+        self, page: Page, out: list[Problem], fallback: Callable[[str], Outcome | None] | None
+    ) -> bool:
         """Add the problems of ``page``'s markdown links to ``out``; False when an outcome
         is unknown."""
         for (line, col, _url_col, url), key in md_keys(page):
@@ -329,22 +426,47 @@ class Checker:
             source = f"[…]({url})"
             if known[0] == "self":
                 _, anchor = split_md_key(key)
-                what = anchor_problem(page.scan.headings, page.scan.blocks, anchor or "", markdown=True)
+                what = anchor_problem(
+                    page.scan.headings, page.scan.blocks, anchor or "", markdown=True
+                )
                 if what:
-                    out.append(make_problem(page.path, line, col, anchor_code(what),
-                                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in this page",
-                                            ""))  # as a wikilink's [[#anchor]]
+                    out.append(
+                        make_problem(
+                            page.path,
+                            line,
+                            col,
+                            anchor_code(what),
+                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in this page",
+                            "",
+                        )
+                    )  # as a wikilink's [[#anchor]]
             elif known[0] == "nofile":
                 path = known[1]
                 why = "it leaves the repository" if path.startswith("..") else f"no file {path}"
-                out.append(make_problem(page.path, line, col, "broken-relative-link",
-                                        f"broken relative link {source}: {why}", path))
+                out.append(
+                    make_problem(
+                        page.path,
+                        line,
+                        col,
+                        "broken-relative-link",
+                        f"broken relative link {source}: {why}",
+                        path,
+                    )
+                )
             else:
                 _, path, _ref, _alternatives, page_id, what = known
                 if what:
                     where = "this page" if page_id == page.id else page_id
-                    out.append(make_problem(page.path, line, col, anchor_code(what),
-                                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in {where}", path))
+                    out.append(
+                        make_problem(
+                            page.path,
+                            line,
+                            col,
+                            anchor_code(what),
+                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in {where}",
+                            path,
+                        )
+                    )
         return True
 
 

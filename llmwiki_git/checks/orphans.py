@@ -28,7 +28,11 @@ def linked_pages(wiki: Wiki) -> set[str]:
             text = link[3]
             if text not in resolved:
                 target = parse_target(text)
-                found = wiki.resolve(target).page if not (target.is_self_anchor or target.is_empty) else None
+                found = (
+                    wiki.resolve(target).page
+                    if not (target.is_self_anchor or target.is_empty)
+                    else None
+                )
                 resolved[text] = found.path if found is not None else None
             path = resolved[text]
             if path is not None and path != page.path:
@@ -42,9 +46,18 @@ def linked_pages(wiki: Wiki) -> set[str]:
 
 def orphan_problems(wiki: Wiki) -> list[Problem]:
     linked = linked_pages(wiki)
-    return [make(page.path, 1, 1, "orphan-page",
-                 f"orphan page: no other page links to {page.id}; link it from a related page or the index, "
-                 "or delete it", page.id)
-            for page in wiki.pages
-            if page.path not in linked and page.stem.lower() not in ENTRY_STEMS
-            and not is_journal(page.path, wiki.root_dir)]
+    return [
+        make(
+            page.path,
+            1,
+            1,
+            "orphan-page",
+            f"orphan page: no other page links to {page.id}; link it from a related page or the index, "
+            "or delete it",
+            page.id,
+        )
+        for page in wiki.pages
+        if page.path not in linked
+        and page.stem.lower() not in ENTRY_STEMS
+        and not is_journal(page.path, wiki.root_dir)
+    ]

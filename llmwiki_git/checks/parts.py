@@ -48,13 +48,19 @@ class PartedMap:
     @classmethod
     def from_record(cls, record: object) -> PartedMap | None:
         """The map stored by `to_record`, or None when ``record`` is not one."""
-        if not (isinstance(record, tuple) and len(record) == PARTS and all(isinstance(b, bytes) for b in record)):
+        if not (
+            isinstance(record, tuple)
+            and len(record) == PARTS
+            and all(isinstance(b, bytes) for b in record)
+        ):
             return None
         return cls(record)
 
     def to_record(self) -> tuple[bytes, ...]:
-        return tuple(blob if part is None else marshal.dumps(part)
-                     for blob, part in zip(self._blobs, self._parts))
+        return tuple(
+            blob if part is None else marshal.dumps(part)
+            for blob, part in zip(self._blobs, self._parts)
+        )
 
     def _part(self, index: int) -> dict[str, str]:
         part = self._parts[index]

@@ -26,7 +26,12 @@ class RenameHint:
     broken: int  # the problems of the result the rename explains
 
     def to_json(self) -> dict[str, object]:
-        return {"from": self.old, "to": self.new, "broken": self.broken, "command": f"llmwiki mv {self.old} {self.new}"}
+        return {
+            "from": self.old,
+            "to": self.new,
+            "broken": self.broken,
+            "command": f"llmwiki mv {self.old} {self.new}",
+        }
 
 
 def _pages(raw: bytes) -> tuple[dict[str, str], dict[str, str]]:
@@ -73,7 +78,11 @@ def rename_hints(renames: list[tuple[str, str]], result: CheckResult) -> list[Re
     hints = []
     for old, new in renames:
         stem = slugify(old.rsplit("/", 1)[-1][:-3])
-        count = sum(1 for p in broken if (p.target or "") == old or (p.target or "").rsplit("/", 1)[-1] == stem)
+        count = sum(
+            1
+            for p in broken
+            if (p.target or "") == old or (p.target or "").rsplit("/", 1)[-1] == stem
+        )
         if count:
             hints.append(RenameHint(old, new, count))
     return hints

@@ -46,17 +46,28 @@ def problems_to_record(problems: list[Problem]) -> tuple[Any, ...]:
 
 
 def problems_from_record(path: str, record: tuple[Any, ...]) -> list[Problem]:
-    return [Problem(path, line, col, code, CODES[code], target, message) for line, col, code, target, message in record]
+    return [
+        Problem(path, line, col, code, CODES[code], target, message)
+        for line, col, code, target, message in record
+    ]
 
 
 def result_to_record(result: CheckResult) -> tuple[Any, ...]:
-    return (result.checked, tuple((p.path, p.line, p.col, p.code, p.target, p.message) for p in result.problems))
+    return (
+        result.checked,
+        tuple((p.path, p.line, p.col, p.code, p.target, p.message) for p in result.problems),
+    )
 
 
 def result_from_record(record: tuple[Any, ...]) -> CheckResult:
     checked, rows = record
-    return CheckResult(checked, [Problem(path, line, col, code, CODES[code], target, message)
-                                 for path, line, col, code, target, message in rows])
+    return CheckResult(
+        checked,
+        [
+            Problem(path, line, col, code, CODES[code], target, message)
+            for path, line, col, code, target, message in rows
+        ],
+    )
 
 
 def fail_closed(head: CheckResult, result: CheckResult, changed: set[str]) -> CheckResult:
@@ -67,10 +78,17 @@ def fail_closed(head: CheckResult, result: CheckResult, changed: set[str]) -> Ch
     upgraded = [p for p in head.problems if p.code in UNCHECKABLE and p.path in changed]
     if not upgraded:
         return result
-    extra = [make_problem(p.path, p.line, p.col, "unchecked-page",
-                    f"{p.message}: a page this change adds or modifies must be fully checkable; "
-                    "fix its encoding or size, or keep it out of the wiki")
-             for p in upgraded]
+    extra = [
+        make_problem(
+            p.path,
+            p.line,
+            p.col,
+            "unchecked-page",
+            f"{p.message}: a page this change adds or modifies must be fully checkable; "
+            "fix its encoding or size, or keep it out of the wiki",
+        )
+        for p in upgraded
+    ]
     said = {(p.path, p.line, p.code) for p in upgraded}
     kept = [p for p in result.problems if (p.path, p.line, p.code) not in said]
     return CheckResult(result.checked, sort_problems(kept + extra), result.base)

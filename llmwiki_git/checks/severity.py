@@ -26,12 +26,16 @@ def severities(settings: Iterable[tuple[str, str]] = ()) -> dict[str, str]:
     table = dict(CODES)
     for code, severity in settings:
         if code not in CODES:
-            raise ConfigError(f"[check.severity] names an unknown problem code {code!r}",
-                              hint=f"the codes are: {', '.join(sorted(CODES))} (docs/check.md)")
+            raise ConfigError(
+                f"[check.severity] names an unknown problem code {code!r}",
+                hint=f"the codes are: {', '.join(sorted(CODES))} (docs/check.md)",
+            )
         if code in LOCKED:
             raise ConfigError(f"[check.severity] cannot change {code}: {LOCKED[code]}")
         if severity not in SEVERITIES:
-            raise ConfigError(f"[check.severity] {code} = {severity!r}: use one of {', '.join(SEVERITIES)}")
+            raise ConfigError(
+                f"[check.severity] {code} = {severity!r}: use one of {', '.join(SEVERITIES)}"
+            )
         table[code] = severity
     return table
 
@@ -44,6 +48,9 @@ def apply(result: CheckResult, table: Mapping[str, str]) -> CheckResult:
     """``result`` with each problem at its code's severity in ``table``; codes set off dropped."""
     if all(p.severity == table.get(p.code, p.severity) for p in result.problems):
         return result
-    problems = [p if p.severity == table[p.code] else replace(p, severity=table[p.code])
-                for p in result.problems if table.get(p.code, p.severity) != OFF]
+    problems = [
+        p if p.severity == table[p.code] else replace(p, severity=table[p.code])
+        for p in result.problems
+        if table.get(p.code, p.severity) != OFF
+    ]
     return CheckResult(result.checked, problems, result.base)

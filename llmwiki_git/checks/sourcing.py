@@ -50,9 +50,15 @@ def full_sourcing(wiki: Wiki, project_prefix: str, cache: ScanCache | None) -> l
         return []
     key = None
     if cache is not None and all(page.blob for page in pages) and all(wiki.sources.values()):
-        parts = [project_prefix, *(f"{page.path}\0{page.blob}" for page in pages),
-                 *(f"{path}\0{blob}" for path, blob in sorted(wiki.sources.items()))]
-        key = "sourcing\0" + hashlib.sha1("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+        parts = [
+            project_prefix,
+            *(f"{page.path}\0{page.blob}" for page in pages),
+            *(f"{path}\0{blob}" for path, blob in sorted(wiki.sources.items())),
+        ]
+        key = (
+            "sourcing\0"
+            + hashlib.sha1("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+        )
         record = cache.problems_get(key)
         if record is not None:
             return result_from_record(record).problems
@@ -63,8 +69,11 @@ def full_sourcing(wiki: Wiki, project_prefix: str, cache: ScanCache | None) -> l
         got = wiki.read([SourceFile(path, wiki.sources.get(path)) for path in paths])
         return {path: data for path, data in got.items() if isinstance(data, bytes)}
 
-    found = problems([(page.path, page.scan.sourcing) for page in pages], SourceTable(wiki.sources, read, lines),
-                     project_prefix)
+    found = problems(
+        [(page.path, page.scan.sourcing) for page in pages],
+        SourceTable(wiki.sources, read, lines),
+        project_prefix,
+    )
     if cache is not None:
         if len(lines) != known:
             cache.lines_changed()
@@ -88,9 +97,18 @@ def dependents(git: Git, scope: str, tree: str, names: Iterable[str], root_dir: 
     return git.grep_files(sorted(set(names)), None if scope == "index" else tree, where)
 
 
-def derived_sourcing(git: Git, result: CheckResult, diff: bytes, scope: str, tree: str, pages: set[str],
-                     locate: Callable[[list[str]], dict[str, str]], read: Callable[[Iterable[str]], dict[str, bytes]],
-                     project_prefix: str, root_dir: str) -> CheckResult:
+def derived_sourcing(
+    git: Git,
+    result: CheckResult,
+    diff: bytes,
+    scope: str,
+    tree: str,
+    pages: set[str],
+    locate: Callable[[list[str]], dict[str, str]],
+    read: Callable[[Iterable[str]], dict[str, bytes]],
+    project_prefix: str,
+    root_dir: str,
+) -> CheckResult:
     """``result`` (a tree derived from another: delta.derive kept the base's provenance
     problems of every page it did not re-read) with the provenance problems of the pages
     ``diff`` changed, and of the pages of the sources it changed, judged again."""
@@ -105,17 +123,30 @@ def derived_sourcing(git: Git, result: CheckResult, diff: bytes, scope: str, tre
     if not affected:
         return result
     where = locate(sorted(affected))
-    olds = {path: old for path, old in edited.items() if old.strip("0")}  # an edited page's blob before
+    olds = {
+        path: old for path, old in edited.items() if old.strip("0")
+    }  # an edited page's blob before
     data = read([*where.values(), *olds.values()])
-    items = [(path, sourcing_of(data[where[path]])) for path in sorted(affected) if where.get(path) in data]
+    items = [
+        (path, sourcing_of(data[where[path]]))
+        for path in sorted(affected)
+        if where.get(path) in data
+    ]
     if not changed_sources:  # a page whose record did not change keeps its problems (most edits)
-        items = [(path, s) for path, s in items if path not in olds or olds[path] not in data
-                 or sourcing_of(data[olds[path]]) != s]
+        items = [
+            (path, s)
+            for path, s in items
+            if path not in olds or olds[path] not in data or sourcing_of(data[olds[path]]) != s
+        ]
         affected = {path for path, _ in items} | (set(edited) - set(olds))
     items = [(path, sourcing) for path, sourcing in items if sourcing]
     kept = [p for p in result.problems if not (p.code in CODES and p.path in affected)]
     if not items:
-        return CheckResult(result.checked, kept, result.base) if len(kept) != len(result.problems) else result
+        return (
+            CheckResult(result.checked, kept, result.base)
+            if len(kept) != len(result.problems)
+            else result
+        )
     blobs = _source_blobs(git, scope, tree, project_prefix)
 
     def read_sources(paths: list[str]) -> dict[str, bytes]:
@@ -126,8 +157,14 @@ def derived_sourcing(git: Git, result: CheckResult, diff: bytes, scope: str, tre
     return CheckResult(result.checked, sort_problems(kept + found), result.base)
 
 
-def scope_sourcing(git: Git | None, result: CheckResult, head: str, base: str, project_prefix: str,
-                   index_diff_of: Callable[[str], bytes | None]) -> CheckResult:
+def scope_sourcing(
+    git: Git | None,
+    result: CheckResult,
+    head: str,
+    base: str,
+    project_prefix: str,
+    index_diff_of: Callable[[str], bytes | None],
+) -> CheckResult:
     """``result`` (what is new since ``base``) with its provenance problems as a change
     shows them (:func:`stale.scoped`): one on each source the change touched, naming the
     pages it left behind."""
@@ -148,5 +185,10 @@ def scope_sourcing(git: Git | None, result: CheckResult, head: str, base: str, p
     changed: dict[str, tuple[str | None, str | None]] = {}
     for status, path, old, new in changes:
         if path.startswith(folder):
-            changed[path] = (None if status == "A" else old, None if status == "D" else (new if new != _NO_BLOB else ""))
-    return CheckResult(result.checked, sort_problems(scoped(result.problems, changed, touched)), result.base)
+            changed[path] = (
+                None if status == "A" else old,
+                None if status == "D" else (new if new != _NO_BLOB else ""),
+            )
+    return CheckResult(
+        result.checked, sort_problems(scoped(result.problems, changed, touched)), result.base
+    )

@@ -19,12 +19,17 @@ one problem on each source the change touched, naming the pages it left behind.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+
 from ..gitstore.git import blob_id
 from ..problems import Problem, make
 from ..wiki.provenance import Finding, Sourcing, judge, line_count, sources_dir
 
-CODES = frozenset({"stale-page", "source-missing"})  # computed here, never by a page's own scan (links.py)
-ReadPaths = Callable[[list[str]], Mapping[str, bytes]]  # source paths -> their bytes at the checked scope
+CODES = frozenset(
+    {"stale-page", "source-missing"}
+)  # computed here, never by a page's own scan (links.py)
+ReadPaths = Callable[
+    [list[str]], Mapping[str, bytes]
+]  # source paths -> their bytes at the checked scope
 
 
 class SourceTable:
@@ -32,8 +37,12 @@ class SourceTable:
     number of lines of each, read only for sources cited with a line range. ``lines_cache``
     (blob -> lines, kept between runs by the checker's cache) spares reading them again."""
 
-    def __init__(self, blobs: Mapping[str, str | None], read: ReadPaths,
-                 lines_cache: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        blobs: Mapping[str, str | None],
+        read: ReadPaths,
+        lines_cache: dict[str, int] | None = None,
+    ) -> None:
         self.blobs = dict(blobs)
         self.read = read
         self.lines_cache = lines_cache if lines_cache is not None else {}
@@ -84,7 +93,9 @@ class SourceTable:
         return known
 
 
-def page_problems(path: str, sourcing: Sourcing, table: SourceTable, project_prefix: str) -> list[Problem]:
+def page_problems(
+    path: str, sourcing: Sourcing, table: SourceTable, project_prefix: str
+) -> list[Problem]:
     """The provenance problems of one page (its ``sourcing`` record, see provenance.Sourcing),
     as the rule judges it (provenance.judge)."""
     return [_problem(path, f) for f in judge(sourcing, project_prefix, table.blob, table.lines)]
@@ -93,31 +104,52 @@ def page_problems(path: str, sourcing: Sourcing, table: SourceTable, project_pre
 def _problem(path: str, f: Finding) -> Problem:
     source = f.source
     if f.reason == "missing" and f.cite is not None:
-        message = (f"source missing: {f.cite} cites {source}, which does not exist; restore it, or remove the "
-                   f"citation (`llmwiki retract {source}` cleans up after a removed source)")
+        message = (
+            f"source missing: {f.cite} cites {source}, which does not exist; restore it, or remove the "
+            f"citation (`llmwiki retract {source}` cleans up after a removed source)"
+        )
     elif f.reason == "missing":
-        message = (f"source missing: the page names {source} in `sources:`, which does not exist; restore it, or "
-                   f"run `llmwiki retract {source}` to remove what it fed")
+        message = (
+            f"source missing: the page names {source} in `sources:`, which does not exist; restore it, or "
+            f"run `llmwiki retract {source}` to remove what it fed"
+        )
     elif f.reason == "past-end":
-        message = (f"stale page: {f.cite} cites lines up to {f.last} of {source}, which has {f.lines} now (it "
-                   "changed since); recompile with `llmwiki compile --stale`")
+        message = (
+            f"stale page: {f.cite} cites lines up to {f.last} of {source}, which has {f.lines} now (it "
+            "changed since); recompile with `llmwiki compile --stale`"
+        )
     elif f.reason == "retracted":
-        message = (f"stale page: it drew on {source}, which was retracted; review what it still says, then remove "
-                   "the `retracted:` entry (or recompile it with a model)")
+        message = (
+            f"stale page: it drew on {source}, which was retracted; review what it still says, then remove "
+            "the `retracted:` entry (or recompile it with a model)"
+        )
     else:
-        message = (f"stale page: written from {source} at blob {f.recorded}, which is blob {f.now} now; recompile "
-                   "with `llmwiki compile --stale` (or, if the page still holds, record the new blob in "
-                   "`sourceBlobs:`)")
-    return make(path, f.line, f.col, "source-missing" if f.reason == "missing" else "stale-page", message, source)
+        message = (
+            f"stale page: written from {source} at blob {f.recorded}, which is blob {f.now} now; recompile "
+            "with `llmwiki compile --stale` (or, if the page still holds, record the new blob in "
+            "`sourceBlobs:`)"
+        )
+    return make(
+        path,
+        f.line,
+        f.col,
+        "source-missing" if f.reason == "missing" else "stale-page",
+        message,
+        source,
+    )
 
 
-def problems(items: Iterable[tuple[str, Sourcing]], table: SourceTable, project_prefix: str) -> list[Problem]:
+def problems(
+    items: Iterable[tuple[str, Sourcing]], table: SourceTable, project_prefix: str
+) -> list[Problem]:
     """The provenance problems of ``items`` ((page path, sourcing) of the pages that have any)."""
     items = [(path, sourcing) for path, sourcing in items if sourcing]
     if not items:
         return []
     table.prepare(items, project_prefix)
-    return [p for path, sourcing in items for p in page_problems(path, sourcing, table, project_prefix)]
+    return [
+        p for path, sourcing in items for p in page_problems(path, sourcing, table, project_prefix)
+    ]
 
 
 def mentions(sourcing: Sourcing, project_prefix: str) -> set[str]:
@@ -127,8 +159,11 @@ def mentions(sourcing: Sourcing, project_prefix: str) -> set[str]:
     return {f"{folder}/{item[1]}" if item[0] == "c" else lead + item[1] for item in sourcing}
 
 
-def scoped(problems_new: list[Problem], changed: Mapping[str, tuple[str | None, str | None]],
-           touched: set[str]) -> list[Problem]:
+def scoped(
+    problems_new: list[Problem],
+    changed: Mapping[str, tuple[str | None, str | None]],
+    touched: set[str],
+) -> list[Problem]:
     """The provenance problems a change newly made (``problems_new``), as the gate reports
     them: a source the change touched (``changed``: source path -> (old blob, new blob),
     None for absent) without touching the pages it feeds gets ONE problem on the source
@@ -152,13 +187,17 @@ def scoped(problems_new: list[Problem], changed: Mapping[str, tuple[str | None, 
         old, new = changed[source]
         shown = ", ".join(pages[:20]) + (f" and {len(pages) - 20} more" if len(pages) > 20 else "")
         if new is None:
-            message = (f"{source} is deleted, but {len(pages)} page(s) still cite it: {shown}; "
-                       f"run `llmwiki retract {source}` to remove or mark what it fed")
+            message = (
+                f"{source} is deleted, but {len(pages)} page(s) still cite it: {shown}; "
+                f"run `llmwiki retract {source}` to remove or mark what it fed"
+            )
             code = "source-missing"
         else:
             change = f"blob {old} -> {new}" if old and new else "changed" if old else "added"
-            message = (f"{source} changed ({change}) without the pages it feeds: {shown}; run `llmwiki compile "
-                       "--stale` (or update them in this change)")
+            message = (
+                f"{source} changed ({change}) without the pages it feeds: {shown}; run `llmwiki compile "
+                "--stale` (or update them in this change)"
+            )
             code = "stale-page"
         out.append(make(source, 1, 1, code, message, source))
     return out

@@ -42,7 +42,9 @@ RULE_MODULES = (
 )
 
 
-def rule_sources(package: Path = _PACKAGE, modules: Iterable[str] = RULE_MODULES) -> list[tuple[str, bytes]]:
+def rule_sources(
+    package: Path = _PACKAGE, modules: Iterable[str] = RULE_MODULES
+) -> list[tuple[str, bytes]]:
     """(module, source bytes) of each rule module (a missing file hashes as its name)."""
     out = []
     for name in modules:
@@ -53,7 +55,9 @@ def rule_sources(package: Path = _PACKAGE, modules: Iterable[str] = RULE_MODULES
     return out
 
 
-def cache_version(codes: Mapping[str, object], sources: Iterable[tuple[str, bytes]], layout: Iterable[str]) -> str:
+def cache_version(
+    codes: Mapping[str, object], sources: Iterable[tuple[str, bytes]], layout: Iterable[str]
+) -> str:
     """A short digest of ``codes`` (code -> severity), ``sources`` and the record
     ``layout`` (field names)."""
     digest = hashlib.sha1()

@@ -13,8 +13,7 @@ place (`app.LlmwikiGroup`). One module per command family:
 
 from __future__ import annotations
 
-from . import check, integrations, pages, query, review, search, sources  # noqa: F401 - each registers its commands
-from . import app
+from . import app, check, integrations, pages, query, review, search, sources  # noqa: F401 - each registers its commands
 from .app import EXIT_INTERNAL, EXIT_INTERRUPTED, LlmwikiGroup, cli
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "LlmwikiGroup", "cli", "main"]

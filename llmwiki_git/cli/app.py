@@ -12,7 +12,14 @@ from typing import Any
 
 import click
 
-from ..errors import Interrupted, LlmwikiError, NotARepository, PathRefused, UsageError, missing_extra
+from ..errors import (
+    Interrupted,
+    LlmwikiError,
+    NotARepository,
+    PathRefused,
+    UsageError,
+    missing_extra,
+)
 from ..workspace import Workspace
 
 #: True in the `llmwiki` process itself (`main`), not when the group is called in-process.
@@ -35,7 +42,9 @@ class LlmwikiGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         from ..terminal import safe_streams
 
-        with safe_streams():  # nothing from a file, model, branch or trailer reaches the terminal raw
+        with (
+            safe_streams()
+        ):  # nothing from a file, model, branch or trailer reaches the terminal raw
             return self._invoke(ctx)
 
     def _invoke(self, ctx: click.Context) -> Any:
@@ -46,7 +55,9 @@ class LlmwikiGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
-        except KeyboardInterrupt as exc:  # Ctrl-C: 130, as a shell reports SIGINT (not 1, "problems found")
+        except (
+            KeyboardInterrupt
+        ) as exc:  # Ctrl-C: 130, as a shell reports SIGINT (not 1, "problems found")
             said = f": {exc}" if isinstance(exc, Interrupted) else ""
             click.echo(f"\nInterrupted{said}.", err=True)
             ctx.exit(EXIT_INTERRUPTED)
@@ -71,10 +82,20 @@ class LlmwikiGroup(click.Group):
 
 
 @click.group(cls=LlmwikiGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-C", "--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Run as if started in this folder (like git -C).")
-@click.option("--wiki-dir", default=None, metavar="DIR",
-              help="Wiki root, relative to the project folder (the nearest folder holding .llmwiki/, else the repository root). Default: wiki/ if it exists, else the project folder; or wiki_dir in .llmwiki/config.toml.")
+@click.option(
+    "-C",
+    "--repo",
+    "repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Run as if started in this folder (like git -C).",
+)
+@click.option(
+    "--wiki-dir",
+    default=None,
+    metavar="DIR",
+    help="Wiki root, relative to the project folder (the nearest folder holding .llmwiki/, else the repository root). Default: wiki/ if it exists, else the project folder; or wiki_dir in .llmwiki/config.toml.",
+)
 @click.option("--traceback", is_flag=True, help="Show the Python traceback of an internal error.")
 @click.version_option(package_name="llmwiki-git", prog_name="llmwiki")
 @click.pass_context
@@ -97,7 +118,9 @@ def _read_text_argument(ctx: click.Context, name: str) -> str:
     if name == "-":
         data = sys.stdin.buffer.read(confine.MAX_READ_BYTES + 1)
         if len(data) > confine.MAX_READ_BYTES:
-            raise UsageError(f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit")
+            raise UsageError(
+                f"standard input is over the {confine.MAX_READ_BYTES // 1048576} MB limit"
+            )
         return _text_of(data, "standard input")
     path = Path(name)
     if ctx.obj["repo"] is not None and not path.is_absolute():
@@ -106,7 +129,9 @@ def _read_text_argument(ctx: click.Context, name: str) -> str:
         data = confine.read_file(path, name=name)
     except PathRefused as exc:
         reason = exc.reason.removeprefix("cannot read: ")
-        raise UsageError(f"cannot read {name}: {reason}", hint="name a file that exists, or - for standard input") from exc
+        raise UsageError(
+            f"cannot read {name}: {reason}", hint="name a file that exists, or - for standard input"
+        ) from exc
     return _text_of(data, name)
 
 
@@ -117,8 +142,10 @@ def _text_of(data: bytes, name: str) -> str:
 
     text, issues = decode(data)
     if text is None:
-        raise UsageError(f"cannot read {name}: it is a binary file (it contains NUL bytes), not markdown text",
-                         hint="name a markdown file")
+        raise UsageError(
+            f"cannot read {name}: it is a binary file (it contains NUL bytes), not markdown text",
+            hint="name a markdown file",
+        )
     for issue in issues:
         _note(f"warning: {name}:{issue.line}: {issue.message}")
     return text
@@ -137,7 +164,10 @@ def _workspace(ctx: click.Context, **kwargs: Any) -> Workspace:
 
             try:
                 said = recover_pending(ws.git, ws.root, state)
-            except (LlmwikiError, OSError) as exc:  # never block this command (the hook's, say): say it, go on
+            except (
+                LlmwikiError,
+                OSError,
+            ) as exc:  # never block this command (the hook's, say): say it, go on
                 said = f"llmwiki: could not finish an interrupted write yet ({exc}); the next command retries"
             if said:
                 _note(said)
@@ -156,8 +186,10 @@ def _require_some_wiki(ws: Workspace, pages: int | None = None) -> None:
     if pages is None:
         pages = len(ws.wiki("worktree").pages)
     if pages == 0:
-        raise NotARepository(f"no wiki here: {ws.root} is not in a git repository and holds no markdown page",
-                             hint="run llmwiki inside your wiki's repository, or point -C at it")
+        raise NotARepository(
+            f"no wiki here: {ws.root} is not in a git repository and holds no markdown page",
+            hint="run llmwiki inside your wiki's repository, or point -C at it",
+        )
 
 
 def _repo_path(ctx: click.Context, ws: Workspace, name: str) -> str:

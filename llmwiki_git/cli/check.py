@@ -12,8 +12,8 @@ import click
 
 from ..errors import UsageError
 from ..wording import plural
-from . import app
 from ..workspace import Workspace
+from . import app
 from .app import _require_some_wiki, _workspace, cli
 
 if TYPE_CHECKING:
@@ -22,13 +22,21 @@ if TYPE_CHECKING:
 
 def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
     if result.problems:  # one write: a line each cost a flush each (~5 ms per 1,000 problems)
-        click.echo("\n".join(f"{p.location}: {'' if p.severity == 'error' else 'warning: '}{p.message}"
-                              for p in result.problems))
+        click.echo(
+            "\n".join(
+                f"{p.location}: {'' if p.severity == 'error' else 'warning: '}{p.message}"
+                for p in result.problems
+            )
+        )
     errors, warnings = len(result.errors), len(result.warnings)
     what = f"new in {scope} since {base}" if base else f"in {scope}"
     if errors:
         unchecked = sum(1 for p in result.errors if p.code == "unchecked-page")
-        links = sum(1 for p in result.errors if p.code in ("broken-link", "empty-link", "broken-relative-link"))
+        links = sum(
+            1
+            for p in result.errors
+            if p.code in ("broken-link", "empty-link", "broken-relative-link")
+        )
         other = errors - unchecked - links  # codes set to `error` in [check.severity]
         # a page that cannot be checked is no broken link (it said "4 broken links" for 2)
         found = [plural(links, "broken link")] if links else []
@@ -36,11 +44,21 @@ def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
         found += [f"{plural(unchecked, 'page')} that cannot be checked"] if unchecked else []
         steps = ["fix the links, or create the missing pages"] if links else []
         steps += ["fix the other errors (codes: docs/check.md)"] if other else []
-        steps += ["save those pages as UTF-8 text within the size limit, or keep them out of the wiki"] if unchecked else []
-        click.echo(f"{plural(result.checked, 'page')} checked: {' and '.join(found)} {what}, "
-                   f"{plural(warnings, 'warning')}; {'; '.join(steps)}.", err=True)
+        steps += (
+            ["save those pages as UTF-8 text within the size limit, or keep them out of the wiki"]
+            if unchecked
+            else []
+        )
+        click.echo(
+            f"{plural(result.checked, 'page')} checked: {' and '.join(found)} {what}, "
+            f"{plural(warnings, 'warning')}; {'; '.join(steps)}.",
+            err=True,
+        )
     else:
-        click.echo(f"{plural(result.checked, 'page')} checked: no broken links {what}, {plural(warnings, 'warning')}.", err=True)
+        click.echo(
+            f"{plural(result.checked, 'page')} checked: no broken links {what}, {plural(warnings, 'warning')}.",
+            err=True,
+        )
 
 
 def _write_github_files(result: CheckResult) -> None:
@@ -53,22 +71,56 @@ def _write_github_files(result: CheckResult) -> None:
     output_path = os.environ.get("GITHUB_OUTPUT")
     if output_path:
         with open(output_path, "a", encoding="utf-8") as handle:
-            handle.write(f"broken={len(result.errors)}\nwarnings={len(result.warnings)}\nchecked={result.checked}\n")
+            handle.write(
+                f"broken={len(result.errors)}\nwarnings={len(result.warnings)}\nchecked={result.checked}\n"
+            )
 
 
 @cli.command()
-@click.option("--staged", is_flag=True, help="Check the git index: exactly what the next commit will contain.")
-@click.option("--rev", default=None, metavar="COMMIT", help="Check the tree of a commit instead of the work tree.")
-@click.option("--base", default=None, metavar="COMMIT",
-              help="Report only problems that are new since this commit (links newly broken, including by renames and deletions).")
-@click.option("--head", default=None, metavar="COMMIT", help="With --base: the commit to compare (default: the work tree, or the index with --staged).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
-              help="text: path:line:col lines; json: the v1 envelope; github: workflow annotations plus a step summary.")
+@click.option(
+    "--staged", is_flag=True, help="Check the git index: exactly what the next commit will contain."
+)
+@click.option(
+    "--rev",
+    default=None,
+    metavar="COMMIT",
+    help="Check the tree of a commit instead of the work tree.",
+)
+@click.option(
+    "--base",
+    default=None,
+    metavar="COMMIT",
+    help="Report only problems that are new since this commit (links newly broken, including by renames and deletions).",
+)
+@click.option(
+    "--head",
+    default=None,
+    metavar="COMMIT",
+    help="With --base: the commit to compare (default: the work tree, or the index with --staged).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="text: path:line:col lines; json: the v1 envelope; github: workflow annotations plus a step summary.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Shorthand for --format json.")
-@click.option("--no-cache", is_flag=True, help="Do not use or update the scan cache in the git directory.")
+@click.option(
+    "--no-cache", is_flag=True, help="Do not use or update the scan cache in the git directory."
+)
 @click.pass_context
-def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, head: str | None,
-          fmt: str, as_json: bool, no_cache: bool) -> None:
+def check(
+    ctx: click.Context,
+    staged: bool,
+    rev: str | None,
+    base: str | None,
+    head: str | None,
+    fmt: str,
+    as_json: bool,
+    no_cache: bool,
+) -> None:
     """Report broken [[wikilinks]] with path:line:col.
 
     Exit 0 when no link is broken, 1 when some are, 2 on a usage error. Broken heading
@@ -99,8 +151,11 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
     renames = _rename_hints(ws, result) if scope == "index" else []
     fmt = "json" if as_json else fmt
     if fmt == "json":
-        envelope: dict[str, Any] = {"version": 1, "checked": result.checked,
-                                    "problems": [p.to_json() for p in result.problems]}
+        envelope: dict[str, Any] = {
+            "version": 1,
+            "checked": result.checked,
+            "problems": [p.to_json() for p in result.problems],
+        }
         if renames:
             envelope["renames"] = [hint.to_json() for hint in renames]
         click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
@@ -113,12 +168,21 @@ def check(ctx: click.Context, staged: bool, rev: str | None, base: str | None, h
         _write_github_files(result)
         _render_summary_line(result)
     else:
-        _render_text(result, base, {"index": "the index", "worktree": "the work tree"}.get(scope, scope))
+        _render_text(
+            result, base, {"index": "the index", "worktree": "the work tree"}.get(scope, scope)
+        )
     for hint in renames:  # the hook's output too: a staged rename broke these links
-        old, new = (os.path.relpath(ws.root / p) if (ws.root / p).resolve().is_relative_to(Path.cwd().resolve())
-                    else p for p in (hint.old, hint.new))
-        click.echo(f"{hint.old} was renamed to {hint.new}, which breaks {plural(hint.broken, 'link')}; "
-                   f"to rewrite them in one commit, run: llmwiki mv {old} {new}", err=True)
+        old, new = (
+            os.path.relpath(ws.root / p)
+            if (ws.root / p).resolve().is_relative_to(Path.cwd().resolve())
+            else p
+            for p in (hint.old, hint.new)
+        )
+        click.echo(
+            f"{hint.old} was renamed to {hint.new}, which breaks {plural(hint.broken, 'link')}; "
+            f"to rewrite them in one commit, run: llmwiki mv {old} {new}",
+            err=True,
+        )
     ctx.exit(1 if result.errors else 0)
 
 
@@ -132,4 +196,7 @@ def _rename_hints(ws: Workspace, result: CheckResult) -> list[Any]:
 
 
 def _render_summary_line(result: CheckResult) -> None:
-    click.echo(f"{plural(result.checked, 'page')} checked: {len(result.errors)} broken, {plural(len(result.warnings), 'warning')}.", err=True)
+    click.echo(
+        f"{plural(result.checked, 'page')} checked: {len(result.errors)} broken, {plural(len(result.warnings), 'warning')}.",
+        err=True,
+    )

@@ -10,8 +10,12 @@ from .app import _workspace, cli
 
 
 @cli.command()
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="The wiki to serve: any folder inside its repository (default: -C, else the current folder).")
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The wiki to serve: any folder inside its repository (default: -C, else the current folder).",
+)
 @click.pass_context
 def serve(ctx: click.Context, root: Path | None) -> None:
     """Serve the wiki to AI agents over MCP on stdio: context packs, cited answers, search,
@@ -31,7 +35,11 @@ def hooks() -> None:
 
 
 @hooks.command("install")
-@click.option("--force", is_flag=True, help="Replace existing pre-commit / pre-merge-commit hooks that are not llmwiki's.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace existing pre-commit / pre-merge-commit hooks that are not llmwiki's.",
+)
 @click.pass_context
 def hooks_install(ctx: click.Context, force: bool) -> None:
     """Install the plain git pre-commit and pre-merge-commit hooks (no pre-commit framework
@@ -46,9 +54,17 @@ def hooks_install(ctx: click.Context, force: bool) -> None:
     ws = _workspace(ctx)
     git = ws.require_git("installing a hook")
     start = (ctx.obj["repo"] or Path.cwd()).resolve()
-    directory = start.relative_to(ws.root.resolve()).as_posix() if start != ws.root.resolve() else "."
+    directory = (
+        start.relative_to(ws.root.resolve()).as_posix() if start != ws.root.resolve() else "."
+    )
     paths = install(git, force=force, directory=directory, wiki_dir=ctx.obj["wiki_dir"])
-    where = "" if directory == "." else f" (they check the wiki of {directory}, as `llmwiki -C {directory} check` does)"
+    where = (
+        ""
+        if directory == "."
+        else f" (they check the wiki of {directory}, as `llmwiki -C {directory} check` does)"
+    )
     click.echo(f"Installed the pre-commit and pre-merge-commit hooks at {paths[0].parent}{where}.")
-    click.echo("Commits and merges that add broken [[wikilinks]] will now be refused; skip once with "
-               "`git commit --no-verify` (`git merge --no-verify`).")
+    click.echo(
+        "Commits and merges that add broken [[wikilinks]] will now be refused; skip once with "
+        "`git commit --no-verify` (`git merge --no-verify`)."
+    )

@@ -39,13 +39,21 @@ def links(ctx: click.Context, file: str, as_json: bool) -> None:
     from ..wiki.citations import BROKEN, format_report
 
     if file == "-" and sys.stdin.isatty():
-        raise UsageError("no FILE given, and standard input is a terminal",
-                         hint="name a file (`llmwiki links draft.md`) or pipe the text in (`llmwiki links < draft.md`)")
+        raise UsageError(
+            "no FILE given, and standard input is a terminal",
+            hint="name a file (`llmwiki links draft.md`) or pipe the text in (`llmwiki links < draft.md`)",
+        )
     text = _read_text_argument(ctx, file)
     ws = _workspace(ctx)
     report = links_report(ws, text)
     if as_json:
-        click.echo(json.dumps({"version": 1, "citations": [c.to_json() for c in report]}, indent=2, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {"version": 1, "citations": [c.to_json() for c in report]},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
     else:
         for line in format_report(report):
             click.echo(line)
@@ -55,11 +63,21 @@ def links(ctx: click.Context, file: str, as_json: bool) -> None:
 @cli.command("mv")
 @click.argument("old", metavar="OLD")
 @click.argument("new", metavar="NEW")
-@click.option("-n", "--dry-run", is_flag=True, help="Print the moves and every link rewrite; change nothing.")
-@click.option("--review", is_flag=True,
-              help="Stage the move as a review candidate branch (kind move/1) instead of committing it; "
-                   "`llmwiki review approve <id>` commits it. Pages only.")
-@click.option("--json", "as_json", is_flag=True, help="Print the plan (and the commit or the candidate) as JSON.")
+@click.option(
+    "-n", "--dry-run", is_flag=True, help="Print the moves and every link rewrite; change nothing."
+)
+@click.option(
+    "--review",
+    is_flag=True,
+    help="Stage the move as a review candidate branch (kind move/1) instead of committing it; "
+    "`llmwiki review approve <id>` commits it. Pages only.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the plan (and the commit or the candidate) as JSON.",
+)
 @click.pass_context
 def mv(ctx: click.Context, old: str, new: str, dry_run: bool, review: bool, as_json: bool) -> None:
     """Move a page, a file or a folder and rewrite every link to it, in one commit.
@@ -85,8 +103,14 @@ def mv(ctx: click.Context, old: str, new: str, dry_run: bool, review: bool, as_j
     if review:
         from ..review.stagerewrite import stage_move
 
-        staged = stage_move(ws, _repo_path(ctx, ws, old), _repo_path(ctx, ws, new), dry_run=dry_run,
-                            load_wiki=ws.cached_wiki, note=None if as_json else _note)
+        staged = stage_move(
+            ws,
+            _repo_path(ctx, ws, old),
+            _repo_path(ctx, ws, new),
+            dry_run=dry_run,
+            load_wiki=ws.cached_wiki,
+            note=None if as_json else _note,
+        )
         _render_staged_rewrite(ctx, staged, as_json)
         return
     site = Site.of(ws, "llmwiki mv")
@@ -98,9 +122,13 @@ def mv(ctx: click.Context, old: str, new: str, dry_run: bool, review: bool, as_j
     for note in [*done.plan.notes, *done.notes]:
         _note(note)
     moved = plural(len(done.plan.moves), "file")
-    links_text = f"{plural(done.plan.links, 'link')} in {plural(len(done.plan.edited_files), 'page')}"
+    links_text = (
+        f"{plural(done.plan.links, 'link')} in {plural(len(done.plan.edited_files), 'page')}"
+    )
     if not dry_run:
-        click.echo(f"Moved {done.old} → {done.new} ({moved}); rewrote {links_text} (commit {(done.commit or '')[:12]}).")
+        click.echo(
+            f"Moved {done.old} → {done.new} ({moved}); rewrote {links_text} (commit {(done.commit or '')[:12]})."
+        )
         return
     click.echo(f"Would move {done.old} → {done.new} ({moved}):")
     for path, edit in done.edits():
@@ -110,21 +138,43 @@ def mv(ctx: click.Context, old: str, new: str, dry_run: bool, review: bool, as_j
     if done.refused:
         click.echo("Nothing was changed; llmwiki mv would refuse this move.", err=True)
         ctx.exit(1)
-    click.echo(f"Would rewrite {links_text}. Nothing was changed; run it without --dry-run to commit.", err=True)
+    click.echo(
+        f"Would rewrite {links_text}. Nothing was changed; run it without --dry-run to commit.",
+        err=True,
+    )
 
 
 @cli.command("merge-pages")
 @click.argument("keep", metavar="A", required=False)
 @click.argument("fold", metavar="B", required=False)
-@click.option("-n", "--dry-run", is_flag=True, help="Print what A gains and every link rewrite; stage nothing.")
-@click.option("--suggest", is_flag=True,
-              help="List pages that look like one concept written twice (one title, an alias naming another "
-                   "page, titles one plural or typo apart; never numbered or dated ones) with the command that "
-                   "merges each group.")
-@click.option("--json", "as_json", is_flag=True, help="Print the plan and the candidate (or the suggestions) as JSON.")
+@click.option(
+    "-n",
+    "--dry-run",
+    is_flag=True,
+    help="Print what A gains and every link rewrite; stage nothing.",
+)
+@click.option(
+    "--suggest",
+    is_flag=True,
+    help="List pages that look like one concept written twice (one title, an alias naming another "
+    "page, titles one plural or typo apart; never numbered or dated ones) with the command that "
+    "merges each group.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the plan and the candidate (or the suggestions) as JSON.",
+)
 @click.pass_context
-def merge_pages(ctx: click.Context, keep: str | None, fold: str | None, dry_run: bool, suggest: bool,
-                as_json: bool) -> None:
+def merge_pages(
+    ctx: click.Context,
+    keep: str | None,
+    fold: str | None,
+    dry_run: bool,
+    suggest: bool,
+    as_json: bool,
+) -> None:
     """Fold page B into page A on a review candidate branch (kind merge/1): B's body appended
     to A under a heading of B's title, B's title and aliases added to A's aliases (A's other
     frontmatter kept byte for byte), B deleted, and every link to B rewritten to A ([[B#x]]
@@ -140,16 +190,27 @@ def merge_pages(ctx: click.Context, keep: str | None, fold: str | None, dry_run:
     ws = _workspace(ctx)
     if suggest:
         if keep or fold or dry_run:
-            raise UsageError("--suggest takes no pages and no --dry-run", hint="run `llmwiki merge-pages --suggest`")
+            raise UsageError(
+                "--suggest takes no pages and no --dry-run",
+                hint="run `llmwiki merge-pages --suggest`",
+            )
         _render_suggestions(ws, as_json)
         return
     if not keep or not fold:
-        raise UsageError("merge-pages needs two pages: A (kept) and B (folded into A)",
-                         hint="llmwiki merge-pages A B, or llmwiki merge-pages --suggest to find candidates")
+        raise UsageError(
+            "merge-pages needs two pages: A (kept) and B (folded into A)",
+            hint="llmwiki merge-pages A B, or llmwiki merge-pages --suggest to find candidates",
+        )
     from ..review.stagerewrite import stage_merge
 
-    staged = stage_merge(ws, _page_argument(ctx, ws, keep), _page_argument(ctx, ws, fold), dry_run=dry_run,
-                         load_wiki=ws.cached_wiki, note=None if as_json else _note)
+    staged = stage_merge(
+        ws,
+        _page_argument(ctx, ws, keep),
+        _page_argument(ctx, ws, fold),
+        dry_run=dry_run,
+        load_wiki=ws.cached_wiki,
+        note=None if as_json else _note,
+    )
     _render_staged_rewrite(ctx, staged, as_json)
 
 
@@ -164,9 +225,15 @@ def _page_argument(ctx: click.Context, ws: Workspace, name: str) -> str:
 
     found = ws.cached_wiki("HEAD").resolve(parse_target(name))
     if found.page is None or found.alternatives:
-        what = f"names {', '.join((found.ref or '',) + found.alternatives)}" if found.alternatives else "names no page"
-        raise UsageError(f"{name!r} is not a committed page path, and as a page name it {what}",
-                         hint="give the page's path (wiki/concepts/x.md)")
+        what = (
+            f"names {', '.join((found.ref or '',) + found.alternatives)}"
+            if found.alternatives
+            else "names no page"
+        )
+        raise UsageError(
+            f"{name!r} is not a committed page path, and as a page name it {what}",
+            hint="give the page's path (wiki/concepts/x.md)",
+        )
     return found.page.path
 
 
@@ -190,9 +257,14 @@ def _render_staged_rewrite(ctx: click.Context, staged: StagedRewrite, as_json: b
         return
     done = staged.staged
     assert done is not None  # staged unless a dry run (a refusal raises)
-    click.echo(f"Staged {done.branch} ({plural(len(done.files), 'page')}); nothing on your branch changed.")
-    click.echo(f"Inspect with `llmwiki review show {done.candidate_id}`, approve with "
-               f"`llmwiki review approve {done.candidate_id}`.", err=True)
+    click.echo(
+        f"Staged {done.branch} ({plural(len(done.files), 'page')}); nothing on your branch changed."
+    )
+    click.echo(
+        f"Inspect with `llmwiki review show {done.candidate_id}`, approve with "
+        f"`llmwiki review approve {done.candidate_id}`.",
+        err=True,
+    )
 
 
 def _render_suggestions(ws: Workspace, as_json: bool) -> None:
@@ -200,12 +272,20 @@ def _render_suggestions(ws: Workspace, as_json: bool) -> None:
 
     groups = suggest(ws.cached_wiki("worktree"))
     if as_json:
-        click.echo(json.dumps({"version": 1, "groups": [g.to_json() for g in groups]}, indent=2, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {"version": 1, "groups": [g.to_json() for g in groups]},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return
     if not groups:
         click.echo("No pages look like duplicates.")
         return
-    click.echo(f"{plural(len(groups), 'group')} of pages that may be one concept (the most linked page is kept):")
+    click.echo(
+        f"{plural(len(groups), 'group')} of pages that may be one concept (the most linked page is kept):"
+    )
     for group in groups:
         named = "; ".join(f'"{n}"' for n in group.names[:3])
         click.echo(f"- {', '.join(group.reasons)}: {named}")
@@ -213,4 +293,7 @@ def _render_suggestions(ws: Workspace, as_json: bool) -> None:
             click.echo(f"    {page.path} ({plural(inbound, 'link')} in)")
         for command in group.commands():
             click.echo(f"    {command}")
-    click.echo("Each command stages a review candidate; inspect it with `llmwiki review show <id>`.", err=True)
+    click.echo(
+        "Each command stages a review candidate; inspect it with `llmwiki review show <id>`.",
+        err=True,
+    )

@@ -18,15 +18,47 @@ if TYPE_CHECKING:
 
 @cli.command()
 @click.argument("question", nargs=-1, required=True)
-@click.option("--save", is_flag=True, help="Publish the answer as wiki/queries/<slug>.md in one git commit (after a fresh citation check under the project lock).")
-@click.option("--review", is_flag=True, help="With --save: stage the answer as a review candidate branch instead of publishing.")
-@click.option("--lang", default=None, metavar="CODE", help="Answer language (e.g. ja, zh-CN, German); wins over LLMWIKI_OUTPUT_LANG.")
-@click.option("--debug", is_flag=True, help="After the answer, print the retrieval snapshot (pages, chunks, scores, rerank).")
-@click.option("--provider", default=None, metavar="NAME", help=f"{_one_of(CHAT_PROVIDERS)} (default: LLMWIKI_PROVIDER, config, first with credentials, else {DEFAULT_CHAT}).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON result instead of streaming text.")
+@click.option(
+    "--save",
+    is_flag=True,
+    help="Publish the answer as wiki/queries/<slug>.md in one git commit (after a fresh citation check under the project lock).",
+)
+@click.option(
+    "--review",
+    is_flag=True,
+    help="With --save: stage the answer as a review candidate branch instead of publishing.",
+)
+@click.option(
+    "--lang",
+    default=None,
+    metavar="CODE",
+    help="Answer language (e.g. ja, zh-CN, German); wins over LLMWIKI_OUTPUT_LANG.",
+)
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="After the answer, print the retrieval snapshot (pages, chunks, scores, rerank).",
+)
+@click.option(
+    "--provider",
+    default=None,
+    metavar="NAME",
+    help=f"{_one_of(CHAT_PROVIDERS)} (default: LLMWIKI_PROVIDER, config, first with credentials, else {DEFAULT_CHAT}).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON result instead of streaming text."
+)
 @click.pass_context
-def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: bool, lang: str | None, debug: bool,
-          provider: str | None, as_json: bool) -> None:
+def query(
+    ctx: click.Context,
+    question: tuple[str, ...],
+    save: bool,
+    review: bool,
+    lang: str | None,
+    debug: bool,
+    provider: str | None,
+    as_json: bool,
+) -> None:
     """Answer QUESTION from the wiki, citing pages with [[wikilinks]], then report which
     links resolve, are pending review, or are broken.
 
@@ -42,7 +74,9 @@ def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: boo
     from ..answer.service import run_query
 
     if review and not save:
-        raise UsageError("--review requires --save", hint='use `llmwiki query "..." --save --review`')
+        raise UsageError(
+            "--review requires --save", hint='use `llmwiki query "..." --save --review`'
+        )
     ws = _workspace(ctx)
     if save:  # before any retrieval or generation: nothing to throw away
         ws.require_git("saving an answer", flag="--save")
@@ -61,12 +95,24 @@ def query(ctx: click.Context, question: tuple[str, ...], save: bool, review: boo
         sys.stdout.flush()
 
     def on_start(result: QueryResult) -> None:
-        _note(f"Answering with {result.provider} ({result.model}) from {len(result.page_ids)} page(s): "
-              + ", ".join(result.page_ids))
+        _note(
+            f"Answering with {result.provider} ({result.model}) from {len(result.page_ids)} page(s): "
+            + ", ".join(result.page_ids)
+        )
 
     try:
-        result = run_query(ws, " ".join(question), save=save, lang=lang, debug=debug, provider=provider, stage=stage,
-                           on_start=None if as_json else on_start, on_token=None if as_json else on_token, note=note)
+        result = run_query(
+            ws,
+            " ".join(question),
+            save=save,
+            lang=lang,
+            debug=debug,
+            provider=provider,
+            stage=stage,
+            on_start=None if as_json else on_start,
+            on_token=None if as_json else on_token,
+            note=note,
+        )
     except BaseException:  # the streamed answer's line is ended before the error is said
         if streamed:
             click.echo()
@@ -121,12 +167,16 @@ def _debug_lines(result: QueryResult) -> list[str]:
     if result.debug is None:
         return ["--- Retrieval debug ---", "Source: none"]
     d = debug_json(result.debug)
-    lines = ["--- Retrieval debug ---",
-             f"Source: {result.source}; mode: {d['mode']}; reranked: {'yes' if d['reranked'] else 'no'}"]
+    lines = [
+        "--- Retrieval debug ---",
+        f"Source: {result.source}; mode: {d['mode']}; reranked: {'yes' if d['reranked'] else 'no'}",
+    ]
     lines += [f"• {p['pageId']} (best chunk score {p['score']:.3f})" for p in d["pages"]]
     previews: dict[tuple[str, int], dict[str, Any]] = {}
     for c in d["chunks"]:
         previews.setdefault((c["pageId"], c["chunk"]), c)
     for (page_id, index), c in previews.items():
-        lines.append(f"· {page_id}#{index} score={c['score']:.3f} cosine={c['cosine']} bm25={c['bm25']:.3f}")
+        lines.append(
+            f"· {page_id}#{index} score={c['score']:.3f} cosine={c['cosine']} bm25={c['bm25']:.3f}"
+        )
     return lines

@@ -21,13 +21,24 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
     `merge-pages`)."""
     if plan.get("kind") == "merge/1":
         added = ", ".join(plan.get("aliasesAdded") or []) or "none"
-        lines = [f"plan: fold {plan['from']} into {plan['into']} under the heading \"{plan['heading']}\"; "
-                 f"aliases added: {added}; {plan['from']} deleted"]
+        lines = [
+            f'plan: fold {plan["from"]} into {plan["into"]} under the heading "{plan["heading"]}"; '
+            f"aliases added: {added}; {plan['from']} deleted"
+        ]
     else:
         lines = [f"plan: move {plan['from']} → {plan['to']}"]
-        lines += [f"  moves {m['from']} → {m['to']}" for m in plan.get("moves", []) if m["from"] != plan["from"]]
-    lines += [f"  {e['path']}:{e['line']}:{e['col']}: {e['old']} → {e['new']}" for e in plan.get("edits", [])]
-    lines.append(f"  {plural(int(plan.get('links', 0)), 'link')} rewritten in {plural(int(plan.get('pages', 0)), 'page')}")
+        lines += [
+            f"  moves {m['from']} → {m['to']}"
+            for m in plan.get("moves", [])
+            if m["from"] != plan["from"]
+        ]
+    lines += [
+        f"  {e['path']}:{e['line']}:{e['col']}: {e['old']} → {e['new']}"
+        for e in plan.get("edits", [])
+    ]
+    lines.append(
+        f"  {plural(int(plan.get('links', 0)), 'link')} rewritten in {plural(int(plan.get('pages', 0)), 'page')}"
+    )
     return lines
 
 
@@ -39,18 +50,33 @@ def review() -> None:
 
 @review.command("stage")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--from", "started_from", default=None, metavar="BLOB|COMMIT",
-              help="The version the editor read: a blob id, a commit, or 'absent' (default: the page at HEAD).")
-@click.option("--restore", is_flag=True, help="After staging, put the staged pages in the work tree back to HEAD.")
+@click.option(
+    "--from",
+    "started_from",
+    default=None,
+    metavar="BLOB|COMMIT",
+    help="The version the editor read: a blob id, a commit, or 'absent' (default: the page at HEAD).",
+)
+@click.option(
+    "--restore",
+    is_flag=True,
+    help="After staging, put the staged pages in the work tree back to HEAD.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the staged candidates as JSON.")
 @click.pass_context
-def review_stage(ctx: click.Context, paths: tuple[Path, ...], started_from: str | None, restore: bool,
-                 as_json: bool) -> None:
+def review_stage(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    started_from: str | None,
+    restore: bool,
+    as_json: bool,
+) -> None:
     """Stage work-tree page edits as review candidates: one `llmwiki/review/<id>` branch per
     page (default: every changed page under the wiki root), one commit on the current tip.
     A deleted page becomes a deletion candidate. The work tree keeps the edits unless
     --restore is given."""
-    from ..review.stagepage import restore as restore_pages, stage_pages, worktree_edits
+    from ..review.stagepage import restore as restore_pages
+    from ..review.stagepage import stage_pages, worktree_edits
 
     ws = _workspace(ctx)
     top = Path(ws.root).resolve()
@@ -65,15 +91,34 @@ def review_stage(ctx: click.Context, paths: tuple[Path, ...], started_from: str 
     staged = stage_pages(ws, edits, None if as_json else _note)
     kept = restore_pages(ws, edits) if restore else []
     if as_json:
-        click.echo(json.dumps({"version": 1, "staged": [{"id": s.candidate_id, "branch": s.branch, "commit": s.commit,
-                                                          "target": s.target, "precondition": s.precondition}
-                                                         for s in staged], "keptInWorktree": kept}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "version": 1,
+                    "staged": [
+                        {
+                            "id": s.candidate_id,
+                            "branch": s.branch,
+                            "commit": s.commit,
+                            "target": s.target,
+                            "precondition": s.precondition,
+                        }
+                        for s in staged
+                    ],
+                    "keptInWorktree": kept,
+                },
+                indent=2,
+            )
+        )
         return
     for s in staged:
         click.echo(f"Staged {s.target} as {s.branch} ({s.precondition}).")
     for rel in kept:
         click.echo(f"warning: {rel} changed again after staging; left as it is", err=True)
-    click.echo("Inspect with `llmwiki review show <id>`, approve with `llmwiki review approve <id>`.", err=True)
+    click.echo(
+        "Inspect with `llmwiki review show <id>`, approve with `llmwiki review approve <id>`.",
+        err=True,
+    )
 
 
 @review.command("list")
@@ -81,14 +126,19 @@ def review_stage(ctx: click.Context, paths: tuple[Path, ...], started_from: str 
 @click.pass_context
 def review_list(ctx: click.Context, as_json: bool) -> None:
     """Open candidates, oldest first: id, kind, target, age, citation status now, base."""
-    import time
 
     from ..review.service import list_view
 
     ws = _workspace(ctx)
     rows = list_view(ws)
     if as_json:
-        click.echo(json.dumps({"version": 1, "candidates": [r.to_json() for r in rows]}, indent=2, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {"version": 1, "candidates": [r.to_json() for r in rows]},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return
     if not rows:
         click.echo("No pending candidates.")
@@ -97,16 +147,27 @@ def review_list(ctx: click.Context, as_json: bool) -> None:
     for row in rows:
         for note in row.notes:
             click.echo(f"warning: {row.id}: {note}", err=True)
-        click.echo(f"{row.id}  {row.kind or '?'}  {row.target or '?'}  {_age(now - row.committed_at)}  "
-                   f"{row.citation_status}  base {row.base[:12] if row.base else '?'}")
+        click.echo(
+            f"{row.id}  {row.kind or '?'}  {row.target or '?'}  {_age(now - row.committed_at)}  "
+            f"{row.citation_status}  base {row.base[:12] if row.base else '?'}"
+        )
     click.echo("Inspect one with `llmwiki review show <id>`.", err=True)
 
 
 @review.command("show")
 @click.argument("candidate_id")
-@click.option("--json", "as_json", is_flag=True, help="Print metadata, citation report, diff and verdict as JSON.")
-@click.option("--onto", default=None, metavar="REF",
-              help="Judge approval onto this branch or commit instead of the current branch (CI checkouts are detached).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print metadata, citation report, diff and verdict as JSON.",
+)
+@click.option(
+    "--onto",
+    default=None,
+    metavar="REF",
+    help="Judge approval onto this branch or commit instead of the current branch (CI checkouts are detached).",
+)
 @click.pass_context
 def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str | None) -> None:
     """Metadata, the citation report as it stands now, the diff against the current tip, and
@@ -140,26 +201,42 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
         click.echo("")
         if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
             for number, item in enumerate(view.pages, 1):
-                what = "retracted source" if item["target"] == provenance.get("retracts") else "page"
-                titled = f" \"{item['title']}\"" if item.get("title") else ""
-                click.echo(f"=== {what} {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ===")
+                what = (
+                    "retracted source" if item["target"] == provenance.get("retracts") else "page"
+                )
+                titled = f' "{item["title"]}"' if item.get("title") else ""
+                click.echo(
+                    f"=== {what} {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ==="
+                )
                 click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
                 click.echo("")
         else:
             click.echo(view.diff.rstrip("\n"))
             click.echo("")
         verdict = view.verdict
-        click.echo(("Approval would pass: " if verdict.ok else f"Approval would be refused ({verdict.code}): ") + verdict.message)
+        click.echo(
+            (
+                "Approval would pass: "
+                if verdict.ok
+                else f"Approval would be refused ({verdict.code}): "
+            )
+            + verdict.message
+        )
     ctx.exit(0)
 
 
 @review.command("approve")
 @click.argument("candidate_id")
-@click.option("--allow-broken", is_flag=True,
-              help="A retraction only: approve it although links to the pages it deletes break (they are listed).")
+@click.option(
+    "--allow-broken",
+    is_flag=True,
+    help="A retraction only: approve it although links to the pages it deletes break (they are listed).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def review_approve(ctx: click.Context, candidate_id: str, allow_broken: bool, as_json: bool) -> None:
+def review_approve(
+    ctx: click.Context, candidate_id: str, allow_broken: bool, as_json: bool
+) -> None:
     """Publish a candidate: a validated fast-forward of the current branch (the candidate
     commit itself, or the same change replayed on the new tip) plus a commit refreshing
     wiki/index.md and log.md where llmwiki owns them, moved onto the branch at once as one
@@ -168,16 +245,24 @@ def review_approve(ctx: click.Context, candidate_id: str, allow_broken: bool, as
     from ..review.service import approve_candidate
 
     ws = _workspace(ctx)
-    done = approve_candidate(ws, candidate_id, None if as_json else _note, allow_broken=allow_broken)
+    done = approve_candidate(
+        ws, candidate_id, None if as_json else _note, allow_broken=allow_broken
+    )
     if as_json:
         click.echo(json.dumps(done.to_json(), indent=2))
         return
     if done.already:
-        click.echo(f"{candidate_id} was already on the branch (commit {done.commit[:12]}); finished its remaining steps.")
+        click.echo(
+            f"{candidate_id} was already on the branch (commit {done.commit[:12]}); finished its remaining steps."
+        )
         click.echo(f"Candidate {candidate_id} cleared.")
         return
     how = "replayed on the current tip" if done.replayed else "fast-forward"
-    what = done.target if len(done.targets) <= 1 else f"{len(done.targets)} pages: {', '.join(done.targets)}"
+    what = (
+        done.target
+        if len(done.targets) <= 1
+        else f"{len(done.targets)} pages: {', '.join(done.targets)}"
+    )
     click.echo(f"Approved {candidate_id} → {what} ({how}, commit {done.commit[:12]}).")
     click.echo(f"Candidate {candidate_id} cleared.")
 

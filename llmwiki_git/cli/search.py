@@ -16,18 +16,42 @@ from .app import _require_some_wiki, _workspace, cli
 
 
 @cli.command()
-@click.option("--full", is_flag=True, help="Re-embed every chunk instead of reusing unchanged ones.")
-@click.option("--fast", is_flag=True,
-              help="Lexical index only (BM25, no embeddings): for very large wikis; semantic ranking is off. Sticky: later plain `llmwiki index` runs keep the index lexical until `llmwiki index --full`.")
-@click.option("--publish", is_flag=True,
-              help="Then write the index (its vectors, page table and lexical index; with a shared vector store, the page table and lexical index alone) as a commit on refs/llmwiki/index (no branch or file touched; push it with `git push origin refs/llmwiki/index`).")
-@click.option("--fetch", is_flag=True,
-              help="First fetch refs/llmwiki/index from --remote and take every unchanged chunk's vector from it instead of embedding it.")
-@click.option("--remote", default="origin", show_default=True, metavar="NAME",
-              help="The remote --fetch reads (a remote name or URL).")
+@click.option(
+    "--full", is_flag=True, help="Re-embed every chunk instead of reusing unchanged ones."
+)
+@click.option(
+    "--fast",
+    is_flag=True,
+    help="Lexical index only (BM25, no embeddings): for very large wikis; semantic ranking is off. Sticky: later plain `llmwiki index` runs keep the index lexical until `llmwiki index --full`.",
+)
+@click.option(
+    "--publish",
+    is_flag=True,
+    help="Then write the index (its vectors, page table and lexical index; with a shared vector store, the page table and lexical index alone) as a commit on refs/llmwiki/index (no branch or file touched; push it with `git push origin refs/llmwiki/index`).",
+)
+@click.option(
+    "--fetch",
+    is_flag=True,
+    help="First fetch refs/llmwiki/index from --remote and take every unchanged chunk's vector from it instead of embedding it.",
+)
+@click.option(
+    "--remote",
+    default="origin",
+    show_default=True,
+    metavar="NAME",
+    help="The remote --fetch reads (a remote name or URL).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def index(ctx: click.Context, full: bool, fast: bool, publish: bool, fetch: bool, remote: str, as_json: bool) -> None:
+def index(
+    ctx: click.Context,
+    full: bool,
+    fast: bool,
+    publish: bool,
+    fetch: bool,
+    remote: str,
+    as_json: bool,
+) -> None:
     """Build or refresh the search index and regenerate wiki/index.md (only where llmwiki
     owns it: absent or generated; a hand-written index.md is never touched, llmwiki's table
     of contents then goes to .llmwiki/index.md).
@@ -63,41 +87,74 @@ def index(ctx: click.Context, full: bool, fast: bool, publish: bool, fetch: bool
         if as_json:
             return
         if bar is None:  # chunks done/total, rate and time left (click's ETA)
-            if total > 8:  # more than a page's worth: say so first, with a rough time (and the way around a long one)
+            if (
+                total > 8
+            ):  # more than a page's worth: say so first, with a rough time (and the way around a long one)
                 click.echo(_embedding_estimate(total, os.cpu_count() or 1), err=True)
             # The bar is our own text, and its carriage returns and cursor codes are the point:
             # it goes to the terminal itself, not through the filter that makes control
             # characters from files and models visible (which printed it as "\x0d\x1b[?25l...").
-            bar = click.progressbar(length=total, label=f"Embedding {total} chunks", file=raw_stream(sys.stderr),
-                                    show_pos=True, show_eta=True, item_show_func=lambda rate: rate)
+            bar = click.progressbar(
+                length=total,
+                label=f"Embedding {total} chunks",
+                file=raw_stream(sys.stderr),
+                show_pos=True,
+                show_eta=True,
+                item_show_func=lambda rate: rate,
+            )
             bar.__enter__()
         rate = done / max(time.monotonic() - started, 1e-6)
         bar.update(done - bar.pos, f"{rate:.1f} chunks/s")
 
     try:
-        summary, written = retrieval.index(full=full, fast=fast, progress=progress, publish=publish,
-                                           fetch=remote if fetch else None)
+        summary, written = retrieval.index(
+            full=full,
+            fast=fast,
+            progress=progress,
+            publish=publish,
+            fetch=remote if fetch else None,
+        )
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
     if as_json:
-        click.echo(json.dumps({"version": 1, "pages": summary.pages, "chunks": summary.chunks,
-                               "read": summary.read, "embedded": summary.embedded, "reused": summary.reused,
-                               "fetched": summary.fetched,
-                               "seconds": round(summary.seconds, 3), "backend": summary.backend,
-                               "indexPage": written, "notes": list(summary.notes),
-                               "published": _publication_json(summary.publication)}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "version": 1,
+                    "pages": summary.pages,
+                    "chunks": summary.chunks,
+                    "read": summary.read,
+                    "embedded": summary.embedded,
+                    "reused": summary.reused,
+                    "fetched": summary.fetched,
+                    "seconds": round(summary.seconds, 3),
+                    "backend": summary.backend,
+                    "indexPage": written,
+                    "notes": list(summary.notes),
+                    "published": _publication_json(summary.publication),
+                },
+                indent=2,
+            )
+        )
         return
     taken = f", {summary.fetched} from refs/llmwiki/index" if summary.fetched else ""
-    changed = f" ({summary.read} read: the others did not change)" if summary.read < summary.pages else ""
-    click.echo(f"Indexed {plural(summary.pages, 'page')}{changed}: {plural(summary.chunks, 'chunk')} ({summary.embedded} embedded, "
-               f"{summary.reused} reused{taken}) in {summary.seconds:.1f} s [{summary.backend}].")
+    changed = (
+        f" ({summary.read} read: the others did not change)" if summary.read < summary.pages else ""
+    )
+    click.echo(
+        f"Indexed {plural(summary.pages, 'page')}{changed}: {plural(summary.chunks, 'chunk')} ({summary.embedded} embedded, "
+        f"{summary.reused} reused{taken}) in {summary.seconds:.1f} s [{summary.backend}]."
+    )
     _echo_publication(summary.publication)
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
     if fast:
-        click.echo("note: the index is now lexical-only, and plain `llmwiki index` runs keep it so; "
-                   "run `llmwiki index --full` to embed it for semantic ranking", err=True)
+        click.echo(
+            "note: the index is now lexical-only, and plain `llmwiki index` runs keep it so; "
+            "run `llmwiki index --full` to embed it for semantic ranking",
+            err=True,
+        )
     if written:
         click.echo(f"Regenerated {written}.")
 
@@ -106,20 +163,33 @@ def _publication_json(done: Any) -> dict[str, Any] | None:
     """`index --json`'s ``published``: what `--publish` wrote (None: not asked)."""
     if done is None:
         return None
-    return {"ref": "refs/llmwiki/index", "commit": done.commit, "changed": done.changed, "chunks": done.chunks,
-            "bytes": done.bytes, "shared": done.shared}
+    return {
+        "ref": "refs/llmwiki/index",
+        "commit": done.commit,
+        "changed": done.changed,
+        "chunks": done.chunks,
+        "bytes": done.bytes,
+        "shared": done.shared,
+    }
 
 
 def _echo_publication(done: Any) -> None:
     if done is None:
         return
-    what = ("the page table and lexical index (the vectors are in the shared store)" if done.shared
-            else plural(done.chunks, "vector"))
+    what = (
+        "the page table and lexical index (the vectors are in the shared store)"
+        if done.shared
+        else plural(done.chunks, "vector")
+    )
     if not done.changed:
-        click.echo(f"refs/llmwiki/index already holds {what} ({done.commit[:12]}): nothing new published.")
+        click.echo(
+            f"refs/llmwiki/index already holds {what} ({done.commit[:12]}): nothing new published."
+        )
         return
-    click.echo(f"Published {what} ({done.bytes / 1e6:.1f} MB) as {done.commit[:12]} on "
-               "refs/llmwiki/index; share it with `git push origin refs/llmwiki/index`.")
+    click.echo(
+        f"Published {what} ({done.bytes / 1e6:.1f} MB) as {done.commit[:12]} on "
+        "refs/llmwiki/index; share it with `git push origin refs/llmwiki/index`."
+    )
 
 
 def _embedding_estimate(total: int, cores: int) -> str:
@@ -129,29 +199,74 @@ def _embedding_estimate(total: int, cores: int) -> str:
     seconds = total / (6 * cores)
     if seconds < 60:
         return f"Embedding {total} new chunks, roughly {max(1, round(seconds))} s with the local model on {cores} idle cores."
-    return (f"Embedding {total} new chunks, roughly {round(seconds / 60)} min with the local model on {cores} idle "
-            "cores; `llmwiki index --fast` builds a lexical-only index in seconds instead.")
+    return (
+        f"Embedding {total} new chunks, roughly {round(seconds / 60)} min with the local model on {cores} idle "
+        "cores; `llmwiki index --fast` builds a lexical-only index in seconds instead."
+    )
 
 
 @cli.command()
 @click.argument("prompt")
-@click.option("--json", "as_json", is_flag=True, help="Print the v1 JSON envelope (wins over --format).")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True,
-              help="Output format.")
-@click.option("--budget", type=click.IntRange(min=100), default=8000, show_default=True,
-              help="Token budget (characters / 4); over it, neighbours, source windows, chunks, then pages are trimmed.")
-@click.option("--depth", type=click.IntRange(0, 2, clamp=True), default=1, show_default=True,
-              help="Wikilink graph expansion depth (0 to 2).")
-@click.option("--top-pages", type=click.IntRange(0, 20, clamp=True), default=5, show_default=True,
-              help="Primary pages to include (at most 20).")
-@click.option("--top-chunks", type=click.IntRange(0, 50, clamp=True), default=8, show_default=True,
-              help="Excerpts to include across the primary pages (at most 50).")
-@click.option("--include-sources", is_flag=True,
-              help="Add line windows of cited files under sources/ (paths confined to that folder).")
-@click.option("--omit-root", is_flag=True, help="Leave the absolute project path out (project.root = null).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the v1 JSON envelope (wins over --format)."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=100),
+    default=8000,
+    show_default=True,
+    help="Token budget (characters / 4); over it, neighbours, source windows, chunks, then pages are trimmed.",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(0, 2, clamp=True),
+    default=1,
+    show_default=True,
+    help="Wikilink graph expansion depth (0 to 2).",
+)
+@click.option(
+    "--top-pages",
+    type=click.IntRange(0, 20, clamp=True),
+    default=5,
+    show_default=True,
+    help="Primary pages to include (at most 20).",
+)
+@click.option(
+    "--top-chunks",
+    type=click.IntRange(0, 50, clamp=True),
+    default=8,
+    show_default=True,
+    help="Excerpts to include across the primary pages (at most 50).",
+)
+@click.option(
+    "--include-sources",
+    is_flag=True,
+    help="Add line windows of cited files under sources/ (paths confined to that folder).",
+)
+@click.option(
+    "--omit-root", is_flag=True, help="Leave the absolute project path out (project.root = null)."
+)
 @click.pass_context
-def context(ctx: click.Context, prompt: str, as_json: bool, fmt: str, budget: int, depth: int,
-            top_pages: int, top_chunks: int, include_sources: bool, omit_root: bool) -> None:
+def context(
+    ctx: click.Context,
+    prompt: str,
+    as_json: bool,
+    fmt: str,
+    budget: int,
+    depth: int,
+    top_pages: int,
+    top_chunks: int,
+    include_sources: bool,
+    omit_root: bool,
+) -> None:
     """The evidence pack for PROMPT, without generating an answer: primary pages with
     excerpts, graph neighbours, gaps, warnings and next actions.
 

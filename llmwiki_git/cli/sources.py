@@ -49,30 +49,66 @@ def ingest(ctx: click.Context, files: tuple[str, ...], as_json: bool) -> None:
         return
     for item in result.files:
         cut = ", truncated" if item.truncated else ""
-        click.echo(f"{item.status.capitalize()}: {item.name} → {item.target} ({item.kind}, {plural(item.chars, 'character')}{cut})")
+        click.echo(
+            f"{item.status.capitalize()}: {item.name} → {item.target} ({item.kind}, {plural(item.chars, 'character')}{cut})"
+        )
     if result.commit is None:
         click.echo("Nothing changed: every source was already there.", err=True)
     else:
-        click.echo(f"Committed {result.commit[:12]}. Next: `llmwiki compile` writes wiki pages from the sources.", err=True)
+        click.echo(
+            f"Committed {result.commit[:12]}. Next: `llmwiki compile` writes wiki pages from the sources.",
+            err=True,
+        )
 
 
 @cli.command("compile")
-@click.option("--publish", is_flag=True,
-              help="Approve the run's candidate at once, through the same validation as `llmwiki review approve`.")
-@click.option("--provider", default=None, metavar="NAME",
-              help=f"{_one_of([p for p in CHAT_PROVIDERS if p != DEFAULT_CHAT])} to write concept pages with a model; "
-                   f"{DEFAULT_CHAT} for offline source notes (default: LLMWIKI_PROVIDER, config, first with "
-                   f"credentials, else {DEFAULT_CHAT}).")
-@click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
-              help="Model requests in flight at once (1 to 16).")
-@click.option("--stale", is_flag=True,
-              help="Rewrite only the pages whose sources changed since they were written (those `llmwiki check` "
-                   "flags stale-page), and nothing else.")
-@click.option("--dry-run", is_flag=True, help="List what the run would compile or rewrite; no model request, no branch.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run (sources, pages, candidate, usage) as JSON.")
+@click.option(
+    "--publish",
+    is_flag=True,
+    help="Approve the run's candidate at once, through the same validation as `llmwiki review approve`.",
+)
+@click.option(
+    "--provider",
+    default=None,
+    metavar="NAME",
+    help=f"{_one_of([p for p in CHAT_PROVIDERS if p != DEFAULT_CHAT])} to write concept pages with a model; "
+    f"{DEFAULT_CHAT} for offline source notes (default: LLMWIKI_PROVIDER, config, first with "
+    f"credentials, else {DEFAULT_CHAT}).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 16, clamp=True),
+    default=4,
+    show_default=True,
+    help="Model requests in flight at once (1 to 16).",
+)
+@click.option(
+    "--stale",
+    is_flag=True,
+    help="Rewrite only the pages whose sources changed since they were written (those `llmwiki check` "
+    "flags stale-page), and nothing else.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="List what the run would compile or rewrite; no model request, no branch.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the run (sources, pages, candidate, usage) as JSON.",
+)
 @click.pass_context
-def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrency: int, stale: bool, dry_run: bool,
-             as_json: bool) -> None:
+def compile_(
+    ctx: click.Context,
+    publish: bool,
+    provider: str | None,
+    concurrency: int,
+    stale: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Write wiki pages from the sources that changed since their pages were written, as ONE
     review candidate branch (kind compile/1); prints its id.
 
@@ -108,8 +144,16 @@ def compile_(ctx: click.Context, publish: bool, provider: str | None, concurrenc
 
     if dry_run and publish:
         raise UsageError("--dry-run and --publish do not go together", hint="drop one of them")
-    result = compile_wiki(ws, provider=provider, publish=publish, concurrency=concurrency, on_progress=progress,
-                          note=None if as_json else _note, stale=stale, dry_run=dry_run)
+    result = compile_wiki(
+        ws,
+        provider=provider,
+        publish=publish,
+        concurrency=concurrency,
+        on_progress=progress,
+        note=None if as_json else _note,
+        stale=stale,
+        dry_run=dry_run,
+    )
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         ctx.exit(result.exit_code)
@@ -126,42 +170,68 @@ def _render_compile(result: CompileResult) -> None:
         _render_stale(result)
         return
     if result.dry_run:
-        click.echo(f"Would compile {plural(len(result.compiled), 'source')}" + (":" if result.compiled else "."))
+        click.echo(
+            f"Would compile {plural(len(result.compiled), 'source')}"
+            + (":" if result.compiled else ".")
+        )
         for path in result.compiled:
             click.echo(f"  {path}")
         return
     for path in result.needs_model:
-        _note(f"{path} is stale but only a model rewrites it: run with --provider (see docs/compile.md)")
+        _note(
+            f"{path} is stale but only a model rewrites it: run with --provider (see docs/compile.md)"
+        )
     if result.mode == "stale" and not result.pages and not result.raced:
-        click.echo(f"Nothing staged: {plural(len(result.needs_model), 'stale page')} need a model to rewrite them.")
+        click.echo(
+            f"Nothing staged: {plural(len(result.needs_model), 'stale page')} need a model to rewrite them."
+        )
         return
     if not result.compiled:
-        click.echo(f"Nothing to compile: {plural(len(result.up_to_date), 'source')} up to date"
-                   + (f", {len(result.staged_elsewhere)} staged for review" if result.staged_elsewhere else "") + ".")
+        click.echo(
+            f"Nothing to compile: {plural(len(result.up_to_date), 'source')} up to date"
+            + (
+                f", {len(result.staged_elsewhere)} staged for review"
+                if result.staged_elsewhere
+                else ""
+            )
+            + "."
+        )
         return
     if result.raced:
-        click.echo(f"Nothing to compile: another compile recorded or staged {', '.join(result.raced)} meanwhile "
-                   "(`llmwiki review list` shows it).")
+        click.echo(
+            f"Nothing to compile: another compile recorded or staged {', '.join(result.raced)} meanwhile "
+            "(`llmwiki review list` shows it)."
+        )
         return
     usage = result.usage
     if usage.requests:
-        _note(f"Model: {result.model}: {plural(usage.requests, 'request')}, {usage.input_tokens} tokens in, "
-              f"{usage.output_tokens} out{' (some estimated)' if usage.estimated else ''}.")
+        _note(
+            f"Model: {result.model}: {plural(usage.requests, 'request')}, {usage.input_tokens} tokens in, "
+            f"{usage.output_tokens} out{' (some estimated)' if usage.estimated else ''}."
+        )
     if result.candidate is None:
-        click.echo(f"Nothing to stage: the pages of {plural(len(result.compiled), 'source')} already read so.")
+        click.echo(
+            f"Nothing to stage: the pages of {plural(len(result.compiled), 'source')} already read so."
+        )
         return
     staged = result.candidate
-    click.echo(f"Staged {staged.candidate_id}: {plural(len(staged.files), 'page')} from "
-               f"{plural(len(result.compiled), 'source')} on {staged.branch}.")
+    click.echo(
+        f"Staged {staged.candidate_id}: {plural(len(staged.files), 'page')} from "
+        f"{plural(len(result.compiled), 'source')} on {staged.branch}."
+    )
     for page in result.pages:
-        _note(f"  {page.target} ({'new' if page.change == 'add' else 'rewritten'}) from {', '.join(page.sources)}")
+        _note(
+            f"  {page.target} ({'new' if page.change == 'add' else 'rewritten'}) from {', '.join(page.sources)}"
+        )
     if result.approved is not None:
         click.echo(f"Approved {staged.candidate_id} (commit {result.approved.commit[:12]}).")
     elif result.refusal:
         _note(result.refusal)
     else:
-        _note(f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
-              f"`llmwiki review approve {staged.candidate_id}`.")
+        _note(
+            f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
+            f"`llmwiki review approve {staged.candidate_id}`."
+        )
 
 
 def _render_stale(result: CompileResult) -> None:
@@ -174,26 +244,60 @@ def _render_stale(result: CompileResult) -> None:
     click.echo(f"Stale: {plural(len(rows), 'page')} from {plural(len(sources), 'changed source')}:")
     for row in rows:
         for source in row["sources"]:
-            click.echo(f"  {row['page']}  {source['path']}  blob {source['recordedBlob'][:12]} -> {str(source['blob'])[:12]}")
+            click.echo(
+                f"  {row['page']}  {source['path']}  blob {source['recordedBlob'][:12]} -> {str(source['blob'])[:12]}"
+            )
     click.echo("Run `llmwiki compile --stale` to rewrite them on one review candidate.", err=True)
 
 
 @cli.command()
 @click.argument("source", metavar="SOURCE")
-@click.option("--provider", default=None, metavar="NAME",
-              help=f"{_one_of([p for p in CHAT_PROVIDERS if p != DEFAULT_CHAT])} to rewrite the pages that drew on "
-                   f"several sources; {DEFAULT_CHAT} to mark them instead (default: as for compile).")
-@click.option("--publish", is_flag=True, help="Approve the retraction at once, through the same validation as "
-                                              "`llmwiki review approve`.")
-@click.option("--allow-broken", is_flag=True,
-              help="With --publish: approve although links to the deleted pages break (they are listed).")
-@click.option("--dry-run", is_flag=True, help="List what the retraction would delete, rewrite and break; no branch.")
-@click.option("--concurrency", type=click.IntRange(1, 16, clamp=True), default=4, show_default=True,
-              help="Model requests in flight at once (1 to 16).")
-@click.option("--json", "as_json", is_flag=True, help="Print the retraction (pages, links it breaks, candidate) as JSON.")
+@click.option(
+    "--provider",
+    default=None,
+    metavar="NAME",
+    help=f"{_one_of([p for p in CHAT_PROVIDERS if p != DEFAULT_CHAT])} to rewrite the pages that drew on "
+    f"several sources; {DEFAULT_CHAT} to mark them instead (default: as for compile).",
+)
+@click.option(
+    "--publish",
+    is_flag=True,
+    help="Approve the retraction at once, through the same validation as `llmwiki review approve`.",
+)
+@click.option(
+    "--allow-broken",
+    is_flag=True,
+    help="With --publish: approve although links to the deleted pages break (they are listed).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="List what the retraction would delete, rewrite and break; no branch.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 16, clamp=True),
+    default=4,
+    show_default=True,
+    help="Model requests in flight at once (1 to 16).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the retraction (pages, links it breaks, candidate) as JSON.",
+)
 @click.pass_context
-def retract(ctx: click.Context, source: str, provider: str | None, publish: bool, allow_broken: bool, dry_run: bool,
-            concurrency: int, as_json: bool) -> None:
+def retract(
+    ctx: click.Context,
+    source: str,
+    provider: str | None,
+    publish: bool,
+    allow_broken: bool,
+    dry_run: bool,
+    concurrency: int,
+    as_json: bool,
+) -> None:
     """Withdraw SOURCE (a file in sources/) and what it fed, as ONE review candidate (kind
     retraction/1): the source deleted, every page written from it alone deleted, and every
     other page that names or cites it rewritten -- by the model from the sources it has left,
@@ -212,28 +316,48 @@ def retract(ctx: click.Context, source: str, provider: str | None, publish: bool
     from ..compiler.retract import retract as retract_source
 
     if allow_broken and not publish:
-        raise UsageError("--allow-broken needs --publish", hint="or pass it to `llmwiki review approve` later")
+        raise UsageError(
+            "--allow-broken needs --publish", hint="or pass it to `llmwiki review approve` later"
+        )
     if dry_run and publish:
         raise UsageError("--dry-run and --publish do not go together", hint="drop one of them")
     ws = _workspace(ctx)
     ws.require_git("retracting a source")
     cwd = ctx.obj["repo"] if ctx.obj["repo"] is not None else Path.cwd()
-    result = retract_source(ws, source, cwd=Path(os.path.abspath(cwd)), provider=provider, publish=publish,
-                            allow_broken=allow_broken, dry_run=dry_run, concurrency=concurrency,
-                            note=None if as_json else _note)
+    result = retract_source(
+        ws,
+        source,
+        cwd=Path(os.path.abspath(cwd)),
+        provider=provider,
+        publish=publish,
+        allow_broken=allow_broken,
+        dry_run=dry_run,
+        concurrency=concurrency,
+        note=None if as_json else _note,
+    )
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         ctx.exit(result.exit_code)
-    click.echo(f"Retracting {result.source}" + ("" if result.blob else " (already deleted: only its pages)") + ":")
+    click.echo(
+        f"Retracting {result.source}"
+        + ("" if result.blob else " (already deleted: only its pages)")
+        + ":"
+    )
     for path in result.deleted:
         click.echo(f"  delete   {path} (written from it alone)")
     for item in result.rewritten:
-        click.echo(f"  rewrite  {item.target} ({'by the model' if item.how == 'model' else 'marked retracted, its citations removed'})")
+        click.echo(
+            f"  rewrite  {item.target} ({'by the model' if item.how == 'model' else 'marked retracted, its citations removed'})"
+        )
     for path in result.left_alone:
-        _note(f"  {path} names or cites it, but is yours (llmwiki never writes it): edit it by hand")
+        _note(
+            f"  {path} names or cites it, but is yours (llmwiki never writes it): edit it by hand"
+        )
     if result.breaks:
-        click.echo(f"Approval would break {plural(len(result.breaks), 'link')} to the deleted pages (it refuses until "
-                   "they are fixed, or --allow-broken):")
+        click.echo(
+            f"Approval would break {plural(len(result.breaks), 'link')} to the deleted pages (it refuses until "
+            "they are fixed, or --allow-broken):"
+        )
         for problem in result.breaks:
             click.echo(f"  {problem.location}: {problem.message}")
     if dry_run:
@@ -249,6 +373,8 @@ def retract(ctx: click.Context, source: str, provider: str | None, publish: bool
         _note(result.refusal)
     else:
         fix = " (fix those links first, or add --allow-broken)" if result.breaks else ""
-        _note(f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
-              f"`llmwiki review approve {staged.candidate_id}`{fix}.")
+        _note(
+            f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
+            f"`llmwiki review approve {staged.candidate_id}`{fix}."
+        )
     ctx.exit(result.exit_code)

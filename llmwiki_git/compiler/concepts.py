@@ -35,7 +35,8 @@ from ..wiki.model import Page, Wiki
 from ..wiki.provenance import set_keys, source_paths, stamp
 from ..wiki.scanner import scan_links
 from ..wiki.slug import parse_target, slugify
-from .notes import KIND as NOTE_KIND, link_text, mentioned_pages, name_table
+from .notes import KIND as NOTE_KIND
+from .notes import link_text, mentioned_pages, name_table
 from .plan import Plan, Written, page_path
 from .progress import Progress
 from .sources import Source
@@ -46,7 +47,9 @@ SOURCE_CHARS = 60_000  # of one source's numbered lines in one request
 PAGE_SOURCE_CHARS = 120_000  # of all sources' lines in one page request, shared fairly
 MAX_TARGETS = 300  # link targets listed in one page request
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-_CITE = re.compile(r"[ \t]?\^\[([^\[\]\n]+)\]")  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
+_CITE = re.compile(
+    r"[ \t]?\^\[([^\[\]\n]+)\]"
+)  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
 _SPAN = re.compile(r"^\s*(?P<file>.+?)(?::|#L)(?P<start>\d+)(?:-L?(?P<end>\d+))?\s*$")
 
 EXTRACT_SYSTEM = (
@@ -101,22 +104,32 @@ def parse_reply(text: str, what: str, provider: str) -> dict[str, Any]:
     stripped = text.strip()
     start, end = stripped.find("{"), stripped.rfind("}")
     if start < 0 or end <= start:
-        raise MalformedOutput(provider, f"malformed model output for {what}: no JSON object in the reply "
-                                        f"({stripped[:120]!r}); nothing was staged")
+        raise MalformedOutput(
+            provider,
+            f"malformed model output for {what}: no JSON object in the reply "
+            f"({stripped[:120]!r}); nothing was staged",
+        )
     try:
-        data = json.loads(stripped[start:end + 1])
+        data = json.loads(stripped[start : end + 1])
     except ValueError as exc:
-        raise MalformedOutput(provider, f"malformed model output for {what}: {exc}; nothing was staged") from None
+        raise MalformedOutput(
+            provider, f"malformed model output for {what}: {exc}; nothing was staged"
+        ) from None
     if not isinstance(data, dict):
-        raise MalformedOutput(provider, f"malformed model output for {what}: not a JSON object; nothing was staged")
+        raise MalformedOutput(
+            provider, f"malformed model output for {what}: not a JSON object; nothing was staged"
+        )
     return data
 
 
 def _text(value: Any, what: str, key: str, provider: str, *, required: bool = True) -> str:
     if isinstance(value, str) and (value.strip() or not required):
         return _CONTROL.sub("", value).strip()
-    raise MalformedOutput(provider, f"malformed model output for {what}: {key!r} must be a non-empty string; "
-                                    "nothing was staged")
+    raise MalformedOutput(
+        provider,
+        f"malformed model output for {what}: {key!r} must be a non-empty string; "
+        "nothing was staged",
+    )
 
 
 class _Asker:
@@ -139,17 +152,28 @@ class _Asker:
 
 def extract(ask: _Asker, source: Source) -> list[Concept]:
     what = f"{source.path} (concept extraction)"
-    data = parse_reply(ask(EXTRACT_SYSTEM, f"Source file: {source.name}\nTitle: {source.title}\n\n{numbered(source)}"),
-                       what, ask.chat.name)
+    data = parse_reply(
+        ask(
+            EXTRACT_SYSTEM,
+            f"Source file: {source.name}\nTitle: {source.title}\n\n{numbered(source)}",
+        ),
+        what,
+        ask.chat.name,
+    )
     items = data.get("concepts")
     if not isinstance(items, list):
-        raise MalformedOutput(ask.chat.name, f"malformed model output for {what}: 'concepts' must be a list; "
-                                             "nothing was staged")
+        raise MalformedOutput(
+            ask.chat.name,
+            f"malformed model output for {what}: 'concepts' must be a list; nothing was staged",
+        )
     found = []
     for item in items[:MAX_CONCEPTS]:
         if not isinstance(item, dict):
-            raise MalformedOutput(ask.chat.name, f"malformed model output for {what}: a concept is not an object; "
-                                                 "nothing was staged")
+            raise MalformedOutput(
+                ask.chat.name,
+                f"malformed model output for {what}: a concept is not an object; "
+                "nothing was staged",
+            )
         name = _text(item.get("name"), what, "name", ask.chat.name)
         summary = _text(item.get("summary", ""), what, "summary", ask.chat.name, required=False)
         aliases = [a.strip() for a in item.get("aliases") or [] if isinstance(a, str) and a.strip()]
@@ -165,7 +189,9 @@ def merge(per_source: Sequence[list[Concept]]) -> list[Concept]:
         for concept in concepts:
             key = slugify(concept.name)
             if key not in merged:
-                merged[key] = Concept(concept.name, concept.summary, list(concept.aliases), list(concept.sources))
+                merged[key] = Concept(
+                    concept.name, concept.summary, list(concept.aliases), list(concept.sources)
+                )
                 continue
             kept = merged[key]
             kept.aliases += [a for a in concept.aliases if a not in kept.aliases]
@@ -180,17 +206,26 @@ def _page_request(concept: Concept, existing_text: str | None, targets: list[str
         parts.append(f"In short: {concept.summary}")
     if concept.aliases:
         parts.append(f"Also called: {', '.join(concept.aliases)}")
-    parts += ["", "Valid link targets (write [[TARGET]] exactly as listed):", *(f"- {t}" for t in targets)]
+    parts += [
+        "",
+        "Valid link targets (write [[TARGET]] exactly as listed):",
+        *(f"- {t}" for t in targets),
+    ]
     if existing_text is not None:
         parts += ["", "The page as it is now:", existing_text]
     for source in concept.sources:
-        parts += ["", f"--- Source file: {source.name} (cite as ^[{source.name}:START-END]) ---", numbered(source, share)]
+        parts += [
+            "",
+            f"--- Source file: {source.name} (cite as ^[{source.name}:START-END]) ---",
+            numbered(source, share),
+        ]
     return "\n".join(parts)
 
 
 def repair_citations(body: str, sources: dict[str, Source]) -> str:
     """Citation markers kept only for files and lines the run showed (``sources/`` prefixes
     and ``#L12-L14`` forms normalized); a marker left with nothing is removed."""
+
     def fix(match: re.Match[str]) -> str:
         kept = []
         for part in re.split(r"[;,]", match.group(1)):
@@ -232,8 +267,13 @@ def repair_links(body: str, wiki: Wiki, by_name: dict[str, set[str]] | None = No
         if wiki.resolve(target).page is not None:
             continue
         slug = target.slug
-        variants = {slug, f"{slug}s", f"{slug}es", slug[:-1] if slug.endswith("s") else slug,
-                    slug[:-2] if slug.endswith("es") else slug}
+        variants = {
+            slug,
+            f"{slug}s",
+            f"{slug}es",
+            slug[:-1] if slug.endswith("s") else slug,
+            slug[:-2] if slug.endswith("es") else slug,
+        }
         matches = set().union(*(by_name.get(v, set()) for v in variants if v))
         replacement = occ.label or occ.target.strip()
         if len(matches) == 1:
@@ -241,10 +281,12 @@ def repair_links(body: str, wiki: Wiki, by_name: dict[str, set[str]] | None = No
             link = link_text(wiki, page)
             if link is not None:
                 label = occ.label or occ.target.strip()
-                replacement = f"[[{link}]]" if slugify(label) == slugify(link) else f"[[{link}|{label}]]"
+                replacement = (
+                    f"[[{link}]]" if slugify(label) == slugify(link) else f"[[{link}|{label}]]"
+                )
         row = lines[occ.line - 1]
         start = occ.col - 1
-        lines[occ.line - 1] = row[:start] + replacement + row[start + len(occ.source_text):]
+        lines[occ.line - 1] = row[:start] + replacement + row[start + len(occ.source_text) :]
     return "\n".join(lines)
 
 
@@ -258,8 +300,13 @@ def _existing_page(plan: Plan, concept: Concept) -> Page | None:
     return page if page_target_problem(page.path, plan.wiki.root_dir) is None else None
 
 
-def _targets(concepts: list[Concept], concept: Concept, link_of: dict[str, str], mentions: dict[str, list[str]],
-             rest: list[tuple[str, str]]) -> list[str]:
+def _targets(
+    concepts: list[Concept],
+    concept: Concept,
+    link_of: dict[str, str],
+    mentions: dict[str, list[str]],
+    rest: list[tuple[str, str]],
+) -> list[str]:
     """The valid link targets of one page request: this run's other pages, the pages its
     sources mention, then the rest of the wiki by id, at most :data:`MAX_TARGETS`."""
     found: dict[str, None] = {}
@@ -277,8 +324,9 @@ def _targets(concepts: list[Concept], concept: Concept, link_of: dict[str, str],
     return list(found)[:MAX_TARGETS]
 
 
-def model_writes(plan: Plan, chat: ChatProvider, *, concurrency: int,
-                 progress: Progress) -> tuple[list[FileWrite], list[Written]]:
+def model_writes(
+    plan: Plan, chat: ChatProvider, *, concurrency: int, progress: Progress
+) -> tuple[list[FileWrite], list[Written]]:
     """The run's pages, written by ``chat`` (see the module docstring)."""
     ask = _Asker(chat, progress)
     plan.wiki.build_tables()  # resolved from several threads below: built once, first
@@ -294,13 +342,20 @@ def model_writes(plan: Plan, chat: ChatProvider, *, concurrency: int,
     taken: set[str] = set()
     for concept in concepts:
         concept.existing = _existing_page(plan, concept)
-        concept.target = concept.existing.path if concept.existing is not None else \
-            page_path(plan.wiki, slugify(concept.name)[:80], taken)
-    concepts = list({c.target: c for c in concepts}.values())  # two names for one page: the last wins
+        concept.target = (
+            concept.existing.path
+            if concept.existing is not None
+            else page_path(plan.wiki, slugify(concept.name)[:80], taken)
+        )
+    concepts = list(
+        {c.target: c for c in concepts}.values()
+    )  # two names for one page: the last wins
     return write_pages(plan, ask, concepts, concurrency=concurrency, progress=progress)
 
 
-def page_concepts(plan: Plan, pages: Sequence[str], drop: frozenset[str] = frozenset()) -> list[Concept]:
+def page_concepts(
+    plan: Plan, pages: Sequence[str], drop: frozenset[str] = frozenset()
+) -> list[Concept]:
     """One concept per existing page to rewrite (``compile --stale``, a retraction): its
     title, summary and aliases, and every source it names as it is now, less ``drop``."""
     by_path = {s.path: s for s in plan.sources}
@@ -309,9 +364,22 @@ def page_concepts(plan: Plan, pages: Sequence[str], drop: frozenset[str] = froze
         page = plan.wiki.by_path[path]
         meta = parse(plan.texts.get(path, "")).data
         summary = meta.get("summary")
-        sources = [by_path[f.source] for f in plan.provenance.of_page(path) if f.source in by_path and f.source not in drop]
-        found.append(Concept(page.scan.title or page.stem, summary if isinstance(summary, str) else "",
-                             list(page.scan.aliases), sources, path, page, drop))
+        sources = [
+            by_path[f.source]
+            for f in plan.provenance.of_page(path)
+            if f.source in by_path and f.source not in drop
+        ]
+        found.append(
+            Concept(
+                page.scan.title or page.stem,
+                summary if isinstance(summary, str) else "",
+                list(page.scan.aliases),
+                sources,
+                path,
+                page,
+                drop,
+            )
+        )
     return found
 
 
@@ -319,8 +387,15 @@ def asker(chat: ChatProvider, progress: Progress) -> _Asker:
     return _Asker(chat, progress)
 
 
-def write_pages(plan: Plan, ask: _Asker, concepts: list[Concept], *, concurrency: int, progress: Progress,
-                instruction: str = "") -> tuple[list[FileWrite], list[Written]]:
+def write_pages(
+    plan: Plan,
+    ask: _Asker,
+    concepts: list[Concept],
+    *,
+    concurrency: int,
+    progress: Progress,
+    instruction: str = "",
+) -> tuple[list[FileWrite], list[Written]]:
     """One page per concept, written by the model (step 2 and 3 of the module docstring);
     ``instruction`` is said in every page request (a retraction says what to remove)."""
     chat = ask.chat
@@ -328,14 +403,19 @@ def write_pages(plan: Plan, ask: _Asker, concepts: list[Concept], *, concurrency
     after = plan.wiki
     for concept in concepts:  # the run's pages exist for link resolution (names and aliases)
         if concept.existing is None:
-            head = yaml.safe_dump({"title": concept.name, "aliases": concept.aliases or None}, sort_keys=False)
+            head = yaml.safe_dump(
+                {"title": concept.name, "aliases": concept.aliases or None}, sort_keys=False
+            )
             after = after.with_page(concept.target, f"---\n{head}---\n")
     after.build_tables()
     names = name_index(after)
     link_of = {c.target: link_text(after, after.by_path[c.target]) or c.target for c in concepts}
     table = name_table(plan.wiki, plan.project_prefix)  # once: each is read by several requests
     used = {s.path: s for c in concepts for s in c.sources}
-    mentions = {path: [link for link, _ in mentioned_pages(s, plan.wiki, names=table)] for path, s in used.items()}
+    mentions = {
+        path: [link for link, _ in mentioned_pages(s, plan.wiki, names=table)]
+        for path, s in used.items()
+    }
     rest: list[tuple[str, str]] = []
     for page in plan.wiki.pages:
         if len(rest) > MAX_TARGETS:
@@ -349,41 +429,56 @@ def write_pages(plan: Plan, ask: _Asker, concepts: list[Concept], *, concurrency
     def write_one(concept: Concept) -> tuple[FileWrite, Written]:
         existing_text = plan.texts.get(concept.target) if concept.existing is not None else None
         what = f"the page on {concept.name!r} from {', '.join(s.path for s in concept.sources)}"
-        request = _page_request(concept, existing_text, _targets(concepts, concept, link_of, mentions, rest))
-        reply = parse_reply(ask(PAGE_SYSTEM, f"{instruction}\n\n{request}" if instruction else request), what, chat.name)
+        request = _page_request(
+            concept, existing_text, _targets(concepts, concept, link_of, mentions, rest)
+        )
+        reply = parse_reply(
+            ask(PAGE_SYSTEM, f"{instruction}\n\n{request}" if instruction else request),
+            what,
+            chat.name,
+        )
         title = _text(reply.get("title", concept.name), what, "title", chat.name)
         summary = _text(reply.get("summary", ""), what, "summary", chat.name, required=False)
         body = _text(reply.get("body"), what, "body", chat.name)
         if body.startswith("---"):
-            body = body[parse(body).body_offset:].lstrip("\n") or body
+            body = body[parse(body).body_offset :].lstrip("\n") or body
         shown = {name: s for name, s in by_file.items() if s.path not in concept.dropped}
         body = repair_links(repair_citations(body, shown), after, names)
         document = _document(plan, concept, existing_text, title, summary, body)
         progress.step(concept.target)
         change = "replace" if concept.existing is not None else "add"
-        return FileWrite(concept.target, document), Written(concept.target, [s.path for s in concept.sources], change)
+        return FileWrite(concept.target, document), Written(
+            concept.target, [s.path for s in concept.sources], change
+        )
 
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         done = list(pool.map(write_one, concepts))
     return [w for w, _ in done], [p for _, p in done]
 
 
-def _document(plan: Plan, concept: Concept, existing_text: str | None, title: str, summary: str, body: str) -> str:
+def _document(
+    plan: Plan, concept: Concept, existing_text: str | None, title: str, summary: str, body: str
+) -> str:
     """The page: the existing one's frontmatter kept (summary updated) or a new one, the new
     body, and the provenance of every source it names now."""
     blobs = {s.path: s.blob for s in plan.sources}
     named = []
     if existing_text is not None:
         meta = parse(existing_text)
-        named = [p for p in source_paths(meta.data.get("sources"), plan.project_prefix)
-                 if p in blobs and p not in concept.dropped]
+        named = [
+            p
+            for p in source_paths(meta.data.get("sources"), plan.project_prefix)
+            if p in blobs and p not in concept.dropped
+        ]
         head = set_keys(existing_text, {"summary": summary} if summary else {})
         text = head[: parse(head).body_offset].rstrip("\n") + "\n\n" + body.strip() + "\n"
     else:
         meta_new: dict[str, Any] = {"title": title, "summary": summary or title, "kind": "concept"}
         if concept.aliases:
             meta_new["aliases"] = concept.aliases
-        head_text = yaml.safe_dump(meta_new, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False)
+        head_text = yaml.safe_dump(
+            meta_new, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False
+        )
         text = f"---\n{head_text}---\n\n{body.strip()}\n"
     pairs = [(p, blobs[p]) for p in named] + [(s.path, s.blob) for s in concept.sources]
     return stamp(text, pairs, plan.project_prefix)

@@ -35,8 +35,21 @@ INSTALL_HINT = "pip install 'llmwiki-git[ingest]' (from a clone: pip install '.[
 MARKDOWN_EXTS = frozenset({".md", ".markdown", ".mdown", ".mkd"})
 HTML_EXTS = frozenset({".html", ".htm", ".xhtml"})
 # Whole elements that carry no reading text (scripts, styles, embedded images and widgets).
-_DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "head", "iframe", "object", "embed",
-                 "canvas", "button", "form", "select")
+_DROPPED_TAGS = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "head",
+    "iframe",
+    "object",
+    "embed",
+    "canvas",
+    "button",
+    "form",
+    "select",
+)
 # Control characters a converter may leave (form feeds between PDF pages, stray escapes):
 # never kept in converted text. Tab and newline are.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -81,20 +94,30 @@ def convert(name: str, data: bytes) -> Converted:
     else:
         converted = _plain(name, data, kind)
     if not converted.text.strip():
-        raise InputRefused(name, f"has no text to ingest (an empty {kind} file, or a scanned PDF without a text layer)")
+        raise InputRefused(
+            name,
+            f"has no text to ingest (an empty {kind} file, or a scanned PDF without a text layer)",
+        )
     return converted
 
 
 def _decode(name: str, data: bytes) -> str:
     if b"\0" in data:
-        raise InputRefused(name, "is a binary file (it contains NUL bytes); ingest takes markdown, text, HTML and PDF",
-                           hint="convert it to one of those first")
+        raise InputRefused(
+            name,
+            "is a binary file (it contains NUL bytes); ingest takes markdown, text, HTML and PDF",
+            hint="convert it to one of those first",
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputRefused(name, f"is not UTF-8 text (byte {exc.start}, line {line}); ingest takes markdown, text, "
-                                 "HTML and PDF", hint="save it as UTF-8 (iconv -t UTF-8), then ingest it") from None
+        raise InputRefused(
+            name,
+            f"is not UTF-8 text (byte {exc.start}, line {line}); ingest takes markdown, text, "
+            "HTML and PDF",
+            hint="save it as UTF-8 (iconv -t UTF-8), then ingest it",
+        ) from None
 
 
 def _plain(name: str, data: bytes, kind: str) -> Converted:
@@ -108,10 +131,14 @@ def _plain(name: str, data: bytes, kind: str) -> Converted:
     meta = frontmatter.parse(text)
     if meta.raw is None or meta.error:
         return Converted(text, kind, _first_heading(text))
-    body = text[meta.body_offset:]
+    body = text[meta.body_offset :]
     title = meta.data.get("title")
-    return Converted(body, kind, title.strip() if isinstance(title, str) and title.strip() else _first_heading(body),
-                     dict(meta.data))
+    return Converted(
+        body,
+        kind,
+        title.strip() if isinstance(title, str) and title.strip() else _first_heading(body),
+        dict(meta.data),
+    )
 
 
 def _first_heading(text: str) -> str | None:
@@ -134,8 +161,11 @@ def _html(name: str, data: bytes) -> Converted:
         from bs4 import BeautifulSoup
         from markdownify import MarkdownConverter
     except ImportError as exc:
-        raise MissingDependency(f"ingesting HTML ({name}) needs markdownify and beautifulsoup4, which the base "
-                                "install does not include", hint=INSTALL_HINT) from exc
+        raise MissingDependency(
+            f"ingesting HTML ({name}) needs markdownify and beautifulsoup4, which the base "
+            "install does not include",
+            hint=INSTALL_HINT,
+        ) from exc
     # Bytes in: BeautifulSoup finds the encoding (BOM, <meta charset>, else a guess).
     soup = BeautifulSoup(data, "html.parser")
     title_tag = soup.title
@@ -155,20 +185,38 @@ def _pdf(name: str, data: bytes) -> Converted:
         from pypdf import PdfReader
         from pypdf.errors import PyPdfError
     except ImportError as exc:
-        raise MissingDependency(f"ingesting PDF ({name}) needs pypdf, which the base install does not include",
-                                hint=INSTALL_HINT) from exc
+        raise MissingDependency(
+            f"ingesting PDF ({name}) needs pypdf, which the base install does not include",
+            hint=INSTALL_HINT,
+        ) from exc
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
-            raise InputRefused(name, "is an encrypted PDF; ingest cannot read it",
-                               hint="save an unencrypted copy (or print it to PDF), then ingest that")
+            raise InputRefused(
+                name,
+                "is an encrypted PDF; ingest cannot read it",
+                hint="save an unencrypted copy (or print it to PDF), then ingest that",
+            )
         pages = [(page.extract_text() or "").strip() for page in reader.pages]
         info = reader.metadata
         title = info.title if info is not None else None
     except InputRefused:
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, RecursionError) as exc:
+    except (
+        PyPdfError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        OSError,
+        RecursionError,
+    ) as exc:
         # pypdf reports a damaged file with many exception types: each is "not a readable PDF"
-        raise InputRefused(name, f"is not a readable PDF ({exc.__class__.__name__}: {exc})") from None
+        raise InputRefused(
+            name, f"is not a readable PDF ({exc.__class__.__name__}: {exc})"
+        ) from None
     text = tidy("\n\n".join(p for p in pages if p))
-    return Converted(text, "pdf", title.strip() if isinstance(title, str) and title.strip() else None)
+    return Converted(
+        text, "pdf", title.strip() if isinstance(title, str) and title.strip() else None
+    )

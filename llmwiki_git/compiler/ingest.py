@@ -21,8 +21,8 @@ import yaml
 
 from .. import confine
 from ..errors import InputRefused, PathRefused
-from ..gitstore.git import blob_id
 from ..gitstore.commits import current_branch
+from ..gitstore.git import blob_id
 from ..publication.document import log_entry
 from ..publication.write import Project, Site, commit_files, locked
 from ..wiki.provenance import in_sources, sources_dir
@@ -46,8 +46,15 @@ class Ingested:
     status: str = "added"
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.name, "source": self.target, "type": self.kind, "originalBytes": self.original_bytes,
-                "chars": self.chars, "truncated": self.truncated, "status": self.status}
+        return {
+            "file": self.name,
+            "source": self.target,
+            "type": self.kind,
+            "originalBytes": self.original_bytes,
+            "chars": self.chars,
+            "truncated": self.truncated,
+            "status": self.status,
+        }
 
 
 @dataclass(frozen=True)
@@ -69,15 +76,24 @@ def _relative_input(top: Path, path: Path, shown: str) -> str:
             rel = os.path.relpath(lexical, base).replace(os.sep, "/")
             break
     else:
-        raise InputRefused(shown, f"is outside the repository {top}",
-                           hint="copy it into the repository (any folder; it need not be committed), then ingest "
-                                "that copy")
+        raise InputRefused(
+            shown,
+            f"is outside the repository {top}",
+            hint="copy it into the repository (any folder; it need not be committed), then ingest "
+            "that copy",
+        )
     if os.path.islink(lexical):
-        raise InputRefused(shown, "is a symbolic link", hint="ingest the file it points to by its own path")
+        raise InputRefused(
+            shown, "is a symbolic link", hint="ingest the file it points to by its own path"
+        )
     try:
         confine.refuse_symlinks(real_top, rel)
     except PathRefused as exc:
-        reason = f"goes through a symbolic link ({exc.path})" if exc.code == "symlink-write" else exc.reason
+        reason = (
+            f"goes through a symbolic link ({exc.path})"
+            if exc.code == "symlink-write"
+            else exc.reason
+        )
         raise InputRefused(shown, reason, hint="ingest the file by its own path") from None
     try:
         confine.confined(real_top, rel)
@@ -106,7 +122,9 @@ def _source_document(converted: Converted, name: str, size: int) -> tuple[str, i
         meta["originalChars"] = chars
     for key, value in converted.meta.items():  # a markdown file's own frontmatter, after ours
         meta.setdefault(key, value)
-    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False)
+    head = yaml.safe_dump(
+        meta, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False
+    )
     return f"---\n{head}---\n\n{text}", chars, truncated
 
 
@@ -115,16 +133,20 @@ def _slug(name: str, shown: str) -> str:
     if len(slug) > MAX_SLUG:
         slug = slug[:MAX_SLUG].rsplit("-", 1)[0] or slug[:MAX_SLUG]
     if not slug:
-        raise InputRefused(shown, "its name has no letters or digits to name the source after",
-                           hint="rename it (e.g. notes.md), then ingest it")
+        raise InputRefused(
+            shown,
+            "its name has no letters or digits to name the source after",
+            hint="rename it (e.g. notes.md), then ingest it",
+        )
     return slug
 
 
-def ingest_files(project: Project, paths: Sequence[tuple[Path, str]],
-                 note: Callable[[str], None] | None = None) -> IngestResult:
+def ingest_files(
+    project: Project, paths: Sequence[tuple[Path, str]], note: Callable[[str], None] | None = None
+) -> IngestResult:
     """Ingest ``paths`` ((absolute path, the name the user gave) pairs) as one commit on the
     current branch. Everything is read and converted first; one refused file writes nothing."""
-    git = project.require_git("ingesting sources")
+    project.require_git("ingesting sources")
     top = Path(project.root)
     folder = sources_dir(project.project_prefix)
     planned: list[tuple[Ingested, bytes]] = []
@@ -132,21 +154,34 @@ def ingest_files(project: Project, paths: Sequence[tuple[Path, str]],
     for path, shown in paths:
         rel = _relative_input(top, path, shown)
         if in_sources(rel, project.project_prefix):
-            raise InputRefused(shown, f"is already in {folder}/ (sources are kept as they are)",
-                               hint="commit it as it is, or ingest the original file instead")
+            raise InputRefused(
+                shown,
+                f"is already in {folder}/ (sources are kept as they are)",
+                hint="commit it as it is, or ingest the original file instead",
+            )
         try:
-            data = confine.read_file(top / rel, max_bytes=MAX_INPUT_BYTES, name=shown, nofollow=True)
+            data = confine.read_file(
+                top / rel, max_bytes=MAX_INPUT_BYTES, name=shown, nofollow=True
+            )
         except PathRefused as exc:
             raise InputRefused(shown, exc.reason) from None
         name = Path(rel).name
         target = f"{folder}/{_slug(name, shown)}.md"
         if target in seen:
-            raise InputRefused(shown, f"would become {target}, as {seen[target]} does",
-                               hint="rename one of them, then ingest both")
+            raise InputRefused(
+                shown,
+                f"would become {target}, as {seen[target]} does",
+                hint="rename one of them, then ingest both",
+            )
         seen[target] = shown
         converted = convert(shown, data)
         document, chars, truncated = _source_document(converted, name, len(data))
-        planned.append((Ingested(shown, target, converted.kind, len(data), chars, truncated), document.encode("utf-8")))
+        planned.append(
+            (
+                Ingested(shown, target, converted.kind, len(data), chars, truncated),
+                document.encode("utf-8"),
+            )
+        )
     site = Site.of(project, "ingesting sources")
     try:
         with locked(site):
@@ -167,22 +202,50 @@ def _commit(site: Site, planned: list[tuple[Ingested, bytes]]) -> IngestResult:
     for item, data in planned:
         before = old.get(item.target)
         status = "unchanged" if before == blob_id(data) else "updated" if before else "added"
-        done.append(Ingested(item.name, item.target, item.kind, item.original_bytes, item.chars, item.truncated, status))
+        done.append(
+            Ingested(
+                item.name,
+                item.target,
+                item.kind,
+                item.original_bytes,
+                item.chars,
+                item.truncated,
+                status,
+            )
+        )
         if status != "unchanged":
             files[item.target] = data
     if not files:
         return IngestResult(done, None)
-    for target in files:  # a sources/ folder that is a symlink (out of the repository) is never written through
+    for target in (
+        files
+    ):  # a sources/ folder that is a symlink (out of the repository) is never written through
         try:
             confine.refuse_symlinks(site.top, target)
         except PathRefused as exc:
             raise InputRefused(target, exc.reason) from None
     changed = [i for i in done if i.status != "unchanged"]
-    subject = (f"llmwiki: ingest {changed[0].target}" if len(changed) == 1
-               else f"llmwiki: ingest {len(changed)} sources")
-    lines = [f"{i.target} ({i.status}, from {i.name}, {i.kind}{', truncated' if i.truncated else ''})" for i in changed]
-    entry = log_entry("ingest", f"{len(changed)} source{'s' if len(changed) != 1 else ''}",
-                      [f"{i.status.capitalize()}: {i.target} (from {i.name})" for i in changed])
-    commit = commit_files(site, ref=ref, head=head, files=files, message=subject + "\n\n" + "\n".join(lines) + "\n",
-                          entry=entry, what=f"ingest of {len(changed)} source(s)")
+    subject = (
+        f"llmwiki: ingest {changed[0].target}"
+        if len(changed) == 1
+        else f"llmwiki: ingest {len(changed)} sources"
+    )
+    lines = [
+        f"{i.target} ({i.status}, from {i.name}, {i.kind}{', truncated' if i.truncated else ''})"
+        for i in changed
+    ]
+    entry = log_entry(
+        "ingest",
+        f"{len(changed)} source{'s' if len(changed) != 1 else ''}",
+        [f"{i.status.capitalize()}: {i.target} (from {i.name})" for i in changed],
+    )
+    commit = commit_files(
+        site,
+        ref=ref,
+        head=head,
+        files=files,
+        message=subject + "\n\n" + "\n".join(lines) + "\n",
+        entry=entry,
+        what=f"ingest of {len(changed)} source(s)",
+    )
     return IngestResult(done, commit)

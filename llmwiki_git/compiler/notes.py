@@ -19,8 +19,8 @@ import yaml
 from ..terms import KEYWORD_STOPWORDS
 from ..wiki.generated import index_path, log_path
 from ..wiki.model import Page, Wiki
-from ..wiki.slug import parse_target
 from ..wiki.provenance import stamp
+from ..wiki.slug import parse_target
 from .sources import Source, clean
 
 PROMPT = "source-note/1"  # the version of this note's recipe, recorded as Llmwiki-Prompt
@@ -33,7 +33,6 @@ MAX_LINKS = 20
 _WORD = re.compile(r"\w+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)+")
-
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,11 @@ def blocks(source: Source) -> list[Block]:
             flush()
             fence = stripped[:3]
             continue
-        if not stripped or stripped.startswith(("#", "|", "<", "[", "---", "***", "===")) or line.startswith("    "):
+        if (
+            not stripped
+            or stripped.startswith(("#", "|", "<", "[", "---", "***", "==="))
+            or line.startswith("    ")
+        ):
             flush()
             continue
         item = _MARKER.match(line) is not None
@@ -89,7 +92,11 @@ def blocks(source: Source) -> list[Block]:
 
 
 def _words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.casefold()) if len(w) > 2 and not w.isdigit() and w not in KEYWORD_STOPWORDS]
+    return [
+        w
+        for w in _WORD.findall(text.casefold())
+        if len(w) > 2 and not w.isdigit() and w not in KEYWORD_STOPWORDS
+    ]
 
 
 def _cut(text: str, limit: int) -> str:
@@ -112,7 +119,9 @@ def _span(block: Block, kept: str) -> tuple[int, int]:
     if kept == block.text or block.start == block.end:
         return block.start, block.end
     share = len(kept) / max(len(block.text), 1)
-    return block.start, min(block.end, block.start + max(0, round(share * (block.end - block.start + 1)) - 1))
+    return block.start, min(
+        block.end, block.start + max(0, round(share * (block.end - block.start + 1)) - 1)
+    )
 
 
 def summary_block(found: Sequence[Block]) -> Block | None:
@@ -120,7 +129,9 @@ def summary_block(found: Sequence[Block]) -> Block | None:
     return next((b for b in found if b.prose and len(b.text) >= 40), found[0] if found else None)
 
 
-def key_passages(found: Sequence[Block], skip: Block | None, limit: int = MAX_PASSAGES) -> list[Block]:
+def key_passages(
+    found: Sequence[Block], skip: Block | None, limit: int = MAX_PASSAGES
+) -> list[Block]:
     """The ``limit`` blocks richest in the source's own frequent words (each distinct word
     counted once per block, weighted by its frequency in the source; paragraphs before list
     items, short lines left out), in reading order."""
@@ -130,7 +141,11 @@ def key_passages(found: Sequence[Block], skip: Block | None, limit: int = MAX_PA
         if block is skip or len(block.text) < 40:
             continue
         distinct = set(_words(block.text))
-        score = sum(counts[w] for w in distinct) / (1 + len(block.text) / 400) * (1.0 if block.prose else 0.7)
+        score = (
+            sum(counts[w] for w in distinct)
+            / (1 + len(block.text) / 400)
+            * (1.0 if block.prose else 0.7)
+        )
         scored.append((-score, index, block))
     best = sorted(scored)[:limit]
     return [block for _, _, block in sorted(best, key=lambda item: item[1])]
@@ -159,8 +174,12 @@ def name_table(wiki: Wiki, project_prefix: str) -> Names:
         stem = re.sub(r"[-_.]+", " ", page.stem)  # a vault's note is titled by its file name
         for name in (page.scan.title, stem, *page.scan.aliases):
             tokens = tuple(_WORD.findall((name or "").casefold()))
-            if (not tokens or len(tokens) > MAX_NAME_WORDS or len("".join(tokens)) < 3
-                    or (len(tokens) == 1 and tokens[0] in KEYWORD_STOPWORDS)):
+            if (
+                not tokens
+                or len(tokens) > MAX_NAME_WORDS
+                or len("".join(tokens)) < 3
+                or (len(tokens) == 1 and tokens[0] in KEYWORD_STOPWORDS)
+            ):
                 continue
             found = pages.setdefault(tokens, [])
             if page not in found:
@@ -170,8 +189,9 @@ def name_table(wiki: Wiki, project_prefix: str) -> Names:
     return Names(pages, tuple(sorted({len(t) for t in pages}, reverse=True)))
 
 
-def mentioned_pages(source: Source, wiki: Wiki, exclude: Iterable[str] = (),
-                    names: Names | None = None) -> list[tuple[str, Page]]:
+def mentioned_pages(
+    source: Source, wiki: Wiki, exclude: Iterable[str] = (), names: Names | None = None
+) -> list[tuple[str, Page]]:
     """(link text, page) for each existing page whose title, file name or an alias the
     source's text mentions (whole words, any case; the longest name at a mention), by first
     mention; the link text resolves to that page. ``names`` is :func:`name_table` of ``wiki``
@@ -184,7 +204,11 @@ def mentioned_pages(source: Source, wiki: Wiki, exclude: Iterable[str] = (),
     while position < len(words):
         step = 1
         for length in names.lengths:  # a few dict lookups a word, whatever the wiki's size
-            hit = [p for p in names.pages.get(tuple(words[position:position + length]), ()) if p.path not in skip]
+            hit = [
+                p
+                for p in names.pages.get(tuple(words[position : position + length]), ())
+                if p.path not in skip
+            ]
             if hit:
                 first.setdefault(hit[0].path, (position, hit[0]))
                 step = length  # "daily notes" is one mention, not also one of "daily"
@@ -208,14 +232,19 @@ def link_text(wiki: Wiki, page: Page) -> str | None:
     return None
 
 
-def note(source: Source, wiki: Wiki, own_path: str | None = None, names: Names | None = None) -> str:
+def note(
+    source: Source, wiki: Wiki, own_path: str | None = None, names: Names | None = None
+) -> str:
     """The source note of ``source`` (a whole page: frontmatter and body). ``own_path`` is
     where it goes (never linked from itself); ``names`` the run's :func:`name_table`."""
     found = blocks(source)
     first = summary_block(found)
     summary = _cut(first.text, MAX_SUMMARY_CHARS) if first is not None else ""
-    meta = {"title": source.title, "summary": clean(_cut(summary, 120)) if summary else source.title,
-            "kind": KIND}
+    meta = {
+        "title": source.title,
+        "summary": clean(_cut(summary, 120)) if summary else source.title,
+        "kind": KIND,
+    }
     parts = []
     if first is not None:
         parts.append(f"{clean(summary)} {source.cite(*_span(first, summary))}")
@@ -231,5 +260,11 @@ def note(source: Source, wiki: Wiki, own_path: str | None = None, names: Names |
     if links:
         parts.append("## Related pages")
         parts.append("\n".join(f"- [[{link}]]" for link, _ in links))
-    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False)
-    return stamp(f"---\n{head}---\n\n" + "\n\n".join(parts) + "\n", [(source.path, source.blob)], source.project_prefix)
+    head = yaml.safe_dump(
+        meta, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False
+    )
+    return stamp(
+        f"---\n{head}---\n\n" + "\n\n".join(parts) + "\n",
+        [(source.path, source.blob)],
+        source.project_prefix,
+    )

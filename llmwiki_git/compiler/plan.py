@@ -32,10 +32,14 @@ class Plan:
     sources: list[Source]  # every readable source at base
     todo: list[Source] = field(default_factory=list)  # to compile
     up_to_date: list[Source] = field(default_factory=list)
-    staged: dict[str, str] = field(default_factory=dict)  # source path -> the open candidate staging its blob
+    staged: dict[str, str] = field(
+        default_factory=dict
+    )  # source path -> the open candidate staging its blob
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
     project_prefix: str = ""
-    stale: list[Fed] = field(default_factory=list)  # --stale: each (page, source) recording an older blob, by page
+    stale: list[Fed] = field(
+        default_factory=list
+    )  # --stale: each (page, source) recording an older blob, by page
 
     def stale_pages(self) -> list[str]:
         """The pages ``--stale`` rewrites, in order."""
@@ -104,7 +108,9 @@ def make_plan(git: Git, wiki: Wiki, base: str, project_prefix: str, *, stale: bo
     texts = page_texts(git, wiki)
     found = provenance(git, texts, base, project_prefix, wiki.root_dir)
     sources, unreadable = read_sources(git, list_sources(git, base, project_prefix), project_prefix)
-    plan = Plan(base, wiki, texts, found, sources, unreadable=unreadable, project_prefix=project_prefix)
+    plan = Plan(
+        base, wiki, texts, found, sources, unreadable=unreadable, project_prefix=project_prefix
+    )
     open_runs = staged_sources(git)
     if stale:
         pairs = found.stale({s.path: s.blob for s in sources})
@@ -130,17 +136,24 @@ def make_plan(git: Git, wiki: Wiki, base: str, project_prefix: str, *, stale: bo
     return plan
 
 
-def still_to_do(git: Git, plan: Plan, wiki: Wiki, head: str, project_prefix: str,
-                pairs: list[tuple[str, str]]) -> list[str]:
+def still_to_do(
+    git: Git, plan: Plan, wiki: Wiki, head: str, project_prefix: str, pairs: list[tuple[str, str]]
+) -> list[str]:
     """Of ``pairs`` ((source path, blob) a run compiled), the paths neither recorded by the
     pages at ``head`` (``wiki``) nor staged by an open candidate: what another compile did
     not do while this one was working. Run under the repository lock, just before staging;
     when the tip is still the plan's base, its provenance is the plan's."""
     open_runs = staged_sources(git)
-    found = plan.provenance if head == plan.base else \
-        provenance(git, page_texts(git, wiki), head, project_prefix, wiki.root_dir)
-    return [path for path, blob in pairs
-            if (path, blob) not in open_runs and not any(f.recorded == blob for f in found.feeds(path))]
+    found = (
+        plan.provenance
+        if head == plan.base
+        else provenance(git, page_texts(git, wiki), head, project_prefix, wiki.root_dir)
+    )
+    return [
+        path
+        for path, blob in pairs
+        if (path, blob) not in open_runs and not any(f.recorded == blob for f in found.feeds(path))
+    ]
 
 
 def still_stale(git: Git, plan: Plan, wiki: Wiki, head: str, project_prefix: str) -> list[Fed]:
@@ -153,4 +166,8 @@ def still_stale(git: Git, plan: Plan, wiki: Wiki, head: str, project_prefix: str
         found = provenance(git, page_texts(git, wiki), head, project_prefix, wiki.root_dir)
         blobs = dict(list_sources(git, head, project_prefix))
     now = {(f.page, f.source) for f in found.stale(blobs)}
-    return [f for f in plan.stale if (f.page, f.source) in now and (f.source, blobs.get(f.source)) not in open_runs]
+    return [
+        f
+        for f in plan.stale
+        if (f.page, f.source) in now and (f.source, blobs.get(f.source)) not in open_runs
+    ]

@@ -21,8 +21,12 @@ class Usage:
     estimated: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"requests": self.requests, "inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
-                "estimated": self.estimated}
+        return {
+            "requests": self.requests,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "estimated": self.estimated,
+        }
 
 
 @dataclass
@@ -49,14 +53,18 @@ class Progress:
         if self.report is not None:
             self.report(self)
 
-    def count(self, input_tokens: int | None, output_tokens: int | None, sent: str, got: str) -> None:
+    def count(
+        self, input_tokens: int | None, output_tokens: int | None, sent: str, got: str
+    ) -> None:
         """One model request with the tokens its server reported (None: estimated)."""
         with self._lock:
             self.usage.requests += 1
             if input_tokens is None or output_tokens is None:
                 self.usage.estimated = True
             self.usage.input_tokens += input_tokens if input_tokens is not None else len(sent) // 4
-            self.usage.output_tokens += output_tokens if output_tokens is not None else len(got) // 4
+            self.usage.output_tokens += (
+                output_tokens if output_tokens is not None else len(got) // 4
+            )
 
     @property
     def eta(self) -> float | None:

@@ -39,22 +39,33 @@ from ..review.project import ReviewProject
 from ..review.service import approve_candidate
 from ..review.stagefiles import FileWrite, StagedFiles, stage_files
 from ..wiki.frontmatter import parse
-from ..wiki.provenance import RETRACTED_KEY, citation_name, cited, frontmatter_paths, set_keys, sources_dir
 from ..wiki.model import Wiki
+from ..wiki.provenance import (
+    RETRACTED_KEY,
+    citation_name,
+    cited,
+    frontmatter_paths,
+    set_keys,
+    sources_dir,
+)
 from ..wiki.scanner import prose_lines, scan_links, split_lines
 from ..wiki.slug import parse_target, slugify
 from .plan import make_plan
 from .progress import Progress, Usage
 
 PROMPT = "retraction/1"  # the version of the model's instruction below, recorded as Llmwiki-Prompt
-_CITATION = re.compile(r"[ \t]?\^\[([^\[\]\n]+)\]")  # as compiler/concepts._CITE: linear on a run of "^["
+_CITATION = re.compile(
+    r"[ \t]?\^\[([^\[\]\n]+)\]"
+)  # as compiler/concepts._CITE: linear on a run of "^["
 
 
 def instruction(source: str) -> str:
     """What the model is told when it rewrites a page that drew on a retracted source."""
-    return (f"The source {source} was RETRACTED: it must no longer contribute to the page. Rewrite the page from "
-            "the sources shown only: remove every statement that only the retracted source supported, never "
-            f"cite {source.rsplit('/', 1)[-1]}, and keep what the sources shown still support.")
+    return (
+        f"The source {source} was RETRACTED: it must no longer contribute to the page. Rewrite the page from "
+        "the sources shown only: remove every statement that only the retracted source supported, never "
+        f"cite {source.rsplit('/', 1)[-1]}, and keep what the sources shown still support."
+    )
 
 
 @dataclass
@@ -73,26 +84,40 @@ class RetractResult:
     base: str
     deleted: list[str] = field(default_factory=list)
     rewritten: list[Rewritten] = field(default_factory=list)
-    breaks: list[Problem] = field(default_factory=list)  # links to the deleted pages approval would break
+    breaks: list[Problem] = field(
+        default_factory=list
+    )  # links to the deleted pages approval would break
     candidate: StagedFiles | None = None
     approved: Approved | None = None
     refusal: str | None = None
     dry_run: bool = False
     model: str | None = None
     usage: Usage = field(default_factory=Usage)
-    left_alone: list[str] = field(default_factory=list)  # pages citing it that llmwiki never writes (a user's index.md)
+    left_alone: list[str] = field(
+        default_factory=list
+    )  # pages citing it that llmwiki never writes (a user's index.md)
 
     @property
     def exit_code(self) -> int:
         return 1 if self.refusal else 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "source": self.source, "blob": self.blob, "base": self.base, "dryRun": self.dry_run,
-                "deleted": self.deleted, "rewritten": [r.to_json() for r in self.rewritten],
-                "breaks": [p.to_json() for p in self.breaks], "model": self.model,
-                "candidate": None if self.candidate is None else self.candidate.to_json(),
-                "approved": None if self.approved is None else self.approved.to_json(),
-                "refusal": self.refusal, "usage": self.usage.to_json(), "leftAlone": self.left_alone}
+        return {
+            "version": 1,
+            "source": self.source,
+            "blob": self.blob,
+            "base": self.base,
+            "dryRun": self.dry_run,
+            "deleted": self.deleted,
+            "rewritten": [r.to_json() for r in self.rewritten],
+            "breaks": [p.to_json() for p in self.breaks],
+            "model": self.model,
+            "candidate": None if self.candidate is None else self.candidate.to_json(),
+            "approved": None if self.approved is None else self.approved.to_json(),
+            "refusal": self.refusal,
+            "usage": self.usage.to_json(),
+            "leftAlone": self.left_alone,
+        }
 
 
 def source_path(ws: ReviewProject, given: str, cwd: Path) -> str:
@@ -109,9 +134,11 @@ def source_path(ws: ReviewProject, given: str, cwd: Path) -> str:
             continue
         if source_target_problem(rel, ws.project_prefix) is None:
             return rel
-    raise UsageError(f"{given} is not a file in {sources_dir(ws.project_prefix)}/",
-                     hint=f"name a source as {sources_dir(ws.project_prefix)}/<name> (see `git ls-files "
-                          f"{sources_dir(ws.project_prefix)}`)")
+    raise UsageError(
+        f"{given} is not a file in {sources_dir(ws.project_prefix)}/",
+        hint=f"name a source as {sources_dir(ws.project_prefix)}/<name> (see `git ls-files "
+        f"{sources_dir(ws.project_prefix)}`)",
+    )
 
 
 def unlinked(text: str, wiki: Wiki, gone: set[str]) -> str:
@@ -120,13 +147,17 @@ def unlinked(text: str, wiki: Wiki, gone: set[str]) -> str:
     if not gone or "[[" not in text:
         return text
     lines = split_lines(text)
-    for occ in sorted(scan_links(text, parse(text).body_line), key=lambda o: (o.line, o.col), reverse=True):
+    for occ in sorted(
+        scan_links(text, parse(text).body_line), key=lambda o: (o.line, o.col), reverse=True
+    ):
         found = wiki.resolve(parse_target(occ.target)).page
         if found is None or found.path not in gone:
             continue
         row = lines[occ.line - 1]
         start = occ.col - 1
-        lines[occ.line - 1] = row[:start] + (occ.label or occ.target.strip()) + row[start + len(occ.source_text):]
+        lines[occ.line - 1] = (
+            row[:start] + (occ.label or occ.target.strip()) + row[start + len(occ.source_text) :]
+        )
     return "\n".join(lines)
 
 
@@ -147,19 +178,37 @@ def unsourced(text: str, source: str, project_prefix: str) -> str:
             kept = [part for part in parts if not any(n == name for n, _, _ in cited(part))]
             if len(kept) == len(parts):
                 continue
-            lead = match.group(0)[:len(match.group(0)) - len(match.group(0).lstrip(" \t"))]
-            row = row[:match.start()] + (f"{lead}^[{', '.join(kept)}]" if kept else "") + row[match.end():]
+            lead = match.group(0)[: len(match.group(0)) - len(match.group(0).lstrip(" \t"))]
+            row = (
+                row[: match.start()]
+                + (f"{lead}^[{', '.join(kept)}]" if kept else "")
+                + row[match.end() :]
+            )
         lines[index] = row
     body_changed = "\n".join(lines)
     data = meta.data
     listed = data.get("sources")
-    sources = [item for item in (listed if isinstance(listed, list) else [listed] if isinstance(listed, str) else [])
-               if not (isinstance(item, str) and item.strip() in (rel, name))]
+    sources = [
+        item
+        for item in (
+            listed if isinstance(listed, list) else [listed] if isinstance(listed, str) else []
+        )
+        if not (isinstance(item, str) and item.strip() in (rel, name))
+    ]
     blobs = data.get("sourceBlobs")
-    kept_blobs = {k: v for k, v in blobs.items() if k not in (rel, name)} if isinstance(blobs, Mapping) else None
+    kept_blobs = (
+        {k: v for k, v in blobs.items() if k not in (rel, name)}
+        if isinstance(blobs, Mapping)
+        else None
+    )
     earlier = data.get(RETRACTED_KEY)
-    retracted = [x for x in (earlier if isinstance(earlier, list) else [earlier] if isinstance(earlier, str) else [])
-                 if x != rel] + [rel]
+    retracted = [
+        x
+        for x in (
+            earlier if isinstance(earlier, list) else [earlier] if isinstance(earlier, str) else []
+        )
+        if x != rel
+    ] + [rel]
     updates: dict[str, Any] = {RETRACTED_KEY: retracted}
     if "sources" in data:
         updates["sources"] = sources or None
@@ -168,21 +217,35 @@ def unsourced(text: str, source: str, project_prefix: str) -> str:
     return set_keys(body_changed, updates)
 
 
-def retract(ws: ReviewProject, given: str, *, cwd: Path, provider: str | None = None, publish: bool = False,
-            allow_broken: bool = False, dry_run: bool = False, concurrency: int = 4,
-            environ: Mapping[str, str] | None = None, note: Callable[[str], None] | None = None,
-            on_progress: Callable[[Progress], None] | None = None) -> RetractResult:
+def retract(
+    ws: ReviewProject,
+    given: str,
+    *,
+    cwd: Path,
+    provider: str | None = None,
+    publish: bool = False,
+    allow_broken: bool = False,
+    dry_run: bool = False,
+    concurrency: int = 4,
+    environ: Mapping[str, str] | None = None,
+    note: Callable[[str], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> RetractResult:
     """Retract the source ``given`` as one candidate (see the module docstring)."""
     env = ws.environ if environ is None else environ
     git = ws.require_git("retracting a source")
     current_branch(git)
     base = git.rev_parse("HEAD")
     if base is None:
-        raise UsageError("the branch has no commit yet", hint="commit the wiki and its sources first")
+        raise UsageError(
+            "the branch has no commit yet", hint="commit the wiki and its sources first"
+        )
     source = source_path(ws, given, cwd)
     mode = git.file_mode(base, source)
     if mode and mode not in SOURCE_MODES:
-        raise UsageError(f"{source} is not a regular file at HEAD (mode {mode}); only a file can be retracted")
+        raise UsageError(
+            f"{source} is not a regular file at HEAD (mode {mode}); only a file can be retracted"
+        )
     blob = git.blob_at(base, source) if mode else None
     wiki = ws.wiki(base)
     plan = make_plan(git, wiki, base, ws.project_prefix)
@@ -200,13 +263,21 @@ def retract(ws: ReviewProject, given: str, *, cwd: Path, provider: str | None = 
             only.append(page.path)
         else:
             shared.append(page.path)
-    result = RetractResult(source, blob or None, base, deleted=only, dry_run=dry_run, left_alone=kept)
+    result = RetractResult(
+        source, blob or None, base, deleted=only, dry_run=dry_run, left_alone=kept
+    )
     if not mode and not only and not shared and not kept:
-        raise UsageError(f"{source} is not in the commit at HEAD, and no page names or cites it: nothing to retract")
+        raise UsageError(
+            f"{source} is not in the commit at HEAD, and no page names or cites it: nothing to retract"
+        )
     writes = [FileWrite(path, None) for path in only]
     name_used, _ = provider_name(provider, env, ws.settings.chat_provider)
-    by_model = [p for p in shared if name_used != OFFLINE_CHAT
-                and any(f.source != source and f.source in blobs for f in plan.provenance.of_page(p))]
+    by_model = [
+        p
+        for p in shared
+        if name_used != OFFLINE_CHAT
+        and any(f.source != source and f.source in blobs for f in plan.provenance.of_page(p))
+    ]
     gone = set(only)
     for path in shared:
         if path not in by_model:
@@ -223,42 +294,77 @@ def retract(ws: ReviewProject, given: str, *, cwd: Path, provider: str | None = 
         left = plan.wiki
         for path in only:  # links to the deleted pages are no valid targets: repaired to plain text
             left = left.without_page(path)
-        more, written = write_pages(replace(plan, wiki=left), asker(chat, progress),
-                                    page_concepts(plan, by_model, frozenset({source})),
-                                    concurrency=concurrency, progress=progress, instruction=instruction(source))
+        more, written = write_pages(
+            replace(plan, wiki=left),
+            asker(chat, progress),
+            page_concepts(plan, by_model, frozenset({source})),
+            concurrency=concurrency,
+            progress=progress,
+            instruction=instruction(source),
+        )
         writes += more
         result.rewritten += [Rewritten(w.target, "model") for w in written]
-        recorded = Recorded(tuple(sorted({(s, blobs[s]) for w in written for s in w.sources})),
-                            result.model, PROMPT, retracts=source)
+        recorded = Recorded(
+            tuple(sorted({(s, blobs[s]) for w in written for s in w.sources})),
+            result.model,
+            PROMPT,
+            retracts=source,
+        )
     elif by_model:
         result.rewritten += [Rewritten(path, "model") for path in by_model]
     result.usage = progress.usage
     if blob:
         writes.append(FileWrite(source, None))
-    links = link_outcome_many(ws, base, {w.target: w.document for w in writes if w.target != source})
+    links = link_outcome_many(
+        ws, base, {w.target: w.document for w in writes if w.target != source}
+    )
     result.breaks = links.new_errors
     if dry_run:
         return result
     slug = slugify(name.rsplit(".", 1)[0])[:60] or "source"
-    result.candidate = stage_files(ws, writes, kind=RETRACT_KIND, slug=f"retract-{slug}", subject=_subject(result),
-                                   body=_body(result), recorded=recorded, base=base, note=note)
+    result.candidate = stage_files(
+        ws,
+        writes,
+        kind=RETRACT_KIND,
+        slug=f"retract-{slug}",
+        subject=_subject(result),
+        body=_body(result),
+        recorded=recorded,
+        base=base,
+        note=note,
+    )
     if result.candidate is not None and publish:
         try:
-            result.approved = approve_candidate(ws, result.candidate.candidate_id, note, allow_broken=allow_broken)
+            result.approved = approve_candidate(
+                ws, result.candidate.candidate_id, note, allow_broken=allow_broken
+            )
         except ApprovalRefused as exc:
             result.refusal = exc.message
     return result
 
 
 def _subject(result: RetractResult) -> str:
-    return (f"llmwiki: retract {result.source} ({len(result.deleted)} page(s) deleted, "
-            f"{len(result.rewritten)} rewritten)")
+    return (
+        f"llmwiki: retract {result.source} ({len(result.deleted)} page(s) deleted, "
+        f"{len(result.rewritten)} rewritten)"
+    )
 
 
 def _body(result: RetractResult) -> str:
-    lines = [f"Retracted: {result.source}" + (f" (blob {result.blob})" if result.blob else " (already deleted)")]
+    lines = [
+        f"Retracted: {result.source}"
+        + (f" (blob {result.blob})" if result.blob else " (already deleted)")
+    ]
     lines += ["", "Deleted pages:", *[f"- {p}" for p in result.deleted]] if result.deleted else []
-    lines += ["", "Rewritten pages:", *[f"- {r.target} ({r.how})" for r in result.rewritten]] if result.rewritten else []
+    lines += (
+        ["", "Rewritten pages:", *[f"- {r.target} ({r.how})" for r in result.rewritten]]
+        if result.rewritten
+        else []
+    )
     if result.breaks:
-        lines += ["", "Links approval would break:", *[f"- {p.path}:{p.line}: {p.message}" for p in result.breaks]]
+        lines += [
+            "",
+            "Links approval would break:",
+            *[f"- {p.path}:{p.line}: {p.message}" for p in result.breaks],
+        ]
     return "\n".join(lines)

@@ -54,19 +54,29 @@ class CompileResult:
     prompt: str
     compiled: list[str] = field(default_factory=list)  # source paths compiled by this run
     up_to_date: list[str] = field(default_factory=list)
-    staged_elsewhere: dict[str, str] = field(default_factory=dict)  # source path -> open candidate id
+    staged_elsewhere: dict[str, str] = field(
+        default_factory=dict
+    )  # source path -> open candidate id
     unreadable: list[tuple[str, str]] = field(default_factory=list)
-    raced: list[str] = field(default_factory=list)  # compiled meanwhile by another run: nothing staged
+    raced: list[str] = field(
+        default_factory=list
+    )  # compiled meanwhile by another run: nothing staged
     pages: list[Written] = field(default_factory=list)
     candidate: StagedFiles | None = None
     approved: Approved | None = None
     refusal: str | None = None  # --publish was refused: the candidate is kept
     usage: Usage = field(default_factory=Usage)
-    stale: list[Fed] = field(default_factory=list)  # --stale: each (page, source) recording an older blob
-    needs_model: list[str] = field(default_factory=list)  # --stale offline: stale pages only a model rewrites
+    stale: list[Fed] = field(
+        default_factory=list
+    )  # --stale: each (page, source) recording an older blob
+    needs_model: list[str] = field(
+        default_factory=list
+    )  # --stale offline: stale pages only a model rewrites
     dry_run: bool = False
     mode: str = "changed"  # changed | stale
-    source_blobs: dict[str, str] = field(default_factory=dict)  # every source at the base (for --stale's listing)
+    source_blobs: dict[str, str] = field(
+        default_factory=dict
+    )  # every source at the base (for --stale's listing)
 
     @property
     def exit_code(self) -> int:
@@ -75,20 +85,31 @@ class CompileResult:
     def stale_json(self, blobs: dict[str, str]) -> list[dict[str, Any]]:
         pages: dict[str, list[dict[str, Any]]] = {}
         for fed in self.stale:
-            pages.setdefault(fed.page, []).append({"path": fed.source, "recordedBlob": fed.recorded,
-                                                   "blob": blobs.get(fed.source)})
+            pages.setdefault(fed.page, []).append(
+                {"path": fed.source, "recordedBlob": fed.recorded, "blob": blobs.get(fed.source)}
+            )
         return [{"page": page, "sources": sources} for page, sources in pages.items()]
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "version": 1, "base": self.base, "provider": self.provider, "model": self.model, "prompt": self.prompt,
-            "compiled": self.compiled, "upToDate": self.up_to_date, "stagedElsewhere": self.staged_elsewhere,
-            "unreadable": [{"path": p, "reason": why} for p, why in self.unreadable], "raced": self.raced,
+            "version": 1,
+            "base": self.base,
+            "provider": self.provider,
+            "model": self.model,
+            "prompt": self.prompt,
+            "compiled": self.compiled,
+            "upToDate": self.up_to_date,
+            "stagedElsewhere": self.staged_elsewhere,
+            "unreadable": [{"path": p, "reason": why} for p, why in self.unreadable],
+            "raced": self.raced,
             "pages": [p.to_json() for p in self.pages],
             "candidate": None if self.candidate is None else self.candidate.to_json(),
             "approved": None if self.approved is None else self.approved.to_json(),
-            "refusal": self.refusal, "usage": self.usage.to_json(),
-            "mode": self.mode, "dryRun": self.dry_run, "stale": self.stale_json(self.source_blobs),
+            "refusal": self.refusal,
+            "usage": self.usage.to_json(),
+            "mode": self.mode,
+            "dryRun": self.dry_run,
+            "stale": self.stale_json(self.source_blobs),
             "needsModel": self.needs_model,
         }
 
@@ -100,16 +121,27 @@ def offline_writes(plan: Plan, progress: Progress) -> tuple[list[FileWrite], lis
     taken: set[str] = set()
     names = notes.name_table(plan.wiki, plan.project_prefix)
     for source in plan.todo:
-        existing = [f.page for f in plan.provenance.feeds(source.path) if plan.kind_of(f.page) == notes.KIND]
-        target = existing[0] if existing else page_path(plan.wiki, slugify(source.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]), taken)
+        existing = [
+            f.page for f in plan.provenance.feeds(source.path) if plan.kind_of(f.page) == notes.KIND
+        ]
+        target = (
+            existing[0]
+            if existing
+            else page_path(
+                plan.wiki, slugify(source.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]), taken
+            )
+        )
         writes.append(FileWrite(target, notes.note(source, plan.wiki, target, names)))
-        written.append(Written(target, [source.path], "replace" if target in plan.wiki.by_path else "add"))
+        written.append(
+            Written(target, [source.path], "replace" if target in plan.wiki.by_path else "add")
+        )
         progress.step(source.path)
     return writes, written
 
 
-def stale_writes(plan: Plan, progress: Progress, chat: ChatProvider | None, concurrency: int
-                 ) -> tuple[list[FileWrite], list[Written], list[str]]:
+def stale_writes(
+    plan: Plan, progress: Progress, chat: ChatProvider | None, concurrency: int
+) -> tuple[list[FileWrite], list[Written], list[str]]:
     """``--stale``: each stale page rewritten -- a source note from its source, any other page
     by ``chat`` from every source it names (None: offline, such pages are only listed)."""
     writes: list[FileWrite] = []
@@ -133,17 +165,30 @@ def stale_writes(plan: Plan, progress: Progress, chat: ChatProvider | None, conc
     if by_model and chat is not None:
         from .concepts import asker, page_concepts, write_pages
 
-        more, more_written = write_pages(plan, asker(chat, progress), page_concepts(plan, by_model),
-                                         concurrency=concurrency, progress=progress)
+        more, more_written = write_pages(
+            plan,
+            asker(chat, progress),
+            page_concepts(plan, by_model),
+            concurrency=concurrency,
+            progress=progress,
+        )
         writes += more
         written += more_written
     return writes, written, needs_model
 
 
-def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: bool = False, concurrency: int = 4,
-                 on_progress: Callable[[Progress], None] | None = None, note: Callable[[str], None] | None = None,
-                 environ: Mapping[str, str] | None = None, stale: bool = False,
-                 dry_run: bool = False) -> CompileResult:
+def compile_wiki(
+    ws: ReviewProject,
+    *,
+    provider: str | None = None,
+    publish: bool = False,
+    concurrency: int = 4,
+    on_progress: Callable[[Progress], None] | None = None,
+    note: Callable[[str], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+    stale: bool = False,
+    dry_run: bool = False,
+) -> CompileResult:
     """Compile what changed into one candidate (see the module docstring). ``environ``: the
     provider keys and settings (default: the workspace's)."""
     env = ws.environ if environ is None else environ
@@ -151,19 +196,33 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
     current_branch(git)  # a detached HEAD refuses before any work
     base = git.rev_parse("HEAD")
     if base is None:
-        raise UsageError("the branch has no commit yet", hint="commit the wiki (and `llmwiki ingest` sources) first")
+        raise UsageError(
+            "the branch has no commit yet",
+            hint="commit the wiki (and `llmwiki ingest` sources) first",
+        )
     name, _ = provider_name(provider, env, ws.settings.chat_provider)
     folder = sources_dir(ws.project_prefix)
     loose = len(git.status_paths(f":(top,literal){folder}"))
     if loose and note is not None:
-        note(f"{loose} uncommitted change(s) in {folder}/ are not compiled: compile reads the committed sources "
-             "(commit them, or use `llmwiki ingest`)")
+        note(
+            f"{loose} uncommitted change(s) in {folder}/ are not compiled: compile reads the committed sources "
+            "(commit them, or use `llmwiki ingest`)"
+        )
     wiki = ws.wiki(base)
     plan = make_plan(git, wiki, base, ws.project_prefix, stale=stale)
-    result = CompileResult(base, name, notes.MODEL, notes.PROMPT, up_to_date=[s.path for s in plan.up_to_date],
-                           staged_elsewhere=dict(plan.staged), unreadable=plan.unreadable, stale=plan.stale,
-                           dry_run=dry_run, mode="stale" if stale else "changed",
-                           source_blobs={s.path: s.blob for s in plan.sources})
+    result = CompileResult(
+        base,
+        name,
+        notes.MODEL,
+        notes.PROMPT,
+        up_to_date=[s.path for s in plan.up_to_date],
+        staged_elsewhere=dict(plan.staged),
+        unreadable=plan.unreadable,
+        stale=plan.stale,
+        dry_run=dry_run,
+        mode="stale" if stale else "changed",
+        source_blobs={s.path: s.blob for s in plan.sources},
+    )
     if not plan.todo or dry_run:
         result.compiled = [s.path for s in plan.todo]
         return result
@@ -191,8 +250,11 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
     compiled = [(s.path, s.blob) for s in plan.todo if s.path in result.compiled]
     named = {path for page in result.pages for path in page.sources}
     blobs = {s.path: s.blob for s in plan.sources}
-    recorded = Recorded(tuple(sorted(set(compiled) | {(p, blobs[p]) for p in named if p in blobs})), result.model,
-                        result.prompt)
+    recorded = Recorded(
+        tuple(sorted(set(compiled) | {(p, blobs[p]) for p in named if p in blobs})),
+        result.model,
+        result.prompt,
+    )
     site = Site.of(ws, "compiling sources")
     try:
         with locked(site):
@@ -201,7 +263,10 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
             if stale:
                 targets = {p.target for p in result.pages}
                 wanted = {(f.page, f.source) for f in plan.stale if f.page in targets}
-                kept = {(f.page, f.source) for f in still_stale(git, plan, at_head, head, ws.project_prefix)}
+                kept = {
+                    (f.page, f.source)
+                    for f in still_stale(git, plan, at_head, head, ws.project_prefix)
+                }
                 if wanted - kept:  # rewritten or staged meanwhile: stage nothing
                     result.raced = sorted({source for _, source in wanted - kept})
                     return result
@@ -210,9 +275,17 @@ def compile_wiki(ws: ReviewProject, *, provider: str | None = None, publish: boo
                 if len(left) != len(compiled):  # another compile got there first: stage nothing
                     result.raced = sorted({p for p, _ in compiled} - set(left))
                     return result
-            result.candidate = stage_locked(ws, writes, kind=COMPILE_KIND, slug="compile",
-                                            subject=_subject(result), body=_body(result), recorded=recorded, base=base,
-                                            root_dir=wiki.root_dir)
+            result.candidate = stage_locked(
+                ws,
+                writes,
+                kind=COMPILE_KIND,
+                slug="compile",
+                subject=_subject(result),
+                body=_body(result),
+                recorded=recorded,
+                base=base,
+                root_dir=wiki.root_dir,
+            )
     finally:
         for text in site.notes:
             if note is not None:

@@ -13,7 +13,9 @@ from ..wiki.frontmatter import parse
 from ..wiki.provenance import citation_name, sources_dir
 
 SOURCE_EXTS = (".md", ".markdown", ".txt")
-MAX_SOURCE_BYTES = 4 * 1024 * 1024  # a source larger than this (ingest keeps 100,000 characters) is skipped
+MAX_SOURCE_BYTES = (
+    4 * 1024 * 1024
+)  # a source larger than this (ingest keeps 100,000 characters) is skipped
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -39,7 +41,7 @@ class Source:
     @cached_property
     def body(self) -> str:
         """The text after the frontmatter."""
-        return self.text[parse(self.text).body_offset:]
+        return self.text[parse(self.text).body_offset :]
 
     @cached_property
     def body_start(self) -> int:
@@ -53,7 +55,7 @@ class Source:
         title = meta.data.get("title") if not meta.error else None
         if isinstance(title, str) and title.strip():
             return clean(title.strip())
-        found = re.search(r"^#[ \t]+(.+?)[ \t#]*$", self.text[meta.body_offset:], re.MULTILINE)
+        found = re.search(r"^#[ \t]+(.+?)[ \t#]*$", self.text[meta.body_offset :], re.MULTILINE)
         if found:
             return clean(found.group(1).strip())
         return self.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
@@ -67,11 +69,16 @@ def list_sources(git: Git, commit: str, project_prefix: str) -> list[tuple[str, 
     the project's ``sources/`` folder at ``commit``, by path."""
     folder = sources_dir(project_prefix)
     entries = git.ls_tree_under(commit, f":(top,literal){folder}")
-    return sorted((e.path, e.blob) for e in entries
-                  if e.mode in ("100644", "100755") and e.path.lower().endswith(SOURCE_EXTS))
+    return sorted(
+        (e.path, e.blob)
+        for e in entries
+        if e.mode in ("100644", "100755") and e.path.lower().endswith(SOURCE_EXTS)
+    )
 
 
-def read_sources(git: Git, listed: list[tuple[str, str]], project_prefix: str) -> tuple[list[Source], list[tuple[str, str]]]:
+def read_sources(
+    git: Git, listed: list[tuple[str, str]], project_prefix: str
+) -> tuple[list[Source], list[tuple[str, str]]]:
     """The sources' texts, and (path, why) for those that cannot be compiled (binary, not
     UTF-8, too large)."""
     blobs = git.read_blobs(blob for _, blob in listed)

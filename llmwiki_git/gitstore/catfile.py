@@ -20,7 +20,9 @@ class CatFile:
     def __init__(self, git: Git) -> None:
         self._git = git
         self._proc: subprocess.Popen[bytes] | None = None
-        self._failed = False  # git older than 2.36 (no --batch-command): one process per call instead
+        self._failed = (
+            False  # git older than 2.36 (no --batch-command): one process per call instead
+        )
 
     def __enter__(self) -> CatFile:
         return self
@@ -43,8 +45,14 @@ class CatFile:
         if self._proc is None:
             cmd = ["git", "cat-file", "--batch-command"]
             try:
-                self._proc = subprocess.Popen(cmd, cwd=self._git.root, env=self._git.env, stdin=subprocess.PIPE,
-                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                self._proc = subprocess.Popen(
+                    cmd,
+                    cwd=self._git.root,
+                    env=self._git.env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
             except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
                 raise GitError(cmd, 127, "git is not installed or not on PATH") from exc
         return self._proc
@@ -60,14 +68,20 @@ class CatFile:
 
         def flush() -> None:
             try:
-                stdin.write("".join(f"{command} {name}\n" for name in pending).encode("utf-8", "surrogateescape"))
+                stdin.write(
+                    "".join(f"{command} {name}\n" for name in pending).encode(
+                        "utf-8", "surrogateescape"
+                    )
+                )
                 stdin.flush()
             except OSError as exc:
                 raise GitError(["git", "cat-file", "--batch-command"], -1, str(exc)) from exc
             for _ in pending:
                 header = stdout.readline()
                 if not header.endswith(b"\n"):
-                    raise GitError(["git", "cat-file", "--batch-command"], -1, "git cat-file stopped answering")
+                    raise GitError(
+                        ["git", "cat-file", "--batch-command"], -1, "git cat-file stopped answering"
+                    )
                 parts = header.split()
                 body = None
                 if command == "contents" and len(parts) == 3 and parts[2].isdigit():
@@ -104,7 +118,9 @@ class CatFile:
         """The id of the object ``name`` names (``HEAD^{tree}``, ``:path``...), or None."""
         answers = self._answers("info", [name])
         if answers is None:
-            out = self._git.run("rev-parse", "--verify", "--quiet", "--end-of-options", name, check=False)
+            out = self._git.run(
+                "rev-parse", "--verify", "--quiet", "--end-of-options", name, check=False
+            )
             return out.decode().strip() or None
         header = answers[0][0].split()
         return header[0].decode() if len(header) == 3 else None

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..confine import refuse_symlinks
-from ..errors import DirtyPaths, GitError, LlmwikiError, PathRefused, RefChanged, UnsafePath
+from ..errors import GitError, LlmwikiError, PathRefused, RefChanged, UnsafePath
 from .git import Git, TreeEntry
 from .lock import sweep_dead
 from .transaction import Intent, apply, changed_paths, check_worktree
@@ -50,7 +50,9 @@ def check_path(path: object) -> str:
         raise UnsafePath(f"{path!r} is not a repo-relative POSIX path")
     parts = path.split("/")
     if any(part in ("", ".", "..") for part in parts):
-        raise UnsafePath(f"{path!r} is not a normalized repo-relative path (no '..', '.', '//', or trailing '/')")
+        raise UnsafePath(
+            f"{path!r} is not a normalized repo-relative path (no '..', '.', '//', or trailing '/')"
+        )
     if any(part.lower() == ".git" for part in parts):
         raise UnsafePath(f"{path!r} is inside .git")
     return path
@@ -63,7 +65,9 @@ def _check_worktree_shape(top: Path, files: Mapping[str, bytes | None]) -> None:
         try:
             refuse_symlinks(top, rel)
         except PathRefused as exc:
-            raise UnsafePath(f"{rel}: {exc.message}; refusing to write through it", hint=exc.hint) from exc
+            raise UnsafePath(
+                f"{rel}: {exc.message}; refusing to write through it", hint=exc.hint
+            ) from exc
         try:
             st = os.lstat(top / rel)
         except (FileNotFoundError, NotADirectoryError):
@@ -120,20 +124,29 @@ def sweep_temp_indexes(git_dir: Path) -> None:
 
 def current_branch(git: Git) -> str:
     """``refs/heads/<name>`` that HEAD points to; LlmwikiError when detached."""
-    ref = git.run("symbolic-ref", "-q", "HEAD", check=False).decode("utf-8", "surrogateescape").strip()
+    ref = (
+        git.run("symbolic-ref", "-q", "HEAD", check=False)
+        .decode("utf-8", "surrogateescape")
+        .strip()
+    )
     if not ref:
         raise LlmwikiError(
             "HEAD is detached: llmwiki records changes as a commit on the current branch",
             hint="check out a branch (git switch <branch>) and run the command again",
         )
     if not ref.startswith("refs/heads/"):
-        raise LlmwikiError(f"HEAD points to {ref}, which is not a branch", hint="check out a branch first")
+        raise LlmwikiError(
+            f"HEAD points to {ref}, which is not a branch", hint="check out a branch first"
+        )
     return ref
 
 
 def _identity_args(git: Git) -> list[str]:
     """``-c user.name/email`` fallbacks only when git cannot form an identity itself."""
-    if all(git.run("var", var, check=False).strip() for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")):
+    if all(
+        git.run("var", var, check=False).strip()
+        for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")
+    ):
         return []
     args = []
     if not git.run("config", "--get", "user.name", check=False).strip():
@@ -150,7 +163,8 @@ def _reflog_message(message: str) -> str:
 
 def _index_info(records: list[tuple[str, str, str]]) -> bytes:
     return b"".join(
-        f"{mode} {blob}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0" for mode, blob, path in records
+        f"{mode} {blob}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0"
+        for mode, blob, path in records
     )
 
 
@@ -194,8 +208,15 @@ def _build(
     with temp_index(git_dir) as index:
         tmp = _with_index(git, index)
         if author is not None:
-            tmp = Git(tmp.root, {**getattr(tmp, "_env", {}), "GIT_AUTHOR_NAME": author[0],
-                                 "GIT_AUTHOR_EMAIL": author[1], "GIT_AUTHOR_DATE": author[2]})
+            tmp = Git(
+                tmp.root,
+                {
+                    **getattr(tmp, "_env", {}),
+                    "GIT_AUTHOR_NAME": author[0],
+                    "GIT_AUTHOR_EMAIL": author[1],
+                    "GIT_AUTHOR_DATE": author[2],
+                },
+            )
         if parent is not None:
             tmp.run("read-tree", parent)
         entries = {entry.path: entry for entry in tmp.ls_index()}
@@ -206,7 +227,9 @@ def _build(
                 continue
             blob = tmp.run("hash-object", "-w", "--stdin", input=bytes(data)).decode().strip()
             old = entries.get(rel)
-            records.append(("100755" if old is not None and old.mode == "100755" else "100644", blob, rel))
+            records.append(
+                ("100755" if old is not None and old.mode == "100755" else "100644", blob, rel)
+            )
         for rel, (mode, blob) in (placed or {}).items():
             if mode not in ("100644", "100755"):
                 raise UnsafePath(f"{rel}: only regular files can be placed (mode {mode})")
@@ -220,8 +243,19 @@ def _build(
                 raise LlmwikiError("nothing to commit: the new tree would be empty")
         body = message if message.endswith("\n") else message + "\n"
         parents = ["-p", parent] if parent else []
-        commit = tmp.run(*_identity_args(tmp), "commit-tree", tree, *parents, "-F", "-",
-                         input=body.encode("utf-8")).decode().strip()
+        commit = (
+            tmp.run(
+                *_identity_args(tmp),
+                "commit-tree",
+                tree,
+                *parents,
+                "-F",
+                "-",
+                input=body.encode("utf-8"),
+            )
+            .decode()
+            .strip()
+        )
     return commit, records
 
 
@@ -244,7 +278,9 @@ def build_commit(
     for rel in [*files, *(placed or {})]:
         check_path(rel)
     git_dir = Path(git.text("rev-parse", "--absolute-git-dir"))
-    built = _build(git, git_dir, parent, files, message, allow_unchanged=True, author=author, placed=placed)
+    built = _build(
+        git, git_dir, parent, files, message, allow_unchanged=True, author=author, placed=placed
+    )
     if built is None:  # pragma: no cover - allow_unchanged=True always builds
         raise LlmwikiError("no commit was built")
     return built[0]
@@ -279,7 +315,9 @@ def commit_paths(
         top = Path(git.text("rev-parse", "--show-toplevel"))
         git_dir = Path(git.text("rev-parse", "--absolute-git-dir"))
     except GitError as exc:
-        raise LlmwikiError(f"{git.root} has no git work tree to commit to", hint="run inside a git work tree") from exc
+        raise LlmwikiError(
+            f"{git.root} has no git work tree to commit to", hint="run inside a git work tree"
+        ) from exc
 
     ref = current_branch(git)
     head = git.rev_parse("HEAD")
@@ -316,9 +354,24 @@ def move_branch(
     """Move the checked-out ``ref`` from ``old`` to the already built ``new`` as one
     transaction; the work tree and index follow for the paths that differ."""
     paths = changed_paths(git, old, new)
-    intent = Intent(ref, old, new, what or _reflog_message(message).removeprefix("llmwiki: "), paths,
-                    [p for p in paths if p in set(force)], list(drop_refs))
-    _check_worktree_shape(top, dict.fromkeys(paths))  # a symlink on the way, tracked or not, refuses now
+    intent = Intent(
+        ref,
+        old,
+        new,
+        what or _reflog_message(message).removeprefix("llmwiki: "),
+        paths,
+        [p for p in paths if p in set(force)],
+        list(drop_refs),
+    )
+    _check_worktree_shape(
+        top, dict.fromkeys(paths)
+    )  # a symlink on the way, tracked or not, refuses now
     check_worktree(git, intent, top)
-    apply(git, top, state_dir if state_dir is not None else top / ".llmwiki", intent, _reflog_message(message))
+    apply(
+        git,
+        top,
+        state_dir if state_dir is not None else top / ".llmwiki",
+        intent,
+        _reflog_message(message),
+    )
     return new

@@ -13,7 +13,14 @@ from ..errors import GitError
 from .commits import _identity_args
 from .git import Git
 
-__all__ = ["DataEntry", "commit_files", "fetch_ref", "is_ancestor", "read_commit_tree", "tree_entries"]
+__all__ = [
+    "DataEntry",
+    "commit_files",
+    "fetch_ref",
+    "is_ancestor",
+    "read_commit_tree",
+    "tree_entries",
+]
 
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -39,13 +46,28 @@ def commit_files(git: Git, files: dict[str, bytes], parent: str | None, message:
             raise ValueError(f"not a flat file name: {name!r}")
         # zlib level 1: float data barely compresses, and the default level took a third longer
         # (a push or `git gc` packs them again at the pack's own level anyway)
-        blob = git.run("-c", "core.looseCompression=1", "hash-object", "-w", "--stdin", input=data).decode().strip()
+        blob = (
+            git.run("-c", "core.looseCompression=1", "hash-object", "-w", "--stdin", input=data)
+            .decode()
+            .strip()
+        )
         lines.append(f"100644 blob {blob}\t{name}")
     tree = git.run("mktree", "-z", input=("\0".join(lines) + "\0").encode()).decode().strip()
     parents = ["-p", parent] if parent else []
     body = message if message.endswith("\n") else message + "\n"
-    return git.run(*_identity_args(git), "commit-tree", tree, *parents, "-F", "-",
-                   input=body.encode("utf-8")).decode().strip()
+    return (
+        git.run(
+            *_identity_args(git),
+            "commit-tree",
+            tree,
+            *parents,
+            "-F",
+            "-",
+            input=body.encode("utf-8"),
+        )
+        .decode()
+        .strip()
+    )
 
 
 def read_commit_tree(git: Git, commit: str) -> tuple[str, list[str]]:
@@ -71,8 +93,15 @@ def tree_entries(git: Git, tree: str) -> list[DataEntry]:
         if len(fields) != 4:
             raise GitError(["git", "ls-tree", "-l", tree], 0, "an entry of an unexpected shape")
         mode, kind, oid, size = fields
-        entries.append(DataEntry(mode, kind, oid, int(size) if size.isdigit() else -1,
-                                 name.decode("utf-8", "surrogateescape")))
+        entries.append(
+            DataEntry(
+                mode,
+                kind,
+                oid,
+                int(size) if size.isdigit() else -1,
+                name.decode("utf-8", "surrogateescape"),
+            )
+        )
     return entries
 
 
@@ -88,10 +117,20 @@ def fetch_ref(git: Git, remote: str, source: str, dest: str) -> str | None:
     remote has no ``source``."""
     if not remote or remote.startswith("-"):
         raise GitError(["git", "fetch", remote], 128, f"{remote!r} is not a remote name or URL")
-    status, _ = git.call("ls-remote", "--exit-code", "--end-of-options", remote, source, check=False)
+    status, _ = git.call(
+        "ls-remote", "--exit-code", "--end-of-options", remote, source, check=False
+    )
     if status == 2:  # the remote answered, and has no such ref
         return None
     if status != 0:
         git.run("ls-remote", "--end-of-options", remote, source)  # raises with git's own message
-    git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options", remote, f"+{source}:{dest}")
+    git.run(
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--end-of-options",
+        remote,
+        f"+{source}:{dest}",
+    )
     return git.object_id(dest)

@@ -38,7 +38,9 @@ class Git(ObjectReads, RefUpdates, History, Changes):
         return path if path.is_absolute() else self.root / path
 
     def is_shallow(self) -> bool:
-        return self.run("rev-parse", "--is-shallow-repository", check=False).decode().strip() == "true"
+        return (
+            self.run("rev-parse", "--is-shallow-repository", check=False).decode().strip() == "true"
+        )
 
 
 # Common git dirs find_root learnt with the root, by `_repo_key` (saves Git.common_dir a process).
@@ -46,7 +48,10 @@ _COMMON_DIRS: dict[tuple[str, ...], Path] = {}
 
 
 def _repo_key(root: Path, env: Mapping[str, str]) -> tuple[str, ...]:
-    return (str(root), *(env.get(name, "") for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE")))
+    return (
+        str(root),
+        *(env.get(name, "") for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE")),
+    )
 
 
 def find_root(start: Path, environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
@@ -71,7 +76,9 @@ def find_root(start: Path, environ: Mapping[str, str] | None = None) -> tuple[Pa
             root = Path(lines[0])
             _COMMON_DIRS[_repo_key(root, env)] = Path(lines[1])
             return root, True
-        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=start, capture_output=True, env=env)
+        proc = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=start, capture_output=True, env=env
+        )
     if proc.returncode == 0:
         return Path(proc.stdout.decode("utf-8", "surrogateescape").strip()), True
     for folder in (start, *start.parents):

@@ -14,8 +14,10 @@ class History(GitRunner):
 
     def author(self, commit: str) -> tuple[str, str, str]:
         """(name, email, raw date) of ``commit``'s author, to make a commit in its name."""
-        name, email, date = (self.text("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit)
-                             .split("\0") + ["", "", ""])[:3]
+        name, email, date = (
+            self.text("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit).split("\0")
+            + ["", "", ""]
+        )[:3]
         return name, email, date
 
     def count_between(self, since: str, until: str) -> int:
@@ -25,9 +27,20 @@ class History(GitRunner):
     def parents(self, commit: str) -> list[str]:
         return self.text("rev-list", "--parents", "-n", "1", commit).split()[1:]
 
-    def log(self, revs: Sequence[str], *, format: str, grep: str | None = None, fixed: bool = False,
-            max_count: int | None = None, no_walk: bool = False, no_merges: bool = False,
-            name_only: bool = False, paths: Sequence[str] = (), check: bool = True) -> bytes:
+    def log(
+        self,
+        revs: Sequence[str],
+        *,
+        format: str,
+        grep: str | None = None,
+        fixed: bool = False,
+        max_count: int | None = None,
+        no_walk: bool = False,
+        no_merges: bool = False,
+        name_only: bool = False,
+        paths: Sequence[str] = (),
+        check: bool = True,
+    ) -> bytes:
         """``git log`` of ``revs`` in ``format`` (NUL-terminated records with ``name_only``):
         ``grep`` matches messages (a fixed string with ``fixed``), ``paths`` limits to
         pathspecs, ``no_walk`` lists exactly the given commits, in that order."""

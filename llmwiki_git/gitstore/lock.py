@@ -53,7 +53,13 @@ def _close_held_in_child() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_close_held_in_child)
 MAX_RECORD_BYTES = 4096
-_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+_FLAGS = (
+    os.O_RDWR
+    | os.O_CREAT
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
 
 
 @dataclass(frozen=True)
@@ -165,8 +171,13 @@ def parse_owner(raw: bytes, since: float | None = None) -> LockOwner | None:
         start = None
     host = data.get("host")
     command = data.get("command")
-    return LockOwner(pid, start, host if isinstance(host, str) else "",
-                     command if isinstance(command, str) else "", since)
+    return LockOwner(
+        pid,
+        start,
+        host if isinstance(host, str) else "",
+        command if isinstance(command, str) else "",
+        since,
+    )
 
 
 # --------------------------------------------------------------------------- the lock
@@ -266,7 +277,10 @@ class ProjectLock:
         return self.acquire()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.release()
 
@@ -276,8 +290,10 @@ class ProjectLock:
         state, root = self.state_dir, self.root
         root_real = root.resolve()
         if state.is_symlink() and not state.exists():
-            raise LlmwikiError(f"{state} is a dangling symlink; refusing to lock",
-                               hint=f"make {state.name} a real folder inside {root}")
+            raise LlmwikiError(
+                f"{state} is a dangling symlink; refusing to lock",
+                hint=f"make {state.name} a real folder inside {root}",
+            )
         real = state.resolve()
         if real != root_real and root_real not in real.parents:
             raise LlmwikiError(
@@ -303,13 +319,17 @@ class ProjectLock:
                     except FileNotFoundError:
                         pass
                     continue
-                raise LlmwikiError(f"cannot open the lock {self.path}: {exc.strerror or exc}",
-                                   hint=f"{self.path} must be a regular file (or absent)") from exc
+                raise LlmwikiError(
+                    f"cannot open the lock {self.path}: {exc.strerror or exc}",
+                    hint=f"{self.path} must be a regular file (or absent)",
+                ) from exc
             if stat.S_ISREG(os.fstat(fd).st_mode):
                 return fd
             os.close(fd)
-            raise LlmwikiError(f"{self.path} is not a regular file; cannot lock the project",
-                               hint=f"move {self.path} out of the way")
+            raise LlmwikiError(
+                f"{self.path} is not a regular file; cannot lock the project",
+                hint=f"move {self.path} out of the way",
+            )
         raise LlmwikiError(f"{self.path} keeps turning into a symlink; refusing to lock")
 
     def _is_current(self, fd: int) -> bool:
@@ -325,7 +345,12 @@ class ProjectLock:
         start: int | float | None = process_start_time(pid)
         if start is None:
             start = time.time()
-        data = {"pid": pid, "startTime": start, "host": socket.gethostname(), "command": self.command}
+        data = {
+            "pid": pid,
+            "startTime": start,
+            "host": socket.gethostname(),
+            "command": self.command,
+        }
         return (json.dumps(data) + "\n").encode("utf-8")
 
 

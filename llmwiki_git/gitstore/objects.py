@@ -50,14 +50,18 @@ class ObjectReads(GitRunner):
 
     def rev_parse(self, rev: str) -> str | None:
         """The commit id ``rev`` names, or None when it does not exist (an unborn HEAD)."""
-        out = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        out = self.run(
+            "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False
+        )
         value = out.decode().strip()
         return value or None
 
     def object_id(self, name: str) -> str | None:
         """The id of the object ``name`` names (``HEAD:wiki/a.md``, ``:path`` in the index, a
         branch...), or None when there is none."""
-        return self.run("rev-parse", "--verify", "--quiet", name, check=False).decode().strip() or None
+        return (
+            self.run("rev-parse", "--verify", "--quiet", name, check=False).decode().strip() or None
+        )
 
     def blob_at(self, rev: str, path: str) -> str | None:
         """The id of ``path`` in ``rev`` (None: no such entry); ``rev`` "" is the index."""
@@ -90,21 +94,39 @@ class ObjectReads(GitRunner):
     def file_mode(self, rev: str, path: str) -> str:
         """The mode of ``path`` (from the repository root, taken literally) in ``rev``:
         ``100644``, ``120000``, ``040000`` for a folder..., "" when absent."""
-        return self.text("ls-tree", "--full-tree", "--format=%(objectmode)", "--end-of-options", rev, "--",
-                         f":(top,literal){path}")
+        return self.text(
+            "ls-tree",
+            "--full-tree",
+            "--format=%(objectmode)",
+            "--end-of-options",
+            rev,
+            "--",
+            f":(top,literal){path}",
+        )
 
     def ls_tree(self, rev: str) -> list[TreeEntry]:
         """Every blob of ``rev``'s tree."""
         out = self.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev)
         return _tree_entries(out)
 
-    def ls_tree_under(self, rev: str, pathspec: str, *, literal: bool = False,
-                      submodules: bool = False) -> list[TreeEntry]:
+    def ls_tree_under(
+        self, rev: str, pathspec: str, *, literal: bool = False, submodules: bool = False
+    ) -> list[TreeEntry]:
         """The blobs (and with ``submodules`` the gitlinks) of ``rev`` the pathspec matches,
         recursively; none when ``rev`` does not exist. ``literal``: no pathspec magic."""
         flags = ("--literal-pathspecs",) if literal else ()
-        out = self.run(*flags, "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev, "--", pathspec,
-                       check=False)
+        out = self.run(
+            *flags,
+            "ls-tree",
+            "-r",
+            "-z",
+            "--full-tree",
+            "--end-of-options",
+            rev,
+            "--",
+            pathspec,
+            check=False,
+        )
         return _tree_entries(out, ("blob", "commit") if submodules else ("blob",))
 
     def blob_ids(self, tree: str, paths: list[str]) -> dict[str, str]:
@@ -113,14 +135,26 @@ class ObjectReads(GitRunner):
         empty when ``tree`` does not exist (an unborn HEAD)."""
         if not paths:
             return {}
-        out = self.run("--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", tree, "--",
-                       *paths, check=False)
+        out = self.run(
+            "--literal-pathspecs",
+            "ls-tree",
+            "-r",
+            "-z",
+            "--full-tree",
+            "--end-of-options",
+            tree,
+            "--",
+            *paths,
+            check=False,
+        )
         return {entry.path: entry.blob for entry in _tree_entries(out)}
 
     def ls_index(self, under: str | None = None) -> list[TreeEntry]:
         """The index's entries (gitlinks included), or those at or under the folder ``under``
         (from the repository root, taken literally)."""
-        out = self.run("ls-files", "-s", "-z", *(("--", f":(top,literal){under}") if under is not None else ()))
+        out = self.run(
+            "ls-files", "-s", "-z", *(("--", f":(top,literal){under}") if under is not None else ())
+        )
         entries: dict[str, TreeEntry] = {}
         for record in out.split(b"\0"):
             if not record:
@@ -140,7 +174,19 @@ class ObjectReads(GitRunner):
             return set()
         patterns = [arg for text in fixed for arg in ("-e", text)]
         target = ["--cached"] if rev is None else [rev]
-        out = self.run("grep", "-l", "-z", "-F", "-I", "--no-color", *patterns, *target, "--", pathspec, check=False)
+        out = self.run(
+            "grep",
+            "-l",
+            "-z",
+            "-F",
+            "-I",
+            "--no-color",
+            *patterns,
+            *target,
+            "--",
+            pathspec,
+            check=False,
+        )
         cut = 0 if rev is None else len(rev) + 1  # "rev:path"
         return {item[cut:].decode("utf-8", "surrogateescape") for item in out.split(b"\0") if item}
 
@@ -205,14 +251,22 @@ class ObjectReads(GitRunner):
             return {}
         cmd = ["git", "cat-file", "--batch"]
         try:
-            proc = subprocess.Popen(cmd, cwd=self.root, env=self._env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=self.root,
+                env=self._env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
         except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
             raise GitError(cmd, 127, "git is not installed or not on PATH") from exc
         assert proc.stdin is not None and isinstance(proc.stdout, io.BufferedReader)
         result: dict[str, bytearray] = {}
         try:
-            proc.stdin.write(("\n".join(wanted) + "\n").encode())  # a few names: well under a pipe's buffer
+            proc.stdin.write(
+                ("\n".join(wanted) + "\n").encode()
+            )  # a few names: well under a pipe's buffer
             proc.stdin.close()
             for blob in wanted:
                 header = proc.stdout.readline().split()

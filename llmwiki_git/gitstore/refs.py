@@ -6,7 +6,9 @@ from .runner import GitRunner
 
 
 class RefUpdates(GitRunner):
-    def update_ref(self, ref: str, new: str, old: str, *, message: str | None = None, check: bool = True) -> bool:
+    def update_ref(
+        self, ref: str, new: str, old: str, *, message: str | None = None, check: bool = True
+    ) -> bool:
         """Point ``ref`` at ``new`` if it is at ``old`` now ("" : if it does not exist yet).
         True when it moved; GitError otherwise (``check``), or False."""
         flags = ("-m", message) if message else ()
@@ -17,12 +19,16 @@ class RefUpdates(GitRunner):
         flags = ("-m", message) if message else ()
         self.run("update-ref", *flags, "-d", ref, old)
 
-    def for_each_ref(self, pattern: str, fields: tuple[str, ...], *, count: int | None = None) -> list[list[str]]:
+    def for_each_ref(
+        self, pattern: str, fields: tuple[str, ...], *, count: int | None = None
+    ) -> list[list[str]]:
         """The refs matching ``pattern``, each as its ``fields`` (``refname``, ``objectname``,
         ``committerdate:unix``, ``subject``...), in git's order; none when git cannot list them."""
         fmt = "%09".join(f"%({name})" for name in fields)
         limit = (f"--count={count}",) if count is not None else ()
-        out = self.run("for-each-ref", *limit, f"--format={fmt}", pattern, check=False).decode("utf-8", "replace")
+        out = self.run("for-each-ref", *limit, f"--format={fmt}", pattern, check=False).decode(
+            "utf-8", "replace"
+        )
         return [(line.split("\t") + [""] * len(fields))[: len(fields)] for line in out.splitlines()]
 
     def branch_name_ok(self, name: str) -> bool:

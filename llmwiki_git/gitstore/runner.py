@@ -39,20 +39,28 @@ class GitRunner:
         """The environment git runs with."""
         return self._env
 
-    def run(self, *args: str, input: bytes | None = None, check: bool = True, detached: bool = False) -> bytes:
+    def run(
+        self, *args: str, input: bytes | None = None, check: bool = True, detached: bool = False
+    ) -> bytes:
         """``git ARGS``; its output, GitError on failure (``check``). ``detached``: in a
         session of its own, so a signal to llmwiki's process group (a killed CI step, a closed
         terminal) does not kill it halfway through a step that holds one of git's locks --
         it finishes and releases the lock, and recovery finds a consistent repository."""
         return self.call(*args, input=input, check=check, detached=detached)[1]
 
-    def call(self, *args: str, input: bytes | None = None, check: bool = True,
-             detached: bool = False) -> tuple[int, bytes]:
+    def call(
+        self, *args: str, input: bytes | None = None, check: bool = True, detached: bool = False
+    ) -> tuple[int, bytes]:
         """`run`, with git's exit status beside its output."""
         cmd = ["git", *args]
         try:
             proc = subprocess.run(
-                cmd, cwd=self.root, input=input, capture_output=True, env=self._env, start_new_session=detached
+                cmd,
+                cwd=self.root,
+                input=input,
+                capture_output=True,
+                env=self._env,
+                start_new_session=detached,
             )
         except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
             raise GitError(cmd, 127, "git is not installed or not on PATH") from exc
@@ -65,8 +73,9 @@ class GitRunner:
         ``check=False``): the hook overlaps git's work with its own (~10 ms each)."""
         cmd = ["git", *args]
         try:
-            proc = subprocess.Popen(cmd, cwd=self.root, env=self._env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                cmd, cwd=self.root, env=self._env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
         except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
             raise GitError(cmd, 127, "git is not installed or not on PATH") from exc
         done: list[bytes] = []

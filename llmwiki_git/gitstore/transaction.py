@@ -41,7 +41,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import confine
-from ..errors import DirtyPaths, FollowIncomplete, GitError, GitLockHeld, LlmwikiError, PathRefused, RefChanged
+from ..errors import (
+    DirtyPaths,
+    FollowIncomplete,
+    GitError,
+    GitLockHeld,
+    LlmwikiError,
+    PathRefused,
+    RefChanged,
+)
 from .git import Git
 
 JOURNAL = "transaction.json"
@@ -51,7 +59,9 @@ POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")
 # vectors file and the metadata of the search index (retrieval/store.py); while a published
 # index is restored in its scratch folder (retrieval/indexref.py).
 OTHER_POINTS = ("cache", "stage", "store", "snapshot")
-TEMP_RE = re.compile("^" + re.escape(confine.TEMP_PREFIX) + "[0-9a-f]{12}" + re.escape(confine.TEMP_SUFFIX) + "$")
+TEMP_RE = re.compile(
+    "^" + re.escape(confine.TEMP_PREFIX) + "[0-9a-f]{12}" + re.escape(confine.TEMP_SUFFIX) + "$"
+)
 
 
 _passed: dict[str, int] = {}
@@ -101,16 +111,31 @@ class Intent:
     old: str | None
     new: str
     what: str
-    paths: list[str] = field(default_factory=list)  # where old and new differ: the work tree follows
-    force: list[str] = field(default_factory=list)  # llmwiki's generated files: overwrite when dirty
-    drop_refs: list[tuple[str, str]] = field(default_factory=list)  # (ref, expected commit) deleted after
+    paths: list[str] = field(
+        default_factory=list
+    )  # where old and new differ: the work tree follows
+    force: list[str] = field(
+        default_factory=list
+    )  # llmwiki's generated files: overwrite when dirty
+    drop_refs: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (ref, expected commit) deleted after
     follow: bool = True  # the branch is checked out here: bring work tree and index along
     pid: int = 0
 
     def to_json(self) -> dict[str, object]:
-        return {"version": 1, "pid": self.pid, "ref": self.ref, "old": self.old, "new": self.new, "what": self.what,
-                "paths": self.paths, "force": self.force, "dropRefs": [list(p) for p in self.drop_refs],
-                "follow": self.follow}
+        return {
+            "version": 1,
+            "pid": self.pid,
+            "ref": self.ref,
+            "old": self.old,
+            "new": self.new,
+            "what": self.what,
+            "paths": self.paths,
+            "force": self.force,
+            "dropRefs": [list(p) for p in self.drop_refs],
+            "follow": self.follow,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Intent:
@@ -119,10 +144,17 @@ class Intent:
             return [str(v) for v in value] if isinstance(value, list) else []
 
         drops = data.get("dropRefs") or []
-        return cls(str(data["ref"]), str(data["old"]) if data.get("old") else None, str(data["new"]),
-                   str(data.get("what") or "write"), strings("paths"), strings("force"),
-                   [(str(r), str(c)) for r, c in drops] if isinstance(drops, list) else [],
-                   bool(data.get("follow", True)), _int(data.get("pid")))
+        return cls(
+            str(data["ref"]),
+            str(data["old"]) if data.get("old") else None,
+            str(data["new"]),
+            str(data.get("what") or "write"),
+            strings("paths"),
+            strings("force"),
+            [(str(r), str(c)) for r, c in drops] if isinstance(drops, list) else [],
+            bool(data.get("follow", True)),
+            _int(data.get("pid")),
+        )
 
 
 # --------------------------------------------------------------------------- files
@@ -133,7 +165,9 @@ def write_atomic(target: Path, data: bytes, executable: bool = False, *, root: P
     a rename, never through a symlink on the way from ``root`` (confinement's one write,
     :func:`llmwiki_git.confine.replace_file`); new files get the user's umask."""
     rel = os.path.relpath(target, root)
-    confine.replace_file(root, rel, data, executable=executable, before_rename=lambda: crash_point("file"))
+    confine.replace_file(
+        root, rel, data, executable=executable, before_rename=lambda: crash_point("file")
+    )
 
 
 def sweep_temp_files(top: Path, paths: Sequence[str]) -> None:
@@ -207,7 +241,9 @@ def _index_entries(git: Git, paths: Sequence[str]) -> dict[str, list[tuple[str, 
         if record:
             meta, _, name = record.partition(b"\t")
             mode, blob, stage = meta.decode().split(" ")
-            found.setdefault(name.decode("utf-8", "surrogateescape"), []).append((mode, blob, stage))
+            found.setdefault(name.decode("utf-8", "surrogateescape"), []).append(
+                (mode, blob, stage)
+            )
     return found
 
 
@@ -216,16 +252,31 @@ def changed_paths(git: Git, old: str | None, new: str) -> list[str]:
     if old is None:
         out = git.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", new)
     else:
-        out = git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--no-commit-id", old, new)
+        out = git.run(
+            "diff-tree", "-r", "-z", "--no-renames", "--name-only", "--no-commit-id", old, new
+        )
     return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
 
 def _status(git: Git, paths: Sequence[str]) -> list[tuple[str, str]]:
     if not paths:
         return []
-    out = git.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored",
-                  "--no-renames", "--", *[f":(top,literal){p}" for p in paths])
-    return [(rec[:2].decode(), rec[3:].decode("utf-8", "surrogateescape")) for rec in out.split(b"\0") if len(rec) > 3]
+    out = git.run(
+        "--no-optional-locks",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignored",
+        "--no-renames",
+        "--",
+        *[f":(top,literal){p}" for p in paths],
+    )
+    return [
+        (rec[:2].decode(), rec[3:].decode("utf-8", "surrogateescape"))
+        for rec in out.split(b"\0")
+        if len(rec) > 3
+    ]
 
 
 def _holds_new(git: Git, top: Path, intent: Intent, rel: str) -> bool:
@@ -249,7 +300,9 @@ def _lock_names(intent: Intent, *, moving: bool = True) -> list[str]:
     names = ["index.lock"] if intent.follow else []
     if intent.ref and moving:
         names.append(f"{intent.ref}.lock")
-        if intent.follow:  # the checked-out branch: git logs the move in HEAD's reflog, under HEAD.lock
+        if (
+            intent.follow
+        ):  # the checked-out branch: git logs the move in HEAD's reflog, under HEAD.lock
             names.append("HEAD.lock")
     names += [f"{ref}.lock" for ref, _ in intent.drop_refs]
     if intent.drop_refs:
@@ -323,8 +376,17 @@ def check_worktree(git: Git, intent: Intent, top: Path | None = None) -> None:
     changed = _status(git, wanted)
     dirty, untracked = [], []
     for target in wanted:
-        hits = [(code, name) for code, name in changed if name == target or name.startswith(target + "/")]
-        if hits and top is not None and all(name == target for _, name in hits) and _holds_new(git, top, intent, target):
+        hits = [
+            (code, name)
+            for code, name in changed
+            if name == target or name.startswith(target + "/")
+        ]
+        if (
+            hits
+            and top is not None
+            and all(name == target for _, name in hits)
+            and _holds_new(git, top, intent, target)
+        ):
             continue
         if hits:
             dirty.append(target)
@@ -352,7 +414,7 @@ def _follow(git: Git, top: Path, intent: Intent) -> list[str]:
         new_bytes = git.run("cat-file", "blob", new[1]) if new else None
         old_bytes = git.run("cat-file", "blob", old[1]) if old else None
         stage = index.get(rel, [])
-        index_ok = (not stage or [(m, b) for m, b, _ in stage] in ([old], [new]))
+        index_ok = not stage or [(m, b) for m, b, _ in stage] in ([old], [new])
         ours = rel in intent.force
         if not ours and (current not in (old_bytes, new_bytes) or not index_ok):
             kept.append(rel)
@@ -365,10 +427,15 @@ def _follow(git: Git, top: Path, intent: Intent) -> list[str]:
         records.append((new[0], new[1], rel) if new else ("0", zero, rel))
     crash_point("files")
     if records:
-        info = b"".join(f"{m} {b}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0" for m, b, p in records)
+        info = b"".join(
+            f"{m} {b}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0"
+            for m, b, p in records
+        )
         _update_index(git, info)
         crash_point("index")
-    git.run("update-index", "-q", "--refresh", check=False, detached=True)  # stat info only: keeps diff-files exact
+    git.run(
+        "update-index", "-q", "--refresh", check=False, detached=True
+    )  # stat info only: keeps diff-files exact
     return kept
 
 
@@ -386,7 +453,11 @@ def _update_index(git: Git, info: bytes, attempts: int = 40) -> None:
 
 
 def _head_ref(git: Git) -> str:
-    return git.run("symbolic-ref", "-q", "HEAD", check=False).decode("utf-8", "surrogateescape").strip()
+    return (
+        git.run("symbolic-ref", "-q", "HEAD", check=False)
+        .decode("utf-8", "surrogateescape")
+        .strip()
+    )
 
 
 # --------------------------------------------------------------------------- journal
@@ -397,7 +468,11 @@ def journal_path(state_dir: Path) -> Path:
 
 
 def _write_journal(state_dir: Path, intent: Intent) -> None:
-    write_atomic(journal_path(state_dir), (json.dumps(intent.to_json(), indent=2) + "\n").encode(), root=state_dir.parent)
+    write_atomic(
+        journal_path(state_dir),
+        (json.dumps(intent.to_json(), indent=2) + "\n").encode(),
+        root=state_dir.parent,
+    )
 
 
 def _drop_journal(state_dir: Path) -> None:
@@ -415,14 +490,25 @@ def _finish(git: Git, top: Path, state_dir: Path, intent: Intent) -> list[str]:
     if intent.follow and _head_ref(git) == intent.ref:
         kept = _follow(git, top, intent)
     for ref, commit in intent.drop_refs:
-        git.run("update-ref", "-m", f"llmwiki: {intent.what}", "-d", ref, commit, check=False, detached=True)
+        git.run(
+            "update-ref",
+            "-m",
+            f"llmwiki: {intent.what}",
+            "-d",
+            ref,
+            commit,
+            check=False,
+            detached=True,
+        )
     left = [ref for ref, commit in intent.drop_refs if git.rev_parse(ref) == commit]
     if left:  # not deleted: the journal stays, so the next command finishes the write
         held = held_git_locks(git, [*(f"{ref}.lock" for ref in left), "packed-refs.lock"])
         if held:
             raise GitLockHeld(held, intent.what, recovering=True)
-        raise LlmwikiError(f"could not delete {', '.join(left)} after the {intent.what}",
-                           hint="run any llmwiki command (e.g. `llmwiki review list`) to try again")
+        raise LlmwikiError(
+            f"could not delete {', '.join(left)} after the {intent.what}",
+            hint="run any llmwiki command (e.g. `llmwiki review list`) to try again",
+        )
     crash_point("refs")
     _drop_journal(state_dir)
     sweep_temp_files(top, intent.paths)
@@ -438,7 +524,9 @@ def apply(git: Git, top: Path, state_dir: Path, intent: Intent, reflog: str) -> 
     _write_journal(state_dir, intent)
     crash_point("journal")
     try:  # detached: a signal to our process group (a CI timeout, a closed terminal) lets git finish
-        git.run("update-ref", "-m", reflog, intent.ref, intent.new, intent.old or zero, detached=True)
+        git.run(
+            "update-ref", "-m", reflog, intent.ref, intent.new, intent.old or zero, detached=True
+        )
     except GitError:
         _drop_journal(state_dir)
         actual = git.rev_parse(intent.ref)
@@ -483,8 +571,10 @@ def recover(git: Git, top: Path, state_dir: Path) -> str | None:
     if actual != intent.new:
         _drop_journal(state_dir)
         sweep_temp_files(top, intent.paths)
-        return (f"llmwiki: an interrupted {intent.what} was found, but {intent.ref} has moved on since; "
-                "left the work tree as it is")
+        return (
+            f"llmwiki: an interrupted {intent.what} was found, but {intent.ref} has moved on since; "
+            "left the work tree as it is"
+        )
     cleared, held = _clear_stale(held_git_locks(git, _lock_names(intent, moving=False)))
     if held:  # the journal stays: the next command finishes the write once the lock is gone
         raise GitLockHeld(held, intent.what, recovering=True)
@@ -503,8 +593,10 @@ def _stale_note(git: Git, names: Sequence[str]) -> str:
     cleared, held = _clear_stale(held_git_locks(git, names))
     text = f"; removed git's stale lock {', '.join(map(str, cleared))}" if cleared else ""
     if held:
-        text += (f"; git's lock {', '.join(map(str, held))} is still held: if no git command is running, "
-                 f"remove it (rm {' '.join(str(p) for p in held)})")
+        text += (
+            f"; git's lock {', '.join(map(str, held))} is still held: if no git command is running, "
+            f"remove it (rm {' '.join(str(p) for p in held)})"
+        )
     return text
 
 

@@ -11,7 +11,15 @@ from .evidence import CONTEXT_PACK, SEARCH_PAGES
 from .pages import CHECK_LINKS, PROPOSE_PAGE, READ_PAGE
 from .status import REVIEW_LIST, WIKI_STATUS
 
-TOOLS: tuple[Tool, ...] = (CONTEXT_PACK, QUERY_WIKI, SEARCH_PAGES, READ_PAGE, CHECK_LINKS, REVIEW_LIST, PROPOSE_PAGE,
-                           WIKI_STATUS)
+TOOLS: tuple[Tool, ...] = (
+    CONTEXT_PACK,
+    QUERY_WIKI,
+    SEARCH_PAGES,
+    READ_PAGE,
+    CHECK_LINKS,
+    REVIEW_LIST,
+    PROPOSE_PAGE,
+    WIKI_STATUS,
+)
 
 __all__ = ["TOOLS", "Tool"]

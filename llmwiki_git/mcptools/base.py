@@ -47,7 +47,13 @@ def text(description: str, max_length: int = MAX_TEXT) -> Schema:
 
 
 def integer(description: str, default: int, minimum: int, maximum: int) -> Schema:
-    return {"type": "integer", "minimum": minimum, "maximum": maximum, "default": default, "description": description}
+    return {
+        "type": "integer",
+        "minimum": minimum,
+        "maximum": maximum,
+        "default": default,
+        "description": description,
+    }
 
 
 def flag(description: str) -> Schema:
@@ -55,15 +61,33 @@ def flag(description: str) -> Schema:
 
 
 NULLABLE_STR: Schema = {"type": ["string", "null"]}
-WARNINGS: Schema = {"type": "array", "items": {"type": "object", "required": ["code", "message"],
-                                               "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}
-CITATIONS: Schema = {"type": "array", "items": {
-    "type": "object", "required": ["target", "status"],
-    "properties": {"target": {"type": "string"}, "status": {"enum": ["resolved", "ambiguous", "pending", "broken"]},
-                   "pageId": {"type": "string"}, "alternatives": {"type": "array", "items": {"type": "string"}},
-                   "candidateIds": {"type": "array", "items": {"type": "string"}}}}}
-LINKS_ENVELOPE: Schema = {"type": "object", "required": ["version", "citations"],
-                          "properties": {"version": {"const": 1}, "citations": CITATIONS}}
+WARNINGS: Schema = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["code", "message"],
+        "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+    },
+}
+CITATIONS: Schema = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["target", "status"],
+        "properties": {
+            "target": {"type": "string"},
+            "status": {"enum": ["resolved", "ambiguous", "pending", "broken"]},
+            "pageId": {"type": "string"},
+            "alternatives": {"type": "array", "items": {"type": "string"}},
+            "candidateIds": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+}
+LINKS_ENVELOPE: Schema = {
+    "type": "object",
+    "required": ["version", "citations"],
+    "properties": {"version": {"const": 1}, "citations": CITATIONS},
+}
 
 
 @dataclass

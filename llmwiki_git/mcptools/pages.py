@@ -28,35 +28,74 @@ def propose(ws: Workspace, args: Arguments) -> Result:
     from ..review.stagepage import PageEdit, stage_pages
 
     rel = clean_relative(args["path"], "path")
-    (staged,) = stage_pages(ws, [PageEdit(rel, args["content"], args["basedOn"], tuple(args.get("sources") or ()))])
-    return {"version": 1, "candidateId": staged.candidate_id, "branch": staged.branch, "commit": staged.commit,
-            "target": staged.target, "precondition": staged.precondition}
+    (staged,) = stage_pages(
+        ws, [PageEdit(rel, args["content"], args["basedOn"], tuple(args.get("sources") or ()))]
+    )
+    return {
+        "version": 1,
+        "candidateId": staged.candidate_id,
+        "branch": staged.branch,
+        "commit": staged.commit,
+        "target": staged.target,
+        "precondition": staged.precondition,
+    }
 
 
 _PATH = {"type": "string", "minLength": 1, "maxLength": 1024}
 
 READ_PAGE = Tool(
-    "read_page", "Read a page",
+    "read_page",
+    "Read a page",
     "Read one page by pageId (concepts/blobs, or a [[link]] target such as blobs) or by path "
     "(wiki/concepts/blobs.md): frontmatter, body, blobId (the git blob id of the text read: propose_page's "
     "basedOn) and headBlobId (the page at HEAD). Only .md files under the wiki root are readable.",
-    obj({
-        "pageId": {**_PATH, "description": "Page id from the wiki root without .md (concepts/blobs), or a [[link]] "
-                                           "target (blobs)."},
-        "path": {**_PATH, "description": "Repository-relative path of a .md page under the wiki root "
-                                         "(wiki/concepts/blobs.md)."},
-    }, oneOf=[{"required": ["pageId"]}, {"required": ["path"]}]),
-    {"type": "object",
-     "required": ["version", "pageId", "path", "title", "frontmatter", "body", "warnings", "blobId", "headBlobId"],
-     "properties": {"version": {"const": 1}, "pageId": {"type": "string"}, "path": {"type": "string"},
-                    "blobId": {"type": "string"}, "headBlobId": NULLABLE_STR, "title": {"type": "string"},
-                    "frontmatter": {"type": "object"}, "body": {"type": "string"}, "warnings": WARNINGS}},
+    obj(
+        {
+            "pageId": {
+                **_PATH,
+                "description": "Page id from the wiki root without .md (concepts/blobs), or a [[link]] "
+                "target (blobs).",
+            },
+            "path": {
+                **_PATH,
+                "description": "Repository-relative path of a .md page under the wiki root "
+                "(wiki/concepts/blobs.md).",
+            },
+        },
+        oneOf=[{"required": ["pageId"]}, {"required": ["path"]}],
+    ),
+    {
+        "type": "object",
+        "required": [
+            "version",
+            "pageId",
+            "path",
+            "title",
+            "frontmatter",
+            "body",
+            "warnings",
+            "blobId",
+            "headBlobId",
+        ],
+        "properties": {
+            "version": {"const": 1},
+            "pageId": {"type": "string"},
+            "path": {"type": "string"},
+            "blobId": {"type": "string"},
+            "headBlobId": NULLABLE_STR,
+            "title": {"type": "string"},
+            "frontmatter": {"type": "object"},
+            "body": {"type": "string"},
+            "warnings": WARNINGS,
+        },
+    },
     read,
     one_of=ONE_OF,
 )
 
 CHECK_LINKS = Tool(
-    "check_links", "Check [[links]]",
+    "check_links",
+    "Check [[links]]",
     "Classify each unique [[wikilink]] of a text as resolved (with its page id), ambiguous (several pages "
     "match: the page id it resolves to and the alternatives; cite by path instead), pending (an open review "
     "candidate would create it) or broken, in order of first appearance (`llmwiki links --json`).",
@@ -66,26 +105,50 @@ CHECK_LINKS = Tool(
 )
 
 PROPOSE_PAGE = Tool(
-    "propose_page", "Propose a page edit",
+    "propose_page",
+    "Propose a page edit",
     "Stage a new or edited page as a review candidate branch (kind page/1) for a human to approve; nothing "
     "is published and the work tree is untouched. basedOn is the blobId read_page gave (or 'absent' for a "
     "new page): if the page changed since, approval is refused with a three-way view, so re-read and "
     "propose again.",
-    obj({
-        "path": {**_PATH, "description": "Repository-relative path of the .md page under the wiki root (read_page's "
-                                         "path)."},
-        "content": text("The whole new page: frontmatter and body."),
-        "basedOn": {"type": "string", "pattern": "^(absent|[0-9a-f]{40}|[0-9a-f]{64})$",
-                    "description": "The blobId read_page (or get_context_pack) gave for the version you edited; "
-                                   "'absent' for a new page."},
-        "sources": {"type": "array", "maxItems": 100, "uniqueItems": True, "items": _PATH,
-                    "description": "The sources you wrote the page from, as paths from the project folder "
-                                   "(sources/paper.md): recorded as `llmwiki compile` records them (the page's "
-                                   "frontmatter sources:, and each source's blob in the candidate's trailers)."},
-    }, ("path", "content", "basedOn")),
-    {"type": "object", "required": ["version", "candidateId", "branch", "commit", "target", "precondition"],
-     "properties": {"version": {"const": 1}, "candidateId": {"type": "string"}, "branch": {"type": "string"},
-                    "commit": {"type": "string"}, "target": {"type": "string"}, "precondition": {"type": "string"}}},
+    obj(
+        {
+            "path": {
+                **_PATH,
+                "description": "Repository-relative path of the .md page under the wiki root (read_page's "
+                "path).",
+            },
+            "content": text("The whole new page: frontmatter and body."),
+            "basedOn": {
+                "type": "string",
+                "pattern": "^(absent|[0-9a-f]{40}|[0-9a-f]{64})$",
+                "description": "The blobId read_page (or get_context_pack) gave for the version you edited; "
+                "'absent' for a new page.",
+            },
+            "sources": {
+                "type": "array",
+                "maxItems": 100,
+                "uniqueItems": True,
+                "items": _PATH,
+                "description": "The sources you wrote the page from, as paths from the project folder "
+                "(sources/paper.md): recorded as `llmwiki compile` records them (the page's "
+                "frontmatter sources:, and each source's blob in the candidate's trailers).",
+            },
+        },
+        ("path", "content", "basedOn"),
+    ),
+    {
+        "type": "object",
+        "required": ["version", "candidateId", "branch", "commit", "target", "precondition"],
+        "properties": {
+            "version": {"const": 1},
+            "candidateId": {"type": "string"},
+            "branch": {"type": "string"},
+            "commit": {"type": "string"},
+            "target": {"type": "string"},
+            "precondition": {"type": "string"},
+        },
+    },
     propose,
     read_only=False,
 )

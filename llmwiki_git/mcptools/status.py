@@ -19,28 +19,57 @@ def status(ws: Workspace, args: Arguments) -> Result:
 
 
 REVIEW_LIST = Tool(
-    "review_list", "Review candidates",
+    "review_list",
+    "Review candidates",
     "Open review candidates (answers and page edits staged as llmwiki/review/<id> branches; kind "
     "validated-answer/1 or page/1), oldest first, with their link status now (`llmwiki review list --json`).",
     obj({}),
-    {"type": "object", "required": ["version", "candidates"],
-     "properties": {"version": {"const": 1}, "candidates": {"type": "array", "items": {
-         "type": "object", "required": ["id", "target", "citationStatus"]}}}},
+    {
+        "type": "object",
+        "required": ["version", "candidates"],
+        "properties": {
+            "version": {"const": 1},
+            "candidates": {
+                "type": "array",
+                "items": {"type": "object", "required": ["id", "target", "citationStatus"]},
+            },
+        },
+    },
     review_list,
 )
 
 WIKI_STATUS = Tool(
-    "wiki_status", "Wiki status",
+    "wiki_status",
+    "Wiki status",
     "A snapshot: repository root, wiki root, page counts, whether the search index exists and its model, "
     "open review candidates, and the number of broken links in the work tree.",
     obj({}),
-    {"type": "object",
-     "required": ["version", "root", "wikiRoot", "pages", "concepts", "queries", "indexed", "storeModel",
-                  "pendingCandidates", "brokenLinks"],
-     "properties": {
-         "version": {"const": 1}, "root": {"type": "string"}, "wikiRoot": {"type": "string"},
-         "pages": {"type": "integer"}, "concepts": {"type": "integer"}, "queries": {"type": "integer"},
-         "indexed": {"type": "boolean"}, "storeModel": NULLABLE_STR,
-         "pendingCandidates": {"type": "integer"}, "brokenLinks": {"type": "integer"}}},
+    {
+        "type": "object",
+        "required": [
+            "version",
+            "root",
+            "wikiRoot",
+            "pages",
+            "concepts",
+            "queries",
+            "indexed",
+            "storeModel",
+            "pendingCandidates",
+            "brokenLinks",
+        ],
+        "properties": {
+            "version": {"const": 1},
+            "root": {"type": "string"},
+            "wikiRoot": {"type": "string"},
+            "pages": {"type": "integer"},
+            "concepts": {"type": "integer"},
+            "queries": {"type": "integer"},
+            "indexed": {"type": "boolean"},
+            "storeModel": NULLABLE_STR,
+            "pendingCandidates": {"type": "integer"},
+            "brokenLinks": {"type": "integer"},
+        },
+    },
     status,
 )

@@ -43,13 +43,18 @@ def clean_relative(value: str, what: str) -> str:
     if "\0" in value:
         raise WikiError(f"{what} {value!r} contains a NUL byte; refused")
     if value.startswith(("/", "~")) or _DRIVE.match(value):
-        raise WikiError(f"{what} {value!r} is an absolute path; refused",
-                        hint="give a path relative to the repository, under the wiki root")
+        raise WikiError(
+            f"{what} {value!r} is an absolute path; refused",
+            hint="give a path relative to the repository, under the wiki root",
+        )
     if "\\" in value:
         raise WikiError(f"{what} {value!r} contains a backslash; use forward slashes")
     parts = [p for p in value.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise WikiError(f"{what} {value!r} has a '..' segment; refused", hint="reads are confined to the wiki root")
+        raise WikiError(
+            f"{what} {value!r} has a '..' segment; refused",
+            hint="reads are confined to the wiki root",
+        )
     if not parts:
         raise WikiError(f"{what} {value!r} names no page")
     return "/".join(parts)
@@ -63,14 +68,18 @@ def find_page(wiki: Wiki, *, page_id: str | None = None, path: str | None = None
     if path is not None:
         rel = clean_relative(path, "path")
         if not rel.lower().endswith(".md"):
-            raise WikiError(f"path {path!r} is not a markdown page; only .md files under {where} can be read")
+            raise WikiError(
+                f"path {path!r} is not a markdown page; only .md files under {where} can be read"
+            )
         page = wiki.by_path.get(rel)
         if page is None and prefix and not rel.startswith(prefix):
             page = wiki.by_path.get(prefix + rel)  # also accept a path from the wiki root
             if page is None:
                 raise WikiError(f"path {path!r} is outside the wiki root ({where}); refused")
         if page is None:
-            raise WikiError(f"no page at {rel}", hint="use search_pages or wiki_status to find pages")
+            raise WikiError(
+                f"no page at {rel}", hint="use search_pages or wiki_status to find pages"
+            )
         return page
     assert page_id is not None
     key = clean_relative(page_id, "pageId")
@@ -78,7 +87,9 @@ def find_page(wiki: Wiki, *, page_id: str | None = None, path: str | None = None
         key = key[:-3]
     found = wiki.by_id.get(key)
     if found is None:
-        found = wiki.resolve(parse_target(key)).page  # a [[link]] target: "blobs", "Blobs", an alias
+        found = wiki.resolve(
+            parse_target(key)
+        ).page  # a [[link]] target: "blobs", "Blobs", an alias
     if found is None:
         raise WikiError(f"page not found: {page_id}", hint="use search_pages to find page ids")
     return found
@@ -90,12 +101,14 @@ def read_confined(project: PagesProject, wiki: Wiki, rel_path: str) -> str:
     folders, FIFOs and oversize files are refused)."""
     root = Path(project.root).resolve()
     wiki_root = root / wiki.root_dir if wiki.root_dir else root
-    inner = rel_path[len(wiki.root_dir) + 1:] if wiki.root_dir else rel_path
+    inner = rel_path[len(wiki.root_dir) + 1 :] if wiki.root_dir else rel_path
     try:
         real = confine.confined(wiki_root, inner)
         if not real.lower().endswith(".md"):
             raise WikiError(f"{rel_path} resolves to a file that is not a .md page; refused")
-        data = confine.read_file(real, max_bytes=project.settings.max_page_mb * 1024 * 1024, name=rel_path)
+        data = confine.read_file(
+            real, max_bytes=project.settings.max_page_mb * 1024 * 1024, name=rel_path
+        )
     except PathRefused as exc:
         raise WikiError(f"{rel_path}: {exc.reason}; refused") from exc
     text, _issues = decode(data)
@@ -137,12 +150,22 @@ class PageRead:
     warnings: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
-        return {"version": 1, "pageId": self.page.id, "path": self.page.path, "blobId": self.blob,
-                "headBlobId": self.head_blob, "title": self.title, "frontmatter": jsonable(self.frontmatter),
-                "body": self.body, "warnings": self.warnings}
+        return {
+            "version": 1,
+            "pageId": self.page.id,
+            "path": self.page.path,
+            "blobId": self.blob,
+            "headBlobId": self.head_blob,
+            "title": self.title,
+            "frontmatter": jsonable(self.frontmatter),
+            "body": self.body,
+            "warnings": self.warnings,
+        }
 
 
-def read_page(project: PagesProject, *, page_id: str | None = None, path: str | None = None) -> PageRead:
+def read_page(
+    project: PagesProject, *, page_id: str | None = None, path: str | None = None
+) -> PageRead:
     """Find the page (`find_page`) in the work tree and read it (`read_confined`)."""
     wiki = project.wiki("worktree")
     page = find_page(wiki, page_id=page_id, path=path)
@@ -150,11 +173,23 @@ def read_page(project: PagesProject, *, page_id: str | None = None, path: str | 
     meta = frontmatter.parse(text)
     warnings = []
     if meta.error:
-        warnings.append({"code": "malformed-frontmatter", "message": f"{page.path}:{meta.error_line}: {meta.error}"})
+        warnings.append(
+            {
+                "code": "malformed-frontmatter",
+                "message": f"{page.path}:{meta.error_line}: {meta.error}",
+            }
+        )
     head = project.git.blob_at("HEAD", page.path) if project.git is not None else None
-    body = text[meta.body_offset:]
-    return PageRead(page, page_title(meta.data, body, page.stem), meta.data, body, blob_id(text.encode("utf-8")),
-                    head, warnings)
+    body = text[meta.body_offset :]
+    return PageRead(
+        page,
+        page_title(meta.data, body, page.stem),
+        meta.data,
+        body,
+        blob_id(text.encode("utf-8")),
+        head,
+        warnings,
+    )
 
 
 def links_report(project: Project, text: str) -> list[Citation]:
@@ -162,4 +197,6 @@ def links_report(project: Project, text: str) -> list[Citation]:
     review (an open candidate would create it), or broken: `llmwiki links`, MCP check_links."""
     from ..publication.candidates import pending_index
 
-    return citation_report(text, project.wiki("worktree"), pending_index(project.git) if project.git else None)
+    return citation_report(
+        text, project.wiki("worktree"), pending_index(project.git) if project.git else None
+    )

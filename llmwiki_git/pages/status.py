@@ -31,16 +31,26 @@ class WikiStatus:
     pages: int
     concepts: int
     queries: int
-    store: dict[str, object]  # indexed, storeModel, storeBackend, indexedPages, storeUpdatedAt or storeProblem
+    store: dict[
+        str, object
+    ]  # indexed, storeModel, storeBackend, indexedPages, storeUpdatedAt or storeProblem
     pending_candidates: int
     broken_links: int
     link_warnings: int
 
     def to_json(self) -> dict[str, object]:
-        return {"version": 1, "root": self.root, "wikiRoot": self.wiki_root, "pages": self.pages,
-                "concepts": self.concepts, "queries": self.queries, **self.store,
-                "pendingCandidates": self.pending_candidates, "brokenLinks": self.broken_links,
-                "linkWarnings": self.link_warnings}
+        return {
+            "version": 1,
+            "root": self.root,
+            "wikiRoot": self.wiki_root,
+            "pages": self.pages,
+            "concepts": self.concepts,
+            "queries": self.queries,
+            **self.store,
+            "pendingCandidates": self.pending_candidates,
+            "brokenLinks": self.broken_links,
+            "linkWarnings": self.link_warnings,
+        }
 
 
 def _store_status(project: StatusProject) -> dict[str, object]:
@@ -49,10 +59,20 @@ def _store_status(project: StatusProject) -> dict[str, object]:
     try:
         store = store_mod.load(project.state_path, vector_store=project.vector_store)
     except StoreError as exc:
-        return {"indexed": False, "storeModel": None, "storeBackend": None, "indexedPages": 0,
-                "storeProblem": exc.message}
-    return {"indexed": True, "storeModel": store.model or None, "storeBackend": store.backend or None,
-            "indexedPages": len(store.pages), "storeUpdatedAt": store.updated_at or None}
+        return {
+            "indexed": False,
+            "storeModel": None,
+            "storeBackend": None,
+            "indexedPages": 0,
+            "storeProblem": exc.message,
+        }
+    return {
+        "indexed": True,
+        "storeModel": store.model or None,
+        "storeBackend": store.backend or None,
+        "indexedPages": len(store.pages),
+        "storeUpdatedAt": store.updated_at or None,
+    }
 
 
 def wiki_status(project: StatusProject) -> WikiStatus:
@@ -63,6 +83,14 @@ def wiki_status(project: StatusProject) -> WikiStatus:
 
         pending = len(list_candidates(project.git))
     result = project.check()
-    return WikiStatus(str(project.root), wiki.root_dir or ".", len(wiki.pages),
-                      sum(1 for p in wiki.pages if p.kind == "concept"), sum(1 for p in wiki.pages if p.kind == "query"),
-                      _store_status(project), pending, len(result.errors), len(result.warnings))
+    return WikiStatus(
+        str(project.root),
+        wiki.root_dir or ".",
+        len(wiki.pages),
+        sum(1 for p in wiki.pages if p.kind == "concept"),
+        sum(1 for p in wiki.pages if p.kind == "query"),
+        _store_status(project),
+        pending,
+        len(result.errors),
+        len(result.warnings),
+    )

@@ -41,9 +41,16 @@ class AnthropicProvider(PromptedProvider):
     name = NAME
     generative = True
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, api_key: str | None = None, auth_token: str | None = None,
-                 base_url: str = DEFAULT_BASE_URL, settings: HttpSettings | None = None,
-                 max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        auth_token: str | None = None,
+        base_url: str = DEFAULT_BASE_URL,
+        settings: HttpSettings | None = None,
+        max_tokens: int = MAX_TOKENS,
+    ) -> None:
         self.model = model
         self.max_tokens = max_tokens
         base = base_url.rstrip("/")
@@ -51,7 +58,11 @@ class AnthropicProvider(PromptedProvider):
             base = base[:-3]
         self.base_url = base
         self.settings = settings or HttpSettings()
-        headers = {"accept": "text/event-stream", "anthropic-version": API_VERSION, "user-agent": user_agent()}
+        headers = {
+            "accept": "text/event-stream",
+            "anthropic-version": API_VERSION,
+            "user-agent": user_agent(),
+        }
         if api_key:
             headers["x-api-key"] = api_key
         elif auth_token:
@@ -62,25 +73,38 @@ class AnthropicProvider(PromptedProvider):
             headers=headers,
             settings=self.settings,
             key_var=KEY_VAR if api_key or not auth_token else "ANTHROPIC_AUTH_TOKEN",
-            unreachable=("is the server at ANTHROPIC_BASE_URL running?" if base != DEFAULT_BASE_URL
-                         else "check the network connection to api.anthropic.com"),
+            unreachable=(
+                "is the server at ANTHROPIC_BASE_URL running?"
+                if base != DEFAULT_BASE_URL
+                else "check the network connection to api.anthropic.com"
+            ),
             explain=self._explain,
         )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str], model: str | None = None,
-                 settings: HttpSettings | None = None) -> AnthropicProvider:
+    def from_env(
+        cls,
+        environ: Mapping[str, str],
+        model: str | None = None,
+        settings: HttpSettings | None = None,
+    ) -> AnthropicProvider:
         """Configured from ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``),
         ``ANTHROPIC_BASE_URL``, ``LLMWIKI_MODEL`` / ``ANTHROPIC_MODEL`` and
         ``LLMWIKI_REQUEST_TIMEOUT_MS``; ConfigError without a key."""
         key = (environ.get(KEY_VAR) or "").strip() or None
         token = (environ.get("ANTHROPIC_AUTH_TOKEN") or "").strip() or None
         if not key and not token:
-            raise ConfigError("anthropic needs ANTHROPIC_API_KEY",
-                              hint="set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN for a gateway)")
-        return cls(model_from_env(environ, "ANTHROPIC_MODEL", DEFAULT_MODEL, model), api_key=key, auth_token=token,
-                   base_url=(environ.get("ANTHROPIC_BASE_URL") or "").strip() or DEFAULT_BASE_URL,
-                   settings=settings or HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"))
+            raise ConfigError(
+                "anthropic needs ANTHROPIC_API_KEY",
+                hint="set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN for a gateway)",
+            )
+        return cls(
+            model_from_env(environ, "ANTHROPIC_MODEL", DEFAULT_MODEL, model),
+            api_key=key,
+            auth_token=token,
+            base_url=(environ.get("ANTHROPIC_BASE_URL") or "").strip() or DEFAULT_BASE_URL,
+            settings=settings or HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"),
+        )
 
     def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
         return {
@@ -96,18 +120,26 @@ class AnthropicProvider(PromptedProvider):
 
     def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
         usage = body.get("usage")
-        return (usage.get("input_tokens"), usage.get("output_tokens")) if isinstance(usage, dict) else (None, None)
+        return (
+            (usage.get("input_tokens"), usage.get("output_tokens"))
+            if isinstance(usage, dict)
+            else (None, None)
+        )
 
     def _parse_full(self, body: Any) -> str:
         return _parse_full(body)
 
     def _explain(self, status: int, detail: str) -> tuple[str, str | None] | None:
         if status == 404 and "model" in detail.lower():
-            return (f"model {self.model!r} not found (HTTP 404): {detail}",
-                    "set LLMWIKI_MODEL (or ANTHROPIC_MODEL) to a model your key can use")
+            return (
+                f"model {self.model!r} not found (HTTP 404): {detail}",
+                "set LLMWIKI_MODEL (or ANTHROPIC_MODEL) to a model your key can use",
+            )
         if status == 404:
-            return (f"nothing answers at {self._endpoint.url} (HTTP 404): {detail}",
-                    "ANTHROPIC_BASE_URL is the server's root (https://api.anthropic.com), without /v1/messages")
+            return (
+                f"nothing answers at {self._endpoint.url} (HTTP 404): {detail}",
+                "ANTHROPIC_BASE_URL is the server's root (https://api.anthropic.com), without /v1/messages",
+            )
         return None
 
 

@@ -118,16 +118,26 @@ def build_prompt(request: AnswerRequest) -> tuple[str, str]:
         body = _cap(page.text.strip("\n"), PAGE_CHAR_LIMIT)
         if body.strip():
             parts.append(body)
-    excerpts = [(page, i, text) for page in request.evidence for i, text in enumerate(page.excerpts, 1) if text.strip()]
+    excerpts = [
+        (page, i, text)
+        for page in request.evidence
+        for i, text in enumerate(page.excerpts, 1)
+        if text.strip()
+    ]
     if excerpts:
         parts += ["", "Most relevant excerpts:"]
         for page, i, text in excerpts:
-            parts += ["", f"--- {page.page_id} (excerpt {i}, cite as [[{page.link}]]) ---",
-                      _cap(text.strip("\n"), EXCERPT_CHAR_LIMIT)]
+            parts += [
+                "",
+                f"--- {page.page_id} (excerpt {i}, cite as [[{page.link}]]) ---",
+                _cap(text.strip("\n"), EXCERPT_CHAR_LIMIT),
+            ]
     return system, "\n".join(parts)
 
 
-def model_from_env(environ: Mapping[str, str], provider_var: str, default: str, explicit: str | None = None) -> str:
+def model_from_env(
+    environ: Mapping[str, str], provider_var: str, default: str, explicit: str | None = None
+) -> str:
     """The model to use: ``explicit`` > ``LLMWIKI_MODEL`` > ``provider_var`` > ``default``."""
     for value in (explicit, environ.get("LLMWIKI_MODEL"), environ.get(provider_var)):
         if value and value.strip():
@@ -166,7 +176,9 @@ class PromptedProvider:
         """Yield the reply to ``system`` + ``user`` as it streams."""
         from .http import stream_request
 
-        return stream_request(self._endpoint, self._payload(system, user, True), self._parse_stream, self._parse_full)
+        return stream_request(
+            self._endpoint, self._payload(system, user, True), self._parse_stream, self._parse_full
+        )
 
     def complete(self, system: str, user: str) -> str:
         """One non-streamed reply."""
@@ -180,7 +192,9 @@ class PromptedProvider:
 
         body = post_json(self._endpoint, self._payload(system, user, False))
         text = answer_of(self._endpoint, body, self._parse_full)
-        return Completion(text, *_counts(self._usage(body) if isinstance(body, dict) else (None, None)))
+        return Completion(
+            text, *_counts(self._usage(body) if isinstance(body, dict) else (None, None))
+        )
 
     def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
         """(input tokens, output tokens) as the wire format reports them (None: not reported)."""
@@ -203,7 +217,9 @@ class Completion:
 
 def _counts(pair: tuple[Any, Any]) -> tuple[int | None, int | None]:
     def number(value: Any) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+        return (
+            value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+        )
 
     return number(pair[0]), number(pair[1])
 
@@ -228,8 +244,9 @@ class HttpEmbeddings:
     def _vectors(self, body: Any) -> list[list[float]]:
         raise NotImplementedError
 
-    def embed_batches(self, texts: list[str], size: int,
-                      progress: Callable[[int, int], Any] | None = None) -> list[list[float]]:
+    def embed_batches(
+        self, texts: list[str], size: int, progress: Callable[[int, int], Any] | None = None
+    ) -> list[list[float]]:
         from ..errors import ProviderError
         from .http import post_json
 
@@ -243,9 +260,13 @@ class HttpEmbeddings:
                 try:
                     vectors = self._vectors(body)
                 except (KeyError, TypeError, AttributeError) as exc:
-                    raise ProviderError(self.name, f"unexpected embeddings response (missing {exc})") from exc
+                    raise ProviderError(
+                        self.name, f"unexpected embeddings response (missing {exc})"
+                    ) from exc
                 if len(vectors) != len(batch):
-                    raise ProviderError(self.name, f"asked for {len(batch)} embeddings, got {len(vectors)}")
+                    raise ProviderError(
+                        self.name, f"asked for {len(batch)} embeddings, got {len(vectors)}"
+                    )
                 rows.extend(vectors)
                 if progress is not None:
                     progress(min(start + size, len(texts)), len(texts))

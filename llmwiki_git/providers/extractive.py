@@ -33,10 +33,10 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from .base import AnswerRequest, Evidence
 from ..errors import ProviderError
 from ..markup import strip_comments
 from ..terms import tokenize
+from .base import AnswerRequest, Evidence
 
 NAME = "extractive"
 NO_ANSWER = "The wiki does not say."
@@ -73,15 +73,21 @@ _MDIMAGE = re.compile(r"!\[[^\[\]\n]*\]\([^)\n]*\)")
 _MDLINK = re.compile(r"\[([^\[\]\n]*)\]\([^)\n]*\)")
 _REFLINK = re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\]")
 _FOOTNOTE = re.compile(r"\[\^[^\[\]\n]*\]")
-_SHORTCUT_REF = re.compile(r"(?<![\[!])\[[^\[\]\n]+\](?![\[(:\]])")  # [label], defined elsewhere as [label]: url
+_SHORTCUT_REF = re.compile(
+    r"(?<![\[!])\[[^\[\]\n]+\](?![\[(:\]])"
+)  # [label], defined elsewhere as [label]: url
 _URL = re.compile(r"<?https?://[^\s>)\]]+>?")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
-_EMPHASIS = re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\3(?![\w*])")
+_EMPHASIS = re.compile(
+    r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\3(?![\w*])"
+)
 _CODESPAN = re.compile(r"`([^`\n]*)`")
 _KEPT = re.compile(r"\x00(\d+)\x00")
 _BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
 _SPACE = re.compile(r"\s+")
-_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|vs|cf|approx|al|[Ee]q|Dr|Mr|Mrs|Ms|Prof|St|Fig|Vol)|(?<![\w.])[A-Z])\.$")
+_ABBREV = re.compile(
+    r"(?:\b(?:e\.g|i\.e|vs|cf|approx|al|[Ee]q|Dr|Mr|Mrs|Ms|Prof|St|Fig|Vol)|(?<![\w.])[A-Z])\.$"
+)
 # A sentence ends at . ! ? (plus closing quotes or brackets) before whitespace and a
 # capital, digit or opening mark; or right after a CJK full stop.
 _BOUNDARY = re.compile(
@@ -107,7 +113,9 @@ def _surface(text: str) -> set[str]:
     """The words of ``text`` as written (case and a plural ``s`` aside)."""
     words = set()
     for word in re.findall(r"[^\W_]+", text.casefold()):
-        words.add(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)
+        words.add(
+            word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+        )
     return words
 
 
@@ -129,7 +137,11 @@ def _link_name(target: str) -> str:
 
 
 def _link_chars(text: str) -> int:
-    spans = [m.group(0) for rx in (_WIKILINK, _MDLINK, _MDIMAGE, _URL, _SHORTCUT_REF) for m in rx.finditer(text)]
+    spans = [
+        m.group(0)
+        for rx in (_WIKILINK, _MDLINK, _MDIMAGE, _URL, _SHORTCUT_REF)
+        for m in rx.finditer(text)
+    ]
     return sum(len(s) for s in spans)
 
 
@@ -146,7 +158,9 @@ def clean_sentence(raw: str) -> str:
     text = _CODESPAN.sub(lambda m: keep(m.group(0)) if m.group(1).strip() else "", raw)
     text = strip_comments(text)
     text = _MDIMAGE.sub("", text)
-    text = _WIKILINK.sub(lambda m: keep(_link_text(m)) if _link_text(m).startswith("[[") else _link_text(m), text)
+    text = _WIKILINK.sub(
+        lambda m: keep(_link_text(m)) if _link_text(m).startswith("[[") else _link_text(m), text
+    )
     text = _MDLINK.sub(r"\1", text)
     text = _REFLINK.sub(r"\1", text)
     text = _FOOTNOTE.sub("", text)
@@ -180,9 +194,17 @@ def _blocks(text: str) -> Iterator[tuple[str, bool]]:
                 fence = None
             continue
         indented_code = not current and line.startswith(("    ", "\t")) and not _BULLET.match(line)
-        if (opening or not line.strip() or indented_code or _HEADING.match(line) or _SETEXT.match(line)
-                or _RULE.match(line) or _TABLE.match(line) or _FRONTMATTERISH.match(line)
-                or _LINK_DEFINITION.match(line)):
+        if (
+            opening
+            or not line.strip()
+            or indented_code
+            or _HEADING.match(line)
+            or _SETEXT.match(line)
+            or _RULE.match(line)
+            or _TABLE.match(line)
+            or _FRONTMATTERISH.match(line)
+            or _LINK_DEFINITION.match(line)
+        ):
             if opening:
                 fence = opening.group(1)
             if current:
@@ -206,7 +228,9 @@ def _blocks(text: str) -> Iterator[tuple[str, bool]]:
 def _protected(block: str) -> list[tuple[int, int]]:
     """Spans a sentence never ends inside: inline code, wikilinks, markdown links and images,
     emphasis (``*Treat X by hand. Only use Y.*`` is one span, not two broken halves)."""
-    spans = [m.span() for rx in (_CODESPAN, _WIKILINK, _MDIMAGE, _MDLINK) for m in rx.finditer(block)]
+    spans = [
+        m.span() for rx in (_CODESPAN, _WIKILINK, _MDIMAGE, _MDLINK) for m in rx.finditer(block)
+    ]
     spans += [m.span() for m in _EMPHASIS.finditer(block)]
     return spans
 
@@ -232,7 +256,9 @@ def _split_sentences(block: str) -> Iterator[str]:
 # What is left of markup that did not parse: an emphasis marker with no partner (``**`` at a
 # word's edge), link syntax (``](``, ``]:``, ``[[``, ``]]``), an unclosed backtick.
 _LOWER_START = re.compile(r"[^\w`\[]*[a-z\u00df-\u00ff][a-z\u00df-\u00ff]*\b(?![-.]?[A-Z])")
-_DEBRIS = re.compile(r"\*\*|__|~~|(?<![\w*])\*(?=\s|$)|(?:^|(?<=\s))\*(?!\S*\*)|\]\(|\]:|\[\[|\]\]|`")
+_DEBRIS = re.compile(
+    r"\*\*|__|~~|(?<![\w*])\*(?=\s|$)|(?:^|(?<=\s))\*(?!\S*\*)|\]\(|\]:|\[\[|\]\]|`"
+)
 
 
 def _debris(cleaned: str) -> bool:
@@ -314,8 +340,11 @@ class ExtractiveProvider:
     def complete(self, system: str, user: str) -> str:
         """Not available: there is no language model. Callers select pages lexically when
         ``provider.generative`` is False."""
-        raise ProviderError(NAME, "the offline answerer has no language model to complete a prompt",
-                            hint="select pages lexically, or configure openai, anthropic or ollama")
+        raise ProviderError(
+            NAME,
+            "the offline answerer has no language model to complete a prompt",
+            hint="select pages lexically, or configure openai, anthropic or ollama",
+        )
 
     # ------------------------------------------------------------------ composition
 
@@ -323,25 +352,36 @@ class ExtractiveProvider:
         """The answer's sentences, each with its citation where one is due."""
         ignore = {t for word in _QUESTION_WORDS for t in tokenize(word)}
         query = [t for t in tokenize(request.question) if t not in ignore]
-        sentences = self._sentences(request.evidence, tokenize, {_link_name(a) for a in request.avoid})
+        sentences = self._sentences(
+            request.evidence, tokenize, {_link_name(a) for a in request.avoid}
+        )
         if not query or not sentences:
             return [NO_ANSWER]
         self._score(sentences, query)
         wanted = {w for w in _surface(request.question) if set(tokenize(w)) & set(query)}
         for sentence in sentences:
             sentence.exact = bool(wanted & _surface(sentence.text))
-        ranked = sorted((s for s in sentences if s.score > 0),
-                        key=lambda s: (-s.score, s.page, s.order))
+        ranked = sorted(
+            (s for s in sentences if s.score > 0), key=lambda s: (-s.score, s.page, s.order)
+        )
         if not ranked:
             return [NO_ANSWER]
         # A sentence that meets the question only through a shared stem ("stored" for
         # "store") is not an answer to it: it may lead only when nothing else matches.
-        ranked = [s for i, s in enumerate(ranked) if s.exact or (i == 0 and not any(r.exact for r in ranked))]
+        ranked = [
+            s
+            for i, s in enumerate(ranked)
+            if s.exact or (i == 0 and not any(r.exact for r in ranked))
+        ]
         chosen = self._choose(ranked, sentences, request.evidence)
         return self._render(chosen, request.evidence)
 
-    def _sentences(self, evidence: tuple[Evidence, ...], tokenize: Callable[[str], list[str]],
-                   avoid: set[str] | frozenset[str] = frozenset()) -> list[_Sentence]:
+    def _sentences(
+        self,
+        evidence: tuple[Evidence, ...],
+        tokenize: Callable[[str], list[str]],
+        avoid: set[str] | frozenset[str] = frozenset(),
+    ) -> list[_Sentence]:
         seen: set[str] = set()
         out: list[_Sentence] = []
         for p, page in enumerate(evidence):
@@ -356,7 +396,9 @@ class ExtractiveProvider:
                     cleaned = clean_sentence(raw)
                     if not _usable(raw, cleaned):
                         continue
-                    if avoid and any(_link_name(m.group(1)) in avoid for m in _WIKILINK.finditer(cleaned)):
+                    if avoid and any(
+                        _link_name(m.group(1)) in avoid for m in _WIKILINK.finditer(cleaned)
+                    ):
                         continue  # it would cite the page a save of this answer replaces
                     if is_item and cleaned[-1] not in _CLOSERS and len(cleaned.split()) < 6:
                         continue  # a list fragment ("- Fast startup"), not a sentence
@@ -401,8 +443,9 @@ class ExtractiveProvider:
             score *= 1.0 / (1.0 + 0.01 * min(s.order[1], 50)) if s.order[0] == 0 else 1.0
             s.score = score
 
-    def _choose(self, ranked: list[_Sentence], everything: list[_Sentence],
-                evidence: tuple[Evidence, ...]) -> list[_Sentence]:
+    def _choose(
+        self, ranked: list[_Sentence], everything: list[_Sentence], evidence: tuple[Evidence, ...]
+    ) -> list[_Sentence]:
         best = ranked[0].score
         chosen: list[_Sentence] = []
         budget = self.max_chars

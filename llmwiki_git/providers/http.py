@@ -61,8 +61,10 @@ class HttpSettings:
             except ValueError:
                 millis = -1.0
             if not millis > 0 or millis != millis or millis == float("inf"):
-                raise ConfigError(f"{name} must be a positive number of milliseconds, not {raw!r}",
-                                  hint=f"e.g. {name}=300000 for five minutes")
+                raise ConfigError(
+                    f"{name} must be a positive number of milliseconds, not {raw!r}",
+                    hint=f"e.g. {name}=300000 for five minutes",
+                )
             return cls(read_timeout=millis / 1000.0)
         return cls()
 
@@ -144,17 +146,29 @@ def http_error(endpoint: Endpoint, status: int, body: str, attempts: int) -> Pro
     if status in (401, 403):
         var = endpoint.key_var or "the API key"
         verb = "authentication failed" if status == 401 else "access denied"
-        return ProviderError(name, f"{verb} (HTTP {status}): {detail} -- check {var}",
-                             hint=f"set {var} to a valid key", status=status)
+        return ProviderError(
+            name,
+            f"{verb} (HTTP {status}): {detail} -- check {var}",
+            hint=f"set {var} to a valid key",
+            status=status,
+        )
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if status == 429:
-        return ProviderError(name, f"rate limited (HTTP 429){tries}: {detail}",
-                             hint="wait a little and try again, or use another model", status=status)
+        return ProviderError(
+            name,
+            f"rate limited (HTTP 429){tries}: {detail}",
+            hint="wait a little and try again, or use another model",
+            status=status,
+        )
     if status >= 500:
         return ProviderError(name, f"server error (HTTP {status}){tries}: {detail}", status=status)
     if status == 404:
-        return ProviderError(name, f"not found (HTTP 404) at {endpoint.url}: {detail}",
-                             hint="check the base URL and the model name", status=status)
+        return ProviderError(
+            name,
+            f"not found (HTTP 404) at {endpoint.url}: {detail}",
+            hint="check the base URL and the model name",
+            status=status,
+        )
     return ProviderError(name, f"request refused (HTTP {status}): {detail}", status=status)
 
 
@@ -190,18 +204,34 @@ def _transport_error(endpoint: Endpoint, exc: Exception, attempts: int) -> Provi
     name = endpoint.provider
     if isinstance(exc, httpx.ReadTimeout):
         seconds = endpoint.settings.read_timeout
-        return ProviderError(name, f"no answer from {endpoint.url} within {seconds:g} s",
-                             hint=f"set {endpoint.timeout_var} (milliseconds) to wait longer")
+        return ProviderError(
+            name,
+            f"no answer from {endpoint.url} within {seconds:g} s",
+            hint=f"set {endpoint.timeout_var} (milliseconds) to wait longer",
+        )
     if isinstance(exc, httpx.ConnectError):
-        what = "connection refused" if "refused" in str(exc).lower() else (str(exc) or "cannot connect")
+        what = (
+            "connection refused"
+            if "refused" in str(exc).lower()
+            else (str(exc) or "cannot connect")
+        )
         tries = f", {attempts} attempts" if attempts > 1 else ""
-        return ProviderError(name, f"cannot connect to {endpoint.url} ({what}{tries})", hint=endpoint.unreachable)
+        return ProviderError(
+            name, f"cannot connect to {endpoint.url} ({what}{tries})", hint=endpoint.unreachable
+        )
     if isinstance(exc, httpx.UnsupportedProtocol):
-        return ProviderError(name, f"cannot use the URL {endpoint.url!r} ({exc})",
-                             hint="the base URL must start with http:// or https://")
+        return ProviderError(
+            name,
+            f"cannot use the URL {endpoint.url!r} ({exc})",
+            hint="the base URL must start with http:// or https://",
+        )
     tries = f" ({attempts} attempts)" if attempts > 1 else ""
-    return ProviderError(name, f"the connection to {endpoint.url} failed{tries}: {exc.__class__.__name__}"
-                         + (f": {exc}" if str(exc) else ""), hint=endpoint.unreachable)
+    return ProviderError(
+        name,
+        f"the connection to {endpoint.url} failed{tries}: {exc.__class__.__name__}"
+        + (f": {exc}" if str(exc) else ""),
+        hint=endpoint.unreachable,
+    )
 
 
 def _retryable_transport(exc: Exception, url: str) -> bool:
@@ -214,7 +244,8 @@ def _retryable_transport(exc: Exception, url: str) -> bool:
     if isinstance(exc, httpx.ConnectError) and "refused" in str(exc).lower() and _loopback(url):
         return False
     return isinstance(exc, httpx.TransportError) and not isinstance(
-        exc, (httpx.ReadTimeout, httpx.UnsupportedProtocol, httpx.LocalProtocolError))
+        exc, (httpx.ReadTimeout, httpx.UnsupportedProtocol, httpx.LocalProtocolError)
+    )
 
 
 def _loopback(url: str) -> bool:
@@ -236,7 +267,10 @@ def _body_text(response: httpx.Response) -> str:
 
     try:
         return response.read().decode("utf-8", errors="replace")
-    except (httpx.HTTPError, httpx.StreamError):  # the status is what matters; the body is a courtesy
+    except (
+        httpx.HTTPError,
+        httpx.StreamError,
+    ):  # the status is what matters; the body is a courtesy
         return ""
 
 
@@ -257,7 +291,9 @@ def stream_request(
     """
 
     def read(response: httpx.Response) -> Iterator[object]:
-        if parse_full is not None and response.headers.get("content-type", "").startswith("application/json"):
+        if parse_full is not None and response.headers.get("content-type", "").startswith(
+            "application/json"
+        ):
             text = _parse_full_body(endpoint, _body_text(response), parse_full)
             if text:
                 yield text
@@ -274,7 +310,8 @@ def stream_request(
                 endpoint.provider,
                 f"the stream broke after {emitted} characters: the server closed it before the end "
                 "of the answer, which is incomplete",
-                hint=_PARTIAL_HINT)
+                hint=_PARTIAL_HINT,
+            )
         yield _AGAIN
 
     with endpoint.settings.client() as client:
@@ -283,7 +320,9 @@ def stream_request(
             yield item
 
 
-def post_json(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Client | None = None) -> Any:
+def post_json(
+    endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Client | None = None
+) -> Any:
     """POST ``payload`` (not streamed) and return the decoded JSON answer, through the same
     retry loop as :func:`stream_request` (chat without streaming, embeddings). ``client`` is
     reused when given (embedding batches share one connection); otherwise one is made for
@@ -298,7 +337,9 @@ def post_json(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Clie
         try:
             value = json.loads(text)
         except ValueError as exc:
-            raise ProviderError(endpoint.provider, f"the server sent a malformed answer: {text[:200]!r}") from exc
+            raise ProviderError(
+                endpoint.provider, f"the server sent a malformed answer: {text[:200]!r}"
+            ) from exc
         yield _Answer(value)
 
     answers = _exchange(endpoint, payload, client, read)
@@ -324,7 +365,9 @@ _AGAIN = object()
 BodyReader = Callable[["httpx.Response"], Iterator[object]]
 
 
-def _exchange(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Client, read: BodyReader) -> Generator[object, None, None]:
+def _exchange(
+    endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Client, read: BodyReader
+) -> Generator[object, None, None]:
     """The one retry loop: POST ``payload`` and pass on what ``read`` yields from a 2xx
     response. 429/5xx answers, dropped or refused connections, a retryable error event and
     an attempt that brought nothing (:data:`_AGAIN`) are retried with backoff -- but only
@@ -338,7 +381,9 @@ def _exchange(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Clie
         emitted = 0
         delay = settings.backoff_delay(attempt)
         try:
-            with client.stream("POST", endpoint.url, json=dict(payload), headers=dict(endpoint.headers)) as response:
+            with client.stream(
+                "POST", endpoint.url, json=dict(payload), headers=dict(endpoint.headers)
+            ) as response:
                 status = response.status_code
                 if not 200 <= status < 300:
                     body = _body_text(response)
@@ -351,9 +396,11 @@ def _exchange(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Clie
                     for item in read(response):
                         if item is _AGAIN:
                             if attempt >= settings.retries:
-                                raise ProviderError(endpoint.provider,
-                                                    f"the server closed the stream without an answer ({attempt + 1} attempts)",
-                                                    hint=endpoint.unreachable)
+                                raise ProviderError(
+                                    endpoint.provider,
+                                    f"the server closed the stream without an answer ({attempt + 1} attempts)",
+                                    hint=endpoint.unreachable,
+                                )
                             break
                         emitted += len(item) if isinstance(item, str) else 1
                         yield item
@@ -361,27 +408,35 @@ def _exchange(endpoint: Endpoint, payload: Mapping[str, Any], client: httpx.Clie
                         return
         except RetryableStreamError as exc:
             if emitted:
-                raise ProviderError(endpoint.provider,
-                                    f"the stream broke after {emitted} characters: {exc.message.split(': ', 1)[-1]}"
-                                    " -- the answer is incomplete", hint=_PARTIAL_HINT) from exc
+                raise ProviderError(
+                    endpoint.provider,
+                    f"the stream broke after {emitted} characters: {exc.message.split(': ', 1)[-1]}"
+                    " -- the answer is incomplete",
+                    hint=_PARTIAL_HINT,
+                ) from exc
             if attempt >= settings.retries:
                 raise
         except httpx.DecodingError as exc:
-            raise ProviderError(endpoint.provider, f"the server sent a body that cannot be decoded ({exc})") from exc
+            raise ProviderError(
+                endpoint.provider, f"the server sent a body that cannot be decoded ({exc})"
+            ) from exc
         except httpx.TransportError as exc:
             if emitted:
                 raise ProviderError(
                     endpoint.provider,
                     f"the stream broke after {emitted} characters ({exc.__class__.__name__}): "
                     "the answer is incomplete",
-                    hint=_PARTIAL_HINT) from exc
+                    hint=_PARTIAL_HINT,
+                ) from exc
             if attempt >= settings.retries or not _retryable_transport(exc, endpoint.url):
                 raise _transport_error(endpoint, exc, attempt + 1) from exc
         time.sleep(delay)
         attempt += 1
 
 
-def json_request(endpoint: Endpoint, payload: Mapping[str, Any], parse_full: Callable[[Any], str]) -> str:
+def json_request(
+    endpoint: Endpoint, payload: Mapping[str, Any], parse_full: Callable[[Any], str]
+) -> str:
     """POST ``payload`` (not streamed) and return the text ``parse_full`` finds in the JSON
     answer."""
     return _parse_full(endpoint, post_json(endpoint, payload), parse_full)
@@ -396,7 +451,9 @@ def _parse_full_body(endpoint: Endpoint, body: str, parse_full: Callable[[Any], 
     try:
         data = json.loads(body)
     except ValueError as exc:
-        raise ProviderError(endpoint.provider, f"the server sent a malformed answer: {body[:200]!r}") from exc
+        raise ProviderError(
+            endpoint.provider, f"the server sent a malformed answer: {body[:200]!r}"
+        ) from exc
     return _parse_full(endpoint, data, parse_full)
 
 
@@ -407,14 +464,19 @@ def _parse_full(endpoint: Endpoint, data: Any, parse_full: Callable[[Any], str])
         raise
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
         shown = json.dumps(data)[:200]
-        raise ProviderError(endpoint.provider, f"the server sent a malformed answer: {shown!r}") from exc
+        raise ProviderError(
+            endpoint.provider, f"the server sent a malformed answer: {shown!r}"
+        ) from exc
 
 
 def malformed(provider: str, what: str, line: str) -> ProviderError:
     """The error for a stream chunk that does not parse."""
     shown = line if len(line) <= 200 else line[:197] + "..."
-    return ProviderError(provider, f"the server sent a malformed {what}: {shown!r}",
-                         hint="is the base URL pointing at the right kind of server?")
+    return ProviderError(
+        provider,
+        f"the server sent a malformed {what}: {shown!r}",
+        hint="is the base URL pointing at the right kind of server?",
+    )
 
 
 def sse_events(provider: str, lines: Iterator[str]) -> Iterator[tuple[str, str]]:

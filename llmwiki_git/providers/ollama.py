@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .base import HttpEmbeddings, PromptedProvider, chat_messages, model_from_env, user_agent
 from ..errors import ProviderError
+from .base import HttpEmbeddings, PromptedProvider, chat_messages, model_from_env, user_agent
 from .http import STREAM_END, Endpoint, HttpSettings, malformed
 
 NAME = "ollama"
@@ -45,7 +45,9 @@ def ollama_base_url(host: str | None) -> str:
     path = "/" + path if path else ""
     if path.endswith("/v1"):
         path = path[:-3]
-    has_port = bool(re.search(r":\d+$", hostport)) and not (hostport.startswith("[") and hostport.endswith("]"))
+    has_port = bool(re.search(r":\d+$", hostport)) and not (
+        hostport.startswith("[") and hostport.endswith("]")
+    )
     if not has_port and not sep:  # a bare host gets Ollama's port; a URL keeps its scheme's port
         hostport = f"{hostport or '127.0.0.1'}:11434"
     hostport = re.sub(r"^0\.0\.0\.0(?=:|$)", "127.0.0.1", hostport)
@@ -61,14 +63,22 @@ def _settings(environ: Mapping[str, str]) -> HttpSettings:
     return HttpSettings.from_env(environ, "OLLAMA_TIMEOUT_MS", "LLMWIKI_REQUEST_TIMEOUT_MS")
 
 
-def _endpoint(base_url: str, path: str, api_key: str | None, settings: HttpSettings, accept: str,
-              explain: Any) -> Endpoint:
+def _endpoint(
+    base_url: str, path: str, api_key: str | None, settings: HttpSettings, accept: str, explain: Any
+) -> Endpoint:
     headers = {"accept": accept, "user-agent": user_agent()}
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"
-    return Endpoint(provider=NAME, url=f"{base_url}{path}", headers=headers, settings=settings,
-                    key_var="OLLAMA_API_KEY", unreachable=START_HINT, explain=explain,
-                    timeout_var="OLLAMA_TIMEOUT_MS")
+    return Endpoint(
+        provider=NAME,
+        url=f"{base_url}{path}",
+        headers=headers,
+        settings=settings,
+        key_var="OLLAMA_API_KEY",
+        unreachable=START_HINT,
+        explain=explain,
+        timeout_var="OLLAMA_TIMEOUT_MS",
+    )
 
 
 def _missing_model(detail: str) -> bool:
@@ -80,10 +90,15 @@ def _explain(model: str, url: str, status: int, detail: str) -> tuple[str, str |
     """A missing model says ``ollama pull``; a 404 elsewhere says to check OLLAMA_HOST."""
     pull = f"ollama pull {model}"
     if _missing_model(detail):
-        return f"model {model!r} is not available in Ollama: run `{pull}` ({detail})", f"run `{pull}`"
+        return (
+            f"model {model!r} is not available in Ollama: run `{pull}` ({detail})",
+            f"run `{pull}`",
+        )
     if status == 404:
-        return (f"nothing answers at {url} (HTTP 404): {detail}",
-                "is OLLAMA_HOST pointing at an Ollama server?")
+        return (
+            f"nothing answers at {url} (HTTP 404): {detail}",
+            "is OLLAMA_HOST pointing at an Ollama server?",
+        )
     return None
 
 
@@ -92,17 +107,33 @@ class OllamaEmbeddings(HttpEmbeddings):
 
     name = NAME
 
-    def __init__(self, model: str, *, host: str | None = None, api_key: str | None = None,
-                 settings: HttpSettings | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        host: str | None = None,
+        api_key: str | None = None,
+        settings: HttpSettings | None = None,
+    ) -> None:
         self.model = model
         url = f"{ollama_base_url(host)}/api/embed"
-        self.endpoint = _endpoint(ollama_base_url(host), "/api/embed", api_key, settings or HttpSettings(),
-                                  "application/json", lambda status, detail: _explain(model, url, status, detail))
+        self.endpoint = _endpoint(
+            ollama_base_url(host),
+            "/api/embed",
+            api_key,
+            settings or HttpSettings(),
+            "application/json",
+            lambda status, detail: _explain(model, url, status, detail),
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], model: str | None = None) -> OllamaEmbeddings:
-        return cls(model or DEFAULT_EMBEDDING_MODEL, host=environ.get("OLLAMA_HOST"), api_key=_api_key(environ),
-                   settings=_settings(environ))
+        return cls(
+            model or DEFAULT_EMBEDDING_MODEL,
+            host=environ.get("OLLAMA_HOST"),
+            api_key=_api_key(environ),
+            settings=_settings(environ),
+        )
 
     def _payload(self, texts: list[str]) -> dict[str, Any]:
         return {"model": self.model, "input": texts}
@@ -117,21 +148,41 @@ class OllamaProvider(PromptedProvider):
     name = NAME
     generative = True
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, host: str | None = None, api_key: str | None = None,
-                 settings: HttpSettings | None = None) -> None:
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        host: str | None = None,
+        api_key: str | None = None,
+        settings: HttpSettings | None = None,
+    ) -> None:
         self.model = model
         self.base_url = ollama_base_url(host)
         self.settings = settings or HttpSettings()
-        self._endpoint = _endpoint(self.base_url, "/api/chat", api_key, self.settings, "application/x-ndjson",
-                                   self._explain)
+        self._endpoint = _endpoint(
+            self.base_url,
+            "/api/chat",
+            api_key,
+            self.settings,
+            "application/x-ndjson",
+            self._explain,
+        )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str], model: str | None = None,
-                 settings: HttpSettings | None = None) -> OllamaProvider:
+    def from_env(
+        cls,
+        environ: Mapping[str, str],
+        model: str | None = None,
+        settings: HttpSettings | None = None,
+    ) -> OllamaProvider:
         """Configured from ``OLLAMA_HOST``, ``OLLAMA_API_KEY``, ``LLMWIKI_MODEL`` /
         ``OLLAMA_MODEL`` and the timeout variables; needs no key."""
-        return cls(model_from_env(environ, "OLLAMA_MODEL", DEFAULT_MODEL, model), host=environ.get("OLLAMA_HOST"),
-                   api_key=_api_key(environ), settings=settings or _settings(environ))
+        return cls(
+            model_from_env(environ, "OLLAMA_MODEL", DEFAULT_MODEL, model),
+            host=environ.get("OLLAMA_HOST"),
+            api_key=_api_key(environ),
+            settings=settings or _settings(environ),
+        )
 
     def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
         return {

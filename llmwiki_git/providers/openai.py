@@ -34,7 +34,13 @@ DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 KEY_VAR = "OPENAI_API_KEY"
 # Error types an OpenAI-compatible server reports inside a stream that are worth a retry.
-_RETRYABLE_TYPES = {"server_error", "rate_limit_error", "rate_limit_exceeded", "overloaded_error", "timeout"}
+_RETRYABLE_TYPES = {
+    "server_error",
+    "rate_limit_error",
+    "rate_limit_exceeded",
+    "overloaded_error",
+    "timeout",
+}
 
 
 class OpenAIProvider(PromptedProvider):
@@ -43,24 +49,43 @@ class OpenAIProvider(PromptedProvider):
     name = NAME
     generative = True
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, base_url: str = DEFAULT_BASE_URL,
-                 api_key: str | None = None, settings: HttpSettings | None = None) -> None:
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        settings: HttpSettings | None = None,
+    ) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.settings = settings or HttpSettings()
-        self._endpoint = _endpoint(self.base_url, "/chat/completions", api_key, self.settings,
-                                   "text/event-stream", self._explain)
+        self._endpoint = _endpoint(
+            self.base_url,
+            "/chat/completions",
+            api_key,
+            self.settings,
+            "text/event-stream",
+            self._explain,
+        )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str], model: str | None = None,
-                 settings: HttpSettings | None = None) -> OpenAIProvider:
+    def from_env(
+        cls,
+        environ: Mapping[str, str],
+        model: str | None = None,
+        settings: HttpSettings | None = None,
+    ) -> OpenAIProvider:
         """Configured from ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``LLMWIKI_MODEL`` /
         ``OPENAI_MODEL`` and ``LLMWIKI_REQUEST_TIMEOUT_MS``; ConfigError without a key
         unless ``OPENAI_BASE_URL`` names a (local) server."""
         base, key = _base_and_key(environ, "openai")
-        return cls(model_from_env(environ, "OPENAI_MODEL", DEFAULT_MODEL, model),
-                   base_url=base, api_key=key,
-                   settings=settings or HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"))
+        return cls(
+            model_from_env(environ, "OPENAI_MODEL", DEFAULT_MODEL, model),
+            base_url=base,
+            api_key=key,
+            settings=settings or HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"),
+        )
 
     def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
         return {
@@ -74,7 +99,11 @@ class OpenAIProvider(PromptedProvider):
 
     def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
         usage = body.get("usage")
-        return (usage.get("prompt_tokens"), usage.get("completion_tokens")) if isinstance(usage, dict) else (None, None)
+        return (
+            (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+            if isinstance(usage, dict)
+            else (None, None)
+        )
 
     def _parse_full(self, body: Any) -> str:
         return _parse_full(body)
@@ -83,10 +112,14 @@ class OpenAIProvider(PromptedProvider):
         if status != 404:
             return None
         if "model" in detail.lower():
-            return (f"model {self.model!r} not found (HTTP 404): {detail}",
-                    "set LLMWIKI_MODEL (or OPENAI_MODEL) to a model this server offers")
-        return (f"nothing answers at {self._endpoint.url} (HTTP 404): {detail}",
-                "OPENAI_BASE_URL must include the version path, e.g. http://127.0.0.1:8080/v1")
+            return (
+                f"model {self.model!r} not found (HTTP 404): {detail}",
+                "set LLMWIKI_MODEL (or OPENAI_MODEL) to a model this server offers",
+            )
+        return (
+            f"nothing answers at {self._endpoint.url} (HTTP 404): {detail}",
+            "OPENAI_BASE_URL must include the version path, e.g. http://127.0.0.1:8080/v1",
+        )
 
 
 def _base_and_key(environ: Mapping[str, str], what: str) -> tuple[str, str | None]:
@@ -95,14 +128,22 @@ def _base_and_key(environ: Mapping[str, str], what: str) -> tuple[str, str | Non
     key = (environ.get(KEY_VAR) or "").strip() or None
     base = (environ.get("OPENAI_BASE_URL") or "").strip()
     if not key and not base:
-        raise ConfigError(f"{what} needs OPENAI_API_KEY",
-                          hint="set OPENAI_API_KEY, or OPENAI_BASE_URL for a local OpenAI-compatible server"
-                               + (", or LLMWIKI_EMBEDDING_PROVIDER=local" if "embeddings" in what else ""))
+        raise ConfigError(
+            f"{what} needs OPENAI_API_KEY",
+            hint="set OPENAI_API_KEY, or OPENAI_BASE_URL for a local OpenAI-compatible server"
+            + (", or LLMWIKI_EMBEDDING_PROVIDER=local" if "embeddings" in what else ""),
+        )
     return (base or DEFAULT_BASE_URL).rstrip("/"), key
 
 
-def _endpoint(base_url: str, path: str, api_key: str | None, settings: HttpSettings, accept: str,
-              explain: Any = None) -> Endpoint:
+def _endpoint(
+    base_url: str,
+    path: str,
+    api_key: str | None,
+    settings: HttpSettings,
+    accept: str,
+    explain: Any = None,
+) -> Endpoint:
     headers = {"accept": accept, "user-agent": user_agent()}
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"
@@ -112,8 +153,11 @@ def _endpoint(base_url: str, path: str, api_key: str | None, settings: HttpSetti
         headers=headers,
         settings=settings,
         key_var=KEY_VAR,
-        unreachable=("is the server at OPENAI_BASE_URL running?" if base_url != DEFAULT_BASE_URL
-                     else "check the network connection to api.openai.com"),
+        unreachable=(
+            "is the server at OPENAI_BASE_URL running?"
+            if base_url != DEFAULT_BASE_URL
+            else "check the network connection to api.openai.com"
+        ),
         explain=explain,
     )
 
@@ -123,17 +167,32 @@ class OpenAIEmbeddings(HttpEmbeddings):
 
     name = NAME
 
-    def __init__(self, model: str, *, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
-                 settings: HttpSettings | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        settings: HttpSettings | None = None,
+    ) -> None:
         self.model = model
-        self.endpoint = _endpoint(base_url.rstrip("/"), "/embeddings", api_key, settings or HttpSettings(),
-                                  "application/json")
+        self.endpoint = _endpoint(
+            base_url.rstrip("/"),
+            "/embeddings",
+            api_key,
+            settings or HttpSettings(),
+            "application/json",
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], model: str | None = None) -> OpenAIEmbeddings:
         base, key = _base_and_key(environ, "openai embeddings")
-        return cls(model or DEFAULT_EMBEDDING_MODEL, base_url=base, api_key=key,
-                   settings=HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"))
+        return cls(
+            model or DEFAULT_EMBEDDING_MODEL,
+            base_url=base,
+            api_key=key,
+            settings=HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"),
+        )
 
     def _payload(self, texts: list[str]) -> dict[str, Any]:
         return {"model": self.model, "input": texts}
@@ -175,7 +234,9 @@ def _parse_stream(lines: Iterator[str]) -> Iterator[str | None]:
                 continue
             delta = choice.get("delta") or {}
             content = delta.get("content") if isinstance(delta, dict) else None
-            if not isinstance(delta, dict) or (content is not None and not isinstance(content, str)):
+            if not isinstance(delta, dict) or (
+                content is not None and not isinstance(content, str)
+            ):
                 raise malformed(NAME, "stream chunk", data)
             if content:
                 yield content

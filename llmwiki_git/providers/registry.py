@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import Protocol, cast
 
 from ..errors import ConfigError
-from ..providertable import CHAT_PROVIDERS, DEFAULT_CHAT, PROVIDERS as TABLE, builder, row
+from ..providertable import CHAT_PROVIDERS, DEFAULT_CHAT, builder, row
+from ..providertable import PROVIDERS as TABLE
 from .base import ChatProvider
 
 PROVIDERS = CHAT_PROVIDERS
@@ -45,11 +46,16 @@ def detect_provider(environ: Mapping[str, str]) -> str:
     return DEFAULT_CHAT
 
 
-def provider_name(flag: str | None, environ: Mapping[str, str], configured: str | None) -> tuple[str, str]:
+def provider_name(
+    flag: str | None, environ: Mapping[str, str], configured: str | None
+) -> tuple[str, str]:
     """``(name, source)``: the chosen provider and where the choice came from
     (``--provider``, ``LLMWIKI_PROVIDER``, ``config``, ``credentials`` or ``default``)."""
-    for value, source in ((flag, "--provider"), (environ.get("LLMWIKI_PROVIDER"), "LLMWIKI_PROVIDER"),
-                          (configured, "config")):
+    for value, source in (
+        (flag, "--provider"),
+        (environ.get("LLMWIKI_PROVIDER"), "LLMWIKI_PROVIDER"),
+        (configured, "config"),
+    ):
         name = _clean(value)
         if name is None:
             continue

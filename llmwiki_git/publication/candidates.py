@@ -18,25 +18,44 @@ from dataclasses import dataclass, field
 from ..errors import CandidateNotFound, LlmwikiError, UsageError
 from ..gitstore.git import Git
 from ..wiki.frontmatter import split
-from ..wiki.pages import MAX_PAGE_BYTES, acceptance_problem
-from ..wiki.slug import slugify
-from ..wiki.provenance import in_sources
 from ..wiki.generated import is_generated_index, is_generated_log
-from .trailers import (ABSENT, KIND, KINDS, MULTI_KINDS, PAGE_KIND, REWRITE_KINDS, Trailers, parse as parse_trailers,
-                       read_many as read_trailers)
+from ..wiki.pages import MAX_PAGE_BYTES, acceptance_problem
+from ..wiki.provenance import in_sources
+from ..wiki.slug import slugify
+from .trailers import (
+    ABSENT,
+    KIND,
+    KINDS,
+    MULTI_KINDS,
+    PAGE_KIND,
+    REWRITE_KINDS,
+    Trailers,
+)
+from .trailers import (
+    parse as parse_trailers,
+)
+from .trailers import (
+    read_many as read_trailers,
+)
 
 BRANCH_PREFIX = "llmwiki/review/"
 PREFIX = "refs/heads/" + BRANCH_PREFIX
 REJECTED = "refs/llmwiki/rejected/"
 #: ``<slug>-<8 hex>``, safe as a ref component: no control, space, DEL or ref-special
 #: characters, no leading ``.`` or ``-`` (the one rule: review commands and the Action).
-CANDIDATE_ID = re.compile(r"[^\x00-\x20\x7f/\\~^:?*\[.\-][^\x00-\x20\x7f/\\~^:?*\[]{0,200}-[0-9a-f]{8}")
+CANDIDATE_ID = re.compile(
+    r"[^\x00-\x20\x7f/\\~^:?*\[.\-][^\x00-\x20\x7f/\\~^:?*\[]{0,200}-[0-9a-f]{8}"
+)
 
 
 def is_candidate_id(text: str) -> bool:
     """Whether ``text`` is a well-formed candidate id (see :data:`CANDIDATE_ID`)."""
-    return (CANDIDATE_ID.fullmatch(text) is not None and not text.endswith(".lock")
-            and ".." not in text and "@{" not in text)
+    return (
+        CANDIDATE_ID.fullmatch(text) is not None
+        and not text.endswith(".lock")
+        and ".." not in text
+        and "@{" not in text
+    )
 
 
 @dataclass
@@ -78,7 +97,9 @@ def new_id(git: Git, slug: str) -> str:
 def check_id(git: Git, candidate_id: str, *, must_exist: bool = True) -> bool:
     """Whether ``candidate_id`` is safe as a ref component; raise UsageError otherwise."""
     if not is_candidate_id(candidate_id):
-        raise UsageError(f"{candidate_id!r} is not a valid candidate id", hint="ids look like <slug>-<8 hex>")
+        raise UsageError(
+            f"{candidate_id!r} is not a valid candidate id", hint="ids look like <slug>-<8 hex>"
+        )
     if not git.branch_name_ok(f"llmwiki/review/{candidate_id}"):
         raise UsageError(f"{candidate_id!r} is not a valid candidate id (not a valid ref name)")
     exists = git.rev_parse(PREFIX + candidate_id) is not None
@@ -91,9 +112,10 @@ def list_candidates(git: Git) -> list[Candidate]:
     """Open candidates, oldest first. A branch whose trailers are malformed is listed with a
     note (it can be rejected, never approved)."""
     rows = []
-    for ref, commit, unix_time, subject in git.for_each_ref(PREFIX, ("refname", "objectname", "committerdate:unix",
-                                                                     "subject")):
-        rows.append((ref[len(PREFIX):], commit, int(unix_time or 0), subject))
+    for ref, commit, unix_time, subject in git.for_each_ref(
+        PREFIX, ("refname", "objectname", "committerdate:unix", "subject")
+    ):
+        rows.append((ref[len(PREFIX) :], commit, int(unix_time or 0), subject))
     found = read_trailers(git, [c for _, c, _, _ in rows])
     candidates = []
     for candidate_id, commit, stamp, subject in rows:
@@ -102,7 +124,9 @@ def list_candidates(git: Git) -> list[Candidate]:
         if parsed is None:
             candidate.notes.append("malformed trailers: cannot be approved")
         elif parsed.candidate != candidate_id:
-            candidate.notes.append(f"trailer names candidate {parsed.candidate!r}, not the branch's id")
+            candidate.notes.append(
+                f"trailer names candidate {parsed.candidate!r}, not the branch's id"
+            )
         candidates.append(candidate)
     candidates.sort(key=lambda c: (c.committed_at, c.id))
     return candidates
@@ -154,9 +178,13 @@ def page_target_problem(target: str, wiki_root: str) -> str | None:
     if hidden or "\\" in target or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
         return f"target {target!r} goes through a hidden folder or has an unsafe name"
     prefix = f"{wiki_root}/" if wiki_root else ""
-    if not target.startswith(prefix) or not target.lower().endswith(".md") or len(target) <= len(prefix) + 3:
+    if (
+        not target.startswith(prefix)
+        or not target.lower().endswith(".md")
+        or len(target) <= len(prefix) + 3
+    ):
         return f"target {target!r} is not a .md page under the wiki root ({wiki_root or 'the repository root'})"
-    if target[len(prefix):] in GENERATED:
+    if target[len(prefix) :] in GENERATED:
         return f"target {target!r} is llmwiki's generated table of contents or journal, not a page"
     return None
 
@@ -167,7 +195,7 @@ def users_own_page(git: Git, base: str, target: str, wiki_root: str) -> bool:
     format). A move or merge (REWRITE_KINDS) may rewrite the links in it, exactly as its
     plan says (review/rewrites.py); no other candidate may write it."""
     prefix = f"{wiki_root}/" if wiki_root else ""
-    name = target[len(prefix):] if target.startswith(prefix) else ""
+    name = target[len(prefix) :] if target.startswith(prefix) else ""
     if name not in GENERATED:
         return False
     if git.file_mode(base, target) != REGULAR:
@@ -186,8 +214,11 @@ def source_target_problem(target: str, project_prefix: str | None) -> str | None
     if project_prefix is None:
         return f"target {target!r}: the project folder is not known, so no source may be deleted"
     parts = target.split("/")
-    if any(not p or p.startswith(".") for p in parts) or "\\" in target or \
-            any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+    if (
+        any(not p or p.startswith(".") for p in parts)
+        or "\\" in target
+        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target)
+    ):
         return f"target {target!r} goes through a hidden folder or has an unsafe name"
     if not in_sources(target, project_prefix):
         return f"target {target!r} is not a page under the wiki root nor a file in sources/"
@@ -206,13 +237,22 @@ def blob_problem(git: Git, blob: str, *, max_bytes: int = MAX_PAGE_BYTES) -> str
 
 def unchecked(candidate_id: str, target: str, why: str) -> Malformed:
     """The refusal of a page that breaks the acceptance rule."""
-    return Malformed("unchecked-page", f"candidate {candidate_id} writes {target}, which is not fully checkable: {why}; "
-                                       "a page a candidate writes must be fully checkable, as the gate requires "
-                                       "of a commit; reject it")
+    return Malformed(
+        "unchecked-page",
+        f"candidate {candidate_id} writes {target}, which is not fully checkable: {why}; "
+        "a page a candidate writes must be fully checkable, as the gate requires "
+        "of a commit; reject it",
+    )
 
 
-def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str | None = None, *,
-             max_bytes: int = MAX_PAGE_BYTES) -> Malformed | None:
+def validate(
+    git: Git,
+    candidate: Candidate,
+    wiki_root: str,
+    project_prefix: str | None = None,
+    *,
+    max_bytes: int = MAX_PAGE_BYTES,
+) -> Malformed | None:
     """The one structural check of a candidate, used by approve, show, list and the Action:
     a well-formed trailer block; exactly one commit on its base changing exactly one entry,
     its target, to a regular file (mode 100644: no symlink, executable or gitlink); the
@@ -224,8 +264,11 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
     whose ``sources/`` no candidate may write (None: the wiki root's parent rules are enough)."""
     t = candidate.trailers
     if t is None or candidate.notes:
-        return Malformed("malformed", f"candidate {candidate.id} has a malformed trailer block "
-                                      f"({'; '.join(candidate.notes) or 'missing keys'}); reject it")
+        return Malformed(
+            "malformed",
+            f"candidate {candidate.id} has a malformed trailer block "
+            f"({'; '.join(candidate.notes) or 'missing keys'}); reject it",
+        )
     if t.kind not in KINDS:
         return Malformed("malformed", f"candidate kind {t.kind!r} is not one of {', '.join(KINDS)}")
     if t.kind in MULTI_KINDS:
@@ -240,35 +283,55 @@ def validate(git: Git, candidate: Candidate, wiki_root: str, project_prefix: str
     changes = git.raw_changes(t.base, candidate.commit)
     paths = [c[3] for c in changes]
     if paths != [t.target]:
-        return Malformed("touches-other-files", f"candidate {candidate.id} must change exactly {t.target}, "
-                                                f"but changes: {', '.join(map(repr, paths)) or 'nothing'}")
+        return Malformed(
+            "touches-other-files",
+            f"candidate {candidate.id} must change exactly {t.target}, "
+            f"but changes: {', '.join(map(repr, paths)) or 'nothing'}",
+        )
     mode, blob, status, _path = changes[0]
     if status.startswith("D"):
         if page_edit:
             return None  # a deletion candidate: no blob at the target
         return Malformed("touches-other-files", f"candidate {candidate.id} deletes {t.target}")
     if mode != REGULAR:
-        return Malformed("not-a-regular-file", f"candidate {candidate.id} makes {t.target} {_MODES.get(mode, f'mode {mode}')}; "
-                                               "only a regular file (mode 100644) can be approved; reject it")
+        return Malformed(
+            "not-a-regular-file",
+            f"candidate {candidate.id} makes {t.target} {_MODES.get(mode, f'mode {mode}')}; "
+            "only a regular file (mode 100644) can be approved; reject it",
+        )
     why = blob_problem(git, blob, max_bytes=max_bytes)
     return None if why is None else unchecked(candidate.id, t.target, why)
 
 
-_MODES = {"120000": "a symlink", "100755": "an executable file", "160000": "a gitlink (submodule)", "040000": "a folder",
-          "000000": "nothing"}
+_MODES = {
+    "120000": "a symlink",
+    "100755": "an executable file",
+    "160000": "a gitlink (submodule)",
+    "040000": "a folder",
+    "000000": "nothing",
+}
 
 
 def _not_one_commit(git: Git, candidate: Candidate, t: Trailers) -> Malformed | None:
     """Refusal unless the branch is exactly one commit on top of the base its trailers name."""
     parents = git.parents(candidate.commit)
     if len(parents) != 1 or parents[0] != t.base:
-        return Malformed("not-single-commit", f"candidate {candidate.id} must be exactly one commit on top of its base "
-                                              f"{t.base[:12]}; the branch was changed after staging")
+        return Malformed(
+            "not-single-commit",
+            f"candidate {candidate.id} must be exactly one commit on top of its base "
+            f"{t.base[:12]}; the branch was changed after staging",
+        )
     return None
 
 
-def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
-                    project_prefix: str | None, max_bytes: int) -> Malformed | None:
+def _validate_files(
+    git: Git,
+    candidate: Candidate,
+    t: Trailers,
+    wiki_root: str,
+    project_prefix: str | None,
+    max_bytes: int,
+) -> Malformed | None:
     """The structural check of a multi-file candidate: one commit on its base changing
     exactly the files its trailers list, each a ``.md`` page under the wiki root (not the
     generated index or journal, not in ``sources/``, through no hidden folder) that becomes a
@@ -282,9 +345,17 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
                 problem = f"a retraction may only delete {f.target}, which must exist at its base"
         else:
             problem = page_target_problem(f.target, wiki_root)
-            if problem is not None and t.kind in REWRITE_KINDS and users_own_page(git, t.base, f.target, wiki_root):
+            if (
+                problem is not None
+                and t.kind in REWRITE_KINDS
+                and users_own_page(git, t.base, f.target, wiki_root)
+            ):
                 problem = None  # a vault's own home page or diary: the plan check allows its link rewrites only
-            if problem is None and project_prefix is not None and in_sources(f.target, project_prefix):
+            if (
+                problem is None
+                and project_prefix is not None
+                and in_sources(f.target, project_prefix)
+            ):
                 problem = f"target {f.target!r} is a source (in sources/), not a page"
         if problem is not None:
             return Malformed("bad-target", f"candidate {cid}: {problem}; reject it")
@@ -295,23 +366,40 @@ def _validate_files(git: Git, candidate: Candidate, t: Trailers, wiki_root: str,
     listed = {f.target for f in t.files}
     if set(changes) != listed:
         extra, missing = sorted(set(changes) - listed), sorted(listed - set(changes))
-        what = "; ".join(part for part in (f"unlisted: {', '.join(map(repr, extra))}" if extra else "",
-                                           f"listed but unchanged: {', '.join(map(repr, missing))}" if missing else "")
-                         if part)
-        return Malformed("touches-other-files", f"candidate {cid} must change exactly the {len(listed)} file(s) its "
-                                                f"trailers list ({what})")
+        what = "; ".join(
+            part
+            for part in (
+                f"unlisted: {', '.join(map(repr, extra))}" if extra else "",
+                f"listed but unchanged: {', '.join(map(repr, missing))}" if missing else "",
+            )
+            if part
+        )
+        return Malformed(
+            "touches-other-files",
+            f"candidate {cid} must change exactly the {len(listed)} file(s) its "
+            f"trailers list ({what})",
+        )
     for f in t.files:
         old_mode, mode, blob, status, _path = changes[f.target]
         if f.target == t.retracts and not (status.startswith("D") and old_mode in SOURCE_MODES):
-            return Malformed("not-a-regular-file", f"candidate {cid} must delete the source {f.target}, a regular file "
-                                                   f"at its base ({_MODES.get(old_mode, f'mode {old_mode}')} there, "
-                                                   f"change {status}); reject it")
+            return Malformed(
+                "not-a-regular-file",
+                f"candidate {cid} must delete the source {f.target}, a regular file "
+                f"at its base ({_MODES.get(old_mode, f'mode {old_mode}')} there, "
+                f"change {status}); reject it",
+            )
         if status.startswith("D") != (f.body_digest == ABSENT):
-            return Malformed("touches-other-files", f"candidate {cid} {'deletes' if status.startswith('D') else 'writes'} "
-                                                    f"{f.target}, but its trailers say otherwise")
+            return Malformed(
+                "touches-other-files",
+                f"candidate {cid} {'deletes' if status.startswith('D') else 'writes'} "
+                f"{f.target}, but its trailers say otherwise",
+            )
         if not status.startswith("D") and mode != REGULAR:
-            return Malformed("not-a-regular-file", f"candidate {cid} makes {f.target} {_MODES.get(mode, f'mode {mode}')}; "
-                                                   "only a regular file (mode 100644) can be approved; reject it")
+            return Malformed(
+                "not-a-regular-file",
+                f"candidate {cid} makes {f.target} {_MODES.get(mode, f'mode {mode}')}; "
+                "only a regular file (mode 100644) can be approved; reject it",
+            )
         why = None if status.startswith("D") else blob_problem(git, blob, max_bytes=max_bytes)
         if why is not None:
             return unchecked(cid, f.target, why)
@@ -349,7 +437,9 @@ def pending_index(git: Git) -> BranchPending:
         answer = t.kind == KIND and "/queries/" in f"/{t.target}"
         if not answer and not (t.kind == PAGE_KIND and t.body_digest != ABSENT):
             continue
-        by_slug.setdefault(slugify(candidate.slug), []).append(candidate.id)  # a page file name may not be a slug
+        by_slug.setdefault(slugify(candidate.slug), []).append(
+            candidate.id
+        )  # a page file name may not be a slug
     return BranchPending({k: tuple(sorted(set(v))) for k, v in by_slug.items()})
 
 
@@ -365,8 +455,10 @@ def reject(git: Git, candidate_id: str) -> str:
             break
         target = f"{REJECTED}{candidate_id}-{attempt}"
     else:
-        raise LlmwikiError(f"too many rejected candidates named {candidate_id}",
-                           hint=f"delete old ones with `git update-ref -d {REJECTED}{candidate_id}`")
+        raise LlmwikiError(
+            f"too many rejected candidates named {candidate_id}",
+            hint=f"delete old ones with `git update-ref -d {REJECTED}{candidate_id}`",
+        )
     if git.rev_parse(target) != commit:
         git.update_ref(target, commit, "", message=f"llmwiki: reject {candidate_id}")
     git.delete_ref(PREFIX + candidate_id, commit, message=f"llmwiki: reject {candidate_id}")

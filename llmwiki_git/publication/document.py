@@ -32,7 +32,11 @@ def shorten(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     inside = [m.span() for m in _WHOLE.finditer(text)]
-    cuts = [i for i in range(limit - 1, 0, -1) if text[i] == " " and not any(a < i < b for a, b in inside)]
+    cuts = [
+        i
+        for i in range(limit - 1, 0, -1)
+        if text[i] == " " and not any(a < i < b for a, b in inside)
+    ]
     cut = cuts[0] if cuts else 0
     if cut == 0:  # one unbroken word or link longer than the limit: cut before it
         first = inside[0][0] if inside and inside[0][0] < limit else limit - 1
@@ -45,7 +49,10 @@ def summarize(answer: str) -> str:
     most 120 chars (see `shorten`)."""
     first = answer.strip().splitlines()[0] if answer.strip() else ""
     inside = [m.span() for m in _WHOLE.finditer(first)]
-    end = next((m for m in _SENTENCE_END.finditer(first) if not any(a < m.start() < b for a, b in inside)), None)
+    end = next(
+        (m for m in _SENTENCE_END.finditer(first) if not any(a < m.start() < b for a, b in inside)),
+        None,
+    )
     if end:
         first = first[: end.end()]
     return shorten(first, MAX_SUMMARY)
@@ -65,8 +72,15 @@ def now_iso(ms: bool = True) -> str:
 
 def render_page(question: str, answer: str, created_at: str) -> str:
     """The canonical document: exactly title, summary, type, createdAt, then the answer."""
-    meta = {"title": page_title(question), "summary": summarize(answer), "type": "query", "createdAt": created_at}
-    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10**6, default_style=None)
+    meta = {
+        "title": page_title(question),
+        "summary": summarize(answer),
+        "type": "query",
+        "createdAt": created_at,
+    }
+    head = yaml.safe_dump(
+        meta, sort_keys=False, allow_unicode=True, width=10**6, default_style=None
+    )
     return f"---\n{head}---\n\n{answer.strip()}\n"
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MoveRefused, UsageError
-from ..gitstore.git import Git, TreeEntry
 from ..gitstore.commits import build_commit, check_path, current_branch, move_branch
+from ..gitstore.git import Git, TreeEntry
 from ..wiki import generated as G
 from ..wiki.model import Wiki
 from ..wiki.rewrite import Edit, RewritePlan, apply_edits, decode, encode, plan_moves, wiki_after
@@ -52,19 +52,30 @@ class Moved:
 
     def edits(self) -> list[tuple[str, Edit]]:
         """(path, edit) of every rewritten link, by path then position."""
-        return [(f.path, e) for f in sorted(self.plan.edited_files, key=lambda f: f.path)
-                for e in sorted(f.edits, key=lambda e: e.start)]
+        return [
+            (f.path, e)
+            for f in sorted(self.plan.edited_files, key=lambda f: f.path)
+            for e in sorted(f.edits, key=lambda e: e.start)
+        ]
 
     def to_json(self) -> dict[str, object]:
         return {
-            "version": 1, "from": self.old, "to": self.new, "dryRun": self.dry_run, "commit": self.commit,
+            "version": 1,
+            "from": self.old,
+            "to": self.new,
+            "dryRun": self.dry_run,
+            "commit": self.commit,
             "adopted": self.adopted,
             "moves": [{"from": a, "to": b} for a, b in sorted(self.plan.moves.items())],
-            "edits": [{"path": f.path, "newPath": f.new_path, **e.to_json()}
-                      for f in sorted(self.plan.edited_files, key=lambda f: f.path)
-                      for e in sorted(f.edits, key=lambda e: e.start)],
-            "links": self.plan.links, "pages": len(self.plan.edited_files),
-            "refusals": list(self.plan.refusals), "notes": [*self.plan.notes, *self.notes],
+            "edits": [
+                {"path": f.path, "newPath": f.new_path, **e.to_json()}
+                for f in sorted(self.plan.edited_files, key=lambda f: f.path)
+                for e in sorted(f.edits, key=lambda e: e.start)
+            ],
+            "links": self.plan.links,
+            "pages": len(self.plan.edited_files),
+            "refusals": list(self.plan.refusals),
+            "notes": [*self.plan.notes, *self.notes],
         }
 
 
@@ -84,11 +95,15 @@ def move(site: Site, old: str, new: str, *, dry_run: bool = False) -> Moved:
         plan = plan_moves(wiki, moves, lambda paths: _texts(wiki, paths), contents)
         done = Moved(old, new, plan, dry_run, adopted=adopted)
         if adopted:
-            done.notes.append(f"{old} was already renamed to {new} in the work tree: its content there is committed")
+            done.notes.append(
+                f"{old} was already renamed to {new} in the work tree: its content there is committed"
+            )
         if dry_run:
             return done
         if plan.refusals:
-            raise MoveRefused(old, plan.refusals, hint="nothing moved; fix what is listed, or pick another name")
+            raise MoveRefused(
+                old, plan.refusals, hint="nothing moved; fix what is listed, or pick another name"
+            )
         done.commit = _commit(site, ref, head, wiki, plan, modes, contents, adopted, old, new)
         done.notes.extend(site.notes)
     return done
@@ -117,33 +132,44 @@ def tree_under(git: Git, head: str, path: str) -> list[TreeEntry]:
     return git.ls_tree_under(head, path, literal=True, submodules=True)
 
 
-def planned_moves(git: Git, head: str, wiki: Wiki, old: str, new: str,
-                  project_prefix: str) -> tuple[list[TreeEntry], dict[str, str], list[str]]:
+def planned_moves(
+    git: Git, head: str, wiki: Wiki, old: str, new: str, project_prefix: str
+) -> tuple[list[TreeEntry], dict[str, str], list[str]]:
     """What moving ``old`` to ``new`` moves, decided from the tree of ``head`` alone: its
     entries, each file's new path (old -> new), and the reasons that refuse it. Raises
     MoveRefused when ``old`` is not in that tree."""
-    entries = [e for e in tree_under(git, head, old) if e.path == old or e.path.startswith(old + "/")]
+    entries = [
+        e for e in tree_under(git, head, old) if e.path == old or e.path.startswith(old + "/")
+    ]
     if not entries:
-        raise MoveRefused(old, [f"{old} is not in HEAD: llmwiki mv moves committed files"],
-                          hint="commit it first (or use a plain `mv` for an uncommitted file)")
+        raise MoveRefused(
+            old,
+            [f"{old} is not in HEAD: llmwiki mv moves committed files"],
+            hint="commit it first (or use a plain `mv` for an uncommitted file)",
+        )
     reasons = []
     odd = [e.path for e in entries if e.mode not in ("100644", "100755")]
     if odd:
-        reasons.append(f"only regular files move with llmwiki mv; {', '.join(odd[:5])} "
-                       f"{'is' if len(odd) == 1 else 'are'} a symlink or submodule (use git mv)")
+        reasons.append(
+            f"only regular files move with llmwiki mv; {', '.join(odd[:5])} "
+            f"{'is' if len(odd) == 1 else 'are'} a symlink or submodule (use git mv)"
+        )
     root = wiki.root_dir
     if root and (root == old or root.startswith(old + "/")):
-        reasons.append(f"{old} holds the wiki root itself; use git mv and --wiki-dir (or wiki_dir in the config)")
+        reasons.append(
+            f"{old} holds the wiki root itself; use git mv and --wiki-dir (or wiki_dir in the config)"
+        )
     for entry in entries:
         if is_generated(git, head, entry.path, root, project_prefix):
             reasons.append(f"{entry.path} is llmwiki's generated file; it stays where it is")
     if tree_under(git, head, new):
         reasons.append(f"{new} exists at HEAD; move it away first or pick another name")
-    return entries, {e.path: new + e.path[len(old):] for e in entries}, reasons
+    return entries, {e.path: new + e.path[len(old) :] for e in entries}, reasons
 
 
-def _moves(site: Site, head: str, wiki: Wiki, old: str,
-           new: str) -> tuple[dict[str, str], dict[str, tuple[str, str]], dict[str, str], bool]:
+def _moves(
+    site: Site, head: str, wiki: Wiki, old: str, new: str
+) -> tuple[dict[str, str], dict[str, tuple[str, str]], dict[str, str], bool]:
     """The files to move (old -> new path), their (mode, blob), the content of a page the
     user already renamed (by old path), and whether they had."""
     entries, moves, reasons = planned_moves(site.git, head, wiki, old, new, site.project_prefix)
@@ -151,8 +177,13 @@ def _moves(site: Site, head: str, wiki: Wiki, old: str,
     contents: dict[str, str] = {}
     adopted = False
     top = site.top
-    if not reasons and len(entries) == 1 and entries[0].path == old and not os.path.lexists(top / old) \
-            and _is_regular(top / new):
+    if (
+        not reasons
+        and len(entries) == 1
+        and entries[0].path == old
+        and not os.path.lexists(top / old)
+        and _is_regular(top / new)
+    ):
         adopted = True  # the user renamed it already (git mv or mv): finish the rename
         contents[old] = _adopted_text(site, old, new)
     elif os.path.lexists(top / new):
@@ -189,23 +220,40 @@ def _adopted_text(site: Site, old: str, new: str) -> str:
     blob = site.git.staged_blob(new)
     if blob is not None:
         if site.git.read_blob(blob) != data:
-            raise MoveRefused(old, [f"{new} has unstaged edits"],
-                              hint=f"stage them (git add {new}) or stash them, then run the command again")
+            raise MoveRefused(
+                old,
+                [f"{new} has unstaged edits"],
+                hint=f"stage them (git add {new}) or stash them, then run the command again",
+            )
     return decode(data)
 
 
 def _texts(wiki: Wiki, paths: list[str]) -> dict[str, str]:
     found = wiki.read([SourceFile(p, wiki.by_path[p].blob) for p in paths if p in wiki.by_path])
-    return {path: decode(data) for path, data in found.items() if isinstance(data, bytes) and b"\0" not in data}
+    return {
+        path: decode(data)
+        for path, data in found.items()
+        if isinstance(data, bytes) and b"\0" not in data
+    }
 
 
-def _commit(site: Site, ref: str, head: str, wiki: Wiki, plan: RewritePlan, modes: dict[str, tuple[str, str]],
-            contents: dict[str, str], adopted: bool, old: str, new: str) -> str:
+def _commit(
+    site: Site,
+    ref: str,
+    head: str,
+    wiki: Wiki,
+    plan: RewritePlan,
+    modes: dict[str, tuple[str, str]],
+    contents: dict[str, str],
+    adopted: bool,
+    old: str,
+    new: str,
+) -> str:
     files: dict[str, bytes | None] = {}
     placed: dict[str, tuple[str, str]] = {}
     texts = _texts(wiki, [f.path for f in plan.edited_files if f.path not in contents])
     texts.update(contents)
-    for source, target in plan.moves.items():
+    for source, _target in plan.moves.items():
         files[source] = None
     for rewrite in plan.files.values():
         mode = modes.get(rewrite.path)
@@ -214,18 +262,26 @@ def _commit(site: Site, ref: str, head: str, wiki: Wiki, plan: RewritePlan, mode
         elif mode is not None:
             placed[rewrite.new_path] = mode
     pages = len(plan.edited_files)
-    summary = (f"Moved {len(plan.moves)} file{'s' if len(plan.moves) != 1 else ''}; rewrote {plan.links} "
-               f"link{'s' if plan.links != 1 else ''} in {pages} page{'s' if pages != 1 else ''}.")
+    summary = (
+        f"Moved {len(plan.moves)} file{'s' if len(plan.moves) != 1 else ''}; rewrote {plan.links} "
+        f"link{'s' if plan.links != 1 else ''} in {pages} page{'s' if pages != 1 else ''}."
+    )
     message = f"llmwiki: mv {old} -> {new}\n\n{summary}\n"
     entry = log_entry("mv", f"{old} → {new}", [summary])
     first = build_commit(site.git, head, files, message, placed=placed)
     after = wiki_after(wiki, plan.moves)
     said = len(site.notes)
     generated, gen, index_text = generated_files(site, first, head, entry, wiki=after)
-    if gen.index_rel is None and gen.notes:  # "never rewrites it" is not what mv does to a user's index.md
-        site.notes[said:] = [n for n in site.notes[said:] if not n.startswith(G.index_path(wiki.root_dir) + " ")]
-        site.notes.append(f"{G.index_path(wiki.root_dir)} is your own page: llmwiki rewrote only its links to moved "
-                          f"files; its generated table of contents goes to {site.state_dir.name}/{G.INDEX}")
+    if (
+        gen.index_rel is None and gen.notes
+    ):  # "never rewrites it" is not what mv does to a user's index.md
+        site.notes[said:] = [
+            n for n in site.notes[said:] if not n.startswith(G.index_path(wiki.root_dir) + " ")
+        ]
+        site.notes.append(
+            f"{G.index_path(wiki.root_dir)} is your own page: llmwiki rewrote only its links to moved "
+            f"files; its generated table of contents goes to {site.state_dir.name}/{G.INDEX}"
+        )
     # A move creates no table of contents or journal the wiki did not have: those go to
     # llmwiki's own copies in the state folder, as where the user owns the files.
     for rel in [p for p in (gen.index_rel, gen.log_rel) if p is not None]:
@@ -233,11 +289,24 @@ def _commit(site: Site, ref: str, head: str, wiki: Wiki, plan: RewritePlan, mode
             generated.pop(rel, None)
             gen.index_rel = None if rel == gen.index_rel else gen.index_rel
             gen.log_rel = None if rel == gen.log_rel else gen.log_rel
-    final = build_commit(site.git, head, {**files, **generated}, message, placed=placed) if generated else first
+    final = (
+        build_commit(site.git, head, {**files, **generated}, message, placed=placed)
+        if generated
+        else first
+    )
     force = [p for p in (gen.index_rel, gen.log_rel) if p is not None]
     if adopted:
         force.append(new)  # the user's renamed file, read above: its links may be rewritten
-    move_branch(site.git, site.top, ref, head, final, message, state_dir=site.state_dir, force=force,
-                what=f"mv of {old}")
+    move_branch(
+        site.git,
+        site.top,
+        ref,
+        head,
+        final,
+        message,
+        state_dir=site.state_dir,
+        force=force,
+        what=f"mv of {old}",
+    )
     finish_local(gen, index_text, entry)
     return final

@@ -9,10 +9,18 @@ from typing import Any
 
 from .. import confine
 from ..errors import DATA_ERRORS, PathRefused, WriteRefused
-from ..gitstore.git import Git
 from ..gitstore.commits import current_branch
+from ..gitstore.git import Git
 from ..gitstore.transaction import Intent, check_worktree
-from ..wiki.citations import AMBIGUOUS, BROKEN, PENDING, Citation, PendingIndex, ambiguity, citation_report
+from ..wiki.citations import (
+    AMBIGUOUS,
+    BROKEN,
+    PENDING,
+    Citation,
+    PendingIndex,
+    ambiguity,
+    citation_report,
+)
 from ..wiki.model import Wiki
 from ..wiki.pages import MAX_PAGE_BYTES
 from .document import log_entry, now_iso, page_list, query_slug, render_page
@@ -45,20 +53,31 @@ def profile_refusal(state_dir: Path) -> Refusal | None:
     if not path.is_file():
         return None
     try:
-        profile = confine.read_json(path, max_bytes=1024 * 1024, name="profile.json").get("profileId", "default")
+        profile = confine.read_json(path, max_bytes=1024 * 1024, name="profile.json").get(
+            "profileId", "default"
+        )
     except (PathRefused, ValueError, AttributeError):
         profile = "unknown"
     if profile == "default":
         return None
-    return Refusal("profile-disabled", [],
-                   f"Saving queries is disabled in profile-enabled projects (profile {profile!r}): the direct write "
-                   "path is not trust-routed. Run without --save, or stage it with --save --review.")
+    return Refusal(
+        "profile-disabled",
+        [],
+        f"Saving queries is disabled in profile-enabled projects (profile {profile!r}): the direct write "
+        "path is not trust-routed. Run without --save, or stage it with --save --review.",
+    )
 
 
-def policy_refusal(citations: list[Citation] | None, error: str | None, mode: str) -> Refusal | None:
+def policy_refusal(
+    citations: list[Citation] | None, error: str | None, mode: str
+) -> Refusal | None:
     """The publication policy table of DESIGN §5 for one citation report."""
     if citations is None:
-        return Refusal("unavailable", [], f"Answer publication refused: citation validation unavailable ({error})")
+        return Refusal(
+            "unavailable",
+            [],
+            f"Answer publication refused: citation validation unavailable ({error})",
+        )
     broken = [c.target for c in citations if c.status == BROKEN]
     pending = [c.target for c in citations if c.status == PENDING]
     if broken:
@@ -68,14 +87,21 @@ def policy_refusal(citations: list[Citation] | None, error: str | None, mode: st
         return Refusal("broken", broken, message)
     ambiguous = [c for c in citations if c.status == AMBIGUOUS]
     if ambiguous:  # it may name another page than the one meant: a saved answer must cite exactly
-        return Refusal("ambiguous", [c.target for c in ambiguous],
-                       "Answer publication refused: ambiguous citation targets: "
-                       + "; ".join(ambiguity(c) for c in ambiguous)
-                       + ". Cite the page by a path that only it matches (such as [[folder/name]], or [[/name]] "
-                         "for a page at the wiki root)")
+        return Refusal(
+            "ambiguous",
+            [c.target for c in ambiguous],
+            "Answer publication refused: ambiguous citation targets: "
+            + "; ".join(ambiguity(c) for c in ambiguous)
+            + ". Cite the page by a path that only it matches (such as [[folder/name]], or [[/name]] "
+            "for a page at the wiki root)",
+        )
     if pending and mode == DIRECT:
-        return Refusal("pending", pending, f"Answer publication refused: pending citation targets: {', '.join(pending)}"
-                                           " (approve those review candidates first)")
+        return Refusal(
+            "pending",
+            pending,
+            f"Answer publication refused: pending citation targets: {', '.join(pending)}"
+            " (approve those review candidates first)",
+        )
     return None
 
 
@@ -104,11 +130,15 @@ def hand_written_problem(git: Git, rev: str | None, path: str) -> str | None:
     text = git.read_blob(blob)[:MAX_PAGE_BYTES].decode("utf-8", "replace")
     if parse(text).data.get("type") == "query":
         return None
-    return (f"{path} is a page someone wrote, not a saved answer (its frontmatter has no `type: query`); "
-            "an answer never replaces it")
+    return (
+        f"{path} is a page someone wrote, not a saved answer (its frontmatter has no `type: query`); "
+        "an answer never replaces it"
+    )
 
 
-HAND_WRITTEN_HINT = "ask in other words (the page name comes from the question), or rename or move that page first"
+HAND_WRITTEN_HINT = (
+    "ask in other words (the page name comes from the question), or rename or move that page first"
+)
 
 
 def precheck(site: Site, question: str) -> None:
@@ -127,7 +157,9 @@ def precheck(site: Site, question: str) -> None:
         check_worktree(git, Intent("", head, head or "", "save", [path]))
         problem = hand_written_problem(git, head, path)
         if problem is not None:
-            raise WriteRefused(f"refusing to save: {problem}; nothing was changed", hint=HAND_WRITTEN_HINT)
+            raise WriteRefused(
+                f"refusing to save: {problem}; nothing was changed", hint=HAND_WRITTEN_HINT
+            )
 
 
 def publish(
@@ -159,10 +191,25 @@ def publish(
             return refusal
         problem = hand_written_problem(git, head, path)
         if problem is not None:
-            return Refusal("hand-written", [path], f"Answer publication refused: {problem}; {HAND_WRITTEN_HINT}")
+            return Refusal(
+                "hand-written",
+                [path],
+                f"Answer publication refused: {problem}; {HAND_WRITTEN_HINT}",
+            )
         first = " ".join(question.split())
-        message = f"llmwiki: save query \"{first[:60]}{'…' if len(first) > 60 else ''}\"\n\nQuestion: {first}\nPage: {path}\n"
-        entry = log_entry("query", question, [f"Saved: [[{slug}]]", f"Pages: {page_list(page_ids)}"])
-        _, commit = commit_and_move(site, ref=ref, head=head, page_commit=None, page=(path, document),
-                                    message=message, followup_message=message, entry=entry, what=f"save of {path}")
+        message = f'llmwiki: save query "{first[:60]}{"…" if len(first) > 60 else ""}"\n\nQuestion: {first}\nPage: {path}\n'
+        entry = log_entry(
+            "query", question, [f"Saved: [[{slug}]]", f"Pages: {page_list(page_ids)}"]
+        )
+        _, commit = commit_and_move(
+            site,
+            ref=ref,
+            head=head,
+            page_commit=None,
+            page=(path, document),
+            message=message,
+            followup_message=message,
+            entry=entry,
+            what=f"save of {path}",
+        )
     return Published(path, commit, slug)

@@ -28,10 +28,18 @@ RETRACTS = "Llmwiki-Retracts"  # <path>: the source a retraction removes (and th
 REPLAYED = "Llmwiki-Replayed-From"
 KIND = "validated-answer/1"
 PAGE_KIND = "page/1"  # any page edit, addition or deletion (`review stage`, MCP propose_page)
-COMPILE_KIND = "compile/1"  # a `llmwiki compile` run: several pages, each listed with its precondition
-MOVE_KIND = "move/1"  # `llmwiki mv --review`: a page moved (deleted, added) and every link to it rewritten
-MERGE_KIND = "merge/1"  # `llmwiki merge-pages A B`: B folded into A, B deleted, every link to B rewritten
-RETRACT_KIND = "retraction/1"  # `llmwiki retract`: a source deleted, the pages it fed deleted or rewritten
+COMPILE_KIND = (
+    "compile/1"  # a `llmwiki compile` run: several pages, each listed with its precondition
+)
+MOVE_KIND = (
+    "move/1"  # `llmwiki mv --review`: a page moved (deleted, added) and every link to it rewritten
+)
+MERGE_KIND = (
+    "merge/1"  # `llmwiki merge-pages A B`: B folded into A, B deleted, every link to B rewritten
+)
+RETRACT_KIND = (
+    "retraction/1"  # `llmwiki retract`: a source deleted, the pages it fed deleted or rewritten
+)
 KINDS = (KIND, PAGE_KIND, COMPILE_KIND, MOVE_KIND, MERGE_KIND, RETRACT_KIND)
 #: Kinds whose one commit writes several files, each listed (target, precondition, digest)
 #: and each under the rules of a page edit (DESIGN §6: compile runs, moves, merges, retractions)
@@ -40,7 +48,9 @@ MULTI_KINDS = frozenset({COMPILE_KIND, MOVE_KIND, MERGE_KIND, RETRACT_KIND})
 #: Multi-file kinds that keep links whole (review/rewrites.py): their trailers name the move
 #: (Llmwiki-Move-From / -To) and their commit must be exactly the plan made from it at the base.
 REWRITE_KINDS = frozenset({MOVE_KIND, MERGE_KIND})
-MOVE_FROM = "Llmwiki-Move-From"  # move/1: OLD as given to `llmwiki mv`; merge/1: the page folded in (B)
+MOVE_FROM = (
+    "Llmwiki-Move-From"  # move/1: OLD as given to `llmwiki mv`; merge/1: the page folded in (B)
+)
 MOVE_TO = "Llmwiki-Move-To"  # move/1: NEW; merge/1: the page it is folded into (A)
 ABSENT = "absent"  # a precondition: no page at the target; a page/1 body digest: a deletion
 _SEP = "\x1f"
@@ -83,8 +93,12 @@ class Trailers:
         nowhere else."""
         if not (self.sources or self.model or self.prompt or self.retracts):
             return {}
-        return {"sources": [{"path": path, "blob": blob} for path, blob in self.sources], "model": self.model,
-                "prompt": self.prompt, **({"retracts": self.retracts} if self.retracts else {})}
+        return {
+            "sources": [{"path": path, "blob": blob} for path, blob in self.sources],
+            "model": self.model,
+            "prompt": self.prompt,
+            **({"retracts": self.retracts} if self.retracts else {}),
+        }
 
     @property
     def files(self) -> tuple[FileTrailer, ...]:
@@ -100,7 +114,9 @@ class Trailers:
         if self.retracts:
             lines.append((RETRACTS, self.retracts))
         lines += [(SOURCE, f"{path} {blob}") for path, blob in self.sources]
-        lines += [(key, value) for key, value in ((MODEL, self.model), (PROMPT, self.prompt)) if value]
+        lines += [
+            (key, value) for key, value in ((MODEL, self.model), (PROMPT, self.prompt)) if value
+        ]
         return "".join(f"{key}: {value}\n" for key, value in lines)
 
 
@@ -119,12 +135,25 @@ class Recorded:
     retracts: str | None = None  # a retraction: the source it deletes
 
 
-def with_files(candidate: str, kind: str, files: list[FileTrailer], base: str,
-               recorded: Recorded = Recorded()) -> Trailers:
+def with_files(
+    candidate: str, kind: str, files: list[FileTrailer], base: str, recorded: Recorded = Recorded()
+) -> Trailers:
     """The trailers of a candidate writing ``files`` (at least one), with what the run records."""
     first, *rest = files
-    return Trailers(candidate, kind, first.target, first.precondition, first.body_digest, base, tuple(rest),
-                    recorded.sources, recorded.model, recorded.prompt, recorded.move, recorded.retracts)
+    return Trailers(
+        candidate,
+        kind,
+        first.target,
+        first.precondition,
+        first.body_digest,
+        base,
+        tuple(rest),
+        recorded.sources,
+        recorded.model,
+        recorded.prompt,
+        recorded.move,
+        recorded.retracts,
+    )
 
 
 def message(subject: str, body: str, trailers: Trailers) -> str:
@@ -162,6 +191,7 @@ def parse(found: Mapping[str, list[str]]) -> Trailers | None:
     multi-file), no target twice; well-formed sources; at most one model and prompt; one
     move (from and to) for a move or merge, none for any other kind; one retracted source for a
     retraction, none for any other kind."""
+
     def one(key: str) -> str | None:
         got = found.get(key, [])
         return got[0] if len(got) == 1 and got[0] else None
@@ -169,7 +199,13 @@ def parse(found: Mapping[str, list[str]]) -> Trailers | None:
     candidate, kind, base = one(KEYS[0]), one(KEYS[1]), one(KEYS[5])
     columns = [found.get(key, []) for key in FILE_KEYS]
     count = len(columns[0])
-    if candidate is None or kind is None or base is None or count == 0 or any(len(c) != count for c in columns):
+    if (
+        candidate is None
+        or kind is None
+        or base is None
+        or count == 0
+        or any(len(c) != count for c in columns)
+    ):
         return None
     if any(not value for column in columns for value in column) or len(set(columns[0])) != count:
         return None
@@ -185,12 +221,26 @@ def parse(found: Mapping[str, list[str]]) -> Trailers | None:
         return None
     moved = (one(MOVE_FROM), one(MOVE_TO))
     rewrite = kind in REWRITE_KINDS
-    if any(len(found.get(key, [])) != rewrite for key in (MOVE_FROM, MOVE_TO)) or (rewrite and None in moved):
+    if any(len(found.get(key, [])) != rewrite for key in (MOVE_FROM, MOVE_TO)) or (
+        rewrite and None in moved
+    ):
         return None
     retracts = one(RETRACTS)
-    if (kind == RETRACT_KIND) != (retracts is not None) or len(found.get(RETRACTS, [])) > (kind == RETRACT_KIND):
+    if (kind == RETRACT_KIND) != (retracts is not None) or len(found.get(RETRACTS, [])) > (
+        kind == RETRACT_KIND
+    ):
         return None
     files = [FileTrailer(*values) for values in zip(*columns)]
-    return with_files(candidate, kind, files, base, Recorded(
-        sources=tuple(sources), model=one(MODEL), prompt=one(PROMPT),
-        move=(moved[0], moved[1]) if moved[0] is not None and moved[1] is not None else None, retracts=retracts))
+    return with_files(
+        candidate,
+        kind,
+        files,
+        base,
+        Recorded(
+            sources=tuple(sources),
+            model=one(MODEL),
+            prompt=one(PROMPT),
+            move=(moved[0], moved[1]) if moved[0] is not None and moved[1] is not None else None,
+            retracts=retracts,
+        ),
+    )

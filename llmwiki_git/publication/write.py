@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, move_branch
+from ..gitstore.git import Git
 from ..gitstore.lock import repository_lock
 from ..gitstore.transaction import pending, recover
+from ..wiki import generated as G
 from ..wiki.indexpage import entries_of, render, same_content
 from ..wiki.model import Wiki
-from ..wiki import generated as G
 from .document import now_iso
 
 
@@ -35,7 +35,13 @@ class Site:
     @classmethod
     def of(cls, project: Project, what: str) -> Site:
         """The write site of ``project``; ``what`` names the write if there is no git."""
-        return cls(project.require_git(what), project.root, project.state_dir, project.project_prefix, project.wiki)
+        return cls(
+            project.require_git(what),
+            project.root,
+            project.state_dir,
+            project.project_prefix,
+            project.wiki,
+        )
 
 
 class Project(Protocol):
@@ -47,7 +53,9 @@ class Project(Protocol):
     @property
     def git(self) -> Git | None: ...
     @property
-    def project_prefix(self) -> str: ...  # the project folder relative to the root ("" for the root)
+    def project_prefix(
+        self,
+    ) -> str: ...  # the project folder relative to the root ("" for the root)
     @property
     def state_dir(self) -> Path: ...  # the project's .llmwiki/
     def require_git(self, what: str, *, flag: str | None = None) -> Git: ...
@@ -80,9 +88,14 @@ def _blob(git: Git, rev: str | None, rel: str) -> bytes | None:
     return git.read_blob(oid) if oid else None
 
 
-def generated_files(site: Site, tree: str | None, head: str | None, entry: str,
-                    page: tuple[str, str] | None = None,
-                    wiki: Wiki | None = None) -> tuple[dict[str, bytes], G.Generated, str]:
+def generated_files(
+    site: Site,
+    tree: str | None,
+    head: str | None,
+    entry: str,
+    page: tuple[str, str] | None = None,
+    wiki: Wiki | None = None,
+) -> tuple[dict[str, bytes], G.Generated, str]:
     """The generated files to commit on top of ``tree`` (with ``page`` = (path, document)
     written on it, when given): the table of contents rendered from that tree -- never the
     work tree -- and the journal with ``entry`` appended, each only where llmwiki owns it.
@@ -93,8 +106,14 @@ def generated_files(site: Site, tree: str | None, head: str | None, entry: str,
     if page is not None:
         wiki = wiki.with_page(*page)
         overrides = {page[0]: page[1]}
-    gen = G.paths_for(site.git, site.top, site.state_dir, head, wiki_root=wiki.root_dir,
-                      project_prefix=site.project_prefix)
+    gen = G.paths_for(
+        site.git,
+        site.top,
+        site.state_dir,
+        head,
+        wiki_root=wiki.root_dir,
+        project_prefix=site.project_prefix,
+    )
     site.notes += gen.notes
     text = render(entries_of(wiki, overrides), now_iso(ms=False))
     files: dict[str, bytes] = {}
@@ -143,22 +162,52 @@ def commit_and_move(
         assert page_commit is not None
         files, gen, index_text = generated_files(site, page_commit, head, entry)
         page_on_branch = page_commit
-        final = build_commit(site.git, page_commit, files, followup_message) if files else page_commit
+        final = (
+            build_commit(site.git, page_commit, files, followup_message) if files else page_commit
+        )
     force = [p for p in (gen.index_rel, gen.log_rel) if p is not None]
-    move_branch(site.git, site.top, ref, head, final, message, state_dir=site.state_dir, force=force,
-                drop_refs=drop_refs, what=what)
+    move_branch(
+        site.git,
+        site.top,
+        ref,
+        head,
+        final,
+        message,
+        state_dir=site.state_dir,
+        force=force,
+        drop_refs=drop_refs,
+        what=what,
+    )
     finish_local(gen, index_text, entry)
     return page_on_branch, final
 
 
-def commit_files(site: Site, *, ref: str, head: str | None, files: Mapping[str, bytes | None], message: str,
-                 entry: str, what: str) -> str:
+def commit_files(
+    site: Site,
+    *,
+    ref: str,
+    head: str | None,
+    files: Mapping[str, bytes | None],
+    message: str,
+    entry: str,
+    what: str,
+) -> str:
     """Commit ``files`` (path -> bytes, None = delete; not pages: ``llmwiki ingest``'s
     sources) with the generated table of contents and the journal entry as one commit on
     ``head``, and move ``ref`` to it once, as one transaction. Returns the commit."""
     generated, gen, index_text = generated_files(site, head, head, entry)
     final = build_commit(site.git, head, {**files, **generated}, message)
     force = [p for p in (gen.index_rel, gen.log_rel) if p is not None]
-    move_branch(site.git, site.top, ref, head, final, message, state_dir=site.state_dir, force=force, what=what)
+    move_branch(
+        site.git,
+        site.top,
+        ref,
+        head,
+        final,
+        message,
+        state_dir=site.state_dir,
+        force=force,
+        what=what,
+    )
     finish_local(gen, index_text, entry)
     return final

@@ -51,10 +51,19 @@ def save(folder: Path, fingerprint: str, vectors: Mapping[str, np.ndarray]) -> N
     from .store import _atomic_write
 
     hashes = list(vectors)
-    matrix = np.stack([vectors[h] for h in hashes]).astype(np.float32) if hashes else np.zeros((0, 0), np.float32)
+    matrix = (
+        np.stack([vectors[h] for h in hashes]).astype(np.float32)
+        if hashes
+        else np.zeros((0, 0), np.float32)
+    )
 
     def write(handle: BinaryIO) -> None:
-        np.savez(handle, fingerprint=np.array(fingerprint), hashes=np.array(hashes, dtype=str), vectors=matrix)
+        np.savez(
+            handle,
+            fingerprint=np.array(fingerprint),
+            hashes=np.array(hashes, dtype=str),
+            vectors=matrix,
+        )
 
     _atomic_write(folder / PARTIAL_NAME, write)
 
@@ -67,8 +76,13 @@ def remove(folder: Path) -> None:
         pass
 
 
-def embed_kept(folder: Path, embedder: Embedder, fingerprint: str, missing: Mapping[str, str],
-               progress: Callable[[int, int], object] | None = None) -> tuple[dict[str, np.ndarray], set[str]]:
+def embed_kept(
+    folder: Path,
+    embedder: Embedder,
+    fingerprint: str,
+    missing: Mapping[str, str],
+    progress: Callable[[int, int], object] | None = None,
+) -> tuple[dict[str, np.ndarray], set[str]]:
     """Vectors for ``missing`` (chunk hash -> text to embed), and the hashes of those that came
     from the checkpoint of an interrupted run. New vectors are computed ``SLICE`` texts at a time;
     if that stops early, what was computed is saved to the checkpoint before the exception
@@ -81,7 +95,7 @@ def embed_kept(folder: Path, embedder: Embedder, fingerprint: str, missing: Mapp
     saved = len(out)
     try:
         for start in range(0, total, SLICE):
-            part = todo[start:start + SLICE]
+            part = todo[start : start + SLICE]
 
             def step(done: int, _: int, offset: int = start) -> None:
                 if progress is not None:
@@ -98,7 +112,9 @@ def embed_kept(folder: Path, embedder: Embedder, fingerprint: str, missing: Mapp
         if len(out) > saved:
             save(folder, fingerprint, out)
         if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, Interrupted):
-            raise Interrupted(f"{fresh} of {total} chunks were embedded and are kept in {folder.name}/{PARTIAL_NAME}; "
-                              "run `llmwiki index` again to embed the rest") from exc
+            raise Interrupted(
+                f"{fresh} of {total} chunks were embedded and are kept in {folder.name}/{PARTIAL_NAME}; "
+                "run `llmwiki index` again to embed the rest"
+            ) from exc
         raise
     return out, set(kept)

@@ -92,7 +92,11 @@ def split_into_chunks(body: str) -> list[Chunk]:
         size = joined
     if buffer:
         chunks.append("\n\n".join(buffer))
-    if len(chunks) >= 2 and len(chunks[-1]) < MIN_CHARS and len(chunks[-2]) + 2 + len(chunks[-1]) <= MAX_CHARS:
+    if (
+        len(chunks) >= 2
+        and len(chunks[-1]) < MIN_CHARS
+        and len(chunks[-2]) + 2 + len(chunks[-1]) <= MAX_CHARS
+    ):
         chunks[-2:] = [chunks[-2] + "\n\n" + chunks[-1]]
     return [Chunk(i, text) for i, text in enumerate(chunks)]
 
@@ -122,15 +126,21 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~).*$", re.M)
 _REFERENCE_DEFINITION = re.compile(r"^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*\S+.*$", re.M)
 _ORG_BLOCK = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?#\+(?:BEGIN|END)_\w+.*$", re.M | re.I)
 #: Logseq's bookkeeping properties (block ids, folding, timestamps, card schedules): no words.
-_HIDDEN_PROPERTY = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:id|collapsed|created[-_]at|updated[-_]at|"
-                              r"last-modified-at|heading|logseq\.[\w.-]+|card-[\w-]+|query-[\w-]+)::.*$",
-                              re.M | re.I)
+_HIDDEN_PROPERTY = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?:id|collapsed|created[-_]at|updated[-_]at|"
+    r"last-modified-at|heading|logseq\.[\w.-]+|card-[\w-]+|query-[\w-]+)::.*$",
+    re.M | re.I,
+)
 _PROPERTY = re.compile(r"^([ \t]*(?:[-*+][ \t]+)?[A-Za-z][\w.-]*)::(?=[ \t]|$)", re.M)
 #: ``{{embed [[page]]}}``, ``{{query ...}}`` (Logseq macros), ``{{< figure src=x >}}``,
 #: ``{{% note %}}``, ``{{</* qr */>}}`` (Hugo shortcodes, and their escaped examples).
-_MACRO = re.compile(r"\{\{(?:[<%](?:/\*)?[ \t]*(/?)[ \t]*([A-Za-z][\w.-]*)([^{}\n]*?)[ \t]*/?[ \t]*(?:\*/)?[ \t]*/?[>%]"
-                    r"|\{?([A-Za-z][\w-]*)([^{}\n]*?)\}?)\}\}")
-_BLOCK_REFERENCE = re.compile(r"\(\([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\)\)")
+_MACRO = re.compile(
+    r"\{\{(?:[<%](?:/\*)?[ \t]*(/?)[ \t]*([A-Za-z][\w.-]*)([^{}\n]*?)[ \t]*/?[ \t]*(?:\*/)?[ \t]*/?[>%]"
+    r"|\{?([A-Za-z][\w-]*)([^{}\n]*?)\}?)\}\}"
+)
+_BLOCK_REFERENCE = re.compile(
+    r"\(\([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\)\)"
+)
 # Bracketed text never holds "[" (as the scanner reads links): an attempt that fails stops at
 # the next "[" instead of rescanning a run of them (linear on a page of 2,000,000 "[";
 # tests/test_linear_links.py). HTML comments go through markup.strip_comments for the same reason.
@@ -213,7 +223,11 @@ def readable_text(text: str) -> str:
     for _name, needles, pattern, replacement in _READABLE_STEPS:
         for needle in needles:  # a plain loop: a generator per step cost 20 % of indexing a chunk
             if needle in text:
-                text = strip_comments(text, replacement) if pattern is None else pattern.sub(replacement, text)
+                text = (
+                    strip_comments(text, replacement)
+                    if pattern is None
+                    else pattern.sub(replacement, text)
+                )
                 break
     return _BLANK_LINES.sub("\n\n", text).strip()
 
@@ -239,8 +253,10 @@ def live_chunks(title: str, meta: Mapping[str, Any], body: str) -> dict[str, str
     from ..wiki.titles import page_description
 
     about = page_description(meta, body)
-    return {content_hash(chunk_key(title, about if c.index == 0 else "", c.text)): c.text
-            for c in page_chunks(title, about, body)}
+    return {
+        content_hash(chunk_key(title, about if c.index == 0 else "", c.text)): c.text
+        for c in page_chunks(title, about, body)
+    }
 
 
 def store_fingerprint(embedder_fingerprint: str) -> str:

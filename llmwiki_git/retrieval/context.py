@@ -21,8 +21,8 @@ from ..wiki.provenance import claims
 from ..wiki.slug import slugify
 from . import sources as src
 from .chunking import live_chunks
-from .search import SearchResult
 from .pagetable import PageEntry
+from .search import SearchResult
 from .store import Store
 
 VERSION = 1
@@ -85,7 +85,9 @@ def _reasons(entry: PageEntry, prompt: str, hits: list[Any]) -> list[str]:
     return sorted(reasons)
 
 
-def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str, Any]], list[PageEntry]]:
+def _primary(
+    inputs: PackInputs, options: ContextOptions
+) -> tuple[list[dict[str, Any]], list[PageEntry]]:
     by_id = inputs.store.by_id()
     hits_by_page: dict[str, list[Any]] = {}
     for hit in inputs.result.chunks:
@@ -104,7 +106,9 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
         live = inputs.read_page(entry)
         if live.text is None:
             if not live.missing:
-                inputs.warnings.append({"code": "page-unreadable", "message": f"{entry.path}: {live.why}; left out"})
+                inputs.warnings.append(
+                    {"code": "page-unreadable", "message": f"{entry.path}: {live.why}; left out"}
+                )
             continue
         meta = frontmatter.parse(live.text)
         body = live.text[meta.body_offset :]
@@ -117,8 +121,12 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
             chunk_hash = entry.hashes[hit.chunk_index]
             text = live_hashes.get(chunk_hash)
             if text is None:
-                page_warnings.append({"code": "embedding-entry-stale",
-                                      "message": f"chunk {hit.chunk_index} changed since `llmwiki index`; left out"})
+                page_warnings.append(
+                    {
+                        "code": "embedding-entry-stale",
+                        "message": f"chunk {hit.chunk_index} changed since `llmwiki index`; left out",
+                    }
+                )
                 continue
             chunks.append({"text": text, "score": round(hit.score, 4), "contentHash": chunk_hash})
             chunk_budget -= 1
@@ -136,23 +144,25 @@ def _primary(inputs: PackInputs, options: ContextOptions) -> tuple[list[dict[str
         summary = meta.data.get("summary")
         inputs.texts[entry.page_id] = live.text
         named = claims(meta.data).sources  # provenance: filled in by the retrieval service
-        primary.append({
-            "id": entry.page_id,
-            "title": entry.title,
-            "pageDirectory": entry.page_id.rsplit("/", 1)[0] if "/" in entry.page_id else "",
-            "score": round(min(1.0, max(0.0, page_score / best)), 2),
-            "reasons": _reasons(entry, inputs.prompt, hits_by_page.get(page_id, [])),
-            "summary": summary if isinstance(summary, str) else "",
-            "chunks": chunks,
-            "citations": [c.to_json() for c in cites],
-            "sourceWindows": windows,
-            "warnings": page_warnings,
-            "freshnessStatus": "fresh" if live.blob == entry.blob else "stale",
-            "contradicted": False,
-            "archived": False,
-            "sourceFreshness": {"status": "unknown"},
-            **({"sources": [{"path": path} for path in named]} if named else {}),
-        })
+        primary.append(
+            {
+                "id": entry.page_id,
+                "title": entry.title,
+                "pageDirectory": entry.page_id.rsplit("/", 1)[0] if "/" in entry.page_id else "",
+                "score": round(min(1.0, max(0.0, page_score / best)), 2),
+                "reasons": _reasons(entry, inputs.prompt, hits_by_page.get(page_id, [])),
+                "summary": summary if isinstance(summary, str) else "",
+                "chunks": chunks,
+                "citations": [c.to_json() for c in cites],
+                "sourceWindows": windows,
+                "warnings": page_warnings,
+                "freshnessStatus": "fresh" if live.blob == entry.blob else "stale",
+                "contradicted": False,
+                "archived": False,
+                "sourceFreshness": {"status": "unknown"},
+                **({"sources": [{"path": path} for path in named]} if named else {}),
+            }
+        )
         entries.append(entry)
     return primary, entries
 
@@ -170,7 +180,8 @@ def _neighbors(store: Store, primaries: list[PageEntry], depth: int) -> list[dic
             outgoing = [t for t in (by_id[source].links if source in by_id else ()) if t in by_id]
             seen = set(outgoing)
             out[source] = [(t, "outgoing") for t in outgoing] + [
-                (s, "incoming") for s in sorted(incoming.get(source, ())) if s not in seen]
+                (s, "incoming") for s in sorted(incoming.get(source, ())) if s not in seen
+            ]
         return out
 
     found: dict[str, dict[str, Any]] = {}
@@ -182,8 +193,15 @@ def _neighbors(store: Store, primaries: list[PageEntry], depth: int) -> list[dic
             if other in found:
                 found[other]["_links"] += 1
                 continue
-            found[other] = {"from": primary.page_id, "to": other, "direction": direction, "distance": 1,
-                            "score": 0.5, "reason": "wikilink", "_links": 1}
+            found[other] = {
+                "from": primary.page_id,
+                "to": other,
+                "direction": direction,
+                "distance": 1,
+                "score": 0.5,
+                "reason": "wikilink",
+                "_links": 1,
+            }
     if depth >= 2:
         firsts = [n["to"] for n in list(found.values())[:MAX_NEIGHBORS]]
         second_edges = edges(firsts)
@@ -191,8 +209,15 @@ def _neighbors(store: Store, primaries: list[PageEntry], depth: int) -> list[dic
             for other, direction in second_edges[first]:
                 if other in primary_ids or other in found:
                     continue
-                found[other] = {"from": first, "to": other, "direction": direction, "distance": 2,
-                                "score": 0.25, "reason": "wikilink", "_links": 1}
+                found[other] = {
+                    "from": first,
+                    "to": other,
+                    "direction": direction,
+                    "distance": 2,
+                    "score": 0.25,
+                    "reason": "wikilink",
+                    "_links": 1,
+                }
     out = []
     for item in found.values():
         extra = min(3, item.pop("_links") - 1)
@@ -206,29 +231,64 @@ def build_pack(inputs: PackInputs, options: ContextOptions) -> dict[str, Any]:
     prompt = inputs.prompt
     warnings = inputs.warnings
     if len(prompt) > PROMPT_LIMIT:
-        warnings.append({"code": "truncated-prompt", "message": f"prompt truncated to {PROMPT_LIMIT} characters"})
+        warnings.append(
+            {
+                "code": "truncated-prompt",
+                "message": f"prompt truncated to {PROMPT_LIMIT} characters",
+            }
+        )
         prompt = prompt[:PROMPT_LIMIT]
     warnings.extend(inputs.result.warnings)
     primary, entries = _primary(inputs, options)
     gaps = [
-        {"code": "dangling-link", "message": f"Page links to [[{target}]], but no page exists.", "pageId": e.page_id}
-        for e in entries for target in e.dangling
+        {
+            "code": "dangling-link",
+            "message": f"Page links to [[{target}]], but no page exists.",
+            "pageId": e.page_id,
+        }
+        for e in entries
+        for target in e.dangling
     ]
     actions = []
     if any(w["code"].startswith("embedding-store") for w in warnings):
-        actions.append({"command": "llmwiki index", "reason": "build the search index for semantic ranking",
-                        "executable": {"binary": "llmwiki", "args": ["index"]}})
-    actions.append({"command": f'llmwiki query "{prompt}"', "reason": "ask for a cited answer from these pages",
-                    "executable": {"binary": "llmwiki", "args": ["query", prompt]}, "placeholders": ["prompt"]})
+        actions.append(
+            {
+                "command": "llmwiki index",
+                "reason": "build the search index for semantic ranking",
+                "executable": {"binary": "llmwiki", "args": ["index"]},
+            }
+        )
+    actions.append(
+        {
+            "command": f'llmwiki query "{prompt}"',
+            "reason": "ask for a cited answer from these pages",
+            "executable": {"binary": "llmwiki", "args": ["query", prompt]},
+            "placeholders": ["prompt"],
+        }
+    )
     if gaps:
-        actions.append({"command": "llmwiki check", "reason": "list every broken wikilink",
-                        "executable": {"binary": "llmwiki", "args": ["check"]}})
+        actions.append(
+            {
+                "command": "llmwiki check",
+                "reason": "list every broken wikilink",
+                "executable": {"binary": "llmwiki", "args": ["check"]},
+            }
+        )
     pack: dict[str, Any] = {
         "version": VERSION,
         "prompt": prompt,
-        "budget": {"requestedTokens": options.budget, "estimatedTokens": 0, "truncated": False, "trimmedSections": []},
-        "project": {"root": None if options.omit_root else str(inputs.project_root),
-                    "pages": len(inputs.store.pages), "pendingCandidates": inputs.pending_candidates, "lint": None},
+        "budget": {
+            "requestedTokens": options.budget,
+            "estimatedTokens": 0,
+            "truncated": False,
+            "trimmedSections": [],
+        },
+        "project": {
+            "root": None if options.omit_root else str(inputs.project_root),
+            "pages": len(inputs.store.pages),
+            "pendingCandidates": inputs.pending_candidates,
+            "lint": None,
+        },
         "primary": primary,
         "neighbors": _neighbors(inputs.store, entries, options.depth),
         "warnings": warnings,
@@ -273,20 +333,31 @@ def _trim(pack: dict[str, Any], budget: int) -> None:
 
 
 def render_markdown(pack: dict[str, Any]) -> str:
-    lines = ["# Context Pack", "", f"Prompt: {pack['prompt']}",
-             f"Budget: {pack['budget']['estimatedTokens']} / {pack['budget']['requestedTokens']} estimated tokens", ""]
+    lines = [
+        "# Context Pack",
+        "",
+        f"Prompt: {pack['prompt']}",
+        f"Budget: {pack['budget']['estimatedTokens']} / {pack['budget']['requestedTokens']} estimated tokens",
+        "",
+    ]
     lines.append("## Primary Pages")
     if not pack["primary"]:
         lines.append("_No primary pages matched the prompt._")
     for page in pack["primary"]:
-        lines += ["", f"### {page['title']} (`{page['id']}`)",
-                  f"Why included: {', '.join(page['reasons']) or '(no signals)'}"]
+        lines += [
+            "",
+            f"### {page['title']} (`{page['id']}`)",
+            f"Why included: {', '.join(page['reasons']) or '(no signals)'}",
+        ]
         if page["summary"]:
             lines.append(f"> {page['summary']}")
         for chunk in page["chunks"]:
             lines += ["", chunk["text"]]
         if page["citations"]:
-            cites = ", ".join(f"`{c['file']}:{c['start']}-{c['end']}`" if "start" in c else f"`{c['file']}`" for c in page["citations"])
+            cites = ", ".join(
+                f"`{c['file']}:{c['start']}-{c['end']}`" if "start" in c else f"`{c['file']}`"
+                for c in page["citations"]
+            )
             lines += ["", f"Sources: {cites}"]
         for window in page["sourceWindows"]:
             lines += ["", f"From `{window['file']}:{window['start']}-{window['end']}`:"]
@@ -295,10 +366,15 @@ def render_markdown(pack: dict[str, Any]) -> str:
             lines += [""] + [f"- warning: {w['code']}: {w['message']}" for w in page["warnings"]]
     if pack["neighbors"]:
         lines += ["", "## Graph Neighborhood"]
-        lines += [f"- `{n['from']}` -> `{n['to']}` ({n['reason']}, distance {n['distance']})" for n in pack["neighbors"]]
+        lines += [
+            f"- `{n['from']}` -> `{n['to']}` ({n['reason']}, distance {n['distance']})"
+            for n in pack["neighbors"]
+        ]
     if pack["gaps"]:
         lines += ["", "## Gaps"] + [f"- {g['message']} (`{g['pageId']}`)" for g in pack["gaps"]]
     if pack["warnings"]:
         lines += ["", "## Warnings"] + [f"- {w['code']}: {w['message']}" for w in pack["warnings"]]
-    lines += ["", "## Suggested Next Actions"] + [f"- `{a['command']}`" for a in pack["suggestedActions"]]
+    lines += ["", "## Suggested Next Actions"] + [
+        f"- `{a['command']}`" for a in pack["suggestedActions"]
+    ]
     return "\n".join(lines) + "\n"

@@ -29,13 +29,19 @@ class Embedder(Protocol):
     dimension: int
     fingerprint: str
 
-    def embed(self, texts: Sequence[str], batch_size: int | None = None, progress: Progress | None = None) -> np.ndarray: ...
+    def embed(
+        self, texts: Sequence[str], batch_size: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray: ...
 
 
 def provider_name(environ: Mapping[str, str], configured: str | None, fast: bool = False) -> str:
     if fast:
         return LEXICAL_ONLY
-    name = (environ.get("LLMWIKI_EMBEDDING_PROVIDER") or configured or DEFAULT_EMBEDDING).strip().lower()
+    name = (
+        (environ.get("LLMWIKI_EMBEDDING_PROVIDER") or configured or DEFAULT_EMBEDDING)
+        .strip()
+        .lower()
+    )
     if name not in PROVIDERS:
         raise ConfigError(
             f"unknown embedding provider {name!r}",
@@ -51,13 +57,17 @@ class EmbedderBuilder(Protocol):
     def from_env(self, environ: Mapping[str, str], model: str | None = None) -> object: ...
 
 
-def make_embedder(name: str, environ: Mapping[str, str], model: str | None = None) -> Embedder | None:
+def make_embedder(
+    name: str, environ: Mapping[str, str], model: str | None = None
+) -> Embedder | None:
     """The embedder for ``name`` (a row of the provider table); None for the lexical-only ``none``."""
     model = environ.get("LLMWIKI_EMBEDDING_MODEL") or model
     found = row(name)
     if found is None or not found.embeds:
-        raise ConfigError(f"unknown embedding provider {name!r}",
-                          hint=f"set LLMWIKI_EMBEDDING_PROVIDER to one of {', '.join(PROVIDERS)}")
+        raise ConfigError(
+            f"unknown embedding provider {name!r}",
+            hint=f"set LLMWIKI_EMBEDDING_PROVIDER to one of {', '.join(PROVIDERS)}",
+        )
     if found.embeddings is None:
         return None
     built = cast(EmbedderBuilder, builder(found.embeddings)).from_env(environ, model)
@@ -70,8 +80,11 @@ def make_embedder(name: str, environ: Mapping[str, str], model: str | None = Non
     return cast(Embedder, built)
 
 
-def preload_local(state: Path, ready: Callable[[Embedder | None], object],
-                  without_local: Callable[[], bool] | None = None) -> None:
+def preload_local(
+    state: Path,
+    ready: Callable[[Embedder | None], object],
+    without_local: Callable[[], bool] | None = None,
+) -> None:
     """Hand ``ready`` the local model as soon as it exists, then load it, when the store in
     ``state`` holds vectors or ``without_local()`` says it will be used without them (else
     ``ready(None)``, nothing loaded). Run in a thread by a

@@ -28,12 +28,20 @@ class HttpEmbedder:
         self.endpoint: str = api.endpoint.url
         self.dimension = 0
         # The endpoint is hashed, not shown: base URLs can carry credentials.
-        digest = hashlib.sha256(f"{self.name}\0{self.model}\0{self.endpoint}".encode()).hexdigest()[:16]
+        digest = hashlib.sha256(f"{self.name}\0{self.model}\0{self.endpoint}".encode()).hexdigest()[
+            :16
+        ]
         self.fingerprint = f"{self.name}:{self.model}:{digest}"
 
-    def embed(self, texts: Sequence[str], batch_size: int | None = None, progress: Any = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], batch_size: int | None = None, progress: Any = None
+    ) -> np.ndarray:
         rows = self._api.embed_batches(list(texts), batch_size or BATCH, progress)
-        out = np.asarray(rows, dtype=np.float32).reshape(len(texts), -1) if rows else np.zeros((0, self.dimension), np.float32)
+        out = (
+            np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+            if rows
+            else np.zeros((0, self.dimension), np.float32)
+        )
         if out.size:
             self.dimension = out.shape[1]
             out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LOCAL_INSTALL_HINT, EmbeddingUnavailable, LlmwikiError
+from ..errors import LOCAL_INSTALL_HINT, EmbeddingUnavailable
 
 __all__ = ["EmbeddingUnavailable", "OnnxMiniLMEmbedder"]
 
@@ -65,12 +65,15 @@ def _distribution_version(name: str) -> str:
     prefix = name.replace("-", "_").lower() + "-"
     for folder in _package_dirs(name.replace("-", "_")):
         try:
-            found = [entry for entry in os.listdir(folder.parent)
-                     if entry.lower().startswith(prefix) and entry.endswith(".dist-info")]
+            found = [
+                entry
+                for entry in os.listdir(folder.parent)
+                if entry.lower().startswith(prefix) and entry.endswith(".dist-info")
+            ]
         except OSError:
             continue
         if len(found) == 1:
-            return found[0][len(prefix):-len(".dist-info")]
+            return found[0][len(prefix) : -len(".dist-info")]
     return _metadata_version(name)
 
 
@@ -97,7 +100,11 @@ def ort_errors(ort: Any) -> tuple[type[BaseException], ...]:
     """onnxruntime's own exception types (they subclass bare ``Exception``), and the builtin
     ones it raises: what loading or running a model may raise."""
     state = getattr(getattr(ort, "capi", None), "onnxruntime_pybind11_state", None)
-    own = tuple(v for v in vars(state).values() if isinstance(v, type) and issubclass(v, Exception)) if state else ()
+    own = (
+        tuple(v for v in vars(state).values() if isinstance(v, type) and issubclass(v, Exception))
+        if state
+        else ()
+    )
     return own + (OSError, RuntimeError, ValueError)
 
 
@@ -171,8 +178,10 @@ class OnnxMiniLMEmbedder:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return (f"OnnxMiniLMEmbedder(fingerprint={self.fingerprint!r}, threads={self.threads}, "
-                f"workers={self.workers})")
+        return (
+            f"OnnxMiniLMEmbedder(fingerprint={self.fingerprint!r}, threads={self.threads}, "
+            f"workers={self.workers})"
+        )
 
     # -- loading -------------------------------------------------------------------------
 
@@ -230,7 +239,9 @@ class OnnxMiniLMEmbedder:
 
             options = ort.SessionOptions()
             options.graph_optimization_level = (
-                ort.GraphOptimizationLevel.ORT_ENABLE_ALL if self.optimize else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                if self.optimize
+                else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             )
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.intra_op_num_threads = self.threads

@@ -19,7 +19,9 @@ def vectors_digest(vectors: np.ndarray) -> str:
     """sha256 of the vectors as stored (float32 little-endian, row-major)."""
     # Hashed in place (a byte view of the contiguous array), not through a copy from
     # `tobytes`: 79 MB at 10,000 pages, copied once per digest.
-    return hashlib.sha256(np.ascontiguousarray(vectors, dtype="<f4").reshape(-1).view(np.uint8).data).hexdigest()
+    return hashlib.sha256(
+        np.ascontiguousarray(vectors, dtype="<f4").reshape(-1).view(np.uint8).data
+    ).hexdigest()
 
 
 class _RowHashes(Sequence[str]):
@@ -49,8 +51,16 @@ class FileVectors:
     """``matrix`` (rows x dimensions, float32), one row per row of ``rows``. ``digest``: the
     sha256 recorded when it was written ("" unknown); ``label``: how messages name it."""
 
-    def __init__(self, matrix: np.ndarray, rows: ChunkRows, fingerprint: str, *, generation: str = "",
-                 digest: str = "", label: str = "the vectors") -> None:
+    def __init__(
+        self,
+        matrix: np.ndarray,
+        rows: ChunkRows,
+        fingerprint: str,
+        *,
+        generation: str = "",
+        digest: str = "",
+        label: str = "the vectors",
+    ) -> None:
         self.matrix = matrix
         self._rows = rows
         self._fingerprint = fingerprint
@@ -108,7 +118,9 @@ class FileVectors:
             if row is not None:
                 stored[chunk_hash] = row
         if stored:  # one gather from the (memory-mapped) matrix, not a slice per chunk
-            block = np.asarray(self.matrix[np.fromiter(stored.values(), dtype=np.int64, count=len(stored))])
+            block = np.asarray(
+                self.matrix[np.fromiter(stored.values(), dtype=np.int64, count=len(stored))]
+            )
             out.update(zip(stored, block))
         return out
 
@@ -136,7 +148,11 @@ class FileVectors:
             scores = np.asarray(self.matrix @ vector, dtype=np.float32)
         if k >= scores.shape[0]:
             return Neighbours(_RowHashes(self._rows), scores, complete=True, aligned=self._rows)
-        top = np.argpartition(-scores, max(k - 1, 0))[: max(k, 0)] if k > 0 else np.zeros(0, dtype=np.int64)
+        top = (
+            np.argpartition(-scores, max(k - 1, 0))[: max(k, 0)]
+            if k > 0
+            else np.zeros(0, dtype=np.int64)
+        )
         hashes = self._rows.row_hashes()
         return Neighbours([hashes[i] for i in top.tolist()], scores[top], complete=False)
 

@@ -12,19 +12,26 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import StoreError
 from ..wiki import frontmatter
 from ..wiki.generated import is_evidence
 from ..wiki.model import Page, Wiki
+from ..wiki.pages import decode
 from ..wiki.parallel import MIN_PAGES, in_shares
 from ..wiki.slug import parse_target
-from ..wiki.pages import decode
 from ..wiki.snapshots import SourceFile
 from ..wiki.titles import page_description, page_properties, page_title, property_list
 from . import checkpoint
-from ..errors import StoreError
 from . import store as store_mod
-from .chunking import chunk_key, content_hash, embedding_input, page_chunks, path_words, readable_text
-from .chunking import store_fingerprint
+from .chunking import (
+    chunk_key,
+    content_hash,
+    embedding_input,
+    page_chunks,
+    path_words,
+    readable_text,
+    store_fingerprint,
+)
 from .embedders import Embedder
 from .pagetable import PageEntry, PageTable
 from .vectors import VectorIndex
@@ -70,7 +77,9 @@ class IndexSummary:
 Seed = Callable[[list[str]], Mapping[str, np.ndarray]]
 
 
-def read_pages(wiki: Wiki, only: set[str] | None = None) -> tuple[list[IndexedPage], dict[str, str]]:
+def read_pages(
+    wiki: Wiki, only: set[str] | None = None
+) -> tuple[list[IndexedPage], dict[str, str]]:
     """Live text of every page that may be evidence (of those in ``only`` when given),
     chunked; and the pages left out (path -> blob): the generated index, the journal,
     binary, oversize and non-UTF-8 files. The store records both, so a later call can tell what
@@ -103,7 +112,9 @@ def _read_share(wiki: Wiki, wanted: list[Page]) -> list[tuple[Any, ...]]:
             out.append((None, page.path, page.blob or ""))
             continue
         text, issues = decode(raw)
-        if text is None or issues or not is_evidence(page.path, wiki.root_dir, text):  # never U+FFFD text
+        if (
+            text is None or issues or not is_evidence(page.path, wiki.root_dir, text)
+        ):  # never U+FFFD text
             out.append((None, page.path, page.blob or ""))
             continue
         meta = frontmatter.parse(text)
@@ -119,9 +130,23 @@ def _read_share(wiki: Wiki, wanted: list[Page]) -> list[tuple[Any, ...]]:
         readable = ["" if c.card else readable_text(c.text) for c in chunks]
         where = path_words(page.path)
         lexical = tuple(lexical_fields(names, about, where, text) for text in readable)
-        embedded = tuple(embedding_input(title, text, about if i == 0 else "") for i, text in enumerate(readable))
-        out.append((page.id, page.path, page.blob or "", title, summary if isinstance(summary, str) else "", texts,
-                    links, dangling, embedded, lexical))
+        embedded = tuple(
+            embedding_input(title, text, about if i == 0 else "") for i, text in enumerate(readable)
+        )
+        out.append(
+            (
+                page.id,
+                page.path,
+                page.blob or "",
+                title,
+                summary if isinstance(summary, str) else "",
+                texts,
+                links,
+                dangling,
+                embedded,
+                lexical,
+            )
+        )
     return out
 
 
@@ -129,12 +154,17 @@ def lexical_fields(names: str, about: str, where: str, readable: str) -> Documen
     """One chunk for BM25F: title and aliases; the frontmatter description; the page's path
     words (``chunking.path_words``); the body as a reader reads it (``chunking.readable_text``).
     Each weighted by :data:`lexical.FIELD_WEIGHTS`."""
-    return ((names, FIELD_WEIGHTS["title"]), (about, FIELD_WEIGHTS["description"]),
-            (where, FIELD_WEIGHTS["path"]), (readable, FIELD_WEIGHTS["body"]))
+    return (
+        (names, FIELD_WEIGHTS["title"]),
+        (about, FIELD_WEIGHTS["description"]),
+        (where, FIELD_WEIGHTS["path"]),
+        (readable, FIELD_WEIGHTS["body"]),
+    )
 
 
-def _graph(wiki: Wiki, page: Page, resolved: dict[str, tuple[str | None, str | None]] | None = None
-           ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _graph(
+    wiki: Wiki, page: Page, resolved: dict[str, tuple[str | None, str | None]] | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The pages ``page`` links to and the targets it names that nothing answers;
     ``resolved`` remembers each link text's meaning across pages (a wiki names the same
     targets from many pages)."""
@@ -150,8 +180,10 @@ def _graph(wiki: Wiki, page: Page, resolved: dict[str, tuple[str | None, str | N
                 meaning = (None, None)
             else:
                 found = wiki.resolve(target)
-                meaning = (found.page.id if found.page is not None else None,
-                           None if found.resolved else target.key)
+                meaning = (
+                    found.page.id if found.page is not None else None,
+                    None if found.resolved else target.key,
+                )
             known[text] = meaning
         page_id, missing = meaning
         if page_id is not None:
@@ -189,31 +221,77 @@ def build(
     hashes_in_order: list[str] = []
     for page in pages:
         hashes = tuple(content_hash(t) for t in page.texts)
-        entries.append(PageEntry(page.page_id, page.path, page.blob, page.title, page.summary, len(hashes_in_order),
-                                 hashes, page.links, page.dangling))
+        entries.append(
+            PageEntry(
+                page.page_id,
+                page.path,
+                page.blob,
+                page.title,
+                page.summary,
+                len(hashes_in_order),
+                hashes,
+                page.links,
+                page.dangling,
+            )
+        )
         for text, chunk_hash in zip(page.embedded, hashes):
             texts.setdefault(chunk_hash, text)
         documents.extend(page.lexical)
         hashes_in_order.extend(hashes)
-    written = _write(folder, PageTable(entries), hashes_in_order, texts, lambda: LexicalIndex.build(documents),
-                     embedder, full=full, progress=progress, skipped=skipped, previous_store=previous_store,
-                     names=names, vector_store=vector_store, seed=seed, started=started, read=len(pages), known=known)
+    written = _write(
+        folder,
+        PageTable(entries),
+        hashes_in_order,
+        texts,
+        lambda: LexicalIndex.build(documents),
+        embedder,
+        full=full,
+        progress=progress,
+        skipped=skipped,
+        previous_store=previous_store,
+        names=names,
+        vector_store=vector_store,
+        seed=seed,
+        started=started,
+        read=len(pages),
+        known=known,
+    )
     assert written is not None  # every chunk's text is at hand: nothing can be missing
     return written
 
 
-def build_update(folder: Path, update: Update, store: store_mod.Store, lexical: LexicalIndex,
-                 embedder: Embedder | None, *, progress: Callable[[int, int], object] | None = None,
-                 vector_store: str | None = None, seed: Seed | None = None) -> IndexSummary | None:
+def build_update(
+    folder: Path,
+    update: Update,
+    store: store_mod.Store,
+    lexical: LexicalIndex,
+    embedder: Embedder | None,
+    *,
+    progress: Callable[[int, int], object] | None = None,
+    vector_store: str | None = None,
+    seed: Seed | None = None,
+) -> IndexSummary | None:
     """`build` of a wiki that changed since ``store`` and ``lexical`` (its index as saved),
     from `plan_update`: only the changed pages were read, only their chunks are tokenized
     and embedded, and what is written equals a build from every page. None (nothing
     written) when a chunk kept from ``store`` has no vector there (a store damaged under
     us): build from every page instead."""
-    return _write(folder, PageTable(update.entries), update.hashes, update.missing,
-                  lambda: lexical.updated(update.layout), embedder, progress=progress, skipped=update.skipped,
-                  previous_store=store, names=update.names, vector_store=vector_store, seed=seed,
-                  started=time.perf_counter(), read=update.read)
+    return _write(
+        folder,
+        PageTable(update.entries),
+        update.hashes,
+        update.missing,
+        lambda: lexical.updated(update.layout),
+        embedder,
+        progress=progress,
+        skipped=update.skipped,
+        previous_store=store,
+        names=update.names,
+        vector_store=vector_store,
+        seed=seed,
+        started=time.perf_counter(),
+        read=update.read,
+    )
 
 
 def _write(
@@ -244,10 +322,16 @@ def _write(
     old: store_mod.Store | None = None
     notes: list[str] = []
     if embedder is not None and not full:
-        old = previous_store if previous_store is not None and previous_store.fingerprint == fingerprint else None
+        old = (
+            previous_store
+            if previous_store is not None and previous_store.fingerprint == fingerprint
+            else None
+        )
         if old is None:
             try:
-                old = store_mod.load(folder, expected_fingerprint=fingerprint, vector_store=vector_store)
+                old = store_mod.load(
+                    folder, expected_fingerprint=fingerprint, vector_store=vector_store
+                )
             except StoreError as exc:
                 if exc.code == "embedding-store-corrupt":
                     notes.append(f"{exc.message}; rebuilt it")
@@ -297,7 +381,9 @@ def _write(
         # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
         fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
         index.add(fresh)
-        if old is not None:  # chunks no page has any more (the file store writes only the table's rows anyway)
+        if (
+            old is not None
+        ):  # chunks no page has any more (the file store writes only the table's rows anyway)
             index.remove(set(old.pages.row_hashes()).difference(hashes_in_order))
         embedded = len(missing) - len(kept)
         reused = row - fetched - sum(1 for h in hashes_in_order if h in missing and h not in kept)
@@ -305,18 +391,41 @@ def _write(
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
     lexical().save(folder / LEXICAL_DIR)
-    store_mod.save(folder, store_mod.Store(fingerprint, backend, model, table, index.for_rows(table), now,
-                                           dict(skipped or {}), names))
+    store_mod.save(
+        folder,
+        store_mod.Store(
+            fingerprint,
+            backend,
+            model,
+            table,
+            index.for_rows(table),
+            now,
+            dict(skipped or {}),
+            names,
+        ),
+    )
     if embedder is not None:
         checkpoint.remove(folder)  # its vectors are in the store now
     if shared is not None:
         notes.append(shared.describe())
-    return IndexSummary(len(table), row, embedded, reused, time.perf_counter() - started, backend, tuple(notes),
-                        fetched, read=read)
+    return IndexSummary(
+        len(table),
+        row,
+        embedded,
+        reused,
+        time.perf_counter() - started,
+        backend,
+        tuple(notes),
+        fetched,
+        read=read,
+    )
 
 
-def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,
-                 skipped: dict[str, str] | None = None) -> tuple[store_mod.Store, LexicalIndex]:
+def memory_index(
+    pages: list[IndexedPage],
+    base: store_mod.Store | None = None,
+    skipped: dict[str, str] | None = None,
+) -> tuple[store_mod.Store, LexicalIndex]:
     """A store built in memory from live pages (nothing is written): lexical-only when there
     is no usable store on disk; with ``base``, in its model's shape, every chunk ``base``'s
     vectors hold keeps its vector and new chunks get zeros (they are found lexically: a read
@@ -326,17 +435,37 @@ def memory_index(pages: list[IndexedPage], base: store_mod.Store | None = None,
     hashes_in_order: list[str] = []
     for page in pages:
         hashes = tuple(content_hash(t) for t in page.texts)
-        entries.append(PageEntry(page.page_id, page.path, page.blob, page.title, page.summary,
-                                           len(documents), hashes, page.links, page.dangling))
+        entries.append(
+            PageEntry(
+                page.page_id,
+                page.path,
+                page.blob,
+                page.title,
+                page.summary,
+                len(documents),
+                hashes,
+                page.links,
+                page.dangling,
+            )
+        )
         documents.extend(page.lexical)
         hashes_in_order.extend(hashes)
     table = PageTable(entries)
     if base is None:
         vectors = store_mod.empty_vectors(NO_EMBEDDINGS, 0).for_rows(table)
-        return (store_mod.Store(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, table, vectors, ""),
-                LexicalIndex.build(documents))
-    store = store_mod.Store(base.fingerprint, base.backend, base.model, table, base.vectors.for_rows(table),
-                            base.updated_at, dict(skipped or {}))
+        return (
+            store_mod.Store(NO_EMBEDDINGS, NO_EMBEDDINGS, NO_EMBEDDINGS, table, vectors, ""),
+            LexicalIndex.build(documents),
+        )
+    store = store_mod.Store(
+        base.fingerprint,
+        base.backend,
+        base.model,
+        table,
+        base.vectors.for_rows(table),
+        base.updated_at,
+        dict(skipped or {}),
+    )
     return store, LexicalIndex.build(documents)
 
 
@@ -347,7 +476,11 @@ def names_digest(wiki: Wiki) -> str:
 
     digest = hashlib.blake2b(digest_size=16)
     for page in wiki.pages:
-        digest.update(f"{page.path}\x00{chr(1).join(page.scan.alias_slugs)}\n".encode("utf-8", "surrogatepass"))
+        digest.update(
+            f"{page.path}\x00{chr(1).join(page.scan.alias_slugs)}\n".encode(
+                "utf-8", "surrogatepass"
+            )
+        )
     for path in sorted(wiki.other_files):
         digest.update(f"\x02{path}\n".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
@@ -372,10 +505,17 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
     """What `build` would write for ``wiki``, reading only the pages that changed since
     ``store`` (same entries, rows and order as a build from every page)."""
     old = {e.path: e for e in store.pages}
-    kept_skipped = {p.path: p.blob for p in wiki.pages
-                    if p.blob and store.skipped.get(p.path) == p.blob and p.path not in old}
-    touched = {p.path for p in wiki.pages
-               if p.path not in kept_skipped and not (p.blob and p.path in old and old[p.path].blob == p.blob)}
+    kept_skipped = {
+        p.path: p.blob
+        for p in wiki.pages
+        if p.blob and store.skipped.get(p.path) == p.blob and p.path not in old
+    }
+    touched = {
+        p.path
+        for p in wiki.pages
+        if p.path not in kept_skipped
+        and not (p.blob and p.path in old and old[p.path].blob == p.blob)
+    }
     fresh_pages, fresh_skipped = read_pages(wiki, only=touched) if touched else ([], {})
     fresh = {p.path: p for p in fresh_pages}
     names = names_digest(wiki)
@@ -389,9 +529,19 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
         indexed = fresh.get(page.path)
         if indexed is not None:
             chunk_hashes = tuple(content_hash(t) for t in indexed.texts)
-            entries.append(PageEntry(indexed.page_id, indexed.path, indexed.blob, indexed.title,
-                                               indexed.summary, len(hashes), chunk_hashes, indexed.links,
-                                               indexed.dangling))
+            entries.append(
+                PageEntry(
+                    indexed.page_id,
+                    indexed.path,
+                    indexed.blob,
+                    indexed.title,
+                    indexed.summary,
+                    len(hashes),
+                    chunk_hashes,
+                    indexed.links,
+                    indexed.dangling,
+                )
+            )
             layout.extend(indexed.lexical)
             if store.dimensions:  # a lexical-only store has no vectors to miss
                 for text, chunk_hash in zip(indexed.embedded, chunk_hashes):
@@ -401,17 +551,22 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
         elif page.path not in touched and page.path in old:
             entry = old[page.path]
             links, dangling = (entry.links, entry.dangling) if same_names else _graph(wiki, page)
-            entries.append(entry._replace(first_row=len(hashes), links=tuple(links), dangling=tuple(dangling)))
+            entries.append(
+                entry._replace(first_row=len(hashes), links=tuple(links), dangling=tuple(dangling))
+            )
             layout.extend(range(entry.first_row, entry.first_row + len(entry.hashes)))
             hashes.extend(entry.hashes)
     if missing:  # the vectors may hold some already: a shared store's, indexed by CI (or added in this process)
         held = store.vectors.known(missing)
         missing = {h: text for h, text in missing.items() if h not in held}
-    return Update(entries, hashes, missing, layout, {**kept_skipped, **fresh_skipped}, names, len(touched))
+    return Update(
+        entries, hashes, missing, layout, {**kept_skipped, **fresh_skipped}, names, len(touched)
+    )
 
 
-def apply_update(update: Update, store: store_mod.Store, lexical: LexicalIndex,
-                 fresh: np.ndarray | None = None) -> tuple[store_mod.Store, LexicalIndex]:
+def apply_update(
+    update: Update, store: store_mod.Store, lexical: LexicalIndex, fresh: np.ndarray | None = None
+) -> tuple[store_mod.Store, LexicalIndex]:
     """The updated store and lexical index in memory. ``fresh``: the vectors of
     ``update.missing``, in its order, added to the store's vectors (None: those rows stay
     zero, ranked lexically only)."""
@@ -421,8 +576,16 @@ def apply_update(update: Update, store: store_mod.Store, lexical: LexicalIndex,
     if fresh is not None:
         updated_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     table = PageTable(update.entries)
-    new_store = store_mod.Store(store.fingerprint, store.backend, store.model, table, store.vectors.for_rows(table),
-                                updated_at, dict(update.skipped), update.names)
+    new_store = store_mod.Store(
+        store.fingerprint,
+        store.backend,
+        store.model,
+        table,
+        store.vectors.for_rows(table),
+        updated_at,
+        dict(update.skipped),
+        update.names,
+    )
     return new_store, lexical.updated(update.layout)
 
 

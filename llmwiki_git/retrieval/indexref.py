@@ -46,19 +46,26 @@ from .. import confine
 from ..errors import GitError, IndexRefError, PathRefused
 from ..gitstore import datarefs
 from ..gitstore.git import Git
-from ..gitstore.transaction import crash_point
 from .store import MAX_DIMENSIONS, SHARED_KIND, Store
 
 if TYPE_CHECKING:
-    from .lexical import LexicalIndex
+    pass
 
 REF = "refs/llmwiki/index"
 FORMAT = "llmwiki-index"
 VERSION = 1
 DTYPE = "float16"
 FILES = ("hashes", "index.json", "vectors")
-LEXICAL_FILES = ("doc_ids.npy", "indptr.npy", "lengths.npy", "meta.json", "term_offsets.npy", "terms.npy", "tf.npy",
-                 "weights.npy")
+LEXICAL_FILES = (
+    "doc_ids.npy",
+    "indptr.npy",
+    "lengths.npy",
+    "meta.json",
+    "term_offsets.npy",
+    "terms.npy",
+    "tf.npy",
+    "weights.npy",
+)
 SNAPSHOT = ("store.json", *(f"lexical.{name}" for name in LEXICAL_FILES))
 MAX_SNAPSHOT_BYTES = 2 << 30  # the page table and the lexical index together
 MAX_META_BYTES = 64 * 1024
@@ -106,20 +113,30 @@ def snapshot_files(state: Path, git: Git | None = None) -> dict[str, bytes] | No
 
     files: dict[str, bytes] = {}
     try:
-        meta = confine.read_json(state / store_mod.JSON_NAME, max_bytes=store_mod.MAX_JSON_BYTES,
-                                 name=store_mod.JSON_NAME)
+        meta = confine.read_json(
+            state / store_mod.JSON_NAME,
+            max_bytes=store_mod.MAX_JSON_BYTES,
+            name=store_mod.JSON_NAME,
+        )
         for name in sorted(os.listdir(state / LEXICAL_DIR)):
             if name not in LEXICAL_FILES:
                 return None
-            files[f"lexical.{name}"] = confine.read_file(state / LEXICAL_DIR / name, max_bytes=MAX_SNAPSHOT_BYTES,
-                                                         name=name)
+            files[f"lexical.{name}"] = confine.read_file(
+                state / LEXICAL_DIR / name, max_bytes=MAX_SNAPSHOT_BYTES, name=name
+            )
     except (OSError, PathRefused, ValueError):
         return None
     if "lexical.meta.json" not in files or not isinstance(meta, dict):
         return None
     if meta.get("vectorStore") is not None and meta.get("overlay"):
         return None  # vectors embedded here that the shared store lacks: no snapshot of it (`payload` says so)
-    for key in ("token", "vectorsDigest", "updatedAt", "vectorStore", "overlay"):  # one copy's, never published
+    for key in (
+        "token",
+        "vectorsDigest",
+        "updatedAt",
+        "vectorStore",
+        "overlay",
+    ):  # one copy's, never published
         meta.pop(key, None)
     skipped = meta.get("skipped")
     if git is not None and isinstance(skipped, dict) and skipped:
@@ -129,8 +146,13 @@ def snapshot_files(state: Path, git: Git | None = None) -> dict[str, bytes] | No
     return files
 
 
-def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None = None, *,
-            shared: bool = False) -> Payload:
+def payload(
+    store: Store,
+    source: str | None,
+    snapshot: dict[str, bytes] | None = None,
+    *,
+    shared: bool = False,
+) -> Payload:
     """The published form of ``store``'s vectors: each distinct chunk once, sorted by hash,
     as float16; with ``snapshot`` (`snapshot_files`) beside them. ``shared``: the vectors
     are in the team's shared store (pgvectors.py): the snapshot alone, no vector, and
@@ -138,51 +160,105 @@ def payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None 
     be trusted (or, shared, vectors the shared store lacks)."""
     dims = store.dimensions
     if not dims:
-        raise IndexRefError("the local index is lexical-only (built with --fast): there are no vectors to publish",
-                            hint="run `llmwiki index --full` to embed the wiki, then publish")
+        raise IndexRefError(
+            "the local index is lexical-only (built with --fast): there are no vectors to publish",
+            hint="run `llmwiki index --full` to embed the wiki, then publish",
+        )
     if shared:
         return _snapshot_payload(store, source, snapshot)
     problem = store.vectors.problem()
     if problem is not None:
-        raise IndexRefError(f"the local vectors cannot be trusted ({problem}); nothing was published",
-                            hint="run `llmwiki index --full` to rebuild them, then publish")
+        raise IndexRefError(
+            f"the local vectors cannot be trusted ({problem}); nothing was published",
+            hint="run `llmwiki index --full` to rebuild them, then publish",
+        )
     wanted = sorted(set(store.pages.row_hashes()))
     found = store.vectors.get(wanted)
     hashes = [h for h in wanted if h in found and _HASH.fullmatch(h)]
-    matrix = (np.stack([found[h] for h in hashes]).astype(np.float32) if hashes
-              else np.zeros((0, dims), dtype=np.float32))
+    matrix = (
+        np.stack([found[h] for h in hashes]).astype(np.float32)
+        if hashes
+        else np.zeros((0, dims), dtype=np.float32)
+    )
     norms = np.linalg.norm(matrix, axis=1) if len(hashes) else np.zeros(0)
     keep = np.flatnonzero(np.abs(norms - 1.0) <= NORM_SLACK)  # a zero row is no vector
     hashes = [hashes[i] for i in keep.tolist()]
     hash_bytes = "".join(f"{h}\n" for h in hashes).encode("ascii")
     vector_bytes = np.ascontiguousarray(matrix[keep], dtype="<f2").tobytes()
     digest = payload_digest(hash_bytes, vector_bytes)
-    sums = {name: hashlib.sha256(data).hexdigest() for name, data in sorted((snapshot or {}).items())}
-    meta = {"format": FORMAT, "version": VERSION, "fingerprint": store.fingerprint, "backend": store.backend,
-            "model": store.model, "dimensions": dims, "chunks": len(hashes), "dtype": DTYPE, "digest": digest,
-            "source": source or "",
-            "snapshot": sums}
-    return Payload({"index.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
-                    "hashes": hash_bytes, "vectors": vector_bytes, **(snapshot or {})}, digest, len(hashes), sums)
+    sums = {
+        name: hashlib.sha256(data).hexdigest() for name, data in sorted((snapshot or {}).items())
+    }
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "fingerprint": store.fingerprint,
+        "backend": store.backend,
+        "model": store.model,
+        "dimensions": dims,
+        "chunks": len(hashes),
+        "dtype": DTYPE,
+        "digest": digest,
+        "source": source or "",
+        "snapshot": sums,
+    }
+    return Payload(
+        {
+            "index.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
+            "hashes": hash_bytes,
+            "vectors": vector_bytes,
+            **(snapshot or {}),
+        },
+        digest,
+        len(hashes),
+        sums,
+    )
 
 
-def _snapshot_payload(store: Store, source: str | None, snapshot: dict[str, bytes] | None) -> Payload:
+def _snapshot_payload(
+    store: Store, source: str | None, snapshot: dict[str, bytes] | None
+) -> Payload:
     """`payload` of an index whose vectors are in the shared store: its snapshot, no vector."""
     overlay = len(getattr(store.vectors, "overlay", None) or ())
     if overlay:
-        raise IndexRefError(f"{overlay} chunk vector(s) of this index were embedded here and are not in the shared "
-                            "store (this role may not write to it), so clones could not rank them; nothing was published",
-                            hint="publish from the CI job whose role writes to the shared store (docs/team.md)")
+        raise IndexRefError(
+            f"{overlay} chunk vector(s) of this index were embedded here and are not in the shared "
+            "store (this role may not write to it), so clones could not rank them; nothing was published",
+            hint="publish from the CI job whose role writes to the shared store (docs/team.md)",
+        )
     if snapshot is None:
-        raise IndexRefError("the local index could not be read whole (.llmwiki/embeddings.json and bm25/); "
-                            "nothing was published", hint="run `llmwiki index`, then publish")
+        raise IndexRefError(
+            "the local index could not be read whole (.llmwiki/embeddings.json and bm25/); "
+            "nothing was published",
+            hint="run `llmwiki index`, then publish",
+        )
     digest = payload_digest(b"", b"")
     sums = {name: hashlib.sha256(data).hexdigest() for name, data in sorted(snapshot.items())}
-    meta = {"format": FORMAT, "version": VERSION, "fingerprint": store.fingerprint, "backend": store.backend,
-            "model": store.model, "dimensions": store.dimensions, "chunks": 0, "dtype": DTYPE, "digest": digest,
-            "source": source or "", "snapshot": sums, "vectorStore": SHARED_KIND}
-    return Payload({"index.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
-                    "hashes": b"", "vectors": b"", **snapshot}, digest, 0, sums)
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "fingerprint": store.fingerprint,
+        "backend": store.backend,
+        "model": store.model,
+        "dimensions": store.dimensions,
+        "chunks": 0,
+        "dtype": DTYPE,
+        "digest": digest,
+        "source": source or "",
+        "snapshot": sums,
+        "vectorStore": SHARED_KIND,
+    }
+    return Payload(
+        {
+            "index.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
+            "hashes": b"",
+            "vectors": b"",
+            **snapshot,
+        },
+        digest,
+        0,
+        sums,
+    )
 
 
 BLOCK = 4096  # rows widened at a time: a block stays in the cache, no float32 copy of the whole ref
@@ -201,9 +277,15 @@ class Published:
     digest: str
     hashes: np.ndarray  # dtype S16, sorted
     half: np.ndarray  # chunks x dimensions, float16, as published
-    norms: np.ndarray  # each row's length (float32, checked within NORM_SLACK of 1): rows are divided by it
-    snapshot: dict[str, tuple[str, str]]  # snapshot file -> (blob id, sha256); empty: none published
-    vector_store: str = ""  # "postgresql": a snapshot whose vectors are in the team's shared store (no vector here)
+    norms: (
+        np.ndarray
+    )  # each row's length (float32, checked within NORM_SLACK of 1): rows are divided by it
+    snapshot: dict[
+        str, tuple[str, str]
+    ]  # snapshot file -> (blob id, sha256); empty: none published
+    vector_store: str = (
+        ""  # "postgresql": a snapshot whose vectors are in the team's shared store (no vector here)
+    )
 
     def __len__(self) -> int:
         return int(self.hashes.shape[0])
@@ -252,7 +334,7 @@ class Published:
         half = np.empty((BLOCK, self.dimensions), dtype="<f2")
         wide = np.empty((BLOCK, self.dimensions), dtype="<f4")
         for start in range(0, len(at), BLOCK):
-            rows = at[start:start + BLOCK]
+            rows = at[start : start + BLOCK]
             n = len(rows)
             np.take(self.half, rows, axis=0, out=half[:n])
             np.copyto(wide[:n], half[:n])
@@ -264,12 +346,16 @@ class Published:
 
 
 def refuse(commit: str, why: str) -> IndexRefError:
-    return IndexRefError(f"{REF} ({commit[:12]}) is refused: {why}; nothing was taken from it",
-                         hint="publish it again from a trusted clone (`llmwiki index --publish`), or delete it "
-                              f"(`git update-ref -d {REF}`)")
+    return IndexRefError(
+        f"{REF} ({commit[:12]}) is refused: {why}; nothing was taken from it",
+        hint="publish it again from a trusted clone (`llmwiki index --publish`), or delete it "
+        f"(`git update-ref -d {REF}`)",
+    )
 
 
-def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions: int | None = None) -> Published | None:
+def read(
+    git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions: int | None = None
+) -> Published | None:
     """The vectors ``ref`` holds, every check passed (None: no such ref). IndexRefError, before
     reading any vector, for anything else than a commit of the three files, sizes outside the
     bounds, another model (``fingerprint``, ``dimensions``); after reading, for a digest that
@@ -287,44 +373,79 @@ def read(git: Git, ref: str = REF, *, fingerprint: str | None = None, dimensions
     except GitError as exc:
         raise refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
     extra = sorted(set(entries) - set(FILES))
-    if (not set(FILES) <= set(entries) or not set(extra) <= set(SNAPSHOT)
-            or any(e.mode != "100644" or e.kind != "blob" for e in entries.values())):
-        unexpected = sorted(set(extra) - set(SNAPSHOT)) or sorted(set(FILES) - set(entries)) or sorted(entries)
-        raise refuse(oid, f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
-                          f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)")
+    if (
+        not set(FILES) <= set(entries)
+        or not set(extra) <= set(SNAPSHOT)
+        or any(e.mode != "100644" or e.kind != "blob" for e in entries.values())
+    ):
+        unexpected = (
+            sorted(set(extra) - set(SNAPSHOT))
+            or sorted(set(FILES) - set(entries))
+            or sorted(entries)
+        )
+        raise refuse(
+            oid,
+            f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
+            f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)",
+        )
     meta_entry = entries["index.json"]
     if not 0 < meta_entry.size <= MAX_META_BYTES:
         raise refuse(oid, f"index.json is {meta_entry.size} bytes (at most {MAX_META_BYTES})")
     meta = _meta(oid, git.read_blob(meta_entry.oid))
     if fingerprint is not None and meta.fingerprint != fingerprint:
-        raise IndexRefError(f"{REF} was published with {meta.fingerprint[:200]!r}, but the active model is "
-                            f"{fingerprint!r}; vectors of two models are never mixed, nothing was taken from it",
-                            hint="use the model it was published with, or publish again with this one")
+        raise IndexRefError(
+            f"{REF} was published with {meta.fingerprint[:200]!r}, but the active model is "
+            f"{fingerprint!r}; vectors of two models are never mixed, nothing was taken from it",
+            hint="use the model it was published with, or publish again with this one",
+        )
     dims, chunks = meta.dimensions, meta.chunks
     if dimensions is not None and dimensions and dims != dimensions:
         raise refuse(oid, f"its vectors have {dims} dimensions, the active model's {dimensions}")
     want_vectors = chunks * dims * 2
     if want_vectors > MAX_VECTOR_BYTES:
-        raise refuse(oid, f"{chunks} vectors of {dims} dimensions are more than {MAX_VECTOR_BYTES >> 20} MiB")
+        raise refuse(
+            oid, f"{chunks} vectors of {dims} dimensions are more than {MAX_VECTOR_BYTES >> 20} MiB"
+        )
     if entries["hashes"].size != chunks * HASH_LINE or entries["vectors"].size != want_vectors:
-        raise refuse(oid, f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
-                          f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)")
+        raise refuse(
+            oid,
+            f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
+            f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)",
+        )
     blobs = git.read_large_blobs([entries["hashes"].oid, entries["vectors"].oid])
-    hash_bytes, vector_bytes = blobs.get(entries["hashes"].oid, b""), blobs.get(entries["vectors"].oid, b"")
+    hash_bytes, vector_bytes = (
+        blobs.get(entries["hashes"].oid, b""),
+        blobs.get(entries["vectors"].oid, b""),
+    )
     if len(hash_bytes) != chunks * HASH_LINE or len(vector_bytes) != want_vectors:
         raise refuse(oid, "its files could not be read whole")
     if payload_digest(hash_bytes, vector_bytes) != meta.digest:
-        raise refuse(oid, "its files do not match the digest in index.json (damaged, or written by hand)")
+        raise refuse(
+            oid, "its files do not match the digest in index.json (damaged, or written by hand)"
+        )
     hashes = _hashes(oid, hash_bytes, chunks)
     half = np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims)
     norms = _unit_norms(oid, half)
-    if sorted(meta.snapshot) != extra or (extra and not {"store.json", "lexical.meta.json"} <= set(extra)):
+    if sorted(meta.snapshot) != extra or (
+        extra and not {"store.json", "lexical.meta.json"} <= set(extra)
+    ):
         raise refuse(oid, "its store snapshot files are not the ones index.json lists")
     if sum(entries[name].size for name in extra) > MAX_SNAPSHOT_BYTES:
         raise refuse(oid, f"its store snapshot is more than {MAX_SNAPSHOT_BYTES >> 20} MiB")
     snapshot = {name: (entries[name].oid, meta.snapshot[name]) for name in extra}
-    return Published(oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, half, norms,
-                     snapshot, meta.vector_store)
+    return Published(
+        oid,
+        meta.fingerprint,
+        meta.backend,
+        meta.model,
+        dims,
+        meta.digest,
+        hashes,
+        half,
+        norms,
+        snapshot,
+        meta.vector_store,
+    )
 
 
 @dataclass(frozen=True)
@@ -347,12 +468,18 @@ def _meta(oid: str, raw: bytes) -> _Meta:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise refuse(oid, "index.json is not an llmwiki index")
     if meta.get("version") != VERSION:
-        raise refuse(oid, f"index.json has format version {meta.get('version')!r}; this llmwiki reads {VERSION}")
+        raise refuse(
+            oid,
+            f"index.json has format version {meta.get('version')!r}; this llmwiki reads {VERSION}",
+        )
 
     def count(name: str, low: int, high: int) -> None:
         value = meta.get(name)
         if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-            raise refuse(oid, f"index.json's {name} is {str(value)[:40]!r}, not a whole number from {low} to {high}")
+            raise refuse(
+                oid,
+                f"index.json's {name} is {str(value)[:40]!r}, not a whole number from {low} to {high}",
+            )
 
     count("dimensions", 1, MAX_DIMENSIONS)
     count("chunks", 0, MAX_VECTOR_BYTES // 2)
@@ -363,15 +490,31 @@ def _meta(oid: str, raw: bytes) -> _Meta:
     if not (isinstance(meta.get("digest"), str) and re.fullmatch(r"[0-9a-f]{64}", meta["digest"])):
         raise refuse(oid, "index.json's digest is not a sha256")
     snapshot = meta.get("snapshot") or {}
-    if not (isinstance(snapshot, dict) and all(name in SNAPSHOT and isinstance(sha, str)
-                                               and re.fullmatch(r"[0-9a-f]{64}", sha) for name, sha in snapshot.items())):
+    if not (
+        isinstance(snapshot, dict)
+        and all(
+            name in SNAPSHOT and isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha)
+            for name, sha in snapshot.items()
+        )
+    ):
         raise refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
     shared = meta.get("vectorStore") or ""
     if shared not in ("", SHARED_KIND) or (shared and (meta["chunks"] or not snapshot)):
-        raise refuse(oid, f"index.json's vectorStore is {str(shared)[:40]!r}: only {SHARED_KIND!r}, for a snapshot "
-                          "without vectors, is known")
-    return _Meta(meta["fingerprint"], str(meta.get("backend") or "")[:200], str(meta.get("model") or "")[:200],
-                 meta["dimensions"], meta["chunks"], meta["digest"], snapshot, shared)
+        raise refuse(
+            oid,
+            f"index.json's vectorStore is {str(shared)[:40]!r}: only {SHARED_KIND!r}, for a snapshot "
+            "without vectors, is known",
+        )
+    return _Meta(
+        meta["fingerprint"],
+        str(meta.get("backend") or "")[:200],
+        str(meta.get("model") or "")[:200],
+        meta["dimensions"],
+        meta["chunks"],
+        meta["digest"],
+        snapshot,
+        shared,
+    )
 
 
 def _hashes(oid: str, data: bytes | bytearray, chunks: int) -> np.ndarray:
@@ -381,7 +524,9 @@ def _hashes(oid: str, data: bytes | bytearray, chunks: int) -> np.ndarray:
         return np.zeros(0, dtype="S16")
     grid = np.frombuffer(data, dtype=np.uint8).reshape(chunks, HASH_LINE)
     digits = grid[:, :16]
-    hexdigit = ((digits >= ord("0")) & (digits <= ord("9"))) | ((digits >= ord("a")) & (digits <= ord("f")))
+    hexdigit = ((digits >= ord("0")) & (digits <= ord("9"))) | (
+        (digits >= ord("a")) & (digits <= ord("f"))
+    )
     if not bool((grid[:, 16] == ord("\n")).all()) or not bool(hexdigit.all()):
         bad = int(np.flatnonzero(~hexdigit.all(axis=1) | (grid[:, 16] != ord("\n")))[0])
         raise refuse(oid, f"line {bad + 1} of hashes is not a chunk hash")
@@ -396,14 +541,17 @@ def _unit_norms(oid: str, half: np.ndarray) -> np.ndarray:
     length (a block at a time: no float32 copy of the whole ref)."""
     norms = np.zeros(half.shape[0], dtype=np.float32)
     for start in range(0, half.shape[0], BLOCK):
-        wide = half[start:start + BLOCK].astype(np.float32)
+        wide = half[start : start + BLOCK].astype(np.float32)
         if not bool(np.isfinite(wide).all()):
             raise refuse(oid, "its vectors hold NaN or infinite values")
-        norms[start:start + BLOCK] = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+        norms[start : start + BLOCK] = np.sqrt(np.einsum("ij,ij->i", wide, wide))
     bad = np.flatnonzero(np.abs(norms - 1.0) > NORM_SLACK)
     if len(bad):
-        raise refuse(oid, f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
-                          f"length {float(norms[bad[0]]):.3f})")
+        raise refuse(
+            oid,
+            f"{len(bad)} of its vectors are not unit vectors (row {int(bad[0]) + 1}: "
+            f"length {float(norms[bad[0]]):.3f})",
+        )
     return norms
 
 
@@ -416,7 +564,9 @@ class Publication:
     shared: bool = False  # the snapshot alone: the vectors are in the shared store
 
 
-def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None, *, shared: bool = False) -> Publication:
+def publish(
+    git: Git, store: Store, snapshot: dict[str, bytes] | None = None, *, shared: bool = False
+) -> Publication:
     """Write ``store``'s vectors (and ``snapshot``, `snapshot_files`) as a commit on `REF`
     (parent: the commit it is at), moving it by compare-and-swap; nothing new when the ref
     already holds exactly these files for this model. ``shared``: the snapshot alone
@@ -430,9 +580,15 @@ def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None, *,
     elif old is not None:
         raise refuse(old, "it does not point to a commit, so it cannot be the parent of a new one")
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    what = "the page table and lexical index (vectors in the shared store)" if shared else f"{data.chunks} chunk vectors"
-    message = (f"llmwiki index: {what} of {store.model or store.fingerprint}\n\n"
-               f"Published {now} from {git.rev_parse('HEAD') or 'an unborn branch'}.\n")
+    what = (
+        "the page table and lexical index (vectors in the shared store)"
+        if shared
+        else f"{data.chunks} chunk vectors"
+    )
+    message = (
+        f"llmwiki index: {what} of {store.model or store.fingerprint}\n\n"
+        f"Published {now} from {git.rev_parse('HEAD') or 'an unborn branch'}.\n"
+    )
     commit = datarefs.commit_files(git, data.files, old, message)
     git.update_ref(REF, commit, old or "", message=f"llmwiki index --publish: {data.chunks} chunks")
     return Publication(commit, True, data.chunks, data.size, shared)
@@ -441,7 +597,11 @@ def publish(git: Git, store: Store, snapshot: dict[str, bytes] | None = None, *,
 def _published_digest(git: Git, commit: str) -> tuple[object, object, object] | None:
     """(fingerprint, digest, snapshot) that ``commit``'s index.json states (None: unreadable)."""
     size = git.object_size(f"{commit}:index.json")
-    raw = git.read_blob_at(commit, "index.json") if size is not None and size <= MAX_META_BYTES else None
+    raw = (
+        git.read_blob_at(commit, "index.json")
+        if size is not None and size <= MAX_META_BYTES
+        else None
+    )
     if raw is None:
         return None
     try:
@@ -467,15 +627,19 @@ def fetch(git: Git, remote: str, *, fingerprint: str | None, dimensions: int | N
     tracking = tracking_ref(remote)
     commit = datarefs.fetch_ref(git, remote, REF, tracking)
     if commit is None:
-        raise IndexRefError(f"{remote} has no {REF}: nothing was fetched",
-                            hint=f"publish it from a clone with an index: `llmwiki index --publish` then "
-                                 f"`git push {remote} {REF}`")
+        raise IndexRefError(
+            f"{remote} has no {REF}: nothing was fetched",
+            hint=f"publish it from a clone with an index: `llmwiki index --publish` then "
+            f"`git push {remote} {REF}`",
+        )
     published = read(git, tracking, fingerprint=fingerprint, dimensions=dimensions)
     assert published is not None  # just fetched
     old = git.object_id(REF)
     if old == commit:
         return Fetched(published, True, None)
-    if old is not None and not (git.object_type(old) == "commit" and datarefs.is_ancestor(git, old, commit)):
+    if old is not None and not (
+        git.object_type(old) == "commit" and datarefs.is_ancestor(git, old, commit)
+    ):
         return Fetched(published, False, old)
     git.update_ref(REF, commit, old or "", message=f"llmwiki index --fetch {remote}")
     return Fetched(published, True, None)
@@ -497,12 +661,17 @@ class SnapshotPrefetch:
 
     def _run(self) -> None:
         try:
-            entries = [e for e in datarefs.tree_entries(self._git, f"{REF}^{{tree}}")
-                       if e.name in SNAPSHOT and e.kind == "blob"]
+            entries = [
+                e
+                for e in datarefs.tree_entries(self._git, f"{REF}^{{tree}}")
+                if e.name in SNAPSHOT and e.kind == "blob"
+            ]
             if sum(max(e.size, 0) for e in entries) > MAX_SNAPSHOT_BYTES:
                 return
             blobs = self._git.read_large_blobs(e.oid for e in entries)
-            self._blobs = {oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in blobs.items()}
+            self._blobs = {
+                oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in blobs.items()
+            }
         except (GitError, OSError, ValueError):
             pass
 
@@ -512,14 +681,18 @@ class SnapshotPrefetch:
         return self._blobs
 
 
-def read_snapshot(git: Git, published: Published,
-                  prefetched: SnapshotPrefetch | None = None) -> dict[str, bytes | bytearray]:
+def read_snapshot(
+    git: Git, published: Published, prefetched: SnapshotPrefetch | None = None
+) -> dict[str, bytes | bytearray]:
     """The snapshot files of ``published`` (sizes bounded by `read`), each checked against
     its sha256 in index.json; IndexRefError when one differs. ``prefetched``: blobs already
     read (and hashed) in a thread, used where they are the ones ``published`` names."""
     early = prefetched.blobs() if prefetched is not None else {}
     wanted = [oid for oid, _sha in published.snapshot.values() if oid not in early]
-    blobs = {oid: (data, hashlib.sha256(data).hexdigest()) for oid, data in git.read_large_blobs(wanted).items()}
+    blobs = {
+        oid: (data, hashlib.sha256(data).hexdigest())
+        for oid, data in git.read_large_blobs(wanted).items()
+    }
     out = {}
     for name, (oid, sha) in published.snapshot.items():
         data, digest = early.get(oid) or blobs.get(oid) or (b"", "")

@@ -166,7 +166,9 @@ class LexicalIndex:
         for i, item in enumerate(layout):
             if isinstance(item, (int, np.integer)):
                 if not 0 <= item < self.n_docs or old_to_new[item] != -1:
-                    raise IndexError(f"document {item} is not a document of this index or is kept twice")
+                    raise IndexError(
+                        f"document {item} is not a document of this index or is kept twice"
+                    )
                 old_to_new[item] = i
             else:
                 fresh_at.append(i)
@@ -174,7 +176,9 @@ class LexicalIndex:
         kept_old = np.flatnonzero(old_to_new[:-1] >= 0)
         lengths[old_to_new[kept_old]] = np.asarray(self._lengths, dtype=np.float64)[kept_old]
         # The kept postings, still grouped by old term (and by document within a term).
-        old_term = np.repeat(np.arange(self.n_terms, dtype=np.int64), np.diff(np.asarray(self._indptr)))
+        old_term = np.repeat(
+            np.arange(self.n_terms, dtype=np.int64), np.diff(np.asarray(self._indptr))
+        )
         new_doc = old_to_new[np.asarray(self._doc_ids, dtype=np.int64)]
         keep = new_doc >= 0
         old_term, new_doc = old_term[keep], new_doc[keep]
@@ -199,8 +203,17 @@ class LexicalIndex:
         return self._assemble(terms, term, doc, tf, lengths, k1=self.k1, b=self.b)
 
     @classmethod
-    def _assemble(cls, terms: list[str], term: np.ndarray, doc: np.ndarray, tf: np.ndarray,
-                  lengths: np.ndarray, *, k1: float, b: float) -> LexicalIndex:
+    def _assemble(
+        cls,
+        terms: list[str],
+        term: np.ndarray,
+        doc: np.ndarray,
+        tf: np.ndarray,
+        lengths: np.ndarray,
+        *,
+        k1: float,
+        b: float,
+    ) -> LexicalIndex:
         """The index of postings ``(term[i], doc[i], tf[i])`` sorted by term then document,
         ``terms`` the sorted vocabulary (every term with a posting), ``lengths`` per document."""
         n_docs = len(lengths)
@@ -373,7 +386,9 @@ class LexicalIndex:
         _swap_in(tmp, folder)
 
     @classmethod
-    def install(cls, scratch: Path, folder: Path, sums: Mapping[str, str], docs: int) -> LexicalIndex:
+    def install(
+        cls, scratch: Path, folder: Path, sums: Mapping[str, str], docs: int
+    ) -> LexicalIndex:
         """The index whose files the caller wrote (and fsynced) in the folder ``scratch``,
         checked as ``load(verify=True)`` checks one -- each file's SHA-256 as the caller
         computed it from the bytes it wrote (``sums``: file name -> hex digest, not hashed
@@ -383,10 +398,14 @@ class LexicalIndex:
         assert index._files is not None
         for name in index._checked_files():
             if sums.get(name) != index._files[name].get("sha256"):
-                raise LexicalIndexError(f"lexical index {scratch}: {name} does not match its checksum (corrupt index)")
+                raise LexicalIndexError(
+                    f"lexical index {scratch}: {name} does not match its checksum (corrupt index)"
+                )
         index._check_postings(scratch)
         if len(index) != docs:
-            raise LexicalIndexError(f"lexical index {scratch}: it has {len(index)} chunks, not {docs}")
+            raise LexicalIndexError(
+                f"lexical index {scratch}: it has {len(index)} chunks, not {docs}"
+            )
         _swap_in(scratch, folder)
         return index
 
@@ -410,7 +429,9 @@ class LexicalIndex:
         try:  # non-blocking, size-capped, bounded depth: a FIFO or a hostile file is corrupt, not a hang
             meta = confine.read_json(folder / META_FILE, name=META_FILE)
         except (PathRefused, ValueError) as exc:
-            raise LexicalIndexError(f"{where}: {META_FILE} is unreadable or corrupt ({exc})") from None
+            raise LexicalIndexError(
+                f"{where}: {META_FILE} is unreadable or corrupt ({exc})"
+            ) from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise LexicalIndexError(f"{where}: {META_FILE} is not a {FORMAT} index")
         if meta.get("version") != FORMAT_VERSION:
@@ -445,7 +466,9 @@ class LexicalIndex:
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
-                raise LexicalIndexError(f"{where}: {filename} is missing (incomplete index)") from None
+                raise LexicalIndexError(
+                    f"{where}: {filename} is missing (incomplete index)"
+                ) from None
             if size != expected_sizes[filename]:
                 raise LexicalIndexError(
                     f"{where}: {filename} is truncated or was modified "
@@ -474,10 +497,10 @@ class LexicalIndex:
             and len(arrays.get("lengths", range(n_docs))) == n_docs
         )
         if not shapes_ok:
-            raise LexicalIndexError(f"{where}: array sizes disagree with {META_FILE} (corrupt index)")
-        index = cls(
-            n_docs=n_docs, avg_doc_len=avg_doc_len, arrays=arrays, k1=k1, b=b, files=files
-        )
+            raise LexicalIndexError(
+                f"{where}: array sizes disagree with {META_FILE} (corrupt index)"
+            )
+        index = cls(n_docs=n_docs, avg_doc_len=avg_doc_len, arrays=arrays, k1=k1, b=b, files=files)
         if verify:
             index._verify(folder)
         return index
@@ -485,13 +508,18 @@ class LexicalIndex:
     def _checked_files(self) -> list[str]:
         """The files whose SHA-256 `meta.json` records and a verified load checks."""
         assert self._files is not None
-        return [f"{name}.npy" for name in [*_ARRAYS, *(n for n in _UPDATE_ARRAYS if f"{n}.npy" in self._files)]]
+        return [
+            f"{name}.npy"
+            for name in [*_ARRAYS, *(n for n in _UPDATE_ARRAYS if f"{n}.npy" in self._files)]
+        ]
 
     def _verify(self, folder: Path) -> None:
         assert self._files is not None
         for filename in self._checked_files():
             if _sha256(folder / filename) != self._files[filename].get("sha256"):
-                raise LexicalIndexError(f"lexical index {folder}: {filename} does not match its checksum (corrupt index)")
+                raise LexicalIndexError(
+                    f"lexical index {folder}: {filename} does not match its checksum (corrupt index)"
+                )
         self._check_postings(folder)
 
     def _check_postings(self, folder: Path) -> None:

@@ -25,7 +25,9 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 def vocab_text() -> str:
     """The packaged vocabulary, one token a line, line number = token id."""
-    return resources.files("llmwiki_git").joinpath("data", VOCAB_RESOURCE).read_text(encoding="utf-8")
+    return (
+        resources.files("llmwiki_git").joinpath("data", VOCAB_RESOURCE).read_text(encoding="utf-8")
+    )
 
 
 def build_tokenizer(max_length: int) -> Any:

@@ -20,15 +20,27 @@ from ..errors import StoreError
 
 SEP = "\0"
 SPLIT_COLUMNS = ("ids", "paths", "blobs")  # needed whole by every call: NUL-joined, split when read
-SLICED_COLUMNS = ("titles", "summaries", "hashes", "links", "dangling", "linkTargets")  # a few items per call
+SLICED_COLUMNS = (
+    "titles",
+    "summaries",
+    "hashes",
+    "links",
+    "dangling",
+    "linkTargets",
+)  # a few items per call
 COUNTS = {"hashes": "hashCounts", "links": "linkCounts", "dangling": "danglingCounts"}
 INT_COLUMNS = ("firstRows", "hashCounts", "linkCounts", "danglingCounts")
 # The link graph reversed: every distinct link target (``linkTargets``), and for each, how
 # many pages link to it (``linkSourceCounts``) and which (``linkSources``, page positions in
 # store order): a page's incoming links without scanning every page's links.
 REVERSE_COLUMNS = ("linkSourceCounts", "linkSources")
-SECTIONS = (SPLIT_COLUMNS + SLICED_COLUMNS + tuple(f"{name}Ends" for name in SLICED_COLUMNS) + INT_COLUMNS
-            + REVERSE_COLUMNS)
+SECTIONS = (
+    SPLIT_COLUMNS
+    + SLICED_COLUMNS
+    + tuple(f"{name}Ends" for name in SLICED_COLUMNS)
+    + INT_COLUMNS
+    + REVERSE_COLUMNS
+)
 
 
 class PageEntry(NamedTuple):
@@ -47,14 +59,24 @@ class PageEntry(NamedTuple):
     dangling: Sequence[str] = ()  # targets of its links that resolved to nothing
 
     def to_json(self) -> dict[str, Any]:
-        return {"pageId": self.page_id, "path": self.path, "blob": self.blob, "title": self.title,
-                "summary": self.summary, "firstRow": self.first_row, "hashes": list(self.hashes),
-                "links": list(self.links), "dangling": list(self.dangling)}
+        return {
+            "pageId": self.page_id,
+            "path": self.path,
+            "blob": self.blob,
+            "title": self.title,
+            "summary": self.summary,
+            "firstRow": self.first_row,
+            "hashes": list(self.hashes),
+            "links": list(self.links),
+            "dangling": list(self.dangling),
+        }
 
 
 def corrupt(problem: str) -> StoreError:
     """The error for columns that do not describe a page table (a damaged or forged sidecar)."""
-    return StoreError(f".llmwiki/embeddings.pages is corrupt ({problem})", "embedding-store-corrupt")
+    return StoreError(
+        f".llmwiki/embeddings.pages is corrupt ({problem})", "embedding-store-corrupt"
+    )
 
 
 def _split(joined: str, count: int) -> list[str]:
@@ -73,7 +95,9 @@ class _Sliced:
     def __init__(self, text: str, ends: np.ndarray, count: int) -> None:
         if len(ends) != count:
             raise corrupt(f"a column has {len(ends)} offsets, {count} expected")
-        if count and (int(ends[0]) < 0 or int(ends[-1]) != len(text) or bool((ends[1:] < ends[:-1]).any())):
+        if count and (
+            int(ends[0]) < 0 or int(ends[-1]) != len(text) or bool((ends[1:] < ends[:-1]).any())
+        ):
             raise corrupt("a column's offsets do not fit its text")
         if not count and text:
             raise corrupt("a column holds text but no values")
@@ -106,7 +130,9 @@ class _Sliced:
         if not found:
             return []
         where = np.array(found, dtype=np.int64)
-        i = np.searchsorted(self.ends, where, side="right")  # the item holding each match's first character
+        i = np.searchsorted(
+            self.ends, where, side="right"
+        )  # the item holding each match's first character
         inside = i < len(self.ends)
         where, i = where[inside], i[inside]
         starts = np.where(i > 0, self.ends[np.maximum(i - 1, 0)], 0)
@@ -115,7 +141,9 @@ class _Sliced:
 
     @staticmethod
     def encode(values: list[str]) -> tuple[bytes, bytes]:
-        ends = np.cumsum(np.fromiter((len(v) for v in values), dtype="<i8", count=len(values)), dtype="<i8")
+        ends = np.cumsum(
+            np.fromiter((len(v) for v in values), dtype="<i8", count=len(values)), dtype="<i8"
+        )
         return "".join(values).encode("utf-8", "surrogatepass"), ends.astype("<i8").tobytes()
 
 
@@ -130,8 +158,14 @@ class PageTable(Sequence[PageEntry]):
     """The store's pages, in store order. Built either from entries (the indexer) or from
     columns (a store read from disk); entries are made on demand and kept."""
 
-    def __init__(self, entries: list[PageEntry] | None = None, *, split: dict[str, list[str]] | None = None,
-                 sliced: dict[str, _Sliced] | None = None, ints: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        entries: list[PageEntry] | None = None,
+        *,
+        split: dict[str, list[str]] | None = None,
+        sliced: dict[str, _Sliced] | None = None,
+        ints: dict[str, np.ndarray] | None = None,
+    ) -> None:
         self._entries = entries
         self._split = split or {}
         self._sliced = sliced or {}
@@ -158,45 +192,77 @@ class PageTable(Sequence[PageEntry]):
             raise corrupt("a negative count")
         reverse = {name: np.frombuffer(sections[name], dtype="<i8") for name in REVERSE_COLUMNS}
         sources, counts = reverse["linkSources"], reverse["linkSourceCounts"]
-        if (int(counts.min(initial=0)) < 0 or int(counts.sum()) != len(sources)
-                or (len(sources) and (int(sources.min()) < 0 or int(sources.max()) >= pages))):
+        if (
+            int(counts.min(initial=0)) < 0
+            or int(counts.sum()) != len(sources)
+            or (len(sources) and (int(sources.min()) < 0 or int(sources.max()) >= pages))
+        ):
             raise corrupt("the reversed link graph does not fit the pages")
         ints.update(reverse)
-        split = {name: _split(str(sections[name], "utf-8", "surrogatepass"), pages) for name in SPLIT_COLUMNS}
-        expected = {**{name: int(ints[column].sum()) for name, column in COUNTS.items()}, "linkTargets": len(counts)}
-        sliced = {name: _Sliced(str(sections[name], "utf-8", "surrogatepass"),
-                                np.frombuffer(sections[f"{name}Ends"], dtype="<i8"), expected.get(name, pages))
-                  for name in SLICED_COLUMNS}
+        split = {
+            name: _split(str(sections[name], "utf-8", "surrogatepass"), pages)
+            for name in SPLIT_COLUMNS
+        }
+        expected = {
+            **{name: int(ints[column].sum()) for name, column in COUNTS.items()},
+            "linkTargets": len(counts),
+        }
+        sliced = {
+            name: _Sliced(
+                str(sections[name], "utf-8", "surrogatepass"),
+                np.frombuffer(sections[f"{name}Ends"], dtype="<i8"),
+                expected.get(name, pages),
+            )
+            for name in SLICED_COLUMNS
+        }
         return cls(split=split, sliced=sliced, ints=ints)
 
     def encode(self) -> dict[str, bytes] | None:
         """The sections to write (None: a page id, path or blob holds a NUL)."""
         entries = list(self)
         out: dict[str, bytes] = {}
-        for name, values in (("ids", [e.page_id for e in entries]), ("paths", [e.path for e in entries]),
-                             ("blobs", [e.blob for e in entries])):
+        for name, values in (
+            ("ids", [e.page_id for e in entries]),
+            ("paths", [e.path for e in entries]),
+            ("blobs", [e.blob for e in entries]),
+        ):
             joined = SEP.join(values)
             if joined.count(SEP) != max(len(values) - 1, 0):
                 return None
             out[name] = joined.encode("utf-8", "surrogatepass")
         links = [t for e in entries for t in e.links]
-        link_counts = np.fromiter((len(e.links) for e in entries), dtype=np.int64, count=len(entries))
+        link_counts = np.fromiter(
+            (len(e.links) for e in entries), dtype=np.int64, count=len(entries)
+        )
         # The reversed graph: each distinct target in order of first appearance, the pages
         # linking to it in store order, each once -- as (target, page) pairs sorted in numpy.
         codes: dict[str, int] = {}
-        code = np.fromiter((codes.setdefault(t, len(codes)) for t in links), dtype=np.int64, count=len(links))
+        code = np.fromiter(
+            (codes.setdefault(t, len(codes)) for t in links), dtype=np.int64, count=len(links)
+        )
         pages = max(len(entries), 1)
-        pairs = np.unique(code * pages + np.repeat(np.arange(len(entries), dtype=np.int64), link_counts))
-        for name, values in (("titles", [e.title for e in entries]), ("summaries", [e.summary for e in entries]),
-                             ("hashes", [h for e in entries for h in e.hashes]), ("links", links),
-                             ("dangling", [t for e in entries for t in e.dangling]), ("linkTargets", list(codes))):
+        pairs = np.unique(
+            code * pages + np.repeat(np.arange(len(entries), dtype=np.int64), link_counts)
+        )
+        for name, values in (
+            ("titles", [e.title for e in entries]),
+            ("summaries", [e.summary for e in entries]),
+            ("hashes", [h for e in entries for h in e.hashes]),
+            ("links", links),
+            ("dangling", [t for e in entries for t in e.dangling]),
+            ("linkTargets", list(codes)),
+        ):
             out[name], out[f"{name}Ends"] = _Sliced.encode(values)
-        out["linkSourceCounts"] = np.bincount(pairs // pages, minlength=len(codes)).astype("<i8").tobytes()
+        out["linkSourceCounts"] = (
+            np.bincount(pairs // pages, minlength=len(codes)).astype("<i8").tobytes()
+        )
         out["linkSources"] = (pairs % pages).astype("<i8").tobytes()
         out["linkCounts"] = link_counts.astype("<i8").tobytes()
-        for name, numbers in (("firstRows", [e.first_row for e in entries]),
-                              ("hashCounts", [len(e.hashes) for e in entries]),
-                              ("danglingCounts", [len(e.dangling) for e in entries])):
+        for name, numbers in (
+            ("firstRows", [e.first_row for e in entries]),
+            ("hashCounts", [len(e.hashes) for e in entries]),
+            ("danglingCounts", [len(e.dangling) for e in entries]),
+        ):
             out[name] = np.array(numbers, dtype="<i8").tobytes()
         return {name: out[name] for name in SECTIONS}
 
@@ -255,7 +321,11 @@ class PageTable(Sequence[PageEntry]):
         """The chunk hash of every row, in row order (built once)."""
         if self._row_hashes is None:
             counts, first = self.hash_counts(), self.first_rows()
-            flat = self._sliced["hashes"].items() if self._columns else [h for e in self._all() for h in e.hashes]
+            flat = (
+                self._sliced["hashes"].items()
+                if self._columns
+                else [h for e in self._all() for h in e.hashes]
+            )
             starts = _starts(counts)[:-1]
             if np.array_equal(first, starts):  # page after page, as the indexer writes them
                 self._row_hashes = list(flat)
@@ -289,7 +359,9 @@ class PageTable(Sequence[PageEntry]):
             owner = np.zeros(rows, dtype=np.int64)
             if rows:
                 # row of item k of page p: first[p] + (k - start[p])
-                at = np.repeat(first - _starts(counts)[:-1], counts) + np.arange(rows, dtype=np.int64)
+                at = np.repeat(first - _starts(counts)[:-1], counts) + np.arange(
+                    rows, dtype=np.int64
+                )
                 owner[at] = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
             self._owner_array = owner
         return self._owner_array
@@ -305,10 +377,18 @@ class PageTable(Sequence[PageEntry]):
                     if target in found:
                         found[target].append(page.page_id)
             return found
-        starts, sources, ids = self._start("linkSourceCounts"), self._ints["linkSources"], self.ids()
+        starts, sources, ids = (
+            self._start("linkSourceCounts"),
+            self._ints["linkSources"],
+            self.ids(),
+        )
         for target in targets:
-            for k in self._sliced["linkTargets"].positions_of(target):  # distinct targets: one match at most
-                found[target] = [ids[page] for page in sources[int(starts[k]) : int(starts[k + 1])].tolist()]
+            for k in self._sliced["linkTargets"].positions_of(
+                target
+            ):  # distinct targets: one match at most
+                found[target] = [
+                    ids[page] for page in sources[int(starts[k]) : int(starts[k + 1])].tolist()
+                ]
         return found
 
     # -- entries --------------------------------------------------------------------------
@@ -326,9 +406,16 @@ class PageTable(Sequence[PageEntry]):
                 return sliced[column].span(start, start + int(ints[COUNTS[column]][i]))
 
             made = self._made[i] = PageEntry(
-                split["ids"][i], split["paths"][i], split["blobs"][i], sliced["titles"].span(i, i + 1)[0],
-                sliced["summaries"].span(i, i + 1)[0], int(ints["firstRows"][i]),
-                span("hashes"), span("links"), span("dangling"))
+                split["ids"][i],
+                split["paths"][i],
+                split["blobs"][i],
+                sliced["titles"].span(i, i + 1)[0],
+                sliced["summaries"].span(i, i + 1)[0],
+                int(ints["firstRows"][i]),
+                span("hashes"),
+                span("links"),
+                span("dangling"),
+            )
         return made
 
     @overload
@@ -364,11 +451,28 @@ class PageTable(Sequence[PageEntry]):
         columns = {name: sliced[name].items() for name in COUNTS}
         starts = {name: self._start(count).tolist() for name, count in COUNTS.items()}
         titles, summaries = sliced["titles"].items(), sliced["summaries"].items()
-        ids, paths, blobs, first = split["ids"], split["paths"], split["blobs"], ints["firstRows"].tolist()
+        ids, paths, blobs, first = (
+            split["ids"],
+            split["paths"],
+            split["blobs"],
+            ints["firstRows"].tolist(),
+        )
         hashes, links, dangling = columns["hashes"], columns["links"], columns["dangling"]
         at_h, at_l, at_d = starts["hashes"], starts["links"], starts["dangling"]
-        return [PageEntry(ids[i], paths[i], blobs[i], titles[i], summaries[i], first[i], hashes[at_h[i]:at_h[i + 1]],
-                          links[at_l[i]:at_l[i + 1]], dangling[at_d[i]:at_d[i + 1]]) for i in range(len(first))]
+        return [
+            PageEntry(
+                ids[i],
+                paths[i],
+                blobs[i],
+                titles[i],
+                summaries[i],
+                first[i],
+                hashes[at_h[i] : at_h[i + 1]],
+                links[at_l[i] : at_l[i + 1]],
+                dangling[at_d[i] : at_d[i + 1]],
+            )
+            for i in range(len(first))
+        ]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PageTable):

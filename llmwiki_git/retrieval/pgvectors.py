@@ -83,7 +83,9 @@ def redact(uri: str) -> str:
         if ":" in user and user.split(":", 1)[1]:
             user = user.split(":", 1)[0] + ":***"
         netloc = f"{user}@{host}"
-    query = "&".join(("password=***" if q.lower().startswith("password=") else q) for q in parts.query.split("&"))
+    query = "&".join(
+        ("password=***" if q.lower().startswith("password=") else q) for q in parts.query.split("&")
+    )
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
@@ -113,9 +115,12 @@ def _problem(uri: str, exc: BaseException) -> str:
 def unavailable(uri: str, what: str, exc: BaseException | None = None) -> StoreError:
     """The one error for a store that cannot be used: what went wrong, the URI redacted."""
     cause = f" ({_problem(uri, exc)})" if exc is not None else ""
-    error = StoreError(f"the shared vector store {redact(uri)} {what}{cause}; check LLMWIKI_VECTOR_STORE "
-                       "(or vector_store in .llmwiki/config.toml), or unset it to use the local store", UNAVAILABLE)
-    error.hint = "docs/team.md, \"When the database cannot be used\""  # not `llmwiki index`: it would fail the same way
+    error = StoreError(
+        f"the shared vector store {redact(uri)} {what}{cause}; check LLMWIKI_VECTOR_STORE "
+        "(or vector_store in .llmwiki/config.toml), or unset it to use the local store",
+        UNAVAILABLE,
+    )
+    error.hint = 'docs/team.md, "When the database cannot be used"'  # not `llmwiki index`: it would fail the same way
     return error
 
 
@@ -126,8 +131,11 @@ def table_name(fingerprint: str) -> str:
 
 def _lock_key(fingerprint: str) -> int:
     """The advisory lock writers of one model's table take (a signed 64-bit key)."""
-    return int.from_bytes(hashlib.sha256(b"llmwiki-vectors\0" + fingerprint.encode("utf-8")).digest()[:8],
-                          "big", signed=True)
+    return int.from_bytes(
+        hashlib.sha256(b"llmwiki-vectors\0" + fingerprint.encode("utf-8")).digest()[:8],
+        "big",
+        signed=True,
+    )
 
 
 class Database:
@@ -137,9 +145,12 @@ class Database:
         try:
             import psycopg  # the postgres extra (pyproject.toml)
         except ImportError:
-            raise StoreError(f"the shared vector store {redact(uri)} needs the postgres extra (psycopg, pgvector): "
-                             "install it (`pip install '.[local,postgres]'` from a clone), or unset "
-                             "LLMWIKI_VECTOR_STORE to use the local store", UNAVAILABLE) from None
+            raise StoreError(
+                f"the shared vector store {redact(uri)} needs the postgres extra (psycopg, pgvector): "
+                "install it (`pip install '.[local,postgres]'` from a clone), or unset "
+                "LLMWIKI_VECTOR_STORE to use the local store",
+                UNAVAILABLE,
+            ) from None
         self.uri = uri
         self.psycopg = psycopg
         try:
@@ -157,7 +168,9 @@ class Database:
             try:
                 register_vector(self.conn)
             except (self.psycopg.Error, self.psycopg.ProgrammingError) as exc:
-                raise unavailable(self.uri, "has no pgvector extension (CREATE EXTENSION vector)", exc) from None
+                raise unavailable(
+                    self.uri, "has no pgvector extension (CREATE EXTENSION vector)", exc
+                ) from None
             self._registered = True
 
     def close(self) -> None:
@@ -186,8 +199,10 @@ def open_vectors(uri: str, fingerprint: str, dimensions: int, *, create: bool) -
         found = db.conn.execute("SELECT to_regclass(%s)", (REGISTRY,)).fetchone()
         row = None
         if found is not None and found[0] is not None:
-            row = db.conn.execute(f"SELECT tablename, dimensions, generation FROM {REGISTRY} WHERE fingerprint = %s",
-                                  (fingerprint,)).fetchone()
+            row = db.conn.execute(
+                f"SELECT tablename, dimensions, generation FROM {REGISTRY} WHERE fingerprint = %s",
+                (fingerprint,),
+            ).fetchone()
     except psycopg.Error as exc:
         db.close()
         raise unavailable(uri, "refused to set up its tables", exc) from None
@@ -196,9 +211,16 @@ def open_vectors(uri: str, fingerprint: str, dimensions: int, *, create: bool) -
         raise
     if row is not None and dimensions and int(row[1]) != dimensions:
         db.close()
-        raise unavailable(uri, f"holds {row[1]}-dimensional vectors for this model, not {dimensions}")
-    vectors = SharedVectors(db, fingerprint, int(row[1]) if row is not None else dimensions,
-                            str(row[0]) if row is not None else None, int(row[2]) if row is not None else 0)
+        raise unavailable(
+            uri, f"holds {row[1]}-dimensional vectors for this model, not {dimensions}"
+        )
+    vectors = SharedVectors(
+        db,
+        fingerprint,
+        int(row[1]) if row is not None else dimensions,
+        str(row[0]) if row is not None else None,
+        int(row[2]) if row is not None else 0,
+    )
     vectors.may_create, vectors.read_only = create and not read_only, read_only
     return vectors
 
@@ -209,18 +231,26 @@ def _create(db: Database, fingerprint: str, dimensions: int) -> str | None:
     with db.conn.transaction():
         db.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(""),))
         db.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        db.conn.execute(f"CREATE TABLE IF NOT EXISTS {REGISTRY} (fingerprint text PRIMARY KEY, "
-                        "tablename text NOT NULL, dimensions integer NOT NULL, generation bigint NOT NULL DEFAULT 0)")
-        row = db.conn.execute(f"SELECT tablename FROM {REGISTRY} WHERE fingerprint = %s", (fingerprint,)).fetchone()
+        db.conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {REGISTRY} (fingerprint text PRIMARY KEY, "
+            "tablename text NOT NULL, dimensions integer NOT NULL, generation bigint NOT NULL DEFAULT 0)"
+        )
+        row = db.conn.execute(
+            f"SELECT tablename FROM {REGISTRY} WHERE fingerprint = %s", (fingerprint,)
+        ).fetchone()
         if row is not None:
             return str(row[0])
         if dimensions <= 0:
             return None
         table = table_name(fingerprint)
-        db.conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (hash text PRIMARY KEY, "
-                        f"embedding vector({int(dimensions)}) NOT NULL)")
-        db.conn.execute(f"INSERT INTO {REGISTRY} (fingerprint, tablename, dimensions) VALUES (%s, %s, %s)",
-                        (fingerprint, table, dimensions))
+        db.conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {table} (hash text PRIMARY KEY, "
+            f"embedding vector({int(dimensions)}) NOT NULL)"
+        )
+        db.conn.execute(
+            f"INSERT INTO {REGISTRY} (fingerprint, tablename, dimensions) VALUES (%s, %s, %s)",
+            (fingerprint, table, dimensions),
+        )
         return table
 
 
@@ -228,8 +258,15 @@ class SharedVectors:
     """`VectorIndex` over one model's table, plus the overlay: vectors this process embedded
     and could not write (a read-only role), held in memory and saved by the local store."""
 
-    def __init__(self, db: Database, fingerprint: str, dimensions: int, table: str | None, generation: int,
-                 overlay: Mapping[str, np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        fingerprint: str,
+        dimensions: int,
+        table: str | None,
+        generation: int,
+        overlay: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
         self.db = db
         self._fingerprint = fingerprint
         self._dimensions = dimensions
@@ -237,7 +274,9 @@ class SharedVectors:
         self._generation = generation
         self.overlay: dict[str, np.ndarray] = dict(overlay or {})
         self.read_only = False  # set when a write was refused for want of privilege
-        self.may_create = False  # `llmwiki index`: the first write makes the table (an HTTP model's width)
+        self.may_create = (
+            False  # `llmwiki index`: the first write makes the table (an HTTP model's width)
+        )
         self.overwrite = False  # `llmwiki index --full`: a write replaces the vectors it holds
         self.label = redact(db.uri)
         self._estimate: int | None = None  # the table's row estimate, for `ef_search`
@@ -271,10 +310,14 @@ class SharedVectors:
         out: dict[str, np.ndarray] = {}
         if self.table is not None:
             for start in range(0, len(wanted), BATCH):
-                for chunk_hash, vector in self._query(f"SELECT hash, embedding FROM {self.table} WHERE hash = ANY(%s)",
-                                                      (wanted[start:start + BATCH],)):
-                    out[chunk_hash] = np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector,
-                                                 dtype=np.float32)
+                for chunk_hash, vector in self._query(
+                    f"SELECT hash, embedding FROM {self.table} WHERE hash = ANY(%s)",
+                    (wanted[start : start + BATCH],),
+                ):
+                    out[chunk_hash] = np.asarray(
+                        vector.to_numpy() if hasattr(vector, "to_numpy") else vector,
+                        dtype=np.float32,
+                    )
         for chunk_hash in wanted:
             if chunk_hash not in out and chunk_hash in self.overlay:
                 out[chunk_hash] = self.overlay[chunk_hash]
@@ -285,14 +328,21 @@ class SharedVectors:
         out = {h for h in wanted if h in self.overlay}
         if self.table is not None:
             for start in range(0, len(wanted), BATCH):
-                out.update(h for (h,) in self._query(f"SELECT hash FROM {self.table} WHERE hash = ANY(%s)",
-                                                     (wanted[start:start + BATCH],)))
+                out.update(
+                    h
+                    for (h,) in self._query(
+                        f"SELECT hash FROM {self.table} WHERE hash = ANY(%s)",
+                        (wanted[start : start + BATCH],),
+                    )
+                )
         return out
 
     def add(self, vectors: Mapping[str, np.ndarray]) -> None:
         self.write(vectors)
 
-    def write(self, vectors: Mapping[str, np.ndarray], before_commit: Callable[[], object] | None = None) -> None:
+    def write(
+        self, vectors: Mapping[str, np.ndarray], before_commit: Callable[[], object] | None = None
+    ) -> None:
         """`add`: one transaction under the model's advisory lock (writers serialize; a writer
         killed before commit changes nothing). ``before_commit``: run inside it (tests)."""
         if not vectors:
@@ -301,7 +351,10 @@ class SharedVectors:
             self._dimensions = len(next(iter(vectors.values())))
             try:
                 self.table = _create(self.db, self._fingerprint, self._dimensions)
-            except (self.db.psycopg.errors.InsufficientPrivilege, self.db.psycopg.errors.ReadOnlySqlTransaction):
+            except (
+                self.db.psycopg.errors.InsufficientPrivilege,
+                self.db.psycopg.errors.ReadOnlySqlTransaction,
+            ):
                 self.read_only = True
             except self.db.psycopg.Error as exc:
                 raise unavailable(self.db.uri, "refused to set up its tables", exc) from None
@@ -311,19 +364,30 @@ class SharedVectors:
         psycopg = self.db.psycopg
         try:
             with self.db.conn.transaction():
-                self.db.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self._fingerprint),))
-                self.db.conn.execute(f"CREATE TEMPORARY TABLE llmwiki_incoming (hash text, embedding "
-                                     f"vector({self._dimensions})) ON COMMIT DROP")
+                self.db.conn.execute(
+                    "SELECT pg_advisory_xact_lock(%s)", (_lock_key(self._fingerprint),)
+                )
+                self.db.conn.execute(
+                    f"CREATE TEMPORARY TABLE llmwiki_incoming (hash text, embedding "
+                    f"vector({self._dimensions})) ON COMMIT DROP"
+                )
                 with self.db.conn.cursor() as cur:
-                    with cur.copy("COPY llmwiki_incoming (hash, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+                    with cur.copy(
+                        "COPY llmwiki_incoming (hash, embedding) FROM STDIN WITH (FORMAT BINARY)"
+                    ) as copy:
                         copy.set_types(["text", "vector"])
                         for chunk_hash, vector in vectors.items():
                             copy.write_row((chunk_hash, np.asarray(vector, dtype=np.float32)))
                 then = "UPDATE SET embedding = EXCLUDED.embedding" if self.overwrite else "NOTHING"
-                self.db.conn.execute(f"INSERT INTO {self.table} SELECT hash, embedding FROM llmwiki_incoming "
-                                     f"ON CONFLICT (hash) DO {then}")
-                row = self.db.conn.execute(f"UPDATE {REGISTRY} SET generation = generation + 1 "
-                                           "WHERE fingerprint = %s RETURNING generation", (self._fingerprint,)).fetchone()
+                self.db.conn.execute(
+                    f"INSERT INTO {self.table} SELECT hash, embedding FROM llmwiki_incoming "
+                    f"ON CONFLICT (hash) DO {then}"
+                )
+                row = self.db.conn.execute(
+                    f"UPDATE {REGISTRY} SET generation = generation + 1 "
+                    "WHERE fingerprint = %s RETURNING generation",
+                    (self._fingerprint,),
+                ).fetchone()
                 if before_commit is not None:
                     before_commit()
             self._generation = int(row[0]) if row is not None else self._generation + 1
@@ -342,21 +406,32 @@ class SharedVectors:
         search = "HNSW" if self.has_ann() else "exact search"
         line = f"vectors in the shared store {self.label} ({self.shared_count():,} of this model, {search})"
         if self.read_only:
-            line += (f"; this role may not write to it: {len(self.overlay):,} vector(s) embedded here kept in "
-                     ".llmwiki/ (docs/team.md)")
+            line += (
+                f"; this role may not write to it: {len(self.overlay):,} vector(s) embedded here kept in "
+                ".llmwiki/ (docs/team.md)"
+            )
         return line
 
     def ensure_ann(self) -> bool:
         """Build the HNSW index once the table holds `EXACT_LIMIT` vectors (under the
         writers' lock, in a transaction: a killed build leaves no index, and exact search)."""
-        if self.table is None or self.read_only or self.has_ann() or self.shared_count() < EXACT_LIMIT:
+        if (
+            self.table is None
+            or self.read_only
+            or self.has_ann()
+            or self.shared_count() < EXACT_LIMIT
+        ):
             return False
         psycopg = self.db.psycopg
         try:
             with self.db.conn.transaction():
-                self.db.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self._fingerprint),))
-                self.db.conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} "
-                                     "USING hnsw (embedding vector_ip_ops)")
+                self.db.conn.execute(
+                    "SELECT pg_advisory_xact_lock(%s)", (_lock_key(self._fingerprint),)
+                )
+                self.db.conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} "
+                    "USING hnsw (embedding vector_ip_ops)"
+                )
         except psycopg.Error as exc:
             raise unavailable(self.db.uri, "could not build its HNSW index", exc) from None
         return True
@@ -366,8 +441,13 @@ class SharedVectors:
         `LARGE_TABLE` vectors, by the planner's row estimate (read once: no count(*), and the
         HNSW build that makes the setting matter records the estimate)."""
         if self._estimate is None:
-            row = self._query("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (self.table,)).fetchone() \
-                if self.table is not None else None
+            row = (
+                self._query(
+                    "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (self.table,)
+                ).fetchone()
+                if self.table is not None
+                else None
+            )
             self._estimate = int(row[0]) if row is not None and row[0] is not None else 0
         return EF_SEARCH_LARGE if self._estimate >= LARGE_TABLE else EF_SEARCH
 
@@ -398,10 +478,13 @@ class SharedVectors:
             limit = want + 1
             try:
                 with self.db.conn.transaction():
-                    self.db.conn.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search(), min(limit, 1000))}")
+                    self.db.conn.execute(
+                        f"SET LOCAL hnsw.ef_search = {max(self.ef_search(), min(limit, 1000))}"
+                    )
                     for chunk_hash, score in self.db.conn.execute(
-                            f"SELECT hash, -(embedding <#> %s) FROM {self.table} ORDER BY embedding <#> %s LIMIT %s",
-                            (query, query, limit)):
+                        f"SELECT hash, -(embedding <#> %s) FROM {self.table} ORDER BY embedding <#> %s LIMIT %s",
+                        (query, query, limit),
+                    ):
                         hashes.append(chunk_hash)
                         scores.append(float(score))
             except psycopg.Error as exc:
@@ -421,9 +504,19 @@ class SharedVectors:
     def for_rows(self, rows: ChunkRows) -> VectorIndex:
         """The same table, with the overlay narrowed to ``rows``' chunks (what is saved)."""
         wanted = rows.rows_by_hash()
-        view = SharedVectors(self.db, self._fingerprint, self._dimensions, self.table, self._generation,
-                             {h: v for h, v in self.overlay.items() if h in wanted})
-        view.read_only, view.may_create, view.overwrite = self.read_only, self.may_create, self.overwrite
+        view = SharedVectors(
+            self.db,
+            self._fingerprint,
+            self._dimensions,
+            self.table,
+            self._generation,
+            {h: v for h, v in self.overlay.items() if h in wanted},
+        )
+        view.read_only, view.may_create, view.overwrite = (
+            self.read_only,
+            self.may_create,
+            self.overwrite,
+        )
         return view
 
     def problem(self) -> str | None:

@@ -30,7 +30,9 @@ class _Vocabulary(dict):  # type: ignore[type-arg]
 
 
 Tokenized = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-SHARED_DOCS = 4000  # from this many documents, tokenize in shares on every core (a fork costs ~20 ms)
+SHARED_DOCS = (
+    4000  # from this many documents, tokenize in shares on every core (a fork costs ~20 ms)
+)
 
 
 def tokenize_all(docs: Sequence[Document]) -> Tokenized:
@@ -51,22 +53,39 @@ def tokenize_all(docs: Sequence[Document]) -> Tokenized:
 def _plain(part: Tokenized) -> tuple[list[str], bytes, bytes, bytes, bytes]:
     """A share's arrays as bytes, for `marshal` to carry back from a worker."""
     terms, term, doc, tf, lengths = part
-    return terms, term.astype(np.int64).tobytes(), doc.astype(np.int64).tobytes(), tf.tobytes(), lengths.tobytes()
+    return (
+        terms,
+        term.astype(np.int64).tobytes(),
+        doc.astype(np.int64).tobytes(),
+        tf.tobytes(),
+        lengths.tobytes(),
+    )
 
 
 def _merge(shares: list[Any], n_docs: int) -> Tokenized:
     """Shares tokenized apart (documents numbered from 0 in each) as one: a vocabulary of
     every term, term ids renumbered into it, documents moved to their place, the postings
     sorted by (term, document) again."""
-    parts = [part if isinstance(part[1], np.ndarray) else
-             (part[0], *(np.frombuffer(b, dtype=t) for b, t in zip(part[1:], (np.int64, np.int64, np.float64,
-                                                                                 np.float64)))) for part in shares]
+    parts = [
+        part
+        if isinstance(part[1], np.ndarray)
+        else (
+            part[0],
+            *(
+                np.frombuffer(b, dtype=t)
+                for b, t in zip(part[1:], (np.int64, np.int64, np.float64, np.float64))
+            ),
+        )
+        for part in shares
+    ]
     vocabulary = sorted(set().union(*(part[0] for part in parts)))
     position = {term: i for i, term in enumerate(vocabulary)}
     terms, docs, tfs, lengths = [], [], [], []
     offset = 0
     for share_terms, term, doc, tf, share_lengths in parts:
-        remap = np.fromiter((position[t] for t in share_terms), dtype=np.int64, count=len(share_terms))
+        remap = np.fromiter(
+            (position[t] for t in share_terms), dtype=np.int64, count=len(share_terms)
+        )
         terms.append(remap[term] if len(term) else term)
         docs.append(doc + offset)
         tfs.append(tf)
@@ -76,7 +95,13 @@ def _merge(shares: list[Any], n_docs: int) -> Tokenized:
     order = np.argsort(keys, kind="stable")
     keys = keys[order]
     term_ids = keys // max(n_docs, 1)
-    return vocabulary, term_ids, keys - term_ids * max(n_docs, 1), np.concatenate(tfs)[order], np.concatenate(lengths)
+    return (
+        vocabulary,
+        term_ids,
+        keys - term_ids * max(n_docs, 1),
+        np.concatenate(tfs)[order],
+        np.concatenate(lengths),
+    )
 
 
 def _tokenize_share(docs: Sequence[Document]) -> Tokenized:
@@ -115,7 +140,10 @@ def _tokenize_share(docs: Sequence[Document]) -> Tokenized:
     term_of_token = remap[np.frombuffer(token_ids, dtype=np.int64)] if token_ids else remap[:0]
     doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
     keys, where = np.unique(term_of_token * max(n_docs, 1) + doc_of_token, return_inverse=True)
-    tf = np.bincount(where.reshape(-1), weights=np.frombuffer(token_weights, dtype=np.float64),
-                     minlength=len(keys))
+    tf = np.bincount(
+        where.reshape(-1),
+        weights=np.frombuffer(token_weights, dtype=np.float64),
+        minlength=len(keys),
+    )
     term = keys // max(n_docs, 1)
     return sorted_terms, term, keys - term * max(n_docs, 1), tf, lengths

@@ -44,8 +44,13 @@ class ModelPreload:
         self._thread.start()
 
     @classmethod
-    def start(cls, state: Path, environ: Mapping[str, str], configured: str | None,
-              without_local: Callable[[], bool] | None = None) -> ModelPreload | None:
+    def start(
+        cls,
+        state: Path,
+        environ: Mapping[str, str],
+        configured: str | None,
+        without_local: Callable[[], bool] | None = None,
+    ) -> ModelPreload | None:
         """Start loading when the local model is the provider (None otherwise: nothing to do).
         ``without_local``: asked (in the thread) when the state folder holds no vectors,
         whether the model will rank all the same."""

@@ -66,7 +66,9 @@ class Plan:
     """What a refresh would embed: chunk hash -> text of chunks with no vector yet."""
 
     missing: dict[str, str] = field(default_factory=dict)
-    known: set[str] = field(default_factory=set)  # the chunks it holds: the build that follows asks no more
+    known: set[str] = field(
+        default_factory=set
+    )  # the chunks it holds: the build that follows asks no more
 
 
 def plan(pages: list[IndexedPage], vectors: VectorIndex) -> Plan:
@@ -83,9 +85,13 @@ def plan(pages: list[IndexedPage], vectors: VectorIndex) -> Plan:
 def stale_warning(stale: Staleness, missing: int, bound: int) -> dict[str, str]:
     pages = f"{stale.pages} page{'s' if stale.pages != 1 else ''}"
     if bound <= 0:
-        return {"code": "index-stale",
-                "message": f"{pages} changed since `llmwiki index` and the embedding model is unavailable; new text "
-                           "is ranked lexically until you run `llmwiki index`"}
-    return {"code": "index-stale",
-            "message": f"{pages} changed since `llmwiki index` ({missing} new chunks to embed, more than the "
-                       f"{bound} embedded on the fly); new text is ranked lexically until you run `llmwiki index`"}
+        return {
+            "code": "index-stale",
+            "message": f"{pages} changed since `llmwiki index` and the embedding model is unavailable; new text "
+            "is ranked lexically until you run `llmwiki index`",
+        }
+    return {
+        "code": "index-stale",
+        "message": f"{pages} changed since `llmwiki index` ({missing} new chunks to embed, more than the "
+        f"{bound} embedded on the fly); new text is ranked lexically until you run `llmwiki index`",
+    }

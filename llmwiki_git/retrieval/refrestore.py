@@ -34,7 +34,13 @@ from .lexical import LEXICAL_DIR, LexicalIndex
 
 SCRATCH = ".incoming-"  # scratch folders in the state folder: .incoming-<pid>-<hex>
 _SCRATCH_RE = re.compile(r"^\.incoming-(\d+)-[0-9a-f]+$")
-LOCAL_KEYS = ("token", "vectorsDigest", "updatedAt", "vectorStore", "overlay")  # one copy's, never published
+LOCAL_KEYS = (
+    "token",
+    "vectorsDigest",
+    "updatedAt",
+    "vectorStore",
+    "overlay",
+)  # one copy's, never published
 
 
 def sweep_scratch(state: Path) -> None:
@@ -57,27 +63,44 @@ def restore(state: Path, published: Published, files: dict[str, bytes | bytearra
         meta = confine.load_json(raw, name="store.json")
     except (ValueError, UnicodeDecodeError) as exc:
         raise refuse(why, f"its store.json is not JSON ({str(exc)[:120]})") from exc
-    if not isinstance(meta, dict) or meta.get("fingerprint") != published.fingerprint \
-            or meta.get("dimensions") != published.dimensions:
+    if (
+        not isinstance(meta, dict)
+        or meta.get("fingerprint") != published.fingerprint
+        or meta.get("dimensions") != published.dimensions
+    ):
         raise refuse(why, "its store.json is of another model than its vectors")
     local = sorted(set(LOCAL_KEYS) & set(meta))
     if local or not raw.startswith(b"{"):
-        raise refuse(why, f"its store.json holds what only a local store holds ({', '.join(local) or 'not an object'})")
+        raise refuse(
+            why,
+            f"its store.json holds what only a local store holds ({', '.join(local) or 'not an object'})",
+        )
     try:
         table = store_mod.checked_table(meta)
     except StoreError as exc:
         raise refuse(why, f"its store.json: {exc.message}") from exc
-    shared = bool(published.vector_store)  # the vectors are in the team's shared store: the bin holds none
+    shared = bool(
+        published.vector_store
+    )  # the vectors are in the team's shared store: the bin holds none
     at = published.positions(table.row_hashes()) if not shared else np.zeros(0, dtype=np.int64)
     if at is None:
         raise refuse(why, "its store.json names chunks whose vector it does not hold")
     sweep_scratch(state)
-    store_mod.save_restored(state, raw, meta, table, len(at), lambda write: published.write_rows(at, write),
-                            {"vectorStore": store_mod.SHARED_KIND, "overlay": []} if shared else {},
-                            alongside=lambda: _install_lexical(state, published, files, table.rows))
+    store_mod.save_restored(
+        state,
+        raw,
+        meta,
+        table,
+        len(at),
+        lambda write: published.write_rows(at, write),
+        {"vectorStore": store_mod.SHARED_KIND, "overlay": []} if shared else {},
+        alongside=lambda: _install_lexical(state, published, files, table.rows),
+    )
 
 
-def _install_lexical(state: Path, published: Published, files: dict[str, bytes | bytearray], docs: int) -> None:
+def _install_lexical(
+    state: Path, published: Published, files: dict[str, bytes | bytearray], docs: int
+) -> None:
     """The snapshot's lexical files, written to a scratch folder, checked, renamed to
     ``state/bm25`` (`LexicalIndex.install`)."""
     scratch = state / f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}"
@@ -89,9 +112,14 @@ def _install_lexical(state: Path, published: Published, files: dict[str, bytes |
                     handle.write(data)
                     handle.flush()
                     os.fsync(handle.fileno())
-        crash_point("snapshot")  # the crash tests kill a reader here: its scratch folder is swept next time
-        sums = {name.removeprefix("lexical."): sha for name, (_oid, sha) in published.snapshot.items()
-                if name.startswith("lexical.")}
+        crash_point(
+            "snapshot"
+        )  # the crash tests kill a reader here: its scratch folder is swept next time
+        sums = {
+            name.removeprefix("lexical."): sha
+            for name, (_oid, sha) in published.snapshot.items()
+            if name.startswith("lexical.")
+        }
         try:
             LexicalIndex.install(scratch, state / LEXICAL_DIR, sums, docs)
         except LexicalIndexError as exc:

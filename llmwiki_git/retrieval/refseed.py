@@ -19,12 +19,14 @@ from .pagetable import PageTable
 from .store import Store
 
 if TYPE_CHECKING:  # indexref (and tempfile) only when a ref is used: not on a plain `context`
-    from . import indexer, indexref
     from ..gitstore.git import Git
+    from . import indexer, indexref
     from .service import Retrieval
 
 
-def published_seed(r: Retrieval, embedder: Embedder | None, remote: str | None) -> tuple[indexer.Seed | None, list[str]]:
+def published_seed(
+    r: Retrieval, embedder: Embedder | None, remote: str | None
+) -> tuple[indexer.Seed | None, list[str]]:
     """The vectors of ``refs/llmwiki/index`` (fetched from ``remote`` first, when given) for
     the indexer to take instead of embedding, and notes on a ref that could not be used
     (filled in when the indexer first asks: a store that lacks no vector never reads the
@@ -35,19 +37,25 @@ def published_seed(r: Retrieval, embedder: Embedder | None, remote: str | None) 
 
     if r.git is None or embedder is None:
         if remote is not None:
-            raise UsageError("--fetch takes vectors for the embedding model, but this index is lexical-only",
-                             hint="drop --fast (and LLMWIKI_EMBEDDING_PROVIDER=none) to use the fetched vectors")
+            raise UsageError(
+                "--fetch takes vectors for the embedding model, but this index is lexical-only",
+                hint="drop --fast (and LLMWIKI_EMBEDDING_PROVIDER=none) to use the fetched vectors",
+            )
         return None, []
     git = r.git
     fingerprint = store_fingerprint(embedder.fingerprint)
     notes: list[str] = []
     found: list[indexref.Published] = []
     if remote is not None:  # refusals raise: the user asked for this ref
-        fetched = indexref.fetch(git, remote, fingerprint=fingerprint, dimensions=embedder.dimension)
+        fetched = indexref.fetch(
+            git, remote, fingerprint=fingerprint, dimensions=embedder.dimension
+        )
         found.append(fetched.published)
         if fetched.kept_local:
-            notes.append(f"{indexref.REF} stays at your own {fetched.kept_local[:12]} (published here, not in "
-                         f"{remote}'s); the vectors of both are used")
+            notes.append(
+                f"{indexref.REF} stays at your own {fetched.kept_local[:12]} (published here, not in "
+                f"{remote}'s); the vectors of both are used"
+            )
         elif fetched.moved:
             return fetched.published.get, notes
     pending = [indexref.REF]
@@ -55,7 +63,9 @@ def published_seed(r: Retrieval, embedder: Embedder | None, remote: str | None) 
     def seed(hashes: list[str]) -> dict[str, np.ndarray]:
         while pending:
             try:
-                local = indexref.read(git, pending.pop(), fingerprint=fingerprint, dimensions=embedder.dimension)
+                local = indexref.read(
+                    git, pending.pop(), fingerprint=fingerprint, dimensions=embedder.dimension
+                )
             except IndexRefError as exc:
                 notes.append(f"{exc.message}; the index was built without it")
                 continue
@@ -68,18 +78,24 @@ def published_seed(r: Retrieval, embedder: Embedder | None, remote: str | None) 
 
     return seed, notes
 
+
 def publish(r: Retrieval) -> indexref.Publication:
     from . import indexref
 
     assert r.git is not None
-    shared = bool(r.vector_store)  # the vectors are in the team's store: the snapshot alone is published
+    shared = bool(
+        r.vector_store
+    )  # the vectors are in the team's store: the snapshot alone is published
     store = store_mod.load(r.state, vector_store=r.vector_store)
     try:
-        return indexref.publish(r.git, store, indexref.snapshot_files(r.state, r.git), shared=shared)
+        return indexref.publish(
+            r.git, store, indexref.snapshot_files(r.state, r.git), shared=shared
+        )
     finally:  # the shared store's connection closed now, not whenever a refusal's traceback lets it go
         db = getattr(store.vectors, "db", None)
         if db is not None:
             db.close()
+
 
 def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None:
     """No usable store, but ``refs/llmwiki/index`` of the active model (a fresh clone after
@@ -99,15 +115,23 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
         return None  # said by the lexical path's warning: no store, no model
     if embedder is None:
         return None
-    prefetch = indexref.SnapshotPrefetch(r.git)  # the snapshot read on the other core while the vectors are checked
+    prefetch = indexref.SnapshotPrefetch(
+        r.git
+    )  # the snapshot read on the other core while the vectors are checked
     published = _read_ref(r.git, embedder, warnings)
     if published is None:
         return None
-    if published.vector_store:  # a snapshot whose vectors are in a shared store this clone does not use
-        warnings.append({"code": "index-ref-refused",
-                         "message": f"{indexref.REF} holds the page table and lexical index of an index whose vectors "
-                                    "are in the team's shared vector store, and LLMWIKI_VECTOR_STORE is not set "
-                                    "(docs/team.md); nothing was taken from it"})
+    if (
+        published.vector_store
+    ):  # a snapshot whose vectors are in a shared store this clone does not use
+        warnings.append(
+            {
+                "code": "index-ref-refused",
+                "message": f"{indexref.REF} holds the page table and lexical index of an index whose vectors "
+                "are in the team's shared vector store, and LLMWIKI_VECTOR_STORE is not set "
+                "(docs/team.md); nothing was taken from it",
+            }
+        )
         return None
     if published.snapshot:
         restored = restore_snapshot(r, published, warnings, prefetch)
@@ -122,34 +146,58 @@ def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None
 
         try:
             with repository_lock(r.git, r.state, timeout=2.0):
-                indexer.build(r.state, pages, embedder, skipped=skipped, names=indexer.names_digest(wiki),
-                              seed=published.get)
+                indexer.build(
+                    r.state,
+                    pages,
+                    embedder,
+                    skipped=skipped,
+                    names=indexer.names_digest(wiki),
+                    seed=published.get,
+                )
         except (LlmwikiError, OSError):
             pass  # could not be saved (a writer holds the lock): rank from memory this time
         else:
             files = r._load_files()
             if files is not None:
                 r._warm = (r._stamps(), r._embedder_key(), files)
-                return Loaded(files.store, files.lexical, files.embedder, list(files.warnings) + warnings)
+                return Loaded(
+                    files.store, files.lexical, files.embedder, list(files.warnings) + warnings
+                )
     vectors = store_mod.empty_vectors(published.fingerprint, published.dimensions)
     vectors.add(published.get(hashes))
-    base = Store(published.fingerprint, published.backend, published.model, PageTable([]), vectors, "")
+    base = Store(
+        published.fingerprint, published.backend, published.model, PageTable([]), vectors, ""
+    )
     memory, lexical = indexer.memory_index(pages, base, skipped)
-    stale = [{"code": "index-stale", "message": f"{missing} chunks of the wiki have no vector in {indexref.REF}; "
-                                                "they are found lexically until `llmwiki index` embeds them"}]
+    stale = [
+        {
+            "code": "index-stale",
+            "message": f"{missing} chunks of the wiki have no vector in {indexref.REF}; "
+            "they are found lexically until `llmwiki index` embeds them",
+        }
+    ]
     return Loaded(memory, lexical, embedder, warnings + (stale if missing else []))
 
-def restore_snapshot(r: Retrieval, published: indexref.Published, warnings: list[dict[str, str]],
-                     prefetch: indexref.SnapshotPrefetch | None = None) -> Loaded | None:
+
+def restore_snapshot(
+    r: Retrieval,
+    published: indexref.Published,
+    warnings: list[dict[str, str]],
+    prefetch: indexref.SnapshotPrefetch | None = None,
+) -> Loaded | None:
     """The store and lexical index the ref's snapshot holds, checked and written (under the
     lock, while there is still no usable store: refrestore.py), then followed to the live
     pages like any store (only the pages that differ from the publisher's are read). None:
     refused (a warning added) or not written; the caller builds from the pages and the
     ref's vectors. A local index of a shared store that is down now is never replaced."""
-    return _restore_and_follow(r, published, prefetch, warnings, lambda code: code != "vector-store-unavailable")
+    return _restore_and_follow(
+        r, published, prefetch, warnings, lambda code: code != "vector-store-unavailable"
+    )
 
 
-def restore_shared(r: Retrieval, embedder: Embedder, warnings: list[dict[str, str]]) -> Loaded | None:
+def restore_shared(
+    r: Retrieval, embedder: Embedder, warnings: list[dict[str, str]]
+) -> Loaded | None:
     """A fresh clone with a shared store configured and no local index (docs/team.md): the
     page table and lexical index CI published on refs/llmwiki/index beside the shared store
     (`indexref.payload` with ``shared``), checked and written as a store whose vectors are the
@@ -163,24 +211,35 @@ def restore_shared(r: Retrieval, embedder: Embedder, warnings: list[dict[str, st
     published = _read_ref(r.git, embedder, warnings)
     if published is None or not published.vector_store:
         return None  # a ref of vectors: the shared store's are used, and the pages read
-    return _restore_and_follow(r, published, None, warnings, lambda code: code == "embedding-store-missing")
+    return _restore_and_follow(
+        r, published, None, warnings, lambda code: code == "embedding-store-missing"
+    )
 
 
-def _read_ref(git: Git, embedder: Embedder, warnings: list[dict[str, str]]) -> indexref.Published | None:
+def _read_ref(
+    git: Git, embedder: Embedder, warnings: list[dict[str, str]]
+) -> indexref.Published | None:
     """refs/llmwiki/index for ``embedder``'s model, checked (None: no ref); a refused ref is
     a warning and None."""
     from ..errors import IndexRefError
     from . import indexref
 
     try:
-        return indexref.read(git, fingerprint=store_fingerprint(embedder.fingerprint), dimensions=embedder.dimension)
+        return indexref.read(
+            git, fingerprint=store_fingerprint(embedder.fingerprint), dimensions=embedder.dimension
+        )
     except IndexRefError as exc:
         warnings.append({"code": "index-ref-refused", "message": exc.message})
         return None
 
 
-def _restore_and_follow(r: Retrieval, published: indexref.Published, prefetch: indexref.SnapshotPrefetch | None,
-                        warnings: list[dict[str, str]], replaces: Callable[[str], bool]) -> Loaded | None:
+def _restore_and_follow(
+    r: Retrieval,
+    published: indexref.Published,
+    prefetch: indexref.SnapshotPrefetch | None,
+    warnings: list[dict[str, str]],
+    replaces: Callable[[str], bool],
+) -> Loaded | None:
     """Write ``published``'s snapshot as the local index, under the lock, if the store in
     place is still unusable for a reason (its error code) that ``replaces`` accepts; then
     load what is there and follow the wiki from it. None: refused (a warning added), not
@@ -208,4 +267,6 @@ def _restore_and_follow(r: Retrieval, published: indexref.Published, prefetch: i
     if loaded is None:
         return None
     r._warm = (r._stamps(), r._embedder_key(), loaded)
-    return r._follow_wiki(Loaded(loaded.store, loaded.lexical, loaded.embedder, list(loaded.warnings)))
+    return r._follow_wiki(
+        Loaded(loaded.store, loaded.lexical, loaded.embedder, list(loaded.warnings))
+    )

@@ -62,8 +62,9 @@ LEXICAL_AGGREGATION = Aggregation()
 LEXICAL_ONLY_AGGREGATION = Aggregation()
 
 
-def page_scores(owner: np.ndarray, counts: np.ndarray, scores: np.ndarray, how: Aggregation,
-                *, dense: bool) -> np.ndarray:
+def page_scores(
+    owner: np.ndarray, counts: np.ndarray, scores: np.ndarray, how: Aggregation, *, dense: bool
+) -> np.ndarray:
     """Every page's score in one list (``owner``: the page of each row; ``counts``: each
     page's chunks). A page without a chunk scores -inf in the cosine list; a page without
     any query term 0 in the BM25 list."""
@@ -134,7 +135,9 @@ def _first_pages(scores: np.ndarray, limit: int) -> np.ndarray:
     return candidates[np.argsort(-scores[candidates], kind="stable")][:limit]
 
 
-def _fused_pages(owner: np.ndarray, counts: np.ndarray, cosine: np.ndarray, bm25: np.ndarray) -> np.ndarray:
+def _fused_pages(
+    owner: np.ndarray, counts: np.ndarray, cosine: np.ndarray, bm25: np.ndarray
+) -> np.ndarray:
     """Reciprocal-rank fusion of pages: each page ranks, in the cosine and in the BM25 list,
     by its :func:`page_scores`; pages without any query term are left out of the BM25 list."""
     n = counts.shape[0]
@@ -149,7 +152,9 @@ def _fused_pages(owner: np.ndarray, counts: np.ndarray, cosine: np.ndarray, bm25
     return fused
 
 
-def _best_rows(owner: np.ndarray, cosine: np.ndarray, bm25: np.ndarray, pages: np.ndarray) -> list[int]:
+def _best_rows(
+    owner: np.ndarray, cosine: np.ndarray, bm25: np.ndarray, pages: np.ndarray
+) -> list[int]:
     """The best chunk (by BM25, then cosine) of each page in ``pages``, so that every ranked
     page brings at least one chunk."""
     out = []
@@ -182,16 +187,28 @@ def search(
             # Every row is a dense candidate (the file store scores them all in one product):
             # the rankings below are exact. An approximate index may answer fewer.
             found = store.vectors.nearest(query, rows)
-        except BEST_EFFORT_ERRORS as exc:  # any embedding failure degrades to lexical, with a warning
-            warnings.append({"code": "embedding-degraded",
-                             "message": f"query embedding failed ({exc}); ranked lexically"})
+        except (
+            BEST_EFFORT_ERRORS
+        ) as exc:  # any embedding failure degrades to lexical, with a warning
+            warnings.append(
+                {
+                    "code": "embedding-degraded",
+                    "message": f"query embedding failed ({exc}); ranked lexically",
+                }
+            )
         if found is not None:
             cosine = found.over(store.pages)
-        if found is not None and not bool(np.isfinite(found.scores).all()):  # the store is verified, not trusted
+        if found is not None and not bool(
+            np.isfinite(found.scores).all()
+        ):  # the store is verified, not trusted
             bad = int((~np.isfinite(found.scores)).sum())
-            warnings.append({"code": "embedding-store-corrupt",
-                             "message": f"{bad} stored vector(s) hold NaN or infinite values; ranked lexically. "
-                                        "Run `llmwiki index` to rebuild them"})
+            warnings.append(
+                {
+                    "code": "embedding-store-corrupt",
+                    "message": f"{bad} stored vector(s) hold NaN or infinite values; ranked lexically. "
+                    "Run `llmwiki index` to rebuild them",
+                }
+            )
             cosine = None
     bm25 = lexical.scores(question) if lexical is not None else np.zeros(rows, dtype=np.float32)
     if cosine is None:
@@ -202,13 +219,21 @@ def search(
         order = _top(cosine, keep)  # type: ignore[arg-type]
         scores = cosine[order]  # type: ignore[index]
         base = order
-        by_page = page_scores(owners, store.pages.hash_counts(), cosine, DENSE_AGGREGATION, dense=True)  # type: ignore[arg-type]
+        by_page = page_scores(
+            owners,
+            store.pages.hash_counts(),
+            cosine,  # type: ignore[arg-type]
+            DENSE_AGGREGATION,
+            dense=True,
+        )
     elif mode == "bm25":
         order = _top(bm25, keep)
         order = order[bm25[order] > 0]
         scores = bm25[order]
         base = order
-        by_page = page_scores(owners, store.pages.hash_counts(), bm25, LEXICAL_ONLY_AGGREGATION, dense=False)
+        by_page = page_scores(
+            owners, store.pages.hash_counts(), bm25, LEXICAL_ONLY_AGGREGATION, dense=False
+        )
         by_page[by_page <= 0] = -np.inf  # no query term: not a match at all
     elif mode == "rerank":
         base = _top(cosine, CHUNK_TOP_K)  # type: ignore[arg-type]
@@ -235,7 +260,9 @@ def search(
         top_pages = top_pages[np.isfinite(by_page[top_pages])]
         kept = set(order.tolist())
         dense_scores = cosine if cosine is not None else np.zeros(rows, dtype=np.float32)
-        missing = [row for row in _best_rows(owners, dense_scores, bm25, top_pages) if row not in kept]
+        missing = [
+            row for row in _best_rows(owners, dense_scores, bm25, top_pages) if row not in kept
+        ]
         if missing:  # every ranked page brings at least its best chunk
             order = np.concatenate([order, np.array(missing, dtype=np.int64)])
             scores = np.concatenate([scores, np.zeros(len(missing), dtype=np.float32)])
@@ -243,11 +270,24 @@ def search(
     hits = []
     table = store.pages  # ids and first rows only: no entry is made for a hit
     for row, score in zip(order.tolist(), scores.tolist()):
-        hits.append(ChunkHit(row, table.page_id(owner[row]), row - table.first_row(owner[row]), float(score),
-                             None if cosine is None else float(cosine[row]), float(bm25[row])))
+        hits.append(
+            ChunkHit(
+                row,
+                table.page_id(owner[row]),
+                row - table.first_row(owner[row]),
+                float(score),
+                None if cosine is None else float(cosine[row]),
+                float(bm25[row]),
+            )
+        )
     if by_page is not None:
-        return SearchResult(hits, [(table.page_id(i), float(by_page[i])) for i in top_pages.tolist()], mode,
-                            reranked, warnings)
+        return SearchResult(
+            hits,
+            [(table.page_id(i), float(by_page[i])) for i in top_pages.tolist()],
+            mode,
+            reranked,
+            warnings,
+        )
     pages: list[tuple[str, float]] = []
     seen: set[str] = set()
     for hit in hits:

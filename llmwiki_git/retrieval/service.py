@@ -21,16 +21,19 @@ from .context import ContextOptions, LivePage, PackInputs, build_pack
 from .embedders import Embedder, make_embedder, provider_name
 from .lexical import LEXICAL_DIR, LexicalIndex
 from .loaded import Loaded
-from .search import DEFAULT_MODE, MODES, SearchResult, search
 from .pagetable import PageEntry, PageTable
+from .search import DEFAULT_MODE, MODES, SearchResult, search
 from .store import Store
 
-if TYPE_CHECKING:  # the indexer, the write layer and the index page: imported by the calls that use them
+if (
+    TYPE_CHECKING
+):  # the indexer, the write layer and the index page: imported by the calls that use them
     from ..wiki.model import Wiki
-    from . import indexer, indexref
+    from . import indexer
 
 
 SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that cannot be read
+
 
 class Retrieval:
     """Build the index, load it, search, and build context packs, for one project.
@@ -63,7 +66,9 @@ class Retrieval:
         # The shared vector store's URI (pgvectors.py; docs/team.md), as `Workspace.vector_store`
         # resolved it: the environment wins over the config file (a password need never be committed).
         self.vector_store = vector_store or None
-        self._load_error: StoreError | None = None  # why the last `_load_files` found no usable store
+        self._load_error: StoreError | None = (
+            None  # why the last `_load_files` found no usable store
+        )
         self._preloaded = preloaded  # the local model started early by the caller, if any
         self.root = root
         self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
@@ -94,59 +99,107 @@ class Retrieval:
 
     # -- building -------------------------------------------------------------------------
 
-    def index(self, *, full: bool = False, fast: bool = False,
-              progress: Callable[[int, int], object] | None = None, page: bool = True,
-              publish: bool = False, fetch: str | None = None) -> tuple[indexer.IndexSummary, str | None]:
+    def index(
+        self,
+        *,
+        full: bool = False,
+        fast: bool = False,
+        progress: Callable[[int, int], object] | None = None,
+        page: bool = True,
+        publish: bool = False,
+        fetch: str | None = None,
+    ) -> tuple[indexer.IndexSummary, str | None]:
         """Build the index. ``fetch``: first fetch that remote's ``refs/llmwiki/index`` (refused
         ref: IndexRefError, nothing changed); ``publish``: then write the store to that ref.
         Every chunk the ref holds a vector of (same model) is taken from it, not embedded."""
         from dataclasses import replace
 
-        from . import indexer
-
         from ..gitstore.lock import repository_lock
+        from . import indexer
 
         notes: list[str] = []
         explicit = bool(self.environ.get("LLMWIKI_EMBEDDING_PROVIDER") or self.provider)
-        if not fast and not full and not explicit and self._store_fingerprint() == indexer.NO_EMBEDDINGS:
+        if (
+            not fast
+            and not full
+            and not explicit
+            and self._store_fingerprint() == indexer.NO_EMBEDDINGS
+        ):
             # A lexical-only store stays lexical: silently embedding a wiki that was indexed
             # with --fast could take an hour. --full (or a provider setting) opts in.
             fast = True
-            notes.append("the index is lexical-only (built with --fast); run `llmwiki index --full` to embed it")
+            notes.append(
+                "the index is lexical-only (built with --fast); run `llmwiki index --full` to embed it"
+            )
         embedder = self.embedder(fast)
         if (publish or fetch) and self.git is None:
             from ..errors import UsageError
 
-            raise UsageError("--publish and --fetch keep the index on a git ref: run them inside a git repository")
+            raise UsageError(
+                "--publish and --fetch keep the index on a git ref: run them inside a git repository"
+            )
         # Under the project lock: two writers must not interleave the store's files.
         with repository_lock(self.git, self.state):
             if full and fetch:
                 from ..errors import UsageError
 
-                raise UsageError("--full embeds every chunk again, --fetch takes them from the ref: use one of them")
-            seed, ref_notes = refseed.published_seed(self, embedder, fetch) if not full else (None, [])
+                raise UsageError(
+                    "--full embeds every chunk again, --fetch takes them from the ref: use one of them"
+                )
+            seed, ref_notes = (
+                refseed.published_seed(self, embedder, fetch) if not full else (None, [])
+            )
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
-            summary, known, skipped = self._index_by_difference(wiki, embedder, progress, seed) if not full else (
-                None, {}, {})
+            summary, known, skipped = (
+                self._index_by_difference(wiki, embedder, progress, seed)
+                if not full
+                else (None, {}, {})
+            )
             if summary is None:
                 pages, skipped = indexer.read_pages(wiki)
-                summary = indexer.build(self.state, pages, embedder, full=full, progress=progress, skipped=skipped,
-                                        names=indexer.names_digest(wiki), vector_store=self.vector_store, seed=seed)
-                known = {p.path: (p.title, p.summary) for p in pages}  # read already: not read again
+                summary = indexer.build(
+                    self.state,
+                    pages,
+                    embedder,
+                    full=full,
+                    progress=progress,
+                    skipped=skipped,
+                    names=indexer.names_digest(wiki),
+                    vector_store=self.vector_store,
+                    seed=seed,
+                )
+                known = {
+                    p.path: (p.title, p.summary) for p in pages
+                }  # read already: not read again
             notes += unusable_notes([(p.path, p.scan) for p in wiki.pages if p.path in skipped])
             notes += ref_notes  # the ref's notes: written when the indexer asked it
-            written = self._write_index_page(wiki, index_path, notes, known) if index_path and page else None
-            if written and written == index_path:  # a page written after the pages were read: recorded,
+            written = (
+                self._write_index_page(wiki, index_path, notes, known)
+                if index_path and page
+                else None
+            )
+            if (
+                written and written == index_path
+            ):  # a page written after the pages were read: recorded,
                 # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
-                store_mod.add_skipped(self.state, {written: blob_id((self.root / written).read_bytes())},
-                                      vector_store=self.vector_store)
+                store_mod.add_skipped(
+                    self.state,
+                    {written: blob_id((self.root / written).read_bytes())},
+                    vector_store=self.vector_store,
+                )
             publication = refseed.publish(self) if publish else None
-        return replace(summary, notes=tuple(notes) + summary.notes, publication=publication), written
+        return replace(
+            summary, notes=tuple(notes) + summary.notes, publication=publication
+        ), written
 
-    def _index_by_difference(self, wiki: Wiki, embedder: Embedder | None, progress: Callable[[int, int], object] | None,
-                             seed: indexer.Seed | None) -> tuple[indexer.IndexSummary | None, dict[str, tuple[str, str]],
-                                                                 dict[str, str]]:
+    def _index_by_difference(
+        self,
+        wiki: Wiki,
+        embedder: Embedder | None,
+        progress: Callable[[int, int], object] | None,
+        seed: indexer.Seed | None,
+    ) -> tuple[indexer.IndexSummary | None, dict[str, tuple[str, str]], dict[str, str]]:
         """`index` reading only the pages that changed since the saved index, when it is
         usable: same model, lexical index with its term frequencies, vectors trusted (the
         index a read's refresh keeps current the same way, `_follow_by_difference`). At
@@ -154,18 +207,36 @@ class Retrieval:
         (None, {}, {}) when the whole wiki must be read."""
         from . import indexer
 
-        fingerprint = store_fingerprint(embedder.fingerprint) if embedder is not None else indexer.NO_EMBEDDINGS
+        fingerprint = (
+            store_fingerprint(embedder.fingerprint)
+            if embedder is not None
+            else indexer.NO_EMBEDDINGS
+        )
         try:
-            store = store_mod.load(self.state, expected_fingerprint=fingerprint, vector_store=self.vector_store)
+            store = store_mod.load(
+                self.state, expected_fingerprint=fingerprint, vector_store=self.vector_store
+            )
             lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
         except (StoreError, LexicalIndexError):
             return None, {}, {}
-        if (store.fingerprint != fingerprint or len(lexical) != store.rows or not lexical.updatable
-                or store.vectors.problem() is not None):
+        if (
+            store.fingerprint != fingerprint
+            or len(lexical) != store.rows
+            or not lexical.updatable
+            or store.vectors.problem() is not None
+        ):
             return None, {}, {}
         update = indexer.plan_update(wiki, store)
-        summary = indexer.build_update(self.state, update, store, lexical, embedder, progress=progress,
-                                       vector_store=self.vector_store, seed=seed)
+        summary = indexer.build_update(
+            self.state,
+            update,
+            store,
+            lexical,
+            embedder,
+            progress=progress,
+            vector_store=self.vector_store,
+            seed=seed,
+        )
         return summary, {e.path: (e.title, e.summary) for e in update.entries}, update.skipped
 
     def _store_fingerprint(self) -> str | None:
@@ -182,8 +253,13 @@ class Retrieval:
 
         return index_path(wiki.root_dir)
 
-    def _write_index_page(self, wiki: Wiki, rel: str, notes: list[str],
-                          known: Mapping[str, tuple[object, object]] | None = None) -> str | None:
+    def _write_index_page(
+        self,
+        wiki: Wiki,
+        rel: str,
+        notes: list[str],
+        known: Mapping[str, tuple[object, object]] | None = None,
+    ) -> str | None:
         """Regenerate the table of contents where llmwiki owns ``rel`` (absent or generated);
         a user's own ``index.md`` is never touched: llmwiki's copy goes to the state folder."""
         from ..gitstore.transaction import sweep_temp_files, write_atomic
@@ -194,14 +270,20 @@ class Retrieval:
         text = render(entries_of(wiki, known=known), now)
         head = self.git.rev_parse("HEAD") if self.git is not None else None
         if not generated.owned(self.git, self.root, rel, head, "index"):
-            notes += generated.notice(self.state, "index", f"{rel} is your own page, so llmwiki never rewrites it; "
-                                                           f"its generated table of contents goes to "
-                                                           f"{self.state.name}/{generated.INDEX} instead")
+            notes += generated.notice(
+                self.state,
+                "index",
+                f"{rel} is your own page, so llmwiki never rewrites it; "
+                f"its generated table of contents goes to "
+                f"{self.state.name}/{generated.INDEX} instead",
+            )
             path, rel = self.state / generated.INDEX, f"{self.state.name}/{generated.INDEX}"
         else:
             path = self.root / rel
         sweep_temp_files(path.parent, [])  # left by a killed writer (we hold the lock)
-        if path.is_file() and same_content(path.read_text(encoding="utf-8", errors="replace"), text):
+        if path.is_file() and same_content(
+            path.read_text(encoding="utf-8", errors="replace"), text
+        ):
             return None
         write_atomic(path, text.encode("utf-8"), root=self.root)
         return rel
@@ -247,13 +329,17 @@ class Retrieval:
                 return self._load_without_store()
             self._warm = (stamps, key, files)
             base = files
-        return self._follow_wiki(Loaded(base.store, base.lexical, base.embedder, list(base.warnings)))
+        return self._follow_wiki(
+            Loaded(base.store, base.lexical, base.embedder, list(base.warnings))
+        )
 
     def _load_without_store(self) -> Loaded:
         from . import indexer
 
         try:
-            if self._load_error is not None:  # why `_load_files` found none (not asked twice: a dead host is slow)
+            if (
+                self._load_error is not None
+            ):  # why `_load_files` found none (not asked twice: a dead host is slow)
                 raise self._load_error
             store_mod.load(self.state, vector_store=self.vector_store)
         except StoreError as exc:
@@ -263,9 +349,17 @@ class Retrieval:
                     return shared
                 warnings = shared
             else:
-                then = ("" if exc.code == "vector-store-unavailable"
-                        else " Run `llmwiki index` for semantic ranking")
-                warnings = [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages.{then}"}]
+                then = (
+                    ""
+                    if exc.code == "vector-store-unavailable"
+                    else " Run `llmwiki index` for semantic ranking"
+                )
+                warnings = [
+                    {
+                        "code": exc.code,
+                        "message": f"{exc.message}; ranked lexically from the live pages.{then}",
+                    }
+                ]
         else:  # written between the two looks: the next call loads it
             warnings = []
         if warnings:
@@ -284,13 +378,17 @@ class Retrieval:
         vectors of the active model; then following the wiki (`_follow_wiki`) reads only the
         pages that differ, reuses the vectors the store holds and embeds only chunks it lacks
         (this clone's own changes). The warnings when it cannot."""
-        from .pagetable import PageTable
         from .pgvectors import open_vectors
 
         try:
             embedder = self.embedder()
         except BEST_EFFORT_ERRORS as exc:
-            return [{"code": "embedding-degraded", "message": f"{exc}; ranked lexically from the live pages"}]
+            return [
+                {
+                    "code": "embedding-degraded",
+                    "message": f"{exc}; ranked lexically from the live pages",
+                }
+            ]
         if embedder is None:
             return []
         said: list[dict[str, str]] = []
@@ -299,16 +397,28 @@ class Retrieval:
             return restored
         fingerprint = store_fingerprint(embedder.fingerprint)
         try:
-            vectors = open_vectors(self.vector_store or "", fingerprint, embedder.dimension, create=False)
+            vectors = open_vectors(
+                self.vector_store or "", fingerprint, embedder.dimension, create=False
+            )
         except StoreError as exc:
-            return said + [{"code": exc.code, "message": f"{exc.message}; ranked lexically from the live pages"}]
+            return said + [
+                {
+                    "code": exc.code,
+                    "message": f"{exc.message}; ranked lexically from the live pages",
+                }
+            ]
         if vectors.table is None:
             vectors.db.close()
-            return said + [{"code": "vector-store-empty",
-                     "message": f"the shared vector store {vectors.label} holds no vectors of {fingerprint!r}; "
-                                "ranked lexically until `llmwiki index` runs against it (docs/team.md)"}]
+            return said + [
+                {
+                    "code": "vector-store-empty",
+                    "message": f"the shared vector store {vectors.label} holds no vectors of {fingerprint!r}; "
+                    "ranked lexically until `llmwiki index` runs against it (docs/team.md)",
+                }
+            ]
         empty = Store(fingerprint, embedder.name, embedder.model, PageTable([]), vectors, "")
         return self._follow_wiki(Loaded(empty, None, embedder, said))
+
     def _load_files(self) -> Loaded | None:
         """The store, lexical index and embedder as their files are (None: no usable store)."""
         warnings: list[dict[str, str]] = []
@@ -324,11 +434,18 @@ class Retrieval:
                 embedder = self.embedder()
             except BEST_EFFORT_ERRORS as exc:  # a misconfigured provider degrades to lexical search
                 warnings.append({"code": "embedding-degraded", "message": str(exc)})
-            if embedder is not None and store_fingerprint(embedder.fingerprint) != store.fingerprint:
-                warnings.append({"code": "embedding-model-mismatch",
-                                 "message": f"the store was built with {store.fingerprint!r}, the active model is "
-                                            f"{store_fingerprint(embedder.fingerprint)!r}; ranking lexically until "
-                                            "`llmwiki index` rebuilds it"})
+            if (
+                embedder is not None
+                and store_fingerprint(embedder.fingerprint) != store.fingerprint
+            ):
+                warnings.append(
+                    {
+                        "code": "embedding-model-mismatch",
+                        "message": f"the store was built with {store.fingerprint!r}, the active model is "
+                        f"{store_fingerprint(embedder.fingerprint)!r}; ranking lexically until "
+                        "`llmwiki index` rebuilds it",
+                    }
+                )
                 embedder = None
         lexical: LexicalIndex | None = None
         try:
@@ -336,7 +453,9 @@ class Retrieval:
             if len(lexical) != store.rows:
                 raise LexicalIndexError("it does not match the embedding store")
         except LexicalIndexError as exc:
-            warnings.append({"code": "lexical-index-unavailable", "message": f"{exc}; run `llmwiki index`"})
+            warnings.append(
+                {"code": "lexical-index-unavailable", "message": f"{exc}; run `llmwiki index`"}
+            )
             lexical = None
         return Loaded(store, lexical, embedder, warnings)
 
@@ -349,8 +468,12 @@ class Retrieval:
         try:
             live = self._list_pages()
         except DATA_ERRORS as exc:  # a broken git index must not stop a read: rank from the store
-            loaded.warnings.append({"code": "index-freshness-unknown",
-                                    "message": f"could not list the wiki's pages ({exc}); recent edits may be missing"})
+            loaded.warnings.append(
+                {
+                    "code": "index-freshness-unknown",
+                    "message": f"could not list the wiki's pages ({exc}); recent edits may be missing",
+                }
+            )
             return loaded
         current = self._current
         if current is not None and current[0] is loaded.store and current[1] is live:
@@ -369,8 +492,13 @@ class Retrieval:
         can_embed = loaded.embedder is not None or not store.dimensions
         planned = refresh.plan(pages, store.vectors) if store.dimensions else refresh.Plan()
         missing = planned.missing
-        if can_embed and len(missing) <= self.refresh_bound and self._save_refresh(
-                store, pages, skipped, loaded.embedder, indexer.names_digest(wiki), planned.known):
+        if (
+            can_embed
+            and len(missing) <= self.refresh_bound
+            and self._save_refresh(
+                store, pages, skipped, loaded.embedder, indexer.names_digest(wiki), planned.known
+            )
+        ):
             try:
                 fresh = store_mod.load(self.state, vector_store=self.vector_store)
                 lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
@@ -382,7 +510,9 @@ class Retrieval:
         memory, lexical = indexer.memory_index(pages, store, skipped)
         warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
         if missing:
-            warnings.append(refresh.stale_warning(stale, len(missing), self.refresh_bound if can_embed else 0))
+            warnings.append(
+                refresh.stale_warning(stale, len(missing), self.refresh_bound if can_embed else 0)
+            )
         return Loaded(memory, lexical, loaded.embedder, warnings)
 
     def _follow_by_difference(self, loaded: Loaded, stale: refresh.Staleness) -> Loaded:
@@ -400,25 +530,42 @@ class Retrieval:
         if can_embed and len(update.missing) <= self.refresh_bound:
             try:
                 with repository_lock(self.git, self.state, timeout=2.0):
-                    fresh = (loaded.embedder.embed(list(update.missing.values())) if update.missing and loaded.embedder
-                             else np.zeros((0, store.dimensions), dtype=np.float32))
+                    fresh = (
+                        loaded.embedder.embed(list(update.missing.values()))
+                        if update.missing and loaded.embedder
+                        else np.zeros((0, store.dimensions), dtype=np.float32)
+                    )
                     new_store, new_lexical = indexer.apply_update(update, store, lexical, fresh)
                     indexer.save_update(self.state, new_store, new_lexical)
                     # What was just written is what the next call would load: keep it warm (the
                     # stamps are taken under the lock, so no other writer's files get them).
-                    self._warm = (self._stamps(), self._embedder_key(),
-                                  Loaded(new_store, new_lexical, loaded.embedder, list(warnings)))
+                    self._warm = (
+                        self._stamps(),
+                        self._embedder_key(),
+                        Loaded(new_store, new_lexical, loaded.embedder, list(warnings)),
+                    )
             except (LlmwikiError, OSError):
                 pass  # could not be saved: rank from memory this time
             else:
                 return Loaded(new_store, new_lexical, loaded.embedder, warnings)
         memory, new_lexical = indexer.apply_update(update, store, lexical)
         if update.missing:
-            warnings.append(refresh.stale_warning(stale, len(update.missing), self.refresh_bound if can_embed else 0))
+            warnings.append(
+                refresh.stale_warning(
+                    stale, len(update.missing), self.refresh_bound if can_embed else 0
+                )
+            )
         return Loaded(memory, new_lexical, loaded.embedder, warnings)
 
-    def _save_refresh(self, store: Store, pages: list[indexer.IndexedPage], skipped: dict[str, str],
-                      embedder: Embedder | None, names: str, known: set[str] | None = None) -> bool:
+    def _save_refresh(
+        self,
+        store: Store,
+        pages: list[indexer.IndexedPage],
+        skipped: dict[str, str],
+        embedder: Embedder | None,
+        names: str,
+        known: set[str] | None = None,
+    ) -> bool:
         """Save the refreshed index under the project lock (a short wait at most: a read
         never queues behind a long `llmwiki index`). False when it could not be saved."""
         from ..errors import LlmwikiError
@@ -427,17 +574,34 @@ class Retrieval:
 
         try:
             with repository_lock(self.git, self.state, timeout=2.0):
-                indexer.build(self.state, pages, embedder, skipped=skipped, previous_store=store, names=names,
-                              vector_store=self.vector_store, known=known)
+                indexer.build(
+                    self.state,
+                    pages,
+                    embedder,
+                    skipped=skipped,
+                    previous_store=store,
+                    names=names,
+                    vector_store=self.vector_store,
+                    known=known,
+                )
         except (LlmwikiError, OSError):
             return False
         return True
 
-    def search(self, question: str, *, keep: int = 12, max_pages: int = 5, mode: str | None = None) -> tuple[Loaded, SearchResult]:
+    def search(
+        self, question: str, *, keep: int = 12, max_pages: int = 5, mode: str | None = None
+    ) -> tuple[Loaded, SearchResult]:
         loaded = self.load()
         self._searched = loaded.store
-        result = search(question, loaded.store, loaded.lexical, loaded.embedder,
-                        mode=mode or self.mode, keep=keep, max_pages=max_pages)
+        result = search(
+            question,
+            loaded.store,
+            loaded.lexical,
+            loaded.embedder,
+            mode=mode or self.mode,
+            keep=keep,
+            max_pages=max_pages,
+        )
         return loaded, result
 
     def paths_of(self, page_ids: Iterable[object]) -> dict[str, str]:
@@ -447,14 +611,20 @@ class Retrieval:
         if store is None or not wanted:
             return {}
         by_id = store.by_id()
-        return {page_id: by_id[page_id].path for page_id in wanted if isinstance(page_id, str) and page_id in by_id}
+        return {
+            page_id: by_id[page_id].path
+            for page_id in wanted
+            if isinstance(page_id, str) and page_id in by_id
+        }
 
     def read_live(self, entry: PageEntry) -> LivePage:
         try:
             data = confine.read_confined(self.root, entry.path)
         except PathRefused as exc:
             if isinstance(exc.__cause__, FileNotFoundError):
-                return LivePage(None, None, missing=True)  # deleted since it was listed: not an error
+                return LivePage(
+                    None, None, missing=True
+                )  # deleted since it was listed: not an error
             return LivePage(None, None)
         text, issues = decode(data)
         if text is None or issues:  # never quoted with U+FFFD in place of its letters
@@ -462,9 +632,18 @@ class Retrieval:
         return LivePage(text, blob_id(data))
 
     def context(self, prompt: str, options: ContextOptions) -> dict[str, Any]:
-        loaded, result = self.search(prompt, keep=max(50, options.top_chunks), max_pages=options.top_pages + SPARE_PAGES)
-        inputs = PackInputs(prompt, loaded.store, result, self.read_live, self.project / "sources",
-                            self.project, list(loaded.warnings))
+        loaded, result = self.search(
+            prompt, keep=max(50, options.top_chunks), max_pages=options.top_pages + SPARE_PAGES
+        )
+        inputs = PackInputs(
+            prompt,
+            loaded.store,
+            result,
+            self.read_live,
+            self.project / "sources",
+            self.project,
+            list(loaded.warnings),
+        )
         pack = build_pack(inputs, options)
         self._provenance(pack, inputs.texts)
         return pack
@@ -476,9 +655,19 @@ class Retrieval:
         names its sources, each with its blob at HEAD and the blob recorded when the page
         was written from it (the one provenance lookup: its ``sourceBlobs:``, else the
         Llmwiki-Source trailers)."""
-        from ..wiki.provenance import freshness, judge, line_count, provenance, sources_dir, text_sourcing, with_recorded
+        from ..wiki.provenance import (
+            freshness,
+            judge,
+            line_count,
+            provenance,
+            sources_dir,
+            text_sourcing,
+            with_recorded,
+        )
 
-        items = [(item, text_sourcing(texts.get(item["id"], ""))) for item in pack.get("primary", [])]
+        items = [
+            (item, text_sourcing(texts.get(item["id"], ""))) for item in pack.get("primary", [])
+        ]
         items = [(item, sourcing) for item, sourcing in items if sourcing]
         if not items or self.git is None or self.git.rev_parse("HEAD") is None:
             return
@@ -489,10 +678,20 @@ class Retrieval:
             return f"{prefix}/{path}" if prefix else path
 
         pages = self.paths_of(item["id"] for item, _ in items)
-        found = provenance(git, {pages[item["id"]]: texts[item["id"]] for item, _ in items if item["id"] in pages},
-                           "HEAD", prefix)
+        found = provenance(
+            git,
+            {pages[item["id"]]: texts[item["id"]] for item, _ in items if item["id"] in pages},
+            "HEAD",
+            prefix,
+        )
         folder = sources_dir(prefix)
-        named = sorted({f"{folder}/{x[1]}" if x[0] == "c" else full(x[1]) for _, sourcing in items for x in sourcing})
+        named = sorted(
+            {
+                f"{folder}/{x[1]}" if x[0] == "c" else full(x[1])
+                for _, sourcing in items
+                for x in sourcing
+            }
+        )
         now = git.blob_ids("HEAD", named)
         counted: dict[str, int | None] = {}
 
@@ -506,8 +705,10 @@ class Retrieval:
             fed = found.of_page(pages.get(item["id"], ""))
             judged = with_recorded(sourcing, fed, prefix)
             findings = judge(judged, prefix, now.get, lines_of)
-            item["sourceFreshness"] = {"status": freshness(judged, findings),
-                                       **({"stale": [f.to_json() for f in findings]} if findings else {})}
+            item["sourceFreshness"] = {
+                "status": freshness(judged, findings),
+                **({"stale": [f.to_json() for f in findings]} if findings else {}),
+            }
             recorded = {f.source: f.recorded for f in fed}
             for source in item.get("sources", []):
                 path = full(source["path"])

@@ -11,7 +11,9 @@ from pathlib import Path
 from .. import confine
 from ..errors import PathRefused, SourceRefused
 
-_MARKER = re.compile(r"\^\[([^\[\]\n]+)\]")  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
+_MARKER = re.compile(
+    r"\^\[([^\[\]\n]+)\]"
+)  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
 _SPAN = re.compile(r"^(?P<file>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 MAX_WINDOWS = 20
 MAX_LINES = 30
@@ -78,4 +80,9 @@ def window(sources_root: Path, citation: SourceCitation) -> dict[str, object]:
     if start < 1 or start > len(lines):
         raise SourceRefused(f"line {start} is beyond the end of {citation.file}")
     end = min(citation.end or start, len(lines), start + MAX_LINES - 1)
-    return {"file": citation.file, "start": start, "end": end, "text": "\n".join(lines[start - 1 : end])}
+    return {
+        "file": citation.file,
+        "start": start,
+        "end": end,
+        "text": "\n".join(lines[start - 1 : end]),
+    }

@@ -34,8 +34,8 @@ import os
 import stat
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,9 @@ BIN_NAME = "embeddings.bin"
 SIDE_NAME = "embeddings.pages"
 SIDE_MAGIC = b"LLMWPGS1"
 SIDE_STAMP = struct.Struct("<QQQqq")  # the json's device, inode, size, mtime and ctime (ns)
-SIDE_HEADER = struct.Struct(f"<8s{SIDE_STAMP.size}s32sI")  # magic, the json's stamp, sha256 of the rest, head size
+SIDE_HEADER = struct.Struct(
+    f"<8s{SIDE_STAMP.size}s32sI"
+)  # magic, the json's stamp, sha256 of the rest, head size
 MAX_JSON_BYTES = 1 << 30
 MAX_DIMENSIONS = 65536
 _BIN_LABEL = f".llmwiki/{BIN_NAME}"
@@ -75,7 +77,9 @@ class Store:
     pages: PageTable  # a list of entries given here is wrapped in a table
     vectors: VectorIndex
     updated_at: str = ""
-    skipped: dict[str, str] = field(default_factory=dict)  # pages that are not evidence: path -> blob
+    skipped: dict[str, str] = field(
+        default_factory=dict
+    )  # pages that are not evidence: path -> blob
     names: str = ""  # digest of what link resolution depends on (indexer.names_digest; "": unknown)
     _reverse: dict[str, list[str]] | None = field(default=None, repr=False)
     _link_questions: int = field(default=0, repr=False)
@@ -127,7 +131,9 @@ class Store:
 
 def empty_vectors(fingerprint: str, dimensions: int) -> VectorIndex:
     """A new, empty vector index for a model (the file store's: written by `save`)."""
-    return FileVectors(np.zeros((0, dimensions), dtype=np.float32), PageTable([]), fingerprint, label=_BIN_LABEL)
+    return FileVectors(
+        np.zeros((0, dimensions), dtype=np.float32), PageTable([]), fingerprint, label=_BIN_LABEL
+    )
 
 
 def _atomic_write(path: Path, write: Any) -> None:
@@ -161,7 +167,9 @@ def save(folder: Path, store: Store) -> None:
     laid_out = store.vectors.for_rows(store.pages)
     shared: dict[str, Any] = {}
     if isinstance(laid_out, FileVectors):
-        vectors = np.ascontiguousarray(laid_out.matrix, dtype="<f4").reshape(rows, laid_out.dimensions)
+        vectors = np.ascontiguousarray(laid_out.matrix, dtype="<f4").reshape(
+            rows, laid_out.dimensions
+        )
     else:  # a shared store (pgvectors.py): the bin holds only the overlay, what the table does not
         overlay: dict[str, np.ndarray] = getattr(laid_out, "overlay", None) or {}
         vectors = np.zeros((len(overlay), laid_out.dimensions), dtype="<f4")
@@ -171,7 +179,9 @@ def save(folder: Path, store: Store) -> None:
 
     def write_bin(handle: Any) -> None:
         handle.write(HEADER.pack(MAGIC, token, vectors.shape[0], laid_out.dimensions))
-        handle.write(np.ascontiguousarray(vectors).reshape(-1).view(np.uint8).data)  # written in place, not copied first
+        handle.write(
+            np.ascontiguousarray(vectors).reshape(-1).view(np.uint8).data
+        )  # written in place, not copied first
 
     meta = {
         "version": VERSION,
@@ -189,7 +199,9 @@ def save(folder: Path, store: Store) -> None:
         **shared,
     }
     _atomic_write(folder / BIN_NAME, write_bin)
-    crash_point("store")  # the crash tests kill a writer here: a new bin, the old json (refused: tokens differ)
+    crash_point(
+        "store"
+    )  # the crash tests kill a writer here: a new bin, the old json (refused: tokens differ)
     _write_meta(folder, meta, store.pages)
 
 
@@ -214,31 +226,46 @@ def add_skipped(folder: Path, entries: dict[str, str], *, vector_store: str | No
     """Record pages that are not evidence (a generated file written after the store was
     built) in ``embeddings.json``, leaving the vectors alone."""
     store = load(folder, vector_store=vector_store)
-    meta = confine.read_json(folder / JSON_NAME, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}")
+    meta = confine.read_json(
+        folder / JSON_NAME, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}"
+    )
     meta["skipped"] = {**(meta.get("skipped") or {}), **entries}
     _write_meta(folder, meta, store.pages)
 
 
 # -- the page-table sidecar -----------------------------------------------------------------
 
+
 def _json_stamp(info: os.stat_result) -> bytes:
     """What ties the sidecar to one version of ``embeddings.json``: its device, inode, size,
     and modification and change times in nanoseconds. Any write of the json (a new store,
     a hand edit, a copy) changes the inode or the change time, which no tool can set back."""
-    return SIDE_STAMP.pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return SIDE_STAMP.pack(
+        info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+    )
 
 
-def _write_sidecar(folder: Path, stamp: bytes, meta: dict[str, Any], table: PageTable,
-                   encoded: dict[str, bytes] | None = None) -> None:
+def _write_sidecar(
+    folder: Path,
+    stamp: bytes,
+    meta: dict[str, Any],
+    table: PageTable,
+    encoded: dict[str, bytes] | None = None,
+) -> None:
     """Write ``embeddings.pages`` for the json of ``stamp`` (none when a page id, path or
     blob holds a NUL: that store is read from the json); ``encoded``: ``table.encode()``
     made already."""
     sections = encoded if encoded is not None else table.encode()
     if sections is None:
         return
-    head = json.dumps({"meta": {k: v for k, v in meta.items() if k != "pages"},
-                       "sections": [[name, len(data)] for name, data in sections.items()]},
-                      ensure_ascii=False, separators=(",", ":")).encode()
+    head = json.dumps(
+        {
+            "meta": {k: v for k, v in meta.items() if k != "pages"},
+            "sections": [[name, len(data)] for name, data in sections.items()],
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    ).encode()
     body = head + b"".join(sections.values())
     side = SIDE_HEADER.pack(SIDE_MAGIC, stamp, hashlib.sha256(body).digest(), len(head)) + body
     _atomic_write(folder / SIDE_NAME, lambda h: h.write(side))
@@ -248,7 +275,9 @@ def _read_whole(path: Path, limit: int) -> tuple[bytes, os.stat_result] | None:
     """The bytes of the regular file ``path`` (no symlink, at most ``limit`` bytes) and its
     status when opened; None when it cannot be read so."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        )
     except OSError:
         return None
     try:
@@ -282,7 +311,7 @@ def _read_sidecar(folder: Path) -> tuple[dict[str, Any], PageTable] | None:
         json_now = _json_stamp(os.stat(folder / JSON_NAME, follow_symlinks=False))
     except OSError:
         return None
-    body = memoryview(data)[SIDE_HEADER.size:]
+    body = memoryview(data)[SIDE_HEADER.size :]
     if magic != SIDE_MAGIC or stamp != json_now or body_digest != hashlib.sha256(body).digest():
         return None
     try:
@@ -298,8 +327,13 @@ def _read_sidecar(folder: Path) -> tuple[dict[str, Any], PageTable] | None:
         return None
 
 
-def load(folder: Path, *, expected_fingerprint: str | None = None, vector_store: str | None = None,
-         repair: bool = True) -> Store:
+def load(
+    folder: Path,
+    *,
+    expected_fingerprint: str | None = None,
+    vector_store: str | None = None,
+    repair: bool = True,
+) -> Store:
     """Read the store; raise StoreError (with a warning code) when it cannot be used.
     ``vector_store``: the shared store's URI (``LLMWIKI_VECTOR_STORE``), for a store whose
     vectors live there (its bin then holds only the overlay, see pgvectors.py).
@@ -308,7 +342,9 @@ def load(folder: Path, *, expected_fingerprint: str | None = None, vector_store:
     rewritten (best effort) so that the next read is fast again."""
     json_path, bin_path = folder / JSON_NAME, folder / BIN_NAME
     if json_path.is_symlink() or bin_path.is_symlink():
-        raise StoreError("the embedding store is a symlink; refusing to read it", "embedding-store-corrupt")
+        raise StoreError(
+            "the embedding store is a symlink; refusing to read it", "embedding-store-corrupt"
+        )
     if not json_path.exists():
         raise StoreError("no embedding store yet (.llmwiki/embeddings.json)")
     side = _read_sidecar(folder)
@@ -319,20 +355,28 @@ def load(folder: Path, *, expected_fingerprint: str | None = None, vector_store:
     else:
         try:
             json_info = os.stat(json_path)
-            raw = confine.read_file(json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}")
+            raw = confine.read_file(
+                json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}"
+            )
         except PathRefused as exc:
             raise StoreError(f"{exc}", "embedding-store-corrupt") from exc
         except OSError as exc:
-            raise StoreError(f".llmwiki/{JSON_NAME} is unreadable ({exc})", "embedding-store-corrupt") from exc
+            raise StoreError(
+                f".llmwiki/{JSON_NAME} is unreadable ({exc})", "embedding-store-corrupt"
+            ) from exc
         meta, table, problem = _parse_json(raw)
     if not isinstance(meta, dict) or meta.get("version") != VERSION:
-        raise StoreError(f".llmwiki/{JSON_NAME} has an unknown format version", "embedding-index-outdated")
+        raise StoreError(
+            f".llmwiki/{JSON_NAME} has an unknown format version", "embedding-index-outdated"
+        )
     try:
         dims, rows, token = int(meta["dimensions"]), int(meta["rows"]), bytes.fromhex(meta["token"])
         if problem is None:
             problem = _size_problem(table, rows, dims)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
+        raise StoreError(
+            f".llmwiki/{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt"
+        ) from exc
     if problem is not None:
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({problem})", "embedding-store-corrupt")
     if expected_fingerprint is not None and meta.get("fingerprint") != expected_fingerprint:
@@ -351,31 +395,56 @@ def load(folder: Path, *, expected_fingerprint: str | None = None, vector_store:
         matrix: np.ndarray = np.zeros((0, dims), dtype="<f4")
         if dims:
             matrix = _map_vectors(bin_path, token, rows, dims)
-        vectors = FileVectors(matrix, table, meta["fingerprint"], generation=token.hex(),
-                              digest=digest if isinstance(digest, str) else "", label=_BIN_LABEL)
-    store = Store(meta["fingerprint"], meta.get("backend", ""), meta.get("model", ""), table, vectors,
-                  meta.get("updatedAt", ""), dict(skipped) if isinstance(skipped, dict) else {},
-                  names=names if isinstance(names, str) else "")
-    if json_info is not None and repair:  # not for a store read once (a published one checked in scratch)
+        vectors = FileVectors(
+            matrix,
+            table,
+            meta["fingerprint"],
+            generation=token.hex(),
+            digest=digest if isinstance(digest, str) else "",
+            label=_BIN_LABEL,
+        )
+    store = Store(
+        meta["fingerprint"],
+        meta.get("backend", ""),
+        meta.get("model", ""),
+        table,
+        vectors,
+        meta.get("updatedAt", ""),
+        dict(skipped) if isinstance(skipped, dict) else {},
+        names=names if isinstance(names, str) else "",
+    )
+    if (
+        json_info is not None and repair
+    ):  # not for a store read once (a published one checked in scratch)
         _repair_sidecar(folder, json_info, meta, table)
     return store
 
 
-def _shared_vectors(bin_path: Path, meta: dict[str, Any], token: bytes, dims: int,
-                    vector_store: str | None) -> VectorIndex:
+def _shared_vectors(
+    bin_path: Path, meta: dict[str, Any], token: bytes, dims: int, vector_store: str | None
+) -> VectorIndex:
     """The vectors of a store indexed into a shared store: its table, and the overlay kept in
     the bin (chunks embedded here that the table does not hold)."""
     overlay_hashes = meta.get("overlay")
     if not isinstance(overlay_hashes, list) or not all(isinstance(h, str) for h in overlay_hashes):
         raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (overlay)", "embedding-store-corrupt")
     if not vector_store:
-        raise StoreError("the index's vectors are in a shared vector store and LLMWIKI_VECTOR_STORE is not set "
-                         "(docs/team.md)", "vector-store-unavailable")
-    matrix = _map_vectors(bin_path, token, len(overlay_hashes), dims) if dims else np.zeros((0, 0), dtype="<f4")
+        raise StoreError(
+            "the index's vectors are in a shared vector store and LLMWIKI_VECTOR_STORE is not set "
+            "(docs/team.md)",
+            "vector-store-unavailable",
+        )
+    matrix = (
+        _map_vectors(bin_path, token, len(overlay_hashes), dims)
+        if dims
+        else np.zeros((0, 0), dtype="<f4")
+    )
     from .pgvectors import open_vectors  # noqa: PLC0415 - the postgres extra, only when configured
 
     vectors = open_vectors(vector_store, meta["fingerprint"], dims, create=False)
-    vectors.overlay.update({h: np.asarray(matrix[i], dtype=np.float32) for i, h in enumerate(overlay_hashes)})
+    vectors.overlay.update(
+        {h: np.asarray(matrix[i], dtype=np.float32) for i, h in enumerate(overlay_hashes)}
+    )
     return vectors
 
 
@@ -384,7 +453,9 @@ def _parse_json(raw: bytes) -> tuple[Any, PageTable, str | None]:
     try:
         meta = confine.load_json(raw, name=f".llmwiki/{JSON_NAME}")
     except ValueError as exc:
-        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt") from exc
+        raise StoreError(
+            f".llmwiki/{JSON_NAME} is corrupt ({exc})", "embedding-store-corrupt"
+        ) from exc
     return _table_of(meta)
 
 
@@ -397,15 +468,24 @@ def checked_table(meta: Any) -> PageTable:
     try:
         problem = problem or _size_problem(table, int(meta["rows"]), int(meta["dimensions"]))
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
-        raise StoreError(f"{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
+        raise StoreError(
+            f"{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt"
+        ) from exc
     if problem is not None:
         raise StoreError(f"{JSON_NAME} is corrupt ({problem})", "embedding-store-corrupt")
     return table
 
 
-def save_restored(folder: Path, raw: bytes | bytearray, meta: dict[str, Any], table: PageTable, rows: int,
-                  write_rows: Callable[[Callable[[memoryview], object]], str], local: dict[str, Any],
-                  alongside: Callable[[], object] | None = None) -> None:
+def save_restored(
+    folder: Path,
+    raw: bytes | bytearray,
+    meta: dict[str, Any],
+    table: PageTable,
+    rows: int,
+    write_rows: Callable[[Callable[[memoryview], object]], str],
+    local: dict[str, Any],
+    alongside: Callable[[], object] | None = None,
+) -> None:
     """Write a store restored from a published one (indexref.py): ``raw`` is its
     ``embeddings.json`` without what one copy holds alone (token, vectors digest, time),
     ``meta`` and ``table`` what `checked_table` read from it; ``write_rows`` writes the
@@ -435,12 +515,20 @@ def save_restored(folder: Path, raw: bytes | bytearray, meta: dict[str, Any], ta
         sections = table.encode()
         written.result()  # its error, if any, raised here: before the json
     crash_point("store")
-    added = {"token": token.hex(), "vectorsDigest": digest,
-             "updatedAt": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **local}
-    data = json.dumps(added, ensure_ascii=False, separators=(",", ":"))[:-1].encode() + b"," + raw[1:]
+    added = {
+        "token": token.hex(),
+        "vectorsDigest": digest,
+        "updatedAt": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **local,
+    }
+    data = (
+        json.dumps(added, ensure_ascii=False, separators=(",", ":"))[:-1].encode() + b"," + raw[1:]
+    )
     _remove(folder / SIDE_NAME)
     _atomic_write(folder / JSON_NAME, lambda h: h.write(data))
-    _write_sidecar(folder, _json_stamp(os.stat(folder / JSON_NAME)), {**meta, **added}, table, sections)
+    _write_sidecar(
+        folder, _json_stamp(os.stat(folder / JSON_NAME)), {**meta, **added}, table, sections
+    )
 
 
 def _table_of(meta: Any) -> tuple[Any, PageTable, str | None]:
@@ -448,17 +536,30 @@ def _table_of(meta: Any) -> tuple[Any, PageTable, str | None]:
         return meta, PageTable([]), None
     try:
         pages = [
-            PageEntry(p["pageId"], p["path"], p["blob"], p.get("title", ""), p.get("summary", ""),
-                      p["firstRow"], p["hashes"], p.get("links", ()), p.get("dangling", ()))
+            PageEntry(
+                p["pageId"],
+                p["path"],
+                p["blob"],
+                p.get("title", ""),
+                p.get("summary", ""),
+                p["firstRow"],
+                p["hashes"],
+                p.get("links", ()),
+                p.get("dangling", ()),
+            )
             for p in meta["pages"]
         ]
         problem = _shape_problem(pages)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise StoreError(f".llmwiki/{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt") from exc
+        raise StoreError(
+            f".llmwiki/{JSON_NAME} is corrupt (missing {exc})", "embedding-store-corrupt"
+        ) from exc
     return meta, PageTable(pages), problem
 
 
-def _repair_sidecar(folder: Path, json_info: os.stat_result, meta: dict[str, Any], table: PageTable) -> None:
+def _repair_sidecar(
+    folder: Path, json_info: os.stat_result, meta: dict[str, Any], table: PageTable
+) -> None:
     """Write the sidecar of a json read without one (a store from an older version, or one
     whose sidecar was stale or damaged). Best effort and safe without the lock: the sidecar
     names the json file it was made from (as it was before it was read), so a json replaced
@@ -492,7 +593,12 @@ def _shape_problem(pages: list[PageEntry]) -> str | None:
     for page in pages:
         if not _strings((page.page_id, page.path, page.blob, page.title, page.summary)):
             return f"a page entry of the wrong shape ({str(page.page_id)[:80]!r})"
-        if not (_is_int(page.first_row) and _strings(page.hashes) and _strings(page.links) and _strings(page.dangling)):
+        if not (
+            _is_int(page.first_row)
+            and _strings(page.hashes)
+            and _strings(page.links)
+            and _strings(page.dangling)
+        ):
             return f"page {page.page_id[:80]!r} has a firstRow, hashes or links of the wrong type"
     return None
 
@@ -541,29 +647,58 @@ def _map_vectors(bin_path: Path, token: bytes, rows: int, dims: int) -> np.ndarr
     try:
         info = os.stat(bin_path)
         if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f".llmwiki/{BIN_NAME} is not a regular file", "embedding-store-corrupt")
+            raise StoreError(
+                f".llmwiki/{BIN_NAME} is not a regular file", "embedding-store-corrupt"
+            )
         size = info.st_size
-        magic, bin_token, bin_rows, bin_dims = HEADER.unpack(confine.read_head(bin_path, HEADER.size))
+        magic, bin_token, bin_rows, bin_dims = HEADER.unpack(
+            confine.read_head(bin_path, HEADER.size)
+        )
     except FileNotFoundError:
         raise StoreError(f".llmwiki/{BIN_NAME} is missing", "embedding-store-corrupt") from None
     except PathRefused as exc:
         raise StoreError(f".llmwiki/{BIN_NAME}: {exc.reason}", "embedding-store-corrupt") from exc
     except (OSError, struct.error) as exc:
-        raise StoreError(f".llmwiki/{BIN_NAME} is unreadable ({exc})", "embedding-store-corrupt") from exc
+        raise StoreError(
+            f".llmwiki/{BIN_NAME} is unreadable ({exc})", "embedding-store-corrupt"
+        ) from exc
     if magic != MAGIC or bin_token != token or (bin_rows, bin_dims) != (rows, dims):
-        raise StoreError(f".llmwiki/{BIN_NAME} does not belong to .llmwiki/{JSON_NAME}", "embedding-store-corrupt")
+        raise StoreError(
+            f".llmwiki/{BIN_NAME} does not belong to .llmwiki/{JSON_NAME}",
+            "embedding-store-corrupt",
+        )
     if size != expected:
         what = "truncated" if size < expected else "longer than its header says"
-        raise StoreError(f".llmwiki/{BIN_NAME} is {what} ({size} bytes, {expected} expected)", "embedding-store-corrupt")
+        raise StoreError(
+            f".llmwiki/{BIN_NAME} is {what} ({size} bytes, {expected} expected)",
+            "embedding-store-corrupt",
+        )
     if rows == 0:
         return np.zeros((0, dims), dtype="<f4")
     return np.memmap(bin_path, dtype="<f4", mode="r", offset=HEADER.size, shape=(rows, dims))
 
 
-def build(fingerprint: str, backend: str, model: str, dimensions: int, pages: Sequence[PageEntry],
-          vectors: np.ndarray, updated_at: str, skipped: dict[str, str] | None = None, names: str = "") -> Store:
+def build(
+    fingerprint: str,
+    backend: str,
+    model: str,
+    dimensions: int,
+    pages: Sequence[PageEntry],
+    vectors: np.ndarray,
+    updated_at: str,
+    skipped: dict[str, str] | None = None,
+    names: str = "",
+) -> Store:
     """A file store in memory from entries and the matrix of their rows' vectors."""
     table = PageTable(list(pages))
     matrix = np.asarray(vectors, dtype=np.float32).reshape(table.rows, dimensions)
-    return Store(fingerprint, backend, model, table,
-                 FileVectors(matrix, table, fingerprint, label=_BIN_LABEL), updated_at, dict(skipped or {}), names=names)
+    return Store(
+        fingerprint,
+        backend,
+        model,
+        table,
+        FileVectors(matrix, table, fingerprint, label=_BIN_LABEL),
+        updated_at,
+        dict(skipped or {}),
+        names=names,
+    )

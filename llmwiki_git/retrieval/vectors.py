@@ -37,8 +37,14 @@ class Neighbours:
     chunk); ``aligned``: the rows these scores already follow, one per row (the file store's
     answer for the table it was saved with), so `over` maps nothing."""
 
-    def __init__(self, hashes: Sequence[str], scores: np.ndarray, *, complete: bool,
-                 aligned: ChunkRows | None = None) -> None:
+    def __init__(
+        self,
+        hashes: Sequence[str],
+        scores: np.ndarray,
+        *,
+        complete: bool,
+        aligned: ChunkRows | None = None,
+    ) -> None:
         self.hashes = hashes
         self.scores = scores
         self.complete = complete

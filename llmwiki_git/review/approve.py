@@ -12,20 +12,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DATA_ERRORS, ApprovalRefused, GitLockHeld, LlmwikiError
-from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, current_branch
+from ..gitstore.git import Git
 from ..gitstore.transaction import held_git_locks
-from ..publication.trailers import ABSENT, MULTI_KINDS, PAGE_KIND, REPLAYED
 from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, hand_written_problem, policy_refusal
-from .filespolicy import evaluate_files
-from .pagepolicy import blob_of_precondition, describe as describe_problems, drift, link_outcome, moved
-from .project import ReviewProject
+from ..publication.trailers import ABSENT, MULTI_KINDS, PAGE_KIND, REPLAYED
 from ..publication.write import Site, commit_and_move, locked
 from ..wiki.citations import Citation, PendingIndex, citation_report
+from .filespolicy import evaluate_files
+from .pagepolicy import (
+    blob_of_precondition,
+    drift,
+    link_outcome,
+    moved,
+)
+from .pagepolicy import (
+    describe as describe_problems,
+)
+from .project import ReviewProject
 
-RESTAGE = "regenerate and restage the answer with `llmwiki query \"…\" --save --review`, then reject this candidate"
+RESTAGE = 'regenerate and restage the answer with `llmwiki query "…" --save --review`, then reject this candidate'
 
 
 @dataclass
@@ -40,14 +48,25 @@ class Verdict:
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "code": self.code, "message": self.message, "tip": self.tip, "branch": self.branch,
-                "citations": None if self.citations is None else [c.to_json() for c in self.citations],
-                **({"details": self.details} if self.details else {})}
+        return {
+            "ok": self.ok,
+            "code": self.code,
+            "message": self.message,
+            "tip": self.tip,
+            "branch": self.branch,
+            "citations": None if self.citations is None else [c.to_json() for c in self.citations],
+            **({"details": self.details} if self.details else {}),
+        }
 
 
-
-def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None, *, branch: str | None = None,
-             allow_broken: bool = False) -> Verdict:
+def evaluate(
+    ws: ReviewProject,
+    candidate_id: str,
+    pending: PendingIndex | None,
+    *,
+    branch: str | None = None,
+    allow_broken: bool = False,
+) -> Verdict:
     """Would approving ``candidate_id`` onto ``branch`` (default: the current one) pass?
     ``allow_broken``: a retraction may break the links to the pages it deletes."""
     git: Git = ws.require_git("reviewing candidates")
@@ -63,16 +82,29 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
         tip_wiki = ws.wiki(tip) if tip is not None else None
     except LlmwikiError:  # judged below as "validation unavailable"
         tip_wiki = None
-    malformed = validate(git, candidate, (tip_wiki or ws.wiki("worktree")).root_dir, ws.project_prefix,
-                         max_bytes=ws.settings.max_page_mb * 1024 * 1024)
+    malformed = validate(
+        git,
+        candidate,
+        (tip_wiki or ws.wiki("worktree")).root_dir,
+        ws.project_prefix,
+        max_bytes=ws.settings.max_page_mb * 1024 * 1024,
+    )
     if malformed is not None:
         extra = f": {RESTAGE}" if malformed.code == "not-single-commit" else ""
         return refuse(malformed.code, malformed.message + extra)
     assert t is not None
     if t.kind in MULTI_KINDS:  # a compile run: every page, all or nothing (filespolicy)
-        return evaluate_files(ws, candidate, tip, ref, refuse,
-                              lambda message, **details: Verdict(True, "ok", message, candidate, tip, ref, None, details),
-                              allow_broken=allow_broken)
+        return evaluate_files(
+            ws,
+            candidate,
+            tip,
+            ref,
+            refuse,
+            lambda message, **details: Verdict(
+                True, "ok", message, candidate, tip, ref, None, details
+            ),
+            allow_broken=allow_broken,
+        )
     if t.kind == PAGE_KIND:
         return _evaluate_page(ws, candidate, tip, ref, refuse)
     new_blob = git.blob_at(candidate.commit, t.target)
@@ -80,11 +112,17 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
         return refuse("touches-other-files", f"candidate {candidate_id} deletes {t.target}")
     document = git.read_blob(new_blob)
     if body_digest(document) != t.body_digest:
-        return refuse("candidate-edited", f"candidate-edited: the answer body of {candidate_id} no longer matches its digest; {RESTAGE}")
+        return refuse(
+            "candidate-edited",
+            f"candidate-edited: the answer body of {candidate_id} no longer matches its digest; {RESTAGE}",
+        )
     at_base = git.blob_at(t.base, t.target)
     claimed = ABSENT if at_base is None else f"blob {at_base}"
     if t.precondition != claimed:
-        return refuse("forged", f"candidate {candidate_id} claims precondition {t.precondition!r}, but at its base the target was {claimed!r}; {RESTAGE}")
+        return refuse(
+            "forged",
+            f"candidate {candidate_id} claims precondition {t.precondition!r}, but at its base the target was {claimed!r}; {RESTAGE}",
+        )
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
     at_tip = git.blob_at(tip, t.target)
@@ -101,18 +139,32 @@ def evaluate(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
         citations, error = None, f"{exc.__class__.__name__}: {exc}"
     refusal = policy_refusal(citations, error, "direct")
     if refusal is not None:
-        verdict = refuse(refusal.code, refusal.message.replace("Answer publication refused", f"Approval of {candidate_id} refused")
-                         + "; the candidate is kept")
+        verdict = refuse(
+            refusal.code,
+            refusal.message.replace(
+                "Answer publication refused", f"Approval of {candidate_id} refused"
+            )
+            + "; the candidate is kept",
+        )
         verdict.citations = citations
         return verdict
-    return Verdict(True, "ok", f"{candidate_id} can be approved onto {ref}", candidate, tip, ref, citations)
+    return Verdict(
+        True, "ok", f"{candidate_id} can be approved onto {ref}", candidate, tip, ref, citations
+    )
 
 
-RESTAGE_PAGE = "re-read the page, propose the edit again on the current tip, then reject this candidate"
+RESTAGE_PAGE = (
+    "re-read the page, propose the edit again on the current tip, then reject this candidate"
+)
 
 
-def _evaluate_page(ws: ReviewProject, candidate: Candidate, tip: str | None, ref: str,
-                   refuse: Callable[..., Verdict]) -> Verdict:
+def _evaluate_page(
+    ws: ReviewProject,
+    candidate: Candidate,
+    tip: str | None,
+    ref: str,
+    refuse: Callable[..., Verdict],
+) -> Verdict:
     """The generic policy of a ``page/1`` candidate (see ``pagepolicy``)."""
     git: Git = ws.require_git("reviewing candidates")
     t = candidate.trailers
@@ -122,34 +174,60 @@ def _evaluate_page(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
     document = None if new_blob is None else git.read_blob(new_blob)
     digest = ABSENT if document is None else body_digest(document)
     if digest != t.body_digest:
-        return refuse("candidate-edited", f"candidate-edited: the page body of {cid} no longer matches its digest; {RESTAGE_PAGE}")
+        return refuse(
+            "candidate-edited",
+            f"candidate-edited: the page body of {cid} no longer matches its digest; {RESTAGE_PAGE}",
+        )
     try:
         started = blob_of_precondition(t.precondition)
     except LlmwikiError as exc:
         return refuse("malformed", f"candidate {cid}: {exc}; reject it")
     if document is None and started is None:
-        return refuse("malformed", f"candidate {cid} deletes {t.target}, which its precondition says was absent; reject it")
+        return refuse(
+            "malformed",
+            f"candidate {cid} deletes {t.target}, which its precondition says was absent; reject it",
+        )
     if tip is None:
         return refuse("target-vanished", f"branch {ref} does not exist")
     drifted = drift(git, tip, t.target, started, new_blob)
     if drifted is not None:
         code, what, now, view = drifted
-        return refuse(code, f"lost update refused: {t.target} {what} since the editor of {cid} read it "
-                            f"(they started from {t.precondition}, the tip has {now}); {RESTAGE_PAGE}", threeWay=view)
+        return refuse(
+            code,
+            f"lost update refused: {t.target} {what} since the editor of {cid} read it "
+            f"(they started from {t.precondition}, the tip has {now}); {RESTAGE_PAGE}",
+            threeWay=view,
+        )
     try:
         text = None if document is None else document.decode("utf-8")
         links = link_outcome(ws, tip, t.target, text)
     except DATA_ERRORS as exc:  # validation failure refuses, keeps the candidate
-        return refuse("unavailable", f"Approval of {cid} refused: link validation unavailable "
-                                     f"({exc.__class__.__name__}: {exc}); the candidate is kept")
-    details = {"brokenBefore": [p.to_json() for p in links.old_errors],
-               "pendingLinks": [p.to_json() for p in links.pending]}
+        return refuse(
+            "unavailable",
+            f"Approval of {cid} refused: link validation unavailable "
+            f"({exc.__class__.__name__}: {exc}); the candidate is kept",
+        )
+    details = {
+        "brokenBefore": [p.to_json() for p in links.old_errors],
+        "pendingLinks": [p.to_json() for p in links.pending],
+    }
     if links.new_errors:
-        return refuse("broken", f"Approval of {cid} refused: the edit breaks {len(links.new_errors)} link(s): "
-                                f"{describe_problems(links.new_errors)}; fix them or approve the pages they need first; "
-                                "the candidate is kept", newlyBroken=[p.to_json() for p in links.new_errors], **details)
-    note = f" ({len(links.old_errors)} link(s) were broken before and still are)" if links.old_errors else ""
-    return Verdict(True, "ok", f"{cid} can be approved onto {ref}{note}", candidate, tip, ref, None, details)
+        return refuse(
+            "broken",
+            f"Approval of {cid} refused: the edit breaks {len(links.new_errors)} link(s): "
+            f"{describe_problems(links.new_errors)}; fix them or approve the pages they need first; "
+            "the candidate is kept",
+            newlyBroken=[p.to_json() for p in links.new_errors],
+            **details,
+        )
+    note = (
+        f" ({len(links.old_errors)} link(s) were broken before and still are)"
+        if links.old_errors
+        else ""
+    )
+    return Verdict(
+        True, "ok", f"{cid} can be approved onto {ref}{note}", candidate, tip, ref, None, details
+    )
 
 
 @dataclass
@@ -163,9 +241,16 @@ class Approved:
     targets: tuple[str, ...] = ()  # every file it wrote (a multi-file candidate: several)
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "approved": self.candidate_id, "commit": self.commit, "replayed": self.replayed,
-                "followup": self.followup, "target": self.target, "targets": list(self.targets or (self.target,)),
-                "alreadyOnBranch": self.already}
+        return {
+            "version": 1,
+            "approved": self.candidate_id,
+            "commit": self.commit,
+            "replayed": self.replayed,
+            "followup": self.followup,
+            "target": self.target,
+            "targets": list(self.targets or (self.target,)),
+            "alreadyOnBranch": self.already,
+        }
 
 
 def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:
@@ -174,16 +259,24 @@ def _on_branch(git: Git, candidate: Candidate, tip: str | None) -> str | None:
         return None
     if git.count_between(tip, candidate.commit) == 0:  # an ancestor of the tip
         return candidate.commit
-    found = git.log([tip], format="%H", grep=f"{REPLAYED}: {candidate.commit}", fixed=True, max_count=1)
+    found = git.log(
+        [tip], format="%H", grep=f"{REPLAYED}: {candidate.commit}", fixed=True, max_count=1
+    )
     return found.decode().strip() or None
 
 
-def approve(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
-            note: Callable[[str], None] | None = None, *, allow_broken: bool = False) -> Approved:
+def approve(
+    ws: ReviewProject,
+    candidate_id: str,
+    pending: PendingIndex | None,
+    note: Callable[[str], None] | None = None,
+    *,
+    allow_broken: bool = False,
+) -> Approved:
     """Approve ``candidate_id`` onto the current branch as one transaction (see
     ``publication.write``): every check first, then the page commit (or its replay) and the
     index/log commit are built, then the branch moves once and the candidate is deleted."""
-    git: Git = ws.require_git("approving candidates")
+    ws.require_git("approving candidates")
     site = Site.of(ws, "approving candidates")
     try:
         with locked(site):
@@ -194,20 +287,34 @@ def approve(ws: ReviewProject, candidate_id: str, pending: PendingIndex | None,
                 note(text)
 
 
-def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingIndex | None,
-             allow_broken: bool = False) -> Approved:
+def _approve(
+    ws: ReviewProject,
+    site: Site,
+    candidate_id: str,
+    pending: PendingIndex | None,
+    allow_broken: bool = False,
+) -> Approved:
     git = site.git
     candidate = get(git, candidate_id)
     ref = current_branch(git)
     tip = git.rev_parse(ref)
     landed = _on_branch(git, candidate, tip)
-    if landed is not None and candidate.trailers is not None:  # a re-run after an interrupted approval
+    if (
+        landed is not None and candidate.trailers is not None
+    ):  # a re-run after an interrupted approval
         held = held_git_locks(git, [f"{candidate.ref}.lock", "packed-refs.lock"])
         if held:
             raise GitLockHeld(held, f"approval of {candidate_id}")
         git.delete_ref(candidate.ref, candidate.commit, message=f"llmwiki: approved {candidate_id}")
-        return Approved(candidate_id, landed, landed != candidate.commit, tip or landed, candidate.trailers.target, True,
-                        tuple(f.target for f in candidate.trailers.files))
+        return Approved(
+            candidate_id,
+            landed,
+            landed != candidate.commit,
+            tip or landed,
+            candidate.trailers.target,
+            True,
+            tuple(f.target for f in candidate.trailers.files),
+        )
     verdict = evaluate(ws, candidate_id, pending, allow_broken=allow_broken)
     if not verdict.ok:
         raise ApprovalRefused(verdict)
@@ -219,14 +326,34 @@ def _approve(ws: ReviewProject, site: Site, candidate_id: str, pending: PendingI
         raw = git.commit_object(commit)
         message = raw.split("\n\n", 1)[1]
         message = message.rstrip("\n") + f"\n{REPLAYED}: {commit}\n"
-        documents = {f.target: None if git.blob_at(commit, f.target) is None
-                     else git.read_blob(f"{commit}:{f.target}") for f in t.files}
+        documents = {
+            f.target: None
+            if git.blob_at(commit, f.target) is None
+            else git.read_blob(f"{commit}:{f.target}")
+            for f in t.files
+        }
         commit = build_commit(git, verdict.tip, documents, message, author=git.author(commit))
-    entry = log_entry("approve", verdict.candidate.subject,
-                      [f"Candidate: {candidate_id}", *[f"Page: {f.target}" for f in t.files], f"Commit: {commit}"])
+    entry = log_entry(
+        "approve",
+        verdict.candidate.subject,
+        [
+            f"Candidate: {candidate_id}",
+            *[f"Page: {f.target}" for f in t.files],
+            f"Commit: {commit}",
+        ],
+    )
     _, final = commit_and_move(
-        site, ref=verdict.branch, head=verdict.tip, page_commit=commit, page=None,
+        site,
+        ref=verdict.branch,
+        head=verdict.tip,
+        page_commit=commit,
+        page=None,
         message=f"llmwiki: approve {candidate_id}\n",
-        followup_message=f"llmwiki: index and log for approved {candidate_id}\n", entry=entry,
-        drop_refs=[(verdict.candidate.ref, verdict.candidate.commit)], what=f"approval of {candidate_id}")
-    return Approved(candidate_id, commit, replayed, final, t.target, targets=tuple(f.target for f in t.files))
+        followup_message=f"llmwiki: index and log for approved {candidate_id}\n",
+        entry=entry,
+        drop_refs=[(verdict.candidate.ref, verdict.candidate.commit)],
+        what=f"approval of {candidate_id}",
+    )
+    return Approved(
+        candidate_id, commit, replayed, final, t.target, targets=tuple(f.target for f in t.files)
+    )

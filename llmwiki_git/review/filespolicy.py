@@ -16,14 +16,24 @@ from ..errors import DATA_ERRORS, LlmwikiError
 from ..gitstore.git import Git
 from ..publication.candidates import Candidate, body_digest
 from ..publication.trailers import ABSENT, COMPILE_KIND, RETRACT_KIND, REWRITE_KINDS
-from .pagepolicy import blob_of_precondition, describe as describe_problems, drift, link_outcome_many
-from .project import ReviewProject
-from .rewrites import plan_problem, restage as rewrite_restage
 from ..wiki.pages import acceptance_problem
+from .pagepolicy import (
+    blob_of_precondition,
+    drift,
+    link_outcome_many,
+)
+from .pagepolicy import (
+    describe as describe_problems,
+)
+from .project import ReviewProject
+from .rewrites import plan_problem
+from .rewrites import restage as rewrite_restage
 
 #: How to make a refused run anew, by kind (a kind added to MULTI_KINDS says its own).
-RESTAGE = {COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate",
-           RETRACT_KIND: "run `llmwiki retract` again on the current tip, then reject this candidate"}
+RESTAGE = {
+    COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate",
+    RETRACT_KIND: "run `llmwiki retract` again on the current tip, then reject this candidate",
+}
 RESTAGE_ANY = "stage it again on the current tip, then reject this candidate"
 
 V = TypeVar("V")  # the caller's verdict
@@ -33,8 +43,16 @@ def _with_plan(verdict: Callable[..., V], plan: dict[str, Any]) -> Callable[...,
     return lambda *args, **details: verdict(*args, plan=plan, **details)
 
 
-def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref: str,
-                   refuse: Callable[..., V], accept: Callable[..., V], *, allow_broken: bool = False) -> V:
+def evaluate_files(
+    ws: ReviewProject,
+    candidate: Candidate,
+    tip: str | None,
+    ref: str,
+    refuse: Callable[..., V],
+    accept: Callable[..., V],
+    *,
+    allow_broken: bool = False,
+) -> V:
     """The verdict on ``candidate`` (already structurally valid) onto ``tip`` of ``ref``:
     ``refuse(code, message, **details)`` or ``accept(message, **details)``. A retraction
     that breaks links (to the pages it deletes) is refused unless ``allow_broken``; the
@@ -45,7 +63,9 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
     cid = candidate.id
     restage = RESTAGE.get(t.kind, RESTAGE_ANY)
     renamed: dict[str, str] = {}
-    if t.kind in REWRITE_KINDS:  # a move or merge: exactly its plan at its base, shown with every verdict
+    if (
+        t.kind in REWRITE_KINDS
+    ):  # a move or merge: exactly its plan at its base, shown with every verdict
         run, problem = plan_problem(ws, candidate)
         restage = rewrite_restage(t)
         if run is not None:
@@ -60,46 +80,85 @@ def evaluate_files(ws: ReviewProject, candidate: Candidate, tip: str | None, ref
         new_blob = git.blob_at(candidate.commit, f.target)
         data = None if new_blob is None else git.read_blob(new_blob)
         if (ABSENT if data is None else body_digest(data)) != f.body_digest:
-            return refuse("candidate-edited", f"candidate-edited: {f.target} of {cid} no longer matches its digest; "
-                                              f"{restage}")
+            return refuse(
+                "candidate-edited",
+                f"candidate-edited: {f.target} of {cid} no longer matches its digest; {restage}",
+            )
         if data is not None:
-            bad = acceptance_problem(data, limit)  # validate() refused it already; kept for direct callers
+            bad = acceptance_problem(
+                data, limit
+            )  # validate() refused it already; kept for direct callers
             if bad is not None:
-                return refuse("unchecked-page", f"candidate {cid}: {f.target} is not fully checkable: {bad}; reject it")
+                return refuse(
+                    "unchecked-page",
+                    f"candidate {cid}: {f.target} is not fully checkable: {bad}; reject it",
+                )
         try:
             started = blob_of_precondition(f.precondition)
         except LlmwikiError as exc:
             return refuse("malformed", f"candidate {cid}: {exc}; reject it")
         if data is None and started is None:
-            return refuse("malformed", f"candidate {cid} deletes {f.target}, which its precondition says was absent; "
-                                       "reject it")
+            return refuse(
+                "malformed",
+                f"candidate {cid} deletes {f.target}, which its precondition says was absent; "
+                "reject it",
+            )
         if tip is None:
             return refuse("target-vanished", f"branch {ref} does not exist")
         drifted = drift(git, tip, f.target, started, new_blob)
         if drifted is not None:
             code, what, now, view = drifted
-            return refuse(code, f"{f.target} {what} since {cid} was written (it read {f.precondition}, the tip has "
-                                f"{now}); {restage}", threeWay=view, page=f.target)
+            return refuse(
+                code,
+                f"{f.target} {what} since {cid} was written (it read {f.precondition}, the tip has "
+                f"{now}); {restage}",
+                threeWay=view,
+                page=f.target,
+            )
         if f.target != t.retracts:  # the retracted source is no page: links never named it
             writes[f.target] = None if data is None else data.decode("utf-8")
-        pages.append({"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest,
-                      "change": "delete" if data is None else "add" if started is None else "replace"})
+        pages.append(
+            {
+                "target": f.target,
+                "precondition": f.precondition,
+                "bodyDigest": f.body_digest,
+                "change": "delete" if data is None else "add" if started is None else "replace",
+            }
+        )
     assert tip is not None
     try:
         links = link_outcome_many(ws, tip, writes, renamed)
     except DATA_ERRORS as exc:  # validation failure refuses, keeps the candidate
-        return refuse("unavailable", f"Approval of {cid} refused: link validation unavailable "
-                                     f"({exc.__class__.__name__}: {exc}); the candidate is kept")
-    details = {"pages": pages, "brokenBefore": [p.to_json() for p in links.old_errors],
-               "pendingLinks": [p.to_json() for p in links.pending]}
+        return refuse(
+            "unavailable",
+            f"Approval of {cid} refused: link validation unavailable "
+            f"({exc.__class__.__name__}: {exc}); the candidate is kept",
+        )
+    details = {
+        "pages": pages,
+        "brokenBefore": [p.to_json() for p in links.old_errors],
+        "pendingLinks": [p.to_json() for p in links.pending],
+    }
     if links.new_errors and allow_broken and t.kind == RETRACT_KIND:
         details["newlyBroken"] = [p.to_json() for p in links.new_errors]
-        return accept(f"{cid} ({len(pages)} file(s)) can be approved onto {ref}, breaking {len(links.new_errors)} "
-                      f"link(s) as --allow-broken allows: {describe_problems(links.new_errors)}", **details)
+        return accept(
+            f"{cid} ({len(pages)} file(s)) can be approved onto {ref}, breaking {len(links.new_errors)} "
+            f"link(s) as --allow-broken allows: {describe_problems(links.new_errors)}",
+            **details,
+        )
     if links.new_errors:
-        return refuse("broken", f"Approval of {cid} refused: the run breaks {len(links.new_errors)} link(s): "
-                                f"{describe_problems(links.new_errors)}; "
-                                f"{restage if t.kind in REWRITE_KINDS else 'fix them or approve the pages they need first'}; "
-                                "the candidate is kept", newlyBroken=[p.to_json() for p in links.new_errors], **details)
-    note = f" ({len(links.old_errors)} link(s) were broken before and still are)" if links.old_errors else ""
+        return refuse(
+            "broken",
+            f"Approval of {cid} refused: the run breaks {len(links.new_errors)} link(s): "
+            f"{describe_problems(links.new_errors)}; "
+            f"{restage if t.kind in REWRITE_KINDS else 'fix them or approve the pages they need first'}; "
+            "the candidate is kept",
+            newlyBroken=[p.to_json() for p in links.new_errors],
+            **details,
+        )
+    note = (
+        f" ({len(links.old_errors)} link(s) were broken before and still are)"
+        if links.old_errors
+        else ""
+    )
     return accept(f"{cid} ({len(pages)} page(s)) can be approved onto {ref}{note}", **details)

@@ -49,7 +49,11 @@ def _generated(ws: ReviewProject, tip: str, wiki_root: str) -> set[str]:
     from ..wiki.generated import index_path, log_path, owned
 
     index_rel, log_rel = index_path(wiki_root), log_path(ws.project_prefix)
-    return {rel for rel, kind in ((index_rel, "index"), (log_rel, "log")) if owned(ws.git, Path(ws.root), rel, tip, kind)}
+    return {
+        rel
+        for rel, kind in ((index_rel, "index"), (log_rel, "log"))
+        if owned(ws.git, Path(ws.root), rel, tip, kind)
+    }
 
 
 def _without(result: CheckResult, paths: set[str]) -> CheckResult:
@@ -62,8 +66,12 @@ def link_outcome(ws: ReviewProject, tip: str, target: str, document: str | None)
     return link_outcome_many(ws, tip, {target: document})
 
 
-def link_outcome_many(ws: ReviewProject, tip: str, writes: Mapping[str, str | None],
-                      renamed: Mapping[str, str] | None = None) -> LinkOutcome:
+def link_outcome_many(
+    ws: ReviewProject,
+    tip: str,
+    writes: Mapping[str, str | None],
+    renamed: Mapping[str, str] | None = None,
+) -> LinkOutcome:
     """Every page's links at ``tip`` against the wiki after every ``writes`` target is
     written with its document (None: deleted) -- all at once, so links among the written
     pages resolve within them. ``renamed``: pages whose text moves to another path (a move,
@@ -71,13 +79,21 @@ def link_outcome_many(ws: ReviewProject, tip: str, writes: Mapping[str, str | No
     before_wiki = ws.wiki(tip)
     after_wiki = before_wiki
     for target, document in writes.items():
-        after_wiki = after_wiki.without_page(target) if document is None else after_wiki.with_page(target, document)
+        after_wiki = (
+            after_wiki.without_page(target)
+            if document is None
+            else after_wiki.with_page(target, document)
+        )
     generated = _generated(ws, tip, before_wiki.root_dir)
     before = _without(mark_pending(ws.git, check_wiki(before_wiki)), generated)
     if renamed:
-        before = CheckResult(before.checked, [replace(p, path=renamed.get(p.path, p.path)) for p in before.problems])
+        before = CheckResult(
+            before.checked, [replace(p, path=renamed.get(p.path, p.path)) for p in before.problems]
+        )
     after = _without(mark_pending(ws.git, check_wiki(after_wiki)), generated)
-    after = fail_closed(after, after, {target for target, document in writes.items() if document is not None})
+    after = fail_closed(
+        after, after, {target for target, document in writes.items() if document is not None}
+    )
     fresh = new_problems(before, after)
     fresh_keys = {id(p) for p in fresh.problems}
     return LinkOutcome(
@@ -109,7 +125,9 @@ def moved(expected: str | None, at_tip: str | None) -> tuple[str, str]:
     return ("target-vanished", "was deleted") if at_tip is None else ("target-changed", "changed")
 
 
-def drift(git: Git, tip: str, target: str, started: str | None, proposed: str | None) -> tuple[str, str, str, str] | None:
+def drift(
+    git: Git, tip: str, target: str, started: str | None, proposed: str | None
+) -> tuple[str, str, str, str] | None:
     """A lost update: ``target`` at ``tip`` is not the blob the editor started from. Returns
     the refusal code, its wording, the tip's precondition and the three-way view; None when
     the target is still what the editor read (every candidate kind asks this the same way)."""
@@ -120,7 +138,9 @@ def drift(git: Git, tip: str, target: str, started: str | None, proposed: str | 
     return code, what, precondition_of(at_tip), three_way(git, target, started, at_tip, proposed)
 
 
-def three_way(git: Git, target: str, started: str | None, now: str | None, proposed: str | None) -> str:
+def three_way(
+    git: Git, target: str, started: str | None, now: str | None, proposed: str | None
+) -> str:
     """Two unified diffs from the version the editor started from: to what is at the tip now
     (the change they did not see), and to what they propose."""
     base_lines, base_name = _text(git, started, f"{target} as the editor read it")

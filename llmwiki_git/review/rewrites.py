@@ -44,12 +44,18 @@ class RewriteRun:
     plan: dict[str, Any]
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    renamed: dict[str, str] = field(default_factory=dict)  # whose text goes where: moved pages, B into A
+    renamed: dict[str, str] = field(
+        default_factory=dict
+    )  # whose text goes where: moved pages, B into A
 
     @property
     def subject(self) -> str:
         source, target = self.move
-        return f"llmwiki: mv {source} -> {target}" if self.kind == MOVE_KIND else f"llmwiki: merge {source} into {target}"
+        return (
+            f"llmwiki: mv {source} -> {target}"
+            if self.kind == MOVE_KIND
+            else f"llmwiki: merge {source} into {target}"
+        )
 
     @property
     def summary(self) -> str:
@@ -58,15 +64,20 @@ class RewriteRun:
         if self.kind == MOVE_KIND:
             return f"Moved {plural(len(self.plan['moves']), 'file')}; {rewrote}."
         added = ", ".join(self.plan["aliasesAdded"]) or "none"
-        return (f"Folded {self.move[0]} into {self.move[1]} (under the heading \"{self.plan['heading']}\"; "
-                f"aliases added: {added}); deleted {self.move[0]}; {rewrote}.")
+        return (
+            f'Folded {self.move[0]} into {self.move[1]} (under the heading "{self.plan["heading"]}"; '
+            f"aliases added: {added}); deleted {self.move[0]}; {rewrote}."
+        )
 
 
 def restage(t: Trailers) -> str:
     """How to stage a refused move or merge anew, from its trailers."""
     source, target = t.move or ("OLD", "NEW")
-    command = (f"llmwiki mv {shlex.quote(source)} {shlex.quote(target)} --review" if t.kind == MOVE_KIND
-               else f"llmwiki merge-pages {shlex.quote(target)} {shlex.quote(source)}")
+    command = (
+        f"llmwiki mv {shlex.quote(source)} {shlex.quote(target)} --review"
+        if t.kind == MOVE_KIND
+        else f"llmwiki merge-pages {shlex.quote(target)} {shlex.quote(source)}"
+    )
     return f"run `{command}` again on the current tip, then reject this candidate"
 
 
@@ -91,17 +102,30 @@ class _Reader:
 
 
 def _edits_json(plan: RewritePlan) -> list[dict[str, object]]:
-    return [{"path": f.path, "newPath": f.new_path, **e.to_json()}
-            for f in sorted(plan.edited_files, key=lambda f: f.path) for e in sorted(f.edits, key=lambda e: e.start)]
+    return [
+        {"path": f.path, "newPath": f.new_path, **e.to_json()}
+        for f in sorted(plan.edited_files, key=lambda f: f.path)
+        for e in sorted(f.edits, key=lambda e: e.start)
+    ]
 
 
-def _finish(git: Git, base: str, wiki: Wiki, project_prefix: str, run: RewriteRun, writes: dict[str, str | None],
-            reader: _Reader, max_bytes: int) -> RewriteRun:
+def _finish(
+    git: Git,
+    base: str,
+    wiki: Wiki,
+    project_prefix: str,
+    run: RewriteRun,
+    writes: dict[str, str | None],
+    reader: _Reader,
+    max_bytes: int,
+) -> RewriteRun:
     """The run's writes: llmwiki's generated files left out, a vault's own index.md and
     log.md marked, every page held to the one acceptance rule."""
     prefix = f"{wiki.root_dir}/" if wiki.root_dir else ""
-    run.refusals += [f"{path}: not valid UTF-8; a review candidate holds only fully checkable pages"
-                     for path in sorted(set(reader.undecodable))]
+    run.refusals += [
+        f"{path}: not valid UTF-8; a review candidate holds only fully checkable pages"
+        for path in sorted(set(reader.undecodable))
+    ]
     for target, document in writes.items():
         if is_generated(git, base, target, wiki.root_dir, project_prefix):
             run.notes.append(f"{target} is llmwiki's generated file: approval regenerates it")
@@ -109,28 +133,42 @@ def _finish(git: Git, base: str, wiki: Wiki, project_prefix: str, run: RewriteRu
         if document is not None:
             why = acceptance_problem(document, max_bytes)
             if why is not None:
-                run.refusals.append(f"{target}: {why}; a review candidate holds only fully checkable pages")
-        own = target.startswith(prefix) and target[len(prefix):] in GENERATED
+                run.refusals.append(
+                    f"{target}: {why}; a review candidate holds only fully checkable pages"
+                )
+        own = target.startswith(prefix) and target[len(prefix) :] in GENERATED
         run.writes.append(FileWrite(target, document, own_page=own))
     return run
 
 
-def move_run(git: Git, base: str, wiki: Wiki, old: str, new: str, project_prefix: str, max_bytes: int) -> RewriteRun:
+def move_run(
+    git: Git, base: str, wiki: Wiki, old: str, new: str, project_prefix: str, max_bytes: int
+) -> RewriteRun:
     """``llmwiki mv OLD NEW --review`` at ``base``: OLD's pages deleted, added at NEW with their
     links kept whole, and every page linking them rewritten. Raises MoveRefused when OLD is
     not in ``base``."""
     entries, moves, reasons = planned_moves(git, base, wiki, old, new, project_prefix)
     others = [e.path for e in entries if e.path not in wiki.by_path or e.mode != "100644"]
     if others:
-        reasons.append(f"a reviewed move holds pages only (regular .md files under the wiki root); "
-                       f"{', '.join(others[:5])} {'is' if len(others) == 1 else 'are'} not: move "
-                       f"{'it' if len(others) == 1 else 'them'} with `llmwiki mv` (without --review)")
+        reasons.append(
+            f"a reviewed move holds pages only (regular .md files under the wiki root); "
+            f"{', '.join(others[:5])} {'is' if len(others) == 1 else 'are'} not: move "
+            f"{'it' if len(others) == 1 else 'them'} with `llmwiki mv` (without --review)"
+        )
     reader = _Reader(wiki)
     plan = plan_moves(wiki, moves, reader)
-    shown = {"kind": MOVE_KIND, "from": old, "to": new,
-             "moves": [{"from": a, "to": b} for a, b in sorted(moves.items())], "edits": _edits_json(plan),
-             "links": plan.links, "pages": len(plan.edited_files)}
-    run = RewriteRun(MOVE_KIND, (old, new), [], shown, [*reasons, *plan.refusals], list(plan.notes), dict(moves))
+    shown = {
+        "kind": MOVE_KIND,
+        "from": old,
+        "to": new,
+        "moves": [{"from": a, "to": b} for a, b in sorted(moves.items())],
+        "edits": _edits_json(plan),
+        "links": plan.links,
+        "pages": len(plan.edited_files),
+    }
+    run = RewriteRun(
+        MOVE_KIND, (old, new), [], shown, [*reasons, *plan.refusals], list(plan.notes), dict(moves)
+    )
     texts = reader([*moves, *(f.path for f in plan.edited_files)])
     writes: dict[str, str | None] = {}
     for source, target in sorted(moves.items()):
@@ -143,21 +181,33 @@ def move_run(git: Git, base: str, wiki: Wiki, old: str, new: str, project_prefix
     return _finish(git, base, wiki, project_prefix, run, writes, reader, max_bytes)
 
 
-def merge_run(git: Git, base: str, wiki: Wiki, keep: str, fold: str, project_prefix: str,
-              max_bytes: int) -> RewriteRun:
+def merge_run(
+    git: Git, base: str, wiki: Wiki, keep: str, fold: str, project_prefix: str, max_bytes: int
+) -> RewriteRun:
     """``llmwiki merge-pages KEEP FOLD`` at ``base``: FOLD's body appended to KEEP, FOLD's
     title and aliases added to KEEP's aliases, FOLD deleted, every link to FOLD rewritten."""
     reasons = []
     for path in (keep, fold):
         entry = [e for e in tree_under(git, base, path) if e.path == path]
         if path not in wiki.by_path or not entry:
-            reasons.append(f"{path} is not a page of the wiki (a .md file under {wiki.root_dir or 'the repository root'})")
+            reasons.append(
+                f"{path} is not a page of the wiki (a .md file under {wiki.root_dir or 'the repository root'})"
+            )
         elif entry[0].mode != "100644":
             reasons.append(f"{path} is not a regular file (a symlink or an executable)")
         elif is_generated(git, base, path, wiki.root_dir, project_prefix):
             reasons.append(f"{path} is llmwiki's generated file, not a page")
-    empty = {"kind": MERGE_KIND, "into": keep, "from": fold, "title": "", "aliasesAdded": [], "heading": "",
-             "edits": [], "links": 0, "pages": 0}
+    empty = {
+        "kind": MERGE_KIND,
+        "into": keep,
+        "from": fold,
+        "title": "",
+        "aliasesAdded": [],
+        "heading": "",
+        "edits": [],
+        "links": 0,
+        "pages": 0,
+    }
     if reasons:
         return RewriteRun(MERGE_KIND, (fold, keep), [], empty, reasons)
     reader = _Reader(wiki)
@@ -165,13 +215,29 @@ def merge_run(git: Git, base: str, wiki: Wiki, keep: str, fold: str, project_pre
     shown = {"kind": MERGE_KIND, **merge.to_json()}
     shown.pop("refusals")
     shown.pop("notes")
-    run = RewriteRun(MERGE_KIND, (fold, keep), [], shown, list(merge.refusals), list(merge.notes), {fold: keep})
-    return _finish(git, base, wiki, project_prefix, run, merge.writes() if not merge.refusals else {}, reader,
-                   max_bytes)
+    run = RewriteRun(
+        MERGE_KIND, (fold, keep), [], shown, list(merge.refusals), list(merge.notes), {fold: keep}
+    )
+    return _finish(
+        git,
+        base,
+        wiki,
+        project_prefix,
+        run,
+        merge.writes() if not merge.refusals else {},
+        reader,
+        max_bytes,
+    )
 
 
-def run_at(ws: ReviewProject, kind: str, source: str, target: str, base: str,
-           load_wiki: Callable[[str], Wiki] | None = None) -> RewriteRun:
+def run_at(
+    ws: ReviewProject,
+    kind: str,
+    source: str,
+    target: str,
+    base: str,
+    load_wiki: Callable[[str], Wiki] | None = None,
+) -> RewriteRun:
     """The move (``source`` -> ``target``) or merge (``source`` folded into ``target``) of
     ``kind`` planned at ``base``."""
     git = ws.require_git("planning a move")
@@ -180,7 +246,9 @@ def run_at(ws: ReviewProject, kind: str, source: str, target: str, base: str,
     if kind == MOVE_KIND:
         old, new = clean_pair(source, target)
         return move_run(git, base, wiki, old, new, ws.project_prefix, limit)
-    return merge_run(git, base, wiki, clean_path(target), clean_path(source), ws.project_prefix, limit)
+    return merge_run(
+        git, base, wiki, clean_path(target), clean_path(source), ws.project_prefix, limit
+    )
 
 
 def plan_problem(ws: ReviewProject, candidate: Candidate) -> tuple[RewriteRun | None, str | None]:
@@ -207,11 +275,16 @@ def plan_problem(ws: ReviewProject, candidate: Candidate) -> tuple[RewriteRun | 
     listed = {f.target: f for f in t.files}
     if set(listed) != set(expected):
         odd = sorted(set(listed) ^ set(expected))
-        return run, f"does not change exactly the files its {t.kind} plan does ({', '.join(odd[:5])})"
+        return (
+            run,
+            f"does not change exactly the files its {t.kind} plan does ({', '.join(odd[:5])})",
+        )
     for target, (precondition, data) in expected.items():
         if listed[target].precondition != precondition:
-            return run, (f"claims the precondition {listed[target].precondition!r} for {target}, but its base has "
-                         f"{precondition!r}")
+            return run, (
+                f"claims the precondition {listed[target].precondition!r} for {target}, but its base has "
+                f"{precondition!r}"
+            )
         blob = git.blob_at(candidate.commit, target)
         if (None if blob is None else git.read_blob(blob)) != data:
             return run, f"writes {target} otherwise than its {t.kind} plan"

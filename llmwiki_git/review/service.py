@@ -16,9 +16,17 @@ from ..wording import plural
 from .approve import Approved, Verdict, approve, evaluate
 from .project import ReviewProject
 
-
-REFUSED_SHAPES = frozenset({"malformed", "bad-target", "not-single-commit", "touches-other-files", "not-a-regular-file",
-                            "unchecked-page", "plan-mismatch"})
+REFUSED_SHAPES = frozenset(
+    {
+        "malformed",
+        "bad-target",
+        "not-single-commit",
+        "touches-other-files",
+        "not-a-regular-file",
+        "unchecked-page",
+        "plan-mismatch",
+    }
+)
 """Verdict codes meaning the candidate can never be approved as it is (listed as malformed)."""
 
 
@@ -33,8 +41,10 @@ def _page_status(verdict: Verdict) -> str:
     details = verdict.details
     if verdict.code not in ("ok", "broken"):
         return verdict.code
-    return (f"{len(details.get('newlyBroken', []))} newly broken, {len(details.get('brokenBefore', []))} broken before, "
-            f"{len(details.get('pendingLinks', []))} pending")
+    return (
+        f"{len(details.get('newlyBroken', []))} newly broken, {len(details.get('brokenBefore', []))} broken before, "
+        f"{len(details.get('pendingLinks', []))} pending"
+    )
 
 
 @dataclass
@@ -53,9 +63,17 @@ class CandidateRow:
     targets: tuple[str, ...] = ()  # every page it writes (a compile run: several)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "target": self.target, "committedAt": self.committed_at,
-                "citationStatus": self.citation_status, "base": self.base, "commit": self.commit, "notes": self.notes,
-                "targets": list(self.targets)}
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "target": self.target,
+            "committedAt": self.committed_at,
+            "citationStatus": self.citation_status,
+            "base": self.base,
+            "commit": self.commit,
+            "notes": self.notes,
+            "targets": list(self.targets),
+        }
 
 
 @dataclass
@@ -66,20 +84,41 @@ class CandidateView:
     question: str
     diff: str
     verdict: Verdict
-    pages: list[dict[str, Any]] = field(default_factory=list)  # a multi-file run: each page with its own diff
-    title: str | None = None  # the target page's title as the candidate leaves it (None: it deletes the page)
+    pages: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # a multi-file run: each page with its own diff
+    title: str | None = (
+        None  # the target page's title as the candidate leaves it (None: it deletes the page)
+    )
 
     def metadata(self) -> dict[str, str | None]:
         """The candidate's branch, commit, trailer values, the target's title and the
         question, in display order."""
         c, t = self.candidate, self.candidate.trailers
-        if t is not None and t.kind in MULTI_KINDS:  # each page's target, precondition and digest: `pages`
-            return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind, "commit": c.commit,
-                    "target": plural(len(t.files), "page"), "precondition": None, "bodyDigest": None, "base": t.base,
-                    "question": None}
-        return {"branch": c.ref.removeprefix("refs/heads/"), "kind": t.kind if t else None, "commit": c.commit,
-                "target": t.target if t else None, "title": self.title, "precondition": t.precondition if t else None,
-                "bodyDigest": t.body_digest if t else None, "base": t.base if t else None, "question": self.question}
+        if (
+            t is not None and t.kind in MULTI_KINDS
+        ):  # each page's target, precondition and digest: `pages`
+            return {
+                "branch": c.ref.removeprefix("refs/heads/"),
+                "kind": t.kind,
+                "commit": c.commit,
+                "target": plural(len(t.files), "page"),
+                "precondition": None,
+                "bodyDigest": None,
+                "base": t.base,
+                "question": None,
+            }
+        return {
+            "branch": c.ref.removeprefix("refs/heads/"),
+            "kind": t.kind if t else None,
+            "commit": c.commit,
+            "target": t.target if t else None,
+            "title": self.title,
+            "precondition": t.precondition if t else None,
+            "bodyDigest": t.body_digest if t else None,
+            "base": t.base if t else None,
+            "question": self.question,
+        }
 
     def provenance(self) -> dict[str, Any]:
         """What the pages were written from: each source with its blob, the model and prompt
@@ -89,8 +128,14 @@ class CandidateView:
         return t.provenance() if t is not None else {}
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"version": 1, "id": self.candidate.id, **self.metadata(), "notes": self.candidate.notes,
-               "diff": self.diff, "verdict": self.verdict.to_json()}
+        out: dict[str, Any] = {
+            "version": 1,
+            "id": self.candidate.id,
+            **self.metadata(),
+            "notes": self.candidate.notes,
+            "diff": self.diff,
+            "verdict": self.verdict.to_json(),
+        }
         provenance = self.provenance()
         if provenance:
             out["provenance"] = provenance
@@ -134,9 +179,26 @@ def list_view(ws: ReviewProject) -> list[CandidateRow]:
                 else:
                     status = _status(verdict.citations)
         targets = tuple(f.target for f in t.files) if t is not None else ()
-        shown = None if t is None else t.target if len(targets) == 1 else f"{len(targets)} pages: {', '.join(targets)}"
-        rows.append(CandidateRow(candidate.id, t.kind if t else None, shown, candidate.committed_at,
-                                 status, t.base if t else None, candidate.commit, candidate.notes, targets))
+        shown = (
+            None
+            if t is None
+            else t.target
+            if len(targets) == 1
+            else f"{len(targets)} pages: {', '.join(targets)}"
+        )
+        rows.append(
+            CandidateRow(
+                candidate.id,
+                t.kind if t else None,
+                shown,
+                candidate.committed_at,
+                status,
+                t.base if t else None,
+                candidate.commit,
+                candidate.notes,
+                targets,
+            )
+        )
     return rows
 
 
@@ -160,7 +222,11 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
     question = ""
     if t is None or t.kind == KIND:
         question = git.commit_body(candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
-    title = _title_at(git, candidate.commit, t.target) if t is not None and t.kind not in MULTI_KINDS else None
+    title = (
+        _title_at(git, candidate.commit, t.target)
+        if t is not None and t.kind not in MULTI_KINDS
+        else None
+    )
     return CandidateView(candidate, question, diff, verdict, pages, title)
 
 
@@ -176,7 +242,7 @@ def _title_at(git: Git, commit: str, path: str) -> str | None:
     if text is None:
         return None
     meta = parse(text)
-    return page_title(meta.data, text[meta.body_offset:], path.rsplit("/", 1)[-1][:-3])
+    return page_title(meta.data, text[meta.body_offset :], path.rsplit("/", 1)[-1][:-3])
 
 
 def _pages(git: Git, candidate: Candidate, tip: str | None) -> list[dict[str, Any]]:
@@ -189,24 +255,40 @@ def _pages(git: Git, candidate: Candidate, tip: str | None) -> list[dict[str, An
     pages = []
     for f in t.files:
         diff = git.text_diff(against, candidate.commit, f":(top,literal){f.target}")
-        pages.append({"target": f.target, "title": _title_at(git, candidate.commit, f.target),
-                      "precondition": f.precondition, "bodyDigest": f.body_digest, "diff": diff})
+        pages.append(
+            {
+                "target": f.target,
+                "title": _title_at(git, candidate.commit, f.target),
+                "precondition": f.precondition,
+                "bodyDigest": f.body_digest,
+                "diff": diff,
+            }
+        )
     return pages
 
 
-def approve_candidate(ws: ReviewProject, candidate_id: str, note: Callable[[str], None] | None = None, *,
-                      allow_broken: bool = False) -> Approved:
+def approve_candidate(
+    ws: ReviewProject,
+    candidate_id: str,
+    note: Callable[[str], None] | None = None,
+    *,
+    allow_broken: bool = False,
+) -> Approved:
     """Approve a candidate (see review.approve); ``allow_broken`` only for a retraction,
     whose deleted pages may leave links broken."""
     git = ws.require_git("approving candidates")
     if allow_broken:
         candidate = get(git, candidate_id)
         if candidate.trailers is None or candidate.trailers.kind != RETRACT_KIND:
-            raise UsageError(f"--allow-broken applies to retractions only, and {candidate_id} is not one",
-                             hint="fix the links the candidate breaks, or approve the pages they need first")
+            raise UsageError(
+                f"--allow-broken applies to retractions only, and {candidate_id} is not one",
+                hint="fix the links the candidate breaks, or approve the pages they need first",
+            )
     done = approve(ws, candidate_id, pending_index(git), note, allow_broken=allow_broken)
     try:
-        ws.retrieval().index(page=False)  # the search index only: the commit wrote the table of contents
+        ws.retrieval().index(
+            page=False
+        )  # the search index only: the commit wrote the table of contents
     except BEST_EFFORT_ERRORS:  # the approval stands; `llmwiki index` catches up
         pass
     return done

@@ -7,14 +7,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import DATA_ERRORS
-from ..publication.document import now_iso, query_slug, render_page
 from ..gitstore.commits import build_commit, current_branch
-from ..publication.write import Project, Site, locked
-from ..publication.save import (HAND_WRITTEN_HINT, PROPOSAL, Refusal, body_of, hand_written_problem, policy_refusal,
-                                target_path)
-from ..wiki.citations import PendingIndex, citation_report
-from ..publication.trailers import ABSENT, KIND, Trailers, message as commit_message
 from ..publication.candidates import PREFIX, body_digest, new_id
+from ..publication.document import now_iso, query_slug, render_page
+from ..publication.save import (
+    HAND_WRITTEN_HINT,
+    PROPOSAL,
+    Refusal,
+    body_of,
+    hand_written_problem,
+    policy_refusal,
+    target_path,
+)
+from ..publication.trailers import ABSENT, KIND, Trailers
+from ..publication.trailers import message as commit_message
+from ..publication.write import Project, Site, locked
+from ..wiki.citations import PendingIndex, citation_report
 
 
 @dataclass(frozen=True)
@@ -26,8 +34,9 @@ class Staged:
     precondition: str
 
 
-def answer_stager(ws: Project, note: Callable[[str], None] | None = None
-                  ) -> Callable[[str, str, PendingIndex | None], Staged | Refusal]:
+def answer_stager(
+    ws: Project, note: Callable[[str], None] | None = None
+) -> Callable[[str, str, PendingIndex | None], Staged | Refusal]:
     """What `llmwiki query --save --review` and MCP ``query_wiki`` (review=true) hand
     ``answer.service.run_query`` as its ``stage``: the answer staged as a candidate in ``ws``."""
 
@@ -37,8 +46,13 @@ def answer_stager(ws: Project, note: Callable[[str], None] | None = None
     return stage
 
 
-def stage_candidate(ws: Project, question: str, answer: str, pending: PendingIndex | None,
-                    note: Callable[[str], None] | None = None) -> Staged | Refusal:
+def stage_candidate(
+    ws: Project,
+    question: str,
+    answer: str,
+    pending: PendingIndex | None,
+    note: Callable[[str], None] | None = None,
+) -> Staged | Refusal:
     slug = query_slug(question)
     document = render_page(question, answer, now_iso())
     site = Site.of(ws, "staging a review candidate")
@@ -50,17 +64,26 @@ def stage_candidate(ws: Project, question: str, answer: str, pending: PendingInd
                 note(text)
 
 
-def _stage(site: Site, question: str, slug: str, document: str, pending: PendingIndex | None) -> Staged | Refusal:
+def _stage(
+    site: Site, question: str, slug: str, document: str, pending: PendingIndex | None
+) -> Staged | Refusal:
     git = site.git
     with locked(site):
         current_branch(git)  # refuse on a detached HEAD
         base = git.rev_parse("HEAD")
         if base is None:
-            return Refusal("unavailable", [], "Staging refused: the branch has no commit yet; commit the wiki first")
+            return Refusal(
+                "unavailable",
+                [],
+                "Staging refused: the branch has no commit yet; commit the wiki first",
+            )
         try:
             wiki = site.load_wiki(base)
             target = target_path(wiki, slug)
-            citations, error = citation_report(body_of(document), wiki.with_page(target, document), pending), None
+            citations, error = (
+                citation_report(body_of(document), wiki.with_page(target, document), pending),
+                None,
+            )
         except DATA_ERRORS as exc:  # validation failure refuses, never crashes
             citations, error, target = None, f"{exc.__class__.__name__}: {exc}", ""
         refusal = policy_refusal(citations, error, PROPOSAL)
@@ -69,14 +92,19 @@ def _stage(site: Site, question: str, slug: str, document: str, pending: Pending
             return refusal
         problem = hand_written_problem(git, base, target)
         if problem is not None:
-            return Refusal("hand-written", [target], f"Answer staging refused: {problem}; {HAND_WRITTEN_HINT}")
+            return Refusal(
+                "hand-written", [target], f"Answer staging refused: {problem}; {HAND_WRITTEN_HINT}"
+            )
         old = git.blob_at(base, target)
         precondition = f"blob {old}" if old else ABSENT
         candidate_id = new_id(git, slug)
         trailers = Trailers(candidate_id, KIND, target, precondition, body_digest(document), base)
         first = " ".join(question.split())
-        message = commit_message(f"llmwiki: review candidate \"{first[:60]}{'…' if len(first) > 60 else ''}\"",
-                            f"Question: {first}", trailers)
+        message = commit_message(
+            f'llmwiki: review candidate "{first[:60]}{"…" if len(first) > 60 else ""}"',
+            f"Question: {first}",
+            trailers,
+        )
         commit = build_commit(git, base, {target: document.encode("utf-8")}, message)
         git.update_ref(PREFIX + candidate_id, commit, "", message=f"llmwiki: stage {candidate_id}")
     return Staged(candidate_id, f"llmwiki/review/{candidate_id}", commit, target, precondition)

@@ -18,12 +18,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, current_branch
+from ..gitstore.git import Git
 from ..gitstore.transaction import crash_point
-from ..publication.candidates import PREFIX, SOURCE_MODES, body_digest, new_id, page_target_problem, \
-    source_target_problem, users_own_page
-from ..publication.trailers import ABSENT, FileTrailer, Recorded, message as commit_message, with_files
+from ..publication.candidates import (
+    PREFIX,
+    SOURCE_MODES,
+    body_digest,
+    new_id,
+    page_target_problem,
+    source_target_problem,
+    users_own_page,
+)
+from ..publication.trailers import (
+    ABSENT,
+    FileTrailer,
+    Recorded,
+    with_files,
+)
+from ..publication.trailers import (
+    message as commit_message,
+)
 from ..publication.write import Site, locked
 from ..wiki.pages import acceptance_problem  # the one acceptance rule (issue 22), re-exported
 from ..wiki.provenance import in_sources
@@ -51,13 +66,27 @@ class StagedFiles:
     files: tuple[FileTrailer, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.candidate_id, "branch": self.branch, "commit": self.commit, "base": self.base,
-                "pages": [{"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest}
-                          for f in self.files]}
+        return {
+            "id": self.candidate_id,
+            "branch": self.branch,
+            "commit": self.commit,
+            "base": self.base,
+            "pages": [
+                {"target": f.target, "precondition": f.precondition, "bodyDigest": f.body_digest}
+                for f in self.files
+            ],
+        }
 
 
-def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: Sequence[FileWrite],
-               max_bytes: int, retracts: str | None = None) -> list[FileTrailer]:
+def plan_files(
+    git: Git,
+    base: str,
+    root_dir: str,
+    project_prefix: str,
+    writes: Sequence[FileWrite],
+    max_bytes: int,
+    retracts: str | None = None,
+) -> list[FileTrailer]:
     """Each write checked (target, regular file at the base, acceptance) and described as its
     trailer; writes that change nothing at ``base`` are left out. UsageError names the first
     write refused: one bad page stages nothing."""
@@ -71,7 +100,11 @@ def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: 
                 problem = "a retraction deletes its source, it never writes one"
         else:
             problem = page_target_problem(target, root_dir)
-            if problem is not None and write.own_page and users_own_page(git, base, target, root_dir):
+            if (
+                problem is not None
+                and write.own_page
+                and users_own_page(git, base, target, root_dir)
+            ):
                 problem = None
             if problem is None and in_sources(target, project_prefix):
                 problem = f"target {target!r} is a source (in sources/), not a page"
@@ -83,8 +116,10 @@ def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: 
         at_base = git.blob_at(base, target)
         regular = SOURCE_MODES if target == retracts else ("100644",)
         if at_base is not None and git.file_mode(base, target) not in regular:
-            raise UsageError(f"cannot stage {target}: it is not a regular file at the base (a symlink, executable "
-                             "or submodule)")
+            raise UsageError(
+                f"cannot stage {target}: it is not a regular file at the base (a symlink, executable "
+                "or submodule)"
+            )
         if write.document is None:
             if at_base is None:
                 continue  # deleting what is not there: nothing to do
@@ -97,32 +132,63 @@ def plan_files(git: Git, base: str, root_dir: str, project_prefix: str, writes: 
                 continue  # the page already reads so
             digest = body_digest(write.document)
         started = write.started_from
-        precondition = precondition_of(at_base) if started is None else \
-            ABSENT if started == ABSENT else f"blob {started}"
+        precondition = (
+            precondition_of(at_base)
+            if started is None
+            else ABSENT
+            if started == ABSENT
+            else f"blob {started}"
+        )
         planned.append(FileTrailer(target, precondition, digest))
     return planned
 
 
-def stage_files(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, slug: str, subject: str, body: str,
-                recorded: Recorded = Recorded(), base: str | None = None,
-                note: Callable[[str], None] | None = None) -> StagedFiles | None:
+def stage_files(
+    ws: ReviewProject,
+    writes: Sequence[FileWrite],
+    *,
+    kind: str,
+    slug: str,
+    subject: str,
+    body: str,
+    recorded: Recorded = Recorded(),
+    base: str | None = None,
+    note: Callable[[str], None] | None = None,
+) -> StagedFiles | None:
     """Stage ``writes`` as ONE candidate of ``kind`` on ``base`` (default: the current tip),
     under the repository lock; None when no write changes anything. The user's work tree,
     index and HEAD are untouched."""
     site = Site.of(ws, "staging a review candidate")
     try:
         with locked(site):
-            return stage_locked(ws, writes, kind=kind, slug=slug, subject=subject, body=body, recorded=recorded,
-                                base=base)
+            return stage_locked(
+                ws,
+                writes,
+                kind=kind,
+                slug=slug,
+                subject=subject,
+                body=body,
+                recorded=recorded,
+                base=base,
+            )
     finally:
         for text in site.notes:
             if note is not None:
                 note(text)
 
 
-def stage_locked(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, slug: str, subject: str, body: str,
-                 recorded: Recorded = Recorded(), base: str | None = None,
-                 root_dir: str | None = None) -> StagedFiles | None:
+def stage_locked(
+    ws: ReviewProject,
+    writes: Sequence[FileWrite],
+    *,
+    kind: str,
+    slug: str,
+    subject: str,
+    body: str,
+    recorded: Recorded = Recorded(),
+    base: str | None = None,
+    root_dir: str | None = None,
+) -> StagedFiles | None:
     """:func:`stage_files` for a caller that holds the repository lock already (and decides,
     under it, whether to stage at all); ``root_dir``, the wiki root at ``base``, when the
     caller knows it (else the wiki at ``base`` is read to find it)."""
@@ -132,20 +198,40 @@ def stage_locked(ws: ReviewProject, writes: Sequence[FileWrite], *, kind: str, s
     if base is None:
         raise UsageError("the branch has no commit yet", hint="commit the wiki first")
     root_dir = ws.wiki(base).root_dir if root_dir is None else root_dir
-    files = plan_files(git, base, root_dir, ws.project_prefix, writes, ws.settings.max_page_mb * 1024 * 1024,
-                       recorded.retracts)
+    files = plan_files(
+        git,
+        base,
+        root_dir,
+        ws.project_prefix,
+        writes,
+        ws.settings.max_page_mb * 1024 * 1024,
+        recorded.retracts,
+    )
     if not files:
         return None
     return _commit(git, base, writes, files, kind, slug, subject, body, recorded)
 
 
-def _commit(git: Git, base: str, writes: Sequence[FileWrite], files: list[FileTrailer], kind: str, slug: str,
-            subject: str, body: str, recorded: Recorded) -> StagedFiles:
+def _commit(
+    git: Git,
+    base: str,
+    writes: Sequence[FileWrite],
+    files: list[FileTrailer],
+    kind: str,
+    slug: str,
+    subject: str,
+    body: str,
+    recorded: Recorded,
+) -> StagedFiles:
     candidate_id = new_id(git, slug)
     trailers = with_files(candidate_id, kind, files, base, recorded)
     documents = {w.target: w.document for w in writes}
-    data = {f.target: (None if documents[f.target] is None else str(documents[f.target]).encode("utf-8"))
-            for f in files}
+    data = {
+        f.target: (
+            None if documents[f.target] is None else str(documents[f.target]).encode("utf-8")
+        )
+        for f in files
+    }
     commit = build_commit(git, base, data, commit_message(subject[:200], body, trailers))
     crash_point("stage")  # a kill here leaves an unreferenced commit and no branch: nothing staged
     git.update_ref(PREFIX + candidate_id, commit, "", message=f"llmwiki: stage {candidate_id}")

@@ -11,14 +11,15 @@ from pathlib import Path
 
 from ..confine import refuse_symlinks
 from ..errors import PathRefused, UsageError
-from ..gitstore.git import Git
 from ..gitstore.commits import build_commit, current_branch
-from ..publication.trailers import ABSENT, PAGE_KIND, Trailers, message as commit_message
+from ..gitstore.git import Git
 from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
+from ..publication.trailers import ABSENT, PAGE_KIND, Trailers
+from ..publication.trailers import message as commit_message
 from ..publication.write import Site, locked
+from ..wiki.pages import acceptance_problem
 from ..wiki.provenance import in_sources, source_paths, sources_dir, stamp
 from ..wiki.slug import slugify
-from ..wiki.pages import acceptance_problem
 from .pagepolicy import blob_of_precondition, precondition_of
 from .project import ReviewProject
 from .stage import Staged
@@ -29,21 +30,29 @@ class PageEdit:
     target: str  # repository-relative path of the page
     document: str | None  # None: delete the page
     started_from: str | None = None  # "absent", a blob id, or a commit-ish; None: HEAD's blob
-    sources: tuple[str, ...] = ()  # sources it was written from (paths from the project folder): recorded as compile does
+    sources: tuple[
+        str, ...
+    ] = ()  # sources it was written from (paths from the project folder): recorded as compile does
 
 
-def source_blobs(git: Git, base: str, project_prefix: str, names: Sequence[str]) -> list[tuple[str, str]]:
+def source_blobs(
+    git: Git, base: str, project_prefix: str, names: Sequence[str]
+) -> list[tuple[str, str]]:
     """(repository path, blob at ``base``) of each named source; UsageError for a name that
     is not a file in the project's ``sources/`` folder at ``base``."""
     paths = source_paths(list(names), project_prefix)
     if len(paths) != len(names):
-        raise UsageError(f"sources must be paths from the project folder such as sources/paper.md, not {list(names)!r}")
+        raise UsageError(
+            f"sources must be paths from the project folder such as sources/paper.md, not {list(names)!r}"
+        )
     found = []
     for path in paths:
         blob = git.blob_at(base, path) if in_sources(path, project_prefix) else None
         if blob is None or git.file_mode(base, path) not in ("100644", "100755"):
-            raise UsageError(f"source {path} is not a file in {sources_dir(project_prefix)}/ at HEAD",
-                             hint="name committed sources (`llmwiki ingest` adds them)")
+            raise UsageError(
+                f"source {path} is not a file in {sources_dir(project_prefix)}/ at HEAD",
+                hint="name committed sources (`llmwiki ingest` adds them)",
+            )
         found.append((path, blob))
     return found
 
@@ -63,13 +72,19 @@ def _started_from(git: Git, base: str, target: str, given: str | None) -> str:
         commit = git.peel(given, "commit")
         return precondition_of(git.blob_at(commit, target))
     try:
-        return precondition_of(blob_of_precondition(f"blob {given.lower()}"))  # a blob id not in this repository
+        return precondition_of(
+            blob_of_precondition(f"blob {given.lower()}")
+        )  # a blob id not in this repository
     except UsageError:
-        raise UsageError(f"--from {given!r} names no blob or commit here",
-                         hint="give the blob id you read (read_page's blobId), a commit, or 'absent'") from None
+        raise UsageError(
+            f"--from {given!r} names no blob or commit here",
+            hint="give the blob id you read (read_page's blobId), a commit, or 'absent'",
+        ) from None
 
 
-def stage_pages(ws: ReviewProject, edits: Sequence[PageEdit], note: Callable[[str], None] | None = None) -> list[Staged]:
+def stage_pages(
+    ws: ReviewProject, edits: Sequence[PageEdit], note: Callable[[str], None] | None = None
+) -> list[Staged]:
     """Stage each edit as its own candidate, all on the current tip, under the repository
     lock. Every edit is checked before any branch is created: one bad edit stages nothing."""
     git: Git = ws.require_git("staging a page edit")
@@ -79,58 +94,86 @@ def stage_pages(ws: ReviewProject, edits: Sequence[PageEdit], note: Callable[[st
             current_branch(git)  # refuse on a detached HEAD
             base = git.rev_parse("HEAD")
             if base is None:
-                raise UsageError("the branch has no commit yet", hint="commit the wiki first, then stage edits")
+                raise UsageError(
+                    "the branch has no commit yet", hint="commit the wiki first, then stage edits"
+                )
             root_dir = ws.wiki(base).root_dir
             limit = ws.settings.max_page_mb * 1024 * 1024
             sourced = [_with_sources(git, base, ws.project_prefix, edit) for edit in edits]
-            planned = [(*_plan(git, Path(ws.root), base, root_dir, edit, limit), pairs) for edit, pairs in sourced]
-            return [_commit(git, base, edit, precondition, pairs) for edit, precondition, pairs in planned]
+            planned = [
+                (*_plan(git, Path(ws.root), base, root_dir, edit, limit), pairs)
+                for edit, pairs in sourced
+            ]
+            return [
+                _commit(git, base, edit, precondition, pairs)
+                for edit, precondition, pairs in planned
+            ]
     finally:
         for text in site.notes:
             if note is not None:
                 note(text)
 
 
-def _with_sources(git: Git, base: str, project_prefix: str,
-                  edit: PageEdit) -> tuple[PageEdit, tuple[tuple[str, str], ...]]:
+def _with_sources(
+    git: Git, base: str, project_prefix: str, edit: PageEdit
+) -> tuple[PageEdit, tuple[tuple[str, str], ...]]:
     """An edit naming its sources gets them in its frontmatter (``sources:``,
     ``sourceBlobs:``), as a compiled page does; their blobs go into the trailers."""
     if not edit.sources:
         return edit, ()
     if edit.document is None:
-        raise UsageError(f"cannot stage the deletion of {edit.target} with sources: a deleted page has none")
+        raise UsageError(
+            f"cannot stage the deletion of {edit.target} with sources: a deleted page has none"
+        )
     pairs = source_blobs(git, base, project_prefix, edit.sources)
-    return PageEdit(edit.target, stamp(edit.document, pairs, project_prefix), edit.started_from, edit.sources), \
-        tuple(pairs)
+    return PageEdit(
+        edit.target, stamp(edit.document, pairs, project_prefix), edit.started_from, edit.sources
+    ), tuple(pairs)
 
 
-def _plan(git: Git, top: Path, base: str, root_dir: str, edit: PageEdit, limit: int) -> tuple[PageEdit, str]:
+def _plan(
+    git: Git, top: Path, base: str, root_dir: str, edit: PageEdit, limit: int
+) -> tuple[PageEdit, str]:
     problem = page_target_problem(edit.target, root_dir)
     if problem is not None:
         raise UsageError(f"cannot stage {edit.target!r}: {problem}")
     refuse_symlinks(top, edit.target)
     at_base = git.blob_at(base, edit.target)
     if at_base is not None and git.file_mode(base, edit.target) != "100644":
-        raise PathRefused(edit.target, "is not a regular file at HEAD (a symlink, executable or submodule)")
+        raise PathRefused(
+            edit.target, "is not a regular file at HEAD (a symlink, executable or submodule)"
+        )
     if edit.document is None:
         if at_base is None:
             raise UsageError(f"cannot stage the deletion of {edit.target}: it is not in HEAD")
     else:
-        bad = acceptance_problem(edit.document, max_bytes=limit)  # the one acceptance rule, as approval applies it
+        bad = acceptance_problem(
+            edit.document, max_bytes=limit
+        )  # the one acceptance rule, as approval applies it
         if bad is not None:
-            raise UsageError(f"cannot stage {edit.target}: {bad}",
-                             hint="a page must be fully checkable: UTF-8 within the size limit, without NUL bytes, "
-                                  "escape sequences or bidi overrides")
+            raise UsageError(
+                f"cannot stage {edit.target}: {bad}",
+                hint="a page must be fully checkable: UTF-8 within the size limit, without NUL bytes, "
+                "escape sequences or bidi overrides",
+            )
         if at_base is not None and git.read_blob(at_base) == edit.document.encode("utf-8"):
             raise UsageError(f"{edit.target} is unchanged from HEAD: nothing to stage")
     return edit, _started_from(git, base, edit.target, edit.started_from)
 
 
-def _commit(git: Git, base: str, edit: PageEdit, precondition: str, sources: tuple[tuple[str, str], ...] = ()) -> Staged:
+def _commit(
+    git: Git,
+    base: str,
+    edit: PageEdit,
+    precondition: str,
+    sources: tuple[tuple[str, str], ...] = (),
+) -> Staged:
     stem = edit.target.rsplit("/", 1)[-1][:-3]
     candidate_id = new_id(git, (slugify(stem) or "page")[:80])
     digest = ABSENT if edit.document is None else body_digest(edit.document)
-    trailers = Trailers(candidate_id, PAGE_KIND, edit.target, precondition, digest, base, sources=sources)
+    trailers = Trailers(
+        candidate_id, PAGE_KIND, edit.target, precondition, digest, base, sources=sources
+    )
     verb = "delete" if edit.document is None else ("edit" if precondition != ABSENT else "add")
     message = commit_message(f"llmwiki: review candidate: {verb} {edit.target}"[:200], "", trailers)
     data = None if edit.document is None else edit.document.encode("utf-8")
@@ -139,7 +182,9 @@ def _commit(git: Git, base: str, edit: PageEdit, precondition: str, sources: tup
     return Staged(candidate_id, f"llmwiki/review/{candidate_id}", commit, edit.target, precondition)
 
 
-def worktree_edits(ws: ReviewProject, paths: Sequence[str], started_from: str | None = None) -> list[PageEdit]:
+def worktree_edits(
+    ws: ReviewProject, paths: Sequence[str], started_from: str | None = None
+) -> list[PageEdit]:
     """The work-tree state of the named pages (repository-relative; default: every page under
     the wiki root that differs from HEAD) as edits: a missing file is a deletion."""
     from .. import confine
@@ -149,20 +194,30 @@ def worktree_edits(ws: ReviewProject, paths: Sequence[str], started_from: str | 
     worktree = ws.wiki("worktree")
     root_dir = worktree.root_dir
     if not paths:
-        known = set(worktree.by_path) | (set(ws.wiki("HEAD").by_path) if git.rev_parse("HEAD") else set())
-        records = git.status_paths(f":(top,literal){root_dir}" if root_dir else ":(top)", renames=False)
-        names = sorted({rec[3:].decode("utf-8", "surrogateescape") for rec in records if len(rec) > 3})
+        known = set(worktree.by_path) | (
+            set(ws.wiki("HEAD").by_path) if git.rev_parse("HEAD") else set()
+        )
+        records = git.status_paths(
+            f":(top,literal){root_dir}" if root_dir else ":(top)", renames=False
+        )
+        names = sorted(
+            {rec[3:].decode("utf-8", "surrogateescape") for rec in records if len(rec) > 3}
+        )
         paths = [n for n in names if n in known and page_target_problem(n, root_dir) is None]
         if not paths:
-            raise UsageError("no changed page under the wiki root: nothing to stage",
-                             hint="edit a page first, or name the pages: `llmwiki review stage <path>`")
+            raise UsageError(
+                "no changed page under the wiki root: nothing to stage",
+                hint="edit a page first, or name the pages: `llmwiki review stage <path>`",
+            )
     edits = []
     for rel in paths:
         refuse_symlinks(top, rel)
         if not os.path.lexists(top / rel):
             edits.append(PageEdit(rel, None, started_from))
             continue
-        data = confine.read_file(top / rel, max_bytes=ws.settings.max_page_mb * 1024 * 1024, name=rel, nofollow=True)
+        data = confine.read_file(
+            top / rel, max_bytes=ws.settings.max_page_mb * 1024 * 1024, name=rel, nofollow=True
+        )
         try:
             edits.append(PageEdit(rel, data.decode("utf-8"), started_from))
         except UnicodeDecodeError:

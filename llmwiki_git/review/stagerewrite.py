@@ -33,13 +33,26 @@ class StagedRewrite:
     staged: StagedFiles | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": 1, **self.run.plan, "dryRun": self.dry_run, "review": True,
-                "candidate": None if self.staged is None else self.staged.to_json(),
-                "refusals": list(self.run.refusals), "notes": list(self.run.notes)}
+        return {
+            "version": 1,
+            **self.run.plan,
+            "dryRun": self.dry_run,
+            "review": True,
+            "candidate": None if self.staged is None else self.staged.to_json(),
+            "refusals": list(self.run.refusals),
+            "notes": list(self.run.notes),
+        }
 
 
-def stage_move(ws: ReviewProject, old: str, new: str, *, dry_run: bool = False,
-               load_wiki: Callable[[str], Wiki] | None = None, note: Callable[[str], None] | None = None) -> StagedRewrite:
+def stage_move(
+    ws: ReviewProject,
+    old: str,
+    new: str,
+    *,
+    dry_run: bool = False,
+    load_wiki: Callable[[str], Wiki] | None = None,
+    note: Callable[[str], None] | None = None,
+) -> StagedRewrite:
     """Stage moving ``old`` to ``new`` (paths from the repository root) as a ``move/1``
     candidate; with ``dry_run``, only its plan. Raises MoveRefused when something is in the
     way (not for a dry run: its plan lists it)."""
@@ -47,8 +60,15 @@ def stage_move(ws: ReviewProject, old: str, new: str, *, dry_run: bool = False,
     return _stage(ws, MOVE_KIND, old, new, dry_run, load_wiki, note)
 
 
-def stage_merge(ws: ReviewProject, keep: str, fold: str, *, dry_run: bool = False,
-                load_wiki: Callable[[str], Wiki] | None = None, note: Callable[[str], None] | None = None) -> StagedRewrite:
+def stage_merge(
+    ws: ReviewProject,
+    keep: str,
+    fold: str,
+    *,
+    dry_run: bool = False,
+    load_wiki: Callable[[str], Wiki] | None = None,
+    note: Callable[[str], None] | None = None,
+) -> StagedRewrite:
     """Stage folding the page ``fold`` into the page ``keep`` as a ``merge/1`` candidate."""
     keep, fold = clean_path(keep), clean_path(fold)
     if keep == fold:
@@ -60,8 +80,15 @@ def _what(kind: str, source: str, target: str) -> tuple[str, str]:
     return (source, "move") if kind == MOVE_KIND else (f"{source} into {target}", "merge")
 
 
-def _stage(ws: ReviewProject, kind: str, source: str, target: str, dry_run: bool,
-           load_wiki: Callable[[str], Wiki] | None, note: Callable[[str], None] | None) -> StagedRewrite:
+def _stage(
+    ws: ReviewProject,
+    kind: str,
+    source: str,
+    target: str,
+    dry_run: bool,
+    load_wiki: Callable[[str], Wiki] | None,
+    note: Callable[[str], None] | None,
+) -> StagedRewrite:
     git = ws.require_git("staging a review candidate")
     site = Site.of(ws, "staging a review candidate")
     what, verb = _what(kind, source, target)
@@ -70,7 +97,9 @@ def _stage(ws: ReviewProject, kind: str, source: str, target: str, dry_run: bool
             current_branch(git)  # refuse on a detached HEAD
             head = git.rev_parse("HEAD")
             if head is None:
-                raise MoveRefused(what, ["the branch has no commit yet"], hint="commit the wiki first", verb=verb)
+                raise MoveRefused(
+                    what, ["the branch has no commit yet"], hint="commit the wiki first", verb=verb
+                )
             load = load_wiki or ws.wiki
             wiki = load(head)
             run = run_at(ws, kind, source, target, head, lambda _rev: wiki)
@@ -79,12 +108,24 @@ def _stage(ws: ReviewProject, kind: str, source: str, target: str, dry_run: bool
             if dry_run:
                 return StagedRewrite(run, True)
             if run.refusals:
-                raise MoveRefused(what, run.refusals, verb=verb,
-                                  hint="nothing was staged; fix what is listed" +
-                                       (", or pick another name" if kind == MOVE_KIND else ""))
-            staged = stage_locked(ws, run.writes, kind=kind, slug=_slug(kind, target), subject=run.subject,
-                                  body=run.summary, recorded=Recorded(move=run.move), base=head,
-                                  root_dir=wiki.root_dir)
+                raise MoveRefused(
+                    what,
+                    run.refusals,
+                    verb=verb,
+                    hint="nothing was staged; fix what is listed"
+                    + (", or pick another name" if kind == MOVE_KIND else ""),
+                )
+            staged = stage_locked(
+                ws,
+                run.writes,
+                kind=kind,
+                slug=_slug(kind, target),
+                subject=run.subject,
+                body=run.summary,
+                recorded=Recorded(move=run.move),
+                base=head,
+                root_dir=wiki.root_dir,
+            )
             if staged is None:  # every write already reads so: nothing to review
                 raise MoveRefused(what, ["it changes nothing"], verb=verb)
             return StagedRewrite(run, False, staged)
@@ -99,9 +140,11 @@ def _worktree_refusals(ws: ReviewProject, old: str, new: str) -> list[str]:
     the user's at NEW, would stand in the approval's way."""
     top = ws.root
     if not os.path.lexists(top / old) and os.path.lexists(top / new):
-        return [f"{old} was already renamed to {new} in the work tree, and a review candidate is staged from HEAD: "
-                f"run `llmwiki mv {old} {new}` without --review to commit that rename with its links, or undo it "
-                f"(git mv {new} {old}) first"]
+        return [
+            f"{old} was already renamed to {new} in the work tree, and a review candidate is staged from HEAD: "
+            f"run `llmwiki mv {old} {new}` without --review to commit that rename with its links, or undo it "
+            f"(git mv {new} {old}) first"
+        ]
     if os.path.lexists(top / new):
         return [f"{new} exists in the work tree; move it away first or pick another name"]
     return []

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from .frontmatter import split
 from .model import Wiki
 from .scanner import scan_raw
-from .frontmatter import split
 from .slug import parse_target
 
 RESOLVED = "resolved"
@@ -88,7 +88,9 @@ def citation_report(text: str, wiki: Wiki, pending: PendingIndex | None = None) 
         found = wiki.resolve(target)
         if found.resolved:
             status = AMBIGUOUS if found.alternatives else RESOLVED
-            report.append(Citation(target.key, status, page_id=found.ref, alternatives=found.alternatives))
+            report.append(
+                Citation(target.key, status, page_id=found.ref, alternatives=found.alternatives)
+            )
             continue
         ids = tuple(sorted(set(pending.candidates_for(target.slug)))) if target.slug else ()
         if ids and target.hint in ((), ("queries",), ("wiki", "queries")):
@@ -100,14 +102,19 @@ def citation_report(text: str, wiki: Wiki, pending: PendingIndex | None = None) 
 
 def counts_line(citations: Sequence[Citation]) -> str:
     """``N resolved, N pending, N broken``, with ``N ambiguous`` after resolved when any is."""
-    counts = {s: sum(1 for c in citations if c.status == s) for s in (RESOLVED, AMBIGUOUS, PENDING, BROKEN)}
+    counts = {
+        s: sum(1 for c in citations if c.status == s)
+        for s in (RESOLVED, AMBIGUOUS, PENDING, BROKEN)
+    }
     ambiguous = f", {counts[AMBIGUOUS]} ambiguous" if counts[AMBIGUOUS] else ""
     return f"{counts[RESOLVED]} resolved{ambiguous}, {counts[PENDING]} pending, {counts[BROKEN]} broken"
 
 
 def ambiguity(citation: Citation) -> str:
     """``index -> index (also matches user/index)``: what an ambiguous target resolved to, and what else it matches."""
-    return f"{citation.target} -> {citation.page_id} (also matches {', '.join(citation.alternatives)})"
+    return (
+        f"{citation.target} -> {citation.page_id} (also matches {', '.join(citation.alternatives)})"
+    )
 
 
 def format_report(citations: Sequence[Citation]) -> list[str]:

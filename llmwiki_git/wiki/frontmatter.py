@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 
-
 def _yaml() -> tuple[Any, type]:
     """PyYAML and its fastest safe loader, imported on first use: a check served from the
     scan cache parses no YAML and should not pay for the import."""
     import yaml
 
     return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 # The fast path: frontmatter made only of lines a strict subset of YAML covers (simple keys;
 # double- or single-quoted strings, the double-quoted ones with JSON's escapes at most
@@ -30,7 +30,9 @@ def _yaml() -> tuple[Any, type]:
 # pre-commit hook ~30 ms; anything else goes to PyYAML. tests/test_frontmatter.py checks
 # every form against PyYAML.
 _KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*?))? *")
-_BAD = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"  # line breaks, non-printables
+_BAD = (
+    r"\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"  # line breaks, non-printables
+)
 # JSON's escapes, which YAML's double-quoted style reads alike (a \u escape of a surrogate
 # excepted: JSON pairs two of them into one character, YAML does not).
 _ESCAPE = r'\\(?:["\\/bfnrt]|u(?![dD][89abAB])[0-9a-fA-F]{4})'
@@ -47,7 +49,9 @@ _OBJECT_ID = re.compile(r"[0-9a-f]{7,64}")
 _NUMBER_LIKE = re.compile(r"[0-9]+|0b[01]+")  # what YAML 1.1 reads as an integer among hex digits
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _INT = re.compile(r"0|[1-9][0-9]{0,8}")
-_NOT_STRINGS = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split())
+_NOT_STRINGS = frozenset(
+    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split()
+)
 _MISS = object()
 
 
@@ -233,15 +237,26 @@ def parse(text: str) -> Frontmatter:
     try:
         data = yaml.load(raw, Loader=loader) if raw.strip() else {}
         if ("&" in raw or "*" in raw or len(raw) > MAX_NODES) and _oversized(data):
-            return Frontmatter(raw, {}, f"frontmatter expands to more than {MAX_NODES} values "
-                               "(YAML aliases used as a bomb?); ignored", 2, body_line, offset)
+            return Frontmatter(
+                raw,
+                {},
+                f"frontmatter expands to more than {MAX_NODES} values "
+                "(YAML aliases used as a bomb?); ignored",
+                2,
+                body_line,
+                offset,
+            )
     except RecursionError:
-        return Frontmatter(raw, {}, "frontmatter is nested too deeply; ignored", 2, body_line, offset)
+        return Frontmatter(
+            raw, {}, "frontmatter is nested too deeply; ignored", 2, body_line, offset
+        )
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1  # +1 for the fence, +1 to 1-based
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return Frontmatter(raw, {}, f"malformed YAML frontmatter: {problem}", line, body_line, offset)
+        return Frontmatter(
+            raw, {}, f"malformed YAML frontmatter: {problem}", line, body_line, offset
+        )
     if data is None:
         data = {}
     if not isinstance(data, dict):

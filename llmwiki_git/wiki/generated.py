@@ -44,8 +44,12 @@ def is_generated_index(data: bytes) -> bool:
         lines = [line for line in data.decode("utf-8").splitlines() if line.strip()]
     except UnicodeDecodeError:
         return False
-    return (len(lines) >= 2 and lines[0] == "# Knowledge Wiki" and bool(_FOOTER.match(lines[-1]))
-            and all(_INDEX_LINE.match(line) for line in lines))
+    return (
+        len(lines) >= 2
+        and lines[0] == "# Knowledge Wiki"
+        and bool(_FOOTER.match(lines[-1]))
+        and all(_INDEX_LINE.match(line) for line in lines)
+    )
 
 
 def is_generated_log(data: bytes) -> bool:
@@ -104,27 +108,51 @@ def log_path(project_prefix: str) -> str:
     return f"{project_prefix}/{LOG}" if project_prefix else LOG
 
 
-def paths_for(git: Git | None, top: Path, state_dir: Path, head: str | None, *, wiki_root: str,
-              project_prefix: str) -> Generated:
+def paths_for(
+    git: Git | None,
+    top: Path,
+    state_dir: Path,
+    head: str | None,
+    *,
+    wiki_root: str,
+    project_prefix: str,
+) -> Generated:
     index_rel, log_rel = index_path(wiki_root), log_path(project_prefix)
     notes = []
     own_index = owned(git, top, index_rel, head, "index")
     own_log = owned(git, top, log_rel, head, "log")
     if not own_index:
-        notes += notice(state_dir, "index", f"{index_rel} is your own page, so llmwiki never rewrites it; its "
-                                            f"generated table of contents goes to {state_dir.name}/{INDEX} instead")
+        notes += notice(
+            state_dir,
+            "index",
+            f"{index_rel} is your own page, so llmwiki never rewrites it; its "
+            f"generated table of contents goes to {state_dir.name}/{INDEX} instead",
+        )
     if not own_log:
-        notes += notice(state_dir, "log", f"{log_rel} is your own file, so llmwiki never writes to it; its journal "
-                                          f"goes to {state_dir.name}/{LOG} instead")
-    return Generated(index_rel if own_index else None, log_rel if own_log else None,
-                     state_dir / INDEX, state_dir / LOG, notes)
+        notes += notice(
+            state_dir,
+            "log",
+            f"{log_rel} is your own file, so llmwiki never writes to it; its journal "
+            f"goes to {state_dir.name}/{LOG} instead",
+        )
+    return Generated(
+        index_rel if own_index else None,
+        log_rel if own_log else None,
+        state_dir / INDEX,
+        state_dir / LOG,
+        notes,
+    )
 
 
 def notice(state_dir: Path, key: str, text: str) -> list[str]:
     """``[text]`` the first time ``key`` is noticed in this project, then ``[]``."""
     marker = state_dir / NOTICE
     try:  # non-blocking and size-capped: a FIFO or a huge file in its place is no notice record
-        seen = set(confine.read_file(marker, max_bytes=64 * 1024, name=NOTICE).decode("utf-8", "replace").split())
+        seen = set(
+            confine.read_file(marker, max_bytes=64 * 1024, name=NOTICE)
+            .decode("utf-8", "replace")
+            .split()
+        )
     except PathRefused:
         seen = set()
     if key in seen:
@@ -168,7 +196,9 @@ def is_evidence(path: str, wiki_root: str, text: str) -> bool:
     """Whether a page may ground an answer or enter a context pack."""
     if is_journal(path, wiki_root):
         return False
-    if not _HEADING_FIRST.match(text):  # both generated forms open with a "#" line: most pages do not
+    if not _HEADING_FIRST.match(
+        text
+    ):  # both generated forms open with a "#" line: most pages do not
         return True
     data = text.encode("utf-8")
     return not (is_generated_index(data) or (text.strip() and is_generated_log(data)))

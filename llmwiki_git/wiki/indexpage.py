@@ -27,12 +27,18 @@ class Entry:
 def _plain(summary: str) -> str:
     """One line; a labelled link reads as its label, a bare ``[[target]]`` stays a link (never
     a flattened slug word in the prose)."""
-    return _LINK.sub(lambda m: m.group(2).strip() if m.group(2) else m.group(0), summary).replace("\n", " ").strip()
+    return (
+        _LINK.sub(lambda m: m.group(2).strip() if m.group(2) else m.group(0), summary)
+        .replace("\n", " ")
+        .strip()
+    )
 
 
 def render(entries: Sequence[Entry], generated_at: str) -> str:
     def section(title: str, kind: str) -> list[str]:
-        items = sorted((e for e in entries if e.kind == kind), key=lambda e: (e.title.casefold(), e.slug))
+        items = sorted(
+            (e for e in entries if e.kind == kind), key=lambda e: (e.title.casefold(), e.slug)
+        )
         lines = ["", f"## {title}", ""]
         for e in items:
             line = f"- **[[{e.slug}|{e.title}]]**"
@@ -51,8 +57,11 @@ def same_content(old: str, new: str) -> bool:
     return _FOOTER.sub("", old) == _FOOTER.sub("", new)
 
 
-def entries_of(wiki: Wiki, overrides: dict[str, str] | None = None,
-               known: Mapping[str, tuple[object, object]] | None = None) -> list[Entry]:
+def entries_of(
+    wiki: Wiki,
+    overrides: dict[str, str] | None = None,
+    known: Mapping[str, tuple[object, object]] | None = None,
+) -> list[Entry]:
     """Index entries for the concept and query pages of ``wiki`` (titles by convention,
     ``titles.page_title``; summaries from their frontmatter); ``overrides`` maps a path to
     text that replaces the file's; ``known`` a path to its (title, summary), already read
@@ -65,13 +74,25 @@ def entries_of(wiki: Wiki, overrides: dict[str, str] | None = None,
     overrides = overrides or {}
     known = known or {}
     wanted = [p for p in wiki.pages if p.kind in ("concept", "query")]
-    data = wiki.read([SourceFile(p.path, p.blob) for p in wanted if p.path not in overrides and p.path not in known])
+    data = wiki.read(
+        [
+            SourceFile(p.path, p.blob)
+            for p in wanted
+            if p.path not in overrides and p.path not in known
+        ]
+    )
     entries = []
     for page in wanted:
         if page.path in known and page.path not in overrides:
             title, summary = known[page.path]
-            entries.append(Entry(page.stem, title if isinstance(title, str) else page.stem,
-                                 summary if isinstance(summary, str) else "", page.kind))
+            entries.append(
+                Entry(
+                    page.stem,
+                    title if isinstance(title, str) else page.stem,
+                    summary if isinstance(summary, str) else "",
+                    page.kind,
+                )
+            )
             continue
         raw = overrides.get(page.path)
         if raw is None:
@@ -79,7 +100,7 @@ def entries_of(wiki: Wiki, overrides: dict[str, str] | None = None,
             raw = decode(blob)[0] if isinstance(blob, bytes) else None
         parsed = parse(raw) if raw else None
         meta = parsed.data if parsed else {}
-        title = page_title(meta, raw[parsed.body_offset:] if raw and parsed else "", page.stem)
+        title = page_title(meta, raw[parsed.body_offset :] if raw and parsed else "", page.stem)
         summary = meta.get("summary")
         summary = summary if isinstance(summary, str) else ""
         entries.append(Entry(page.stem, title, summary, page.kind))

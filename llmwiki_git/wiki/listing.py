@@ -25,7 +25,9 @@ class PageListing:
     """``list_pages()`` made cheap to call again. ``root``: the work tree; ``git``: its
     repository (git's index file is watched too: staging changes what the listing says)."""
 
-    def __init__(self, list_pages: Callable[[], Listing], root: Path, git: Git | None, *, reuse: bool = False) -> None:
+    def __init__(
+        self, list_pages: Callable[[], Listing], root: Path, git: Git | None, *, reuse: bool = False
+    ) -> None:
         self._list_pages = list_pages
         self._root = root
         self._git = git

@@ -46,7 +46,9 @@ def _line_end(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
-def _extended_raw(raw: str, old: list[str], added: Sequence[str], nl: str, rewrite_key: bool) -> str:
+def _extended_raw(
+    raw: str, old: list[str], added: Sequence[str], nl: str, rewrite_key: bool
+) -> str:
     """The frontmatter text ``raw`` with ``added`` after its aliases: appended to a block or
     a one-line flow list as written, or (``rewrite_key``, or any other form) the ``aliases``
     key rewritten as a block list of the old aliases and the new ones; a new key at the end
@@ -60,17 +62,21 @@ def _extended_raw(raw: str, old: list[str], added: Sequence[str], nl: str, rewri
     while end < len(lines) and lines[end][:1] in (" ", "\t", "-"):
         end += 1
     key_line = lines[at]
-    value = key_line[_KEY.match(key_line).end():].strip()  # type: ignore[union-attr]
-    items = [line for line in lines[at + 1:end] if _ITEM.match(line)]
+    value = key_line[_KEY.match(key_line).end() :].strip()  # type: ignore[union-attr]
+    items = [line for line in lines[at + 1 : end] if _ITEM.match(line)]
     if not rewrite_key and not value and items:  # a block list: more items, indented the same
         prefix = _ITEM.match(items[-1]).group(0)  # type: ignore[union-attr]
         new = [f"{prefix}{yaml_scalar(a)}{nl}" for a in added]
         return "".join(lines[:end] + new + lines[end:])
-    if not rewrite_key and value.startswith("[") and value.endswith("]") and end == at + 1:  # a flow list
+    if (
+        not rewrite_key and value.startswith("[") and value.endswith("]") and end == at + 1
+    ):  # a flow list
         close = key_line.rindex("]")
-        inner = key_line[key_line.index("[") + 1:close]
+        inner = key_line[key_line.index("[") + 1 : close]
         joined = ", ".join(yaml_scalar(a) for a in added)
-        new_line = key_line[:close].rstrip() + (", " if inner.strip() else "") + joined + key_line[close:]
+        new_line = (
+            key_line[:close].rstrip() + (", " if inner.strip() else "") + joined + key_line[close:]
+        )
         return "".join(lines[:at] + [new_line] + lines[end:])
     rendered = f"aliases:{nl}" + "".join(f"  - {yaml_scalar(a)}{nl}" for a in [*old, *added])
     return "".join(lines[:at] + [rendered] + lines[end:])
@@ -94,21 +100,27 @@ def with_aliases(text: str, added: Sequence[str]) -> str:
         raise FrontmatterRefused("its aliases hold values that are not strings")
     expected = {**meta.data, "aliases": [*old, *added]}
     start = raw_start(text)
-    nl = _line_end(text[:meta.body_offset] if start is not None else text)
+    nl = _line_end(text[: meta.body_offset] if start is not None else text)
     attempts = []
     if start is None or meta.raw is None:
         bom = "\ufeff" if text.startswith("\ufeff") else ""
-        block = f"---{nl}aliases:{nl}" + "".join(f"  - {yaml_scalar(a)}{nl}" for a in added) + f"---{nl}"
-        attempts.append(bom + block + text[len(bom):])
+        block = (
+            f"---{nl}aliases:{nl}"
+            + "".join(f"  - {yaml_scalar(a)}{nl}" for a in added)
+            + f"---{nl}"
+        )
+        attempts.append(bom + block + text[len(bom) :])
     else:
         for rewrite_key in (False, True):
             raw = _extended_raw(meta.raw, old, added, nl, rewrite_key)
-            attempts.append(text[:start] + raw + text[start + len(meta.raw):])
+            attempts.append(text[:start] + raw + text[start + len(meta.raw) :])
     for candidate in attempts:
         check = parse(candidate)
         if not check.error and dict(check.data) == expected:
             return candidate
-    raise FrontmatterRefused("its aliases could not be extended without changing how the rest of it reads")
+    raise FrontmatterRefused(
+        "its aliases could not be extended without changing how the rest of it reads"
+    )
 
 
 def section_heading(title: str, body: str) -> tuple[str, bool]:
@@ -162,14 +174,27 @@ class MergePlan:
 
     def to_json(self) -> dict[str, object]:
         edited = sorted(self.links.edited_files, key=lambda f: f.path)
-        return {"into": self.keep, "from": self.fold, "title": self.title, "aliasesAdded": list(self.aliases),
-                "heading": self.heading,
-                "edits": [{"path": f.path, **e.to_json()} for f in edited for e in sorted(f.edits, key=lambda e: e.start)],
-                "links": self.links.links, "pages": len(edited),
-                "refusals": list(self.refusals), "notes": list(self.notes)}
+        return {
+            "into": self.keep,
+            "from": self.fold,
+            "title": self.title,
+            "aliasesAdded": list(self.aliases),
+            "heading": self.heading,
+            "edits": [
+                {"path": f.path, **e.to_json()}
+                for f in edited
+                for e in sorted(f.edits, key=lambda e: e.start)
+            ],
+            "links": self.links.links,
+            "pages": len(edited),
+            "refusals": list(self.refusals),
+            "notes": list(self.notes),
+        }
 
 
-def plan_merge(wiki: Wiki, keep: str, fold: str, read: Callable[[list[str]], Mapping[str, str]]) -> MergePlan:
+def plan_merge(
+    wiki: Wiki, keep: str, fold: str, read: Callable[[list[str]], Mapping[str, str]]
+) -> MergePlan:
     """The merge of the page at ``fold`` into the page at ``keep`` (paths from the repository
     root, both pages of ``wiki``); ``read`` gives texts by path. Its ``refusals`` say what is
     in the way (nothing is refused by raising)."""
@@ -185,11 +210,20 @@ def plan_merge(wiki: Wiki, keep: str, fold: str, read: Callable[[list[str]], Map
     notes: list[str] = []
     missing = [p for p in (keep, fold) if p not in texts]
     if missing:
-        return MergePlan(keep, fold, "", [], "", "", RewritePlan({}, {}), texts,
-                         [f"{p}: cannot read it as UTF-8 text" for p in missing])
+        return MergePlan(
+            keep,
+            fold,
+            "",
+            [],
+            "",
+            "",
+            RewritePlan({}, {}),
+            texts,
+            [f"{p}: cannot read it as UTF-8 text" for p in missing],
+        )
     keep_text, fold_text = texts[keep], texts[fold]
     fold_meta = parse(fold_text)
-    title = page_title(fold_meta.data, fold_text[fold_meta.body_offset:], b.stem)
+    title = page_title(fold_meta.data, fold_text[fold_meta.body_offset :], b.stem)
     taken = {slugify(a.stem), a.scan.title_slug, *a.scan.alias_slugs}
     aliases: list[str] = []
     for name in [title, *b.scan.aliases]:
@@ -200,31 +234,50 @@ def plan_merge(wiki: Wiki, keep: str, fold: str, read: Callable[[list[str]], Map
     try:
         provisional = with_aliases(keep_text, aliases)
     except FrontmatterRefused as exc:
-        refusals.append(f"{keep}: cannot add the aliases {', '.join(aliases)} to its frontmatter: {exc}; "
-                        "fix its frontmatter first")
+        refusals.append(
+            f"{keep}: cannot add the aliases {', '.join(aliases)} to its frontmatter: {exc}; "
+            "fix its frontmatter first"
+        )
         provisional = keep_text
     provisional, heading = folded(provisional, fold_text, title)
     after = wiki.without_page(fold).with_page(keep, provisional)
     anchor = None if _LINK_BREAKING.search(heading) else heading
-    links = plan_links(wiki, after, {fold: keep}, reading, {keep: keep_text, fold: fold_text},
-                       new_slugs={slugify(name) for name in aliases}, refusals=refusals,
-                       embed_anchor={fold: anchor} if anchor else None, by_name=True)
+    links = plan_links(
+        wiki,
+        after,
+        {fold: keep},
+        reading,
+        {keep: keep_text, fold: fold_text},
+        new_slugs={slugify(name) for name in aliases},
+        refusals=refusals,
+        embed_anchor={fold: anchor} if anchor else None,
+        by_name=True,
+    )
     notes.extend(links.notes)
     edits = {f.path: f.edits for f in links.edited_files}
     document = provisional
     if not refusals:
-        document, _ = folded(with_aliases(apply_edits(keep_text, edits.get(keep, [])), aliases),
-                             apply_edits(fold_text, edits.get(fold, [])), title)
+        document, _ = folded(
+            with_aliases(apply_edits(keep_text, edits.get(keep, [])), aliases),
+            apply_edits(fold_text, edits.get(fold, [])),
+            title,
+        )
     shared = sorted(set(a.scan.headings) & set(b.scan.headings))
     if shared:
-        notes.append(f"both pages have the heading{'s' if len(shared) > 1 else ''} {', '.join(shared[:5])}: a link "
-                     f"[[{a.stem}#…]] to {'them' if len(shared) > 1 else 'it'} reaches {keep}'s own (the first)")
+        notes.append(
+            f"both pages have the heading{'s' if len(shared) > 1 else ''} {', '.join(shared[:5])}: a link "
+            f"[[{a.stem}#…]] to {'them' if len(shared) > 1 else 'it'} reaches {keep}'s own (the first)"
+        )
     blocks = sorted(set(a.scan.blocks) & set(b.scan.blocks))
     if blocks:
-        notes.append(f"both pages use the block id{'s' if len(blocks) > 1 else ''} "
-                     f"{', '.join('^' + x for x in blocks[:5])}: rename one after the merge")
+        notes.append(
+            f"both pages use the block id{'s' if len(blocks) > 1 else ''} "
+            f"{', '.join('^' + x for x in blocks[:5])}: rename one after the merge"
+        )
     dropped = [k for k in fold_meta.data if k not in ("title", "aliases")]
     if dropped:
-        notes.append(f"{fold}'s other frontmatter ({', '.join(map(str, dropped[:8]))}) is not carried over: "
-                     f"add to {keep} what it should keep after approving")
+        notes.append(
+            f"{fold}'s other frontmatter ({', '.join(map(str, dropped[:8]))}) is not carried over: "
+            f"add to {keep} what it should keep after approving"
+        )
     return MergePlan(keep, fold, title, aliases, heading, document, links, texts, refusals, notes)

@@ -14,13 +14,14 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol
 
 from ..confine import hidden_part
+from ..errors import PageReadError
 from ..gitstore.git import blob_id
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
 from .parallel import read_and_scan
 from .provenance import sources_dir
 from .slug import LinkTarget, parse_target, slugify
-from ..errors import PageReadError
 from .snapshots import Snapshot, SourceFile
+
 
 class ScanStore(Protocol):
     """Page scans by blob id, kept between runs (the checker's cache implements it)."""
@@ -166,7 +167,9 @@ class Wiki:
             self._build_tables()
         if target.file_name is not None:
             paths = self._files.get(target.file_name.lower(), [])
-            paths = [p for p in paths if _place_matches(_folder_slugs(p), target, self._root_folders)]
+            paths = [
+                p for p in paths if _place_matches(_folder_slugs(p), target, self._root_folders)
+            ]
             if paths:
                 return Resolution(file=paths[0], alternatives=tuple(paths[1:]))
         if not target.slug:
@@ -209,7 +212,9 @@ class Wiki:
         data = text.encode("utf-8")
         page = Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob_id(data), scan_page(data))
         pages = [p for p in self.pages if p.path != path] + [page]
-        return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot, self.sources)
+        return Wiki(
+            self.root_dir, pages, self.other_files, self.source_issues, self._snapshot, self.sources
+        )
 
     def with_pages(self, pages: list[Page], other_files: Iterable[str]) -> Wiki:
         """Another set of pages and files read from the same snapshot (blob ids do not move:
@@ -219,7 +224,9 @@ class Wiki:
     def without_page(self, path: str) -> Wiki:
         """This wiki as it will be after the page at ``path`` is deleted."""
         pages = [p for p in self.pages if p.path != path]
-        return Wiki(self.root_dir, pages, self.other_files, self.source_issues, self._snapshot, self.sources)
+        return Wiki(
+            self.root_dir, pages, self.other_files, self.source_issues, self._snapshot, self.sources
+        )
 
 
 def _folder_slugs(path: str) -> tuple[str, ...]:
@@ -233,7 +240,9 @@ def names_wiki(root_dir: str, names_by_path: dict[str, str], other_files: list[s
     prefix = f"{root_dir}/" if root_dir else ""
     pages = []
     for path, key in names_by_path.items():
-        aliases, headings, blocks = (tuple(p for p in part.split("\x02") if p) for part in key.split("\x01")[:3])
+        aliases, headings, blocks = (
+            tuple(p for p in part.split("\x02") if p) for part in key.split("\x01")[:3]
+        )
         page_id = path[len(prefix) : -3]
         kind = page_kind(page_id)
         scan = PageScan(None, (), (), 0, (), headings, blocks, aliases)
@@ -261,8 +270,9 @@ def detect_root(paths: Iterable[str], project_prefix: str = "") -> str:
     return wiki if any(p.startswith(wiki + "/") for p in paths) else project_prefix
 
 
-def _select_pages(files: list[SourceFile], wiki_dir: str | None,
-                  project_prefix: str) -> tuple[str, list[SourceFile], list[str], list[tuple[str, str]]]:
+def _select_pages(
+    files: list[SourceFile], wiki_dir: str | None, project_prefix: str
+) -> tuple[str, list[SourceFile], list[str], list[tuple[str, str]]]:
     """The wiki root, its page files, every other file of a snapshot's listing, and the
     symlinked pages that leave the wiki (path, why: never read, reported)."""
     if wiki_dir is not None:
@@ -289,7 +299,9 @@ def _select_pages(files: list[SourceFile], wiki_dir: str | None,
     return root, page_files, others, escapes
 
 
-def page_blobs(snapshot: Snapshot, *, wiki_dir: str | None = None, project_prefix: str = "") -> dict[str, str]:
+def page_blobs(
+    snapshot: Snapshot, *, wiki_dir: str | None = None, project_prefix: str = ""
+) -> dict[str, str]:
     """Path -> blob id of every page, without scanning any: blob ids git already knows,
     others hashed from the bytes (modified and untracked files). The cheap listing that
     tells whether the search index still matches the wiki."""
@@ -345,7 +357,11 @@ def load_wiki(
     for item in page_files:
         known_blob, scan = scans[item.path]
         page_id = item.path[cut:-3]
-        pages.append(Page(item.path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), known_blob, scan))
+        pages.append(
+            Page(
+                item.path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), known_blob, scan
+            )
+        )
     raw = sources_dir(project_prefix) + "/"
     sources = {f.path: f.blob for f in files if f.path.startswith(raw) and "/." not in f.path}
     return Wiki(root, pages, others, issues, snapshot, sources)

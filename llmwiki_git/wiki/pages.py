@@ -31,9 +31,13 @@ class PageScan(NamedTuple):
     (the cached check of docs/benchmarks.md reads 10,000 of them). Headings and block ids are kept sorted, so records compare stably.
     """
 
-    title: str | None  # the title the page declares (titles.declared_title); None: its file name is its title
+    title: (
+        str | None
+    )  # the title the page declares (titles.declared_title); None: its file name is its title
     aliases: tuple[str, ...]
-    raw_links: tuple[tuple[Any, ...], ...]  # Occurrence fields; plain tuples when read from the cache
+    raw_links: tuple[
+        tuple[Any, ...], ...
+    ]  # Occurrence fields; plain tuples when read from the cache
     body_line: int
     raw_issues: tuple[tuple[Any, ...], ...]
     headings: tuple[str, ...] = ()
@@ -42,14 +46,23 @@ class PageScan(NamedTuple):
     md_links: tuple[tuple[Any, ...], ...] = ()  # local markdown links (scanner.MdLink)
     meta_lines: tuple[int, int] = (0, 0)  # lines of the `title:` and `aliases:` keys (0: none)
     title_slug: str = ""  # slugify(title), kept: the names key of every page needs it on each run
-    sourcing: tuple[tuple[Any, ...], ...] = ()  # sources named, retracted and cited (provenance.Sourcing)
+    sourcing: tuple[
+        tuple[Any, ...], ...
+    ] = ()  # sources named, retracted and cited (provenance.Sourcing)
 
     @property
     def names_key(self) -> str:
         """What other pages' problems can depend on, as one string (for the fingerprint):
         alias slugs, headings and block ids (links), and the title's slug (duplicate titles)."""
-        return ("\x02".join(self.alias_slugs) + "\x01" + "\x02".join(self.headings) + "\x01"
-                + "\x02".join(self.blocks) + "\x01" + self.title_slug)
+        return (
+            "\x02".join(self.alias_slugs)
+            + "\x01"
+            + "\x02".join(self.headings)
+            + "\x01"
+            + "\x02".join(self.blocks)
+            + "\x01"
+            + self.title_slug
+        )
 
     @property
     def links(self) -> tuple[Occurrence, ...]:
@@ -72,9 +85,20 @@ class PageScan(NamedTuple):
         return (self.aliases, self.headings, self.blocks)
 
     def to_record(self) -> tuple[Any, ...]:
-        return (self.title, self.aliases, tuple(map(tuple, self.raw_links)), self.body_line,
-                tuple(map(tuple, self.raw_issues)), self.headings, self.blocks, self.alias_slugs,
-                tuple(map(tuple, self.md_links)), tuple(self.meta_lines), self.title_slug, self.sourcing)
+        return (
+            self.title,
+            self.aliases,
+            tuple(map(tuple, self.raw_links)),
+            self.body_line,
+            tuple(map(tuple, self.raw_issues)),
+            self.headings,
+            self.blocks,
+            self.alias_slugs,
+            tuple(map(tuple, self.md_links)),
+            tuple(self.meta_lines),
+            self.title_slug,
+            self.sourcing,
+        )
 
     @classmethod
     def from_record(cls, record: tuple[Any, ...]) -> PageScan:
@@ -119,10 +143,15 @@ def unusable_notes(pages: list[tuple[str, PageScan]], limit: int = 10) -> list[s
     """One line per page whose text cannot be used (``wiki/x.md (line 3): not valid UTF-8 ...``),
     at most ``limit`` of them and a count of the rest."""
     found = [(path, issue) for path, scan in pages if (issue := unusable(scan)) is not None]
-    notes = [f"{path}{f' (line {issue.line})' if issue.line > 1 else ''}: {issue.message.split(';')[0]}; "
-             "left out of search and answers (save it as UTF-8 text to include it)" for path, issue in found[:limit]]
+    notes = [
+        f"{path}{f' (line {issue.line})' if issue.line > 1 else ''}: {issue.message.split(';')[0]}; "
+        "left out of search and answers (save it as UTF-8 text to include it)"
+        for path, issue in found[:limit]
+    ]
     if len(found) > limit:
-        notes.append(f"... and {len(found) - limit} more pages that are not UTF-8 text (`llmwiki check` lists them)")
+        notes.append(
+            f"... and {len(found) - limit} more pages that are not UTF-8 text (`llmwiki check` lists them)"
+        )
     return notes
 
 
@@ -169,8 +198,10 @@ def acceptance_problem(document: bytes | str, max_bytes: int = MAX_PAGE_BYTES) -
         return None
     line = text.count("\n", 0, found.start()) + 1
     shown = ascii(found.group())[1:-1]
-    return (f"it holds the control character {shown} on line {line} (escape sequences, C1 controls and "
-            "bidi overrides are refused; tab, newline and carriage return are fine)")
+    return (
+        f"it holds the control character {shown} on line {line} (escape sequences, C1 controls and "
+        "bidi overrides are refused; tab, newline and carriage return are fine)"
+    )
 
 
 def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, ...]:
@@ -178,8 +209,10 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
     plain tuples): what the scan cache stores and scan workers send back."""
     if len(data) > max_bytes:
         size_mb = len(data) / (1024 * 1024)
-        return only_issue_record("page-too-large",
-                                 f"{size_mb:.1f} MB is over the {max_bytes // (1024 * 1024)} MB limit; not scanned")
+        return only_issue_record(
+            "page-too-large",
+            f"{size_mb:.1f} MB is over the {max_bytes // (1024 * 1024)} MB limit; not scanned",
+        )
     text, issues = decode(data)
     if text is None:
         return (None, (), (), 0, tuple(map(tuple, issues)), (), (), (), (), (0, 0), "", ())
@@ -187,14 +220,28 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
     if meta.error:
         issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
     if not _TEXT.search(text, meta.body_offset):
-        issues.append(Issue("empty-page", "empty page: no text after the frontmatter; write its body, or delete it"
-                            if meta.raw is not None else "empty page: the file holds no text; write it, or delete it"))
-    control = REFUSED_CHARACTERS.search(text)  # the candidates' acceptance rule, applied by the gate too
+        issues.append(
+            Issue(
+                "empty-page",
+                "empty page: no text after the frontmatter; write its body, or delete it"
+                if meta.raw is not None
+                else "empty page: the file holds no text; write it, or delete it",
+            )
+        )
+    control = REFUSED_CHARACTERS.search(
+        text
+    )  # the candidates' acceptance rule, applied by the gate too
     if control is not None:
-        issues.append(Issue("control-character", f"control character {ascii(control.group())[1:-1]}: remove it "
-                            "(escape sequences, C1 controls and bidi overrides can hide text from a reviewer; tab, "
-                            "newline and carriage return are fine)", text.count("\n", 0, control.start()) + 1))
-    title = declared_title(meta.data, text[meta.body_offset:])
+        issues.append(
+            Issue(
+                "control-character",
+                f"control character {ascii(control.group())[1:-1]}: remove it "
+                "(escape sequences, C1 controls and bidi overrides can hide text from a reviewer; tab, "
+                "newline and carriage return are fine)",
+                text.count("\n", 0, control.start()) + 1,
+            )
+        )
+    title = declared_title(meta.data, text[meta.body_offset :])
     links, headings, blocks, md = scan_raw(text, meta.body_line)
     aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
     title = title if isinstance(title, str) else None
@@ -208,10 +255,14 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
         tuple(sorted(blocks)),
         tuple(s for s in dict.fromkeys(map(slugify, aliases)) if s) if aliases else (),
         tuple(md),
-        (_key_line(meta.raw, "title"), _key_line(meta.raw, "aliases")) if (title or aliases) and meta.raw else (0, 0),
+        (_key_line(meta.raw, "title"), _key_line(meta.raw, "aliases"))
+        if (title or aliases) and meta.raw
+        else (0, 0),
         slugify(title) if title else "",
         scan_sourcing(text, meta.raw, meta.data, meta.body_line, meta.body_offset)
-        if "^[" in text or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw)) else (),
+        if "^[" in text
+        or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw))
+        else (),
     )
 
 

@@ -59,21 +59,31 @@ def die_with_parent(parent: int) -> None:
 
 def _workers(count: int) -> int:
     """How many processes (this one included) should share ``count`` pages."""
-    if count < MIN_PAGES or not sys.platform.startswith("linux") or os.environ.get("LLMWIKI_SERIAL_SCAN"):
+    if (
+        count < MIN_PAGES
+        or not sys.platform.startswith("linux")
+        or os.environ.get("LLMWIKI_SERIAL_SCAN")
+    ):
         return 1
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return 1
     return max(1, min(usable_cores(), 8))
 
 
-def _read_and_scan(snapshot: Snapshot, items: list[SourceFile], max_bytes: int,
-                   known: Mapping[str, tuple[Any, ...]]) -> list[Scanned]:
+def _read_and_scan(
+    snapshot: Snapshot,
+    items: list[SourceFile],
+    max_bytes: int,
+    known: Mapping[str, tuple[Any, ...]],
+) -> list[Scanned]:
     out: list[Scanned] = []
     for path, data in snapshot.read(items).items():
         if isinstance(data, PageReadError):
             out.append((path, None, only_issue_record(data.code, data.reason), False))
         elif isinstance(data, OSError):
-            out.append((path, None, only_issue_record("unreadable-page", f"cannot read: {data}"), False))
+            out.append(
+                (path, None, only_issue_record("unreadable-page", f"cannot read: {data}"), False)
+            )
         else:
             blob = blob_id(data)
             record = known.get(blob)
@@ -142,7 +152,7 @@ def _in_shares(work: Callable[[list[T]], R], items: list[T], workers: int) -> li
     if workers < 2:
         return [work(items)]
     size = -(-len(items) // workers)
-    shares = [items[i:i + size] for i in range(0, len(items), size)]
+    shares = [items[i : i + size] for i in range(0, len(items), size)]
     parent = os.getpid()
     started: dict[int, tuple[int, int]] = {}  # share index -> (worker pid, read end)
     try:
@@ -170,8 +180,12 @@ def _in_shares(work: Callable[[list[T]], R], items: list[T], workers: int) -> li
     return [done[index] for index in range(len(shares))]
 
 
-def read_and_scan(snapshot: Snapshot, items: list[SourceFile], max_bytes: int = MAX_PAGE_BYTES,
-                  known: Mapping[str, tuple[Any, ...]] | None = None) -> list[Scanned]:
+def read_and_scan(
+    snapshot: Snapshot,
+    items: list[SourceFile],
+    max_bytes: int = MAX_PAGE_BYTES,
+    known: Mapping[str, tuple[Any, ...]] | None = None,
+) -> list[Scanned]:
     """Read ``items`` from ``snapshot`` and scan each, in order, on as many cores as are
     usable; a page whose blob has a record in ``known`` (the scan cache) is not scanned."""
     found = known if known is not None else {}

@@ -117,7 +117,9 @@ def frontmatter_paths(paths: Iterable[str], project_prefix: str) -> list[str]:
 def citation_name(path: str, project_prefix: str) -> str:
     """How a page cites lines of a source: its path inside ``sources/`` (``^[paper.md:3-5]``,
     the reference tool's form, which ``context --include-sources`` reads)."""
-    return path[len(sources_dir(project_prefix)) + 1:] if in_sources(path, project_prefix) else path
+    return (
+        path[len(sources_dir(project_prefix)) + 1 :] if in_sources(path, project_prefix) else path
+    )
 
 
 def parse_source_trailer(value: str) -> tuple[str, str] | None:
@@ -142,16 +144,27 @@ class Fed:
     commit: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"page": self.page, "source": self.source, "recordedBlob": self.recorded, "commit": self.commit}
+        return {
+            "page": self.page,
+            "source": self.source,
+            "recordedBlob": self.recorded,
+            "commit": self.commit,
+        }
 
 
 @dataclass
 class Provenance:
     """Pages and the sources they name, with the blobs recorded for them (see :func:`provenance`)."""
 
-    sources_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # page path -> source paths
-    recorded: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (page, source) -> (blob, commit)
-    stamped: dict[tuple[str, str], str] = field(default_factory=dict)  # (page, source) -> the page's sourceBlobs entry
+    sources_of: dict[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # page path -> source paths
+    recorded: dict[tuple[str, str], tuple[str, str]] = field(
+        default_factory=dict
+    )  # (page, source) -> (blob, commit)
+    stamped: dict[tuple[str, str], str] = field(
+        default_factory=dict
+    )  # (page, source) -> the page's sourceBlobs entry
 
     def of_page(self, page: str) -> list[Fed]:
         """The sources ``page`` names, each with its recorded blob."""
@@ -159,7 +172,11 @@ class Provenance:
 
     def feeds(self, source: str) -> list[Fed]:
         """The pages ``source`` feeds, each with the blob of it they record, by page path."""
-        return [self._fed(page, source) for page in sorted(self.sources_of) if source in self.sources_of[page]]
+        return [
+            self._fed(page, source)
+            for page in sorted(self.sources_of)
+            if source in self.sources_of[page]
+        ]
 
     def sources(self) -> list[str]:
         """Every source some page names."""
@@ -169,8 +186,14 @@ class Provenance:
         """Each (page, source) whose recorded blob is not the source's blob in ``blobs``
         (source path -> blob at the revision compared with), by page: what ``compile --stale``
         rewrites. A source not in ``blobs`` (gone) or a pair nothing records is left out."""
-        return [fed for page in sorted(self.sources_of) for fed in self.of_page(page)
-                if fed.recorded is not None and fed.source in blobs and blobs[fed.source] != fed.recorded]
+        return [
+            fed
+            for page in sorted(self.sources_of)
+            for fed in self.of_page(page)
+            if fed.recorded is not None
+            and fed.source in blobs
+            and blobs[fed.source] != fed.recorded
+        ]
 
     def _fed(self, page: str, source: str) -> Fed:
         own = self.stamped.get((page, source))
@@ -199,16 +222,20 @@ def page_claims(texts: Mapping[str, str]) -> dict[str, Claims]:
 def named_sources(texts: Mapping[str, str], project_prefix: str) -> dict[str, tuple[str, ...]]:
     """Page path -> the sources its frontmatter names (repository paths), for the pages
     that name any."""
-    return {path: tuple(_repo_paths(made.sources, project_prefix))
-            for path, made in page_claims(texts).items() if made.sources}
+    return {
+        path: tuple(_repo_paths(made.sources, project_prefix))
+        for path, made in page_claims(texts).items()
+        if made.sources
+    }
 
 
 def _repo_paths(paths: Iterable[str], project_prefix: str) -> list[str]:
     return [f"{project_prefix}/{p}" if project_prefix else p for p in paths]
 
 
-def recorded_blobs(git: Git, rev: str, sources_of: Mapping[str, tuple[str, ...]],
-                   pathspec: str = "") -> dict[tuple[str, str], tuple[str, str]]:
+def recorded_blobs(
+    git: Git, rev: str, sources_of: Mapping[str, tuple[str, ...]], pathspec: str = ""
+) -> dict[tuple[str, str], tuple[str, str]]:
     """(page, source) -> (blob, commit): for each page and each source it names, the blob
     that the newest commit at or below ``rev`` which wrote the page and records that source
     (an ``Llmwiki-Source`` trailer) records. One ``git log`` over the commits carrying such
@@ -217,8 +244,15 @@ def recorded_blobs(git: Git, rev: str, sources_of: Mapping[str, tuple[str, ...]]
     if not wanted:
         return {}
     fmt = f"%x1e%H%x1f%(trailers:key={SOURCE_TRAILER},valueonly,unfold,separator=%x1f){_HEAD_END}"
-    out = git.log([rev], format=fmt, grep=f"^{SOURCE_TRAILER}:", no_merges=True, name_only=True,
-                  paths=[f":(top){pathspec}" if pathspec else ":(top)"], check=False)
+    out = git.log(
+        [rev],
+        format=fmt,
+        grep=f"^{SOURCE_TRAILER}:",
+        no_merges=True,
+        name_only=True,
+        paths=[f":(top){pathspec}" if pathspec else ":(top)"],
+        check=False,
+    )
     found: dict[tuple[str, str], tuple[str, str]] = {}
     for record in out.decode("utf-8", "surrogateescape").split("\x1e"):
         head, sep, names = record.partition(_HEAD_END)
@@ -242,7 +276,9 @@ def recorded_blobs(git: Git, rev: str, sources_of: Mapping[str, tuple[str, ...]]
     return found
 
 
-def provenance(git: Git, texts: Mapping[str, str], rev: str, project_prefix: str, pathspec: str = "") -> Provenance:
+def provenance(
+    git: Git, texts: Mapping[str, str], rev: str, project_prefix: str, pathspec: str = ""
+) -> Provenance:
     """The one provenance lookup: which sources each page of ``texts`` (path -> text at
     ``rev``) names, and the blob of each it was written from. That blob is the page's own
     record, ``sourceBlobs:`` (which survives squash merges, rebases and shallow clones, and
@@ -257,13 +293,17 @@ def provenance(git: Git, texts: Mapping[str, str], rev: str, project_prefix: str
         found.sources_of[page] = tuple(_repo_paths(claim.sources, project_prefix))
         for source, blob in claim.blobs.items():
             found.stamped[(page, _repo_paths([source], project_prefix)[0])] = blob
-    unstamped = {page: tuple(s for s in names if (page, s) not in found.stamped)
-                 for page, names in found.sources_of.items()}
+    unstamped = {
+        page: tuple(s for s in names if (page, s) not in found.stamped)
+        for page, names in found.sources_of.items()
+    }
     found.recorded = recorded_blobs(git, rev, {p: n for p, n in unstamped.items() if n}, pathspec)
     return found
 
 
-_CITATION = re.compile(r"\^\[([^\[\]\n]+)\]")  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
+_CITATION = re.compile(
+    r"\^\[([^\[\]\n]+)\]"
+)  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
 _CITED = re.compile(r"\s*(?P<file>[^\s:;,]+?)(?::(?P<start>\d{1,9})(?:-(?P<end>\d{1,9}))?)?\s*")
 _TEXT_EXTS = (".md", ".markdown", ".txt")
 Sourcing = tuple[tuple[Any, ...], ...]
@@ -288,7 +328,11 @@ def cited(marker: str) -> list[tuple[str, int, int]]:
         name = match.group("file").replace("\\", "/")
         start = int(match.group("start") or 0)
         end = int(match.group("end") or start)
-        if name.startswith("/") or ".." in name.split("/") or not (start or name.lower().endswith(_TEXT_EXTS)):
+        if (
+            name.startswith("/")
+            or ".." in name.split("/")
+            or not (start or name.lower().endswith(_TEXT_EXTS))
+        ):
             continue
         if start and not name.rsplit("/", 1)[-1].strip(".").count("."):
             continue  # "see:12" is no file
@@ -296,15 +340,20 @@ def cited(marker: str) -> list[tuple[str, int, int]]:
     return found
 
 
-def scan_sourcing(text: str, raw: str | None, data: Mapping[str, Any], body_line: int, body_offset: int = 0) -> Sourcing:
+def scan_sourcing(
+    text: str, raw: str | None, data: Mapping[str, Any], body_line: int, body_offset: int = 0
+) -> Sourcing:
     """The :data:`Sourcing` of a page: ``text``, its frontmatter ``raw`` and parsed ``data``
     (empty when malformed), and where its body starts (0-based line index, offset)."""
     out: list[tuple[Any, ...]] = []
     made = claims(data) if raw is not None and data else Claims()
     if made:
         lines = raw.split("\n") if raw is not None else []
-        keys = {found.group(1): i for i, row in reversed(list(enumerate(lines)))
-                if (found := _TOP_KEY.match(row)) is not None}
+        keys = {
+            found.group(1): i
+            for i, row in reversed(list(enumerate(lines)))
+            if (found := _TOP_KEY.match(row)) is not None
+        }
         tops = sorted(keys.values())
 
         def line_of(key: str, entry: str) -> int:
@@ -339,8 +388,9 @@ def _citations(text: str, body_line: int, body_offset: int) -> list[tuple[Any, .
     from .scanner import mask_code_spans, prose_lines
 
     out: list[tuple[Any, ...]] = []
-    if not text.startswith("    ", body_offset) and \
-            not any(mark in text[body_offset:] for mark in _CODE_MARKS):
+    if not text.startswith("    ", body_offset) and not any(
+        mark in text[body_offset:] for mark in _CODE_MARKS
+    ):
         line, counted = body_line, body_offset
         for match in _CITATION.finditer(text, body_offset):
             at = match.start()
@@ -348,16 +398,22 @@ def _citations(text: str, body_line: int, body_offset: int) -> list[tuple[Any, .
             counted = at
             start = text.rfind("\n", 0, at) + 1
             end = text.find("\n", at)
-            row = text[start:end if end >= 0 else len(text)]
+            row = text[start : end if end >= 0 else len(text)]
             col = at - start
-            if "`" in row and mask_code_spans(row)[col:col + 2] != "^[":
+            if "`" in row and mask_code_spans(row)[col : col + 2] != "^[":
                 continue  # inside inline code
-            out += [("c", name, line + 1, col + 1, first, last) for name, first, last in cited(match.group(1))]
+            out += [
+                ("c", name, line + 1, col + 1, first, last)
+                for name, first, last in cited(match.group(1))
+            ]
         return out
     for index, row in prose_lines(text, body_line):
         if "^[" in row:
             for match in _CITATION.finditer(row):
-                out += [("c", name, index + 1, match.start() + 1, first, last) for name, first, last in cited(match.group(1))]
+                out += [
+                    ("c", name, index + 1, match.start() + 1, first, last)
+                    for name, first, last in cited(match.group(1))
+                ]
     return out
 
 
@@ -387,8 +443,12 @@ class Finding:
         return out
 
 
-def judge(sourcing: Sourcing, project_prefix: str, blob_of: Callable[[str], str | None],
-          lines_of: Callable[[str], int | None]) -> list[Finding]:
+def judge(
+    sourcing: Sourcing,
+    project_prefix: str,
+    blob_of: Callable[[str], str | None],
+    lines_of: Callable[[str], int | None],
+) -> list[Finding]:
     """THE staleness rule, for one page's :data:`Sourcing` against the sources of one revision
     (``blob_of``: a source's blob, None when it does not exist; ``lines_of``: how many lines
     it has). Only sources in the project's ``sources/`` folder are judged. The check reports
@@ -407,8 +467,17 @@ def judge(sourcing: Sourcing, project_prefix: str, blob_of: Callable[[str], str 
             elif start:
                 count, last = lines_of(source), max(start, end)
                 if count is not None and last > count:
-                    out.append(Finding("past-end", source, line, col, cite=_cite(name, start, end), last=last,
-                                       lines=count))
+                    out.append(
+                        Finding(
+                            "past-end",
+                            source,
+                            line,
+                            col,
+                            cite=_cite(name, start, end),
+                            last=last,
+                            lines=count,
+                        )
+                    )
             continue
         rel, line = item[1], item[2]
         if not rel.startswith(inside):
@@ -457,7 +526,10 @@ def with_recorded(sourcing: Sourcing, fed: Iterable[Fed], project_prefix: str) -
     (``fed``: :meth:`Provenance.of_page`; a page's own record, else the trailers)."""
     cut = len(project_prefix) + 1 if project_prefix else 0
     found = {f.source[cut:]: f.recorded for f in fed if f.recorded}
-    return tuple((*item[:3], item[3] or found.get(item[1], "")) if item[0] == "s" else item for item in sourcing)
+    return tuple(
+        (*item[:3], item[3] or found.get(item[1], "")) if item[0] == "s" else item
+        for item in sourcing
+    )
 
 
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
@@ -474,13 +546,19 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     from .frontmatter import parse, split
 
     def render(key: str, value: Any) -> list[str]:
-        dumped = yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True, width=10**6,
-                                default_flow_style=False)
+        dumped = yaml.safe_dump(
+            {key: value}, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False
+        )
         return dumped.splitlines(keepends=True)
 
     raw, offset, _ = split(text)
     if raw is None:
-        head = [line for key, value in updates.items() if value is not None for line in render(key, value)]
+        head = [
+            line
+            for key, value in updates.items()
+            if value is not None
+            for line in render(key, value)
+        ]
         return "---\n" + "".join(head) + "---\n\n" + text.lstrip("\n") if head else text
     lines = raw.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
@@ -488,7 +566,9 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     blocks: list[tuple[str | None, list[str]]] = []  # (top-level key or None, its lines)
     for line in lines:
         found = _TOP_KEY.match(line)
-        if found is not None or not blocks or line.startswith("#"):  # a comment line stays where it is
+        if (
+            found is not None or not blocks or line.startswith("#")
+        ):  # a comment line stays where it is
             blocks.append((found.group(1) if found else None, [line]))
         else:
             blocks[-1][1].append(line)
@@ -510,7 +590,12 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     if not after.error and dict(after.data) == expected:
         return result
     data = {k: v for k, v in {**before.data, **updates}.items() if v is not None}
-    return "---\n" + "".join(line for k, v in data.items() for line in render(k, v)) + "---\n" + text[offset:]
+    return (
+        "---\n"
+        + "".join(line for k, v in data.items() for line in render(k, v))
+        + "---\n"
+        + text[offset:]
+    )
 
 
 def stamp(text: str, sources: Iterable[tuple[str, str]], project_prefix: str) -> str:
@@ -521,4 +606,6 @@ def stamp(text: str, sources: Iterable[tuple[str, str]], project_prefix: str) ->
     ``Llmwiki-Source`` trailers of the commit that wrote it."""
     pairs = list(dict.fromkeys(sources))
     paths = frontmatter_paths([path for path, _ in pairs], project_prefix)
-    return set_keys(text, {"sources": paths, BLOBS_KEY: {p: blob for p, (_, blob) in zip(paths, pairs)}})
+    return set_keys(
+        text, {"sources": paths, BLOBS_KEY: {p: blob for p, (_, blob) in zip(paths, pairs)}}
+    )

@@ -87,7 +87,7 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
     out = []
     at = 0
     for edit in sorted(edits, key=lambda e: e.start):
-        out.append(text[at:edit.start])
+        out.append(text[at : edit.start])
         out.append(edit.new)
         at = edit.end
     out.append(text[at:])
@@ -106,11 +106,15 @@ def encode(text: str) -> bytes:
 
 def moved_page(page: Page, new_path: str, root_dir: str) -> Page:
     prefix = f"{root_dir}/" if root_dir else ""
-    new_id = new_path[len(prefix):-3]
-    return Page(new_path, new_id, new_id.rsplit("/", 1)[-1], page_kind(new_id), page.blob, page.scan)
+    new_id = new_path[len(prefix) : -3]
+    return Page(
+        new_path, new_id, new_id.rsplit("/", 1)[-1], page_kind(new_id), page.blob, page.scan
+    )
 
 
-def wiki_after(wiki: Wiki, moves: Mapping[str, str], scans: Mapping[str, Page] | None = None) -> Wiki:
+def wiki_after(
+    wiki: Wiki, moves: Mapping[str, str], scans: Mapping[str, Page] | None = None
+) -> Wiki:
     """``wiki`` with the files of ``moves`` at their new paths (``scans``: a moved page whose
     content differs, by its new path)."""
     pages = []
@@ -130,8 +134,9 @@ def _line_starts(text: str) -> list[int]:
 def _same(found: Resolution, page: Page | None, file: str | None) -> bool:
     if found.alternatives:
         return False
-    return (page is not None and found.page is not None and found.page.path == page.path) or \
-        (file is not None and found.file == file)
+    return (page is not None and found.page is not None and found.page.path == page.path) or (
+        file is not None and found.file == file
+    )
 
 
 def _check_targets(wiki: Wiki, after: Wiki, moves: Mapping[str, str], refusals: list[str]) -> None:
@@ -143,7 +148,9 @@ def _check_targets(wiki: Wiki, after: Wiki, moves: Mapping[str, str], refusals: 
         if new in existing and new not in moves:
             refusals.append(f"{new} exists; move it away first or pick another name")
         elif old in wiki.by_path and (not new.startswith(prefix) or new[-3:].lower() != ".md"):
-            refusals.append(f"{old} is a page: {new} would leave the wiki root or stop being markdown")
+            refusals.append(
+                f"{old} is a page: {new} would leave the wiki root or stop being markdown"
+            )
     for old, new in moves.items():
         page = after.by_path.get(new) if old in wiki.by_path else None
         if page is None:
@@ -151,12 +158,18 @@ def _check_targets(wiki: Wiki, after: Wiki, moves: Mapping[str, str], refusals: 
         found = after.resolve(parse_target(page.stem))
         others = [ref for ref in (found.ref, *found.alternatives) if ref and ref != page.id]
         if others:
-            refusals.append(f"{new}: [[{page.stem}]] would {'also ' if found.ref == page.id else ''}reach "
-                            f"{', '.join(others)}: links to the moved page would be ambiguous; pick another name")
+            refusals.append(
+                f"{new}: [[{page.stem}]] would {'also ' if found.ref == page.id else ''}reach "
+                f"{', '.join(others)}: links to the moved page would be ambiguous; pick another name"
+            )
 
 
-def plan_moves(wiki: Wiki, moves: Mapping[str, str], read: Callable[[list[str]], Mapping[str, str]],
-               contents: Mapping[str, str] | None = None) -> RewritePlan:
+def plan_moves(
+    wiki: Wiki,
+    moves: Mapping[str, str],
+    read: Callable[[list[str]], Mapping[str, str]],
+    contents: Mapping[str, str] | None = None,
+) -> RewritePlan:
     """The edits that keep every link of ``wiki`` whole when the files of ``moves`` (old path
     -> new path, from the repository root) move. ``read`` gives the texts of files (by current
     path, `decode`d). ``contents``: a moved page's text when it is not the one in ``wiki``
@@ -175,10 +188,22 @@ def plan_moves(wiki: Wiki, moves: Mapping[str, str], read: Callable[[list[str]],
                 scans[moves[old]] = moved._replace(scan=scan_page(encode(text)))
     after = wiki_after(wiki, moves, scans)
     _check_targets(wiki, after, moves, refusals)
-    new_slugs = {slugify(posixpath.basename(new)[:-3]) for old, new in moves.items() if old in wiki.by_path}
-    new_names = {posixpath.basename(new).lower() for old, new in moves.items() if old not in wiki.by_path}
-    return plan_links(wiki, after, moves, read, contents, new_slugs=new_slugs, new_names=new_names,
-                      refusals=refusals)
+    new_slugs = {
+        slugify(posixpath.basename(new)[:-3]) for old, new in moves.items() if old in wiki.by_path
+    }
+    new_names = {
+        posixpath.basename(new).lower() for old, new in moves.items() if old not in wiki.by_path
+    }
+    return plan_links(
+        wiki,
+        after,
+        moves,
+        read,
+        contents,
+        new_slugs=new_slugs,
+        new_names=new_names,
+        refusals=refusals,
+    )
 
 
 @dataclass
@@ -190,7 +215,9 @@ class _Plan:
     moves: Mapping[str, str]
     refusals: list[str]
     embed_anchor: Mapping[str, str]
-    by_name: bool = False  # rewrite a link that names a moved page's file even if an alias still reaches it
+    by_name: bool = (
+        False  # rewrite a link that names a moved page's file even if an alias still reaches it
+    )
     before_cache: dict[str, Resolution] = field(default_factory=dict)
     after_cache: dict[str, Resolution] = field(default_factory=dict)
 
@@ -205,10 +232,19 @@ class _Plan:
         return self.after_cache[text]
 
 
-def plan_links(wiki: Wiki, after: Wiki, moves: Mapping[str, str], read: Callable[[list[str]], Mapping[str, str]],
-               contents: Mapping[str, str] | None = None, *, new_slugs: Collection[str] = (),
-               new_names: Collection[str] = (), refusals: list[str] | None = None,
-               embed_anchor: Mapping[str, str] | None = None, by_name: bool = False) -> RewritePlan:
+def plan_links(
+    wiki: Wiki,
+    after: Wiki,
+    moves: Mapping[str, str],
+    read: Callable[[list[str]], Mapping[str, str]],
+    contents: Mapping[str, str] | None = None,
+    *,
+    new_slugs: Collection[str] = (),
+    new_names: Collection[str] = (),
+    refusals: list[str] | None = None,
+    embed_anchor: Mapping[str, str] | None = None,
+    by_name: bool = False,
+) -> RewritePlan:
     """The edits that keep every link of ``wiki`` whole when it becomes ``after``: a link that
     reaches a file of ``moves`` (its path -> the path that answers for it in ``after``: where
     it moved, or for a page merge the page it is folded into) is rewritten to reach that path,
@@ -222,7 +258,9 @@ def plan_links(wiki: Wiki, after: Wiki, moves: Mapping[str, str], read: Callable
     but editors that resolve file names only would find ``[[B]]`` broken)."""
     contents = dict(contents or {})
     notes: list[str] = []
-    ctx = _Plan(wiki, after, moves, refusals if refusals is not None else [], embed_anchor or {}, by_name)
+    ctx = _Plan(
+        wiki, after, moves, refusals if refusals is not None else [], embed_anchor or {}, by_name
+    )
     candidates: list[str] = []
     for page in wiki.pages:
         wanted = page.path in moves and bool(page.scan.md_links)
@@ -232,17 +270,25 @@ def plan_links(wiki: Wiki, after: Wiki, moves: Mapping[str, str], read: Callable
             if target.is_self_anchor or target.is_empty:
                 continue
             found = ctx.before(text)
-            if (found.page is not None and found.page.path in moves) or (found.file is not None and found.file in moves):
+            if (found.page is not None and found.page.path in moves) or (
+                found.file is not None and found.file in moves
+            ):
                 wanted = True
             elif target.slug in new_slugs or (target.file_name or "").lower() in new_names:
                 now = ctx.later(text)
-                if found.resolved and not _same(now, _moved(found.page, moves, after), _moved_file(found.file, moves)):
-                    ctx.refusals.append(f"{page.path}:{link[0]}:{link[1]}: [[{link[2]}]] resolves to {found.ref} today "
-                                        f"and would resolve to {now.ref or 'nothing'}"
-                                        f"{' (ambiguous)' if now.alternatives else ''} after the move")
+                if found.resolved and not _same(
+                    now, _moved(found.page, moves, after), _moved_file(found.file, moves)
+                ):
+                    ctx.refusals.append(
+                        f"{page.path}:{link[0]}:{link[1]}: [[{link[2]}]] resolves to {found.ref} today "
+                        f"and would resolve to {now.ref or 'nothing'}"
+                        f"{' (ambiguous)' if now.alternatives else ''} after the move"
+                    )
                 elif not found.resolved and now.resolved:
-                    notes.append(f"{page.path}:{link[0]}:{link[1]}: [[{link[2]}]] was broken and will resolve to "
-                                 f"{now.ref}")
+                    notes.append(
+                        f"{page.path}:{link[0]}:{link[1]}: [[{link[2]}]] was broken and will resolve to "
+                        f"{now.ref}"
+                    )
         if not wanted and page.scan.md_links:
             wanted = any(_md_target(page.path, link[3]) in moves for link in page.scan.md_links)
         if wanted:
@@ -295,7 +341,9 @@ def _page_edits(ctx: _Plan, path: str, text: str) -> list[Edit]:
     return edits
 
 
-def _wikilink_edit(ctx: _Plan, path: str, link: RawLink, starts: list[int], text: str) -> Edit | None:
+def _wikilink_edit(
+    ctx: _Plan, path: str, link: RawLink, starts: list[int], text: str
+) -> Edit | None:
     line, col, inner, target_text, _label, embed = link
     target = parse_target(target_text)
     if target.is_self_anchor or target.is_empty:
@@ -308,9 +356,14 @@ def _wikilink_edit(ctx: _Plan, path: str, link: RawLink, starts: list[int], text
         return None
     want_page, want_file = _moved(page, moves, after), _moved_file(file, moves)
     # An embed of a whole page folded into another keeps showing that page's text only.
-    section = ctx.embed_anchor.get(page.path) if embed and page is not None and target.anchor is None else None
-    still = _same(ctx.later(target_text), want_page, want_file) and \
-        not (ctx.by_name and page is not None and target.slug == slugify(page.stem))
+    section = (
+        ctx.embed_anchor.get(page.path)
+        if embed and page is not None and target.anchor is None
+        else None
+    )
+    still = _same(ctx.later(target_text), want_page, want_file) and not (
+        ctx.by_name and page is not None and target.slug == slugify(page.stem)
+    )
     if still and section is None:
         return None  # an alias, or a name the moved file keeps: still reaches it
     # The name part of the inner text: before "|" (or a table's "\|") and before "#".
@@ -321,25 +374,41 @@ def _wikilink_edit(ctx: _Plan, path: str, link: RawLink, starts: list[int], text
     name = head.split("#", 1)[0]
     stripped = name.strip()
     lead = len(name) - len(name.lstrip())
-    if text[inner_start:inner_start + len(inner)] != inner:
-        ctx.refusals.append(f"{path}:{line}:{col}: could not place [[{inner}]] in the text; not rewritten")
+    if text[inner_start : inner_start + len(inner)] != inner:
+        ctx.refusals.append(
+            f"{path}:{line}:{col}: could not place [[{inner}]] in the text; not rewritten"
+        )
         return None
-    new_name = stripped if still else _new_wikilink_name(ctx.wiki, stripped, page, want_page, file, want_file)
+    new_name = (
+        stripped
+        if still
+        else _new_wikilink_name(ctx.wiki, stripped, page, want_page, file, want_file)
+    )
     if section is not None:
         new_name += "#" + section
-    candidate = new_name + target_text.strip()[len(stripped):]
+    candidate = new_name + target_text.strip()[len(stripped) :]
     now = ctx.later(candidate)
     if not _same(now, want_page, want_file):
-        ctx.refusals.append(f"{path}:{line}:{col}: [[{inner}]] cannot be rewritten to reach "
-                            f"{want_page.id if want_page else want_file}: [[{candidate}]] would be "
-                            f"{'ambiguous' if now.alternatives else 'broken'}")
+        ctx.refusals.append(
+            f"{path}:{line}:{col}: [[{inner}]] cannot be rewritten to reach "
+            f"{want_page.id if want_page else want_file}: [[{candidate}]] would be "
+            f"{'ambiguous' if now.alternatives else 'broken'}"
+        )
         return None
     start = inner_start + lead
-    return Edit(line, start - starts[line - 1] + 1, start, start + len(stripped), stripped, new_name)
+    return Edit(
+        line, start - starts[line - 1] + 1, start, start + len(stripped), stripped, new_name
+    )
 
 
-def _new_wikilink_name(wiki: Wiki, written: str, page: Page | None, new_page: Page | None,
-                       file: str | None, new_file: str | None) -> str:
+def _new_wikilink_name(
+    wiki: Wiki,
+    written: str,
+    page: Page | None,
+    new_page: Page | None,
+    file: str | None,
+    new_file: str | None,
+) -> str:
     """The name to write for a link that named ``written`` (a bare name, a path, with or
     without ``.md``), in the same form."""
     md = written.lower().endswith(".md")
@@ -352,16 +421,22 @@ def _new_wikilink_name(wiki: Wiki, written: str, page: Page | None, new_page: Pa
         else:
             hints = [p for p in parts[:-1] if p.strip() not in ("", ".", "..")]
             depth = page.id.count("/")
-            name = f"{wiki.root_dir}/{new_page.id}" if (len(hints) > depth and wiki.root_dir) else new_page.id
-        return name + (written[len(base):] if md else "")
+            name = (
+                f"{wiki.root_dir}/{new_page.id}"
+                if (len(hints) > depth and wiki.root_dir)
+                else new_page.id
+            )
+        return name + (written[len(base) :] if md else "")
     assert new_file is not None
     if not hinted:
         return posixpath.basename(new_file)
     prefix = f"{wiki.root_dir}/" if wiki.root_dir else ""
-    return new_file[len(prefix):] if prefix and new_file.startswith(prefix) else new_file
+    return new_file[len(prefix) :] if prefix and new_file.startswith(prefix) else new_file
 
 
-def _markdown_edit(moves: Mapping[str, str], path: str, link: MdLink, starts: list[int]) -> Edit | None:
+def _markdown_edit(
+    moves: Mapping[str, str], path: str, link: MdLink, starts: list[int]
+) -> Edit | None:
     line, _col, url_col, url = link
     dest, hash_mark, anchor = url.partition("#")
     dest, query_mark, query = dest.partition("?")

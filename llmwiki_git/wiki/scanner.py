@@ -42,11 +42,15 @@ _MD_LINK = re.compile(
 _NOT_LOCAL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|/")
 # An image, ``![alt](path)``: its destination is a file too (never blanked: a wikilink in
 # alt text is a link, as the reference tool reads it).
-_MD_IMAGE = re.compile(r"!\[(?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*\]\((?P<url>[^()\s]*)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
+_MD_IMAGE = re.compile(
+    r"!\[(?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*\]\((?P<url>[^()\s]*)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
+)
 # Where a local destination may start: a line without one only has its links blanked (most
 # markdown links are URLs; collecting each in Python cost the cold check ~5 %).
 _LOCAL_START = re.compile(r"\]\((?![A-Za-z][A-Za-z0-9+.-]*:|/|\))")
-_HEADING_STARTS = frozenset("#=- ")  # first characters of lines that may be (or underline) a heading
+_HEADING_STARTS = frozenset(
+    "#=- "
+)  # first characters of lines that may be (or underline) a heading
 _WIKILINK = re.compile(r"\[\[([^\[\n]*?)\]\]")
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -112,7 +116,9 @@ def _text_lines(lines: list[str], start: int) -> Iterator[tuple[int, str]]:
         if not lead.strip():
             prev_blank = not line.strip() or prev_blank
             continue
-        if line.startswith(("    ", "\t")) or (line[:1] == " " and line.expandtabs(4).startswith("    ")):
+        if line.startswith(("    ", "\t")) or (
+            line[:1] == " " and line.expandtabs(4).startswith("    ")
+        ):
             if in_indented or (prev_blank and not in_list):
                 in_indented = True
                 continue
@@ -248,7 +254,9 @@ def _md_links_of(line: str, masked: str, index: int, md: list[MdLink] | None) ->
     return "".join(out)
 
 
-def _links_of(line: str, masked: str, index: int, found: list[RawLink], md: list[MdLink] | None = None) -> None:
+def _links_of(
+    line: str, masked: str, index: int, found: list[RawLink], md: list[MdLink] | None = None
+) -> None:
     if "\\" in masked:
         masked = _ESCAPE.sub("  ", masked)
     if "](" in masked:
@@ -258,7 +266,9 @@ def _links_of(line: str, masked: str, index: int, found: list[RawLink], md: list
         target, label = split_label(inner)
         start = match.start()
         embed = start > 0 and masked[start - 1] == "!"
-        found.append((index + 1, start if embed else start + 1, inner, target.strip(), label, embed))
+        found.append(
+            (index + 1, start if embed else start + 1, inner, target.strip(), label, embed)
+        )
 
 
 def scan(text: str, start_line: int = 0) -> Scan:
@@ -276,8 +286,14 @@ def scan_raw(text: str, start_line: int = 0) -> ScanParts:
     the local markdown links (`MdLink`)."""
     lines = split_lines(text)
     body = "\n".join(lines[start_line:])
-    if "<!--" not in body and "```" not in body and "~~~" not in body and "\t" not in body \
-            and "\n    " not in body and not body.startswith("    "):
+    if (
+        "<!--" not in body
+        and "```" not in body
+        and "~~~" not in body
+        and "\t" not in body
+        and "\n    " not in body
+        and not body.startswith("    ")
+    ):
         simple = _scan_simple(lines, start_line, "[[" in body)
         if simple is not None:
             return simple
@@ -315,8 +331,11 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> ScanPar
                 headings.add(slugify(atx.group(2) or ""))
         elif (first == "=" or first == "-") and index > start_line and _SETEXT.match(line):
             previous_line = lines[index - 1]
-            if previous_line.lstrip(" \t>").strip() and not _ATX.match(previous_line) \
-                    and not _LIST_ITEM.match(previous_line):
+            if (
+                previous_line.lstrip(" \t>").strip()
+                and not _ATX.match(previous_line)
+                and not _LIST_ITEM.match(previous_line)
+            ):
                 headings.add(slugify(previous_line))
     body = "\n".join(body_lines)
     if "^" in body:
@@ -337,13 +356,17 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> ScanPar
                     line = _mask_single_spans(line)
                 else:
                     line, unclosed = _mask_code_spans(line)
-                    if unclosed is not None and _closes_later(lines, start_line + offset, unclosed[1]):
+                    if unclosed is not None and _closes_later(
+                        lines, start_line + offset, unclosed[1]
+                    ):
                         return None  # a code span over several lines
                 masked_lines[offset] = line
             if "](" in line:  # as `_links_of` does
                 if "\\" in line:
                     line = _ESCAPE.sub("  ", line)
-                masked_lines[offset] = _md_links_of(body_lines[offset], line, start_line + offset, md)
+                masked_lines[offset] = _md_links_of(
+                    body_lines[offset], line, start_line + offset, md
+                )
         if not want_links:
             return found, headings, blocks, md
         masked = "\n".join(masked_lines)
@@ -366,12 +389,14 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> ScanPar
         if pipe < 0:
             target, label = inner, None
         else:
-            target, label = inner[:pipe], inner[pipe + 1:].strip()
+            target, label = inner[:pipe], inner[pipe + 1 :].strip()
             if target[-1:] == "\\":
                 target = target[:-1]
         col = start - line_start
         embed = col > 0 and masked[start - 1] == "!"
-        found.append((line_index + 1, col if embed else col + 1, inner, target.strip(), label, embed))
+        found.append(
+            (line_index + 1, col if embed else col + 1, inner, target.strip(), label, embed)
+        )
     return found, headings, blocks, md
 
 

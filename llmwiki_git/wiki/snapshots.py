@@ -57,7 +57,9 @@ class WorktreeSnapshot:
 
     label = "work tree"
 
-    def __init__(self, root: Path, git: Git | None, *, max_bytes: int = confine.MAX_READ_BYTES) -> None:
+    def __init__(
+        self, root: Path, git: Git | None, *, max_bytes: int = confine.MAX_READ_BYTES
+    ) -> None:
         self.root = root.resolve()
         self.git = git
         self.max_bytes = max_bytes
@@ -79,8 +81,13 @@ class WorktreeSnapshot:
         full = os.path.join(self.root, rel)
         where = confine.real_relative(self.root, rel)
         if where is None:
-            issues.append(SourceIssue(rel, "symlink-escape",
-                                      f"symlink points outside the repository ({_readlink(full)}); not read"))
+            issues.append(
+                SourceIssue(
+                    rel,
+                    "symlink-escape",
+                    f"symlink points outside the repository ({_readlink(full)}); not read",
+                )
+            )
             return False
         self._links[rel] = where
         return os.path.isfile(full)
@@ -108,7 +115,9 @@ class WorktreeSnapshot:
         answers without reading them); modified and untracked files are read from disk.
         On the 10,000-page wiki of docs/benchmarks.md this skips reading and hashing its 35 MB."""
         assert self.git is not None
-        index, modified, untracked = self.git.ls_worktree()  # one git process for the three listings
+        index, modified, untracked = (
+            self.git.ls_worktree()
+        )  # one git process for the three listings
         files: list[SourceFile] = []
         issues: list[SourceIssue] = []
         for path, (mode, blob) in index.items():
@@ -116,9 +125,13 @@ class WorktreeSnapshot:
                 if os.path.islink(os.path.join(self.root, path)) and self._check_link(path, issues):
                     files.append(self._file(path))
             elif path in modified:
-                if os.path.isfile(os.path.join(self.root, path)) and not os.path.islink(os.path.join(self.root, path)):
+                if os.path.isfile(os.path.join(self.root, path)) and not os.path.islink(
+                    os.path.join(self.root, path)
+                ):
                     files.append(SourceFile(path))
-                elif os.path.islink(os.path.join(self.root, path)) and self._check_link(path, issues):
+                elif os.path.islink(os.path.join(self.root, path)) and self._check_link(
+                    path, issues
+                ):
                     files.append(self._file(path))
             elif mode in ("100644", "100755"):
                 files.append(SourceFile(path, blob))
@@ -135,7 +148,9 @@ class WorktreeSnapshot:
         """Whether ``folder`` (relative) is reached through no symlink (remembered per folder)."""
         known = self._folders.get(folder)
         if known is None:
-            known = self._folders[folder] = not folder or confine.real_relative(self.root, folder) == folder
+            known = self._folders[folder] = (
+                not folder or confine.real_relative(self.root, folder) == folder
+            )
         return known
 
     def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | PageReadError | OSError]:
@@ -147,9 +162,13 @@ class WorktreeSnapshot:
                     real, plain = os.path.join(self.root, item.path), True
                 else:
                     real, plain = confine.confined(self.root, item.path, allow_hidden=True), False
-                result[item.path] = confine.read_file(real, max_bytes=self.max_bytes, name=item.path, nofollow=plain)
+                result[item.path] = confine.read_file(
+                    real, max_bytes=self.max_bytes, name=item.path, nofollow=plain
+                )
             except PathRefused as exc:
-                code = {"too-large": "page-too-large", "symlink-escape": "symlink-escape"}.get(exc.code, "unreadable-page")
+                code = {"too-large": "page-too-large", "symlink-escape": "symlink-escape"}.get(
+                    exc.code, "unreadable-page"
+                )
                 result[item.path] = PageReadError(item.path, exc.reason, code=code)
         return result
 
@@ -175,13 +194,22 @@ class _GitSnapshot:
             joined = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), raw))
             if raw.startswith("/") or joined == ".." or joined.startswith("../"):
                 issues.append(
-                    SourceIssue(entry.path, "symlink-escape", f"symlink points outside the repository ({raw}); not read")
+                    SourceIssue(
+                        entry.path,
+                        "symlink-escape",
+                        f"symlink points outside the repository ({raw}); not read",
+                    )
                 )
             elif joined in by_path:
                 files.append(SourceFile(entry.path, by_path[joined].blob, joined))
             else:
-                issues.append(SourceIssue(entry.path, "symlink-escape",
-                                          f"symlink target {raw} is not a file in this tree; not read"))
+                issues.append(
+                    SourceIssue(
+                        entry.path,
+                        "symlink-escape",
+                        f"symlink target {raw} is not a file in this tree; not read",
+                    )
+                )
         return files, issues
 
     def read(self, files: Iterable[SourceFile]) -> dict[str, bytes | PageReadError | OSError]:
@@ -190,7 +218,9 @@ class _GitSnapshot:
         result: dict[str, bytes | PageReadError | OSError] = {}
         for item in wanted:
             data = blobs.get(item.blob or "")
-            result[item.path] = data if data is not None else OSError(f"blob {item.blob} is missing")
+            result[item.path] = (
+                data if data is not None else OSError(f"blob {item.blob} is missing")
+            )
         return result
 
 

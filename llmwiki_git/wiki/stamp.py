@@ -70,8 +70,18 @@ def worktree_stamp(root: Path, extra: Iterable[Path] = ()) -> Stamp:
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 _IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
 _IN_DELETE_SELF, _IN_MOVE_SELF, _IN_ONLYDIR = 0x400, 0x800, 0x01000000
-_MASK = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
-         | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR)
+_MASK = (
+    _IN_MODIFY
+    | _IN_ATTRIB
+    | _IN_CLOSE_WRITE
+    | _IN_MOVED_FROM
+    | _IN_MOVED_TO
+    | _IN_CREATE
+    | _IN_DELETE
+    | _IN_DELETE_SELF
+    | _IN_MOVE_SELF
+    | _IN_ONLYDIR
+)
 _IN_NONBLOCK, _IN_CLOEXEC = 0o4000, 0o2000000
 
 
@@ -135,7 +145,9 @@ class WorktreeWatch:
             if not data:
                 break
             seen = True
-        if seen and not self._add_all():  # a folder could not be watched (the limit): never trust a quiet queue
+        if (
+            seen and not self._add_all()
+        ):  # a folder could not be watched (the limit): never trust a quiet queue
             self._broken = True
         return seen or self._broken
 

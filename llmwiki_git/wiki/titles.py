@@ -77,7 +77,11 @@ def property_title(body: str) -> str | None:
 
 def property_list(value: str) -> list[str]:
     """A Logseq list value (``alias:: a, [[b c]]``) as its items."""
-    return [item.strip().removeprefix("[[").removesuffix("]]").strip() for item in value.split(",") if item.strip()]
+    return [
+        item.strip().removeprefix("[[").removesuffix("]]").strip()
+        for item in value.split(",")
+        if item.strip()
+    ]
 
 
 def declared_title(data: Mapping[str, Any], body: str) -> str | None:
@@ -110,7 +114,11 @@ def page_description(data: Mapping[str, Any], body: str) -> str:
     """The page's one-line descriptions (frontmatter ``summary``, ``description``,
     Dendron's ``desc``; a Logseq ``description::`` page property), one per line; empty
     when it has none."""
-    found = [v.strip() for k in ("summary", "description", "desc") if isinstance(v := data.get(k), str) and v.strip()]
+    found = [
+        v.strip()
+        for k in ("summary", "description", "desc")
+        if isinstance(v := data.get(k), str) and v.strip()
+    ]
     if "::" in body[:_LOOK_AT]:
         described = page_properties(body).get("description")
         if described:

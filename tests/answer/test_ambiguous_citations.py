@@ -15,7 +15,10 @@ from .test_query_cli import openai_env, sse_answer
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 HOME = "# Home\n\nWelcome to the vault. The vault keeps notes about gardening and compost heaps.\n"
-USER = page("User guide", "The user guide explains how to zorble the widgets before a release, one widget at a time.")
+USER = page(
+    "User guide",
+    "The user guide explains how to zorble the widgets before a release, one widget at a time.",
+)
 OTHER = page("Compost", "A compost heap turns garden waste into soil over a few months.")
 
 
@@ -42,7 +45,9 @@ def _user_page(prefix: str) -> tuple[str, str]:
     return ("user/index", "user/index") if not prefix else ("help/guide", "help/guide")
 
 
-def test_extractive_answer_cites_the_page_it_quotes_by_a_link_only_it_answers(vault: tuple[Repo, str, str]) -> None:
+def test_extractive_answer_cites_the_page_it_quotes_by_a_link_only_it_answers(
+    vault: tuple[Repo, str, str],
+) -> None:
     """Regression: an answer quoting user/index.md cited [[index]], which every report
     called `resolved: index -> index` (the home page); saved, it pointed at the wrong page."""
     repo, prefix, _ = vault
@@ -79,10 +84,14 @@ def test_links_marks_an_ambiguous_link(vault: tuple[Repo, str, str]) -> None:
         f"resolved: compost -> {'garden/compost' if not prefix else 'concepts/compost'}",
     ]
     data = json.loads(repo.llmwiki("links", "--json", "-", input=f"[[{name}]]").stdout)
-    assert data["citations"] == [{"target": name, "status": "ambiguous", "pageId": first, "alternatives": [other]}]
+    assert data["citations"] == [
+        {"target": name, "status": "ambiguous", "pageId": first, "alternatives": [other]}
+    ]
 
 
-def test_saving_a_model_answer_with_an_ambiguous_link_is_refused(vault: tuple[Repo, str, str]) -> None:
+def test_saving_a_model_answer_with_an_ambiguous_link_is_refused(
+    vault: tuple[Repo, str, str],
+) -> None:
     """The model is told the unique link in the prompt; if it writes the short one anyway,
     the save is refused (exit 1, nothing written), for --save and --save --review alike."""
     repo, prefix, name = vault
@@ -90,13 +99,17 @@ def test_saving_a_model_answer_with_an_ambiguous_link_is_refused(vault: tuple[Re
     before, status = repo.git("rev-parse", "HEAD"), repo.git("status", "--porcelain")
     with serve(sse_answer(f"Zorble the widgets one at a time [[{name}]].")) as (url, seen):
         for flags in (["--save"], ["--save", "--review"]):
-            proc = repo.llmwiki("query", "how do I zorble the widgets?", *flags, env=openai_env(url))
+            proc = repo.llmwiki(
+                "query", "how do I zorble the widgets?", *flags, env=openai_env(url)
+            )
             assert proc.returncode == 1, proc.stderr
             assert "ambiguous: " in proc.stdout and f"resolved: {name}" not in proc.stdout
             assert f"refused: ambiguous citation targets: {name} ->" in proc.stderr
     prompt = seen.requests[0][1]["messages"][1]["content"]
     assert f"(cite as [[{link}]])" in prompt
-    assert repo.git("rev-parse", "HEAD") == before and repo.git("branch", "--list", "llmwiki/*") == ""
+    assert (
+        repo.git("rev-parse", "HEAD") == before and repo.git("branch", "--list", "llmwiki/*") == ""
+    )
     assert repo.git("status", "--porcelain") == status
 
 
@@ -107,7 +120,9 @@ def test_review_show_and_approval_see_a_link_that_became_ambiguous(repo: Repo) -
     repo.write("wiki/help/guide.md", USER)
     repo.commit("vault")
     with serve(sse_answer("Zorble the widgets one at a time [[guide]].")) as (url, _):
-        proc = repo.llmwiki("query", "how do I zorble the widgets?", "--save", "--review", env=openai_env(url))
+        proc = repo.llmwiki(
+            "query", "how do I zorble the widgets?", "--save", "--review", env=openai_env(url)
+        )
     assert proc.returncode == 0, proc.stderr
     candidate = json.loads(repo.llmwiki("review", "list", "--json").stdout)["candidates"][0]
     assert candidate["citationStatus"] == "1 resolved, 0 pending, 0 broken"
@@ -134,8 +149,9 @@ def test_mcp_check_links_marks_an_ambiguous_link(vault: tuple[Repo, str, str], t
     async def body() -> None:
         async with session(repo.root, tmp_path / "server.log") as s:
             found = await ok(s, "check_links", {"text": f"See [[{name}]]."})
-            assert found["citations"] == [{"target": name, "status": "ambiguous", "pageId": first,
-                                           "alternatives": [other]}]
+            assert found["citations"] == [
+                {"target": name, "status": "ambiguous", "pageId": first, "alternatives": [other]}
+            ]
 
     run(body)
 
@@ -148,7 +164,10 @@ def test_check_names_a_link_that_reaches_the_page_alone(vault: tuple[Repo, str, 
     suggested = "/index" if not prefix else "about/guide"
     repo.write(f"{prefix}notes/see.md", f"# See\n\nSee [[{name}]].\n")
     warned = repo.llmwiki("check").stdout
-    assert f"ambiguous link [[{name}]]: resolved to {first}" in warned and f"use [[{suggested}]]" in warned \
-        or f"use a path like [[{suggested}]]" in warned, warned
+    assert (
+        f"ambiguous link [[{name}]]: resolved to {first}" in warned
+        and f"use [[{suggested}]]" in warned
+        or f"use a path like [[{suggested}]]" in warned
+    ), warned
     repo.write(f"{prefix}notes/see.md", f"# See\n\nSee [[{suggested}]].\n")
     assert "ambiguous" not in repo.llmwiki("check").stdout

@@ -9,7 +9,9 @@ def _escape(text: str) -> str:
 
 
 def minimal_pdf(lines: list[str], title: str | None = None) -> bytes:
-    content = "BT /F1 12 Tf 72 720 Td 14 TL " + " ".join(f"({_escape(line)}) '" for line in lines) + " ET"
+    content = (
+        "BT /F1 12 Tf 72 720 Td 14 TL " + " ".join(f"({_escape(line)}) '" for line in lines) + " ET"
+    )
     objects = [
         "<< /Type /Catalog /Pages 2 0 R >>",
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",

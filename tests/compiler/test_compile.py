@@ -47,7 +47,9 @@ def wiki(request: pytest.FixtureRequest, repo: Repo) -> tuple[Repo, str]:
     repo.write("inbox/beta.txt", OTHER)
     repo.commit("wiki and inbox")
     assert run(repo, "ingest", "inbox/merkle.md", "inbox/beta.txt").returncode == 0
-    repo.git("rm", "-q", "-r", "inbox")  # ingested: the originals go (in a vault they would be pages)
+    repo.git(
+        "rm", "-q", "-r", "inbox"
+    )  # ingested: the originals go (in a vault they would be pages)
     repo.commit("inbox emptied")
     return repo, prefix
 
@@ -74,7 +76,9 @@ def meta_of(text: str) -> dict[str, object]:
     return loaded
 
 
-def test_offline_compile_stages_one_run_of_source_notes_and_approves_it(wiki: tuple[Repo, str]) -> None:
+def test_offline_compile_stages_one_run_of_source_notes_and_approves_it(
+    wiki: tuple[Repo, str],
+) -> None:
     repo, prefix = wiki
     base = repo.git("rev-parse", "HEAD").strip()
     proc = run(repo, "compile")
@@ -90,23 +94,36 @@ def test_offline_compile_stages_one_run_of_source_notes_and_approves_it(wiki: tu
     meta = meta_of(note)
     blob = repo.git("rev-parse", f"{base}:sources/merkle.md").strip()
     assert meta["title"] == "Merkle trees in practice" and meta["kind"] == "source-note"
-    assert meta["sources"] == ["sources/merkle.md"] and meta["sourceBlobs"] == {"sources/merkle.md": blob}
+    assert meta["sources"] == ["sources/merkle.md"] and meta["sourceBlobs"] == {
+        "sources/merkle.md": blob
+    }
     assert str(meta["summary"]).startswith("A Merkle tree hashes every leaf")
     assert "code that must never be quoted" not in note
-    assert "[[alpha]]" in note and "[[blob]]" in note  # the pages the source mentions (a title, an alias)
+    assert (
+        "[[alpha]]" in note and "[[blob]]" in note
+    )  # the pages the source mentions (a title, an alias)
     source_lines = (repo.root / "sources/merkle.md").read_text().splitlines()
     cited = re.findall(r"^(?:- )?(.+?) \^\[merkle\.md:(\d+)-(\d+)\]$", note, re.MULTILINE)
     assert len(cited) >= 3
     for quoted, start, end in cited:  # every citation points at the lines the quote comes from
-        window = " ".join(line.lstrip("- ").strip() for line in source_lines[int(start) - 1:int(end)])
+        window = " ".join(
+            line.lstrip("- ").strip() for line in source_lines[int(start) - 1 : int(end)]
+        )
         assert quoted.split(". ")[0].rstrip(".") in window, (quoted, start, end)
 
-    trailers = repo.git("log", "-1", "--format=%(trailers:only,unfold)", f"llmwiki/review/{candidate}").splitlines()
+    trailers = repo.git(
+        "log", "-1", "--format=%(trailers:only,unfold)", f"llmwiki/review/{candidate}"
+    ).splitlines()
     assert f"Llmwiki-Source: sources/merkle.md {blob}" in trailers
-    assert "Llmwiki-Model: offline/source-notes" in trailers and "Llmwiki-Prompt: source-note/1" in trailers
+    assert (
+        "Llmwiki-Model: offline/source-notes" in trailers
+        and "Llmwiki-Prompt: source-note/1" in trailers
+    )
     assert "Llmwiki-Kind: compile/1" in trailers
 
-    check = run(repo, "check", "--base", "main", "--head", f"llmwiki/review/{candidate}")  # the gate accepts the run
+    check = run(
+        repo, "check", "--base", "main", "--head", f"llmwiki/review/{candidate}"
+    )  # the gate accepts the run
     assert check.returncode == 0, check.stdout + check.stderr
     done = run(repo, "review", "approve", candidate)
     assert done.returncode == 0, done.stderr
@@ -120,24 +137,34 @@ def test_offline_compile_stages_one_run_of_source_notes_and_approves_it(wiki: tu
 
 
 def test_a_rerun_with_nothing_changed_makes_no_branch_and_one_change_recompiles_only_its_pages(
-        wiki: tuple[Repo, str]) -> None:
+    wiki: tuple[Repo, str],
+) -> None:
     repo, prefix = wiki
     first = compile_json(repo, "--publish")
     assert first["approved"] and len(first["pages"]) == 2  # type: ignore[arg-type]
     head = repo.git("rev-parse", "HEAD").strip()
     again = run(repo, "compile")
-    assert again.returncode == 0 and again.stdout.startswith("Nothing to compile: 2 sources up to date"), again.stdout
+    assert again.returncode == 0 and again.stdout.startswith(
+        "Nothing to compile: 2 sources up to date"
+    ), again.stdout
     assert branches(repo) == [] and repo.git("rev-parse", "HEAD").strip() == head
 
-    repo.write("inbox/beta.txt", OTHER + "\nA second paragraph: the Beta protocol also retries lost messages.\n")
+    repo.write(
+        "inbox/beta.txt",
+        OTHER + "\nA second paragraph: the Beta protocol also retries lost messages.\n",
+    )
     assert run(repo, "ingest", "inbox/beta.txt").returncode == 0
     (repo.root / "inbox/beta.txt").unlink()
     rerun = compile_json(repo)
     assert rerun["compiled"] == ["sources/beta.md"] and rerun["upToDate"] == ["sources/merkle.md"]
     pages = rerun["pages"]
-    assert pages == [{"target": f"{prefix}concepts/beta.md", "sources": ["sources/beta.md"], "change": "replace"}]
+    assert pages == [
+        {"target": f"{prefix}concepts/beta.md", "sources": ["sources/beta.md"], "change": "replace"}
+    ]
     candidate = rerun["candidate"]
-    assert isinstance(candidate, dict) and [p["target"] for p in candidate["pages"]] == [f"{prefix}concepts/beta.md"]
+    assert isinstance(candidate, dict) and [p["target"] for p in candidate["pages"]] == [
+        f"{prefix}concepts/beta.md"
+    ]
 
     # while that run is open, another compile finds the source staged already
     staged = run(repo, "compile")
@@ -152,11 +179,15 @@ def test_the_same_source_gives_the_same_note(wiki: tuple[Repo, str]) -> None:
     assert run(repo, "review", "reject", first["candidate"]["id"]).returncode == 0  # type: ignore[index]
     second = compile_json(repo)
     second_commit = second["candidate"]["commit"]  # type: ignore[index]
-    assert repo.git("rev-parse", f"{first_commit}^{{tree}}") == repo.git("rev-parse", f"{second_commit}^{{tree}}")
+    assert repo.git("rev-parse", f"{first_commit}^{{tree}}") == repo.git(
+        "rev-parse", f"{second_commit}^{{tree}}"
+    )
 
 
 def test_a_note_never_takes_the_name_of_an_existing_page(repo: Repo) -> None:
-    repo.write("wiki/guides/merkle.md", page("Merkle", "A hand-written page that [[merkle]] links reach."))
+    repo.write(
+        "wiki/guides/merkle.md", page("Merkle", "A hand-written page that [[merkle]] links reach.")
+    )
     repo.write("wiki/concepts/alpha.md", page("Alpha", "See [[merkle]]."))
     repo.write("inbox/merkle.md", PAPER)
     repo.commit("wiki")
@@ -172,7 +203,9 @@ def test_nothing_to_compile_without_committed_sources(repo: Repo) -> None:
     repo.commit("wiki")
     repo.write("sources/draft.markdown", "# Draft\n\nNot committed yet.\n")
     proc = run(repo, "compile")
-    assert proc.returncode == 0 and proc.stdout.startswith("Nothing to compile: 0 sources"), proc.stdout
+    assert proc.returncode == 0 and proc.stdout.startswith("Nothing to compile: 0 sources"), (
+        proc.stdout
+    )
     assert "1 uncommitted change(s) in sources/ are not compiled" in proc.stderr
     assert branches(repo) == []
     repo.commit("the draft")

@@ -33,9 +33,16 @@ def wiki(repo: Repo) -> Repo:
     return repo
 
 
-def cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "llmwiki_git", *args], cwd=root, capture_output=True, text=True,
-                          env={**os.environ, **FAST, **(env or {})})
+def cli(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "llmwiki_git", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **FAST, **(env or {})},
+    )
 
 
 def candidates(repo: Repo) -> list[str]:
@@ -43,8 +50,12 @@ def candidates(repo: Repo) -> list[str]:
 
 
 def assert_sound(repo: Repo) -> None:
-    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo.root, capture_output=True, text=True)
-    assert fsck.returncode == 0 and all(line.startswith("dangling ") for line in fsck.stdout.splitlines()), fsck.stdout
+    fsck = subprocess.run(
+        ["git", "fsck", "--no-progress"], cwd=repo.root, capture_output=True, text=True
+    )
+    assert fsck.returncode == 0 and all(
+        line.startswith("dangling ") for line in fsck.stdout.splitlines()
+    ), fsck.stdout
     assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
     assert not list(repo.root.rglob(".llmwiki-*.tmp"))
     assert not (repo.root / ".llmwiki" / "transaction.json").exists()
@@ -76,22 +87,37 @@ def test_killed_while_approving_a_run_leaves_all_of_it_or_none(wiki: Repo, point
         assert point == "journal"
         assert wiki.git("rev-parse", "HEAD").strip() == head and candidates(wiki) == [run["branch"]]
         assert not any((wiki.root / t).exists() for t in targets)
-        assert cli(wiki.root, "review", "approve", run["id"]).returncode == 0  # and it can be approved again
+        assert (
+            cli(wiki.root, "review", "approve", run["id"]).returncode == 0
+        )  # and it can be approved again
     else:
         assert "completed an interrupted approval" in after.stderr, after.stderr
         assert candidates(wiki) == []
     for target in targets:  # every page of the run, as staged
-        assert (wiki.root / target).read_bytes() == wiki.git("show", f"{run['commit']}:{target}").encode()
+        assert (wiki.root / target).read_bytes() == wiki.git(
+            "show", f"{run['commit']}:{target}"
+        ).encode()
     assert wiki.git("merge-base", "--is-ancestor", run["commit"], "HEAD", check=False) == ""
     assert_sound(wiki)
 
 
 @pytest.mark.parametrize("publish", [False, True])
 def test_two_compiles_racing_stage_the_run_once(wiki: Repo, publish: bool) -> None:
-    args = [sys.executable, "-m", "llmwiki_git", "compile", "--json", *(["--publish"] if publish else [])]
+    args = [
+        sys.executable,
+        "-m",
+        "llmwiki_git",
+        "compile",
+        "--json",
+        *(["--publish"] if publish else []),
+    ]
     env = {**os.environ, **FAST}
-    racers = [subprocess.Popen(args, cwd=wiki.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-              for _ in range(2)]
+    racers = [
+        subprocess.Popen(
+            args, cwd=wiki.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
     streams = [p.communicate(timeout=120) for p in racers]
     results = [(p.returncode, out, err) for p, (out, err) in zip(racers, streams)]
     for code, _, err in results:

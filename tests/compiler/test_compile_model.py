@@ -9,7 +9,6 @@ import json
 import re
 import subprocess
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,14 +31,18 @@ A follower that hears no heartbeat starts an election.
 """
 
 CONCEPTS = {
-    "merkle.md": [{"name": "Merkle tree", "summary": "A tree of hashes.", "aliases": ["hash tree"]},
-                  {"name": "Alpha", "summary": "The first letter, as the source uses it."}],
+    "merkle.md": [
+        {"name": "Merkle tree", "summary": "A tree of hashes.", "aliases": ["hash tree"]},
+        {"name": "Alpha", "summary": "The first letter, as the source uses it."},
+    ],
     "raft.md": [{"name": "Leader election", "summary": "How Raft picks a leader."}],
 }
 PAGES = {
-    "Merkle tree": ("A Merkle tree hashes leaves and pairs of hashes ^[merkle.md:3-3]. One root commits to all "
-                    "^[sources/merkle.md:4-4]. Git keeps [[Blobs]] this way ^[merkle.md:5-5] (see [[Alpha]], "
-                    "[[leader elections]] and [[quantum foam]]) ^[merkle.md:900-901]."),
+    "Merkle tree": (
+        "A Merkle tree hashes leaves and pairs of hashes ^[merkle.md:3-3]. One root commits to all "
+        "^[sources/merkle.md:4-4]. Git keeps [[Blobs]] this way ^[merkle.md:5-5] (see [[Alpha]], "
+        "[[leader elections]] and [[quantum foam]]) ^[merkle.md:900-901]."
+    ),
     "Alpha": "Alpha, as the Merkle paper uses it, names the first tree ^[merkle.md:3-3].",
     "Leader election": "Raft elects a leader ^[raft.md:3-3]; silence starts an election ^[raft.md:4-4].",
 }
@@ -55,7 +58,9 @@ class Model:
         self.together: threading.Barrier | None = None
         self.lock = threading.Lock()
 
-    def __call__(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    def __call__(
+        self, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
         system, user = body["messages"][0]["content"], body["messages"][1]["content"]
         with self.lock:
             self.requests.append((system, user))
@@ -63,16 +68,36 @@ class Model:
             name = re.search(r"^Source file: (.+)$", user, re.MULTILINE).group(1)  # type: ignore[union-attr]
             if self.together is not None:
                 self.together.wait()
-            content = "Here you are: {not json" if name == self.broken else json.dumps({"concepts": CONCEPTS[name]})
+            content = (
+                "Here you are: {not json"
+                if name == self.broken
+                else json.dumps({"concepts": CONCEPTS[name]})
+            )
         else:
             assert system == PAGE_SYSTEM
             concept = re.search(r"^Concept: (.+)$", user, re.MULTILINE).group(1)  # type: ignore[union-attr]
-            content = "```json\n" + json.dumps({"title": concept, "summary": f"About {concept}.",
-                                                "body": PAGES[concept]}) + "\n```"
-        return json_response({"id": "c1", "object": "chat.completion", "model": body["model"],
-                              "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                           "finish_reason": "stop"}],
-                              "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+            content = (
+                "```json\n"
+                + json.dumps(
+                    {"title": concept, "summary": f"About {concept}.", "body": PAGES[concept]}
+                )
+                + "\n```"
+            )
+        return json_response(
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+            }
+        )
 
 
 @pytest.fixture
@@ -89,8 +114,10 @@ def server(model: Model) -> Any:
 @pytest.fixture(params=["wiki", "root"])
 def wiki(request: pytest.FixtureRequest, repo: Repo) -> tuple[Repo, str]:
     prefix = "wiki/" if request.param == "wiki" else ""
-    repo.write(f"{prefix}concepts/alpha.md",
-               "---\ntitle: Alpha\nowner: kept-as-is   # an unknown key\n---\nAlpha is the first letter.\n")
+    repo.write(
+        f"{prefix}concepts/alpha.md",
+        "---\ntitle: Alpha\nowner: kept-as-is   # an unknown key\n---\nAlpha is the first letter.\n",
+    )
     repo.write(f"{prefix}concepts/blob.md", page("Blob", "A blob holds bytes."))
     repo.write("sources/merkle.md", MERKLE)
     repo.write("sources/raft.md", RAFT)
@@ -99,33 +126,62 @@ def wiki(request: pytest.FixtureRequest, repo: Repo) -> tuple[Repo, str]:
 
 
 def compile_(repo: Repo, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return repo.llmwiki("compile", *args, env={"OPENAI_BASE_URL": f"{url}/v1", "LLMWIKI_MODEL": "test-model",
-                                               "LLMWIKI_EMBEDDING_PROVIDER": "none"})
+    return repo.llmwiki(
+        "compile",
+        *args,
+        env={
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "LLMWIKI_MODEL": "test-model",
+            "LLMWIKI_EMBEDDING_PROVIDER": "none",
+        },
+    )
 
 
-def test_concepts_then_pages_with_repaired_links_and_citations(wiki: tuple[Repo, str], model: Model,
-                                                              server: str) -> None:
+def test_concepts_then_pages_with_repaired_links_and_citations(
+    wiki: tuple[Repo, str], model: Model, server: str
+) -> None:
     repo, prefix = wiki
     proc = compile_(repo, server, "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["provider"] == "openai" and out["model"] == "openai/test-model" and out["prompt"] == "concept-pages/1"
-    assert out["usage"] == {"requests": 5, "inputTokens": 500, "outputTokens": 50, "estimated": False}
+    assert (
+        out["provider"] == "openai"
+        and out["model"] == "openai/test-model"
+        and out["prompt"] == "concept-pages/1"
+    )
+    assert out["usage"] == {
+        "requests": 5,
+        "inputTokens": 500,
+        "outputTokens": 50,
+        "estimated": False,
+    }
     assert len(model.requests) == 5  # 2 extractions + 3 pages
     targets = {p["target"]: p for p in out["pages"]}
-    merkle, alpha, election = (f"{prefix}concepts/{n}.md" for n in ("merkle-tree", "alpha", "leader-election"))
+    merkle, alpha, election = (
+        f"{prefix}concepts/{n}.md" for n in ("merkle-tree", "alpha", "leader-election")
+    )
     assert set(targets) == {merkle, alpha, election}
     assert targets[alpha]["change"] == "replace" and targets[merkle]["change"] == "add"
     branch = out["candidate"]["branch"]
 
     text = repo.git("show", f"{branch}:{merkle}")
     # [[Blobs]] -> the one page titled Blob; [[leader elections]] -> this run's page; [[quantum foam]] unlinked
-    assert "[[blob|Blobs]]" in text and "(see [[Alpha]]," in text  # a link that resolves is kept as written
-    assert "[[leader-election|leader elections]]" in text and "quantum foam" in text and "[[quantum" not in text
-    assert "^[merkle.md:4-4]" in text and "900" not in text  # normalized, and the made-up lines dropped
+    assert (
+        "[[blob|Blobs]]" in text and "(see [[Alpha]]," in text
+    )  # a link that resolves is kept as written
+    assert (
+        "[[leader-election|leader elections]]" in text
+        and "quantum foam" in text
+        and "[[quantum" not in text
+    )
+    assert (
+        "^[merkle.md:4-4]" in text and "900" not in text
+    )  # normalized, and the made-up lines dropped
     assert "sources:\n- sources/merkle.md\n" in text
     updated = repo.git("show", f"{branch}:{alpha}")
-    assert "owner: kept-as-is   # an unknown key\n" in updated and "summary: About Alpha." in updated
+    assert (
+        "owner: kept-as-is   # an unknown key\n" in updated and "summary: About Alpha." in updated
+    )
     assert "names the first tree" in updated
 
     page_prompts = [user for system, user in model.requests if system == PAGE_SYSTEM]
@@ -135,38 +191,60 @@ def test_concepts_then_pages_with_repaired_links_and_citations(wiki: tuple[Repo,
     assert "- blob" in listed and "- merkle-tree" in listed and "- leader-election" in listed
 
     trailers = repo.git("log", "-1", "--format=%(trailers:only,unfold)", branch)
-    assert "Llmwiki-Model: openai/test-model" in trailers and "Llmwiki-Prompt: concept-pages/1" in trailers
+    assert (
+        "Llmwiki-Model: openai/test-model" in trailers
+        and "Llmwiki-Prompt: concept-pages/1" in trailers
+    )
     assert run_check(repo, branch).returncode == 0  # the gate accepts the run
 
     text_run = compile_(repo, server)  # the open run stages these sources already: no request
-    assert text_run.returncode == 0 and text_run.stdout.startswith("Nothing to compile") and len(model.requests) == 5
-    done = repo.llmwiki("review", "approve", out["candidate"]["id"], env={"LLMWIKI_EMBEDDING_PROVIDER": "none"})
+    assert (
+        text_run.returncode == 0
+        and text_run.stdout.startswith("Nothing to compile")
+        and len(model.requests) == 5
+    )
+    done = repo.llmwiki(
+        "review", "approve", out["candidate"]["id"], env={"LLMWIKI_EMBEDDING_PROVIDER": "none"}
+    )
     assert done.returncode == 0, done.stderr
     rerun = compile_(repo, server)
-    assert rerun.returncode == 0 and rerun.stdout.startswith("Nothing to compile: 2 sources up to date")
+    assert rerun.returncode == 0 and rerun.stdout.startswith(
+        "Nothing to compile: 2 sources up to date"
+    )
     assert len(model.requests) == 5  # a re-run with nothing changed asks the model nothing
 
     repo.write("sources/raft.md", RAFT + "Terms number each election.\n")
     repo.commit("raft changed")
     changed = json.loads(compile_(repo, server, "--json").stdout)
-    assert changed["compiled"] == ["sources/raft.md"] and [p["target"] for p in changed["pages"]] == [election]
+    assert changed["compiled"] == ["sources/raft.md"] and [
+        p["target"] for p in changed["pages"]
+    ] == [election]
     assert len(model.requests) == 7  # one extraction, one page
-    assert [u.split("\n", 1)[0] for s, u in model.requests[5:] if s == EXTRACT_SYSTEM] == ["Source file: raft.md"]
+    assert [u.split("\n", 1)[0] for s, u in model.requests[5:] if s == EXTRACT_SYSTEM] == [
+        "Source file: raft.md"
+    ]
 
 
 def run_check(repo: Repo, branch: str) -> subprocess.CompletedProcess[str]:
     return repo.llmwiki("check", "--base", "main", "--head", branch)
 
 
-def test_malformed_output_names_the_source_and_stages_nothing(wiki: tuple[Repo, str], model: Model,
-                                                              server: str) -> None:
+def test_malformed_output_names_the_source_and_stages_nothing(
+    wiki: tuple[Repo, str], model: Model, server: str
+) -> None:
     repo, _ = wiki
     model.broken = "raft.md"
     head = repo.git("rev-parse", "HEAD").strip()
     proc = compile_(repo, server)
     assert proc.returncode == 1
-    assert "malformed model output for sources/raft.md" in proc.stderr and "nothing was staged" in proc.stderr
-    assert repo.git("branch", "--list", "llmwiki/review/*") == "" and repo.git("rev-parse", "HEAD").strip() == head
+    assert (
+        "malformed model output for sources/raft.md" in proc.stderr
+        and "nothing was staged" in proc.stderr
+    )
+    assert (
+        repo.git("branch", "--list", "llmwiki/review/*") == ""
+        and repo.git("rev-parse", "HEAD").strip() == head
+    )
     assert repo.git("status", "--porcelain") == ""
 
 
@@ -179,13 +257,14 @@ def test_extractions_run_concurrently(wiki: tuple[Repo, str], model: Model, serv
     assert re.search(r"Model: openai/test-model: 5 requests, 500 tokens in, 50 out", proc.stderr)
 
 
-
-
-def test_a_concept_named_like_the_table_of_contents_gets_a_page_of_its_own(wiki: tuple[Repo, str], model: Model,
-                                                                           server: str,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_concept_named_like_the_table_of_contents_gets_a_page_of_its_own(
+    wiki: tuple[Repo, str], model: Model, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo, prefix = wiki
-    repo.write(f"{prefix}index.md", "# Knowledge Wiki\n\n## Concepts\n\n- **[[alpha|Alpha]]**\n\n_1 page | Generated now_\n")
+    repo.write(
+        f"{prefix}index.md",
+        "# Knowledge Wiki\n\n## Concepts\n\n- **[[alpha|Alpha]]**\n\n_1 page | Generated now_\n",
+    )
     repo.commit("an index")
     monkeypatch.setitem(CONCEPTS, "raft.md", [{"name": "Index", "summary": "Raft's log index."}])
     monkeypatch.setitem(PAGES, "Index", "Each log entry has an index ^[raft.md:3-3].")

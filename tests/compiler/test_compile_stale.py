@@ -39,17 +39,28 @@ def compiled(request: pytest.FixtureRequest, repo: Repo) -> tuple[Repo, str]:
     done = repo.llmwiki("compile", "--publish", env=FAST)
     assert done.returncode == 0, done.stderr
     blobs = {s: repo.git("rev-parse", f"HEAD:sources/{s}.md").strip() for s in ("packs", "blobs")}
-    repo.write(f"{prefix}concepts/storage.md", fed("Storage", "Packs ^[packs.md:3-3] hold blobs ^[blobs.md:3-3].",
-                                                   {"sources/packs.md": blobs["packs"], "sources/blobs.md": blobs["blobs"]},
-                                                   summary="How git stores things."))
+    repo.write(
+        f"{prefix}concepts/storage.md",
+        fed(
+            "Storage",
+            "Packs ^[packs.md:3-3] hold blobs ^[blobs.md:3-3].",
+            {"sources/packs.md": blobs["packs"], "sources/blobs.md": blobs["blobs"]},
+            summary="How git stores things.",
+        ),
+    )
     repo.commit("a page from both")
     assert stale_pages(repo) == []
-    repo.write("sources/packs.md", A.replace("Deltas keep history small.", "Deltas keep a long history small."))
+    repo.write(
+        "sources/packs.md",
+        A.replace("Deltas keep history small.", "Deltas keep a long history small."),
+    )
     repo.commit("packs revised")
     return repo, prefix
 
 
-def test_offline_stale_rewrites_only_the_note_and_lists_what_needs_a_model(compiled: tuple[Repo, str]) -> None:
+def test_offline_stale_rewrites_only_the_note_and_lists_what_needs_a_model(
+    compiled: tuple[Repo, str],
+) -> None:
     repo, prefix = compiled
     note, storage = f"{prefix}concepts/packs.md", f"{prefix}concepts/storage.md"
     assert stale_pages(repo) == [(note, "sources/packs.md"), (storage, "sources/packs.md")]
@@ -57,51 +68,87 @@ def test_offline_stale_rewrites_only_the_note_and_lists_what_needs_a_model(compi
     new = repo.git("rev-parse", "HEAD:sources/packs.md").strip()
     dry = json.loads(repo.llmwiki("compile", "--stale", "--dry-run", "--json", env=FAST).stdout)
     assert dry["dryRun"] and dry["candidate"] is None and dry["compiled"] == ["sources/packs.md"]
-    assert dry["stale"] == [{"page": note, "sources": [{"path": "sources/packs.md", "recordedBlob": old, "blob": new}]},
-                            {"page": storage, "sources": [{"path": "sources/packs.md", "recordedBlob": old, "blob": new}]}]
+    assert dry["stale"] == [
+        {"page": note, "sources": [{"path": "sources/packs.md", "recordedBlob": old, "blob": new}]},
+        {
+            "page": storage,
+            "sources": [{"path": "sources/packs.md", "recordedBlob": old, "blob": new}],
+        },
+    ]
     text = repo.llmwiki("compile", "--stale", "--dry-run", env=FAST)
-    assert text.stdout.startswith("Stale: 2 pages from 1 changed source:\n") and f"  {note}  sources/packs.md  blob " \
-        f"{old[:12]} -> {new[:12]}" in text.stdout
+    assert (
+        text.stdout.startswith("Stale: 2 pages from 1 changed source:\n")
+        and f"  {note}  sources/packs.md  blob {old[:12]} -> {new[:12]}" in text.stdout
+    )
     assert repo.git("branch", "--list", "llmwiki/review/*") == ""
 
     run = json.loads(repo.llmwiki("compile", "--stale", "--json", env=FAST).stdout)
-    assert [p["target"] for p in run["candidate"]["pages"]] == [note] and run["needsModel"] == [storage]
+    assert [p["target"] for p in run["candidate"]["pages"]] == [note] and run["needsModel"] == [
+        storage
+    ]
     assert run["pages"] == [{"target": note, "sources": ["sources/packs.md"], "change": "replace"}]
     trailers = repo.git("log", "-1", "--format=%(trailers:only,unfold)", run["candidate"]["branch"])
     assert f"Llmwiki-Source: sources/packs.md {new}" in trailers and "blobs.md" not in trailers
     assert repo.llmwiki("review", "approve", run["candidate"]["id"], env=FAST).returncode == 0
     assert stale_pages(repo) == [(storage, "sources/packs.md")]
     again = repo.llmwiki("compile", "--stale", env=FAST)
-    assert again.stdout.startswith("Nothing staged: 1 stale page need a model") and storage in again.stderr
+    assert (
+        again.stdout.startswith("Nothing staged: 1 stale page need a model")
+        and storage in again.stderr
+    )
 
 
-def test_with_a_model_each_stale_page_is_rewritten_from_all_its_sources(compiled: tuple[Repo, str]) -> None:
+def test_with_a_model_each_stale_page_is_rewritten_from_all_its_sources(
+    compiled: tuple[Repo, str],
+) -> None:
     repo, prefix = compiled
     requests: list[str] = []
 
-    def model(path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    def model(
+        path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
         system, user = body["messages"][0]["content"], body["messages"][1]["content"]
         assert system == PAGE_SYSTEM  # no concept extraction: the page is the concept
         requests.append(user)
         concept = re.search(r"^Concept: (.+)$", user, re.MULTILINE).group(1)  # type: ignore[union-attr]
-        reply = {"title": concept, "summary": "Rewritten.", "body": "Packs hold a long history ^[packs.md:4-4]; "
-                                                                   "blobs are hashed ^[blobs.md:3-3]."}
-        return json_response({"id": "c", "object": "chat.completion", "model": body["model"],
-                              "choices": [{"index": 0, "message": {"role": "assistant", "content": json.dumps(reply)},
-                                           "finish_reason": "stop"}]})
+        reply = {
+            "title": concept,
+            "summary": "Rewritten.",
+            "body": "Packs hold a long history ^[packs.md:4-4]; blobs are hashed ^[blobs.md:3-3].",
+        }
+        return json_response(
+            {
+                "id": "c",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": json.dumps(reply)},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        )
 
     with serve(model) as (url, _):
         env = {**FAST, "OPENAI_BASE_URL": f"{url}/v1", "LLMWIKI_MODEL": "m"}
         run = json.loads(repo.llmwiki("compile", "--stale", "--json", env=env).stdout)
     storage = f"{prefix}concepts/storage.md"
-    assert sorted(p["target"] for p in run["candidate"]["pages"]) == [f"{prefix}concepts/packs.md", storage]
+    assert sorted(p["target"] for p in run["candidate"]["pages"]) == [
+        f"{prefix}concepts/packs.md",
+        storage,
+    ]
     assert len(requests) == 1 and "Concept: Storage" in requests[0]
     assert "Source file: packs.md" in requests[0] and "Source file: blobs.md" in requests[0]
     branch = run["candidate"]["branch"]
     written = repo.git("show", f"{branch}:{storage}")
     assert "summary: Rewritten." in written and "^[packs.md:4-4]" in written
     for source in ("packs", "blobs"):
-        assert f"sources/{source}.md: {repo.git('rev-parse', f'HEAD:sources/{source}.md').strip()}" in written
+        assert (
+            f"sources/{source}.md: {repo.git('rev-parse', f'HEAD:sources/{source}.md').strip()}"
+            in written
+        )
     assert repo.llmwiki("review", "approve", run["candidate"]["id"], env=FAST).returncode == 0
     assert stale_pages(repo) == []
     assert repo.llmwiki("compile", "--stale", env=FAST).stdout.startswith("Nothing is stale")

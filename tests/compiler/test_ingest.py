@@ -44,27 +44,49 @@ def _meta(text: str) -> dict[str, object]:
 
 
 def test_markdown_html_and_pdf_become_sources_in_one_commit(repo: Repo, layout: str) -> None:
-    repo.write("inbox/notes.md", "---\ntitle: Field notes\ntags: [trip]\n---\n# Notes\n\nWe saw [[nowhere]].\n")
-    repo.write("inbox/article.html", "<html><head><title>An article</title><style>p{}</style>"
-                                     "<script>track()</script></head><body><h1>Heading</h1>"
-                                     "<p>Some <b>bold</b> text.</p></body></html>")
-    (repo.root / "inbox/paper.pdf").write_bytes(minimal_pdf(["Trees hold blobs.", "Blobs hold bytes."], "A paper"))
+    repo.write(
+        "inbox/notes.md",
+        "---\ntitle: Field notes\ntags: [trip]\n---\n# Notes\n\nWe saw [[nowhere]].\n",
+    )
+    repo.write(
+        "inbox/article.html",
+        "<html><head><title>An article</title><style>p{}</style>"
+        "<script>track()</script></head><body><h1>Heading</h1>"
+        "<p>Some <b>bold</b> text.</p></body></html>",
+    )
+    (repo.root / "inbox/paper.pdf").write_bytes(
+        minimal_pdf(["Trees hold blobs.", "Blobs hold bytes."], "A paper")
+    )
     before = _head(repo)
-    proc = repo.llmwiki("ingest", "inbox/notes.md", "inbox/article.html", "inbox/paper.pdf", "--json")
+    proc = repo.llmwiki(
+        "ingest", "inbox/notes.md", "inbox/article.html", "inbox/paper.pdf", "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert [s["source"] for s in out["sources"]] == ["sources/notes.md", "sources/article.md", "sources/paper.md"]
+    assert [s["source"] for s in out["sources"]] == [
+        "sources/notes.md",
+        "sources/article.md",
+        "sources/paper.md",
+    ]
     assert {s["status"] for s in out["sources"]} == {"added"}
     assert repo.git("rev-parse", "HEAD~1").strip() == before  # exactly one commit
     changed = set(repo.git("diff", "--name-only", before, "HEAD").split())
     assert {"sources/notes.md", "sources/article.md", "sources/paper.md"} <= changed
     notes = (repo.root / "sources/notes.md").read_text()
     meta = _meta(notes)
-    assert meta["title"] == "Field notes" and meta["tags"] == ["trip"]  # the file's own frontmatter is kept
-    assert meta["originalName"] == "notes.md" and meta["sourceType"] == "markdown" and meta["truncated"] is False
+    assert meta["title"] == "Field notes" and meta["tags"] == [
+        "trip"
+    ]  # the file's own frontmatter is kept
+    assert (
+        meta["originalName"] == "notes.md"
+        and meta["sourceType"] == "markdown"
+        and meta["truncated"] is False
+    )
     assert notes.endswith("# Notes\n\nWe saw [[nowhere]].\n")  # the body as it was
     article = (repo.root / "sources/article.md").read_text()
-    assert _meta(article)["title"] == "An article" and "# Heading" in article and "**bold**" in article
+    assert (
+        _meta(article)["title"] == "An article" and "# Heading" in article and "**bold**" in article
+    )
     assert "track()" not in article and "p{}" not in article
     pdf = (repo.root / "sources/paper.md").read_text()
     assert _meta(pdf)["sourceType"] == "pdf" and _meta(pdf)["title"] == "A paper"
@@ -76,7 +98,9 @@ def test_markdown_html_and_pdf_become_sources_in_one_commit(repo: Repo, layout: 
         assert not (changed & {"index.md", "log.md"})
     else:
         assert "ingest | 3 sources" in (repo.root / "log.md").read_text()
-    check = repo.llmwiki("check", "--json")  # [[nowhere]] in a source is no broken link: sources are not pages
+    check = repo.llmwiki(
+        "check", "--json"
+    )  # [[nowhere]] in a source is no broken link: sources are not pages
     assert not [p for p in json.loads(check.stdout)["problems"] if p["path"].startswith("sources/")]
     assert repo.git("status", "--porcelain", "--", "sources") == ""
 
@@ -87,7 +111,9 @@ def test_the_same_content_twice_is_a_no_op(repo: Repo, layout: str) -> None:
     assert first.returncode == 0, first.stderr
     head = _head(repo)
     again = repo.llmwiki("ingest", "inbox/a.txt")
-    assert again.returncode == 0 and "Unchanged" in again.stdout and "Nothing changed" in again.stderr
+    assert (
+        again.returncode == 0 and "Unchanged" in again.stdout and "Nothing changed" in again.stderr
+    )
     assert _head(repo) == head
     repo.write("inbox/a.txt", "Plain text source, revised.\n")
     third = repo.llmwiki("ingest", "inbox/a.txt")
@@ -109,10 +135,24 @@ def test_past_the_limit_a_source_is_cut_and_says_so(repo: Repo) -> None:
     assert len(body) <= convert.MAX_SOURCE_CHARS and body.endswith("end\n")  # cut at a line end
 
 
-@pytest.mark.parametrize("case", ["binary", "empty", "symlink", "outside", "oversize", "latin1", "hidden", "source",
-                                  "same-slug", "missing"])
-def test_bad_input_is_refused_and_nothing_is_written(repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     case: str) -> None:
+@pytest.mark.parametrize(
+    "case",
+    [
+        "binary",
+        "empty",
+        "symlink",
+        "outside",
+        "oversize",
+        "latin1",
+        "hidden",
+        "source",
+        "same-slug",
+        "missing",
+    ],
+)
+def test_bad_input_is_refused_and_nothing_is_written(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
     repo.write("wiki/concepts/alpha.md", page("Alpha", "A."))
     repo.commit("wiki")
     repo.write("inbox/good.md", "# Good\n\nA good source.\n")
@@ -146,15 +186,26 @@ def test_bad_input_is_refused_and_nothing_is_written(repo: Repo, tmp_path: Path,
     proc = repo.llmwiki("ingest", "inbox/good.md", bad)
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert "cannot ingest" in proc.stderr and "nothing was written" in proc.stderr, proc.stderr
-    expected = {"binary": "binary", "empty": "empty", "symlink": "symbolic link", "outside": "outside the repository",
-                "oversize": "limit", "latin1": "not UTF-8", "hidden": ".llmwiki", "source": "already in sources/",
-                "same-slug": "would become sources/good.md", "missing": "cannot read"}[case]
+    expected = {
+        "binary": "binary",
+        "empty": "empty",
+        "symlink": "symbolic link",
+        "outside": "outside the repository",
+        "oversize": "limit",
+        "latin1": "not UTF-8",
+        "hidden": ".llmwiki",
+        "source": "already in sources/",
+        "same-slug": "would become sources/good.md",
+        "missing": "cannot read",
+    }[case]
     assert expected in proc.stderr
     assert _head(repo) == head
     assert not (repo.root / "sources/good.md").exists()
 
 
-def test_a_sources_folder_leading_out_of_the_repository_is_never_written_through(repo: Repo, tmp_path: Path) -> None:
+def test_a_sources_folder_leading_out_of_the_repository_is_never_written_through(
+    repo: Repo, tmp_path: Path
+) -> None:
     repo.write("wiki/concepts/alpha.md", page("Alpha", "A."))
     repo.commit("wiki")
     outside = tmp_path / "elsewhere"
@@ -174,7 +225,9 @@ def test_an_uncommitted_file_where_the_source_goes_is_kept(repo: Repo) -> None:
     repo.write("inbox/a.md", "# A\n")
     head = _head(repo)
     proc = repo.llmwiki("ingest", "inbox/a.md")
-    assert proc.returncode == 1 and "uncommitted changes to sources/a.md" in proc.stderr, proc.stderr
+    assert proc.returncode == 1 and "uncommitted changes to sources/a.md" in proc.stderr, (
+        proc.stderr
+    )
     assert _head(repo) == head and (repo.root / "sources/a.md").read_text() == "my own draft\n"
 
 

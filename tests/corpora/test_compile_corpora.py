@@ -27,7 +27,10 @@ def _copy(name: str, repo: Repo) -> None:
             continue
         os.chmod(dirpath, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
         for file in files:
-            os.chmod(os.path.join(dirpath, file), stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+            os.chmod(
+                os.path.join(dirpath, file),
+                stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH,
+            )
 
 
 @pytest.mark.parametrize("name", ["foam-docs", "dendron-vault"])
@@ -37,19 +40,32 @@ def test_offline_compile_of_a_vaults_own_notes(repo: Repo, name: str) -> None:
     repo.write(".gitignore", ".llmwiki/\n")
     repo.commit(name)
     home = (repo.root / "index.md").read_bytes() if (repo.root / "index.md").exists() else None
-    notes = sorted((p for p in repo.root.rglob("*.md") if ".git" not in p.parts and p.name not in ("index.md", "log.md")),
-                   key=lambda p: (-p.stat().st_size, p.as_posix()))[:6]
-    ingested = repo.llmwiki("ingest", *[p.relative_to(repo.root).as_posix() for p in notes], env=FAST)
+    notes = sorted(
+        (
+            p
+            for p in repo.root.rglob("*.md")
+            if ".git" not in p.parts and p.name not in ("index.md", "log.md")
+        ),
+        key=lambda p: (-p.stat().st_size, p.as_posix()),
+    )[:6]
+    ingested = repo.llmwiki(
+        "ingest", *[p.relative_to(repo.root).as_posix() for p in notes], env=FAST
+    )
     assert ingested.returncode == 0, ingested.stderr
     before = repo.llmwiki("check", "--json", env=FAST)
-    broken_before = len([p for p in json.loads(before.stdout)["problems"] if p["severity"] == "error"])
+    broken_before = len(
+        [p for p in json.loads(before.stdout)["problems"] if p["severity"] == "error"]
+    )
 
     staged = repo.llmwiki("compile", "--json", env=FAST)
     assert staged.returncode == 0, staged.stderr
     run = json.loads(staged.stdout)
     assert len(run["pages"]) == 6 and run["candidate"]["id"].startswith("compile-")
     assert all(p["target"].startswith("concepts/") for p in run["pages"])
-    linked = sum(repo.git("show", f"{run['candidate']['branch']}:{p['target']}").count("[[") for p in run["pages"])
+    linked = sum(
+        repo.git("show", f"{run['candidate']['branch']}:{p['target']}").count("[[")
+        for p in run["pages"]
+    )
     assert linked > 0  # the notes link pages of the vault their sources mention
     gate = repo.llmwiki("check", "--base", "main", "--head", run["candidate"]["branch"], env=FAST)
     assert gate.returncode == 0, gate.stdout + gate.stderr  # the run breaks no link
@@ -57,9 +73,14 @@ def test_offline_compile_of_a_vaults_own_notes(repo: Repo, name: str) -> None:
     approved = repo.llmwiki("review", "approve", run["candidate"]["id"], env=FAST)
     assert approved.returncode == 0, approved.stderr
     after = repo.llmwiki("check", "--json", env=FAST)
-    assert len([p for p in json.loads(after.stdout)["problems"] if p["severity"] == "error"]) == broken_before
+    assert (
+        len([p for p in json.loads(after.stdout)["problems"] if p["severity"] == "error"])
+        == broken_before
+    )
     again = repo.llmwiki("compile", env=FAST)
-    assert again.returncode == 0 and again.stdout.startswith("Nothing to compile: 6 sources up to date"), again.stdout
+    assert again.returncode == 0 and again.stdout.startswith(
+        "Nothing to compile: 6 sources up to date"
+    ), again.stdout
     if home is not None:
         assert (repo.root / "index.md").read_bytes() == home
     assert (repo.root / "log.md").read_bytes() == USER_LOG

@@ -22,9 +22,16 @@ def test_real_pages_give_short_cited_answers() -> None:
             text = text.split("---", 2)[2]
         return Evidence(rel[:-3], Path(rel).stem, Path(rel).stem, text)
 
-    evidence = (page("user/features/daily-notes.md"), page("user/features/templates.md"),
-                page("user/features/wikilinks.md"))
-    for question in ("How do I create a daily note?", "What is a wikilink?", "How do templates work?"):
+    evidence = (
+        page("user/features/daily-notes.md"),
+        page("user/features/templates.md"),
+        page("user/features/wikilinks.md"),
+    )
+    for question in (
+        "How do I create a daily note?",
+        "What is a wikilink?",
+        "How do templates work?",
+    ):
         deltas = list(ExtractiveProvider().stream_answer(AnswerRequest(question, evidence, None)))
         answer = "".join(deltas)
         assert 1 <= len(deltas) <= 6 and len(answer) <= 900, answer

@@ -30,10 +30,16 @@ def foam(repo: Repo) -> Repo:
 
 
 def test_a_page_committed_after_index_is_found_and_a_deleted_one_disappears(foam: Repo) -> None:
-    foam.write("user/recipes/medlar-jelly.md", "# Medlar jelly\n\nMedlar jelly is made from bletted medlars and lemon.\n")
+    foam.write(
+        "user/recipes/medlar-jelly.md",
+        "# Medlar jelly\n\nMedlar jelly is made from bletted medlars and lemon.\n",
+    )
     foam.commit("a new note")
     result = query(foam, "How is medlar jelly made?")
-    assert result["pageIds"][0] == "user/recipes/medlar-jelly" and "[[medlar-jelly]]" in result["answer"]
+    assert (
+        result["pageIds"][0] == "user/recipes/medlar-jelly"
+        and "[[medlar-jelly]]" in result["answer"]
+    )
     assert context(foam, "medlar jelly")["primary"][0]["id"] == "user/recipes/medlar-jelly"
     daily = "user/features/daily-notes"
     assert daily in [p["id"] for p in context(foam, "daily notes")["primary"]]
@@ -42,7 +48,9 @@ def test_a_page_committed_after_index_is_found_and_a_deleted_one_disappears(foam
     pack = context(foam, "daily notes")
     assert daily not in [p["id"] for p in pack["primary"]] and pack["warnings"] == []
     proc = foam.llmwiki("query", "How do I create a daily note?", env=FAST)
-    assert proc.returncode == 0 and "unreadable" not in proc.stderr and "warning" not in proc.stderr, proc.stderr
+    assert (
+        proc.returncode == 0 and "unreadable" not in proc.stderr and "warning" not in proc.stderr
+    ), proc.stderr
 
 
 def test_the_home_page_is_evidence_and_the_journal_is_not(foam: Repo) -> None:
@@ -51,8 +59,13 @@ def test_the_home_page_is_evidence_and_the_journal_is_not(foam: Repo) -> None:
     # Foam has both index.md and user/index.md: [[index]] would name either, so each is cited
     # by a link only it answers ([[/index]], [[user/index]]), never the short one (issue 23).
     citations = home["answerCitations"]["citations"]
-    assert "[[index]]" not in home["answer"] and all(c["status"] == "resolved" for c in citations), citations
-    assert {c["pageId"] for c in citations if c["target"] in ("/index", "user/index")} <= {"index", "user/index"}
+    assert "[[index]]" not in home["answer"] and all(
+        c["status"] == "resolved" for c in citations
+    ), citations
+    assert {c["pageId"] for c in citations if c["target"] in ("/index", "user/index")} <= {
+        "index",
+        "user/index",
+    }
     question = "How do I create a new note from a template?"
     first = foam.llmwiki("query", question, "--save", env=FAST)
     assert first.returncode == 0, first.stderr
@@ -65,7 +78,9 @@ def test_the_home_page_is_evidence_and_the_journal_is_not(foam: Repo) -> None:
     saved = next(foam.root.rglob(f"{slug}.md")).read_text()
     assert f"[[{slug}]]" not in saved and "[[templates]]" in saved
     # Whatever the journal holds, it never grounds an answer.
-    assert "log" not in query(foam, "save query how do I create a new note from a template")["pageIds"]
+    assert (
+        "log" not in query(foam, "save query how do I create a new note from a template")["pageIds"]
+    )
 
 
 def test_a_non_answer_is_not_published(foam: Repo) -> None:
@@ -77,4 +92,11 @@ def test_a_non_answer_is_not_published(foam: Repo) -> None:
 
 def test_top_pages_is_exact(foam: Repo) -> None:
     for n in (1, 2, 5):
-        assert len(context(foam, "how do I create a new note from a template?", "--top-pages", str(n))["primary"]) == n
+        assert (
+            len(
+                context(foam, "how do I create a new note from a template?", "--top-pages", str(n))[
+                    "primary"
+                ]
+            )
+            == n
+        )

@@ -34,7 +34,6 @@ from llmwiki_git.workspace import Workspace
 
 from .conftest import corpus
 
-
 Finding = tuple[str, int, int, str, str | None]  # (path, line, col, code, target)
 
 
@@ -48,7 +47,10 @@ def _copy(name: str, dest: Path) -> Path:
     for dirpath, _dirnames, filenames in os.walk(dest):
         os.chmod(dirpath, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
         for filename in filenames:
-            os.chmod(os.path.join(dirpath, filename), stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+            os.chmod(
+                os.path.join(dirpath, filename),
+                stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH,
+            )
     return dest
 
 
@@ -62,7 +64,9 @@ def _clean_env() -> dict[str, str]:
 def _cli_check(folder: Path) -> tuple[int, dict]:
     proc = subprocess.run(
         [sys.executable, "-m", "llmwiki_git", "-C", str(folder), "check", "--json"],
-        capture_output=True, text=True, env=_clean_env(),
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
     )
     assert proc.stdout, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
@@ -140,7 +144,13 @@ FOAM_FINDINGS: list[Finding] = [
     # ../../CONTRIBUTING.md is at the root of Foam's repository; the corpus is its docs/ folder.
     ("dev/contribution-guide.md", 3, 37, "broken-relative-link", "../CONTRIBUTING.md"),
     # there is no user/publishing/publishing.md (the folder has publish-to-*.md pages).
-    ("dev/design/static-site-publishing-research.md", 11, 3, "broken-relative-link", "user/publishing/publishing.md"),
+    (
+        "dev/design/static-site-publishing-research.md",
+        11,
+        3,
+        "broken-relative-link",
+        "user/publishing/publishing.md",
+    ),
     # LICENSE.txt is not in docs/ (docs/LICENSE is, without .txt).
     ("index.md", 301, 28, "broken-relative-link", "LICENSE.txt"),
     ("principles.md", 40, 97, "broken-relative-link", "LICENSE.txt"),
@@ -161,12 +171,18 @@ FOAM_MISSING_IMAGES = 20
 
 def test_foam_checked_and_counts(foam: Run) -> None:
     assert foam.result.checked == 86
-    assert foam.codes() == Counter({"broken-link": 2, "broken-relative-link": 4 + FOAM_MISSING_IMAGES, "missing-heading": 2})
+    assert foam.codes() == Counter(
+        {"broken-link": 2, "broken-relative-link": 4 + FOAM_MISSING_IMAGES, "missing-heading": 2}
+    )
     assert len(foam.result.warnings) == 2
 
 
 def test_foam_exact_findings(foam: Run) -> None:
-    images = [f for f in foam.findings if f[3] == "broken-relative-link" and (f[4] or "").startswith("assets/images/")]
+    images = [
+        f
+        for f in foam.findings
+        if f[3] == "broken-relative-link" and (f[4] or "").startswith("assets/images/")
+    ]
     assert len(images) == FOAM_MISSING_IMAGES
     assert [f for f in foam.findings if f not in images] == FOAM_FINDINGS
 
@@ -180,7 +196,10 @@ def test_foam_recognized_links(foam: Run) -> None:
     # independent CommonMark parse.
     assert sum(len(p.scan.links) for p in foam.wiki.pages) == 199
     # fenced examples around two real links
-    assert foam.occurrences("user/features/embeds.md") == [(5, 95, "[[foam-queries]]"), (33, 5, "[[block-anchors]]")]
+    assert foam.occurrences("user/features/embeds.md") == [
+        (5, 95, "[[foam-queries]]"),
+        (33, 5, "[[block-anchors]]"),
+    ]
     # only fenced examples
     assert foam.occurrences("user/features/link-reference-definitions.md") == []
     assert foam.occurrences("user/features/backlinking.md") == []
@@ -188,7 +207,11 @@ def test_foam_recognized_links(foam: Run) -> None:
     # a table: column 1 is inline code (not links), column 2 real links
     obsidian = foam.occurrences("user/recipes/migrating-from-obsidian.md")
     assert len(obsidian) == 15
-    assert obsidian[:3] == [(17, 27, "[[wikilinks]]"), (18, 27, "[[embeds]]"), (19, 27, "[[block-anchors]]")]
+    assert obsidian[:3] == [
+        (17, 27, "[[wikilinks]]"),
+        (18, 27, "[[embeds]]"),
+        (19, 27, "[[block-anchors]]"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -197,15 +220,31 @@ def test_foam_recognized_links(foam: Run) -> None:
         ("user/features/embeds.md", 117, "![[image.png|300]] in a ```markdown fence"),
         ("user/features/embeds.md", 12, "![[note-name]] in a fence"),
         ("user/features/backlinking.md", 18, "[[Neural Networks]] in a fence"),
-        ("user/features/foam-queries.md", 84, "[[project-alpha]] in a ``` fence nested in a ```` fence"),
+        (
+            "user/features/foam-queries.md",
+            84,
+            "[[project-alpha]] in a ``` fence nested in a ```` fence",
+        ),
         ("user/features/block-anchors.md", 109, "[[research-notes#^key-insight]] in a fence"),
         ("user/features/wikilinks.md", 31, "`[[note-name#^blockid]]` inline code"),
         ("user/features/wikilinks.md", 80, "`[[/project/house/todo]]` inline code in a table"),
         ("user/features/commands.md", 83, "`[[my-note]]` inline code"),
-        ("user/recipes/write-your-notes-in-github-gist.md", 37, "[`[[links]]` to other pages](url): code inside link text"),
+        (
+            "user/recipes/write-your-notes-in-github-gist.md",
+            37,
+            "[`[[links]]` to other pages](url): code inside link text",
+        ),
         ("user/publishing/math-support-with-mathjax.md", 18, "[['$','$']] in an ```html fence"),
-        ("user/recipes/capture-notes-with-drafts-pro.md", 101, "'[[inbox]]' in a ```javascript fence"),
-        ("user/getting-started/note-taking-in-foam.md", 107, "![[Project Management#Key Principles]] in a fence"),
+        (
+            "user/recipes/capture-notes-with-drafts-pro.md",
+            101,
+            "'[[inbox]]' in a ```javascript fence",
+        ),
+        (
+            "user/getting-started/note-taking-in-foam.md",
+            107,
+            "![[Project Management#Key Principles]] in a fence",
+        ),
     ],
 )
 def test_foam_not_links(foam: Run, path: str, line: int, why: str) -> None:
@@ -219,9 +258,19 @@ def test_foam_not_links(foam: Run, path: str, line: int, why: str) -> None:
         ("index.md", 105, 12, "principles"),  # root page from the root
         ("index.md", 62, 32, "user/getting-started/recommended-extensions"),  # any folder
         ("user/features/daily-notes.md", 63, 49, "user/tools/cli/daily"),  # [[daily|label]]
-        ("user/features/note-properties.md", 50, 81, "user/features/templates"),  # [[templates#Metadata]]
+        (
+            "user/features/note-properties.md",
+            50,
+            81,
+            "user/features/templates",
+        ),  # [[templates#Metadata]]
         ("user/tools/orphans.md", 12, 40, "user/tools/cli/list"),  # [[list|foam list orphans]]
-        ("user/recipes/migrating-from-obsidian.md", 17, 27, "user/features/wikilinks"),  # in a table
+        (
+            "user/recipes/migrating-from-obsidian.md",
+            17,
+            27,
+            "user/features/wikilinks",
+        ),  # in a table
         ("user/recipes/search-and-navigate-notes.md", 28, 122, "user/features/resource-filters"),
     ],
 )
@@ -267,7 +316,10 @@ def test_foam_probe_path_style_case_and_attachments(tmp_path: Path) -> None:
         (16, 1, "ambiguous-link", "index"),  # index.md and user/index.md
         (19, 1, "missing-heading", "search"),
     ]
-    refs = {o.line: wiki.resolve(parse_target(o.target)).ref for o in wiki.by_path["probe.md"].scan.links}
+    refs = {
+        o.line: wiki.resolve(parse_target(o.target)).ref
+        for o in wiki.by_path["probe.md"].scan.links
+    }
     assert refs == {
         6: "user/tools/cli/grep",
         7: "user/tools/cli/grep",
@@ -301,7 +353,10 @@ def test_foam_probe_path_style_case_and_attachments(tmp_path: Path) -> None:
 #: closes, every later link is masked, and lines 24-66 are taken for code (their headings
 #: are lost). multi-vault.md (comment lines 244-261): "``` -->" opens a fence that runs to
 #: the end of the file.
-COMMENT_FENCE_FILES = ("dendron.guides.troubleshooting.md", "dendron.roadmap.project.n.2020.multi-vault.md")
+COMMENT_FENCE_FILES = (
+    "dendron.guides.troubleshooting.md",
+    "dendron.roadmap.project.n.2020.multi-vault.md",
+)
 #: a paragraph with "_```_" on line 27 and line 39: one inline code span across lines 27-39,
 #: so the six [[...]] on lines 30-38 are inside inline code; the checker reports them.
 CODE_SPAN_FILE = "community.events.office-hours.2022.01.05.md"
@@ -317,7 +372,13 @@ DENDRON_FINDINGS: list[Finding] = [
     # [[Experimental 🚧|...]]: the emoji is dropped, the trailing dash trimmed
     ("dendron.topic.pod.builtin.markdown.export.md", 10, 11, "broken-link", "experimental"),
     # vault-prefixed: ![[dendron://dendron.dendron-site/dendron.topic.pod-v2.concepts]]
-    ("dendron.topic.pod-v2.quickstart.md", 19, 1, "broken-link", "dendron/dendrondendron-site/dendrontopicpod-v2concepts"),
+    (
+        "dendron.topic.pod-v2.quickstart.md",
+        19,
+        1,
+        "broken-link",
+        "dendron/dendrondendron-site/dendrontopicpod-v2concepts",
+    ),
     # [[`Dendron: Apply Template`|dendron://...]]: the code span is inside the link's text, the
     # link itself is not inside code; read as a (label-first, so broken) link.
     ("dendron.topic.templates.handlebars.md", 28, 8, "broken-link", "dendron-apply-template"),
@@ -326,18 +387,54 @@ DENDRON_FINDINGS: list[Finding] = [
     # headings that do not exist on the (existing) target page
     ("changelog.past-versions.0-1-x.md", 713, 1, "missing-heading", "dendrontopicextensions"),
     ("changelog.past-versions.0-1-x.md", 861, 1, "missing-heading", "dendrontopiclookup"),
-    ("dendron.topic.tasks.config.add-behavior.md", 12, 17, "missing-heading", "dendrontopicspecial-notes"),
-    ("changelog.release.2021-05-17.md", 44, 1, "missing-heading", "changelog"),  # ![[changelog#042:#041]]
+    (
+        "dendron.topic.tasks.config.add-behavior.md",
+        12,
+        17,
+        "missing-heading",
+        "dendrontopicspecial-notes",
+    ),
+    (
+        "changelog.release.2021-05-17.md",
+        44,
+        1,
+        "missing-heading",
+        "changelog",
+    ),  # ![[changelog#042:#041]]
     # Dendron's positional `#^begin` / `#^end` are not block ids on the page
-    ("dendron.topic.note-reference.md", 109, 1, "missing-block", "dendrontopicnote-referencesample"),
-    ("dendron.topic.note-reference.md", 121, 1, "missing-block", "dendrontopicnote-referencesample"),
+    (
+        "dendron.topic.note-reference.md",
+        109,
+        1,
+        "missing-block",
+        "dendrontopicnote-referencesample",
+    ),
+    (
+        "dendron.topic.note-reference.md",
+        121,
+        1,
+        "missing-block",
+        "dendrontopicnote-referencesample",
+    ),
     # markdown links: ../dendron.yml is outside the vault; `[text](example.com)` lacks https://;
     # the vault's images are not in the corpus copy (markdown only)
     ("root.md", 9, 1, "broken-relative-link", "../dendron.yml"),
     ("dendron.concepts.md", 114, 1, "broken-relative-link", "assets/2020-07-07-20-14-57.png"),
-    ("templates.release.weekly-public-announcement.md", 38, 33, "broken-relative-link", "example.com"),
+    (
+        "templates.release.weekly-public-announcement.md",
+        38,
+        33,
+        "broken-relative-link",
+        "example.com",
+    ),
     # a page copied from another: the same dated title on two dates
-    ("community.events.new-user-tuesdays.2022.02.22.md", 3, 1, "duplicate-title", "2022-02-08-new-user-tuesday"),
+    (
+        "community.events.new-user-tuesdays.2022.02.22.md",
+        3,
+        1,
+        "duplicate-title",
+        "2022-02-08-new-user-tuesday",
+    ),
     # [[#feedback|...]]: a self-anchor, and the page has no "feedback" heading
     ("changelog.release.2022-05-31.md", 38, 482, "missing-heading", ""),
     # Dendron range refs (`#heading,1:#*`): no heading on the target page matches
@@ -353,7 +450,9 @@ def test_dendron_checked(dendron: Run) -> None:
 def test_dendron_counts_unaffected_by_known_bugs(dendron: Run) -> None:
     codes = dendron.codes()
     assert codes["empty-link"] == 1
-    assert codes["missing-heading"] + codes["missing-block"] == 195  # one code, broken-anchor, before
+    assert (
+        codes["missing-heading"] + codes["missing-block"] == 195
+    )  # one code, broken-anchor, before
     assert codes["missing-block"] == 2
     assert codes["broken-relative-link"] == 3 + 2  # and two images the copy leaves out
     # stubs of Dendron's hierarchy (frontmatter only), and titles shared by pages that are not
@@ -362,14 +461,23 @@ def test_dendron_counts_unaffected_by_known_bugs(dendron: Run) -> None:
     assert codes["duplicate-title"] == 49
     # four office-hours and new-user notes hold a vertical tab (\x0b) pasted into a sentence
     assert codes["control-character"] == 4
-    assert set(codes) == {"broken-link", "empty-link", "missing-heading", "missing-block", "broken-relative-link",
-                          "empty-page", "duplicate-title", "control-character"}
+    assert set(codes) == {
+        "broken-link",
+        "empty-link",
+        "missing-heading",
+        "missing-block",
+        "broken-relative-link",
+        "empty-page",
+        "duplicate-title",
+        "control-character",
+    }
     assert len(dendron.result.warnings) == 195 + 113 + 49
     # broken links outside the three files the two recognition bugs touch (verified
     # independently: 2,628 there; 2,654 in all = 2,628 + 25 missed + 1 before the comment
     # in the multi-vault page)
     elsewhere = [
-        p for p in dendron.result.problems
+        p
+        for p in dendron.result.problems
         if p.code == "broken-link" and p.path not in (*COMMENT_FENCE_FILES, CODE_SPAN_FILE)
     ]
     assert len(elsewhere) == 2628
@@ -377,7 +485,9 @@ def test_dendron_counts_unaffected_by_known_bugs(dendron: Run) -> None:
 
 def test_dendron_broken_link_total(dendron: Run) -> None:
     assert dendron.codes()["broken-link"] == 2654
-    assert len(dendron.result.errors) == 2655 + 5 + 4  # and the broken relative links, the control characters
+    assert (
+        len(dendron.result.errors) == 2655 + 5 + 4
+    )  # and the broken relative links, the control characters
 
 
 def test_dendron_recognized_link_total(dendron: Run) -> None:
@@ -398,14 +508,30 @@ def test_dendron_cli_matches_library(dendron: Run) -> None:
 @pytest.mark.parametrize(
     ("path", "line", "why"),
     [
-        ("changelog.release.2022-01-04.md", 52, "[[Community|...]] resolves case-insensitively to community.md"),
+        (
+            "changelog.release.2022-01-04.md",
+            52,
+            "[[Community|...]] resolves case-insensitively to community.md",
+        ),
         ("changelog.md", 1082, "[[Changelog|...]] resolves case-insensitively to changelog.md"),
-        ("dendron.topic.schema.md", 16, "[[templates|dendron://...]]: the target part names templates.md"),
-        ("dendron.topic.lookup.find.md", 106, "[[#hierarchy-ordered-querying]]: a heading of this page"),
+        (
+            "dendron.topic.schema.md",
+            16,
+            "[[templates|dendron://...]]: the target part names templates.md",
+        ),
+        (
+            "dendron.topic.lookup.find.md",
+            106,
+            "[[#hierarchy-ordered-querying]]: a heading of this page",
+        ),
         ("dendron.topic.note-reference.md", 99, "[[#block-references]]: a heading of this page"),
         ("dendron.topic.note-reference.md", 106, "![[...#^begin]] inside a ```md fence"),
         ("dendron.guides.troubleshooting.md", 17, "[[logs|...]] inside an HTML comment"),
-        ("dendron.roadmap.project.n.2020.pods.md", 49, "[[dendron.topic.pod]]: dots dropped on both sides"),
+        (
+            "dendron.roadmap.project.n.2020.pods.md",
+            49,
+            "[[dendron.topic.pod]]: dots dropped on both sides",
+        ),
     ],
 )
 def test_dendron_not_reported(dendron: Run, path: str, line: int, why: str) -> None:
@@ -425,7 +551,13 @@ MISSED_AFTER_COMMENT: list[Finding] = [
     ("dendron.guides.troubleshooting.md", 39, 39, "broken-link", "logs"),
     ("dendron.guides.troubleshooting.md", 41, 8, "broken-link", "run-dendron-inside-a-workspace"),
     ("dendron.guides.troubleshooting.md", 42, 8, "broken-link", "whitelisting-localhost"),
-    ("dendron.guides.troubleshooting.md", 43, 8, "broken-link", "fixing-a-localhost-issue-with-the-cloudflare-warp-vpn"),
+    (
+        "dendron.guides.troubleshooting.md",
+        43,
+        8,
+        "broken-link",
+        "fixing-a-localhost-issue-with-the-cloudflare-warp-vpn",
+    ),
     ("dendron.guides.troubleshooting.md", 47, 8, "broken-link", "reload-dendron"),
     ("dendron.guides.troubleshooting.md", 51, 10, "broken-link", "use-dendron-markdown-preview"),
     ("dendron.guides.troubleshooting.md", 158, 47, "broken-link", "legacy-dendron-preview"),
@@ -445,14 +577,34 @@ MISSED_AFTER_COMMENT: list[Finding] = [
     ("dendron.guides.troubleshooting.md", 341, 20, "broken-link", "workspace-settings"),
     ("dendron.guides.troubleshooting.md", 342, 15, "broken-link", "dendron.yml"),
     # (before the comment: reported today, must stay reported)
-    ("dendron.roadmap.project.n.2020.multi-vault.md", 135, 1, "broken-link", "dendron/dendrondendron-site/dendrontopicrefactoringcommandsmove-note"),
-    ("dendron.roadmap.project.n.2020.multi-vault.md", 293, 3, "broken-link", "name-collision-thread"),
-    ("dendron.roadmap.project.n.2020.multi-vault.md", 294, 3, "broken-link", "sharing-materials-between-vaults"),
+    (
+        "dendron.roadmap.project.n.2020.multi-vault.md",
+        135,
+        1,
+        "broken-link",
+        "dendron/dendrondendron-site/dendrontopicrefactoringcommandsmove-note",
+    ),
+    (
+        "dendron.roadmap.project.n.2020.multi-vault.md",
+        293,
+        3,
+        "broken-link",
+        "name-collision-thread",
+    ),
+    (
+        "dendron.roadmap.project.n.2020.multi-vault.md",
+        294,
+        3,
+        "broken-link",
+        "sharing-materials-between-vaults",
+    ),
 ]
 
 
 def test_dendron_links_after_comment_with_fence(dendron: Run) -> None:
-    in_files = [f for f in dendron.findings if f[0] in COMMENT_FENCE_FILES and f[3] == "broken-link"]
+    in_files = [
+        f for f in dendron.findings if f[0] in COMMENT_FENCE_FILES and f[3] == "broken-link"
+    ]
     assert in_files == MISSED_AFTER_COMMENT
 
 

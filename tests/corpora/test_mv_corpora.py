@@ -35,12 +35,30 @@ def _problems(repo: Repo) -> Counter[str]:
     return Counter(p["code"] for p in found)
 
 
-@pytest.mark.parametrize(("name", "old", "new", "links", "pages", "files"), [
-    ("foam-docs", "user/features/templates.md", "user/features/note-templates.md", 13, 12, 2 + 12),
-    ("dendron-vault", "changelog.md", "dendron.changelog.md", 89, 89, 2 + 88),  # 88 pages and the page itself
-])
-def test_mv_the_most_linked_page(tmp_path: Path, name: str, old: str, new: str, links: int, pages: int,
-                                 files: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "old", "new", "links", "pages", "files"),
+    [
+        (
+            "foam-docs",
+            "user/features/templates.md",
+            "user/features/note-templates.md",
+            13,
+            12,
+            2 + 12,
+        ),
+        (
+            "dendron-vault",
+            "changelog.md",
+            "dendron.changelog.md",
+            89,
+            89,
+            2 + 88,
+        ),  # 88 pages and the page itself
+    ],
+)
+def test_mv_the_most_linked_page(
+    tmp_path: Path, name: str, old: str, new: str, links: int, pages: int, files: int
+) -> None:
     repo = _git_copy(name, tmp_path)
     before = _problems(repo)
     plan = json.loads(run_in_process(repo.root, ["mv", old, new, "--dry-run", "--json"]).stdout)
@@ -53,7 +71,10 @@ def test_mv_the_most_linked_page(tmp_path: Path, name: str, old: str, new: str, 
     assert len(changed) == files  # the old path, the new one, every other linking page
     assert _problems(repo) == before  # nothing broke, nothing new
     diff = repo.git("diff", "HEAD~1", "HEAD", "-M", "--numstat").splitlines()
-    assert all(line.split("\t")[:2] == ["1", "1"] or line.split("\t")[0] == line.split("\t")[1] for line in diff)
+    assert all(
+        line.split("\t")[:2] == ["1", "1"] or line.split("\t")[0] == line.split("\t")[1]
+        for line in diff
+    )
 
 
 def _staged(repo: Repo, *args: str) -> dict[str, object]:
@@ -67,7 +88,9 @@ def _staged(repo: Repo, *args: str) -> dict[str, object]:
 def _approve(repo: Repo, out: dict[str, object]) -> None:
     candidate = out["candidate"]
     assert isinstance(candidate, dict)
-    shown = json.loads(run_in_process(repo.root, ["review", "show", str(candidate["id"]), "--json"]).stdout)
+    shown = json.loads(
+        run_in_process(repo.root, ["review", "show", str(candidate["id"]), "--json"]).stdout
+    )
     assert shown["verdict"]["ok"] is True, shown["verdict"]
     done = run_in_process(repo.root, ["review", "approve", str(candidate["id"])])
     assert done.returncode == 0, done.stderr
@@ -83,14 +106,20 @@ def test_mv_review_and_merge_pages_on_foam(tmp_path: Path) -> None:
     old, new = "user/features/templates.md", "user/features/note-templates.md"
     moved = _staged(repo, "mv", old, new, "--review", "--json")
     assert (moved["links"], moved["pages"]) == (13, 12)
-    assert repo.git("status", "--porcelain") == "" and (repo.root / old).exists()  # nothing moved yet
+    assert (
+        repo.git("status", "--porcelain") == "" and (repo.root / old).exists()
+    )  # nothing moved yet
     _approve(repo, moved)
     assert not (repo.root / old).exists() and (repo.root / new).is_file()
     assert _problems(repo) == before
 
     keep, fold = "user/features/wikilinks.md", "user/features/link-reference-definitions.md"
     merged = _staged(repo, "merge-pages", keep, fold, "--json")
-    assert (merged["links"], merged["pages"], merged["aliasesAdded"]) == (4, 4, ["Link Reference Definitions"])
+    assert (merged["links"], merged["pages"], merged["aliasesAdded"]) == (
+        4,
+        4,
+        ["Link Reference Definitions"],
+    )
     _approve(repo, merged)
     assert not (repo.root / fold).exists()
     assert "# Link Reference Definitions" in (repo.root / keep).read_text()

@@ -28,7 +28,10 @@ def foam(repo: Repo) -> Repo:
             continue
         os.chmod(dirpath, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
         for name in files:
-            os.chmod(os.path.join(dirpath, name), stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+            os.chmod(
+                os.path.join(dirpath, name),
+                stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH,
+            )
     (repo.root / "log.md").write_bytes(USER_LOG)
     repo.write(".gitignore", ".llmwiki/\n")
     repo.commit("foam docs")
@@ -50,16 +53,29 @@ def test_foam_home_page_and_user_log_survive_every_write(foam: Repo) -> None:
     saved = foam.llmwiki("query", question, "--save", env=FAST)
     assert saved.returncode == 0, saved.stderr
     assert foam.git("show", "--name-only", "--format=", "HEAD").split() == [
-        "queries/how-do-i-create-a-new-note-from-a-template.md"]
+        "queries/how-do-i-create-a-new-note-from-a-template.md"
+    ]
     untouched()
     assert foam.llmwiki("index", env=FAST).returncode == 0  # queries/ exists now
     untouched()
-    staged = foam.llmwiki("query", "how do I sync notes between devices?", "--save", "--review", env=FAST)
+    staged = foam.llmwiki(
+        "query", "how do I sync notes between devices?", "--save", "--review", env=FAST
+    )
     assert staged.returncode == 0, staged.stderr
     cid = re.search(r"Staged review candidate (\S+)", staged.stderr).group(1)  # type: ignore[union-attr]
     approved = foam.llmwiki("review", "approve", cid, env=FAST)
     assert approved.returncode == 0, approved.stderr
     untouched()
-    assert subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=foam.root,
-                          capture_output=True, text=True).stdout == ""
-    assert "Saved: [[how-do-i-create-a-new-note-from-a-template]]" in (foam.root / ".llmwiki" / "log.md").read_text()
+    assert (
+        subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=foam.root,
+            capture_output=True,
+            text=True,
+        ).stdout
+        == ""
+    )
+    assert (
+        "Saved: [[how-do-i-create-a-new-note-from-a-template]]"
+        in (foam.root / ".llmwiki" / "log.md").read_text()
+    )

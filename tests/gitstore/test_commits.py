@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from llmwiki_git.errors import DirtyPaths, RefChanged, UnsafePath
+from llmwiki_git.errors import DirtyPaths, LlmwikiError, RefChanged, UnsafePath
 from llmwiki_git.gitstore.commits import build_commit, commit_paths
-from llmwiki_git.gitstore.lock import ProjectLock
-from llmwiki_git.errors import LlmwikiError
 from llmwiki_git.gitstore.git import Git
+from llmwiki_git.gitstore.lock import ProjectLock
 
 from ..conftest import Repo
 
@@ -44,7 +43,9 @@ def _state(repo: Repo) -> dict[str, object]:
         "index": repo.git("ls-files", "-s"),
         "status": repo.git("status", "--porcelain", "--untracked-files=all"),
         "files": files,
-        "temp": sorted(p.name for p in (repo.root / ".git").iterdir() if p.name.startswith("llmwiki-")),
+        "temp": sorted(
+            p.name for p in (repo.root / ".git").iterdir() if p.name.startswith("llmwiki-")
+        ),
     }
 
 
@@ -55,8 +56,12 @@ def _changed(repo: Repo, rev: str = "HEAD") -> list[str]:
 def test_commits_exactly_the_given_paths(base: Repo) -> None:
     git = Git(base.root)
     head = base.git("rev-parse", "HEAD").strip()
-    new = commit_paths(git, {"wiki/a.md": b"# A v2\n", "wiki/queries/q.md": b"# Q\n"},
-                       "llmwiki: save query\n\nQuestion: q\n", expected_head=head)
+    new = commit_paths(
+        git,
+        {"wiki/a.md": b"# A v2\n", "wiki/queries/q.md": b"# Q\n"},
+        "llmwiki: save query\n\nQuestion: q\n",
+        expected_head=head,
+    )
     assert new == base.git("rev-parse", "HEAD").strip() != head
     assert base.git("rev-parse", "HEAD^").strip() == head
     stat = base.git("show", "--stat", "--format=", "HEAD")
@@ -65,11 +70,15 @@ def test_commits_exactly_the_given_paths(base: Repo) -> None:
     assert base.git("log", "-1", "--format=%B").strip() == "llmwiki: save query\n\nQuestion: q"
     assert base.git("log", "-1", "--format=%an <%ae>") == "Test User <test@example.com>\n"
     assert base.git("symbolic-ref", "HEAD").strip() == "refs/heads/main"
-    assert base.git("reflog", "-1", "--format=%gs", "refs/heads/main").strip() == "llmwiki: save query"
+    assert (
+        base.git("reflog", "-1", "--format=%gs", "refs/heads/main").strip() == "llmwiki: save query"
+    )
     assert (base.root / "wiki/a.md").read_bytes() == b"# A v2\n"
     assert (base.root / "wiki/queries/q.md").read_bytes() == b"# Q\n"
     assert base.git("status", "--porcelain", "--untracked-files=all") == ""
-    assert base.git("diff-files", "--name-only") == ""  # index stat info refreshed, not just content-equal
+    assert (
+        base.git("diff-files", "--name-only") == ""
+    )  # index stat info refreshed, not just content-equal
     assert not [p for p in (base.root / ".git").iterdir() if p.name.startswith("llmwiki-")]
 
 
@@ -97,8 +106,19 @@ def test_users_staged_and_unstaged_work_is_kept(base: Repo) -> None:
     assert "new.txt" not in base.git("ls-tree", "-r", "--name-only", "HEAD").split()
 
 
-@pytest.mark.parametrize("kind", ["unstaged", "staged", "staged-only", "deleted", "untracked", "ignored",
-                                  "untracked-below", "staged-new-file"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "unstaged",
+        "staged",
+        "staged-only",
+        "deleted",
+        "untracked",
+        "ignored",
+        "untracked-below",
+        "staged-new-file",
+    ],
+)
 def test_refuses_when_a_target_has_uncommitted_edits(base: Repo, kind: str) -> None:
     target = "wiki/a.md"
     if kind == "unstaged":
@@ -129,8 +149,12 @@ def test_refuses_when_a_target_has_uncommitted_edits(base: Repo, kind: str) -> N
         base.git("add", target)
     before = _state(base)
     with pytest.raises((DirtyPaths, UnsafePath)) as info:
-        commit_paths(Git(base.root), {target: b"llmwiki content\n", "log.md": b"# Log\nentry\n"}, "save",
-                     expected_head=None)
+        commit_paths(
+            Git(base.root),
+            {target: b"llmwiki content\n", "log.md": b"# Log\nentry\n"},
+            "save",
+            expected_head=None,
+        )
     if kind != "untracked-below":
         assert isinstance(info.value, DirtyPaths)
         assert info.value.paths == [target]
@@ -142,7 +166,12 @@ def test_lists_every_dirty_target(base: Repo) -> None:
     base.write("wiki/a.md", "x\n")
     base.write("log.md", "y\n")
     with pytest.raises(DirtyPaths) as info:
-        commit_paths(Git(base.root), {"wiki/a.md": b"1", "wiki/b.md": b"2", "log.md": b"3"}, "m", expected_head=None)
+        commit_paths(
+            Git(base.root),
+            {"wiki/a.md": b"1", "wiki/b.md": b"2", "log.md": b"3"},
+            "m",
+            expected_head=None,
+        )
     assert info.value.paths == ["log.md", "wiki/a.md"]
 
 
@@ -166,13 +195,22 @@ class RacingGit(Git):
         super().__init__(root)
         self.raced = ""
 
-    def run(self, *args: str, input: bytes | None = None, check: bool = True, detached: bool = False) -> bytes:
+    def run(
+        self, *args: str, input: bytes | None = None, check: bool = True, detached: bool = False
+    ) -> bytes:
         if args and args[0] == "update-ref" and not self.raced:
             # Another writer commits on the branch (same tree, so the user's index and work
             # tree still compare the same way against it).
-            racer = subprocess.run(["git", "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "racer"],
-                                   cwd=self.root, check=True, capture_output=True, text=True).stdout.strip()
-            subprocess.run(["git", "update-ref", "refs/heads/main", racer], cwd=self.root, check=True)
+            racer = subprocess.run(
+                ["git", "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "racer"],
+                cwd=self.root,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            subprocess.run(
+                ["git", "update-ref", "refs/heads/main", racer], cwd=self.root, check=True
+            )
             self.raced = racer
         return super().run(*args, input=input, check=check, detached=detached)
 
@@ -189,7 +227,9 @@ def test_lost_race_at_update_ref_leaves_everything_untouched(base: Repo) -> None
     after = _state(base)
     assert after["head"] == git.raced
     assert base.git("log", "-1", "--format=%s").strip() == "racer"
-    assert {k: v for k, v in after.items() if k != "head"} == {k: v for k, v in before.items() if k != "head"}
+    assert {k: v for k, v in after.items() if k != "head"} == {
+        k: v for k, v in before.items() if k != "head"
+    }
 
 
 def test_first_commit_on_an_unborn_branch(repo: Repo) -> None:
@@ -211,8 +251,12 @@ def test_unborn_branch_with_explicit_zero_expectation_and_race(repo: Repo) -> No
 def test_deletion(base: Repo) -> None:
     base.write("wiki/sub/only.md", "only\n")
     base.commit("sub")
-    commit_paths(Git(base.root), {"wiki/b.md": None, "wiki/sub/only.md": None, "wiki/a.md": b"A\n"}, "delete",
-                 expected_head=None)
+    commit_paths(
+        Git(base.root),
+        {"wiki/b.md": None, "wiki/sub/only.md": None, "wiki/a.md": b"A\n"},
+        "delete",
+        expected_head=None,
+    )
     assert _changed(base) == ["M\twiki/a.md", "D\twiki/b.md", "D\twiki/sub/only.md"]
     assert not (base.root / "wiki/b.md").exists()
     assert not (base.root / "wiki/sub").exists()  # emptied folder removed, as git does
@@ -220,7 +264,9 @@ def test_deletion(base: Repo) -> None:
 
 
 def test_deleting_an_absent_path_with_other_changes(base: Repo) -> None:
-    commit_paths(Git(base.root), {"wiki/never.md": None, "log.md": b"# Log\nx\n"}, "m", expected_head=None)
+    commit_paths(
+        Git(base.root), {"wiki/never.md": None, "log.md": b"# Log\nx\n"}, "m", expected_head=None
+    )
     assert _changed(base) == ["M\tlog.md"]
 
 
@@ -230,13 +276,31 @@ def test_no_change_makes_no_commit(base: Repo) -> None:
     assert base.git("rev-parse", "HEAD").strip() == head
 
 
-@pytest.mark.parametrize("bad", ["../x.md", "wiki/../../x.md", "wiki/../log.md", "/etc/passwd", ".git/config",
-                                 "wiki/.git/x", ".GIT/hooks/pre-commit", "a//b.md", "./a.md", "wiki/", "",
-                                 "C:/x.md", "wiki\\a.md", "a\0b"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "../x.md",
+        "wiki/../../x.md",
+        "wiki/../log.md",
+        "/etc/passwd",
+        ".git/config",
+        "wiki/.git/x",
+        ".GIT/hooks/pre-commit",
+        "a//b.md",
+        "./a.md",
+        "wiki/",
+        "",
+        "C:/x.md",
+        "wiki\\a.md",
+        "a\0b",
+    ],
+)
 def test_unsafe_paths_are_refused(base: Repo, bad: str) -> None:
     before = _state(base)
     with pytest.raises(LlmwikiError):
-        commit_paths(Git(base.root), {bad: b"evil\n", "wiki/a.md": b"fine\n"}, "m", expected_head=None)
+        commit_paths(
+            Git(base.root), {bad: b"evil\n", "wiki/a.md": b"fine\n"}, "m", expected_head=None
+        )
     assert _state(base) == before
 
 
@@ -281,15 +345,19 @@ def test_executable_bit_is_kept(base: Repo) -> None:
 
 
 def _env_without_identity() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_"))}
+    return {
+        k: v for k, v in os.environ.items() if not k.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_"))
+    }
 
 
 def test_identity_falls_back_only_when_git_has_none(base: Repo) -> None:
     base.git("config", "user.useConfigOnly", "true")
     git = Git(base.root, _env_without_identity())
     commit_paths(git, {"wiki/a.md": b"1\n"}, "m", expected_head=None)
-    assert base.git("log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == \
-        "llmwiki <llmwiki@localhost>|llmwiki <llmwiki@localhost>"
+    assert (
+        base.git("log", "-1", "--format=%an <%ae>|%cn <%ce>").strip()
+        == "llmwiki <llmwiki@localhost>|llmwiki <llmwiki@localhost>"
+    )
     base.git("config", "user.name", "Ada")
     base.git("config", "user.email", "ada@example.org")
     commit_paths(git, {"wiki/a.md": b"2\n"}, "m", expected_head=None)
@@ -304,15 +372,23 @@ def test_build_commit_touches_no_ref_index_or_work_tree(base: Repo) -> None:
     head = base.git("rev-parse", "HEAD").strip()
     before = _state(base)
     refs = base.git("for-each-ref")
-    commit = build_commit(Git(base.root), head, {"wiki/queries/q.md": b"# Q\n", "wiki/b.md": None},
-                          "candidate\n\nLlmwiki-Candidate: q-0000\n",
-                          author=("Original Author", "orig@example.org", "1700000000 +0100"))
+    commit = build_commit(
+        Git(base.root),
+        head,
+        {"wiki/queries/q.md": b"# Q\n", "wiki/b.md": None},
+        "candidate\n\nLlmwiki-Candidate: q-0000\n",
+        author=("Original Author", "orig@example.org", "1700000000 +0100"),
+    )
     assert _state(base) == before and base.git("for-each-ref") == refs
     assert base.git("rev-parse", f"{commit}^").strip() == head
     assert _changed(base, commit) == ["D\twiki/b.md", "A\twiki/queries/q.md"]
-    assert base.git("log", "-1", "--format=%an <%ae> %ad|%cn", "--date=raw", commit).strip() == \
-        "Original Author <orig@example.org> 1700000000 +0100|Test User"
-    assert base.git("log", "-1", "--format=%B", commit).strip().endswith("Llmwiki-Candidate: q-0000")
+    assert (
+        base.git("log", "-1", "--format=%an <%ae> %ad|%cn", "--date=raw", commit).strip()
+        == "Original Author <orig@example.org> 1700000000 +0100|Test User"
+    )
+    assert (
+        base.git("log", "-1", "--format=%B", commit).strip().endswith("Llmwiki-Candidate: q-0000")
+    )
     with pytest.raises(UnsafePath):
         build_commit(Git(base.root), head, {"../x": b""}, "m")
 
@@ -339,11 +415,17 @@ def _content(n: int) -> bytes:
 
 
 def _assert_consistent(repo: Repo) -> None:
-    fsck = subprocess.run(["git", "fsck", "--strict", "--no-dangling"], cwd=repo.root, capture_output=True, text=True)
+    fsck = subprocess.run(
+        ["git", "fsck", "--strict", "--no-dangling"], cwd=repo.root, capture_output=True, text=True
+    )
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
     assert "error" not in fsck.stderr and "missing" not in fsck.stdout
     assert repo.git("cat-file", "-t", "HEAD").strip() == "commit"
-    leftovers = [p for p in repo.root.rglob("*") if ".llmwiki-" in p.name or p.name.startswith("llmwiki-index-")]
+    leftovers = [
+        p
+        for p in repo.root.rglob("*")
+        if ".llmwiki-" in p.name or p.name.startswith("llmwiki-index-")
+    ]
     assert leftovers == []
 
 
@@ -353,20 +435,32 @@ def test_eight_concurrent_writers(base: Repo, same_path: bool) -> None:
     base.git("add", "other.txt")
     start = base.git("rev-parse", "HEAD").strip()
     paths = ["wiki/queries/shared.md" if same_path else f"wiki/queries/q{n}.md" for n in range(8)]
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(base.root), paths[n], str(n)],
-                              stderr=subprocess.PIPE, text=True) for n in range(8)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(base.root), paths[n], str(n)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(8)
+    ]
     errors = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, errors
 
     commits = base.git("rev-list", "--reverse", f"{start}..HEAD").split()
     assert len(commits) == 8
-    assert sorted(base.git("log", "-1", "--format=%s", c).strip() for c in commits) == [f"writer {n}" for n in range(8)]
+    assert sorted(base.git("log", "-1", "--format=%s", c).strip() for c in commits) == [
+        f"writer {n}" for n in range(8)
+    ]
     for commit in commits:  # each commit touches exactly its one path, with complete content
         (changed,) = base.git("show", "--name-only", "--format=", commit).split()
         n = int(base.git("log", "-1", "--format=%s", commit).split()[1])
         assert changed == paths[n]
-        blob = subprocess.run(["git", "cat-file", "blob", f"{commit}:{changed}"], cwd=base.root,
-                              capture_output=True, check=True).stdout
+        blob = subprocess.run(
+            ["git", "cat-file", "blob", f"{commit}:{changed}"],
+            cwd=base.root,
+            capture_output=True,
+            check=True,
+        ).stdout
         assert blob == _content(n)
     if same_path:
         last = int(base.git("log", "-1", "--format=%s").split()[1])
@@ -404,7 +498,9 @@ with ProjectLock(root / ".llmwiki", timeout=30):
 
 def test_killed_writer_leaves_a_consistent_repo_and_its_lock_is_reclaimed(base: Repo) -> None:
     start = base.git("rev-parse", "HEAD").strip()
-    with subprocess.Popen([sys.executable, "-c", KILLED, str(base.root)], stdout=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(base.root)], stdout=subprocess.PIPE, text=True
+    ) as proc:
         assert proc.stdout is not None
         assert proc.stdout.readline() == "ready\n"
         assert (base.root / ".llmwiki" / "lock").exists()
@@ -416,7 +512,12 @@ def test_killed_writer_leaves_a_consistent_repo_and_its_lock_is_reclaimed(base: 
 
     git = Git(base.root)
     with ProjectLock(base.root / ".llmwiki", timeout=5):  # the dead writer's lock is reclaimed
-        new = commit_paths(git, {"wiki/a.md": b"# A after the crash\n"}, "after", expected_head=git.rev_parse("HEAD"))
+        new = commit_paths(
+            git,
+            {"wiki/a.md": b"# A after the crash\n"},
+            "after",
+            expected_head=git.rev_parse("HEAD"),
+        )
     assert base.git("rev-parse", "HEAD^").strip() == start and new != start
     assert (base.root / "wiki/a.md").read_bytes() == b"# A after the crash\n"
     assert base.git("status", "--porcelain", "--untracked-files=all") == ""

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from llmwiki_git.errors import LockBusy
+from llmwiki_git.errors import LlmwikiError, LockBusy
 from llmwiki_git.gitstore.lock import ProjectLock, parse_owner, pid_alive, process_start_time
-from llmwiki_git.errors import LlmwikiError
 
 HAS_PROC = process_start_time(os.getpid()) is not None
 
@@ -58,8 +57,12 @@ with ProjectLock(Path(sys.argv[1]), timeout=30, command=sys.argv[2]):
 
 
 def _spawn_holder(state: Path, command: str = "llmwiki query --save demo") -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(state), command],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(state), command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "held\n"
     return proc
@@ -107,9 +110,15 @@ def test_a_held_lock_refuses_other_processes(state: Path) -> None:
     """While this process holds the lock, another process's attempt is refused, naming us;
     once released, the same attempt succeeds."""
     with ProjectLock(state):
-        held = subprocess.run([sys.executable, "-c", TRY_ONCE, str(state)], capture_output=True, text=True)
-    free = subprocess.run([sys.executable, "-c", TRY_ONCE, str(state)], capture_output=True, text=True)
-    assert (held.stdout, free.stdout) == (f"busy {os.getpid()}\n", "got\n"), held.stderr + free.stderr
+        held = subprocess.run(
+            [sys.executable, "-c", TRY_ONCE, str(state)], capture_output=True, text=True
+        )
+    free = subprocess.run(
+        [sys.executable, "-c", TRY_ONCE, str(state)], capture_output=True, text=True
+    )
+    assert (held.stdout, free.stdout) == (f"busy {os.getpid()}\n", "got\n"), (
+        held.stderr + free.stderr
+    )
 
 
 def test_exclusive_between_processes(state: Path, tmp_path: Path) -> None:
@@ -132,7 +141,9 @@ def test_exclusive_between_processes(state: Path, tmp_path: Path) -> None:
         "    with open(sys.argv[2], 'a') as fh:\n"
         "        fh.write(f'{inside} {os.getpid()}\\n')\n"
     )
-    procs = [subprocess.Popen([sys.executable, "-c", worker, str(state), str(journal)]) for _ in range(8)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", worker, str(state), str(journal)]) for _ in range(8)
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0] * 8
     lines = journal.read_text().splitlines()
     assert len(lines) == 16
@@ -170,7 +181,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 
 def test_stale_lock_of_dead_pid_is_reclaimed(state: Path, clock: FakeClock) -> None:
     dead = _dead_pid()
-    _write_record(state, pid=dead, startTime=1, host=socket.gethostname(), command="llmwiki query --save old")
+    _write_record(
+        state, pid=dead, startTime=1, host=socket.gethostname(), command="llmwiki query --save old"
+    )
     with ProjectLock(state, timeout=5):
         assert _record(state / "lock")["pid"] == os.getpid()
     assert clock.sleeps == []  # taken at the first attempt, no waiting
@@ -181,7 +194,9 @@ def test_stale_lock_of_dead_pid_is_reclaimed(state: Path, clock: FakeClock) -> N
 def test_live_pid_with_other_start_time_is_reclaimed(state: Path) -> None:
     mine = process_start_time(os.getpid())
     assert mine is not None
-    _write_record(state, pid=os.getpid(), startTime=mine + 12345, host=socket.gethostname(), command="ghost")
+    _write_record(
+        state, pid=os.getpid(), startTime=mine + 12345, host=socket.gethostname(), command="ghost"
+    )
     with ProjectLock(state, timeout=5):
         assert _record(state / "lock")["startTime"] == mine
 
@@ -194,15 +209,31 @@ def test_zombie_owner_counts_as_dead(state: Path) -> None:
         while Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        _write_record(state, pid=proc.pid, startTime=process_start_time(proc.pid), host=socket.gethostname(), command="z")
+        _write_record(
+            state,
+            pid=proc.pid,
+            startTime=process_start_time(proc.pid),
+            host=socket.gethostname(),
+            command="z",
+        )
         with ProjectLock(state, timeout=5):
             assert _record(state / "lock")["pid"] == os.getpid()
     finally:
         proc.wait()
 
 
-@pytest.mark.parametrize("content", [b"garbage{", b"", b"[1, 2]", b'{"pid": -3}', b'{"pid": "12"}',
-                                     b"\xff\xfe", b'{"pid": 1}' + b" " * 5000])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"garbage{",
+        b"",
+        b"[1, 2]",
+        b'{"pid": -3}',
+        b'{"pid": "12"}',
+        b"\xff\xfe",
+        b'{"pid": 1}' + b" " * 5000,
+    ],
+)
 def test_garbage_lock_is_reclaimed(state: Path, content: bytes) -> None:
     state.mkdir()
     (state / "lock").write_bytes(content)
@@ -251,7 +282,9 @@ def test_state_dir_symlink_inside_the_project_is_fine(tmp_path: Path) -> None:
         assert (project / "state" / "lock").is_file()
 
 
-def test_timeout_names_the_holder_and_says_what_to_do(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_timeout_names_the_holder_and_says_what_to_do(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     holder = _spawn_holder(state)
     try:
         clock = FakeClock()
@@ -298,13 +331,20 @@ def test_zero_timeout_fails_fast_and_lock_is_not_reentrant(state: Path, clock: F
 
 
 def test_release_does_not_delete_someone_elses_lock(state: Path) -> None:
-    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
     try:
         with ProjectLock(state):
             # Someone deleted our lock by hand and another process took it.
             (state / "lock").unlink()
-            _write_record(state, pid=other.pid, startTime=process_start_time(other.pid) or 0,
-                          host=socket.gethostname(), command="other")
+            _write_record(
+                state,
+                pid=other.pid,
+                startTime=process_start_time(other.pid) or 0,
+                host=socket.gethostname(),
+                command="other",
+            )
         assert _record(state / "lock")["pid"] == other.pid
     finally:
         _stop(other)
@@ -323,11 +363,19 @@ def test_a_record_without_a_kernel_lock_is_a_leftover_whoever_it_names(state: Pa
     """The flock is the authority: a record naming a live process (here: us, or a process on
     another host) that holds no flock on the file is what a crash leaves behind -- taken over,
     where the pid/start-time/host heuristics used to refuse or guess."""
-    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
     try:
-        for record in ({"pid": other.pid, "startTime": process_start_time(other.pid) or 0,
-                        "host": socket.gethostname(), "command": "alive but not holding"},
-                       {"pid": 1, "startTime": 1, "host": "another-machine.example", "command": "c"}):
+        for record in (
+            {
+                "pid": other.pid,
+                "startTime": process_start_time(other.pid) or 0,
+                "host": socket.gethostname(),
+                "command": "alive but not holding",
+            },
+            {"pid": 1, "startTime": 1, "host": "another-machine.example", "command": "c"},
+        ):
             _write_record(state, **record)
             with ProjectLock(state, timeout=0):
                 assert _record(state / "lock")["pid"] == os.getpid()
@@ -361,7 +409,12 @@ def test_kill_9_tally(state: Path) -> None:
 
 def test_parse_owner() -> None:
     owner = parse_owner(b'{"pid": 12, "startTime": 99, "host": "h", "command": "c"}')
-    assert owner is not None and (owner.pid, owner.start_time, owner.host, owner.command) == (12, 99, "h", "c")
+    assert owner is not None and (owner.pid, owner.start_time, owner.host, owner.command) == (
+        12,
+        99,
+        "h",
+        "c",
+    )
     assert parse_owner(b"42\n") is not None
     assert parse_owner(b'{"pid": true}') is None
     assert parse_owner(b"") is None
@@ -370,14 +423,18 @@ def test_parse_owner() -> None:
 def test_killed_holder_is_reclaimed_by_a_waiting_process(state: Path) -> None:
     holder = _spawn_holder(state)
     with subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, os\nfrom pathlib import Path\nfrom llmwiki_git.errors import LockBusy\n"
-         "from llmwiki_git.gitstore.lock import ProjectLock\n"
-         "try:\n    ProjectLock(Path(sys.argv[1]), timeout=0).acquire()\n    print('not held', flush=True)\n"
-         "except LockBusy:\n    print('busy', flush=True)\n"
-         "with ProjectLock(Path(sys.argv[1]), timeout=30):\n    print('got', os.getpid(), flush=True)\n",
-         str(state)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, os\nfrom pathlib import Path\nfrom llmwiki_git.errors import LockBusy\n"
+            "from llmwiki_git.gitstore.lock import ProjectLock\n"
+            "try:\n    ProjectLock(Path(sys.argv[1]), timeout=0).acquire()\n    print('not held', flush=True)\n"
+            "except LockBusy:\n    print('busy', flush=True)\n"
+            "with ProjectLock(Path(sys.argv[1]), timeout=30):\n    print('got', os.getpid(), flush=True)\n",
+            str(state),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     ) as waiter:
         try:
             assert waiter.stdout is not None
@@ -409,8 +466,12 @@ def test_a_killed_holder_s_forked_workers_do_not_keep_the_lock(state: Path) -> N
     """Found in review: `llmwiki index` forks scan workers while it holds the lock; they
     inherited the lock's descriptor, so after the writer was killed with -9 they kept the
     lock (and every writer was told to wait for a dead pid) for as long as they lived."""
-    holder = subprocess.Popen([sys.executable, "-c", FORKING_HOLDER, str(state)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", FORKING_HOLDER, str(state)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout is not None
     child = int(holder.stdout.readline())
     try:
@@ -432,7 +493,9 @@ def test_a_killed_holder_s_forked_workers_do_not_keep_the_lock(state: Path) -> N
             pass
 
 
-def test_a_forked_child_leaving_the_with_block_does_not_release_the_parent_s_lock(state: Path) -> None:
+def test_a_forked_child_leaving_the_with_block_does_not_release_the_parent_s_lock(
+    state: Path,
+) -> None:
     """A child forked inside the `with` that unwinds it (or calls release) must neither
     delete the lock file nor drop the parent's lock."""
     lock = ProjectLock(state, timeout=0).acquire()
@@ -446,11 +509,18 @@ def test_a_forked_child_leaving_the_with_block_does_not_release_the_parent_s_loc
         os.waitpid(pid, 0)
         assert (state / "lock").exists()
         other = subprocess.run(
-            [sys.executable, "-c",
-             "import sys\nfrom pathlib import Path\nfrom llmwiki_git.errors import LockBusy\n"
-             "from llmwiki_git.gitstore.lock import ProjectLock\n"
-             "try:\n    ProjectLock(Path(sys.argv[1]), timeout=0).acquire()\nexcept LockBusy:\n    sys.exit(3)\n",
-             str(state)], capture_output=True, text=True, timeout=60)
+            [
+                sys.executable,
+                "-c",
+                "import sys\nfrom pathlib import Path\nfrom llmwiki_git.errors import LockBusy\n"
+                "from llmwiki_git.gitstore.lock import ProjectLock\n"
+                "try:\n    ProjectLock(Path(sys.argv[1]), timeout=0).acquire()\nexcept LockBusy:\n    sys.exit(3)\n",
+                str(state),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert other.returncode == 3, other.stderr
     finally:
         lock.release()

@@ -22,8 +22,13 @@ def request_() -> AnswerRequest:
     return AnswerRequest(
         question="What is Alpha?",
         evidence=(
-            Evidence("concepts/alpha", "alpha", "Alpha", "Alpha is a consensus protocol.\n",
-                     ("Alpha is a consensus protocol.",)),
+            Evidence(
+                "concepts/alpha",
+                "alpha",
+                "Alpha",
+                "Alpha is a consensus protocol.\n",
+                ("Alpha is a consensus protocol.",),
+            ),
             Evidence("concepts/beta", "beta", "Beta", "Beta stores the log.\n"),
         ),
     )

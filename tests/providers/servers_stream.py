@@ -72,7 +72,9 @@ def stream_server(script: Script) -> Iterator[tuple[str, list[Request]]]:
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
-            request = Request("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, raw)
+            request = Request(
+                "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, raw
+            )
             seen.append(request)
             reply = script(request)
             if reply.drop:
@@ -126,7 +128,9 @@ def stream_server(script: Script) -> Iterator[tuple[str, list[Request]]]:
             pass  # a client that went away mid-answer is part of the tests
 
     server = _Server(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", seen
@@ -163,7 +167,9 @@ def json_reply(data: Any, status: int = 200, headers: dict[str, str] | None = No
 
 
 def sse_reply(pieces: list[Piece], **kwargs: Any) -> Reply:
-    return Reply(200, {"content-type": "text/event-stream", "cache-control": "no-cache"}, pieces, **kwargs)
+    return Reply(
+        200, {"content-type": "text/event-stream", "cache-control": "no-cache"}, pieces, **kwargs
+    )
 
 
 def ndjson_reply(pieces: list[Piece], **kwargs: Any) -> Reply:

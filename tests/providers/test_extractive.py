@@ -6,10 +6,9 @@ import re
 
 import pytest
 
+from llmwiki_git.errors import ProviderError
 from llmwiki_git.providers.base import AnswerRequest, Evidence
 from llmwiki_git.providers.extractive import NO_ANSWER, ExtractiveProvider, clean_sentence
-from llmwiki_git.errors import ProviderError
-
 
 ALPHA_TEXT = """# Alpha
 
@@ -40,15 +39,24 @@ BETA_TEXT = """Beta stores the replicated log on disk in an append-only file. Al
 for durability, and [[alpha|Alpha's]] leader flushes every entry before acknowledging it.
 Compaction happens in the background."""
 EVIDENCE = (
-    Evidence("concepts/alpha", "alpha", "Alpha", ALPHA_TEXT,
-             ("Alpha is a consensus protocol for replicated logs. It elects a leader with randomized\n"
-              "timeouts, e.g. 150 ms, so that split votes are rare.",)),
+    Evidence(
+        "concepts/alpha",
+        "alpha",
+        "Alpha",
+        ALPHA_TEXT,
+        (
+            "Alpha is a consensus protocol for replicated logs. It elects a leader with randomized\n"
+            "timeouts, e.g. 150 ms, so that split votes are rare.",
+        ),
+    ),
     Evidence("concepts/beta", "beta", "Beta", BETA_TEXT),
 )
 LINK = re.compile(r"\[\[([^\]]*)\]\]")
 
 
-def ask(question: str, evidence: tuple[Evidence, ...] = EVIDENCE, language: str | None = None) -> list[str]:
+def ask(
+    question: str, evidence: tuple[Evidence, ...] = EVIDENCE, language: str | None = None
+) -> list[str]:
     return list(ExtractiveProvider().stream_answer(AnswerRequest(question, evidence, language)))
 
 
@@ -74,12 +82,19 @@ def test_deterministic() -> None:
     first = ask("How does Alpha elect a leader?")
     assert all(ask("How does Alpha elect a leader?") == first for _ in range(5))
     provider = ExtractiveProvider()
-    assert provider.answer(AnswerRequest("How does Alpha elect a leader?", EVIDENCE)) == "".join(first)
+    assert provider.answer(AnswerRequest("How does Alpha elect a leader?", EVIDENCE)) == "".join(
+        first
+    )
 
 
 def test_only_evidence_links_are_emitted() -> None:
-    for question in ("How does Alpha elect a leader?", "Where is the log stored?", "gamma delta epsilon zeta",
-                     "What is related to Alpha?", "storage layer"):
+    for question in (
+        "How does Alpha elect a leader?",
+        "Where is the log stored?",
+        "gamma delta epsilon zeta",
+        "What is related to Alpha?",
+        "storage layer",
+    ):
         answer = "".join(ask(question))
         assert set(LINK.findall(answer)) <= {"alpha", "beta"}, answer
         assert "[[" not in LINK.sub("", answer) and "]]" not in LINK.sub("", answer)
@@ -87,8 +102,18 @@ def test_only_evidence_links_are_emitted() -> None:
 
 def test_skipped_material_is_never_quoted() -> None:
     answer = "".join(ask("alpha leader elects election fast code title frontmatter related"))
-    for never in ("elect_leader", "must never be quoted", "Fast", "Leader election", "| ", "title:",
-                  "Related", "Epsilon", "# Alpha", "Details"):
+    for never in (
+        "elect_leader",
+        "must never be quoted",
+        "Fast",
+        "Leader election",
+        "| ",
+        "title:",
+        "Related",
+        "Epsilon",
+        "# Alpha",
+        "Details",
+    ):
         assert never not in answer, never
 
 
@@ -102,17 +127,25 @@ def test_nothing_matching_says_so() -> None:
 
 def test_language_does_not_change_the_answer() -> None:
     # It quotes the wiki, so it answers in the wiki's language whatever --lang asks.
-    assert ask("How does Alpha elect a leader?", language="ja") == ask("How does Alpha elect a leader?")
+    assert ask("How does Alpha elect a leader?", language="ja") == ask(
+        "How does Alpha elect a leader?"
+    )
 
 
 def test_non_english_wiki_and_question() -> None:
-    page = Evidence("concepts/raft", "raft", "Raft",
-                    "Raft est un algorithme de consensus. Le leader réplique le journal sur les suiveurs. "
-                    "Les élections utilisent des délais aléatoires.")
+    page = Evidence(
+        "concepts/raft",
+        "raft",
+        "Raft",
+        "Raft est un algorithme de consensus. Le leader réplique le journal sur les suiveurs. "
+        "Les élections utilisent des délais aléatoires.",
+    )
     answer = "".join(ask("Comment le leader réplique-t-il le journal ?", evidence=(page,)))
     assert answer.startswith("Le leader réplique le journal sur les suiveurs")
     assert LINK.findall(answer) == ["raft"]
-    cjk = Evidence("concepts/kv", "kv", "键值存储", "键值存储把数据保存在磁盘上。复制日志由领导者管理。")
+    cjk = Evidence(
+        "concepts/kv", "kv", "键值存储", "键值存储把数据保存在磁盘上。复制日志由领导者管理。"
+    )
     answer = "".join(ask("键值存储如何保存数据？", evidence=(cjk,)))
     assert answer.startswith("键值存储把数据保存在磁盘上") and LINK.findall(answer) == ["kv"]
 
@@ -120,29 +153,53 @@ def test_non_english_wiki_and_question() -> None:
 def test_markdown_is_reduced_to_what_a_reader_sees() -> None:
     # Links stay links: a labelled link reads as its label, a bare one stays [[target]]
     # (never a flattened slug word); inline code stays code.
-    assert clean_sentence("See [[beta|the storage layer]] and [[gamma]] or [[delta#Part]].") == \
-        "See the storage layer and [[gamma]] or [[delta#Part]]."
-    assert clean_sentence("Read [the docs](https://example.com) and **bold** or `code` text.") == \
-        "Read the docs and bold or `code` text."
-    assert clean_sentence("The id hashes the header `blob <size>` and a `**raw**` [[x]] byte.") == \
-        "The id hashes the header `blob <size>` and a `**raw**` [[x]] byte."
-    assert clean_sentence("An ![[diagram.png]] embed and a note[^1] here.") == "An embed and a note here."
+    assert (
+        clean_sentence("See [[beta|the storage layer]] and [[gamma]] or [[delta#Part]].")
+        == "See the storage layer and [[gamma]] or [[delta#Part]]."
+    )
+    assert (
+        clean_sentence("Read [the docs](https://example.com) and **bold** or `code` text.")
+        == "Read the docs and bold or `code` text."
+    )
+    assert (
+        clean_sentence("The id hashes the header `blob <size>` and a `**raw**` [[x]] byte.")
+        == "The id hashes the header `blob <size>` and a `**raw**` [[x]] byte."
+    )
+    assert (
+        clean_sentence("An ![[diagram.png]] embed and a note[^1] here.")
+        == "An embed and a note here."
+    )
 
 
 def test_mostly_links_sentences_are_skipped() -> None:
-    page = Evidence("concepts/hub", "hub", "Hub",
-                    "See also [[consensus]], [[raft-protocol]], [[paxos-protocol]] and [[leader-election]]. "
-                    "The hub page lists consensus protocols used by the team.")
-    assert "".join(ask("consensus protocols", evidence=(page,))) == \
-        "The hub page lists consensus protocols used by the team [[hub]]."
+    page = Evidence(
+        "concepts/hub",
+        "hub",
+        "Hub",
+        "See also [[consensus]], [[raft-protocol]], [[paxos-protocol]] and [[leader-election]]. "
+        "The hub page lists consensus protocols used by the team.",
+    )
+    assert (
+        "".join(ask("consensus protocols", evidence=(page,)))
+        == "The hub page lists consensus protocols used by the team [[hub]]."
+    )
 
 
 def test_streams_sentence_by_sentence_within_limits() -> None:
-    words = ("amber basil cedar dune ember fjord grove heath inlet juniper kelp larch marsh nettle oasis prairie "
-             "quarry reef sorrel tundra upland valley willow yarrow").split()
-    sentences = [f"The leader of {a} {b} {c} cluster stays near {d} {e}." for a, b, c, d, e in
-                 zip(words, words[5:] + words[:5], words[10:] + words[:10], words[15:] + words[:15],
-                     words[20:] + words[:20])]
+    words = (
+        "amber basil cedar dune ember fjord grove heath inlet juniper kelp larch marsh nettle oasis prairie "
+        "quarry reef sorrel tundra upland valley willow yarrow"
+    ).split()
+    sentences = [
+        f"The leader of {a} {b} {c} cluster stays near {d} {e}."
+        for a, b, c, d, e in zip(
+            words,
+            words[5:] + words[:5],
+            words[10:] + words[:10],
+            words[15:] + words[:15],
+            words[20:] + words[:20],
+        )
+    ]
     page = Evidence("concepts/many", "many", "Many", " ".join(sentences))
     deltas = ask("Which leader is in the cluster?", evidence=(page,))
     assert 3 <= len(deltas) <= 6
@@ -151,16 +208,24 @@ def test_streams_sentence_by_sentence_within_limits() -> None:
 
 
 def test_a_long_single_sentence_is_capped() -> None:
-    page = Evidence("concepts/long", "long", "Long", "The leader " + "keeps going " * 45 + "until the end.")
-    answer = "".join(ExtractiveProvider(max_chars=300).stream_answer(AnswerRequest("leader", (page,))))
+    page = Evidence(
+        "concepts/long", "long", "Long", "The leader " + "keeps going " * 45 + "until the end."
+    )
+    answer = "".join(
+        ExtractiveProvider(max_chars=300).stream_answer(AnswerRequest("leader", (page,)))
+    )
     assert len(answer) <= 300 and answer.endswith(" \u2026 [[long]].")
 
 
 def test_short_answers_take_the_following_sentence_for_context() -> None:
-    page = Evidence("concepts/raft", "raft", "Raft",
-                    "Raft is a consensus algorithm designed for understandability. "
-                    "It separates the problem into three parts that are solved independently. "
-                    "Clusters usually have five servers in production.")
+    page = Evidence(
+        "concepts/raft",
+        "raft",
+        "Raft",
+        "Raft is a consensus algorithm designed for understandability. "
+        "It separates the problem into three parts that are solved independently. "
+        "Clusters usually have five servers in production.",
+    )
     assert "".join(ask("What is Raft?", evidence=(page,))) == (
         "Raft is a consensus algorithm designed for understandability. "
         "It separates the problem into three parts that are solved independently [[raft]]."
@@ -170,7 +235,9 @@ def test_short_answers_take_the_following_sentence_for_context() -> None:
 def test_identity_and_no_completion() -> None:
     provider = ExtractiveProvider()
     assert (provider.name, provider.model, provider.generative) == ("extractive", "offline", False)
-    with pytest.raises(ProviderError, match="extractive: the offline answerer has no language model"):
+    with pytest.raises(
+        ProviderError, match="extractive: the offline answerer has no language model"
+    ):
         provider.complete("system", "user")
 
 
@@ -198,21 +265,34 @@ Packfiles store deltas between similar objects.
 
 
 def test_inline_code_is_kept_in_answers() -> None:
-    answer = "".join(ask("How is the blob id computed?", (Evidence("concepts/blobs", "blobs", "Blobs", BLOBS),)))
+    answer = "".join(
+        ask("How is the blob id computed?", (Evidence("concepts/blobs", "blobs", "Blobs", BLOBS),))
+    )
     assert "the header `blob <size>` followed by a NUL byte" in answer, answer
     assert "header blob followed" not in answer
 
 
 def test_a_list_item_does_not_run_into_the_next_sentence() -> None:
-    answer = "".join(ask("How are templates created for a new note?",
-                         (Evidence("features/templates", "templates", "Templates", TEMPLATES),)))
+    answer = "".join(
+        ask(
+            "How are templates created for a new note?",
+            (Evidence("features/templates", "templates", "Templates", TEMPLATES),),
+        )
+    )
     assert "created from In these cases" not in answer, answer
     assert "Adapt templates based on where the note is being created from." in answer, answer
 
 
 def test_a_sentence_sharing_only_a_stem_does_not_pad_the_answer() -> None:
-    evidence = (Evidence("concepts/blobs", "blobs", "Blobs", "A blob stores the bytes of a file and nothing else."),
-                Evidence("concepts/objects", "objects", "Objects", OBJECTS))
+    evidence = (
+        Evidence(
+            "concepts/blobs",
+            "blobs",
+            "Blobs",
+            "A blob stores the bytes of a file and nothing else.",
+        ),
+        Evidence("concepts/objects", "objects", "Objects", OBJECTS),
+    )
     answer = "".join(ask("What does a blob store?", evidence))
     assert answer.startswith("A blob stores the bytes of a file"), answer
     assert "Packfiles store deltas" in answer, answer  # the same word: a real match
@@ -230,8 +310,10 @@ Many templates also support publishing your Foam workspace to GitHub Pages with 
 [publish-to-gitlab-pages]: ../publishing/publish-to-gitlab-pages.md 'GitLab Pages'
 """
 # A chunk of it as retrieval hands it over: cut in the middle of a reference definition.
-FOAM_EXCERPT = ("lish-to-github-pages]: ../publishing/publish-to-github-pages.md 'GitHub Pages'\n"
-                "[publish-to-gitlab-pages]: ../publishing/publish-to-gitlab-pages.md 'GitLab Pages'")
+FOAM_EXCERPT = (
+    "lish-to-github-pages]: ../publishing/publish-to-github-pages.md 'GitHub Pages'\n"
+    "[publish-to-gitlab-pages]: ../publishing/publish-to-gitlab-pages.md 'GitLab Pages'"
+)
 
 
 def test_reference_definitions_and_chunk_fragments_are_never_quoted() -> None:
@@ -240,7 +322,9 @@ def test_reference_definitions_and_chunk_fragments_are_never_quoted() -> None:
     page = Evidence("recipes", "recipes", "Recipes", FOAM_PUBLISHING, (FOAM_EXCERPT,))
     answer = "".join(ask("How do I publish to GitHub Pages?", (page,)))
     assert "]:" not in answer and "lish-to" not in answer and "../publishing" not in answer, answer
-    assert "Many templates also support publishing your Foam workspace to GitHub Pages" in answer, answer
+    assert "Many templates also support publishing your Foam workspace to GitHub Pages" in answer, (
+        answer
+    )
 
 
 TRUST = """# Templates
@@ -264,14 +348,21 @@ def test_emphasis_is_never_cut_and_markup_fragments_never_quoted() -> None:
     page = Evidence("features/templates", "templates", "Templates", TRUST)
     answer = "".join(ask("Can a template script run any code?", (page,)))
     assert "*" not in answer and "Treat a" not in answer and "Only use JS" not in answer, answer
-    assert "Run a template script only in a trusted workspace. Scripts can run any code." in answer, answer
+    assert (
+        "Run a template script only in a trusted workspace. Scripts can run any code." in answer
+    ), answer
     assert "automatically run" not in answer, answer
 
 
 def test_the_asker_is_not_a_search_term() -> None:
     """Regression: "how do I ..." matched "I deployed, but ..." in an FAQ."""
-    faq = Evidence("faq", "faq", "FAQ", "I deployed, but my files are not converted into pages at all.\n\n"
-                                        "Pages are published from the main branch by the publish workflow.")
+    faq = Evidence(
+        "faq",
+        "faq",
+        "FAQ",
+        "I deployed, but my files are not converted into pages at all.\n\n"
+        "Pages are published from the main branch by the publish workflow.",
+    )
     answer = "".join(ask("How do I publish pages?", (faq,)))
     assert "I deployed" not in answer and answer.startswith("Pages are published"), answer
 
@@ -281,11 +372,19 @@ def test_a_sentence_linking_the_page_a_save_would_replace_is_not_quoted() -> Non
     evidence carried its own citation of [[what-are-git-objects]]; quoting it in a new answer
     to that very question made `--save` refuse a self-citation. The answerer is told which
     link a save would replace and quotes no sentence linking it."""
-    saved = Evidence("queries/what-is-a-commit-trailer", "what-is-a-commit-trailer", "Commit trailers",
-                     "Git parses commit trailers with interpret-trailers [[commit-trailers]] [[what-are-git-objects]].\n\n"
-                     "Git objects hold commit trailers in the commit message body.")
-    request = AnswerRequest("what are git objects and their commit trailers?", (saved,), None, ("what-are-git-objects",))
+    saved = Evidence(
+        "queries/what-is-a-commit-trailer",
+        "what-is-a-commit-trailer",
+        "Commit trailers",
+        "Git parses commit trailers with interpret-trailers [[commit-trailers]] [[what-are-git-objects]].\n\n"
+        "Git objects hold commit trailers in the commit message body.",
+    )
+    request = AnswerRequest(
+        "what are git objects and their commit trailers?", (saved,), None, ("what-are-git-objects",)
+    )
     answer = "".join(ExtractiveProvider().stream_answer(request))
-    assert "what-are-git-objects" not in answer and answer.startswith("Git objects hold commit trailers"), answer
+    assert "what-are-git-objects" not in answer and answer.startswith(
+        "Git objects hold commit trailers"
+    ), answer
     plain = "".join(ExtractiveProvider().stream_answer(AnswerRequest(request.question, (saved,))))
     assert "[[what-are-git-objects]]" in plain  # the same evidence, no save to protect: quoted

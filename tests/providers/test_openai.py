@@ -6,9 +6,8 @@ import threading
 
 import pytest
 
-from llmwiki_git.errors import ConfigError, LlmwikiError
+from llmwiki_git.errors import ConfigError, LlmwikiError, ProviderError
 from llmwiki_git.providers.base import build_prompt, user_agent
-from llmwiki_git.errors import ProviderError
 from llmwiki_git.providers.http import HttpSettings
 from llmwiki_git.providers.openai import OpenAIProvider
 
@@ -23,8 +22,15 @@ def chunk(content: str | None = None, finish: str | None = None, role: bool = Fa
         delta["role"] = "assistant"
     if content is not None:
         delta["content"] = content
-    return sse({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
+    return sse(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-test",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+    )
 
 
 def answer_stream(parts: list[str] = ANSWER) -> list:
@@ -60,8 +66,14 @@ def test_streamed_answer_and_exact_request(request_) -> None:
 def test_deltas_arrive_while_the_server_is_still_streaming(request_) -> None:
     reached = threading.Event()
     waited: list[bool] = []
-    body = [chunk("", role=True), chunk("first "), lambda: waited.append(reached.wait(5)),
-            chunk("second"), chunk(finish="stop"), sse("[DONE]")]
+    body = [
+        chunk("", role=True),
+        chunk("first "),
+        lambda: waited.append(reached.wait(5)),
+        chunk("second"),
+        chunk(finish="stop"),
+        sse("[DONE]"),
+    ]
     with stream_server(replies(sse_reply(body))) as (url, _):
         stream = provider(url).stream_answer(request_)
         assert next(stream) == "first "
@@ -84,11 +96,18 @@ def test_missing_key_without_base_url_is_a_config_error() -> None:
 def test_model_variables_and_default() -> None:
     assert OpenAIProvider.from_env({"OPENAI_API_KEY": "k"}).model == "gpt-4o-mini"
     assert OpenAIProvider.from_env({"OPENAI_API_KEY": "k", "OPENAI_MODEL": "m1"}).model == "m1"
-    assert OpenAIProvider.from_env({"OPENAI_API_KEY": "k", "OPENAI_MODEL": "m1", "LLMWIKI_MODEL": "m2"}).model == "m2"
+    assert (
+        OpenAIProvider.from_env(
+            {"OPENAI_API_KEY": "k", "OPENAI_MODEL": "m1", "LLMWIKI_MODEL": "m2"}
+        ).model
+        == "m2"
+    )
 
 
 def test_429_with_retry_after_then_success(request_, sleeps) -> None:
-    limited = json_reply({"error": {"message": "Rate limit reached", "type": "requests"}}, 429, {"retry-after": "2"})
+    limited = json_reply(
+        {"error": {"message": "Rate limit reached", "type": "requests"}}, 429, {"retry-after": "2"}
+    )
     with stream_server(replies(limited, sse_reply(answer_stream()))) as (url, seen):
         assert "".join(provider(url).stream_answer(request_)) == "".join(ANSWER)
     assert len(seen) == 2 and seen[0].raw == seen[1].raw
@@ -97,14 +116,20 @@ def test_429_with_retry_after_then_success(request_, sleeps) -> None:
 
 def test_retry_after_is_capped_and_retry_after_ms_wins(request_, sleeps) -> None:
     slow = json_reply({"error": {"message": "slow down"}}, 429, {"retry-after": "3600"})
-    precise = json_reply({"error": {"message": "slow down"}}, 429, {"retry-after-ms": "250", "retry-after": "9"})
+    precise = json_reply(
+        {"error": {"message": "slow down"}}, 429, {"retry-after-ms": "250", "retry-after": "9"}
+    )
     with stream_server(replies(slow, precise, sse_reply(answer_stream()))) as (url, _):
-        assert "".join(provider(url, max_retry_after=30.0).stream_answer(request_)) == "".join(ANSWER)
+        assert "".join(provider(url, max_retry_after=30.0).stream_answer(request_)) == "".join(
+            ANSWER
+        )
     assert sleeps == [30.0, 0.25]
 
 
 def test_500_then_success_with_exponential_backoff(request_, sleeps) -> None:
-    error = json_reply({"error": {"message": "The server had an error", "type": "server_error"}}, 500)
+    error = json_reply(
+        {"error": {"message": "The server had an error", "type": "server_error"}}, 500
+    )
     with stream_server(replies(error, error, sse_reply(answer_stream()))) as (url, seen):
         assert "".join(provider(url).stream_answer(request_)) == "".join(ANSWER)
     assert len(seen) == 3
@@ -116,7 +141,9 @@ def test_persistent_500_gives_up_after_the_retries(request_, sleeps) -> None:
     with stream_server(replies(error)) as (url, seen), pytest.raises(ProviderError) as info:
         list(provider(url).stream_answer(request_))
     assert len(seen) == 4 and len(sleeps) == 3
-    assert str(info.value).startswith("openai: server error (HTTP 500) after 4 attempts: The server had an error")
+    assert str(info.value).startswith(
+        "openai: server error (HTTP 500) after 4 attempts: The server had an error"
+    )
 
 
 def test_connection_dropped_before_any_token_is_retried(request_, sleeps) -> None:
@@ -158,9 +185,16 @@ def test_finish_reason_without_done_is_a_complete_answer(request_) -> None:
         assert list(provider(url).stream_answer(request_)) == ["Alpha."]
 
 
-@pytest.mark.parametrize("bad", [b"data: {not json\n\n", b"data: [1, 2]\n\n", b'data: {"object": "x"}\n\n',
-                                 b'data: {"choices": [{"index": 0, "delta": {"content": 7}}]}\n\n',
-                                 b"<html><body>Bad gateway</body></html>\n"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"data: {not json\n\n",
+        b"data: [1, 2]\n\n",
+        b'data: {"object": "x"}\n\n',
+        b'data: {"choices": [{"index": 0, "delta": {"content": 7}}]}\n\n',
+        b"<html><body>Bad gateway</body></html>\n",
+    ],
+)
 def test_malformed_chunk_names_the_provider(request_, sleeps, bad) -> None:
     with stream_server(replies(sse_reply([chunk("Alpha"), bad, sse("[DONE]")]))) as (url, seen):
         with pytest.raises(ProviderError) as info:
@@ -179,8 +213,16 @@ def test_error_object_inside_the_stream(request_, sleeps) -> None:
 
 
 def test_missing_model(request_, sleeps) -> None:
-    missing = json_reply({"error": {"message": "The model `gpt-test` does not exist or you do not have access to it.",
-                                    "type": "invalid_request_error", "code": "model_not_found"}}, 404)
+    missing = json_reply(
+        {
+            "error": {
+                "message": "The model `gpt-test` does not exist or you do not have access to it.",
+                "type": "invalid_request_error",
+                "code": "model_not_found",
+            }
+        },
+        404,
+    )
     with stream_server(replies(missing)) as (url, seen), pytest.raises(ProviderError) as info:
         list(provider(url).stream_answer(request_))
     assert "model 'gpt-test' not found" in str(info.value)
@@ -189,14 +231,25 @@ def test_missing_model(request_, sleeps) -> None:
 
 
 def test_wrong_base_url_path(request_, sleeps) -> None:
-    with stream_server(replies(Reply(404, {"content-type": "text/plain"}, [b"Not Found"]))) as (url, _):
+    with stream_server(replies(Reply(404, {"content-type": "text/plain"}, [b"Not Found"]))) as (
+        url,
+        _,
+    ):
         with pytest.raises(ProviderError, match="must include the version path"):
             list(provider(url).stream_answer(request_))
 
 
 def test_auth_failure_names_the_key_variable(request_, sleeps) -> None:
-    denied = json_reply({"error": {"message": "Incorrect API key provided: sk-test.", "type": "invalid_request_error",
-                                   "code": "invalid_api_key"}}, 401)
+    denied = json_reply(
+        {
+            "error": {
+                "message": "Incorrect API key provided: sk-test.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        },
+        401,
+    )
     with stream_server(replies(denied)) as (url, seen), pytest.raises(ProviderError) as info:
         list(provider(url).stream_answer(request_))
     assert "authentication failed (HTTP 401)" in str(info.value)
@@ -218,7 +271,9 @@ def test_read_timeout_names_the_variable(request_, sleeps) -> None:
     body = [lambda: release.wait(10), chunk("late"), sse("[DONE]")]
     try:
         with stream_server(replies(sse_reply(body))) as (url, seen):
-            p = OpenAIProvider.from_env({"OPENAI_BASE_URL": f"{url}/v1"}, settings=HttpSettings(read_timeout=0.3))
+            p = OpenAIProvider.from_env(
+                {"OPENAI_BASE_URL": f"{url}/v1"}, settings=HttpSettings(read_timeout=0.3)
+            )
             with pytest.raises(ProviderError) as info:
                 list(p.stream_answer(request_))
             release.set()
@@ -237,20 +292,38 @@ def test_timeout_variable_is_read_and_checked() -> None:
 
 
 def test_server_that_ignores_stream_true(request_) -> None:
-    full = json_reply({"id": "x", "object": "chat.completion",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "Alpha [[alpha]]."},
-                                    "finish_reason": "stop"}]})
+    full = json_reply(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "Alpha [[alpha]]."},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+    )
     with stream_server(replies(full)) as (url, _):
         assert list(provider(url).stream_answer(request_)) == ["Alpha [[alpha]]."]
 
 
 def test_complete_is_not_streamed(sleeps) -> None:
-    full = json_reply({"choices": [{"index": 0, "message": {"role": "assistant", "content": "concepts/alpha"}}]})
+    full = json_reply(
+        {"choices": [{"index": 0, "message": {"role": "assistant", "content": "concepts/alpha"}}]}
+    )
     error = json_reply({"error": {"message": "busy"}}, 503)
     with stream_server(replies(error, full)) as (url, seen):
         assert provider(url).complete("pick pages", "Question: x") == "concepts/alpha"
-    assert seen[1].json == {"model": "gpt-test", "stream": False, "messages": [
-        {"role": "system", "content": "pick pages"}, {"role": "user", "content": "Question: x"}]}
+    assert seen[1].json == {
+        "model": "gpt-test",
+        "stream": False,
+        "messages": [
+            {"role": "system", "content": "pick pages"},
+            {"role": "user", "content": "Question: x"},
+        ],
+    }
     assert sleeps == [1.0]
 
 

@@ -10,8 +10,13 @@ import pytest
 from llmwiki_git.providers.base import PAGE_CHAR_LIMIT, AnswerRequest, Evidence, build_prompt
 from llmwiki_git.providers.http import error_detail, retry_after
 
-ALPHA = Evidence("concepts/alpha", "alpha", "Alpha", "Alpha is a protocol.\n\nIt elects leaders.\n",
-                 ("It elects leaders.", "Alpha is a protocol."))
+ALPHA = Evidence(
+    "concepts/alpha",
+    "alpha",
+    "Alpha",
+    "Alpha is a protocol.\n\nIt elects leaders.\n",
+    ("It elects leaders.", "Alpha is a protocol."),
+)
 BETA = Evidence("queries/why-beta", "why-beta", "Why Beta?", "Because.")
 
 
@@ -84,12 +89,18 @@ def test_retry_after_forms() -> None:
     assert retry_after({"retry-after": past}, 30) == 0.0
 
 
-@pytest.mark.parametrize(("body", "detail"), [
-    ('{"error": {"message": "bad key", "type": "x"}}', "bad key"),
-    ('{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}', "Overloaded"),
-    ('{"error": "model not found"}', "model not found"),
-    ("<html>\n  oops </html>", "<html> oops </html>"),
-    ("x" * 400, "x" * 297 + "..."),
-])
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ('{"error": {"message": "bad key", "type": "x"}}', "bad key"),
+        (
+            '{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}',
+            "Overloaded",
+        ),
+        ('{"error": "model not found"}', "model not found"),
+        ("<html>\n  oops </html>", "<html> oops </html>"),
+        ("x" * 400, "x" * 297 + "..."),
+    ],
+)
 def test_error_detail(body, detail) -> None:
     assert error_detail(body) == detail

@@ -15,23 +15,31 @@ ANTHROPIC = {"ANTHROPIC_API_KEY": "sk-a"}
 OLLAMA = {"OLLAMA_HOST": "127.0.0.1:11434"}
 
 
-@pytest.mark.parametrize(("flag", "env", "configured", "expected"), [
-    (None, {}, None, "extractive"),
-    (None, {"OPENAI_API_KEY": ""}, None, "extractive"),  # empty is unset
-    (None, OPENAI, None, "openai"),
-    (None, {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}, None, "openai"),
-    (None, ANTHROPIC, None, "anthropic"),
-    (None, {"ANTHROPIC_AUTH_TOKEN": "t"}, None, "anthropic"),
-    (None, OLLAMA, None, "ollama"),
-    (None, {**OLLAMA, **ANTHROPIC, **OPENAI}, None, "openai"),
-    (None, {**OLLAMA, **ANTHROPIC}, None, "anthropic"),
-    (None, {**OPENAI, **ANTHROPIC}, "anthropic", "anthropic"),  # config beats credentials
-    (None, {**OPENAI, "LLMWIKI_PROVIDER": "ollama"}, "anthropic", "ollama"),  # env beats config
-    ("extractive", {**OPENAI, "LLMWIKI_PROVIDER": "openai"}, "openai", "extractive"),  # flag beats all
-    ("  OpenAI ", OPENAI, None, "openai"),  # case and spaces are forgiven
-    (None, {**ANTHROPIC, "LLMWIKI_PROVIDER": ""}, "", "anthropic"),
-    ("ollama", {}, None, "ollama"),  # ollama needs no key
-])
+@pytest.mark.parametrize(
+    ("flag", "env", "configured", "expected"),
+    [
+        (None, {}, None, "extractive"),
+        (None, {"OPENAI_API_KEY": ""}, None, "extractive"),  # empty is unset
+        (None, OPENAI, None, "openai"),
+        (None, {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}, None, "openai"),
+        (None, ANTHROPIC, None, "anthropic"),
+        (None, {"ANTHROPIC_AUTH_TOKEN": "t"}, None, "anthropic"),
+        (None, OLLAMA, None, "ollama"),
+        (None, {**OLLAMA, **ANTHROPIC, **OPENAI}, None, "openai"),
+        (None, {**OLLAMA, **ANTHROPIC}, None, "anthropic"),
+        (None, {**OPENAI, **ANTHROPIC}, "anthropic", "anthropic"),  # config beats credentials
+        (None, {**OPENAI, "LLMWIKI_PROVIDER": "ollama"}, "anthropic", "ollama"),  # env beats config
+        (
+            "extractive",
+            {**OPENAI, "LLMWIKI_PROVIDER": "openai"},
+            "openai",
+            "extractive",
+        ),  # flag beats all
+        ("  OpenAI ", OPENAI, None, "openai"),  # case and spaces are forgiven
+        (None, {**ANTHROPIC, "LLMWIKI_PROVIDER": ""}, "", "anthropic"),
+        ("ollama", {}, None, "ollama"),  # ollama needs no key
+    ],
+)
 def test_selection_order(flag, env, configured, expected) -> None:
     provider = select_provider(flag, env, configured)
     assert provider.name == expected
@@ -39,17 +47,23 @@ def test_selection_order(flag, env, configured, expected) -> None:
 
 def test_sources_are_reported() -> None:
     assert provider_name("openai", {}, None) == ("openai", "--provider")
-    assert provider_name(None, {"LLMWIKI_PROVIDER": "ollama"}, None) == ("ollama", "LLMWIKI_PROVIDER")
+    assert provider_name(None, {"LLMWIKI_PROVIDER": "ollama"}, None) == (
+        "ollama",
+        "LLMWIKI_PROVIDER",
+    )
     assert provider_name(None, {}, "ollama") == ("ollama", "config")
     assert provider_name(None, ANTHROPIC, None) == ("anthropic", "credentials")
     assert provider_name(None, {}, None) == ("extractive", "default")
 
 
-@pytest.mark.parametrize(("flag", "env", "configured", "source"), [
-    ("gpt", {}, None, "--provider"),
-    (None, {"LLMWIKI_PROVIDER": "claude-agent"}, None, "LLMWIKI_PROVIDER"),
-    (None, {}, "copilot", "config"),
-])
+@pytest.mark.parametrize(
+    ("flag", "env", "configured", "source"),
+    [
+        ("gpt", {}, None, "--provider"),
+        (None, {"LLMWIKI_PROVIDER": "claude-agent"}, None, "LLMWIKI_PROVIDER"),
+        (None, {}, "copilot", "config"),
+    ],
+)
 def test_unknown_provider_lists_the_valid_ones(flag, env, configured, source) -> None:
     with pytest.raises(ConfigError) as info:
         select_provider(flag, env, configured)
@@ -58,7 +72,9 @@ def test_unknown_provider_lists_the_valid_ones(flag, env, configured, source) ->
     assert info.value.exit_code == 2
 
 
-@pytest.mark.parametrize(("name", "variable"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")])
+@pytest.mark.parametrize(
+    ("name", "variable"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")]
+)
 def test_explicit_choice_without_key_names_the_variable(name, variable) -> None:
     with pytest.raises(ConfigError, match=f"{name} needs {variable}"):
         select_provider(name, {**OLLAMA}, None)
@@ -75,7 +91,10 @@ def test_models() -> None:
     assert select_provider(None, {}, None).model == "offline"
     assert select_provider(None, {**OPENAI, "LLMWIKI_MODEL": "gpt-x"}, None).model == "gpt-x"
     assert select_provider(None, {**OLLAMA, "OLLAMA_MODEL": "qwen3"}, None).model == "qwen3"
-    assert select_provider(None, {**OLLAMA, "OLLAMA_MODEL": "qwen3"}, None, model="phi4").model == "phi4"
+    assert (
+        select_provider(None, {**OLLAMA, "OLLAMA_MODEL": "qwen3"}, None, model="phi4").model
+        == "phi4"
+    )
 
 
 def test_every_provider_is_buildable_and_speaks_the_protocol() -> None:
@@ -95,7 +114,9 @@ def test_selecting_imports_no_http_client() -> None:
         "    select_provider(name, {'OPENAI_API_KEY': 'k', 'ANTHROPIC_API_KEY': 'k'}, None)\n"
         "print(sorted(m for m in ('httpx', 'numpy', 'openai', 'anthropic') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -109,9 +130,18 @@ def test_the_provider_table_builds_every_row() -> None:
         for path in (r.chat, r.embeddings):
             if path is not None:
                 assert callable(getattr(providertable.builder(path), "from_env", None)), path
-        assert (r.chat is not None or r.embeds), r.name
-    assert config.CHAT_PROVIDERS == PROVIDERS == providertable.CHAT_PROVIDERS == ("openai", "anthropic", "ollama",
-                                                                                   "extractive")
-    assert config.EMBEDDING_PROVIDERS == embedders.PROVIDERS == ("local", "none", "openai", "ollama")
+        assert r.chat is not None or r.embeds, r.name
+    assert (
+        config.CHAT_PROVIDERS
+        == PROVIDERS
+        == providertable.CHAT_PROVIDERS
+        == ("openai", "anthropic", "ollama", "extractive")
+    )
+    assert (
+        config.EMBEDDING_PROVIDERS == embedders.PROVIDERS == ("local", "none", "openai", "ollama")
+    )
     assert embedders.make_embedder("none", {}) is None
-    assert type(embedders.make_embedder("ollama", {"OLLAMA_HOST": "127.0.0.1:9"})).__name__ == "HttpEmbedder"
+    assert (
+        type(embedders.make_embedder("ollama", {"OLLAMA_HOST": "127.0.0.1:9"})).__name__
+        == "HttpEmbedder"
+    )

@@ -14,12 +14,21 @@ from llmwiki_git.providers.openai import OpenAIProvider
 from ..servers import json_response, serve
 
 REPLIES: dict[str, dict[str, Any]] = {
-    "openai": {"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
-               "usage": {"prompt_tokens": 12, "completion_tokens": 3}},
-    "anthropic": {"type": "message", "content": [{"type": "text", "text": "hi"}],
-                  "usage": {"input_tokens": 12, "output_tokens": 3}},
-    "ollama": {"message": {"role": "assistant", "content": "hi"}, "done": True, "prompt_eval_count": 12,
-               "eval_count": 3},
+    "openai": {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3},
+    },
+    "anthropic": {
+        "type": "message",
+        "content": [{"type": "text", "text": "hi"}],
+        "usage": {"input_tokens": 12, "output_tokens": 3},
+    },
+    "ollama": {
+        "message": {"role": "assistant", "content": "hi"},
+        "done": True,
+        "prompt_eval_count": 12,
+        "eval_count": 3,
+    },
 }
 
 
@@ -41,7 +50,11 @@ def test_a_counted_completion_reads_the_servers_token_counts(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(REPLIES))
 def test_a_server_that_reports_no_counts_gives_none(name: str) -> None:
-    bare = {k: v for k, v in REPLIES[name].items() if k not in ("usage", "prompt_eval_count", "eval_count")}
+    bare = {
+        k: v
+        for k, v in REPLIES[name].items()
+        if k not in ("usage", "prompt_eval_count", "eval_count")
+    }
     with serve(lambda path, body, headers: json_response(bare)) as (url, _):
         reply = _provider(name, url).complete_counted("system", "user")
     assert (reply.text, reply.input_tokens, reply.output_tokens) == ("hi", None, None)

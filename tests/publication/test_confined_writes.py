@@ -25,11 +25,16 @@ def demo(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
 
 
 def state(repo: Repo) -> tuple[str, str, str]:
-    return (repo.git("for-each-ref", "--format=%(refname) %(objectname)"), repo.git("ls-files", "-s"),
-            repo.git("status", "--porcelain", "--untracked-files=all"))
+    return (
+        repo.git("for-each-ref", "--format=%(refname) %(objectname)"),
+        repo.git("ls-files", "-s"),
+        repo.git("status", "--porcelain", "--untracked-files=all"),
+    )
 
 
-def test_save_through_an_untracked_symlinked_queries_folder_is_refused(demo: tuple[Repo, str], tmp_path: Path) -> None:
+def test_save_through_an_untracked_symlinked_queries_folder_is_refused(
+    demo: tuple[Repo, str], tmp_path: Path
+) -> None:
     repo, prefix = demo
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -43,11 +48,15 @@ def test_save_through_an_untracked_symlinked_queries_folder_is_refused(demo: tup
     assert not (repo.root / ".llmwiki" / "transaction.json").exists()
 
 
-def test_approve_through_an_untracked_symlinked_queries_folder_is_refused(demo: tuple[Repo, str], tmp_path: Path) -> None:
+def test_approve_through_an_untracked_symlinked_queries_folder_is_refused(
+    demo: tuple[Repo, str], tmp_path: Path
+) -> None:
     repo, prefix = demo
     staged = repo.llmwiki("query", "what is a blob?", "--save", "--review", env=FAST)
     assert staged.returncode == 0, staged.stderr
-    (cid,) = repo.git("for-each-ref", "--format=%(refname:lstrip=4)", "refs/heads/llmwiki/review/").split()
+    (cid,) = repo.git(
+        "for-each-ref", "--format=%(refname:lstrip=4)", "refs/heads/llmwiki/review/"
+    ).split()
     outside = tmp_path / "outside"
     outside.mkdir()
     (repo.root / f"{prefix}queries").symlink_to(outside)
@@ -58,7 +67,9 @@ def test_approve_through_an_untracked_symlinked_queries_folder_is_refused(demo: 
     assert state(repo) == before  # main, the candidate, the index and the work tree as they were
 
 
-def test_the_write_itself_never_follows_a_symlink_swapped_in_after_the_decision(tmp_path: Path) -> None:
+def test_the_write_itself_never_follows_a_symlink_swapped_in_after_the_decision(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "repo"
     (root / "wiki").mkdir(parents=True)
     outside = tmp_path / "outside"

@@ -27,13 +27,32 @@ from ..conftest import Repo, copy_demo
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 ROUNDS = 30
-POINTS = ["built", "file:1", "journal", "ref", "file:2", "file:3", "file:4", "files", "index", "refs", None]
+POINTS = [
+    "built",
+    "file:1",
+    "journal",
+    "ref",
+    "file:2",
+    "file:3",
+    "file:4",
+    "files",
+    "index",
+    "refs",
+    None,
+]
 
 
-def cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """The real CLI in its own process (the one that gets killed)."""
-    return subprocess.run([sys.executable, "-m", "llmwiki_git", *args], cwd=root, capture_output=True, text=True,
-                          env={**os.environ, **FAST, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "llmwiki_git", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **FAST, **(env or {})},
+    )
 
 
 def in_process(root: Path, *args: str) -> tuple[int, str]:
@@ -43,7 +62,9 @@ def in_process(root: Path, *args: str) -> tuple[int, str]:
 
 
 def stage(root: Path, question: str) -> str:
-    staged = stage_candidate(Workspace.open(root), question, f"A blob holds bytes [[blobs]] ({question}).", None)
+    staged = stage_candidate(
+        Workspace.open(root), question, f"A blob holds bytes [[blobs]] ({question}).", None
+    )
     assert isinstance(staged, Staged), staged
     return staged.candidate_id
 
@@ -64,7 +85,9 @@ def tracked_bytes(repo: Repo) -> dict[str, bytes]:
 
 
 def assert_sound(repo: Repo) -> None:
-    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo.root, capture_output=True, text=True)
+    fsck = subprocess.run(
+        ["git", "fsck", "--no-progress"], cwd=repo.root, capture_output=True, text=True
+    )
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
     assert all(line.startswith("dangling ") for line in fsck.stdout.splitlines()), fsck.stdout
     assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
@@ -97,11 +120,15 @@ def test_kill_9_during_approve_leaves_old_or_complete_new_state(wiki: Repo) -> N
         assert code == 0, said
         assert_sound(wiki)
         tip = wiki.git("rev-parse", "HEAD").strip()
-        open_ = wiki.git("for-each-ref", "--format=%(objectname)", f"refs/heads/llmwiki/review/{cid}").strip()
+        open_ = wiki.git(
+            "for-each-ref", "--format=%(objectname)", f"refs/heads/llmwiki/review/{cid}"
+        ).strip()
         if tip == old_tip:  # the old state, exactly
             state = "old"
             assert open_ == candidate and tracked_bytes(wiki) == old_files
-            assert in_process(wiki.root, "review", "approve", cid)[0] == 0  # and it can still be approved
+            assert (
+                in_process(wiki.root, "review", "approve", cid)[0] == 0
+            )  # and it can still be approved
             assert_sound(wiki)
         else:  # the complete new state
             state = "new"
@@ -136,7 +163,11 @@ def test_kill_9_during_save_leaves_old_or_complete_new_state(wiki: Repo) -> None
         else:
             state = "new"
             assert wiki.git("rev-parse", "HEAD~1").strip() == old_tip
-            assert wiki.git("show", "--name-only", "--format=", "HEAD").split() == ["log.md", "wiki/index.md", target]
+            assert wiki.git("show", "--name-only", "--format=", "HEAD").split() == [
+                "log.md",
+                "wiki/index.md",
+                target,
+            ]
             assert (wiki.root / target).is_file() and question in (wiki.root / "log.md").read_text()
         tally[(str(point), f"{state}/{outcome(said)}")] += 1
     print("save kill -9 tally:", dict(sorted(tally.items())))

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from llmwiki_git.errors import GitLockHeld
-from llmwiki_git.gitstore.git import Git
 from llmwiki_git.gitstore.commits import commit_paths
+from llmwiki_git.gitstore.git import Git
 
 from ..conftest import Repo
 from ..test_security import demo_in
@@ -23,16 +23,25 @@ from .test_confined_writes import FAST, demo, state  # noqa: F401 - demo is a fi
 def stage(repo: Repo) -> str:
     proc = repo.llmwiki("query", "what is a blob?", "--save", "--review", env=FAST)
     assert proc.returncode == 0, proc.stderr
-    (cid,) = repo.git("for-each-ref", "--format=%(refname:lstrip=4)", "refs/heads/llmwiki/review/").split()
+    (cid,) = repo.git(
+        "for-each-ref", "--format=%(refname:lstrip=4)", "refs/heads/llmwiki/review/"
+    ).split()
     return cid
 
 
-LOCKS = [("wiki", "index.lock"), ("vault", "index.lock"), ("wiki", "HEAD.lock"), ("vault", "refs/heads/main.lock"),
-         ("wiki", "candidate")]
+LOCKS = [
+    ("wiki", "index.lock"),
+    ("vault", "index.lock"),
+    ("wiki", "HEAD.lock"),
+    ("vault", "refs/heads/main.lock"),
+    ("wiki", "candidate"),
+]
 
 
 @pytest.mark.parametrize("layout,lock", LOCKS)
-def test_approve_with_a_held_git_lock_refuses_and_nothing_moves(repo: Repo, layout: str, lock: str) -> None:
+def test_approve_with_a_held_git_lock_refuses_and_nothing_moves(
+    repo: Repo, layout: str, lock: str
+) -> None:
     demo_in(repo, layout)
     cid = stage(repo)
     rel = f"refs/heads/llmwiki/review/{cid}.lock" if lock == "candidate" else lock
@@ -41,7 +50,9 @@ def test_approve_with_a_held_git_lock_refuses_and_nothing_moves(repo: Repo, layo
     before = state(repo)
     proc = repo.llmwiki("review", "approve", cid, env=FAST)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert str(held) in proc.stderr and "rm " in proc.stderr and "nothing was changed" in proc.stderr, proc.stderr
+    assert (
+        str(held) in proc.stderr and "rm " in proc.stderr and "nothing was changed" in proc.stderr
+    ), proc.stderr
     held.unlink()
     assert state(repo) == before
     assert not (repo.root / ".llmwiki" / "transaction.json").exists()
@@ -84,7 +95,9 @@ def test_recovery_names_a_stale_candidate_ref_lock_then_finishes(demo: tuple[Rep
     proc = repo.llmwiki("review", "list", env=FAST)
     assert str(held) in proc.stderr and "rm " in proc.stderr, proc.stderr
     assert "completed" not in proc.stderr
-    assert (repo.root / ".llmwiki" / "transaction.json").exists()  # kept: the next command finishes it
+    assert (
+        repo.root / ".llmwiki" / "transaction.json"
+    ).exists()  # kept: the next command finishes it
     held.unlink()
     proc = repo.llmwiki("review", "list", env=FAST)
     assert "completed an interrupted approval" in proc.stderr, proc.stderr
@@ -94,9 +107,13 @@ def test_recovery_names_a_stale_candidate_ref_lock_then_finishes(demo: tuple[Rep
     assert (repo.root / prefix / "queries" / "what-is-a-blob.md").is_file()
 
 
-def test_recovery_names_a_held_index_lock_and_clears_one_older_than_the_boot(demo: tuple[Repo, str]) -> None:
+def test_recovery_names_a_held_index_lock_and_clears_one_older_than_the_boot(
+    demo: tuple[Repo, str],
+) -> None:
     repo, prefix = demo
-    killed = repo.llmwiki("query", "what is a blob?", "--save", env={**FAST, "LLMWIKI_TEST_KILL_AT": "ref"})
+    killed = repo.llmwiki(
+        "query", "what is a blob?", "--save", env={**FAST, "LLMWIKI_TEST_KILL_AT": "ref"}
+    )
     assert killed.returncode == -9
     held = repo.root / ".git" / "index.lock"
     held.write_bytes(b"")
@@ -105,10 +122,11 @@ def test_recovery_names_a_held_index_lock_and_clears_one_older_than_the_boot(dem
     assert str(held) in during.stderr and "rm " in during.stderr, during.stderr
     if not Path("/proc/stat").is_file():
         return
-    os.utime(held, (1_000_000, 1_000_000))  # 1970: left before this machine booted, so nothing holds it
+    os.utime(
+        held, (1_000_000, 1_000_000)
+    )  # 1970: left before this machine booted, so nothing holds it
     after = repo.llmwiki("check", env=FAST)
     assert "completed an interrupted save" in after.stderr and "stale" in after.stderr, after.stderr
     assert not held.exists()
     assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
     assert (repo.root / prefix / "queries" / "what-is-a-blob.md").is_file()
-

@@ -28,7 +28,9 @@ def test_a_hand_written_query_page_is_never_replaced_by_an_answer(repo: Repo, la
         assert repo.git("rev-parse", "HEAD").strip() == tip
         assert repo.git("for-each-ref", "refs/heads/llmwiki/review/") == ""
     # a saved answer at that name is llmwiki's to replace
-    repo.write(f"{prefix}queries/what-is-a-blob.md", MINE.replace("---\ntitle", "---\ntype: query\ntitle"))
+    repo.write(
+        f"{prefix}queries/what-is-a-blob.md", MINE.replace("---\ntitle", "---\ntype: query\ntitle")
+    )
     repo.commit("now a saved answer")
     proc = repo.llmwiki("query", "what is a blob?", "--save", env=FAST)
     assert proc.returncode == 0, proc.stderr

@@ -53,7 +53,9 @@ def user_files_untouched(repo: Repo) -> None:
     assert (repo.root / "log.md").read_text() == USER_LOG
     assert repo.git("show", "HEAD:index.md") == HOME
     assert repo.git("show", "HEAD:log.md") == USER_LOG
-    assert repo.git("log", "--format=%h", "--", "index.md", "log.md").count("\n") == 1  # only the user's commit
+    assert (
+        repo.git("log", "--format=%h", "--", "index.md", "log.md").count("\n") == 1
+    )  # only the user's commit
 
 
 def test_root_layout_index_save_review_approve_never_touch_the_users_files(vault: Repo) -> None:
@@ -63,13 +65,19 @@ def test_root_layout_index_save_review_approve_never_touch_the_users_files(vault
     assert saved.returncode == 0, saved.stderr
     assert "index.md is your own page" in saved.stderr and ".llmwiki/index.md" in saved.stderr
     assert "log.md is your own file" in saved.stderr
-    assert vault.git("show", "--name-only", "--format=", "HEAD").split() == ["queries/what-is-a-blob.md"]
+    assert vault.git("show", "--name-only", "--format=", "HEAD").split() == [
+        "queries/what-is-a-blob.md"
+    ]
     user_files_untouched(vault)
     local_index = (vault.root / ".llmwiki" / "index.md").read_text()
-    assert "[[what-is-a-blob|what is a blob?]]" in local_index and is_generated_index(local_index.encode())
+    assert "[[what-is-a-blob|what is a blob?]]" in local_index and is_generated_index(
+        local_index.encode()
+    )
     assert "Saved: [[what-is-a-blob]]" in (vault.root / ".llmwiki" / "log.md").read_text()
 
-    assert run(vault, "index").returncode == 0  # a queries/ folder exists now: still never rewritten
+    assert (
+        run(vault, "index").returncode == 0
+    )  # a queries/ folder exists now: still never rewritten
     user_files_untouched(vault)
     staged = run(vault, "query", "what is a tree?", "--save", "--review")
     assert staged.returncode == 0, staged.stderr
@@ -77,7 +85,9 @@ def test_root_layout_index_save_review_approve_never_touch_the_users_files(vault
     approved = run(vault, "review", "approve", cid)
     assert approved.returncode == 0, approved.stderr
     assert "your own" not in approved.stderr  # said once, not every time
-    assert vault.git("show", "--name-only", "--format=", "HEAD").split() == ["queries/what-is-a-tree.md"]
+    assert vault.git("show", "--name-only", "--format=", "HEAD").split() == [
+        "queries/what-is-a-tree.md"
+    ]
     user_files_untouched(vault)
     assert f"Candidate: {cid}" in (vault.root / ".llmwiki" / "log.md").read_text()
     assert vault.git("status", "--porcelain", "--untracked-files=all") == ""
@@ -106,22 +116,34 @@ def test_the_typescript_tools_generated_index_stays_llmwikis(repo: Repo) -> None
     assert "Saved: [[what-is-a-blob]]" in repo.git("show", "HEAD:log.md")
 
 
-@pytest.mark.parametrize("text, generated", [
-    ("# Knowledge Wiki\n\n## Concepts\n\n- **[[a|A]]** — x\n\n_1 pages | Generated 2026-01-01T00:00:00Z_\n", True),
-    ("# Knowledge Wiki\n\n## Concepts\n\n- **[[a|A]]**\n\nA line of my own.\n\n_1 pages | Generated 2026-01-01T00:00:00Z_\n", False),
-    ("# Knowledge Wiki\n\n## Concepts\n", False),
-    (HOME, False),
-])
+@pytest.mark.parametrize(
+    "text, generated",
+    [
+        (
+            "# Knowledge Wiki\n\n## Concepts\n\n- **[[a|A]]** — x\n\n_1 pages | Generated 2026-01-01T00:00:00Z_\n",
+            True,
+        ),
+        (
+            "# Knowledge Wiki\n\n## Concepts\n\n- **[[a|A]]**\n\nA line of my own.\n\n_1 pages | Generated 2026-01-01T00:00:00Z_\n",
+            False,
+        ),
+        ("# Knowledge Wiki\n\n## Concepts\n", False),
+        (HOME, False),
+    ],
+)
 def test_generated_index_format(text: str, generated: bool) -> None:
     assert is_generated_index(text.encode()) is generated
 
 
-@pytest.mark.parametrize("text, generated", [
-    ("", True),
-    ("# Log\n\n", True),
-    ("## [2026-01-01T00:00:00Z] query | what?\n- Pages: [[a]]\n\n", True),
-    ("# Log\n\n## [2026-01-01T00:00:00Z] approve | q\n- Candidate: x\n\nhand note\n", False),
-    (USER_LOG, False),
-])
+@pytest.mark.parametrize(
+    "text, generated",
+    [
+        ("", True),
+        ("# Log\n\n", True),
+        ("## [2026-01-01T00:00:00Z] query | what?\n- Pages: [[a]]\n\n", True),
+        ("# Log\n\n## [2026-01-01T00:00:00Z] approve | q\n- Candidate: x\n\nhand note\n", False),
+        (USER_LOG, False),
+    ],
+)
 def test_generated_log_format(text: str, generated: bool) -> None:
     assert is_generated_log(text.encode()) is generated

@@ -12,7 +12,9 @@ def test_packs_paragraphs_up_to_target() -> None:
     body = "\n\n".join(para(300, f"p{i}") for i in range(5))
     chunks = split_into_chunks(body)
     assert [len(c.text) for c in chunks] == [602, 602, 300]
-    assert "".join(c.text.replace("\n\n", "") for c in chunks) == "".join(para(300, f"p{i}") for i in range(5))
+    assert "".join(c.text.replace("\n\n", "") for c in chunks) == "".join(
+        para(300, f"p{i}") for i in range(5)
+    )
 
 
 def test_long_paragraph_split_on_sentences_then_hard_cut() -> None:

@@ -7,8 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from llmwiki_git.errors import ConfigError
-from llmwiki_git.errors import ProviderError
+from llmwiki_git.errors import ConfigError, ProviderError
 from llmwiki_git.retrieval.embedders import make_embedder
 
 from ..conftest import Repo, copy_demo
@@ -25,13 +24,18 @@ def vector(text: str) -> list[float]:
 
 def openai_handler(path, body, headers):
     assert path == "/v1/embeddings"
-    data = [{"object": "embedding", "index": i, "embedding": vector(t)} for i, t in enumerate(body["input"])]
+    data = [
+        {"object": "embedding", "index": i, "embedding": vector(t)}
+        for i, t in enumerate(body["input"])
+    ]
     return json_response({"object": "list", "data": list(reversed(data)), "model": body["model"]})
 
 
 def test_openai_compatible_wire_format_and_normalisation() -> None:
     with serve(openai_handler) as (url, seen):
-        emb = make_embedder("openai", {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "sk-test"}, "tiny")
+        emb = make_embedder(
+            "openai", {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "sk-test"}, "tiny"
+        )
         out = emb.embed(["alpha beta", "gamma"])
     assert out.shape == (2, 8) and emb.dimension == 8
     assert np.allclose(np.linalg.norm(out, axis=1), 1.0)
@@ -46,7 +50,9 @@ def test_openai_compatible_wire_format_and_normalisation() -> None:
 def test_ollama_wire_format() -> None:
     def handler(path, body, headers):
         assert path == "/api/embed"
-        return json_response({"model": body["model"], "embeddings": [vector(t) for t in body["input"]]})
+        return json_response(
+            {"model": body["model"], "embeddings": [vector(t) for t in body["input"]]}
+        )
 
     with serve(handler) as (url, _):
         emb = make_embedder("ollama", {"OLLAMA_HOST": url}, None)
@@ -98,8 +104,12 @@ def test_index_and_context_through_an_openai_server(repo: Repo) -> None:
     copy_demo(repo.root)
     repo.commit("demo")
     with serve(openai_handler) as (url, seen):
-        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1",
-               "OPENAI_API_KEY": "k", "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        env = {
+            "LLMWIKI_EMBEDDING_PROVIDER": "openai",
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "k",
+            "LLMWIKI_EMBEDDING_MODEL": "tiny",
+        }
         proc = repo.llmwiki("index", "--json", env=env)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout)["backend"] == "openai"
@@ -115,7 +125,9 @@ def ollama_handler(path, body, headers):
     return json_response({"model": body["model"], "embeddings": [vector(t) for t in body["input"]]})
 
 
-@pytest.mark.parametrize("spelling", ["{hostport}", "http://{hostport}/v1", "http://{hostport}/", "{hostport}/v1"])
+@pytest.mark.parametrize(
+    "spelling", ["{hostport}", "http://{hostport}/v1", "http://{hostport}/", "{hostport}/v1"]
+)
 def test_ollama_host_spellings_reach_api_embed(spelling) -> None:
     """OLLAMA_HOST is read once, the way chat reads it: ``h:port``, ``http://h:port/v1`` and
     friends all reach ``/api/embed`` (``/v1/api/embed`` before)."""
@@ -125,22 +137,32 @@ def test_ollama_host_spellings_reach_api_embed(spelling) -> None:
     assert [p for p, _, _ in seen.requests] == ["/api/embed"]
 
 
-@pytest.mark.parametrize("host", ["myhost", "http://h:11434/v1", "0.0.0.0", "h:8080", "https://o.example.com/x"])
+@pytest.mark.parametrize(
+    "host", ["myhost", "http://h:11434/v1", "0.0.0.0", "h:8080", "https://o.example.com/x"]
+)
 def test_ollama_chat_and_embeddings_share_one_base(host) -> None:
     from llmwiki_git.providers.ollama import OllamaProvider
 
     chat = OllamaProvider.from_env({"OLLAMA_HOST": host})
     emb = make_embedder("ollama", {"OLLAMA_HOST": host}, "m")
     assert emb.endpoint == f"{chat.base_url}/api/embed"
-    assert chat.base_url.count(":") == 2 or chat.base_url.startswith("https://")  # a bare host got port 11434
+    assert chat.base_url.count(":") == 2 or chat.base_url.startswith(
+        "https://"
+    )  # a bare host got port 11434
 
 
-@pytest.mark.parametrize(("name", "env", "var"), [
-    ("openai", {"OPENAI_API_KEY": "bad"}, "OPENAI_API_KEY"),
-    ("ollama", {"OLLAMA_API_KEY": "bad"}, "OLLAMA_API_KEY"),
-])
+@pytest.mark.parametrize(
+    ("name", "env", "var"),
+    [
+        ("openai", {"OPENAI_API_KEY": "bad"}, "OPENAI_API_KEY"),
+        ("ollama", {"OLLAMA_API_KEY": "bad"}, "OLLAMA_API_KEY"),
+    ],
+)
 def test_401_names_the_key_variable(name, env, var) -> None:
-    with serve(lambda p, b, h: json_response({"error": {"message": "invalid key"}}, 401)) as (url, seen):
+    with serve(lambda p, b, h: json_response({"error": {"message": "invalid key"}}, 401)) as (
+        url,
+        seen,
+    ):
         where = {"OPENAI_BASE_URL": f"{url}/v1"} if name == "openai" else {"OLLAMA_HOST": url}
         with pytest.raises(ProviderError) as info:
             make_embedder(name, {**env, **where}, "m").embed(["x"])

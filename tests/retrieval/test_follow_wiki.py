@@ -37,7 +37,10 @@ _9 pages | Generated 2026-01-01T00:00:00Z_
 def root_layout(repo: Repo) -> Repo:
     repo.write("index.md", HOME)
     repo.write("log.md", USER_LOG)
-    repo.write("trees/apple.md", page("Apple", "Apple trees are pruned in late winter, before the sap rises."))
+    repo.write(
+        "trees/apple.md",
+        page("Apple", "Apple trees are pruned in late winter, before the sap rises."),
+    )
     repo.write("trees/pear.md", page("Pear", "Pear trees want a warm wall and little pruning."))
     repo.write("people/ada.md", page("Ada", "Ada grafts the apple trees every spring."))
     repo.commit("a hand-written vault")
@@ -78,16 +81,24 @@ def codes(result: dict) -> list[str]:
     return [w["code"] for w in result["warnings"]]
 
 
-def test_a_page_committed_after_index_is_found_by_query_and_context(vault: tuple[Repo, str]) -> None:
+def test_a_page_committed_after_index_is_found_by_query_and_context(
+    vault: tuple[Repo, str],
+) -> None:
     repo, prefix = vault
-    repo.write(f"{prefix}notes/medlar.md", page("Medlar", "A medlar is bletted until soft before it is eaten."))
+    repo.write(
+        f"{prefix}notes/medlar.md",
+        page("Medlar", "A medlar is bletted until soft before it is eaten."),
+    )
     repo.commit("a page after index")
     result = query(repo, "How is a medlar eaten?")
     assert result["pageIds"][0] == "notes/medlar", result
     assert "[[medlar]]" in result["answer"] and "bletted" in result["answer"]
     assert codes(result) == []
     pack = context(repo, "medlar bletted")
-    assert pack["primary"][0]["id"] == "notes/medlar" and pack["primary"][0]["freshnessStatus"] == "fresh"
+    assert (
+        pack["primary"][0]["id"] == "notes/medlar"
+        and pack["primary"][0]["freshnessStatus"] == "fresh"
+    )
     assert pack["warnings"] == []
     # The refresh was saved: `index` finds nothing left to do, and plain text search sees it.
     store = json.loads((repo.root / ".llmwiki" / "embeddings.json").read_text())
@@ -105,7 +116,9 @@ def test_a_deleted_page_disappears_with_no_warning(vault: tuple[Repo, str]) -> N
     pack = context(repo, prompt)
     assert page_id not in [p["id"] for p in pack["primary"]] and pack["warnings"] == []
     proc = repo.llmwiki("query", prompt, env=FAST)
-    assert proc.returncode == 0 and "unreadable" not in proc.stderr and "warning" not in proc.stderr, proc.stderr
+    assert (
+        proc.returncode == 0 and "unreadable" not in proc.stderr and "warning" not in proc.stderr
+    ), proc.stderr
     assert page_id not in proc.stderr.split("\n")[0]
 
 
@@ -163,22 +176,31 @@ def test_a_reasked_question_never_cites_the_page_it_replaces(repo: Repo) -> None
 
 def test_a_saved_answer_of_the_root_layout_is_not_its_own_evidence(repo: Repo) -> None:
     root_layout(repo)
-    repo.write("queries/when-are-apple-trees-pruned.md",
-               "---\ntitle: When are apple trees pruned?\ntype: query\n---\n\nApple trees are pruned in late winter [[apple]].\n")
+    repo.write(
+        "queries/when-are-apple-trees-pruned.md",
+        "---\ntitle: When are apple trees pruned?\ntype: query\n---\n\nApple trees are pruned in late winter [[apple]].\n",
+    )
     repo.commit("a saved answer")
     result = query(repo, "When are apple trees pruned?")
-    assert "queries/when-are-apple-trees-pruned" not in result["pageIds"] and result["pageIds"][0] == "trees/apple"
+    assert (
+        "queries/when-are-apple-trees-pruned" not in result["pageIds"]
+        and result["pageIds"][0] == "trees/apple"
+    )
     assert "[[when-are-apple-trees-pruned]]" not in result["answer"]
 
 
 @pytest.mark.parametrize("flags", [("--save",), ("--save", "--review")])
-def test_a_non_answer_is_shown_but_not_published(vault: tuple[Repo, str], flags: tuple[str, ...]) -> None:
+def test_a_non_answer_is_shown_but_not_published(
+    vault: tuple[Repo, str], flags: tuple[str, ...]
+) -> None:
     repo, prefix = vault
     head = repo.git("rev-parse", "HEAD")
     branches = repo.git("branch", "-a")
     proc = repo.llmwiki("query", "What is the capital of France?", *flags, env=FAST)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(("The wiki does not say.", "No matching pages found."))  # lexical: may match nothing
+    assert proc.stdout.startswith(
+        ("The wiki does not say.", "No matching pages found.")
+    )  # lexical: may match nothing
     assert "Nothing to publish" in proc.stderr
     assert repo.git("rev-parse", "HEAD") == head and repo.git("branch", "-a") == branches
     assert repo.git("status", "--porcelain") == ""
@@ -186,7 +208,10 @@ def test_a_non_answer_is_shown_but_not_published(vault: tuple[Repo, str], flags:
     assert result["saved"] is None and result["candidateId"] is None
     assert result["publicationRefusal"]["code"] == "no-answer"
     # Evidence found (the title matches), yet no sentence answers: the answerer declines.
-    repo.write(f"{prefix}stubs/sorbus.md", "# Sorbus\n\nNothing written here yet, come back later please.\n")
+    repo.write(
+        f"{prefix}stubs/sorbus.md",
+        "# Sorbus\n\nNothing written here yet, come back later please.\n",
+    )
     repo.commit("a stub")
     head = repo.git("rev-parse", "HEAD")
     result = query(repo, "What is Sorbus?", *flags)
@@ -213,8 +238,12 @@ def test_changed_chunks_are_embedded_on_the_fly_up_to_the_bound(repo: Repo) -> N
 
     wiki_layout(repo)
     with serve(openai_handler) as (url, seen):
-        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1",
-               "OPENAI_API_KEY": "k", "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        env = {
+            "LLMWIKI_EMBEDDING_PROVIDER": "openai",
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "k",
+            "LLMWIKI_EMBEDDING_MODEL": "tiny",
+        }
         assert repo.llmwiki("index", env=env).returncode == 0
         repo.write("wiki/concepts/medlar.md", page("Medlar", "A medlar is bletted until soft."))
         repo.commit("one page")
@@ -227,15 +256,22 @@ def test_changed_chunks_are_embedded_on_the_fly_up_to_the_bound(repo: Repo) -> N
         assert "wiki/concepts/medlar.md" in [p["path"] for p in store["pages"]]
 
         for i in range(ON_THE_FLY_CHUNKS + 1):
-            repo.write(f"wiki/concepts/fruit-{i}.md", page(f"Fruit {i}", f"Fruit number {i} is a sorbapple of kind {i}."))
+            repo.write(
+                f"wiki/concepts/fruit-{i}.md",
+                page(f"Fruit {i}", f"Fruit number {i} is a sorbapple of kind {i}."),
+            )
         repo.commit("many pages")
         pack = json.loads(repo.llmwiki("context", "sorbapple", "--json", env=env).stdout)
         assert pack["primary"] and pack["primary"][0]["id"].startswith("concepts/fruit-")
         stale = [w["message"] for w in pack["warnings"] if w["code"] == "index-stale"]
-        assert stale and stale[0].startswith(f"{ON_THE_FLY_CHUNKS + 1} pages changed since `llmwiki index`"), pack["warnings"]
+        assert stale and stale[0].startswith(
+            f"{ON_THE_FLY_CHUNKS + 1} pages changed since `llmwiki index`"
+        ), pack["warnings"]
         assert "run `llmwiki index`" in stale[0]
         store = json.loads((repo.root / ".llmwiki" / "embeddings.json").read_text())
-        assert not any("fruit-" in p["path"] for p in store["pages"])  # nothing saved beyond the bound
+        assert not any(
+            "fruit-" in p["path"] for p in store["pages"]
+        )  # nothing saved beyond the bound
         assert repo.llmwiki("index", env=env).returncode == 0
         pack = json.loads(repo.llmwiki("context", "sorbapple", "--json", env=env).stdout)
         assert pack["warnings"] == []
@@ -253,16 +289,27 @@ def test_a_model_answer_citing_nothing_for_unmatched_words_is_not_published(repo
     chat = sse_answer("I could not find this in the provided pages.")
 
     def handler(path: str, body: dict, headers: dict) -> tuple[int, dict[str, str], bytes]:
-        return openai_handler(path, body, headers) if path.endswith("/embeddings") else chat(path, body, headers)
+        return (
+            openai_handler(path, body, headers)
+            if path.endswith("/embeddings")
+            else chat(path, body, headers)
+        )
 
     with serve(handler) as (url, _):
-        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "LLMWIKI_EMBEDDING_MODEL": "tiny", "LLMWIKI_PROVIDER": "openai",
-               "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "k"}
+        env = {
+            "LLMWIKI_EMBEDDING_PROVIDER": "openai",
+            "LLMWIKI_EMBEDDING_MODEL": "tiny",
+            "LLMWIKI_PROVIDER": "openai",
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "k",
+        }
         assert repo.llmwiki("index", env=env).returncode == 0
         head = repo.git("rev-parse", "HEAD")
         proc = repo.llmwiki("query", "Qu'est-ce que la capitale de la France ?", "--save", env=env)
         assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith("I could not find this") and "Nothing to publish" in proc.stderr
+        assert (
+            proc.stdout.startswith("I could not find this") and "Nothing to publish" in proc.stderr
+        )
         assert repo.git("rev-parse", "HEAD") == head
         proc = repo.llmwiki("query", "What does a blob store?", "--save", env=env)
         assert proc.returncode == 0 and "Nothing to publish" not in proc.stderr, proc.stderr
@@ -290,8 +337,14 @@ def test_an_answer_citing_the_page_it_would_replace_is_refused(repo: Repo) -> No
     assert repo.llmwiki("query", question, "--save", env=FAST).returncode == 0
     head = repo.git("rev-parse", "HEAD")
     saved = (repo.root / "wiki" / "queries" / "what-does-a-blob-store.md").read_bytes()
-    with serve(sse_answer("Blobs store file bytes [[what-does-a-blob-store]] [[blobs]].")) as (url, _):
+    with serve(sse_answer("Blobs store file bytes [[what-does-a-blob-store]] [[blobs]].")) as (
+        url,
+        _,
+    ):
         proc = repo.llmwiki("query", question, "--save", env=openai_env(url))
-    assert proc.returncode == 1 and "cites the page it would replace ([[what-does-a-blob-store]])" in proc.stderr
+    assert (
+        proc.returncode == 1
+        and "cites the page it would replace ([[what-does-a-blob-store]])" in proc.stderr
+    )
     assert repo.git("rev-parse", "HEAD") == head
     assert (repo.root / "wiki" / "queries" / "what-does-a-blob-store.md").read_bytes() == saved

@@ -31,7 +31,11 @@ def index(repo: Repo, env: dict[str, str], *args: str) -> dict:
 
 def saved(state: Path) -> tuple[store_mod.Store, LexicalIndex, dict[str, np.ndarray]]:
     store = store_mod.load(state)
-    return store, LexicalIndex.load(state / indexer.LEXICAL_DIR), store.vectors.get(store.pages.row_hashes())
+    return (
+        store,
+        LexicalIndex.load(state / indexer.LEXICAL_DIR),
+        store.vectors.get(store.pages.row_hashes()),
+    )
 
 
 def texts_sent(requests: list) -> list[str]:
@@ -39,11 +43,17 @@ def texts_sent(requests: list) -> list[str]:
 
 
 @pytest.mark.parametrize("prefix", ["wiki/", ""])
-def test_index_reads_only_changed_pages_and_writes_what_a_full_build_writes(repo: Repo, prefix: str) -> None:
+def test_index_reads_only_changed_pages_and_writes_what_a_full_build_writes(
+    repo: Repo, prefix: str
+) -> None:
     build_vault(repo, prefix)
     with serve(openai_handler) as (url, seen):
-        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "k",
-               "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        env = {
+            "LLMWIKI_EMBEDDING_PROVIDER": "openai",
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "k",
+            "LLMWIKI_EMBEDDING_MODEL": "tiny",
+        }
         first = index(repo, env)
         assert first["read"] == first["pages"] and first["embedded"] == first["chunks"]
         for step in ("edit", "add", "delete", "rename", "alias"):
@@ -51,15 +61,22 @@ def test_index_reads_only_changed_pages_and_writes_what_a_full_build_writes(repo
         repo.commit("five kinds of change")
         seen.requests.clear()
         after = index(repo, env)
-        assert after["read"] == 4  # edited, added, renamed, re-aliased; the deleted page is only dropped
+        assert (
+            after["read"] == 4
+        )  # edited, added, renamed, re-aliased; the deleted page is only dropped
         assert 0 < after["embedded"] == len(texts_sent(seen.requests)) < after["chunks"]
-        assert all("Apple trees: prune after frost" in t or "Quince jelly" in t or "Bletted" in t
-                   for t in texts_sent(seen.requests))  # only the new chunks went to the model
+        assert all(
+            "Apple trees: prune after frost" in t or "Quince jelly" in t or "Bletted" in t
+            for t in texts_sent(seen.requests)
+        )  # only the new chunks went to the model
         state = repo.root / ".llmwiki"
         by_difference = saved(state)
         seen.requests.clear()
         full = index(repo, env, "--full")
-        assert full["read"] == full["pages"] == after["pages"] and len(texts_sent(seen.requests)) == full["chunks"]
+        assert (
+            full["read"] == full["pages"] == after["pages"]
+            and len(texts_sent(seen.requests)) == full["chunks"]
+        )
     store, lexical, vectors = saved(state)
     assert entries(by_difference[0]) == entries(store)
     assert by_difference[0].skipped == store.skipped and by_difference[0].names == store.names

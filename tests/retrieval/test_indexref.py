@@ -29,7 +29,9 @@ REF = "refs/llmwiki/index"
 def root_vault(repo: Repo) -> str:
     repo.write("index.md", "# My orchard\n\nHand-written home: [[apple]].\n")
     repo.write("log.md", "# Diary\n\nSpread mulch.\n")
-    repo.write("apple.md", page("Apple", "Apple trees are pruned in late winter, before the sap rises."))
+    repo.write(
+        "apple.md", page("Apple", "Apple trees are pruned in late winter, before the sap rises.")
+    )
     repo.write("pear.md", page("Pear", "Pear trees want a warm wall and little pruning."))
     repo.write("people/ada.md", page("Ada", "Ada grafts the apple trees every spring."))
     return ""
@@ -41,7 +43,9 @@ def wiki_folder(repo: Repo) -> str:
 
 
 @pytest.fixture(params=["root", "wiki"])
-def origin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Repo, Repo, str, dict[str, str], list]]:
+def origin(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[Repo, Repo, str, dict[str, str], list]]:
     """(the publisher's repository, a bare remote it pushed main to, the page prefix, the
     embedding settings, the requests the model server saw)."""
     publisher = Repo(tmp_path / "publisher")
@@ -54,8 +58,12 @@ def origin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Rep
     publisher.git("remote", "add", "origin", str(bare.root))
     publisher.git("push", "-q", "origin", "main")
     with serve(openai_handler) as (url, seen):
-        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "k",
-               "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        env = {
+            "LLMWIKI_EMBEDDING_PROVIDER": "openai",
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "k",
+            "LLMWIKI_EMBEDDING_MODEL": "tiny",
+        }
         yield publisher, bare, prefix, env, seen.requests
 
 
@@ -70,11 +78,17 @@ def clone(bare: Repo, where: Path) -> Repo:
 
 def state(repo: Repo) -> tuple[str, str, str, str]:
     """What a publish must leave alone: HEAD, the branches, the index file, the work tree."""
-    return (repo.git("rev-parse", "HEAD"), repo.git("for-each-ref", "refs/heads"),
-            repo.git("ls-files", "-s"), repo.git("status", "--porcelain", "--untracked-files=all"))
+    return (
+        repo.git("rev-parse", "HEAD"),
+        repo.git("for-each-ref", "refs/heads"),
+        repo.git("ls-files", "-s"),
+        repo.git("status", "--porcelain", "--untracked-files=all"),
+    )
 
 
-def test_publish_then_a_fresh_clone_fetches_and_embeds_only_its_own_change(origin, tmp_path: Path) -> None:
+def test_publish_then_a_fresh_clone_fetches_and_embeds_only_its_own_change(
+    origin, tmp_path: Path
+) -> None:
     publisher, bare, prefix, env, requests = origin
     before = state(publisher)
     proc = publisher.llmwiki("index", "--publish", "--json", env=env)
@@ -84,26 +98,37 @@ def test_publish_then_a_fresh_clone_fetches_and_embeds_only_its_own_change(origi
     assert published["changed"] and published["commit"] == publisher.git("rev-parse", REF).strip()
     assert published["chunks"] == out["chunks"] - 0 and published["chunks"] > 0
     names = publisher.git("ls-tree", "--name-only", REF).split()
-    assert names[:3] == ["hashes", "index.json", "lexical.doc_ids.npy"] and names[-2:] == ["store.json", "vectors"]
+    assert names[:3] == ["hashes", "index.json", "lexical.doc_ids.npy"] and names[-2:] == [
+        "store.json",
+        "vectors",
+    ]
     assert set(names) <= {"hashes", "index.json", "vectors", *indexref.SNAPSHOT}
     assert publisher.git("rev-list", "--count", REF).strip() == "1"
     assert state(publisher)[:3] == before[:3]  # HEAD, branches and index file untouched
     # Unchanged store: nothing new. A changed one: a child of the previous index commit.
-    again = json.loads(publisher.llmwiki("index", "--publish", "--json", env=env).stdout)["published"]
+    again = json.loads(publisher.llmwiki("index", "--publish", "--json", env=env).stdout)[
+        "published"
+    ]
     assert not again["changed"] and again["commit"] == published["commit"]
     publisher.write(f"{prefix}medlar.md", page("Medlar", "A medlar is bletted until soft."))
-    third = json.loads(publisher.llmwiki("index", "--publish", "--json", env=env).stdout)["published"]
+    third = json.loads(publisher.llmwiki("index", "--publish", "--json", env=env).stdout)[
+        "published"
+    ]
     assert third["changed"] and publisher.git("rev-parse", f"{REF}^").strip() == published["commit"]
     publisher.git("push", "-q", "origin", REF)
 
     fresh = clone(bare, tmp_path / "fresh")
-    fresh.write(f"{prefix}quince.md", page("Quince", "Quinces ripen late in the wanderwick autumn."))
+    fresh.write(
+        f"{prefix}quince.md", page("Quince", "Quinces ripen late in the wanderwick autumn.")
+    )
     seen = len(requests)
     proc = fresh.llmwiki("index", "--fetch", "--json", env=env)
     assert proc.returncode == 0, proc.stderr
     done = json.loads(proc.stdout)
     texts = embedded(requests, seen)
-    assert texts and all("wanderwick" in t or "Quince" in t for t in texts), texts  # only the clone's own page
+    assert texts and all("wanderwick" in t or "Quince" in t for t in texts), (
+        texts
+    )  # only the clone's own page
     assert done["embedded"] == len(texts) and done["fetched"] == done["chunks"] - len(texts)
     assert fresh.git("rev-parse", REF) == publisher.git("rev-parse", REF)
     pack = json.loads(fresh.llmwiki("context", "apple trees pruned", "--json", env=env).stdout)
@@ -143,13 +168,17 @@ def without_snapshot(repo: Repo, damage: dict[str, bytes] | None = None) -> None
         meta["snapshot"] = {}
     else:
         files.update(damage)
-        meta["snapshot"].update({name: hashlib.sha256(data).hexdigest() for name, data in damage.items()})
+        meta["snapshot"].update(
+            {name: hashlib.sha256(data).hexdigest() for name, data in damage.items()}
+        )
     files["index.json"] = json.dumps(meta).encode()
     git.update_ref(REF, datarefs.commit_files(git, files, old, "rewritten"), old or "")
 
 
 @pytest.mark.parametrize("snapshot", ["none", "forged"])
-def test_without_a_usable_snapshot_the_first_context_reads_the_pages(origin, tmp_path: Path, snapshot: str) -> None:
+def test_without_a_usable_snapshot_the_first_context_reads_the_pages(
+    origin, tmp_path: Path, snapshot: str
+) -> None:
     """A ref of vectors only (or one whose page table is forged, with matching sums): the first
     `context` reads every page, takes the ref's vectors, and embeds nothing but the question."""
     publisher, bare, _prefix, env, requests = origin
@@ -157,7 +186,11 @@ def test_without_a_usable_snapshot_the_first_context_reads_the_pages(origin, tmp
     publisher.git("push", "-q", "origin", REF)
     fresh = clone(bare, tmp_path / "fresh")
     fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
-    forged = {"store.json": json.dumps({"version": 1, "fingerprint": "x", "pages": [{"path": "../../etc"}]}).encode()}
+    forged = {
+        "store.json": json.dumps(
+            {"version": 1, "fingerprint": "x", "pages": [{"path": "../../etc"}]}
+        ).encode()
+    }
     without_snapshot(fresh, None if snapshot == "none" else forged)
     seen = len(requests)
     pack = json.loads(fresh.llmwiki("context", "apple trees pruned", "--json", env=env).stdout)
@@ -169,7 +202,9 @@ def test_without_a_usable_snapshot_the_first_context_reads_the_pages(origin, tmp
         assert "store.json is of another model" in pack["warnings"][0]["message"]
 
 
-def test_a_restored_store_is_the_published_one_and_local_keys_are_refused(origin, tmp_path: Path) -> None:
+def test_a_restored_store_is_the_published_one_and_local_keys_are_refused(
+    origin, tmp_path: Path
+) -> None:
     """The first `context` writes the published page table and lexical files as they are (the
     store's json is the published one with this copy's token, digest and time in front); a
     snapshot whose store.json carries such keys itself (a forger's token) is refused."""
@@ -179,12 +214,16 @@ def test_a_restored_store_is_the_published_one_and_local_keys_are_refused(origin
     fresh = clone(bare, tmp_path / "fresh")
     fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
     git = Git(fresh.root)
-    published = {name: git.read_blob(f"{REF}:{name}") for name in fresh.git("ls-tree", "--name-only", REF).split()}
+    published = {
+        name: git.read_blob(f"{REF}:{name}")
+        for name in fresh.git("ls-tree", "--name-only", REF).split()
+    }
     assert json.loads(fresh.llmwiki("context", "apple", "--json", env=env).stdout)["warnings"] == []
     state = fresh.root / ".llmwiki"
     restored = json.loads((state / "embeddings.json").read_bytes())
-    assert {k: v for k, v in restored.items() if k not in ("token", "vectorsDigest", "updatedAt")} \
-        == json.loads(published["store.json"])
+    assert {
+        k: v for k, v in restored.items() if k not in ("token", "vectorsDigest", "updatedAt")
+    } == json.loads(published["store.json"])
     for name in (n for n in published if n.startswith("lexical.")):
         assert (state / "bm25" / name.removeprefix("lexical.")).read_bytes() == published[name]
     assert not [p.name for p in state.iterdir() if p.name.startswith(".incoming-")]
@@ -212,7 +251,9 @@ def test_a_clone_of_the_published_commit_reads_no_page(origin, tmp_path: Path) -
         publisher.git("push", "-q", "origin", "main")
     assert publisher.llmwiki("index", "--publish", env=env).returncode == 0
     if prefix == "wiki/":
-        assert (publisher.root / "wiki" / "index.md").is_file()  # written in the work tree, untracked
+        assert (
+            publisher.root / "wiki" / "index.md"
+        ).is_file()  # written in the work tree, untracked
     publisher.git("push", "-q", "origin", REF)
     fresh = clone(bare, tmp_path / "fresh")
     fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
@@ -222,7 +263,9 @@ def test_a_clone_of_the_published_commit_reads_no_page(origin, tmp_path: Path) -
     assert not scans.is_dir() or not any(scans.iterdir())
 
 
-def test_with_a_published_index_and_no_store_the_local_model_starts_at_once(git: Git, repo: Repo) -> None:
+def test_with_a_published_index_and_no_store_the_local_model_starts_at_once(
+    git: Git, repo: Repo
+) -> None:
     """A fresh clone's first `context` ranks the restored vectors with the local model, so the
     model starts loading in its thread as with a store of vectors (not after the restore)."""
     from llmwiki_git.workspace import Workspace
@@ -235,7 +278,7 @@ def test_with_a_published_index_and_no_store_the_local_model_starts_at_once(git:
     assert preload is not None
     model = preload.take()
     preload.settle()
-    assert model is not None and getattr(model, "_session") is not None
+    assert model is not None and model._session is not None
 
 
 def test_a_ref_of_another_model_is_refused_and_nothing_is_lost(origin, tmp_path: Path) -> None:
@@ -250,15 +293,21 @@ def test_a_ref_of_another_model_is_refused_and_nothing_is_lost(origin, tmp_path:
     assert proc.returncode != 0
     assert "was published with" in proc.stderr and "never mixed" in proc.stderr, proc.stderr
     assert (fresh.root / ".llmwiki" / "embeddings.json").read_bytes() == store
-    assert fresh.git("rev-parse", "--verify", "--quiet", REF, check=False) == ""  # the local ref not moved
+    assert (
+        fresh.git("rev-parse", "--verify", "--quiet", REF, check=False) == ""
+    )  # the local ref not moved
     # A plain `index` with the ref in place, and chunks to find: a note, the index built without it.
     fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
     (fresh.root / ".llmwiki" / "embeddings.json").unlink()
     proc = fresh.llmwiki("index", "--json", env=other)
-    assert proc.returncode == 0 and any("was published with" in n for n in json.loads(proc.stdout)["notes"])
+    assert proc.returncode == 0 and any(
+        "was published with" in n for n in json.loads(proc.stdout)["notes"]
+    )
 
 
-def test_kill_9_while_the_fetched_store_is_written_leaves_a_usable_store(origin, tmp_path: Path) -> None:
+def test_kill_9_while_the_fetched_store_is_written_leaves_a_usable_store(
+    origin, tmp_path: Path
+) -> None:
     publisher, bare, _prefix, env, _requests = origin
     assert publisher.llmwiki("index", "--publish", env=env).returncode == 0
     publisher.git("push", "-q", "origin", REF)
@@ -268,7 +317,9 @@ def test_kill_9_while_the_fetched_store_is_written_leaves_a_usable_store(origin,
     proc = fresh.llmwiki("index", "--json", env=env)
     assert proc.returncode == 0, proc.stderr
     done = json.loads(proc.stdout)
-    assert done["embedded"] == 0 and done["fetched"] == done["chunks"]  # the ref was fetched before the kill
+    assert (
+        done["embedded"] == 0 and done["fetched"] == done["chunks"]
+    )  # the ref was fetched before the kill
     assert json.loads(fresh.llmwiki("context", "apple", "--json", env=env).stdout)["warnings"] == []
 
 
@@ -278,13 +329,17 @@ def test_kill_9_while_a_snapshot_is_restored_leaves_nothing_behind(origin, tmp_p
     publisher.git("push", "-q", "origin", REF)
     fresh = clone(bare, tmp_path / "fresh")
     fresh.git("fetch", "-q", "origin", f"{REF}:{REF}")
-    killed = fresh.llmwiki_process("context", "apple", "--json", env={**env, "LLMWIKI_TEST_KILL_AT": "snapshot"})
+    killed = fresh.llmwiki_process(
+        "context", "apple", "--json", env={**env, "LLMWIKI_TEST_KILL_AT": "snapshot"}
+    )
     assert killed.returncode == -9
     assert [p.name for p in (fresh.root / ".llmwiki").iterdir() if p.name.startswith(".incoming-")]
     seen = len(requests)
     pack = json.loads(fresh.llmwiki("context", "apple trees pruned", "--json", env=env).stdout)
     assert pack["warnings"] == [] and embedded(requests, seen) == ["apple trees pruned"]
-    assert not [p.name for p in (fresh.root / ".llmwiki").iterdir() if p.name.startswith(".incoming-")]
+    assert not [
+        p.name for p in (fresh.root / ".llmwiki").iterdir() if p.name.startswith(".incoming-")
+    ]
 
 
 # -- forged and damaged refs, each refused before anything is used ---------------------------
@@ -299,13 +354,24 @@ def good_files(chunks: int = 3, dims: int = DIMS) -> dict[str, bytes]:
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     hash_bytes = "".join(f"{h}\n" for h in hashes).encode()
     vectors = matrix.astype("<f2").tobytes()
-    meta = {"format": "llmwiki-index", "version": 1, "fingerprint": "fp", "backend": "b", "model": "m",
-            "dimensions": dims, "chunks": chunks, "dtype": "float16",
-            "digest": indexref.payload_digest(hash_bytes, vectors), "source": ""}
+    meta = {
+        "format": "llmwiki-index",
+        "version": 1,
+        "fingerprint": "fp",
+        "backend": "b",
+        "model": "m",
+        "dimensions": dims,
+        "chunks": chunks,
+        "dtype": "float16",
+        "digest": indexref.payload_digest(hash_bytes, vectors),
+        "source": "",
+    }
     return {"index.json": json.dumps(meta).encode(), "hashes": hash_bytes, "vectors": vectors}
 
 
-def with_meta(files: dict[str, bytes], redigest: bool = True, **changes: object) -> dict[str, bytes]:
+def with_meta(
+    files: dict[str, bytes], redigest: bool = True, **changes: object
+) -> dict[str, bytes]:
     meta = {**json.loads(files["index.json"]), **changes}
     if redigest:
         meta["digest"] = indexref.payload_digest(files["hashes"], files["vectors"])
@@ -326,22 +392,45 @@ def nan_vectors() -> dict[str, bytes]:
 
 
 REFUSED = {
-    "another fingerprint": (lambda: with_meta(good_files(), fingerprint="other"), "was published with"),
+    "another fingerprint": (
+        lambda: with_meta(good_files(), fingerprint="other"),
+        "was published with",
+    ),
     "other dimensions": (lambda: good_files(dims=8), "8 dimensions"),
-    "digest mismatch": (lambda: {**good_files(), "vectors": bytes(len(good_files()["vectors"]))}, "digest"),
+    "digest mismatch": (
+        lambda: {**good_files(), "vectors": bytes(len(good_files()["vectors"]))},
+        "digest",
+    ),
     "sizes do not fit": (lambda: with_meta(good_files(), chunks=2), "not the size"),
     "a huge count": (lambda: with_meta(good_files(), chunks=10**9), "MiB"),
-    "non-hash keys": (lambda: forged(good_files(), hashes=b"../../etc/passwd\n" + good_files()["hashes"][17:]),
-                      "not a chunk hash"),
-    "unsorted keys": (lambda: forged(good_files(), hashes=b"".join(sorted(good_files()["hashes"].splitlines(True),
-                                                                           reverse=True))), "sorted"),
+    "non-hash keys": (
+        lambda: forged(good_files(), hashes=b"../../etc/passwd\n" + good_files()["hashes"][17:]),
+        "not a chunk hash",
+    ),
+    "unsorted keys": (
+        lambda: forged(
+            good_files(),
+            hashes=b"".join(sorted(good_files()["hashes"].splitlines(True), reverse=True)),
+        ),
+        "sorted",
+    ),
     "an extra entry": (lambda: {**good_files(), "run.sh": b"echo hi\n"}, "exactly"),
-    "a missing entry": (lambda: {k: v for k, v in good_files().items() if k != "hashes"}, "exactly"),
+    "a missing entry": (
+        lambda: {k: v for k, v in good_files().items() if k != "hashes"},
+        "exactly",
+    ),
     "not json": (lambda: {**good_files(), "index.json": b"\x00not json"}, "not JSON"),
     "another format version": (lambda: with_meta(good_files(), version=2), "format version"),
     "NaN vectors": (nan_vectors, "NaN"),
-    "vectors of the wrong length": (lambda: forged(good_files(), vectors=(np.frombuffer(
-        good_files()["vectors"], dtype="<f2") * 3).astype("<f2").tobytes()), "not unit vectors"),
+    "vectors of the wrong length": (
+        lambda: forged(
+            good_files(),
+            vectors=(np.frombuffer(good_files()["vectors"], dtype="<f2") * 3)
+            .astype("<f2")
+            .tobytes(),
+        ),
+        "not unit vectors",
+    ),
 }
 
 

@@ -27,7 +27,10 @@ JOURNAL = "# My log\n\n- started the vault\n"
 def _vault(repo: Repo, layout: str) -> str:
     prefix = "wiki/" if layout == "wiki" else ""
     for i in range(PAGES):
-        repo.write(f"{prefix}notes/note-{i}.md", page(f"Note {i}", f"Note {i} is about topic {i} and subject {i * 7}."))
+        repo.write(
+            f"{prefix}notes/note-{i}.md",
+            page(f"Note {i}", f"Note {i} is about topic {i} and subject {i * 7}."),
+        )
     if layout == "root":  # the user's own home page and journal, never rewritten
         repo.write("index.md", HOME)
         repo.write("log.md", JOURNAL)
@@ -37,9 +40,15 @@ def _vault(repo: Repo, layout: str) -> str:
 
 def _run_until(repo: Repo, point: str, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     """Start `llmwiki ARGS`, wait until it pauses at ``point``, and send it SIGINT."""
-    proc = subprocess.Popen([sys.executable, "-m", "llmwiki_git", *args], cwd=repo.root, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env, "LLMWIKI_TEST_PAUSE_AT": point})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmwiki_git", *args],
+        cwd=repo.root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env, "LLMWIKI_TEST_PAUSE_AT": point},
+    )
     assert proc.stderr is not None
     seen = []
     for line in proc.stderr:  # EOF first means it never paused: the assertion below says so
@@ -52,14 +61,20 @@ def _run_until(repo: Repo, point: str, env: dict[str, str], *args: str) -> subpr
 
 
 @pytest.mark.parametrize("layout", ["wiki", "root"])
-def test_ctrl_c_during_index_exits_130_and_the_next_run_reuses_what_was_embedded(repo: Repo, layout: str) -> None:
+def test_ctrl_c_during_index_exits_130_and_the_next_run_reuses_what_was_embedded(
+    repo: Repo, layout: str
+) -> None:
     """Regression: Ctrl-C exited 1 ("problems found") and threw every embedded chunk away
     (the re-run said "(414 embedded, 0 reused)")."""
     _vault(repo, layout)
     chunks = PAGES + (layout == "root")  # the user's home page is a page too
     with serve(openai_handler) as (url, seen):
-        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "k",
-               "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        env = {
+            "LLMWIKI_EMBEDDING_PROVIDER": "openai",
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "k",
+            "LLMWIKI_EMBEDDING_MODEL": "tiny",
+        }
         proc = _run_until(repo, "embedded:2", env, "index")  # after two slices: 128 chunks
         out, err = proc.communicate(timeout=120)
         err = proc.said + err  # type: ignore[attr-defined]
@@ -76,14 +91,26 @@ def test_ctrl_c_during_index_exits_130_and_the_next_run_reuses_what_was_embedded
         again = repo.llmwiki("index", "--json", env=env)
         assert again.returncode == 0, again.stderr
         summary = json.loads(again.stdout)
-        assert (summary["chunks"], summary["embedded"], summary["reused"]) == (chunks, chunks - 128, 128)
-        assert sum(len(body["input"]) for _, body, _ in seen.requests) == chunks  # nothing embedded twice
+        assert (summary["chunks"], summary["embedded"], summary["reused"]) == (
+            chunks,
+            chunks - 128,
+            128,
+        )
+        assert (
+            sum(len(body["input"]) for _, body, _ in seen.requests) == chunks
+        )  # nothing embedded twice
         assert not (state / "embeddings.partial.npz").exists()  # in the store now
-        pack = json.loads(repo.llmwiki("context", "topic 140 subject 980", "--json", env=env).stdout)
+        pack = json.loads(
+            repo.llmwiki("context", "topic 140 subject 980", "--json", env=env).stdout
+        )
     assert pack["warnings"] == [] and "notes/note-140" in [p["id"] for p in pack["primary"]]
     if layout == "root":
-        assert (repo.root / "index.md").read_text() == HOME and (repo.root / "log.md").read_text() == JOURNAL
-    assert repo.git("status", "--porcelain") == ""  # the interrupted run left nothing in the work tree
+        assert (repo.root / "index.md").read_text() == HOME and (
+            repo.root / "log.md"
+        ).read_text() == JOURNAL
+    assert (
+        repo.git("status", "--porcelain") == ""
+    )  # the interrupted run left nothing in the work tree
 
 
 def test_ctrl_c_elsewhere_exits_130_too(repo: Repo) -> None:
@@ -94,5 +121,9 @@ def test_ctrl_c_elsewhere_exits_130_too(repo: Repo) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, proc.said + err  # type: ignore[attr-defined]
     assert err.strip() == "Interrupted." and "Traceback" not in err
-    left = [p.name for p in (repo.root / ".git" / "llmwiki").rglob("*") if ".tmp" in p.name or p.name.startswith(".")]
+    left = [
+        p.name
+        for p in (repo.root / ".git" / "llmwiki").rglob("*")
+        if ".tmp" in p.name or p.name.startswith(".")
+    ]
     assert left == []

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from llmwiki_git.retrieval.lexical import (
-    B,
     FORMAT_VERSION,
     K1,
+    B,
     LexicalIndex,
     LexicalIndexError,
 )
@@ -63,9 +63,14 @@ def test_tokenize_basics() -> None:
 
 
 def test_light_stemming_conflates_inflections() -> None:
-    for words in (["link", "links", "linked", "linking"], ["note", "notes", "noted"],
-                  ["embed", "embeds", "embedding", "embedded"], ["query", "queries"],
-                  ["make", "making"], ["use", "uses", "used", "using"]):
+    for words in (
+        ["link", "links", "linked", "linking"],
+        ["note", "notes", "noted"],
+        ["embed", "embeds", "embedding", "embedded"],
+        ["query", "queries"],
+        ["make", "making"],
+        ["use", "uses", "used", "using"],
+    ):
         assert len({tokenize(w)[0] for w in words}) == 1, words
     assert tokenize("string")[0] == "string"  # no vowel before -ing: untouched
     assert tokenize("naïve") == ["naïve"]  # non-ASCII words are not stemmed
@@ -139,7 +144,9 @@ def test_ranking_top_and_ties() -> None:
 
 def test_repeated_query_terms_count_again() -> None:
     index = LexicalIndex.build(DOCS)
-    np.testing.assert_allclose(index.scores("journal journal"), 2 * index.scores("journal"), rtol=1e-6)
+    np.testing.assert_allclose(
+        index.scores("journal journal"), 2 * index.scores("journal"), rtol=1e-6
+    )
 
 
 def test_scores_for_candidates_uses_whole_corpus_statistics() -> None:

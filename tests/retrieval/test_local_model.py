@@ -38,7 +38,10 @@ def test_unchanged_chunks_are_never_reembedded(demo: Repo, stores: dict[str, str
     assert first["backend"] == "onnx-minilm" and first["embedded"] == first["chunks"] > 0
     again = index(demo, env=stores)
     assert (again["embedded"], again["reused"]) == (0, first["chunks"])
-    demo.write("wiki/concepts/trees.md", (demo.root / "wiki/concepts/trees.md").read_text() + "\nOne more paragraph about trees.\n")
+    demo.write(
+        "wiki/concepts/trees.md",
+        (demo.root / "wiki/concepts/trees.md").read_text() + "\nOne more paragraph about trees.\n",
+    )
     edited = index(demo, env=stores)
     assert edited["embedded"] == 1 and edited["reused"] == first["chunks"] - 1
     full = index(demo, "--full", env=stores)
@@ -47,7 +50,9 @@ def test_unchanged_chunks_are_never_reembedded(demo: Repo, stores: dict[str, str
 
 def test_semantic_context_finds_a_paraphrase(demo: Repo, stores: dict[str, str]) -> None:
     index(demo, env=stores)
-    proc = demo.llmwiki("context", "two programs moving the same branch at once: who wins?", "--json", env=stores)
+    proc = demo.llmwiki(
+        "context", "two programs moving the same branch at once: who wins?", "--json", env=stores
+    )
     assert proc.returncode == 0, proc.stderr
     pack = json.loads(proc.stdout)
     ids = [p["id"] for p in pack["primary"]]
@@ -90,8 +95,15 @@ def test_index_progress_shows_count_rate_and_time_left(demo: Repo) -> None:
 
     leader, follower = pty.openpty()
     try:
-        proc = subprocess.run([sys.executable, "-m", "llmwiki_git", "index"], cwd=demo.root, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=follower, env={**os.environ, **LOCAL}, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "llmwiki_git", "index"],
+            cwd=demo.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env={**os.environ, **LOCAL},
+            timeout=300,
+        )
         os.close(follower)
         follower = -1
         shown = b""

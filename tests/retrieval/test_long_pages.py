@@ -62,14 +62,24 @@ def test_a_long_page_pays_for_its_many_chunks(repo: Repo, layout: str) -> None:
     for page, question in QUESTIONS.items():
         ranked = _ranked(repo, question, "--top-pages", "11")
         with_cosine_only = _cosine_ranking(repo, question)
-        assert with_cosine_only.index(page) < with_cosine_only.index("CHANGELOG.md"), (question, with_cosine_only)
-        assert page in ranked[:2], (question, ranked)  # and the default (hybrid) ranking has it near the top
+        assert with_cosine_only.index(page) < with_cosine_only.index("CHANGELOG.md"), (
+            question,
+            with_cosine_only,
+        )
+        assert page in ranked[:2], (
+            question,
+            ranked,
+        )  # and the default (hybrid) ranking has it near the top
 
 
 def _cosine_ranking(repo: Repo, question: str) -> list[str]:
     from llmwiki_git.workspace import Workspace
 
-    loaded, result = Workspace.open(repo.root, environ=LOCAL).retrieval().search(question, keep=50, max_pages=20, mode="cosine")
+    loaded, result = (
+        Workspace.open(repo.root, environ=LOCAL)
+        .retrieval()
+        .search(question, keep=50, max_pages=20, mode="cosine")
+    )
     paths = {p.page_id: p.path for p in loaded.store.pages}
     return [paths[page_id].rsplit("/", 1)[-1] for page_id, _ in result.pages]
 
@@ -83,12 +93,16 @@ def test_page_scores_do_not_reward_chunk_count() -> None:
     owner = np.array([0] + [1] * 250)
     counts = np.array([1, 250])
     cosine = np.array([0.40] + [0.42] + [0.30] * 249, dtype=np.float32)
-    assert page_scores(owner, counts, cosine, Aggregation(), dense=True).argmax() == 1  # best chunk alone
+    assert (
+        page_scores(owner, counts, cosine, Aggregation(), dense=True).argmax() == 1
+    )  # best chunk alone
     scored = page_scores(owner, counts, cosine, Aggregation("length", 0.02), dense=True)
     assert scored.argmax() == 0 and abs(scored[1] - (0.42 - 0.02 * np.log(250))) < 1e-6
     # BM25: a long page's best score shrinks by its length; a page without a term scores 0
     bm25 = np.array([5.0] + [6.0] + [1.0] * 249, dtype=np.float32)
     assert page_scores(owner, counts, bm25, Aggregation(), dense=False).tolist() == [5.0, 6.0]
     scored = page_scores(owner, counts, bm25, Aggregation("length", 0.05), dense=False)
-    assert scored.argmax() == 0 and scored[1] == pytest.approx(6.0 * 250 ** -0.05)
-    assert page_scores(owner, counts, np.zeros(251, np.float32), Aggregation("length", 0.05), dense=False).tolist() == [0, 0]
+    assert scored.argmax() == 0 and scored[1] == pytest.approx(6.0 * 250**-0.05)
+    assert page_scores(
+        owner, counts, np.zeros(251, np.float32), Aggregation("length", 0.05), dense=False
+    ).tolist() == [0, 0]

@@ -63,7 +63,10 @@ def test_a_wrong_or_unreachable_database_is_a_clear_error_without_the_password(p
     with pytest.raises(StoreError) as caught:
         P.open_vectors(uri, "m", DIMS, create=False)
     assert caught.value.code == "vector-store-unavailable"
-    assert "s3cret-pw" not in caught.value.message and "postgresql://team:***@127.0.0.1:1/wiki" in caught.value.message
+    assert (
+        "s3cret-pw" not in caught.value.message
+        and "postgresql://team:***@127.0.0.1:1/wiki" in caught.value.message
+    )
     assert P.redact("host=x password=s3cret-pw dbname=y") == "host=x password=*** dbname=y"
     assert P.redact("postgresql://u@h/db?password=s3cret-pw") == "postgresql://u@h/db?password=***"
     with pytest.raises(StoreError) as nonsense:
@@ -88,8 +91,12 @@ print("done", flush=True)
 
 
 def writer(uri: str, tag: str, *, pause: bool) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", WRITER, uri, tag, "pause" if pause else "go"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, uri, tag, "pause" if pause else "go"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_writer_killed_mid_update_leaves_a_usable_store(pg_uri: str) -> None:
@@ -97,11 +104,17 @@ def test_a_writer_killed_mid_update_leaves_a_usable_store(pg_uri: str) -> None:
     store.add({"kept": unit(1)})
     before = store.generation
     with writer(pg_uri, "lost", pause=True) as child:
-        assert child.stdout is not None and child.stdout.readline() == "inside\n"  # rows copied, not committed
+        assert (
+            child.stdout is not None and child.stdout.readline() == "inside\n"
+        )  # rows copied, not committed
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
     again = P.open_vectors(pg_uri, "m", DIMS, create=False)
-    assert len(again) == 1 and again.generation == before and again.known(["kept", "lost0"]) == {"kept"}
+    assert (
+        len(again) == 1
+        and again.generation == before
+        and again.known(["kept", "lost0"]) == {"kept"}
+    )
     again.add({"after": unit(2)})  # the killed writer's lock went with it
     assert again.known(["after"]) == {"after"}
 
@@ -109,7 +122,9 @@ def test_a_writer_killed_mid_update_leaves_a_usable_store(pg_uri: str) -> None:
 def test_two_writers_serialize(pg_uri: str) -> None:
     P.open_vectors(pg_uri, "m", DIMS, create=True)
     with writer(pg_uri, "a", pause=True) as first:
-        assert first.stdout is not None and first.stdout.readline() == "inside\n"  # holds the model's lock
+        assert (
+            first.stdout is not None and first.stdout.readline() == "inside\n"
+        )  # holds the model's lock
         with writer(pg_uri, "bb", pause=False) as second:  # started only now
             serialize(pg_uri, first, second)
     store = P.open_vectors(pg_uri, "m", DIMS, create=False)
@@ -123,8 +138,10 @@ def serialize(pg_uri: str, first: subprocess.Popen[str], second: subprocess.Pope
         waiting = 0
         deadline = time.monotonic() + 60
         while not waiting and time.monotonic() < deadline and second.poll() is None:
-            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                               "AND wait_event = 'advisory'").fetchone()
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND wait_event = 'advisory'"
+            ).fetchone()
             waiting = row[0] if row else 0
         assert waiting == 1 and second.poll() is None  # the second writer waits for the first
     assert P.open_vectors(pg_uri, "m", DIMS, create=False).known(["bb0", "a0"]) == set()
@@ -144,8 +161,13 @@ def test_a_large_table_is_searched_with_a_wider_ef_search(pg_uri: str) -> None:
     with psycopg.connect(pg_uri, autocommit=True) as conn:
         conn.execute(f"ANALYZE {store.table}")
     assert P.open_vectors(pg_uri, "m", DIMS, create=False).ef_search() == P.EF_SEARCH == 200
-    with psycopg.connect(pg_uri, autocommit=True) as conn:  # what the statistics of a large table say
-        conn.execute("UPDATE pg_class SET reltuples = %s WHERE oid = %s::regclass", (P.LARGE_TABLE, store.table))
+    with psycopg.connect(
+        pg_uri, autocommit=True
+    ) as conn:  # what the statistics of a large table say
+        conn.execute(
+            "UPDATE pg_class SET reltuples = %s WHERE oid = %s::regclass",
+            (P.LARGE_TABLE, store.table),
+        )
     large = P.open_vectors(pg_uri, "m", DIMS, create=False)
     assert large.ef_search() == P.EF_SEARCH_LARGE == 400
     assert len(large.nearest(unit(99), 5).hashes) == 5  # searched with it

@@ -57,8 +57,10 @@ def test_filler_no_longer_outranks_the_topic() -> None:
 
 
 def test_field_weights_change_the_ranking() -> None:
-    body_only = [(("Refunds", 1.0), ("aliases are mentioned here among many other words " * 3, 1.0)),
-                 (("Aliases", 1.0), ("a page can have other names, listed in its frontmatter", 1.0))]
+    body_only = [
+        (("Refunds", 1.0), ("aliases are mentioned here among many other words " * 3, 1.0)),
+        (("Aliases", 1.0), ("a page can have other names, listed in its frontmatter", 1.0)),
+    ]
     index = LexicalIndex.build(body_only)
     assert index.scores("aliases").argmax() == 0  # the body that repeats the word wins
     weighted = [body_only[0], (("Aliases", 4.0), body_only[1][1])]
@@ -75,8 +77,12 @@ def test_weighted_field_counts_as_repeated_text() -> None:
     twice = LexicalIndex.build(["rename note", "note note other words"])
     fields = LexicalIndex.build([(("rename note", 2.0),), (("note note other words", 2.0),)])
     assert fields.scores("rename").argmax() == twice.scores("rename").argmax() == 0
-    repeated = LexicalIndex.build(["rename note rename note", "note note other words note note other words"])
-    np.testing.assert_allclose(fields.scores("rename note"), repeated.scores("rename note"), rtol=1e-5)
+    repeated = LexicalIndex.build(
+        ["rename note rename note", "note note other words note note other words"]
+    )
+    np.testing.assert_allclose(
+        fields.scores("rename note"), repeated.scores("rename note"), rtol=1e-5
+    )
 
 
 def test_path_words() -> None:
@@ -93,11 +99,22 @@ def test_title_and_path_rank_a_page_first_on_both_layouts(repo: Repo, layout: st
     if layout == "vault":
         repo.write("index.md", "# My vault\n\nMy own index, not generated.\n")
         repo.write("log.md", "# Log\n\n- started\n")
-    repo.write(f"{prefix}aliases.md", page("Aliases", "Other names for a page, listed in its frontmatter so "
-                                                      "that links can use them."))
-    repo.write(f"{prefix}changelog.md", page("Changelog", "Version 2 fixes aliases in links and aliases with spaces."))
+    repo.write(
+        f"{prefix}aliases.md",
+        page(
+            "Aliases",
+            "Other names for a page, listed in its frontmatter so that links can use them.",
+        ),
+    )
+    repo.write(
+        f"{prefix}changelog.md",
+        page("Changelog", "Version 2 fixes aliases in links and aliases with spaces."),
+    )
     for i in range(6):
-        repo.write(f"{prefix}filler-{i}.md", page(f"Filler {i}", f"Unrelated text number {i} about gardens."))
+        repo.write(
+            f"{prefix}filler-{i}.md",
+            page(f"Filler {i}", f"Unrelated text number {i} about gardens."),
+        )
     repo.commit("pages")
     assert repo.llmwiki("index", env=FAST).returncode == 0
     # no question words: the title and path fields alone decide (the body of the changelog
@@ -124,24 +141,55 @@ def test_readable_text_removes_link_syntax_urls_and_markup() -> None:
         "[the guide](https://example.com/guide_(v2)) at https://example.org/x?y=1.\n"
         "![diagram](assets/flow.png) **bold** _italic_ `code_name` ~~gone~~ ^block-1\n\n"
         "| a | b |\n|---|:---:|\n| 1 | 2 |\n\n"
-        "<div class=\"note\">boxed</div> <!-- hidden comment -->\n\n"
+        '<div class="note">boxed</div> <!-- hidden comment -->\n\n'
         "[ref]: https://example.net/ref\n\n"
         "```js\nlet snake_case = 1;\n```\n\n"
         "- [x] done task\n> quoted"
     )
     out = readable_text(text)
-    for noise in ("[[", "]]", "](", "http", "example.", "**", "`", "~~", "^block", "|---", "<div",
-                  "hidden comment", "```", "##", "[x]", "> "):
+    for noise in (
+        "[[",
+        "]]",
+        "](",
+        "http",
+        "example.",
+        "**",
+        "`",
+        "~~",
+        "^block",
+        "|---",
+        "<div",
+        "hidden comment",
+        "```",
+        "##",
+        "[x]",
+        "> ",
+    ):
         assert noise not in out, noise
-    for kept in ("Setup", "the lookup bar", "other-page", "the guide", "diagram", "bold", "italic",
-                 "code_name", "boxed", "let snake_case = 1;", "done task", "quoted", "| 1 | 2 |"):
+    for kept in (
+        "Setup",
+        "the lookup bar",
+        "other-page",
+        "the guide",
+        "diagram",
+        "bold",
+        "italic",
+        "code_name",
+        "boxed",
+        "let snake_case = 1;",
+        "done task",
+        "quoted",
+        "| 1 | 2 |",
+    ):
         assert kept in out, kept
     assert "  " not in out
 
 
 def test_embedding_input_is_title_then_readable_chunk() -> None:
-    assert embedding_input("Lookup", readable_text("Use [[lookup.find|find]] here: https://x.y/z")) == \
-        "Lookup\n\nUse find here:"
+    assert (
+        embedding_input("Lookup", readable_text("Use [[lookup.find|find]] here: https://x.y/z"))
+        == "Lookup\n\nUse find here:"
+    )
     assert embedding_input("Only links", readable_text("https://x.y/z")) == "Only links"
 
 
@@ -153,9 +201,16 @@ def test_store_fingerprint_carries_the_input_version() -> None:
 def _recording_server(seen_inputs: list[str]):
     def handler(path, body, headers):
         seen_inputs.extend(body["input"])
-        data = [{"object": "embedding", "index": i,
-                 "embedding": [float(len(t) % 7 + 1), 1.0, float(i + 1), 0.5]} for i, t in enumerate(body["input"])]
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": [float(len(t) % 7 + 1), 1.0, float(i + 1), 0.5],
+            }
+            for i, t in enumerate(body["input"])
+        ]
         return json_response({"object": "list", "data": data, "model": body["model"]})
+
     return serve(handler)
 
 
@@ -163,14 +218,23 @@ def test_old_store_fingerprint_is_re_embedded_with_readable_input(repo: Repo) ->
     """A store written before the embedding input changed (its fingerprint is the bare
     model's) is not reused: `context` warns and ranks lexically, and the next `index`
     re-embeds every chunk, sending readable text; the one after reuses everything."""
-    repo.write("wiki/concepts/links.md", page("Links", "Pages link with [[other-page|a label]]; see "
-                                                       "https://example.com/docs for **more**."))
+    repo.write(
+        "wiki/concepts/links.md",
+        page(
+            "Links",
+            "Pages link with [[other-page|a label]]; see https://example.com/docs for **more**.",
+        ),
+    )
     repo.write("wiki/concepts/other-page.md", page("Other page", "Plain words about other things."))
     repo.commit("pages")
     seen: list[str] = []
     with _recording_server(seen) as (url, _):
-        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1",
-               "OPENAI_API_KEY": "k", "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        env = {
+            "LLMWIKI_EMBEDDING_PROVIDER": "openai",
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "k",
+            "LLMWIKI_EMBEDDING_MODEL": "tiny",
+        }
         proc = repo.llmwiki("index", "--json", env=env)
         assert proc.returncode == 0, proc.stderr
         chunks = json.loads(proc.stdout)["chunks"]
@@ -196,28 +260,43 @@ def test_old_store_fingerprint_is_re_embedded_with_readable_input(repo: Repo) ->
 def test_embeds_and_images_say_what_they_do() -> None:
     """Link syntax is reduced to words, not dropped: an embed stays an embed, an image an
     image (a page of embed examples is about embedding, and says so)."""
-    text = ("Show it inline with ![[meeting-notes]] or one part: ![[meeting-notes#Actions]]; "
-            "resize ![[diagram.png|400]], ![[photo.jpg|300|center]]; alias ![[note|the summary]]; "
-            "link [[other-page|a label]] and [[plain]]; ![a flow chart](img/flow.png) ![](x.mp3) [text](https://x.y)")
+    text = (
+        "Show it inline with ![[meeting-notes]] or one part: ![[meeting-notes#Actions]]; "
+        "resize ![[diagram.png|400]], ![[photo.jpg|300|center]]; alias ![[note|the summary]]; "
+        "link [[other-page|a label]] and [[plain]]; ![a flow chart](img/flow.png) ![](x.mp3) [text](https://x.y)"
+    )
     assert readable_text(text) == (
         "Show it inline with embed meeting-notes or one part: embed meeting-notes; resize embed diagram.png, "
-        "embed photo.jpg; alias embed the summary; link a label and plain; image a flow chart image text")
+        "embed photo.jpg; alias embed the summary; link a label and plain; image a flow chart image text"
+    )
 
 
 def test_logseq_and_hugo_markup_become_words() -> None:
-    logseq = ("type:: [[Feature]]\nid:: 634fae2e-edab-42e0-8385-59df3fc3da0e\n- ## Usage\n  collapsed:: true\n"
-              "\t- #+BEGIN_NOTE\n\t  Works on desktop.\n\t  #+END_NOTE\n"
-              "\t- {{embed [[page name]]}} and {{embed ((5fbf4fbf-82c5-4d81-ba82-b66726bda00c))}}\n"
-              "\t- see ((5fbf4fbf-82c5-4d81-ba82-b66726bda00c)) and {{query (and [[a]] [[b]])}}")
+    logseq = (
+        "type:: [[Feature]]\nid:: 634fae2e-edab-42e0-8385-59df3fc3da0e\n- ## Usage\n  collapsed:: true\n"
+        "\t- #+BEGIN_NOTE\n\t  Works on desktop.\n\t  #+END_NOTE\n"
+        "\t- {{embed [[page name]]}} and {{embed ((5fbf4fbf-82c5-4d81-ba82-b66726bda00c))}}\n"
+        "\t- see ((5fbf4fbf-82c5-4d81-ba82-b66726bda00c)) and {{query (and [[a]] [[b]])}}"
+    )
     out = readable_text(logseq)
     for gone in ("634fae2e", "5fbf4fbf", "collapsed", "BEGIN_NOTE", "{{", "::"):
         assert gone not in out, gone
-    for kept in ("type: Feature", "Usage", "Works on desktop.", "embed page name", "query (and a b)"):
+    for kept in (
+        "type: Feature",
+        "Usage",
+        "Works on desktop.",
+        "embed page name",
+        "query (and a b)",
+    ):
         assert kept in out, kept
-    hugo = ('{{< figure src="/zion.jpg" caption="Zion National Park" >}}\n{{< details summary="More" >}}\nhidden\n'
-            '{{< /details >}}\n{{</* qr text="tel:+1" /*/>}} {{% include "common/x.md" %}} {{ .Title }}')
-    assert readable_text(hugo) == ('figure src="/zion.jpg" caption="Zion National Park"\ndetails summary="More"\n'
-                                   'hidden\n\nqr text="tel:+1" include "common/x.md" {{ .Title }}')
+    hugo = (
+        '{{< figure src="/zion.jpg" caption="Zion National Park" >}}\n{{< details summary="More" >}}\nhidden\n'
+        '{{< /details >}}\n{{</* qr text="tel:+1" /*/>}} {{% include "common/x.md" %}} {{ .Title }}'
+    )
+    assert readable_text(hugo) == (
+        'figure src="/zion.jpg" caption="Zion National Park"\ndetails summary="More"\n'
+        'hidden\n\nqr text="tel:+1" include "common/x.md" {{ .Title }}'
+    )
 
 
 def test_the_description_is_embedded_with_the_first_chunk_and_identifies_it(repo: Repo) -> None:
@@ -225,13 +304,23 @@ def test_the_description_is_embedded_with_the_first_chunk_and_identifies_it(repo
     its title with its first chunk; editing it re-embeds that chunk only, and `context` still
     finds the chunks' text (their identity includes it)."""
     body = "\n\n".join(f"Paragraph {i}: " + "words about the queue worker " * 30 for i in range(3))
-    repo.write("notes/queue.md", f"---\ntitle: Queue\ndescription: How jobs wait for a worker\n---\n{body}\n")
-    repo.write("notes/Tasks.md", "alias:: Todos\ndescription:: Markers for work to do\n\n- LATER write the docs\n")
+    repo.write(
+        "notes/queue.md",
+        f"---\ntitle: Queue\ndescription: How jobs wait for a worker\n---\n{body}\n",
+    )
+    repo.write(
+        "notes/Tasks.md",
+        "alias:: Todos\ndescription:: Markers for work to do\n\n- LATER write the docs\n",
+    )
     repo.commit("pages")
     seen: list[str] = []
     with _recording_server(seen) as (url, _):
-        env = {"LLMWIKI_EMBEDDING_PROVIDER": "openai", "OPENAI_BASE_URL": f"{url}/v1",
-               "OPENAI_API_KEY": "k", "LLMWIKI_EMBEDDING_MODEL": "tiny"}
+        env = {
+            "LLMWIKI_EMBEDDING_PROVIDER": "openai",
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "k",
+            "LLMWIKI_EMBEDDING_MODEL": "tiny",
+        }
         first = json.loads(repo.llmwiki("index", "--json", env=env).stdout)
         queue = [t for t in seen if t.startswith("Queue\n\n")]
         assert len(queue) == first["chunks"] - 1 >= 3  # every queue chunk, and the one of Tasks
@@ -239,9 +328,14 @@ def test_the_description_is_embedded_with_the_first_chunk_and_identifies_it(repo
         assert all("How jobs wait" not in t for t in queue[1:])
         assert any(t.startswith("Tasks\n\nMarkers for work to do\n\n") for t in seen)
         seen.clear()
-        repo.write("notes/queue.md", f"---\ntitle: Queue\ndescription: How jobs wait in line\n---\n{body}\n")
+        repo.write(
+            "notes/queue.md",
+            f"---\ntitle: Queue\ndescription: How jobs wait in line\n---\n{body}\n",
+        )
         again = json.loads(repo.llmwiki("index", "--json", env=env).stdout)
-        assert again["embedded"] == 1 and seen == [queue[0].replace("wait for a worker", "wait in line")]
+        assert again["embedded"] == 1 and seen == [
+            queue[0].replace("wait for a worker", "wait in line")
+        ]
         pack = json.loads(repo.llmwiki("context", "jobs wait in line", "--json", env=env).stdout)
         page = next(p for p in pack["primary"] if p["id"].endswith("queue"))
         assert page["chunks"] and page["warnings"] == [] and pack["warnings"] == []
@@ -250,10 +344,16 @@ def test_the_description_is_embedded_with_the_first_chunk_and_identifies_it(repo
 def test_logseq_page_properties_are_fields(repo: Repo) -> None:
     """A Logseq page's ``alias::`` counts as a title and its ``description::`` as a
     description: the page named by the alias outranks a page that only mentions the word."""
-    repo.write("Tasks.md", "alias:: Todos\ndescription:: Markers for work still to do\n\n- LATER write the docs\n"
-                           "- NOW review the pull request\n")
-    repo.write("Journal habits.md", "- Keep the todos short.\n- Review them every evening, and move old todos "
-                                    "to the weekly page.\n- Write one line a day.\n")
+    repo.write(
+        "Tasks.md",
+        "alias:: Todos\ndescription:: Markers for work still to do\n\n- LATER write the docs\n"
+        "- NOW review the pull request\n",
+    )
+    repo.write(
+        "Journal habits.md",
+        "- Keep the todos short.\n- Review them every evening, and move old todos "
+        "to the weekly page.\n- Write one line a day.\n",
+    )
     for i in range(4):
         repo.write(f"Other {i}.md", f"- unrelated notes number {i} about gardens and trees\n")
     repo.commit("graph")

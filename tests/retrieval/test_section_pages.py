@@ -16,8 +16,11 @@ from ..conftest import Repo
 LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
 SECTION = "---\ntitle: Host and deploy\ndescription: Services and tools to host and deploy your site.\n---\n"
 CHILDREN = {
-    "deploy-with-rsync.md": ("Deploy with rsync", "Copy the public folder to a remote server over ssh with rsync, "
-                             "only the files that changed."),
+    "deploy-with-rsync.md": (
+        "Deploy with rsync",
+        "Copy the public folder to a remote server over ssh with rsync, "
+        "only the files that changed.",
+    ),
     "git-hooks.md": ("Git hooks", "Run a build before every commit with a pre-commit hook script."),
 }
 
@@ -25,8 +28,9 @@ CHILDREN = {
 def test_a_page_without_body_text_is_one_card_chunk() -> None:
     from llmwiki_git.retrieval.chunking import page_chunks
 
-    assert [(c.text, c.card) for c in page_chunks("Host and deploy", "Services and tools.", "\n\n")] == [
-        ("Services and tools.", True)]
+    assert [
+        (c.text, c.card) for c in page_chunks("Host and deploy", "Services and tools.", "\n\n")
+    ] == [("Services and tools.", True)]
     assert [(c.text, c.card) for c in page_chunks("Blog", "", "")] == [("Blog", True)]
     assert [c.card for c in page_chunks("Blog", "About.", "Some text.")] == [False]
 
@@ -42,9 +46,19 @@ def test_a_section_page_is_found_by_its_description(repo: Repo, layout: str) -> 
     repo.commit("a docs section")
     assert repo.llmwiki("index", env=LOCAL).returncode == 0
     for mode in ("rrf", "cosine", "bm25"):
-        proc = repo.llmwiki("context", "where can I host my site", "--json", env={**LOCAL, "LLMWIKI_RETRIEVAL": mode})
+        proc = repo.llmwiki(
+            "context",
+            "where can I host my site",
+            "--json",
+            env={**LOCAL, "LLMWIKI_RETRIEVAL": mode},
+        )
         assert proc.returncode == 0, proc.stderr
         primary = json.loads(proc.stdout)["primary"]
         section = [p for p in primary if p["id"].endswith("_index")]
-        assert section and section[0]["title"] == "Host and deploy", (mode, [p["id"] for p in primary])
-        assert [c["text"] for c in section[0]["chunks"]] == ["Services and tools to host and deploy your site."]
+        assert section and section[0]["title"] == "Host and deploy", (
+            mode,
+            [p["id"] for p in primary],
+        )
+        assert [c["text"] for c in section[0]["chunks"]] == [
+            "Services and tools to host and deploy your site."
+        ]

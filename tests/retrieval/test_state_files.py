@@ -24,16 +24,24 @@ NESTED = "[" * 200_000 + "]" * 200_000
 def run(repo: Repo, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The real CLI; a command that blocks fails the test instead of hanging it."""
     try:
-        return subprocess.run([*repo.llmwiki_cmd(), *args], cwd=repo.root, capture_output=True, text=True,
-                              timeout=120, env={**os.environ, **env})
+        return subprocess.run(
+            [*repo.llmwiki_cmd(), *args],
+            cwd=repo.root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, **env},
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"llmwiki {' '.join(args)} blocked on a state file")
 
 
 @pytest.mark.parametrize("layout", ["wiki", "vault"])
-def test_a_deeply_nested_store_is_corrupt_not_a_crash_and_index_rebuilds_it(repo: Repo, layout: str,
-                                                                              tmp_path: Path) -> None:
-    from ..test_mcp import run as run_async, session
+def test_a_deeply_nested_store_is_corrupt_not_a_crash_and_index_rebuilds_it(
+    repo: Repo, layout: str, tmp_path: Path
+) -> None:
+    from ..test_mcp import run as run_async
+    from ..test_mcp import session
 
     demo_in(repo, layout)
     assert repo.llmwiki("index", env=FAST).returncode == 0
@@ -45,11 +53,17 @@ def test_a_deeply_nested_store_is_corrupt_not_a_crash_and_index_rebuilds_it(repo
         proc = repo.llmwiki(*args, env=FAST)
         assert proc.returncode == 0, proc.stderr
         assert "RecursionError" not in proc.stdout + proc.stderr
-        assert "embeddings.json is corrupt" in proc.stdout + proc.stderr and "nested" in proc.stdout + proc.stderr
+        assert (
+            "embeddings.json is corrupt" in proc.stdout + proc.stderr
+            and "nested" in proc.stdout + proc.stderr
+        )
 
     async def body() -> None:
         async with session(repo.root, tmp_path / "server.log") as s:
-            for tool, args in (("wiki_status", {}), ("get_context_pack", {"prompt": "what is a blob?"})):
+            for tool, args in (
+                ("wiki_status", {}),
+                ("get_context_pack", {"prompt": "what is a blob?"}),
+            ):
                 result = await s.call_tool(tool, args)
                 assert not result.is_error, result.content[0].text
                 assert "RecursionError" not in result.content[0].text
@@ -61,8 +75,12 @@ def test_a_deeply_nested_store_is_corrupt_not_a_crash_and_index_rebuilds_it(repo
     assert "corrupt" not in repo.llmwiki("context", "what is a blob?", env=FAST).stderr
 
 
-@pytest.mark.parametrize("name,env", [("embeddings.bin", LOCAL), ("bm25/meta.json", FAST), ("ownership-notice", FAST)])
-def test_a_fifo_where_a_state_file_belongs_never_blocks(repo: Repo, name: str, env: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "name,env", [("embeddings.bin", LOCAL), ("bm25/meta.json", FAST), ("ownership-notice", FAST)]
+)
+def test_a_fifo_where_a_state_file_belongs_never_blocks(
+    repo: Repo, name: str, env: dict[str, str]
+) -> None:
     if env is LOCAL:
         pytest.importorskip("onnxruntime")
     demo_in(repo, "vault")  # the user's own index.md: llmwiki keeps notices in its state folder
@@ -85,9 +103,14 @@ def test_other_state_files_nested_too_deeply_are_refused_clearly(repo: Repo) -> 
     journal = repo.root / ".llmwiki" / "transaction.json"
     journal.write_text(NESTED)
     proc = repo.llmwiki("check", env=FAST)
-    assert proc.returncode == 0 and "dropped an unreadable record of an interrupted write" in proc.stderr, proc.stderr
+    assert (
+        proc.returncode == 0
+        and "dropped an unreadable record of an interrupted write" in proc.stderr
+    ), proc.stderr
     assert not journal.exists()
-    (repo.root / ".llmwiki" / "config.toml").write_text("wiki_dir = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    (repo.root / ".llmwiki" / "config.toml").write_text(
+        "wiki_dir = " + "[" * 100_000 + "]" * 100_000 + "\n"
+    )
     proc = repo.llmwiki("check", env=FAST)
     assert proc.returncode == 2 and "config.toml: nested too deeply" in proc.stderr, proc.stderr
 

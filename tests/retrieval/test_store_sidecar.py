@@ -43,8 +43,20 @@ def entries(store: S.Store) -> list[tuple]:
 def from_json(folder: Path) -> list[tuple]:
     """The page table as the json says (the sidecar is not consulted)."""
     meta = json.loads((folder / S.JSON_NAME).read_bytes())
-    return [(p["pageId"], p["path"], p["blob"], p["title"], p["summary"], p["firstRow"], tuple(p["hashes"]),
-             tuple(p["links"]), tuple(p["dangling"])) for p in meta["pages"]]
+    return [
+        (
+            p["pageId"],
+            p["path"],
+            p["blob"],
+            p["title"],
+            p["summary"],
+            p["firstRow"],
+            tuple(p["hashes"]),
+            tuple(p["links"]),
+            tuple(p["dangling"]),
+        )
+        for p in meta["pages"]
+    ]
 
 
 def context(repo: Repo, question: str) -> dict:
@@ -63,10 +75,13 @@ def test_index_writes_a_sidecar_that_matches_the_json(indexed: tuple[Repo, str])
     assert store.path_blobs() == {e[1]: e[2] for e in from_json(folder)}
     owner = store.row_owner()
     assert [store.pages[owner[row]].page_id for row in range(store.rows)] == [
-        e[0] for e in from_json(folder) for _ in e[6]]
+        e[0] for e in from_json(folder) for _ in e[6]
+    ]
     targets = {t for e in from_json(folder) for t in (e[0], *e[7])}
     from_entries = S.PageTable([S.PageEntry(*e) for e in from_json(folder)])
-    assert store.pages.linking_to(targets) == from_entries.linking_to(targets)  # links searched in place
+    assert store.pages.linking_to(targets) == from_entries.linking_to(
+        targets
+    )  # links searched in place
     assert any(store.pages.linking_to(targets).values()) == any(e[7] for e in from_json(folder))
     one_by_one = S.load(folder).pages  # entries made page by page equal entries made all at once
     assert [one_by_one[i] for i in range(len(one_by_one))] == list(S.load(folder).pages)
@@ -76,7 +91,7 @@ def _rewrite_sidecar(folder: Path, change: object) -> None:
     """Re-pack the sidecar after ``change(head, sections)`` with valid digests: a forged file."""
     data = (folder / S.SIDE_NAME).read_bytes()
     _, stamp, _, head_size = S.SIDE_HEADER.unpack_from(data)
-    body = data[S.SIDE_HEADER.size:]
+    body = data[S.SIDE_HEADER.size :]
     head = json.loads(body[:head_size])
     sections, offset = {}, head_size
     for name, size in head["sections"]:
@@ -86,13 +101,29 @@ def _rewrite_sidecar(folder: Path, change: object) -> None:
     head["sections"] = [[name, len(sections[name])] for name, _ in head["sections"]]
     head_bytes = json.dumps(head).encode()
     new_body = head_bytes + b"".join(sections[name] for name, _ in head["sections"])
-    (folder / S.SIDE_NAME).write_bytes(S.SIDE_HEADER.pack(S.SIDE_MAGIC, stamp, hashlib.sha256(new_body).digest(),
-                                                          len(head_bytes)) + new_body)
+    (folder / S.SIDE_NAME).write_bytes(
+        S.SIDE_HEADER.pack(S.SIDE_MAGIC, stamp, hashlib.sha256(new_body).digest(), len(head_bytes))
+        + new_body
+    )
 
 
-@pytest.mark.parametrize("damage", ["flipped-byte", "truncated", "garbage", "empty", "folder", "forged-counts",
-                                    "forged-offsets", "forged-paths", "forged-backlinks"])
-def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str], damage: str) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "flipped-byte",
+        "truncated",
+        "garbage",
+        "empty",
+        "folder",
+        "forged-counts",
+        "forged-offsets",
+        "forged-paths",
+        "forged-backlinks",
+    ],
+)
+def test_a_damaged_sidecar_is_not_used_and_is_rewritten(
+    indexed: tuple[Repo, str], damage: str
+) -> None:
     repo, _ = indexed
     folder = state(repo)
     side = folder / S.SIDE_NAME
@@ -113,6 +144,7 @@ def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str
         side.unlink()
         side.mkdir()
     else:  # digests recomputed over columns that do not fit together
+
         def forge(head: dict, sections: dict) -> None:
             if damage == "forged-counts":  # one title offset too few
                 sections["titlesEnds"] = sections["titlesEnds"][:-8]
@@ -121,7 +153,9 @@ def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str
                 ends[-8:] = (int.from_bytes(ends[-8:], "little") + 5).to_bytes(8, "little")
                 sections["linksEnds"] = bytes(ends)
             elif damage == "forged-backlinks":  # a link from a page that does not exist
-                sections["linkSources"] = (10**6).to_bytes(8, "little") + sections["linkSources"][8:]
+                sections["linkSources"] = (10**6).to_bytes(8, "little") + sections["linkSources"][
+                    8:
+                ]
             else:  # one path too few
                 sections["paths"] = sections["paths"].rsplit(b"\0", 1)[0]
 
@@ -131,7 +165,9 @@ def test_a_damaged_sidecar_is_not_used_and_is_rewritten(indexed: tuple[Repo, str
     assert S._read_sidecar(folder) is not None  # rewritten
     assert side.read_bytes() == good
     if damage == "folder":  # moved aside, as for the store's other files, not deleted
-        assert any(p.name.startswith(f"{S.SIDE_NAME}.bad-") and p.is_dir() for p in folder.iterdir())
+        assert any(
+            p.name.startswith(f"{S.SIDE_NAME}.bad-") and p.is_dir() for p in folder.iterdir()
+        )
     assert context(repo, "pruning apple trees") == before
 
 
@@ -148,7 +184,9 @@ def test_a_hand_edited_json_wins_over_its_sidecar(indexed: tuple[Repo, str]) -> 
         handle.write(edited)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the old modification time
     store = S.load(folder)
-    assert store.pages[0].title == title[::-1]  # the change time gave it away: the sidecar was not used
+    assert (
+        store.pages[0].title == title[::-1]
+    )  # the change time gave it away: the sidecar was not used
     assert S._read_sidecar(folder) is not None  # and now matches again
     meta = json.loads(path.read_bytes())
     meta["pages"][0]["title"] = "Edited by hand"
@@ -156,7 +194,9 @@ def test_a_hand_edited_json_wins_over_its_sidecar(indexed: tuple[Repo, str]) -> 
     store = S.load(folder)
     assert store.pages[0].title == "Edited by hand"  # the stale sidecar was not used
     assert S._read_sidecar(folder) is not None  # and now matches again
-    meta["pages"][0]["firstRow"] = "zero"  # a hand edit that breaks the store: the json's checks still apply
+    meta["pages"][0]["firstRow"] = (
+        "zero"  # a hand edit that breaks the store: the json's checks still apply
+    )
     (folder / S.JSON_NAME).write_text(json.dumps(meta))
     with pytest.raises(S.StoreError) as corrupt:
         S.load(folder)
@@ -186,7 +226,9 @@ def test_a_sidecar_of_another_write_is_not_used(indexed: tuple[Repo, str]) -> No
     old_side = (folder / S.SIDE_NAME).read_bytes()
     repo.write(f"{prefix}trees/quince.md", page("Quince", "Quinces are bletted like medlars."))
     repo.commit("a new page")
-    assert "quince" in json.dumps(context(repo, "bletted quinces"))  # refreshed and saved by the read
+    assert "quince" in json.dumps(
+        context(repo, "bletted quinces")
+    )  # refreshed and saved by the read
     (folder / S.SIDE_NAME).write_bytes(old_side)
     store = S.load(folder)
     assert any(e.path.endswith("trees/quince.md") for e in store.pages)
@@ -197,16 +239,26 @@ def test_any_text_round_trips_and_a_nul_in_a_path_means_no_sidecar(tmp_path: Pat
     import numpy as np
 
     odd = "odd\0title é \U0001f600"  # a NUL, accents, an emoji
-    pages = [S.PageEntry("a", "a.md", "b" * 40, odd, odd, 0, ("0" * 16,), ("", odd), (odd,)),
-             S.PageEntry("b", "b.md", "c" * 40, "", "", 1, (), (), ())]
-    S.save(tmp_path, S.build("none", "none", "none", 0, pages, np.zeros((1, 0), dtype=np.float32), ""))
+    pages = [
+        S.PageEntry("a", "a.md", "b" * 40, odd, odd, 0, ("0" * 16,), ("", odd), (odd,)),
+        S.PageEntry("b", "b.md", "c" * 40, "", "", 1, (), (), ()),
+    ]
+    S.save(
+        tmp_path, S.build("none", "none", "none", 0, pages, np.zeros((1, 0), dtype=np.float32), "")
+    )
     assert S._read_sidecar(tmp_path) is not None
     store = S.load(tmp_path)
-    assert entries(store) == [("a", "a.md", "b" * 40, odd, odd, 0, ("0" * 16,), ("", odd), (odd,)),
-                              ("b", "b.md", "c" * 40, "", "", 1, (), (), ())]
+    assert entries(store) == [
+        ("a", "a.md", "b" * 40, odd, odd, 0, ("0" * 16,), ("", odd), (odd,)),
+        ("b", "b.md", "c" * 40, "", "", 1, (), (), ()),
+    ]
     assert store.linked_from({odd, ""}) == {odd: ["a"], "": []}
-    pages[1] = pages[1]._replace(path="b\0.md")  # never from git, but the store must not mis-split it
-    S.save(tmp_path, S.build("none", "none", "none", 0, pages, np.zeros((1, 0), dtype=np.float32), ""))
+    pages[1] = pages[1]._replace(
+        path="b\0.md"
+    )  # never from git, but the store must not mis-split it
+    S.save(
+        tmp_path, S.build("none", "none", "none", 0, pages, np.zeros((1, 0), dtype=np.float32), "")
+    )
     assert not (tmp_path / S.SIDE_NAME).exists()
     assert S.load(tmp_path).pages[1].path == "b\0.md"
 

@@ -18,7 +18,11 @@ from ..conftest import Repo, copy_demo
 from .test_indexref import REF, without_snapshot
 
 LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}
-PROMPTS = ("two programs moving the same branch at once: who wins?", "what does a blob store", "review a change")
+PROMPTS = (
+    "two programs moving the same branch at once: who wins?",
+    "what does a blob store",
+    "review a change",
+)
 
 
 @pytest.fixture
@@ -55,13 +59,16 @@ def shared_count(pg_uri: str) -> int:
 
 
 def test_a_fresh_clone_answers_from_the_shared_store_embedding_only_its_own_changes(
-        origin: Repo, pg_uri: str, tmp_path: Path) -> None:
+    origin: Repo, pg_uri: str, tmp_path: Path
+) -> None:
     ci = {**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}
     proc = origin.llmwiki("index", "--json", env=ci)  # the CI job on a push to main
     assert proc.returncode == 0, proc.stderr
     chunks = json.loads(proc.stdout)["chunks"]
     assert shared_count(pg_uri) == chunks
-    assert json.loads(proc.stdout)["notes"] == [f"vectors in the shared store {pg_uri} ({chunks} of this model, exact search)"]
+    assert json.loads(proc.stdout)["notes"] == [
+        f"vectors in the shared store {pg_uri} ({chunks} of this model, exact search)"
+    ]
     solo = clone(origin, tmp_path / "solo")  # the same wiki on the local file store
     assert solo.llmwiki("index", env=LOCAL).returncode == 0
     member = clone(origin, tmp_path / "member")
@@ -73,27 +80,46 @@ def test_a_fresh_clone_answers_from_the_shared_store_embedding_only_its_own_chan
         assert [p["id"] for p in shared["primary"]] == [p["id"] for p in local["primary"]]
         assert [p["reasons"] for p in shared["primary"]] == [p["reasons"] for p in local["primary"]]
     paraphrase = context(member, PROMPTS[0], team)["primary"]
-    assert paraphrase[0]["id"] == "concepts/compare-and-swap" and "semantic-chunk" in paraphrase[0]["reasons"]
+    assert (
+        paraphrase[0]["id"] == "concepts/compare-and-swap"
+        and "semantic-chunk" in paraphrase[0]["reasons"]
+    )
     # An uncommitted edit: embedded here (the reader's role may not write), merged into the ranking
-    member.write("wiki/concepts/blobs.md", (member.root / "wiki/concepts/blobs.md").read_text()
-                 + "\nA blob is like a sealed envelope holding a letter whose name is its fingerprint.\n")
+    member.write(
+        "wiki/concepts/blobs.md",
+        (member.root / "wiki/concepts/blobs.md").read_text()
+        + "\nA blob is like a sealed envelope holding a letter whose name is its fingerprint.\n",
+    )
     pack = context(member, "sealed envelope named by a fingerprint", team)
     assert pack["warnings"] == [] and pack["primary"][0]["id"] == "concepts/blobs"
     assert "semantic-chunk" in pack["primary"][0]["reasons"]
     meta = json.loads((member.root / ".llmwiki" / "embeddings.json").read_text())
-    assert meta["vectorStore"] == "postgresql" and len(meta["overlay"]) == 1  # only the changed chunk
+    assert (
+        meta["vectorStore"] == "postgresql" and len(meta["overlay"]) == 1
+    )  # only the changed chunk
     assert shared_count(pg_uri) == chunks  # nothing written to the team's store
-    assert context(member, "sealed envelope named by a fingerprint", team)["primary"][0]["id"] == "concepts/blobs"
+    assert (
+        context(member, "sealed envelope named by a fingerprint", team)["primary"][0]["id"]
+        == "concepts/blobs"
+    )
     notes = json.loads(member.llmwiki("index", "--json", env=team).stdout)["notes"]
-    assert notes[-1].endswith("this role may not write to it: 1 vector(s) embedded here kept in .llmwiki/ (docs/team.md)")
+    assert notes[-1].endswith(
+        "this role may not write to it: 1 vector(s) embedded here kept in .llmwiki/ (docs/team.md)"
+    )
 
 
 def test_a_wrong_or_unreachable_store_is_an_error_for_index_and_a_warning_for_reads(
-        origin: Repo, pg_uri: str) -> None:
+    origin: Repo, pg_uri: str
+) -> None:
     down = {**LOCAL, "LLMWIKI_VECTOR_STORE": "postgresql://team:s3cret-pw@127.0.0.1:1/wiki"}
-    origin.write(".llmwiki/config.toml", 'vector_store = "postgresql://team@127.0.0.1:1/from-config"\n')
+    origin.write(
+        ".llmwiki/config.toml", 'vector_store = "postgresql://team@127.0.0.1:1/from-config"\n'
+    )
     proc = origin.llmwiki("index", env=LOCAL)  # the config file's setting
-    assert proc.returncode != 0 and "postgresql://team@127.0.0.1:1/from-config is unreachable" in proc.stderr
+    assert (
+        proc.returncode != 0
+        and "postgresql://team@127.0.0.1:1/from-config is unreachable" in proc.stderr
+    )
     proc = origin.llmwiki("index", env=down)  # the variable wins over the file
     assert proc.returncode != 0 and "unreachable" in proc.stderr
     assert "s3cret-pw" not in proc.stderr + proc.stdout and "team:***@127.0.0.1:1" in proc.stderr
@@ -105,7 +131,9 @@ def test_a_wrong_or_unreachable_store_is_an_error_for_index_and_a_warning_for_re
     # Indexed into the store (the variable over the file's unreachable one), then the store
     # goes away: reads still answer, with the warning
     assert origin.llmwiki("index", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}).returncode == 0
-    pack = json.loads(origin.llmwiki("context", "what does a blob store", "--json", env=down).stdout)
+    pack = json.loads(
+        origin.llmwiki("context", "what does a blob store", "--json", env=down).stdout
+    )
     assert [w["code"] for w in pack["warnings"]] == ["vector-store-unavailable"]
     assert pack["primary"][0]["id"] == "concepts/blobs"
 
@@ -121,7 +149,9 @@ def retitle(repo: Repo, page_id: str, title: str) -> None:
     without_snapshot(repo, {"store.json": json.dumps(table, separators=(",", ":")).encode()})
 
 
-def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(origin: Repo, pg_uri: str, tmp_path: Path) -> None:
+def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(
+    origin: Repo, pg_uri: str, tmp_path: Path
+) -> None:
     """With a shared store, `index --publish` writes the page table and lexical index alone
     (the vectors stay in the database). A fresh clone with the setting restores them instead
     of reading every page -- a title only the snapshot holds is the one its first `context`
@@ -132,13 +162,20 @@ def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(origin: Repo
     published = json.loads(proc.stdout)["published"]
     assert published["changed"] and published["shared"] and published["chunks"] == 0
     meta = json.loads(origin.git("cat-file", "blob", f"{REF}:index.json"))
-    assert meta["vectorStore"] == "postgresql" and meta["chunks"] == 0 and "store.json" in meta["snapshot"]
+    assert (
+        meta["vectorStore"] == "postgresql"
+        and meta["chunks"] == 0
+        and "store.json" in meta["snapshot"]
+    )
     assert origin.git("cat-file", "-s", f"{REF}:vectors").strip() == "0"
     again = json.loads(origin.llmwiki("index", "--publish", "--json", env=ci).stdout)["published"]
     assert not again["changed"] and again["commit"] == published["commit"]
 
     # A push after the publish, indexed by CI (not published): the clone takes its vector from the store
-    origin.write("wiki/concepts/trees.md", (origin.root / "wiki/concepts/trees.md").read_text() + "\nA pushed line.\n")
+    origin.write(
+        "wiki/concepts/trees.md",
+        (origin.root / "wiki/concepts/trees.md").read_text() + "\nA pushed line.\n",
+    )
     origin.commit("a change pushed after the publish")
     assert origin.llmwiki("index", env=ci).returncode == 0
     member = clone(origin, tmp_path / "member")
@@ -147,12 +184,19 @@ def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(origin: Repo
     team = {**LOCAL, "LLMWIKI_VECTOR_STORE": reader(pg_uri)}
     pack = context(member, PROMPTS[1], team)
     assert pack["warnings"] == [] and pack["primary"][0]["id"] == "concepts/blobs"
-    assert pack["primary"][0]["title"] == "Blobs, as the snapshot says"  # the page itself was not read
+    assert (
+        pack["primary"][0]["title"] == "Blobs, as the snapshot says"
+    )  # the page itself was not read
     assert "semantic-chunk" in pack["primary"][0]["reasons"]  # ranked with the shared vectors
     stored = json.loads((member.root / ".llmwiki" / "embeddings.json").read_text())
-    assert stored["vectorStore"] == "postgresql" and stored["overlay"] == []  # nothing embedded here
+    assert (
+        stored["vectorStore"] == "postgresql" and stored["overlay"] == []
+    )  # nothing embedded here
     # The member's own edit is embedded here (a reader's role): such an index is not published
-    member.write("wiki/concepts/blobs.md", (member.root / "wiki/concepts/blobs.md").read_text() + "\nA sealed envelope.\n")
+    member.write(
+        "wiki/concepts/blobs.md",
+        (member.root / "wiki/concepts/blobs.md").read_text() + "\nA sealed envelope.\n",
+    )
     assert context(member, "sealed envelope", team)["warnings"] == []
     proc = member.llmwiki("index", "--publish", env=team)
     assert proc.returncode != 0 and "not in the shared store" in proc.stderr, proc.stderr
@@ -165,14 +209,18 @@ def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(origin: Repo
     assert pack["primary"][0]["id"] == "concepts/blobs"  # ranked lexically from the live pages
 
 
-def test_status_reads_an_index_whose_vectors_live_in_the_shared_store(origin: Repo, pg_uri: str) -> None:
+def test_status_reads_an_index_whose_vectors_live_in_the_shared_store(
+    origin: Repo, pg_uri: str
+) -> None:
     """``wiki_status`` (MCP) opens the store with the setting, the variable's or the config's:
     an index built into the shared store is reported indexed, never as missing vectors."""
     from llmwiki_git.pages.status import wiki_status
     from llmwiki_git.workspace import Workspace
 
     assert origin.llmwiki("index", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}).returncode == 0
-    by_variable = wiki_status(Workspace.open(origin.root, environ={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri})).to_json()
+    by_variable = wiki_status(
+        Workspace.open(origin.root, environ={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri})
+    ).to_json()
     (origin.root / ".llmwiki" / "config.toml").write_text(f'vector_store = "{pg_uri}"\n')
     by_config = wiki_status(Workspace.open(origin.root, environ=LOCAL)).to_json()
     for status in (by_variable, by_config):

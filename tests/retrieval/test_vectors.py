@@ -25,9 +25,13 @@ def unit(seed: int) -> np.ndarray:
 
 def table() -> PageTable:
     """Three pages; the chunk ``shared`` appears in two of them."""
-    return PageTable([PageEntry("a", "wiki/a.md", "1" * 40, "A", "", 0, ("h1", "h2")),
-                      PageEntry("b", "wiki/b.md", "2" * 40, "B", "", 2, ("shared", "h3", "h4")),
-                      PageEntry("c", "wiki/c.md", "3" * 40, "C", "", 5, ("shared",))])
+    return PageTable(
+        [
+            PageEntry("a", "wiki/a.md", "1" * 40, "A", "", 0, ("h1", "h2")),
+            PageEntry("b", "wiki/b.md", "2" * 40, "B", "", 2, ("shared", "h3", "h4")),
+            PageEntry("c", "wiki/c.md", "3" * 40, "C", "", 5, ("shared",)),
+        ]
+    )
 
 
 VECTORS = {h: unit(i) for i, h in enumerate(("h1", "h2", "shared", "h3", "h4"))}
@@ -84,7 +88,9 @@ class DictVectors:
 class QueryEmbedder:
     name, model, dimension, fingerprint = "test", "m", DIMS, "fp"
 
-    def embed(self, texts: list[str], batch_size: int | None = None, progress: object = None) -> np.ndarray:
+    def embed(
+        self, texts: list[str], batch_size: int | None = None, progress: object = None
+    ) -> np.ndarray:
         return np.stack([unit(2) * 0.9 + unit(3) * 0.1 for _ in texts])
 
 
@@ -98,28 +104,49 @@ def test_the_file_store_is_a_vector_index() -> None:
     top = vectors.nearest(unit(2), 2)
     assert not top.complete and "shared" in top.hashes and len(top.hashes) == 2
     over = top.over(store.pages)  # the rows left out rank below every candidate
-    assert over[2] == over[5] == top.scores[list(top.hashes).index("shared")] and int(np.isinf(over).sum()) == 4
+    assert (
+        over[2] == over[5] == top.scores[list(top.hashes).index("shared")]
+        and int(np.isinf(over).sum()) == 4
+    )
     vectors.add({"h9": unit(9)})
     vectors.remove(["h1"])
     assert set(vectors.get(["h1", "h9"])) == {"h9"} and len(vectors) == 5
     grown = PageTable([PageEntry("d", "wiki/d.md", "4" * 40, "D", "", 0, ("h9", "h1", "new"))])
     view = vectors.for_rows(grown)
     assert isinstance(view, FileVectors)
-    assert np.array_equal(view.matrix, np.stack([unit(9), np.zeros(DIMS), np.zeros(DIMS)]))  # no vector: zeros
+    assert np.array_equal(
+        view.matrix, np.stack([unit(9), np.zeros(DIMS), np.zeros(DIMS)])
+    )  # no vector: zeros
 
 
 def test_a_second_vector_store_fits_the_same_search() -> None:
     """The search, given the dict store, asks for every row, maps hashes to rows (a shared
     chunk scores in both pages) and ranks as with the file store."""
-    rows, lexical = table(), LexicalIndex.build(["alpha", "beta", "shared words", "gamma", "delta", "shared words"])
+    rows, lexical = (
+        table(),
+        LexicalIndex.build(["alpha", "beta", "shared words", "gamma", "delta", "shared words"]),
+    )
     other = DictVectors(VECTORS)
-    by_file = search("shared", file_store(), lexical, QueryEmbedder(), mode="rrf", keep=6, max_pages=3)
-    by_dict = search("shared", S.Store("fp", "test", "m", rows, other), lexical, QueryEmbedder(), mode="rrf",
-                     keep=6, max_pages=3)
+    by_file = search(
+        "shared", file_store(), lexical, QueryEmbedder(), mode="rrf", keep=6, max_pages=3
+    )
+    by_dict = search(
+        "shared",
+        S.Store("fp", "test", "m", rows, other),
+        lexical,
+        QueryEmbedder(),
+        mode="rrf",
+        keep=6,
+        max_pages=3,
+    )
     assert other.asked == [rows.rows]
     assert [p for p, _ in by_dict.pages] == [p for p, _ in by_file.pages]
-    assert [(h.row, h.page_id) for h in by_dict.chunks] == [(h.row, h.page_id) for h in by_file.chunks]
-    assert np.allclose([h.cosine for h in by_dict.chunks], [h.cosine for h in by_file.chunks], atol=1e-6)
+    assert [(h.row, h.page_id) for h in by_dict.chunks] == [
+        (h.row, h.page_id) for h in by_file.chunks
+    ]
+    assert np.allclose(
+        [h.cosine for h in by_dict.chunks], [h.cosine for h in by_file.chunks], atol=1e-6
+    )
 
 
 def test_an_approximate_answer_ranks_the_rest_last() -> None:
@@ -132,8 +159,15 @@ def test_an_approximate_answer_ranks_the_rest_last() -> None:
 
     rows = table()
     lexical = LexicalIndex.build(["alpha", "beta", "shared", "gamma", "delta", "shared"])
-    result = search("delta", S.Store("fp", "test", "m", rows, TopTwo(VECTORS)), lexical, QueryEmbedder(),
-                    mode="rrf", keep=6, max_pages=3)
+    result = search(
+        "delta",
+        S.Store("fp", "test", "m", rows, TopTwo(VECTORS)),
+        lexical,
+        QueryEmbedder(),
+        mode="rrf",
+        keep=6,
+        max_pages=3,
+    )
     assert "b" in [p for p, _ in result.pages]  # h4 ("delta") found lexically
     assert any(h.cosine == float("-inf") for h in result.chunks)
 

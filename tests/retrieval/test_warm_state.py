@@ -18,12 +18,15 @@ FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 
 
 @pytest.mark.parametrize("prefix", ["wiki/", ""])
-def test_loaded_state_is_reused_until_another_process_reindexes(repo: Repo, prefix: str,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_loaded_state_is_reused_until_another_process_reindexes(
+    repo: Repo, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LLMWIKI_EMBEDDING_PROVIDER", "none")
     if not prefix:
         repo.write("index.md", "# My own home page\n")
-    repo.write(f"{prefix}concepts/apple.md", page("Apple", "Apple trees are pruned in late winter."))
+    repo.write(
+        f"{prefix}concepts/apple.md", page("Apple", "Apple trees are pruned in late winter.")
+    )
     repo.write(f"{prefix}concepts/pear.md", page("Pear", "Pear trees want a warm wall."))
     repo.commit("pages")
     assert repo.llmwiki("index", env=FAST).returncode == 0
@@ -35,7 +38,9 @@ def test_loaded_state_is_reused_until_another_process_reindexes(repo: Repo, pref
     cold = Workspace.open(Path(repo.root)).retrieval().load()  # warm state is the workspace's own:
     assert cold.store is not first.store  # another workspace (another command) starts cold
 
-    repo.write(f"{prefix}concepts/quince.md", page("Quince", "Quincewright guild notes on quince jelly."))
+    repo.write(
+        f"{prefix}concepts/quince.md", page("Quince", "Quincewright guild notes on quince jelly.")
+    )
     repo.commit("quince")
     assert repo.llmwiki("index", env=FAST).returncode == 0  # another process re-indexes
     third = ws.retrieval().load()
@@ -64,8 +69,12 @@ def test_the_mcp_server_picks_up_a_reindex_by_another_process(repo: Repo, tmp_pa
     store = Path(repo.root) / ".llmwiki" / "embeddings.json"
 
     async def body() -> None:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "llmwiki_git", "serve", "--root", str(repo.root)],
-                                       env={**os.environ, **FAST}, cwd=str(repo.root))
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "llmwiki_git", "serve", "--root", str(repo.root)],
+            env={**os.environ, **FAST},
+            cwd=str(repo.root),
+        )
         with open(tmp_path / "server.log", "w", encoding="utf-8") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as s:
@@ -78,7 +87,10 @@ def test_the_mcp_server_picks_up_a_reindex_by_another_process(repo: Repo, tmp_pa
 
                     assert (await pack("apple pruning"))[0] == "concepts/apple"
                     assert (await pack("apple pruning"))[0] == "concepts/apple"  # warm
-                    repo.write("wiki/concepts/quince.md", page("Quince", "Quincewright guild notes on quince jelly."))
+                    repo.write(
+                        "wiki/concepts/quince.md",
+                        page("Quince", "Quincewright guild notes on quince jelly."),
+                    )
                     repo.commit("quince")
                     assert repo.llmwiki("index", env=FAST).returncode == 0  # another process
                     written = store.stat().st_ino

@@ -20,11 +20,14 @@ from ..conftest import Repo, page
 
 @pytest.mark.parametrize("prefix", ["wiki/", ""])
 @pytest.mark.parametrize("watched", [True, False])
-def test_the_listing_is_reused_until_something_changes(repo: Repo, prefix: str, watched: bool,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_listing_is_reused_until_something_changes(
+    repo: Repo, prefix: str, watched: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not prefix:
         repo.write("index.md", "# My own home page\n")
-    repo.write(f"{prefix}concepts/apple.md", page("Apple", "Apple trees are pruned in late winter."))
+    repo.write(
+        f"{prefix}concepts/apple.md", page("Apple", "Apple trees are pruned in late winter.")
+    )
     repo.commit("pages")
     if not watched:
         monkeypatch.setattr(WorktreeWatch, "create", classmethod(lambda cls, root, extra=(): None))
@@ -39,10 +42,15 @@ def test_the_listing_is_reused_until_something_changes(repo: Repo, prefix: str, 
         fh.write("\nGrafted in spring.\n")
     assert apple.parent.stat().st_mtime_ns == folder_mtime
     second = ws.listing()
-    assert second is not first and second[f"{prefix}concepts/apple.md"] != first[f"{prefix}concepts/apple.md"]
+    assert (
+        second is not first
+        and second[f"{prefix}concepts/apple.md"] != first[f"{prefix}concepts/apple.md"]
+    )
     assert ws.listing() is second
 
-    repo.write(f"{prefix}people/ada/notes.md", page("Ada", "Ada grafts."))  # a new folder, a page in it
+    repo.write(
+        f"{prefix}people/ada/notes.md", page("Ada", "Ada grafts.")
+    )  # a new folder, a page in it
     third = ws.listing()
     assert f"{prefix}people/ada/notes.md" in third
     repo.write(f"{prefix}people/ada/more.md", page("More", "More notes."))  # inside the new folder

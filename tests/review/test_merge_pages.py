@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from llmwiki_git.checks.duplicates import suggest
-from llmwiki_git.wiki.frontmatter import parse
 from llmwiki_git.errors import FrontmatterRefused
+from llmwiki_git.wiki.frontmatter import parse
 from llmwiki_git.wiki.merge import with_aliases
 from llmwiki_git.workspace import Workspace
 
@@ -21,18 +21,26 @@ from ..conftest import Repo, layout_prefix, page
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 
-KEEP = ("---\r\ntitle: Transformer\r\ntags: [ml, nlp]\r\ncustom: {keep: \"me\", n: 3}\r\naliases:\r\n"
-        "  - Transformer model\r\ncreatedAt: 2024-01-01\r\n---\r\n# Transformer\r\n\r\nAn architecture.\r\n\r\n"
-        "## Attention\r\n\r\nSelf-attention. [[transformers]] ^t1\r\n")
-FOLD = ("---\ntitle: Transformers\naliases: [Transformer networks]\ntags: [dup]\n---\n"
-        "Transformers use attention; see [notes](../notes/n.md), [[#Training]] and [[transformer]].\n\n"
-        "## Training\n\nLarge data. ^b2\n")
-LINKING = ("# Notes\n\n[[transformers]], [[ transformers |the nets]], [[transformers#Training]], ![[transformers]],\n"
-           "[md](../concepts/transformers.md#training), [[Transformer networks]], `[[transformers]]`, "
-           "| [[transformers\\|t]] |.\n")
-LINKED = ("# Notes\n\n[[transformer]], [[ transformer |the nets]], [[transformer#Training]], "
-          "![[transformer#Transformers]],\n[md](../concepts/transformer.md#training), [[Transformer networks]], "
-          "`[[transformers]]`, | [[transformer\\|t]] |.\n")
+KEEP = (
+    '---\r\ntitle: Transformer\r\ntags: [ml, nlp]\r\ncustom: {keep: "me", n: 3}\r\naliases:\r\n'
+    "  - Transformer model\r\ncreatedAt: 2024-01-01\r\n---\r\n# Transformer\r\n\r\nAn architecture.\r\n\r\n"
+    "## Attention\r\n\r\nSelf-attention. [[transformers]] ^t1\r\n"
+)
+FOLD = (
+    "---\ntitle: Transformers\naliases: [Transformer networks]\ntags: [dup]\n---\n"
+    "Transformers use attention; see [notes](../notes/n.md), [[#Training]] and [[transformer]].\n\n"
+    "## Training\n\nLarge data. ^b2\n"
+)
+LINKING = (
+    "# Notes\n\n[[transformers]], [[ transformers |the nets]], [[transformers#Training]], ![[transformers]],\n"
+    "[md](../concepts/transformers.md#training), [[Transformer networks]], `[[transformers]]`, "
+    "| [[transformers\\|t]] |.\n"
+)
+LINKED = (
+    "# Notes\n\n[[transformer]], [[ transformer |the nets]], [[transformer#Training]], "
+    "![[transformer#Transformers]],\n[md](../concepts/transformer.md#training), [[Transformer networks]], "
+    "`[[transformers]]`, | [[transformer\\|t]] |.\n"
+)
 
 
 @pytest.fixture(params=["wiki", "vault"])
@@ -53,18 +61,35 @@ def run(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_with_aliases_extends_each_form_and_keeps_every_other_byte() -> None:
     block = "---\ntitle: A\naliases:\n- One\nsummary: s\n---\nbody\n"
-    assert with_aliases(block, ["Two"]) == "---\ntitle: A\naliases:\n- One\n- Two\nsummary: s\n---\nbody\n"
+    assert (
+        with_aliases(block, ["Two"])
+        == "---\ntitle: A\naliases:\n- One\n- Two\nsummary: s\n---\nbody\n"
+    )
     flow = "\ufeff---\r\naliases: [One]  \r\nx: 1\r\n---\r\nbody"
-    assert with_aliases(flow, ["yes", "a: b"]) == "\ufeff---\r\naliases: [One, \"yes\", \"a: b\"]  \r\nx: 1\r\n---\r\nbody"
+    assert (
+        with_aliases(flow, ["yes", "a: b"])
+        == '\ufeff---\r\naliases: [One, "yes", "a: b"]  \r\nx: 1\r\n---\r\nbody'
+    )
     scalar = "---\naliases: One\nx: [1, 2]\n---\n"
     assert with_aliases(scalar, ["Two"]) == "---\naliases:\n  - One\n  - Two\nx: [1, 2]\n---\n"
     none = "---\ntitle: A # a comment\n---\n"
     assert with_aliases(none, ["Two"]) == "---\ntitle: A # a comment\naliases:\n  - Two\n---\n"
     bare = "# A page without frontmatter\n"
-    assert with_aliases(bare, ["Two"]) == "---\naliases:\n  - Two\n---\n# A page without frontmatter\n"
-    for text in (block, flow, scalar, none, bare):  # every result reads back as the old data plus the aliases
+    assert (
+        with_aliases(bare, ["Two"]) == "---\naliases:\n  - Two\n---\n# A page without frontmatter\n"
+    )
+    for text in (
+        block,
+        flow,
+        scalar,
+        none,
+        bare,
+    ):  # every result reads back as the old data plus the aliases
         data = dict(parse(with_aliases(text, ["Two"])).data)
-        assert data.pop("aliases")[-1] == "Two" and {k: v for k, v in parse(text).data.items() if k != "aliases"} == data
+        assert (
+            data.pop("aliases")[-1] == "Two"
+            and {k: v for k, v in parse(text).data.items() if k != "aliases"} == data
+        )
     with pytest.raises(FrontmatterRefused):
         with_aliases("---\ntitle: [unclosed\n---\n", ["Two"])
     with pytest.raises(FrontmatterRefused):
@@ -77,34 +102,59 @@ def test_merge_is_staged_shown_and_approved_as_one(wiki: tuple[Repo, str]) -> No
     head = repo.git("rev-parse", "HEAD").strip()
     dry = run(repo, "merge-pages", keep, fold, "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert f'plan: fold {fold} into {keep} under the heading "Transformers"; aliases added: Transformers, ' \
-           f"Transformer networks; {fold} deleted" in dry.stdout
+    assert (
+        f'plan: fold {fold} into {keep} under the heading "Transformers"; aliases added: Transformers, '
+        f"Transformer networks; {fold} deleted" in dry.stdout
+    )
     assert f"  {prefix}notes/n.md:3:78: transformers → transformer#Transformers" in dry.stdout
-    assert "(tags) is not carried over" in dry.stderr and repo.git("branch", "--list", "llmwiki/*") == ""
+    assert (
+        "(tags) is not carried over" in dry.stderr
+        and repo.git("branch", "--list", "llmwiki/*") == ""
+    )
     # the pages by name: A by its title, B by its file name
     proc = run(repo, "merge-pages", "Transformer", "transformers", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert (out["kind"], out["into"], out["from"], out["links"]) == ("merge/1", keep, fold, 7 + (0 if prefix else 1))
+    assert (out["kind"], out["into"], out["from"], out["links"]) == (
+        "merge/1",
+        keep,
+        fold,
+        7 + (0 if prefix else 1),
+    )
     candidate = out["candidate"]
     assert [p["target"] for p in candidate["pages"]][:2] == [keep, fold]
     assert candidate["pages"][1]["bodyDigest"] == "absent"
     assert repo.git("rev-parse", "HEAD").strip() == head and repo.git("status", "--porcelain") == ""
-    trailers = [t for t in repo.git("log", "-1", "--format=%(trailers:only,unfold)", candidate["branch"]).splitlines() if t]
-    assert "Llmwiki-Kind: merge/1" in trailers and trailers[-2:] == [f"Llmwiki-Move-From: {fold}",
-                                                                      f"Llmwiki-Move-To: {keep}"]
+    trailers = [
+        t
+        for t in repo.git(
+            "log", "-1", "--format=%(trailers:only,unfold)", candidate["branch"]
+        ).splitlines()
+        if t
+    ]
+    assert "Llmwiki-Kind: merge/1" in trailers and trailers[-2:] == [
+        f"Llmwiki-Move-From: {fold}",
+        f"Llmwiki-Move-To: {keep}",
+    ]
     shown = run(repo, "review", "show", candidate["id"])
-    assert f"plan: fold {fold} into {keep}" in shown.stdout and "Approval would pass" in shown.stdout, shown.stdout
+    assert (
+        f"plan: fold {fold} into {keep}" in shown.stdout and "Approval would pass" in shown.stdout
+    ), shown.stdout
 
     done = run(repo, "review", "approve", candidate["id"])
     assert done.returncode == 0, done.stderr
     merged = (repo.root / keep).read_bytes().decode()
     # A's frontmatter: byte for byte but for the two new aliases; its body kept; B's body under B's title
-    assert merged.startswith(KEEP.replace("  - Transformer model\r\n", "  - Transformer model\r\n  - Transformers\r\n"
-                                                                      "  - Transformer networks\r\n")
-                                 .replace("[[transformers]]", "[[transformer]]"))
-    assert merged.endswith("\r\n## Transformers\r\n\r\nTransformers use attention; see [notes](../notes/n.md), "
-                           "[[#Training]] and [[transformer]].\n\n## Training\n\nLarge data. ^b2\n")
+    assert merged.startswith(
+        KEEP.replace(
+            "  - Transformer model\r\n",
+            "  - Transformer model\r\n  - Transformers\r\n  - Transformer networks\r\n",
+        ).replace("[[transformers]]", "[[transformer]]")
+    )
+    assert merged.endswith(
+        "\r\n## Transformers\r\n\r\nTransformers use attention; see [notes](../notes/n.md), "
+        "[[#Training]] and [[transformer]].\n\n## Training\n\nLarge data. ^b2\n"
+    )
     assert not (repo.root / fold).exists()
     assert (repo.root / f"{prefix}notes/n.md").read_text() == LINKED
     if not prefix:
@@ -134,8 +184,12 @@ def test_refusals_stage_nothing(wiki: tuple[Repo, str], case: str) -> None:
         fold = f"{prefix}index.md"
     proc = run(repo, "merge-pages", keep, fold)
     assert proc.returncode in (1, 2), proc.stdout
-    expected = {"same": "cannot be merged into itself", "missing": "nowhere.md is not a page of the wiki",
-                "frontmatter": "cannot add the aliases", "generated": "llmwiki's generated file"}[case]
+    expected = {
+        "same": "cannot be merged into itself",
+        "missing": "nowhere.md is not a page of the wiki",
+        "frontmatter": "cannot add the aliases",
+        "generated": "llmwiki's generated file",
+    }[case]
     assert expected in proc.stderr, proc.stderr
     assert repo.git("branch", "--list", "llmwiki/*") == ""
 
@@ -143,11 +197,15 @@ def test_refusals_stage_nothing(wiki: tuple[Repo, str], case: str) -> None:
 def test_a_hostile_merge_branch_and_a_killed_approval(wiki: tuple[Repo, str]) -> None:
     repo, prefix = wiki
     keep = f"{prefix}concepts/transformer.md"
-    candidate = json.loads(run(repo, "merge-pages", keep, f"{prefix}concepts/transformers.md", "--json").stdout)["candidate"]
+    candidate = json.loads(
+        run(repo, "merge-pages", keep, f"{prefix}concepts/transformers.md", "--json").stdout
+    )["candidate"]
     # a frontmatter edit of A (outside the body digest) on the branch: not the plan
     commit = candidate["commit"]
     repo.git("checkout", "-q", "--detach", commit)
-    (repo.root / keep).write_bytes((repo.root / keep).read_bytes().replace(b"tags: [ml, nlp]", b"tags: [smuggled]"))
+    (repo.root / keep).write_bytes(
+        (repo.root / keep).read_bytes().replace(b"tags: [ml, nlp]", b"tags: [smuggled]")
+    )
     repo.git("commit", "-q", "-a", "--amend", "--no-edit")
     forged = repo.git("rev-parse", "HEAD").strip()
     repo.git("checkout", "-q", "main")
@@ -157,7 +215,9 @@ def test_a_hostile_merge_branch_and_a_killed_approval(wiki: tuple[Repo, str]) ->
     repo.git("update-ref", f"refs/heads/{candidate['branch']}", commit)
     # kill -9 after the branch moved: the next command completes the approval
     head = repo.git("rev-parse", "HEAD").strip()
-    killed = repo.llmwiki_process("review", "approve", candidate["id"], env={**FAST, "LLMWIKI_TEST_KILL_AT": "file:2"})
+    killed = repo.llmwiki_process(
+        "review", "approve", candidate["id"], env={**FAST, "LLMWIKI_TEST_KILL_AT": "file:2"}
+    )
     assert killed.returncode == -9, killed.stderr
     after = run(repo, "review", "list")
     assert after.returncode == 0, after.stderr
@@ -177,7 +237,9 @@ def test_suggest_offers_duplicates_but_never_numbered_or_dated_titles(repo: Repo
         "wiki/concepts/gradient-descent-2.md": page("Gradient Descent", "an LLM wrote it twice"),
         "wiki/concepts/gradient-decent.md": page("Gradient Decent", "a typo"),
         "wiki/concepts/ml.md": page("ML", "x", aliases="[Machine Learning]"),
-        "wiki/concepts/machine-learning.md": page("Machine Learning", "[[ml]] [[machine-learning]]"),
+        "wiki/concepts/machine-learning.md": page(
+            "Machine Learning", "[[ml]] [[machine-learning]]"
+        ),
         "wiki/notes/well-2.md": page("Well 2", "x"),
         "wiki/notes/well-3.md": page("Well 3", "x"),
         "wiki/notes/world-war-i.md": page("World War I", "x"),
@@ -192,14 +254,24 @@ def test_suggest_offers_duplicates_but_never_numbered_or_dated_titles(repo: Repo
     repo.commit("wiki")
     groups = suggest(Workspace.open(repo.root).wiki("HEAD"))
     found = {frozenset(p.path.rsplit("/", 1)[-1][:-3] for p, _ in g.pages): g for g in groups}
-    assert set(found) == {frozenset({"gradient-descent", "gradient-descent-2", "gradient-decent"}),
-                          frozenset({"ml", "machine-learning"}), frozenset({"transformer", "transformers"})}
+    assert set(found) == {
+        frozenset({"gradient-descent", "gradient-descent-2", "gradient-decent"}),
+        frozenset({"ml", "machine-learning"}),
+        frozenset({"transformer", "transformers"}),
+    }
     descent = found[frozenset({"gradient-descent", "gradient-descent-2", "gradient-decent"})]
-    assert descent.reasons == ["duplicate-title", "similar-title"] and descent.keep.stem == "gradient-descent"
-    assert descent.commands()[0] == ("llmwiki merge-pages wiki/concepts/gradient-descent.md "
-                                     "wiki/concepts/gradient-decent.md")
+    assert (
+        descent.reasons == ["duplicate-title", "similar-title"]
+        and descent.keep.stem == "gradient-descent"
+    )
+    assert descent.commands()[0] == (
+        "llmwiki merge-pages wiki/concepts/gradient-descent.md wiki/concepts/gradient-decent.md"
+    )
     assert found[frozenset({"ml", "machine-learning"})].reasons == ["alias-collision"]
     out = run(repo, "merge-pages", "--suggest", "--json")
     assert out.returncode == 0 and len(json.loads(out.stdout)["groups"]) == 3
     text = run(repo, "merge-pages", "--suggest")
-    assert "3 groups of pages" in text.stdout and "llmwiki merge-pages wiki/concepts/transformer.md" in text.stdout
+    assert (
+        "3 groups of pages" in text.stdout
+        and "llmwiki merge-pages wiki/concepts/transformer.md" in text.stdout
+    )

@@ -25,11 +25,20 @@ def wiki(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
     prefix = layout_prefix(repo, request.param, "# My vault\r\n\r\nStart at [[old-page]].\r\n")
     if not prefix:
         repo.write(".gitignore", ".llmwiki/\n")
-    repo.write(f"{prefix}concepts/old-page.md", page("Old Page", "# Old Page\n\n## Usage\n\n[[other]] and "
-                                                                 "[up](../notes/linking.md)\n"))
-    repo.write(f"{prefix}concepts/other.md", page("Other", "See [[old-page#Usage]] and ![[old-page]].\n"))
-    repo.write(f"{prefix}notes/linking.md", page("Linking", "[[old-page|the page]] and [x](../concepts/old-page.md)."
-                                                            " In code: `[[old-page]]`.\n"))
+    repo.write(
+        f"{prefix}concepts/old-page.md",
+        page("Old Page", "# Old Page\n\n## Usage\n\n[[other]] and [up](../notes/linking.md)\n"),
+    )
+    repo.write(
+        f"{prefix}concepts/other.md", page("Other", "See [[old-page#Usage]] and ![[old-page]].\n")
+    )
+    repo.write(
+        f"{prefix}notes/linking.md",
+        page(
+            "Linking",
+            "[[old-page|the page]] and [x](../concepts/old-page.md). In code: `[[old-page]]`.\n",
+        ),
+    )
     repo.commit("wiki")
     return repo, prefix
 
@@ -46,10 +55,16 @@ def stage(repo: Repo, prefix: str, *extra: str) -> dict[str, object]:
 
 
 def trailers(repo: Repo, rev: str) -> list[str]:
-    return [line for line in repo.git("log", "-1", "--format=%(trailers:only,unfold)", rev).splitlines() if line]
+    return [
+        line
+        for line in repo.git("log", "-1", "--format=%(trailers:only,unfold)", rev).splitlines()
+        if line
+    ]
 
 
-def test_mv_review_stages_one_candidate_shows_its_plan_and_approves_as_one(wiki: tuple[Repo, str]) -> None:
+def test_mv_review_stages_one_candidate_shows_its_plan_and_approves_as_one(
+    wiki: tuple[Repo, str],
+) -> None:
     repo, prefix = wiki
     head = repo.git("rev-parse", "HEAD").strip()
     old, new = prefix + MV[0], prefix + MV[1]
@@ -59,13 +74,21 @@ def test_mv_review_stages_one_candidate_shows_its_plan_and_approves_as_one(wiki:
     assert isinstance(candidate, dict)
     # nothing on the branch or in the work tree moved
     assert repo.git("rev-parse", "HEAD").strip() == head and repo.git("status", "--porcelain") == ""
-    linking = sorted([f"{prefix}concepts/other.md", f"{prefix}notes/linking.md"] + ([] if prefix else ["index.md"]))
+    linking = sorted(
+        [f"{prefix}concepts/other.md", f"{prefix}notes/linking.md"]
+        + ([] if prefix else ["index.md"])
+    )
     lines = trailers(repo, candidate["branch"])
     assert lines[1] == "Llmwiki-Kind: move/1"
-    assert lines[2:8] == [f"Llmwiki-Target: {old}", f"Llmwiki-Precondition: blob {old_blob}",
-                          "Llmwiki-Body-Digest: absent", f"Llmwiki-Target: {new}", "Llmwiki-Precondition: absent",
-                          lines[7]]
-    assert [line.split(": ", 1)[1] for line in lines[8::3][:len(linking)]] == linking
+    assert lines[2:8] == [
+        f"Llmwiki-Target: {old}",
+        f"Llmwiki-Precondition: blob {old_blob}",
+        "Llmwiki-Body-Digest: absent",
+        f"Llmwiki-Target: {new}",
+        "Llmwiki-Precondition: absent",
+        lines[7],
+    ]
+    assert [line.split(": ", 1)[1] for line in lines[8::3][: len(linking)]] == linking
     assert lines[-2:] == [f"Llmwiki-Move-From: {old}", f"Llmwiki-Move-To: {new}"]
     changed = repo.git("diff", "--no-renames", "--name-only", head, candidate["commit"]).split()
     assert sorted(changed) == sorted([old, new, *linking])
@@ -73,25 +96,36 @@ def test_mv_review_stages_one_candidate_shows_its_plan_and_approves_as_one(wiki:
     shown = run(repo, "review", "show", str(candidate["id"]))
     assert shown.returncode == 0, shown.stderr
     assert f"plan: move {old} → {new}" in shown.stdout
-    assert f"  {prefix}notes/linking.md:" in shown.stdout and ": old-page → new-page" in shown.stdout
+    assert (
+        f"  {prefix}notes/linking.md:" in shown.stdout and ": old-page → new-page" in shown.stdout
+    )
     assert "Approval would pass" in shown.stdout
     view = json.loads(run(repo, "review", "show", str(candidate["id"]), "--json").stdout)
-    assert view["plan"]["moves"] == [{"from": old, "to": new}] and view["plan"]["links"] == out["links"]
+    assert (
+        view["plan"]["moves"] == [{"from": old, "to": new}]
+        and view["plan"]["links"] == out["links"]
+    )
     listed = json.loads(run(repo, "review", "list", "--json").stdout)["candidates"]
-    assert [(r["kind"], r["citationStatus"]) for r in listed] == [("move/1", "0 newly broken, 0 broken before, 0 pending")]
+    assert [(r["kind"], r["citationStatus"]) for r in listed] == [
+        ("move/1", "0 newly broken, 0 broken before, 0 pending")
+    ]
 
     done = run(repo, "review", "approve", str(candidate["id"]), "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["commit"] == candidate["commit"]  # a fast-forward
     assert not (repo.root / old).exists() and (repo.root / new).is_file()
     text = (repo.root / f"{prefix}notes/linking.md").read_text()
-    assert "[[new-page|the page]] and [x](../concepts/new-page.md). In code: `[[old-page]]`." in text
+    assert (
+        "[[new-page|the page]] and [x](../concepts/new-page.md). In code: `[[old-page]]`." in text
+    )
     other = (repo.root / f"{prefix}concepts/other.md").read_text()
     assert "[[new-page#Usage]] and ![[new-page]]" in other
     assert repo.git("status", "--porcelain") == ""
     assert run(repo, "check").returncode == 0
     if not prefix:  # the user's own home page: its link rewritten, byte for byte otherwise
-        assert (repo.root / "index.md").read_bytes() == b"# My vault\r\n\r\nStart at [[new-page]].\r\n"
+        assert (
+            repo.root / "index.md"
+        ).read_bytes() == b"# My vault\r\n\r\nStart at [[new-page]].\r\n"
         assert (repo.root / "log.md").read_text() == "# My diary\n"
 
 
@@ -104,11 +138,15 @@ def test_dry_run_prints_the_plan_and_stages_nothing(wiki: tuple[Repo, str]) -> N
     assert repo.git("branch", "--list", "llmwiki/review/*") == ""
 
 
-def test_a_linking_page_changed_meanwhile_refuses_with_a_restage_instruction(wiki: tuple[Repo, str]) -> None:
+def test_a_linking_page_changed_meanwhile_refuses_with_a_restage_instruction(
+    wiki: tuple[Repo, str],
+) -> None:
     repo, prefix = wiki
     candidate = stage(repo, prefix)["candidate"]
     assert isinstance(candidate, dict)
-    repo.write(f"{prefix}notes/linking.md", page("Linking", "[[old-page]], edited by a human meanwhile.\n"))
+    repo.write(
+        f"{prefix}notes/linking.md", page("Linking", "[[old-page]], edited by a human meanwhile.\n")
+    )
     human = repo.commit("human edit")
     proc = run(repo, "review", "approve", str(candidate["id"]))
     assert proc.returncode == 1
@@ -126,7 +164,9 @@ def test_a_new_link_to_the_old_name_meanwhile_refuses(wiki: tuple[Repo, str]) ->
     repo.write(f"{prefix}notes/fresh.md", page("Fresh", "Also see [[old-page]].\n"))
     repo.commit("a new linking page")
     proc = run(repo, "review", "approve", str(candidate["id"]))
-    assert proc.returncode == 1 and "breaks 1 link" in proc.stderr and "--review` again" in proc.stderr, proc.stderr
+    assert (
+        proc.returncode == 1 and "breaks 1 link" in proc.stderr and "--review` again" in proc.stderr
+    ), proc.stderr
 
 
 def test_target_appeared_meanwhile_refuses(wiki: tuple[Repo, str]) -> None:
@@ -156,7 +196,9 @@ def _forge(repo: Repo, branch: str, change: str, prefix: str) -> None:
         base = repo.git("rev-parse", f"{commit}~1:{prefix}concepts/other.md").strip()
         now = repo.git("rev-parse", f"main:{prefix}concepts/other.md").strip()
         assert base != now and f"Llmwiki-Precondition: blob {base}" in message
-        message = message.replace(f"Llmwiki-Precondition: blob {base}", f"Llmwiki-Precondition: blob {now}")
+        message = message.replace(
+            f"Llmwiki-Precondition: blob {base}", f"Llmwiki-Precondition: blob {now}"
+        )
     repo.git("add", "-A")
     repo.git("commit", "-q", "--amend", "--allow-empty", "-m", message)
     forged = repo.git("rev-parse", "HEAD").strip()
@@ -164,8 +206,15 @@ def _forge(repo: Repo, branch: str, change: str, prefix: str) -> None:
     repo.git("update-ref", f"refs/heads/{branch}", forged)
 
 
-@pytest.mark.parametrize(("change", "code"), [("extra", "touches-other-files"), ("symlink", "not-a-regular-file"),
-                                              ("frontmatter", "plan-mismatch"), ("precondition", "plan-mismatch")])
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ("extra", "touches-other-files"),
+        ("symlink", "not-a-regular-file"),
+        ("frontmatter", "plan-mismatch"),
+        ("precondition", "plan-mismatch"),
+    ],
+)
 def test_a_hostile_move_branch_is_refused(wiki: tuple[Repo, str], change: str, code: str) -> None:
     repo, prefix = wiki
     candidate = stage(repo, prefix)["candidate"]
@@ -186,29 +235,46 @@ def test_a_hostile_move_branch_is_refused(wiki: tuple[Repo, str], change: str, c
 
 
 @pytest.mark.parametrize("point", ["journal", "file:2", "refs"])
-def test_kill_9_while_approving_a_move_leaves_all_of_it_or_none(wiki: tuple[Repo, str], point: str) -> None:
+def test_kill_9_while_approving_a_move_leaves_all_of_it_or_none(
+    wiki: tuple[Repo, str], point: str
+) -> None:
     repo, prefix = wiki
     candidate = stage(repo, prefix)["candidate"]
     assert isinstance(candidate, dict)
     head = repo.git("rev-parse", "HEAD").strip()
     before = {p: (repo.root / p).read_bytes() for p in repo.git("ls-files").split()}
-    killed = repo.llmwiki_process("review", "approve", str(candidate["id"]), env={**FAST, "LLMWIKI_TEST_KILL_AT": point})
+    killed = repo.llmwiki_process(
+        "review", "approve", str(candidate["id"]), env={**FAST, "LLMWIKI_TEST_KILL_AT": point}
+    )
     assert killed.returncode == -9, killed.stderr
     after = run(repo, "review", "list")  # any command finishes or rolls back the write first
     assert after.returncode == 0 and "Traceback" not in after.stderr, after.stderr
     assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
-    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo.root, capture_output=True, text=True)
+    fsck = subprocess.run(
+        ["git", "fsck", "--no-progress"], cwd=repo.root, capture_output=True, text=True
+    )
     assert fsck.returncode == 0, fsck.stderr
-    if repo.git("rev-parse", "HEAD").strip() == head:  # killed before the branch moved (or rolled back)
+    if (
+        repo.git("rev-parse", "HEAD").strip() == head
+    ):  # killed before the branch moved (or rolled back)
         assert {p: (repo.root / p).read_bytes() for p in repo.git("ls-files").split()} == before
-        assert run(repo, "review", "approve", str(candidate["id"])).returncode == 0  # and it can be approved again
+        assert (
+            run(repo, "review", "approve", str(candidate["id"])).returncode == 0
+        )  # and it can be approved again
     else:
         assert "completed an interrupted approval" in after.stderr, after.stderr
-    changed = repo.git("diff", "--no-renames", "--name-only", head, str(candidate["commit"])).split()
+    changed = repo.git(
+        "diff", "--no-renames", "--name-only", head, str(candidate["commit"])
+    ).split()
     for path in changed:  # every file of the move, as staged
-        staged = subprocess.run(["git", "cat-file", "-p", f"{candidate['commit']}:{path}"], cwd=repo.root,
-                                capture_output=True).stdout
-        assert (repo.root / path).read_bytes() == staged if staged else not (repo.root / path).exists()
+        staged = subprocess.run(
+            ["git", "cat-file", "-p", f"{candidate['commit']}:{path}"],
+            cwd=repo.root,
+            capture_output=True,
+        ).stdout
+        assert (
+            (repo.root / path).read_bytes() == staged if staged else not (repo.root / path).exists()
+        )
     assert repo.git("branch", "--list", "llmwiki/review/*") == ""
     assert run(repo, "check").returncode == 0
 
@@ -216,15 +282,26 @@ def test_kill_9_while_approving_a_move_leaves_all_of_it_or_none(wiki: tuple[Repo
 def test_links_broken_before_in_the_moved_page_do_not_refuse_it(repo: Repo) -> None:
     """The moved page's own broken links go with it: broken before, not newly broken (Foam's
     templates.md links images the corpus does not hold; approval refused the move)."""
-    repo.write("wiki/concepts/old-page.md", page("Old", "[[nowhere]] ![shot](../img/missing.png)\n"))
+    repo.write(
+        "wiki/concepts/old-page.md", page("Old", "[[nowhere]] ![shot](../img/missing.png)\n")
+    )
     repo.write("wiki/concepts/b.md", page("B", "[[old-page]]\n"))
     repo.commit("wiki")
-    proc = run(repo, "mv", "wiki/concepts/old-page.md", "wiki/concepts/sub/new-page.md", "--review", "--json")
+    proc = run(
+        repo,
+        "mv",
+        "wiki/concepts/old-page.md",
+        "wiki/concepts/sub/new-page.md",
+        "--review",
+        "--json",
+    )
     candidate = json.loads(proc.stdout)["candidate"]
     view = json.loads(run(repo, "review", "show", candidate["id"], "--json").stdout)
     assert view["verdict"]["ok"] is True, view["verdict"]["message"]
-    assert sorted(p["code"] for p in view["verdict"]["details"]["brokenBefore"]) == ["broken-link",
-                                                                                     "broken-relative-link"]
+    assert sorted(p["code"] for p in view["verdict"]["details"]["brokenBefore"]) == [
+        "broken-link",
+        "broken-relative-link",
+    ]
     assert run(repo, "review", "approve", candidate["id"]).returncode == 0
 
 
@@ -237,11 +314,16 @@ def test_llmwikis_generated_index_is_left_to_the_approval(repo: Repo) -> None:
     repo.write(".gitignore", ".llmwiki/\n")
     repo.commit("wiki")
     assert "[[old-page|Old Page]]" in (repo.root / "wiki/index.md").read_text()
-    proc = run(repo, "mv", "wiki/concepts/old-page.md", "wiki/concepts/new-page.md", "--review", "--json")
+    proc = run(
+        repo, "mv", "wiki/concepts/old-page.md", "wiki/concepts/new-page.md", "--review", "--json"
+    )
     out = json.loads(proc.stdout)
     assert "wiki/index.md is llmwiki's generated file: approval regenerates it" in out["notes"]
     assert [p["target"] for p in out["candidate"]["pages"]] == [
-        "wiki/concepts/old-page.md", "wiki/concepts/new-page.md", "wiki/concepts/b.md"]
+        "wiki/concepts/old-page.md",
+        "wiki/concepts/new-page.md",
+        "wiki/concepts/b.md",
+    ]
     assert run(repo, "review", "approve", out["candidate"]["id"]).returncode == 0
     assert "[[new-page|Old Page]]" in repo.git("show", "HEAD:wiki/index.md")
     assert repo.git("status", "--porcelain") == "" and run(repo, "check").returncode == 0

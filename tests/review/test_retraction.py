@@ -37,9 +37,15 @@ def wiki(request: pytest.FixtureRequest, repo: Repo) -> tuple[Repo, str]:
     repo.commit("sources")
     assert repo.llmwiki("compile", "--publish", env=FAST).returncode == 0
     blob = {s: repo.git("rev-parse", f"HEAD:sources/{s}.md").strip() for s in "xy"}
-    repo.write(f"{prefix}concepts/sky.md", fed("Sky", "Green ^[x.md:3-3]; blue ^[y.md:3-3, x.md:4-4]. Notes: [[x]], "
-                                                      "[[y]].\n\n```\n^[x.md:1-1] in code stays\n```",
-                                               {"sources/x.md": blob["x"], "sources/y.md": blob["y"]}))
+    repo.write(
+        f"{prefix}concepts/sky.md",
+        fed(
+            "Sky",
+            "Green ^[x.md:3-3]; blue ^[y.md:3-3, x.md:4-4]. Notes: [[x]], "
+            "[[y]].\n\n```\n^[x.md:1-1] in code stays\n```",
+            {"sources/x.md": blob["x"], "sources/y.md": blob["y"]},
+        ),
+    )
     repo.write(f"{prefix}concepts/other.md", page("Other", "See [[x|paper X's note]] and [[sky]]."))
     repo.commit("pages")
     return repo, prefix
@@ -59,7 +65,9 @@ def test_offline_retraction_end_to_end(wiki: tuple[Repo, str]) -> None:
     head = repo.git("rev-parse", "HEAD").strip()
     dry = retract(repo, "--dry-run")
     assert dry["deleted"] == [note] and dry["rewritten"] == [{"target": sky, "how": "marked"}]
-    assert [(b["path"], b["target"]) for b in dry["breaks"]] == [(other, "x")]  # sky's own link is unlinked
+    assert [(b["path"], b["target"]) for b in dry["breaks"]] == [
+        (other, "x")
+    ]  # sky's own link is unlinked
     assert dry["candidate"] is None and repo.git("branch", "--list", "llmwiki/review/*") == ""
 
     run = retract(repo)
@@ -69,12 +77,19 @@ def test_offline_retraction_end_to_end(wiki: tuple[Repo, str]) -> None:
     trailers = repo.git("log", "-1", "--format=%(trailers:only,unfold)", branch)
     assert "Llmwiki-Kind: retraction/1" in trailers and "Llmwiki-Retracts: sources/x.md" in trailers
     rewritten = repo.git("show", f"{branch}:{sky}")
-    assert "x.md" not in rewritten.replace("^[x.md:1-1] in code stays", "").replace("- sources/x.md\n---", "---")
-    assert "retracted:\n- sources/x.md\n" in rewritten and "Green; blue ^[y.md:3-3]. Notes: x, [[y]]." in rewritten
+    assert "x.md" not in rewritten.replace("^[x.md:1-1] in code stays", "").replace(
+        "- sources/x.md\n---", "---"
+    )
+    assert (
+        "retracted:\n- sources/x.md\n" in rewritten
+        and "Green; blue ^[y.md:3-3]. Notes: x, [[y]]." in rewritten
+    )
     assert "^[x.md:1-1] in code stays" in rewritten
 
     refused = repo.llmwiki("review", "approve", cid, env=FAST)
-    assert refused.returncode == 1 and f"{other}:4: broken link [[x|paper X's note]]" in refused.stderr
+    assert (
+        refused.returncode == 1 and f"{other}:4: broken link [[x|paper X's note]]" in refused.stderr
+    )
     assert (repo.root / "sources/x.md").exists()
     shown = repo.llmwiki("review", "show", cid, env=FAST).stdout
     assert "retracts: sources/x.md" in shown and "Approval would be refused (broken)" in shown
@@ -85,7 +100,9 @@ def test_offline_retraction_end_to_end(wiki: tuple[Repo, str]) -> None:
     assert done.returncode == 0, done.stderr
     assert not (repo.root / "sources/x.md").exists() and not (repo.root / note).exists()
     check = json.loads(repo.llmwiki("check", "--json", env=FAST).stdout)["problems"]
-    assert [(p["path"], p["code"], p["target"]) for p in check] == [(sky, "stale-page", "sources/x.md")]
+    assert [(p["path"], p["code"], p["target"]) for p in check] == [
+        (sky, "stale-page", "sources/x.md")
+    ]
 
 
 def test_allow_broken_approves_a_retraction_and_nothing_else(wiki: tuple[Repo, str]) -> None:
@@ -94,28 +111,53 @@ def test_allow_broken_approves_a_retraction_and_nothing_else(wiki: tuple[Repo, s
     assert out["approved"] and out["refusal"] is None
     assert not (repo.root / "sources/x.md").exists()
     broken = json.loads(repo.llmwiki("check", "--json", env=FAST).stdout)["problems"]
-    assert [(p["path"], p["code"]) for p in broken if p["severity"] == "error"] == \
-        [(f"{prefix}concepts/other.md", "broken-link")]
+    assert [(p["path"], p["code"]) for p in broken if p["severity"] == "error"] == [
+        (f"{prefix}concepts/other.md", "broken-link")
+    ]
     repo.write("sources/z.md", "# Z\n\nZ.\n")
     repo.commit("z")
     staged = json.loads(repo.llmwiki("compile", "--json", env=FAST).stdout)["candidate"]["id"]
     wrong = repo.llmwiki("review", "approve", staged, "--allow-broken", env=FAST)
     assert wrong.returncode == 2 and "applies to retractions only" in wrong.stderr
-    assert repo.llmwiki("retract", "sources/x.md", env=FAST).returncode == 2  # nothing names it any more
-    assert "needs --publish" in repo.llmwiki("retract", "sources/z.md", "--allow-broken", env=FAST).stderr
+    assert (
+        repo.llmwiki("retract", "sources/x.md", env=FAST).returncode == 2
+    )  # nothing names it any more
+    assert (
+        "needs --publish"
+        in repo.llmwiki("retract", "sources/z.md", "--allow-broken", env=FAST).stderr
+    )
 
 
-def test_with_a_model_the_shared_page_is_rewritten_from_what_is_left(wiki: tuple[Repo, str]) -> None:
+def test_with_a_model_the_shared_page_is_rewritten_from_what_is_left(
+    wiki: tuple[Repo, str],
+) -> None:
     repo, prefix = wiki
     asked: list[str] = []
 
-    def model(path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    def model(
+        path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
         user = body["messages"][1]["content"]
         asked.append(user)
-        reply = {"title": "Sky", "summary": "The sky, per Y.", "body": "Blue ^[y.md:3-3], green ^[x.md:3-3]."}
-        return json_response({"id": "c", "object": "chat.completion", "model": body["model"],
-                              "choices": [{"index": 0, "message": {"role": "assistant", "content": json.dumps(reply)},
-                                           "finish_reason": "stop"}]})
+        reply = {
+            "title": "Sky",
+            "summary": "The sky, per Y.",
+            "body": "Blue ^[y.md:3-3], green ^[x.md:3-3].",
+        }
+        return json_response(
+            {
+                "id": "c",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": json.dumps(reply)},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        )
 
     with serve(model) as (url, _):
         out = retract(repo, env={"OPENAI_BASE_URL": f"{url}/v1", "LLMWIKI_MODEL": "m"})
@@ -127,13 +169,22 @@ def test_with_a_model_the_shared_page_is_rewritten_from_what_is_left(wiki: tuple
     assert "Blue ^[y.md:3-3], green." in written  # a citation of the retracted source is dropped
     assert "sources/x.md" not in written and "retracted" not in written
     trailers = repo.git("log", "-1", "--format=%(trailers:only,unfold)", out["candidate"]["branch"])
-    assert "Llmwiki-Prompt: retraction/1" in trailers and "Llmwiki-Source: sources/y.md " in trailers
+    assert (
+        "Llmwiki-Prompt: retraction/1" in trailers and "Llmwiki-Source: sources/y.md " in trailers
+    )
 
 
 # -- hostile branches --------------------------------------------------------------------------
 
-def forge(repo: Repo, cid: str, changes: dict[str, Any], trailers: list[tuple[str, str]], kind: str = "retraction/1",
-          base: str | None = None) -> None:
+
+def forge(
+    repo: Repo,
+    cid: str,
+    changes: dict[str, Any],
+    trailers: list[tuple[str, str]],
+    kind: str = "retraction/1",
+    base: str | None = None,
+) -> None:
     """A candidate branch built by hand: ``changes`` (path -> text, None to delete, ("link",
     target) for a symlink, ("exec", text)) on ``base``, with the trailer block given (each
     listed file's target, precondition and digest filled in from ``trailers``)."""
@@ -141,32 +192,64 @@ def forge(repo: Repo, cid: str, changes: dict[str, Any], trailers: list[tuple[st
     env = {**os.environ, "GIT_INDEX_FILE": str(repo.root / ".git" / "forge-index")}
 
     def git(*args: str, data: bytes | None = None) -> str:
-        return subprocess.run(["git", *args], cwd=repo.root, env=env, input=data, capture_output=True,
-                              check=True).stdout.decode().strip()
+        return (
+            subprocess.run(
+                ["git", *args], cwd=repo.root, env=env, input=data, capture_output=True, check=True
+            )
+            .stdout.decode()
+            .strip()
+        )
 
     git("read-tree", base)
     for path, value in changes.items():
         if value is None:
             git("update-index", "--force-remove", path)
             continue
-        mode, text = ("120000", value[1]) if isinstance(value, tuple) and value[0] == "link" else \
-            ("100755", value[1]) if isinstance(value, tuple) else ("100644", value)
+        mode, text = (
+            ("120000", value[1])
+            if isinstance(value, tuple) and value[0] == "link"
+            else ("100755", value[1])
+            if isinstance(value, tuple)
+            else ("100644", value)
+        )
         blob = git("hash-object", "-w", "--stdin", data=text.encode())
         git("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}")
     tree = git("write-tree")
-    block = [("Llmwiki-Candidate", cid), ("Llmwiki-Kind", kind), *trailers[:-1], ("Llmwiki-Base", base), trailers[-1]]
+    block = [
+        ("Llmwiki-Candidate", cid),
+        ("Llmwiki-Kind", kind),
+        *trailers[:-1],
+        ("Llmwiki-Base", base),
+        trailers[-1],
+    ]
     message = "forged\n\n" + "".join(f"{k}: {v}\n" for k, v in block if k)
     commit = git("commit-tree", tree, "-p", base, "-m", message)
     repo.git("update-ref", f"refs/heads/llmwiki/review/{cid}", commit)
 
 
 def files(*entries: tuple[str, str, str]) -> list[tuple[str, str]]:
-    return [pair for target, pre, digest in entries for pair in
-            (("Llmwiki-Target", target), ("Llmwiki-Precondition", pre), ("Llmwiki-Body-Digest", digest))]
+    return [
+        pair
+        for target, pre, digest in entries
+        for pair in (
+            ("Llmwiki-Target", target),
+            ("Llmwiki-Precondition", pre),
+            ("Llmwiki-Body-Digest", digest),
+        )
+    ]
 
 
-HOSTILE = ["second-source", "source-written", "outside-sources", "compile-deletes-source", "symlink-source",
-           "two-retracts", "retracts-on-compile", "no-retracts", "hidden-source"]
+HOSTILE = [
+    "second-source",
+    "source-written",
+    "outside-sources",
+    "compile-deletes-source",
+    "symlink-source",
+    "two-retracts",
+    "retracts-on-compile",
+    "no-retracts",
+    "hidden-source",
+]
 
 
 @pytest.mark.parametrize("root", ["wiki", ""])
@@ -182,24 +265,37 @@ def test_a_hostile_retraction_is_refused(repo: Repo, case: str, root: str) -> No
     if case == "hidden-source":
         repo.write("sources/.secret/x.md", X)
     repo.commit("wiki")
-    blob = {p: repo.git("rev-parse", f"HEAD:{p}").strip() for p in ("sources/x.md", "sources/y.md", a)}
+    blob = {
+        p: repo.git("rev-parse", f"HEAD:{p}").strip() for p in ("sources/x.md", "sources/y.md", a)
+    }
     source = "sources/.secret/x.md" if case == "hidden-source" else "sources/x.md"
     if case == "hidden-source":
         blob[source] = repo.git("rev-parse", f"HEAD:{source}").strip()
     drop_x = (source, f"blob {blob[source]}", "absent")
     retracts = ("Llmwiki-Retracts", source)
     plan: dict[str, tuple[dict[str, Any], list[tuple[str, str]], str]] = {
-        "second-source": ({source: None, "sources/y.md": None},
-                          files(drop_x, ("sources/y.md", f"blob {blob['sources/y.md']}", "absent")) + [retracts],
-                          "retraction/1"),
-        "source-written": ({source: "# rewritten\n"}, files((source, f"blob {blob[source]}",
-                                                             body_digest("# rewritten\n"))) + [retracts], "retraction/1"),
-        "outside-sources": ({a: None}, files((a, f"blob {blob[a]}", "absent")) + [("Llmwiki-Retracts", a)],
-                            "retraction/1"),
+        "second-source": (
+            {source: None, "sources/y.md": None},
+            files(drop_x, ("sources/y.md", f"blob {blob['sources/y.md']}", "absent")) + [retracts],
+            "retraction/1",
+        ),
+        "source-written": (
+            {source: "# rewritten\n"},
+            files((source, f"blob {blob[source]}", body_digest("# rewritten\n"))) + [retracts],
+            "retraction/1",
+        ),
+        "outside-sources": (
+            {a: None},
+            files((a, f"blob {blob[a]}", "absent")) + [("Llmwiki-Retracts", a)],
+            "retraction/1",
+        ),
         "compile-deletes-source": ({source: None}, files(drop_x) + [("", "")], "compile/1"),
         "symlink-source": ({source: None}, files(drop_x) + [retracts], "retraction/1"),
-        "two-retracts": ({source: None}, files(drop_x) + [("Llmwiki-Retracts", "sources/y.md"), retracts],
-                         "retraction/1"),
+        "two-retracts": (
+            {source: None},
+            files(drop_x) + [("Llmwiki-Retracts", "sources/y.md"), retracts],
+            "retraction/1",
+        ),
         "retracts-on-compile": ({source: None}, files(drop_x) + [retracts], "compile/1"),
         "no-retracts": ({source: None}, files(drop_x) + [("", "")], "retraction/1"),
         "hidden-source": ({source: None}, files(drop_x) + [retracts], "retraction/1"),
@@ -211,12 +307,22 @@ def test_a_hostile_retraction_is_refused(repo: Repo, case: str, root: str) -> No
     assert [c["id"] for c in listed] == [cid] and listed[0]["citationStatus"] == "malformed"
     done = repo.llmwiki("review", "approve", cid, env=FAST)
     assert done.returncode == 1, done.stdout + done.stderr
-    not_page = "not a .md page under the wiki root (wiki)" if root else "a source (in sources/), not a page"
-    expected = {"second-source": f"'sources/y.md' is {not_page}", "source-written": "may only delete",
-                "outside-sources": "not a page under the wiki root nor a file in sources/",
-                "compile-deletes-source": f"'sources/x.md' is {not_page}", "symlink-source": "a symlink",
-                "two-retracts": "malformed trailer", "retracts-on-compile": "malformed trailer",
-                "no-retracts": "malformed trailer", "hidden-source": "hidden folder"}[case]
+    not_page = (
+        "not a .md page under the wiki root (wiki)"
+        if root
+        else "a source (in sources/), not a page"
+    )
+    expected = {
+        "second-source": f"'sources/y.md' is {not_page}",
+        "source-written": "may only delete",
+        "outside-sources": "not a page under the wiki root nor a file in sources/",
+        "compile-deletes-source": f"'sources/x.md' is {not_page}",
+        "symlink-source": "a symlink",
+        "two-retracts": "malformed trailer",
+        "retracts-on-compile": "malformed trailer",
+        "no-retracts": "malformed trailer",
+        "hidden-source": "hidden folder",
+    }[case]
     assert expected in done.stderr, done.stderr
     for path in ("sources/x.md", "sources/y.md", a):
         assert (repo.root / path).exists() or os.path.islink(repo.root / path)
@@ -227,7 +333,10 @@ def test_retract_refuses_what_is_no_source(repo: Repo, tmp_path: Path) -> None:
     repo.write("wiki/concepts/a.md", page("A", "A."))
     repo.write("sources/x.md", X)
     repo.commit("wiki")
-    for bad, why in (("wiki/concepts/a.md", "is not a file in sources/"), ("../x.md", "is not a file in sources/"),
-                     ("sources/none.md", "nothing to retract")):
+    for bad, why in (
+        ("wiki/concepts/a.md", "is not a file in sources/"),
+        ("../x.md", "is not a file in sources/"),
+        ("sources/none.md", "nothing to retract"),
+    ):
         done = repo.llmwiki("retract", bad, env=FAST)
         assert done.returncode == 2 and why in done.stderr, (bad, done.stderr)

@@ -13,18 +13,23 @@ import sys
 
 import pytest
 
-from llmwiki_git.gitstore.commits import build_commit
 from llmwiki_git.errors import LlmwikiError
+from llmwiki_git.gitstore.commits import build_commit, move_branch
 from llmwiki_git.gitstore.git import Git
-from llmwiki_git.gitstore.commits import move_branch
 
 from ..answer.test_query_cli import openai_env, sse_answer
 from ..conftest import Repo, copy_demo
 from ..servers import serve
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
-TRAILER_KEYS = ["Llmwiki-Candidate", "Llmwiki-Kind", "Llmwiki-Target", "Llmwiki-Precondition",
-                "Llmwiki-Body-Digest", "Llmwiki-Base"]
+TRAILER_KEYS = [
+    "Llmwiki-Candidate",
+    "Llmwiki-Kind",
+    "Llmwiki-Target",
+    "Llmwiki-Precondition",
+    "Llmwiki-Body-Digest",
+    "Llmwiki-Base",
+]
 
 
 @pytest.fixture
@@ -63,14 +68,18 @@ def approve(repo: Repo, candidate: str) -> subprocess.CompletedProcess[str]:
 def test_stage_builds_one_commit_with_plumbing_and_touches_nothing_of_the_user(demo: Repo) -> None:
     demo.write("notes.txt", "staged\n")
     demo.git("add", "notes.txt")
-    demo.write("wiki/concepts/trees.md", (demo.root / "wiki/concepts/trees.md").read_text() + "unstaged\n")
+    demo.write(
+        "wiki/concepts/trees.md", (demo.root / "wiki/concepts/trees.md").read_text() + "unstaged\n"
+    )
     before, status = head(demo), demo.git("status", "--porcelain")
     cid = stage(demo, "What is a tree object?", "A tree lists names [[trees]].")
     assert re.fullmatch(r"what-is-a-tree-object-[0-9a-f]{8}", cid)
     assert head(demo) == before and demo.git("status", "--porcelain") == status
     branch = f"llmwiki/review/{cid}"
     assert demo.git("rev-parse", f"{branch}~1").strip() == before
-    assert demo.git("diff-tree", "-r", "--name-only", "--no-commit-id", before, branch).split() == ["wiki/queries/what-is-a-tree-object.md"]
+    assert demo.git("diff-tree", "-r", "--name-only", "--no-commit-id", before, branch).split() == [
+        "wiki/queries/what-is-a-tree-object.md"
+    ]
     found = trailers(demo, branch)
     assert [k for k, _ in found] == TRAILER_KEYS
     values = dict(found)
@@ -83,16 +92,25 @@ def test_stage_builds_one_commit_with_plumbing_and_touches_nothing_of_the_user(d
 
 def test_stage_policy_pending_allowed_broken_refused(demo: Repo) -> None:
     first = stage(demo, "What is a tree object?", "Trees [[trees]].")
-    cid = stage(demo, "How do trees relate to blobs?", "See [[what-is-a-tree-object]] and [[blobs]].")
+    cid = stage(
+        demo, "How do trees relate to blobs?", "See [[what-is-a-tree-object]] and [[blobs]]."
+    )
     report = demo.git("show", f"llmwiki/review/{cid}:wiki/queries/how-do-trees-relate-to-blobs.md")
     assert "[[what-is-a-tree-object]]" in report
     with serve(sse_answer("See [[nowhere]].")) as (url, _):
-        proc = demo.llmwiki("query", "Where are trees stored?", "--save", "--review", env=openai_env(url))
-    assert proc.returncode == 1 and "staging refused: broken citation targets: nowhere" in proc.stderr
+        proc = demo.llmwiki(
+            "query", "Where are trees stored?", "--save", "--review", env=openai_env(url)
+        )
+    assert (
+        proc.returncode == 1 and "staging refused: broken citation targets: nowhere" in proc.stderr
+    )
     assert demo.git("for-each-ref", "refs/heads/llmwiki/review/").count("\n") == 2
     # pending now shows in query, links and check
     proc = demo.llmwiki("links", input="See [[what-is-a-tree-object]].\n")
-    assert proc.stdout.splitlines()[:2] == ["Answer citations: 0 resolved, 1 pending, 0 broken", "pending: what-is-a-tree-object"]
+    assert proc.stdout.splitlines()[:2] == [
+        "Answer citations: 0 resolved, 1 pending, 0 broken",
+        "pending: what-is-a-tree-object",
+    ]
     proc = demo.llmwiki("links", "--json", input="See [[what-is-a-tree-object]].\n")
     assert json.loads(proc.stdout)["citations"][0]["candidateIds"] == [first]
     demo.write("wiki/concepts/forward.md", "# Forward\nSoon: [[what-is-a-tree-object]]\n")
@@ -104,24 +122,40 @@ def test_stage_policy_pending_allowed_broken_refused(demo: Repo) -> None:
     assert demo.llmwiki("check", "--json").stdout == check.stdout
     with serve(sse_answer("See [[what-is-a-tree-object]].")) as (url, _):
         direct = demo.llmwiki("query", "How do trees work?", "--save", env=openai_env(url))
-    assert direct.returncode == 1 and "pending citation targets: what-is-a-tree-object" in direct.stderr
+    assert (
+        direct.returncode == 1
+        and "pending citation targets: what-is-a-tree-object" in direct.stderr
+    )
 
 
 def test_list_show_and_fast_forward_approval(demo: Repo) -> None:
-    cid = stage(demo, "What is a tree object?", "A tree lists names [[trees]].\n\n---\n\nA rule above must not hide trailers.")
+    cid = stage(
+        demo,
+        "What is a tree object?",
+        "A tree lists names [[trees]].\n\n---\n\nA rule above must not hide trailers.",
+    )
     rows = json.loads(demo.llmwiki_process("review", "list", "--json").stdout)["candidates"]
-    assert [r["id"] for r in rows] == [cid] and rows[0]["citationStatus"] == "1 resolved, 0 pending, 0 broken"
+    assert [r["id"] for r in rows] == [cid] and rows[0][
+        "citationStatus"
+    ] == "1 resolved, 0 pending, 0 broken"
     view = json.loads(demo.llmwiki_process("review", "show", cid, "--json").stdout)
-    assert view["verdict"]["ok"] is True and view["target"] == "wiki/queries/what-is-a-tree-object.md"
+    assert (
+        view["verdict"]["ok"] is True and view["target"] == "wiki/queries/what-is-a-tree-object.md"
+    )
     assert "+A tree lists names [[trees]]." in view["diff"]
     candidate_commit = demo.git("rev-parse", f"llmwiki/review/{cid}").strip()
     before = head(demo)
     proc = approve(demo, cid)
     assert proc.returncode == 0, proc.stderr
     assert "fast-forward" in proc.stdout
-    assert demo.git("rev-parse", "HEAD~1").strip() == candidate_commit  # the candidate commit itself
+    assert (
+        demo.git("rev-parse", "HEAD~1").strip() == candidate_commit
+    )  # the candidate commit itself
     assert demo.git("rev-parse", "HEAD~2").strip() == before
-    assert sorted(demo.git("show", "--name-only", "--format=", "HEAD").split()) == ["log.md", "wiki/index.md"]
+    assert sorted(demo.git("show", "--name-only", "--format=", "HEAD").split()) == [
+        "log.md",
+        "wiki/index.md",
+    ]
     assert demo.git("for-each-ref", "refs/heads/llmwiki/review/") == ""
     assert (demo.root / "wiki/queries/what-is-a-tree-object.md").is_file()
     assert demo.git("status", "--porcelain") == ""
@@ -152,7 +186,9 @@ def refuses(demo: Repo, cid: str, code_text: str) -> None:
     assert demo.git("rev-parse", f"llmwiki/review/{cid}").strip() == branch_before
 
 
-def _rewrite_branch(demo: Repo, cid: str, message_edit=None, files=None, extra_parent_commit=False) -> None:
+def _rewrite_branch(
+    demo: Repo, cid: str, message_edit=None, files=None, extra_parent_commit=False
+) -> None:
     git = Git(demo.root)
     branch = f"refs/heads/llmwiki/review/{cid}"
     commit = demo.git("rev-parse", branch).strip()
@@ -181,17 +217,23 @@ def test_hostile_branches_are_refused(demo: Repo) -> None:
     refuses(demo, other, "must change exactly")
 
     forged = stage(demo, "What is a commit?", "Commits [[commits]].")
-    _rewrite_branch(demo, forged, message_edit=lambda m: re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, m))
+    _rewrite_branch(
+        demo, forged, message_edit=lambda m: re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, m)
+    )
     refuses(demo, forged, "candidate-edited")
 
     edited = stage(demo, "What is a trailer?", "Trailers [[commit-trailers]].")
     target = "wiki/queries/what-is-a-trailer.md"
-    body = demo.git("show", f"llmwiki/review/{edited}:{target}").replace("Trailers", "Edited after staging")
+    body = demo.git("show", f"llmwiki/review/{edited}:{target}").replace(
+        "Trailers", "Edited after staging"
+    )
     _rewrite_branch(demo, edited, files={target: body.encode()})
     refuses(demo, edited, "candidate-edited")
 
     dupe = stage(demo, "What is CAS?", "CAS [[compare-and-swap]].")
-    _rewrite_branch(demo, dupe, message_edit=lambda m: m + "Llmwiki-Target: wiki/concepts/blobs.md\n")
+    _rewrite_branch(
+        demo, dupe, message_edit=lambda m: m + "Llmwiki-Target: wiki/concepts/blobs.md\n"
+    )
     refuses(demo, dupe, "malformed")
 
 
@@ -208,8 +250,10 @@ def test_forged_precondition_and_changed_target(demo: Repo) -> None:
     refuses(demo, replace, "claims precondition 'absent'")
 
     changed = stage(demo, "What is a tree object?", "Another [[trees]].")
-    demo.write("wiki/queries/what-is-a-tree-object.md",
-               (demo.root / "wiki/queries/what-is-a-tree-object.md").read_text() + "\nhand edit\n")
+    demo.write(
+        "wiki/queries/what-is-a-tree-object.md",
+        (demo.root / "wiki/queries/what-is-a-tree-object.md").read_text() + "\nhand edit\n",
+    )
     demo.commit("edit the page")
     refuses(demo, changed, "changed since")
 
@@ -237,7 +281,10 @@ def test_reject_keeps_the_bytes(demo: Repo) -> None:
     assert approve(demo, cid).returncode == 1
 
 
-@pytest.mark.parametrize("bad", ["../../etc", "a b-0123abcd", "x..y-0123abcd", "-rf-0123abcd", "nohex", "x.lock-0123abcd~"])
+@pytest.mark.parametrize(
+    "bad",
+    ["../../etc", "a b-0123abcd", "x..y-0123abcd", "-rf-0123abcd", "nohex", "x.lock-0123abcd~"],
+)
 def test_invalid_ids_are_usage_errors(demo: Repo, bad: str) -> None:
     for command in ("approve", "show", "reject"):
         proc = demo.llmwiki("review", command, bad)
@@ -260,9 +307,17 @@ def test_compare_and_swap_loses_cleanly(demo: Repo) -> None:
 def test_two_sibling_approvals_at_once_exactly_one_wins(demo: Repo) -> None:
     a = stage(demo, "What is a tree object?", "Trees [[trees]].")
     b = stage(demo, "What is a tree object?", "Trees, again [[trees]].")
-    procs = [subprocess.Popen([sys.executable, "-m", "llmwiki_git", "review", "approve", c], cwd=demo.root,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **FAST})
-             for c in (a, b)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "llmwiki_git", "review", "approve", c],
+            cwd=demo.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **FAST},
+        )
+        for c in (a, b)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 1], outs
@@ -286,9 +341,15 @@ def test_validation_unavailable_refuses_staging_and_approval(demo: Repo) -> None
         proc = demo.llmwiki("query", "What is a blob?", "--save", "--review", env=openai_env(url))
     assert proc.returncode == 1 and proc.stdout.startswith("Blobs [[blobs]].")  # the answer is kept
     assert "citation validation unavailable" in proc.stderr
-    assert demo.git("for-each-ref", "--format=%(refname)", "refs/heads/llmwiki/review/").split() == [f"refs/heads/llmwiki/review/{cid}"]
+    assert demo.git(
+        "for-each-ref", "--format=%(refname)", "refs/heads/llmwiki/review/"
+    ).split() == [f"refs/heads/llmwiki/review/{cid}"]
     proc = approve(demo, cid)
-    assert proc.returncode == 1 and "citation validation unavailable" in proc.stderr and "kept" in proc.stderr
+    assert (
+        proc.returncode == 1
+        and "citation validation unavailable" in proc.stderr
+        and "kept" in proc.stderr
+    )
     assert demo.git("rev-parse", "--verify", "--quiet", f"llmwiki/review/{cid}").strip()
 
 
@@ -297,7 +358,14 @@ def test_query_without_save_reports_pending(demo: Repo) -> None:
     with serve(sse_answer("See [[what-is-a-tree-object]].")) as (url, _):
         proc = demo.llmwiki("query", "How do trees work?", env=openai_env(url))
     assert proc.returncode == 0
-    assert proc.stdout.splitlines()[-2:] == ["Answer citations: 0 resolved, 1 pending, 0 broken", "pending: what-is-a-tree-object"]
+    assert proc.stdout.splitlines()[-2:] == [
+        "Answer citations: 0 resolved, 1 pending, 0 broken",
+        "pending: what-is-a-tree-object",
+    ]
     with serve(sse_answer("See [[what-is-a-tree-object]].")) as (url, _):
-        data = json.loads(demo.llmwiki("query", "How do trees work?", "--json", env=openai_env(url)).stdout)
-    assert data["answerCitations"]["citations"] == [{"target": "what-is-a-tree-object", "status": "pending", "candidateIds": [cid]}]
+        data = json.loads(
+            demo.llmwiki("query", "How do trees work?", "--json", env=openai_env(url)).stdout
+        )
+    assert data["answerCitations"]["citations"] == [
+        {"target": "what-is-a-tree-object", "status": "pending", "candidateIds": [cid]}
+    ]
