@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ..errors import UsageError
+from ..publication import kinds
 from ..wording import plural
 from .app import _age, _note, _workspace, cli
 
@@ -19,19 +20,19 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
     """A move's or merge's plan (review/rewrites.py) as lines: what moves or is folded where,
     then each link rewrite as path:line:col: old → new (`review show`, `mv --review`,
     `merge-pages`)."""
-    if plan.get("kind") == "merge/1":
-        added = ", ".join(plan.get("aliasesAdded") or []) or "none"
-        lines = [
-            f'plan: fold {plan["from"]} into {plan["into"]} under the heading "{plan["heading"]}"; '
-            f"aliases added: {added}; {plan['from']} deleted"
-        ]
-    else:
-        lines = [f"plan: move {plan['from']} → {plan['to']}"]
-        lines += [
-            f"  moves {m['from']} → {m['to']}"
-            for m in plan.get("moves", [])
-            if m["from"] != plan["from"]
-        ]
+    row = kinds.row(str(plan.get("kind")))
+    fields = {
+        "from": plan.get("from", "?"),
+        "to": plan.get("to", plan.get("into", "?")),
+        "heading": plan.get("heading", ""),
+        "aliases": ", ".join(plan.get("aliasesAdded") or []) or "none",
+    }
+    lines = [(row.shows_plan if row else "plan: {from} → {to}").format_map(fields)]
+    lines += [
+        f"  moves {m['from']} → {m['to']}"
+        for m in plan.get("moves", [])
+        if m["from"] != plan["from"]
+    ]
     lines += [
         f"  {e['path']}:{e['line']}:{e['col']}: {e['old']} → {e['new']}"
         for e in plan.get("edits", [])

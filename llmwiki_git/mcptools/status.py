@@ -4,6 +4,7 @@ and ``wiki_status`` (page counts, the index, pending candidates, broken links)."
 from __future__ import annotations
 
 from ..pages.status import wiki_status
+from ..publication.kinds import KIND_ROWS
 from ..workspace import Workspace
 from .base import NULLABLE_STR, Arguments, Result, Tool, obj
 
@@ -21,8 +22,9 @@ def status(ws: Workspace, args: Arguments) -> Result:
 REVIEW_LIST = Tool(
     "review_list",
     "Review candidates",
-    "Open review candidates (answers and page edits staged as llmwiki/review/<id> branches; kind "
-    "validated-answer/1 or page/1), oldest first, with their link status now (`llmwiki review list --json`).",
+    "Open review candidates (staged as llmwiki/review/<id> branches; kind "
+    + ", ".join(f"{r.name} ({r.shows_as})" for r in KIND_ROWS)
+    + "), oldest first, with their citation or link status now (`llmwiki review list --json`).",
     obj({}),
     {
         "type": "object",

@@ -22,15 +22,9 @@ from ..wiki.generated import is_generated_index, is_generated_log
 from ..wiki.pages import MAX_PAGE_BYTES, acceptance_problem
 from ..wiki.provenance import in_sources
 from ..wiki.slug import slugify
-from .trailers import (
-    ABSENT,
-    KIND,
-    KINDS,
-    MULTI_KINDS,
-    PAGE_KIND,
-    REWRITE_KINDS,
-    Trailers,
-)
+from . import kinds
+from .kinds import KindRow
+from .trailers import ABSENT, Trailers
 from .trailers import (
     parse as parse_trailers,
 )
@@ -269,12 +263,15 @@ def validate(
             f"candidate {candidate.id} has a malformed trailer block "
             f"({'; '.join(candidate.notes) or 'missing keys'}); reject it",
         )
-    if t.kind not in KINDS:
-        return Malformed("malformed", f"candidate kind {t.kind!r} is not one of {', '.join(KINDS)}")
-    if t.kind in MULTI_KINDS:
-        return _validate_files(git, candidate, t, wiki_root, project_prefix, max_bytes)
-    page_edit = t.kind == PAGE_KIND
-    problem = (page_target_problem if page_edit else target_problem)(t.target, wiki_root)
+    row = kinds.row(t.kind)
+    if row is None:
+        return Malformed(
+            "malformed", f"candidate kind {t.kind!r} is not one of {', '.join(kinds.KINDS)}"
+        )
+    if row.files:
+        return _validate_files(git, candidate, t, row, wiki_root, project_prefix, max_bytes)
+    answer = row.policy == kinds.ANSWER  # a validated answer writes a query page only
+    problem = (target_problem if answer else page_target_problem)(t.target, wiki_root)
     if problem is not None:
         return Malformed("bad-target", f"candidate {candidate.id}: {problem}; reject it")
     stacked = _not_one_commit(git, candidate, t)
@@ -290,7 +287,7 @@ def validate(
         )
     mode, blob, status, _path = changes[0]
     if status.startswith("D"):
-        if page_edit:
+        if row.deletes:
             return None  # a deletion candidate: no blob at the target
         return Malformed("touches-other-files", f"candidate {candidate.id} deletes {t.target}")
     if mode != REGULAR:
@@ -328,6 +325,7 @@ def _validate_files(
     git: Git,
     candidate: Candidate,
     t: Trailers,
+    row: KindRow,
     wiki_root: str,
     project_prefix: str | None,
     max_bytes: int,
@@ -347,7 +345,7 @@ def _validate_files(
             problem = page_target_problem(f.target, wiki_root)
             if (
                 problem is not None
-                and t.kind in REWRITE_KINDS
+                and row.rewrites_links
                 and users_own_page(git, t.base, f.target, wiki_root)
             ):
                 problem = None  # a vault's own home page or diary: the plan check allows its link rewrites only
@@ -428,18 +426,15 @@ def pending_index(git: Git) -> BranchPending:
         if candidate.trailers is None or candidate.notes or candidate.slug is None:
             continue
         t = candidate.trailers
-        if t.kind in MULTI_KINDS:  # every page the run adds or replaces
-            for f in t.files:
-                stem = f.target.rsplit("/", 1)[-1]
-                if f.body_digest != ABSENT and stem.endswith(".md"):
-                    by_slug.setdefault(slugify(stem[:-3]), []).append(candidate.id)
+        row = kinds.row(t.kind)
+        if row is None or (row.policy == kinds.ANSWER and "/queries/" not in f"/{t.target}"):
             continue
-        answer = t.kind == KIND and "/queries/" in f"/{t.target}"
-        if not answer and not (t.kind == PAGE_KIND and t.body_digest != ABSENT):
-            continue
-        by_slug.setdefault(slugify(candidate.slug), []).append(
-            candidate.id
-        )  # a page file name may not be a slug
+        for f in t.files:  # every page it adds or replaces
+            stem = f.target.rsplit("/", 1)[-1]
+            if f.body_digest != ABSENT and stem.endswith(".md"):
+                by_slug.setdefault(slugify(stem[:-3]), []).append(
+                    candidate.id
+                )  # a page file name may not be a slug
     return BranchPending({k: tuple(sorted(set(v))) for k, v in by_slug.items()})
 
 

@@ -15,12 +15,14 @@ from ..errors import DATA_ERRORS, ApprovalRefused, GitLockHeld, LlmwikiError
 from ..gitstore.commits import build_commit, current_branch
 from ..gitstore.git import Git
 from ..gitstore.transaction import held_git_locks
+from ..publication import kinds
 from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, hand_written_problem, policy_refusal
-from ..publication.trailers import ABSENT, MULTI_KINDS, PAGE_KIND, REPLAYED
+from ..publication.trailers import ABSENT, REPLAYED
 from ..publication.write import Site, commit_and_move, locked
 from ..wiki.citations import Citation, PendingIndex, citation_report
+from ..wiki.model import Wiki
 from .filespolicy import evaluate_files
 from .pagepolicy import (
     blob_of_precondition,
@@ -32,14 +34,15 @@ from .pagepolicy import (
     describe as describe_problems,
 )
 from .project import ReviewProject
+from .promises import promise_problem
 
-RESTAGE = 'regenerate and restage the answer with `llmwiki query "…" --save --review`, then reject this candidate'
+RESTAGE = kinds.BY_NAME[kinds.KIND].restage
 
 
 @dataclass
 class Verdict:
     ok: bool
-    code: str  # ok | malformed | bad-target | not-a-regular-file | unchecked-page | hand-written | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable
+    code: str  # ok | malformed | broken-promise | bad-target | not-a-regular-file | unchecked-page | hand-written | not-single-commit | touches-other-files | candidate-edited | forged | target-changed | target-appeared | target-vanished | broken | pending | unavailable
     message: str
     candidate: Candidate
     tip: str | None = None
@@ -93,7 +96,19 @@ def evaluate(
         extra = f": {RESTAGE}" if malformed.code == "not-single-commit" else ""
         return refuse(malformed.code, malformed.message + extra)
     assert t is not None
-    if t.kind in MULTI_KINDS:  # a compile run: every page, all or nothing (filespolicy)
+    row = kinds.row(t.kind)
+    assert row is not None  # validate() refused an unknown kind
+    try:
+        broken = promise_problem(ws, candidate, row)
+    except DATA_ERRORS as exc:  # the base cannot be read: refused, the candidate kept
+        return refuse(
+            "unavailable",
+            f"Approval of {candidate_id} refused: its promise cannot be checked at its base "
+            f"({exc.__class__.__name__}: {exc}); the candidate is kept",
+        )
+    if broken is not None:
+        return refuse(*broken)
+    if row.policy == kinds.FILES:  # a multi-file run: every file, all or nothing (filespolicy)
         return evaluate_files(
             ws,
             candidate,
@@ -105,8 +120,25 @@ def evaluate(
             ),
             allow_broken=allow_broken,
         )
-    if t.kind == PAGE_KIND:
+    if row.policy == kinds.PAGE:
         return _evaluate_page(ws, candidate, tip, ref, refuse)
+    return _evaluate_answer(ws, candidate, tip, ref, refuse, tip_wiki, pending)
+
+
+def _evaluate_answer(
+    ws: ReviewProject,
+    candidate: Candidate,
+    tip: str | None,
+    ref: str,
+    refuse: Callable[..., Verdict],
+    tip_wiki: Wiki | None,
+    pending: PendingIndex | None,
+) -> Verdict:
+    """The policy of a validated answer: its one query page, its citations resolved."""
+    git: Git = ws.require_git("reviewing candidates")
+    t = candidate.trailers
+    assert t is not None
+    candidate_id = candidate.id
     new_blob = git.blob_at(candidate.commit, t.target)
     if new_blob is None:
         return refuse("touches-other-files", f"candidate {candidate_id} deletes {t.target}")
@@ -153,9 +185,7 @@ def evaluate(
     )
 
 
-RESTAGE_PAGE = (
-    "re-read the page, propose the edit again on the current tip, then reject this candidate"
-)
+RESTAGE_PAGE = kinds.BY_NAME[kinds.PAGE_KIND].restage
 
 
 def _evaluate_page(

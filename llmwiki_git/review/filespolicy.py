@@ -1,10 +1,15 @@
-"""The approval policy of a multi-file candidate (``compile/1``): all or nothing.
+"""The approval policy of every multi-file candidate kind (the rows of
+``publication/kinds.py`` with ``files``: ``compile/1``, ``move/1``, ``merge/1``,
+``retraction/1``): all or nothing.
 
 Every file must still read as staged (its body digest), pass the acceptance rule, and find
 at the tip exactly what its writer read (its precondition); then the links of the whole
 wiki are checked against the tree with every file written at once -- so links among the
 run's own pages resolve within it -- and links the run newly breaks refuse it, as for a page
-edit. One file refused refuses the candidate; nothing is written.
+edit. One file refused refuses the candidate; nothing is written. A kind that keeps links
+whole (``rewrites_links``) must be exactly its plan at its base (``rewrites.plan_problem``);
+a kind that may break links (``allow_broken``: a retraction) breaks, with ``--allow-broken``,
+only links to the pages it deletes.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from typing import Any, TypeVar
 
 from ..errors import DATA_ERRORS, LlmwikiError
 from ..gitstore.git import Git
+from ..problems import Problem
+from ..publication import kinds
 from ..publication.candidates import Candidate, body_digest
-from ..publication.trailers import ABSENT, COMPILE_KIND, RETRACT_KIND, REWRITE_KINDS
+from ..publication.trailers import ABSENT
 from ..wiki.pages import acceptance_problem
 from .pagepolicy import (
     blob_of_precondition,
@@ -28,13 +35,6 @@ from .pagepolicy import (
 from .project import ReviewProject
 from .rewrites import plan_problem
 from .rewrites import restage as rewrite_restage
-
-#: How to make a refused run anew, by kind (a kind added to MULTI_KINDS says its own).
-RESTAGE = {
-    COMPILE_KIND: "run `llmwiki compile` again on the current tip, then reject this candidate",
-    RETRACT_KIND: "run `llmwiki retract` again on the current tip, then reject this candidate",
-}
-RESTAGE_ANY = "stage it again on the current tip, then reject this candidate"
 
 V = TypeVar("V")  # the caller's verdict
 
@@ -61,10 +61,11 @@ def evaluate_files(
     t = candidate.trailers
     assert t is not None
     cid = candidate.id
-    restage = RESTAGE.get(t.kind, RESTAGE_ANY)
+    row = kinds.BY_NAME[t.kind]
+    restage = row.restage
     renamed: dict[str, str] = {}
     if (
-        t.kind in REWRITE_KINDS
+        row.rewrites_links
     ):  # a move or merge: exactly its plan at its base, shown with every verdict
         run, problem = plan_problem(ws, candidate)
         restage = rewrite_restage(t)
@@ -139,7 +140,24 @@ def evaluate_files(
         "brokenBefore": [p.to_json() for p in links.old_errors],
         "pendingLinks": [p.to_json() for p in links.pending],
     }
-    if links.new_errors and allow_broken and t.kind == RETRACT_KIND:
+    if links.new_errors and allow_broken and row.allow_broken:
+        try:  # --allow-broken: only links to the pages the run deletes
+            kept = not_by_deletions(ws, tip, writes, renamed, links.new_errors)
+        except DATA_ERRORS as exc:
+            return refuse(
+                "unavailable",
+                f"Approval of {cid} refused: link validation unavailable "
+                f"({exc.__class__.__name__}: {exc}); the candidate is kept",
+            )
+        if kept:
+            return refuse(
+                "broken",
+                f"Approval of {cid} refused: --allow-broken allows breaking only links to the "
+                f"pages the run deletes, and it breaks {len(kept)} other link(s): "
+                f"{describe_problems(kept)}; reject it",
+                newlyBroken=[p.to_json() for p in links.new_errors],
+                **details,
+            )
         details["newlyBroken"] = [p.to_json() for p in links.new_errors]
         return accept(
             f"{cid} ({len(pages)} file(s)) can be approved onto {ref}, breaking {len(links.new_errors)} "
@@ -151,7 +169,7 @@ def evaluate_files(
             "broken",
             f"Approval of {cid} refused: the run breaks {len(links.new_errors)} link(s): "
             f"{describe_problems(links.new_errors)}; "
-            f"{restage if t.kind in REWRITE_KINDS else 'fix them or approve the pages they need first'}; "
+            f"{restage if row.rewrites_links else 'fix them or approve the pages they need first'}; "
             "the candidate is kept",
             newlyBroken=[p.to_json() for p in links.new_errors],
             **details,
@@ -162,3 +180,21 @@ def evaluate_files(
         else ""
     )
     return accept(f"{cid} ({len(pages)} page(s)) can be approved onto {ref}{note}", **details)
+
+
+def not_by_deletions(
+    ws: ReviewProject,
+    tip: str,
+    writes: dict[str, str | None],
+    renamed: dict[str, str],
+    broken: list[Problem],
+) -> list[Problem]:
+    """The links of ``broken`` (newly broken by ``writes``) that deleting pages does not
+    explain: those still newly broken when every page ``writes`` deletes is kept as it is at
+    ``tip`` -- a link added to a missing page, a link rewritten to nowhere."""
+    kept = {target: text for target, text in writes.items() if text is not None}
+    if len(kept) == len(writes):
+        return list(broken)
+    without = link_outcome_many(ws, tip, kept, renamed).new_errors
+    still = {(p.path, p.line, p.col, p.code, p.target) for p in without}
+    return [p for p in broken if (p.path, p.line, p.col, p.code, p.target) in still]

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import LlmwikiError
 from ..gitstore.git import Git
+from ..publication import kinds
 from ..publication.candidates import GENERATED, Candidate
 from ..publication.move import clean_pair, clean_path, is_generated, planned_moves, tree_under
 from ..publication.trailers import MERGE_KIND, MOVE_KIND, Trailers
@@ -50,35 +51,34 @@ class RewriteRun:
 
     @property
     def subject(self) -> str:
-        source, target = self.move
-        return (
-            f"llmwiki: mv {source} -> {target}"
-            if self.kind == MOVE_KIND
-            else f"llmwiki: merge {source} into {target}"
-        )
+        """The commit subject, from the kind's row (``subject``)."""
+        return kinds.BY_NAME[self.kind].subject.format_map(self._fields())
 
     @property
     def summary(self) -> str:
+        """The commit body's summary, from the kind's row (``summary``)."""
+        return kinds.BY_NAME[self.kind].summary.format_map(self._fields())
+
+    def _fields(self) -> dict[str, str]:
+        """What a row's templates may name: from, to, what was rewritten, moved, the heading
+        and the aliases a merge adds."""
         links, pages = int(self.plan["links"]), int(self.plan["pages"])
-        rewrote = f"rewrote {plural(links, 'link')} in {plural(pages, 'page')}"
-        if self.kind == MOVE_KIND:
-            return f"Moved {plural(len(self.plan['moves']), 'file')}; {rewrote}."
-        added = ", ".join(self.plan["aliasesAdded"]) or "none"
-        return (
-            f'Folded {self.move[0]} into {self.move[1]} (under the heading "{self.plan["heading"]}"; '
-            f"aliases added: {added}); deleted {self.move[0]}; {rewrote}."
-        )
+        return {
+            "from": self.move[0],
+            "to": self.move[1],
+            "rewrote": f"rewrote {plural(links, 'link')} in {plural(pages, 'page')}",
+            "moved": plural(len(self.plan.get("moves", [])), "file"),
+            "heading": str(self.plan.get("heading", "")),
+            "aliases": ", ".join(self.plan.get("aliasesAdded") or []) or "none",
+        }
 
 
 def restage(t: Trailers) -> str:
-    """How to stage a refused move or merge anew, from its trailers."""
+    """How to stage a refused move or merge anew, from its trailers (its row's ``restage``)."""
     source, target = t.move or ("OLD", "NEW")
-    command = (
-        f"llmwiki mv {shlex.quote(source)} {shlex.quote(target)} --review"
-        if t.kind == MOVE_KIND
-        else f"llmwiki merge-pages {shlex.quote(target)} {shlex.quote(source)}"
+    return kinds.BY_NAME[t.kind].restage.format_map(
+        {"from": shlex.quote(source), "to": shlex.quote(target)}
     )
-    return f"run `{command}` again on the current tip, then reject this candidate"
 
 
 class _Reader:
@@ -243,12 +243,24 @@ def run_at(
     git = ws.require_git("planning a move")
     wiki = (load_wiki or ws.wiki)(base)
     limit = ws.settings.max_page_mb * 1024 * 1024
-    if kind == MOVE_KIND:
-        old, new = clean_pair(source, target)
-        return move_run(git, base, wiki, old, new, ws.project_prefix, limit)
-    return merge_run(
-        git, base, wiki, clean_path(target), clean_path(source), ws.project_prefix, limit
-    )
+    planner = kinds.call(kinds.BY_NAME[kind].planner)
+    run: RewriteRun = planner(git, base, wiki, source, target, ws.project_prefix, limit)
+    return run
+
+
+def move_at(
+    git: Git, base: str, wiki: Wiki, source: str, target: str, project_prefix: str, limit: int
+) -> RewriteRun:
+    """The planner of ``move/1`` (its row's ``planner``): ``source`` moved to ``target``."""
+    old, new = clean_pair(source, target)
+    return move_run(git, base, wiki, old, new, project_prefix, limit)
+
+
+def merge_at(
+    git: Git, base: str, wiki: Wiki, source: str, target: str, project_prefix: str, limit: int
+) -> RewriteRun:
+    """The planner of ``merge/1`` (its row's ``planner``): ``source`` folded into ``target``."""
+    return merge_run(git, base, wiki, clean_path(target), clean_path(source), project_prefix, limit)
 
 
 def plan_problem(ws: ReviewProject, candidate: Candidate) -> tuple[RewriteRun | None, str | None]:

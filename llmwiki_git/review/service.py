@@ -9,8 +9,8 @@ from typing import Any
 
 from ..errors import BEST_EFFORT_ERRORS, LlmwikiError, UsageError
 from ..gitstore.git import Git
+from ..publication import kinds
 from ..publication.candidates import Candidate, get, list_candidates, pending_index, reject
-from ..publication.trailers import KIND, MULTI_KINDS, PAGE_KIND, RETRACT_KIND
 from ..wiki.citations import counts_line
 from ..wording import plural
 from .approve import Approved, Verdict, approve, evaluate
@@ -25,9 +25,23 @@ REFUSED_SHAPES = frozenset(
         "not-a-regular-file",
         "unchecked-page",
         "plan-mismatch",
+        "broken-promise",
     }
 )
 """Verdict codes meaning the candidate can never be approved as it is (listed as malformed)."""
+
+
+def _row_of(kind: str) -> kinds.KindRow:
+    """The row of ``kind``; an unknown (forged or newer) kind shows as a single page edit
+    that can never be approved (``validate`` refuses it)."""
+    return kinds.row(kind) or _UNKNOWN
+
+
+_UNKNOWN = kinds.KindRow("?", "unknown kind", "", "", kinds.PAGE, "none: it is refused")
+
+
+def _files(kind: str) -> bool:
+    return _row_of(kind).files
 
 
 def _status(citations: list[Any] | None) -> str:
@@ -95,9 +109,7 @@ class CandidateView:
         """The candidate's branch, commit, trailer values, the target's title and the
         question, in display order."""
         c, t = self.candidate, self.candidate.trailers
-        if (
-            t is not None and t.kind in MULTI_KINDS
-        ):  # each page's target, precondition and digest: `pages`
+        if t is not None and _files(t.kind):  # each page's target, precondition, digest: `pages`
             return {
                 "branch": c.ref.removeprefix("refs/heads/"),
                 "kind": t.kind,
@@ -174,7 +186,7 @@ def list_view(ws: ReviewProject) -> list[CandidateRow]:
             else:
                 if verdict.code in REFUSED_SHAPES:
                     candidate.notes.append(verdict.message)
-                elif t.kind == PAGE_KIND or t.kind in MULTI_KINDS:
+                elif _row_of(t.kind).status == kinds.LINKS:
                     status = _page_status(verdict)
                 else:
                     status = _status(verdict.citations)
@@ -209,7 +221,7 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
     t = candidate.trailers
     diff = verdict.details.get("threeWay", "")
     pages: list[dict[str, Any]] = []
-    if t is not None and t.kind in MULTI_KINDS and verdict.code not in REFUSED_SHAPES:
+    if t is not None and _files(t.kind) and verdict.code not in REFUSED_SHAPES:
         pages = _pages(git, candidate, verdict.tip)
         diff = diff or "".join(p["diff"] for p in pages)
     elif t is not None and verdict.tip and not diff:
@@ -220,12 +232,10 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
         else:
             diff = git.text_diff(verdict.tip, candidate.commit, t.target)
     question = ""
-    if t is None or t.kind == KIND:
+    if t is None or _row_of(t.kind).question:
         question = git.commit_body(candidate.commit).split("\n", 1)[0].removeprefix("Question: ")
     title = (
-        _title_at(git, candidate.commit, t.target)
-        if t is not None and t.kind not in MULTI_KINDS
-        else None
+        _title_at(git, candidate.commit, t.target) if t is not None and not _files(t.kind) else None
     )
     return CandidateView(candidate, question, diff, verdict, pages, title)
 
@@ -279,9 +289,11 @@ def approve_candidate(
     git = ws.require_git("approving candidates")
     if allow_broken:
         candidate = get(git, candidate_id)
-        if candidate.trailers is None or candidate.trailers.kind != RETRACT_KIND:
+        if candidate.trailers is None or not _row_of(candidate.trailers.kind).allow_broken:
+            allowed = [f"{r.shows_as}s" for r in kinds.KIND_ROWS if r.allow_broken]
             raise UsageError(
-                f"--allow-broken applies to retractions only, and {candidate_id} is not one",
+                f"--allow-broken applies to {' and '.join(allowed)} only, "
+                f"and {candidate_id} is not one",
                 hint="fix the links the candidate breaks, or approve the pages they need first",
             )
     done = approve(ws, candidate_id, pending_index(git), note, allow_broken=allow_broken)

@@ -19,7 +19,7 @@ from ..publication.save import (
     policy_refusal,
     target_path,
 )
-from ..publication.trailers import ABSENT, KIND, Trailers
+from ..publication.trailers import ABSENT, KIND, FileTrailer, with_files
 from ..publication.trailers import message as commit_message
 from ..publication.write import Project, Site, locked
 from ..wiki.citations import PendingIndex, citation_report
@@ -98,7 +98,9 @@ def _stage(
         old = git.blob_at(base, target)
         precondition = f"blob {old}" if old else ABSENT
         candidate_id = new_id(git, slug)
-        trailers = Trailers(candidate_id, KIND, target, precondition, body_digest(document), base)
+        trailers = with_files(
+            candidate_id, KIND, [FileTrailer(target, precondition, body_digest(document))], base
+        )
         first = " ".join(question.split())
         message = commit_message(
             f'llmwiki: review candidate "{first[:60]}{"…" if len(first) > 60 else ""}"',

@@ -14,7 +14,7 @@ from ..errors import PathRefused, UsageError
 from ..gitstore.commits import build_commit, current_branch
 from ..gitstore.git import Git
 from ..publication.candidates import PREFIX, body_digest, new_id, page_target_problem
-from ..publication.trailers import ABSENT, PAGE_KIND, Trailers
+from ..publication.trailers import ABSENT, PAGE_KIND, FileTrailer, Recorded, with_files
 from ..publication.trailers import message as commit_message
 from ..publication.write import Site, locked
 from ..wiki.pages import acceptance_problem
@@ -171,8 +171,12 @@ def _commit(
     stem = edit.target.rsplit("/", 1)[-1][:-3]
     candidate_id = new_id(git, (slugify(stem) or "page")[:80])
     digest = ABSENT if edit.document is None else body_digest(edit.document)
-    trailers = Trailers(
-        candidate_id, PAGE_KIND, edit.target, precondition, digest, base, sources=sources
+    trailers = with_files(
+        candidate_id,
+        PAGE_KIND,
+        [FileTrailer(edit.target, precondition, digest)],
+        base,
+        Recorded(sources=sources),
     )
     verb = "delete" if edit.document is None else ("edit" if precondition != ABSENT else "add")
     message = commit_message(f"llmwiki: review candidate: {verb} {edit.target}"[:200], "", trailers)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import MoveRefused, UsageError
 from ..gitstore.commits import current_branch
+from ..publication import kinds
 from ..publication.move import clean_pair, clean_path
 from ..publication.trailers import MERGE_KIND, MOVE_KIND, Recorded
 from ..publication.write import Site, locked
@@ -77,7 +78,8 @@ def stage_merge(
 
 
 def _what(kind: str, source: str, target: str) -> tuple[str, str]:
-    return (source, "move") if kind == MOVE_KIND else (f"{source} into {target}", "merge")
+    row = kinds.BY_NAME[kind]
+    return row.refers.format_map({"from": source, "to": target}), row.verb
 
 
 def _stage(
@@ -103,7 +105,7 @@ def _stage(
             load = load_wiki or ws.wiki
             wiki = load(head)
             run = run_at(ws, kind, source, target, head, lambda _rev: wiki)
-            if kind == MOVE_KIND:
+            if kinds.BY_NAME[kind].renames_files:
                 run.refusals += _worktree_refusals(ws, source, target)
             if dry_run:
                 return StagedRewrite(run, True)
@@ -113,7 +115,7 @@ def _stage(
                     run.refusals,
                     verb=verb,
                     hint="nothing was staged; fix what is listed"
-                    + (", or pick another name" if kind == MOVE_KIND else ""),
+                    + (", or pick another name" if kinds.BY_NAME[kind].renames_files else ""),
                 )
             staged = stage_locked(
                 ws,
@@ -122,7 +124,7 @@ def _stage(
                 slug=_slug(kind, target),
                 subject=run.subject,
                 body=run.summary,
-                recorded=Recorded(move=run.move),
+                recorded=Recorded(move_from=run.move[0], move_to=run.move[1]),
                 base=head,
                 root_dir=wiki.root_dir,
             )
@@ -153,4 +155,4 @@ def _worktree_refusals(ws: ReviewProject, old: str, new: str) -> list[str]:
 def _slug(kind: str, target: str) -> str:
     stem = target.rsplit("/", 1)[-1]
     stem = stem[:-3] if stem.lower().endswith(".md") else stem
-    return f"{'mv' if kind == MOVE_KIND else 'merge'}-{slugify(stem)[:60].strip('-') or 'page'}"
+    return f"{kinds.BY_NAME[kind].id_prefix}-{slugify(stem)[:60].strip('-') or 'page'}"

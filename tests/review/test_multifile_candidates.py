@@ -5,6 +5,7 @@ pages resolve within it. Both layouts."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -26,7 +27,10 @@ from llmwiki_git.workspace import Workspace
 from ..conftest import Repo, layout_prefix, page
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
-SOURCE_BLOB = "0123456789abcdef0123456789abcdef01234567"
+SOURCE_TEXT = b"Notes the run was written from.\n"
+#: the blob id git gives SOURCE_TEXT: approval checks that each Llmwiki-Source names a file
+#: of sources/ at the base with exactly the blob recorded
+SOURCE_BLOB = hashlib.sha1(b"blob %d\0" % len(SOURCE_TEXT) + SOURCE_TEXT).hexdigest()
 
 
 @pytest.fixture(params=["wiki", "vault"])
@@ -34,6 +38,7 @@ def wiki(repo: Repo, request: pytest.FixtureRequest) -> tuple[Repo, str]:
     prefix = layout_prefix(repo, request.param)
     repo.write(f"{prefix}concepts/alpha.md", page("Alpha", "Alpha is the first letter."))
     repo.write(f"{prefix}concepts/beta.md", page("Beta", "Beta follows [[alpha]]."))
+    repo.write("sources/notes.md", SOURCE_TEXT.decode())
     repo.commit("wiki")
     return repo, prefix
 
@@ -82,7 +87,9 @@ def trailer_lines(repo: Repo, rev: str) -> list[str]:
 
 
 def test_the_trailer_block_of_one_file_is_unchanged_and_of_many_lists_each() -> None:
-    single = Trailers("a-0123abcd", "page/1", "wiki/a.md", "absent", "sha256:00", "c0ffee")
+    single = Trailers(
+        "a-0123abcd", "page/1", (FileTrailer("wiki/a.md", "absent", "sha256:00"),), "c0ffee"
+    )
     assert single.block() == (
         "Llmwiki-Candidate: a-0123abcd\nLlmwiki-Kind: page/1\nLlmwiki-Target: wiki/a.md\n"
         "Llmwiki-Precondition: absent\nLlmwiki-Body-Digest: sha256:00\nLlmwiki-Base: c0ffee\n"
