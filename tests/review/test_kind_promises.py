@@ -257,9 +257,7 @@ def test_a_true_source_trailer_passes(wiki: tuple[Repo, str]) -> None:
     assert approve(repo, cid).returncode == 0
 
 
-def test_the_action_says_a_forged_retraction_would_be_refused(
-    repo: Repo, tmp_path: Path
-) -> None:
+def test_the_action_says_a_forged_retraction_would_be_refused(repo: Repo, tmp_path: Path) -> None:
     """The Action's candidate step judges as approval does: the forged retraction deleting a
     page that never drew on the source (which breaks no link) is refused there too."""
     repo.write("sources/x.md", X)
