@@ -98,9 +98,18 @@ class KindRow:
     renames_files: bool = False
 
 
+#: The kinds' names, for the code that stages each (and modules importing them from
+#: ``trailers``); nothing dispatches on them: what differs between kinds is in their row.
+KIND = "validated-answer/1"
+PAGE_KIND = "page/1"
+COMPILE_KIND = "compile/1"
+MOVE_KIND = "move/1"
+MERGE_KIND = "merge/1"
+RETRACT_KIND = "retraction/1"
+
 KIND_ROWS: tuple[KindRow, ...] = (
     KindRow(
-        "validated-answer/1",
+        KIND,
         "answer",
         'llmwiki query "…" --save --review (MCP query_wiki)',
         "review.stage:answer_stager",
@@ -112,7 +121,7 @@ KIND_ROWS: tuple[KindRow, ...] = (
         "then reject this candidate",
     ),
     KindRow(
-        "page/1",
+        PAGE_KIND,
         "page edit",
         "llmwiki review stage (MCP propose_page)",
         "review.stagepage:stage_pages",
@@ -123,7 +132,7 @@ KIND_ROWS: tuple[KindRow, ...] = (
         "then reject this candidate",
     ),
     KindRow(
-        "compile/1",
+        COMPILE_KIND,
         "compile run",
         "llmwiki compile",
         "compiler.service:compile_wiki",
@@ -134,7 +143,7 @@ KIND_ROWS: tuple[KindRow, ...] = (
         restage="run `llmwiki compile` again on the current tip, then reject this candidate",
     ),
     KindRow(
-        "move/1",
+        MOVE_KIND,
         "move",
         "llmwiki mv OLD NEW --review",
         "review.stagerewrite:stage_move",
@@ -154,7 +163,7 @@ KIND_ROWS: tuple[KindRow, ...] = (
         renames_files=True,
     ),
     KindRow(
-        "merge/1",
+        MERGE_KIND,
         "page merge",
         "llmwiki merge-pages KEEP FOLD",
         "review.stagerewrite:stage_merge",
@@ -177,7 +186,7 @@ KIND_ROWS: tuple[KindRow, ...] = (
         "aliases added: {aliases}; {from} deleted",
     ),
     KindRow(
-        "retraction/1",
+        RETRACT_KIND,
         "retraction",
         "llmwiki retract sources/…",
         "compiler.retract:retract",
@@ -198,9 +207,6 @@ KIND_ROWS: tuple[KindRow, ...] = (
 BY_NAME = {r.name: r for r in KIND_ROWS}
 #: Every kind's name, in table order.
 KINDS = tuple(BY_NAME)
-#: Names kept for the code that stages each kind (and for other modules' imports); nothing
-#: dispatches on them: read the row.
-KIND, PAGE_KIND, COMPILE_KIND, MOVE_KIND, MERGE_KIND, RETRACT_KIND = KINDS
 MULTI_KINDS = frozenset(r.name for r in KIND_ROWS if r.files)
 REWRITE_KINDS = frozenset(r.name for r in KIND_ROWS if r.rewrites_links)
 
