@@ -45,8 +45,9 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
 
 @cli.group()
 def review() -> None:
-    """Review candidates: answers (`query --save --review`) and page edits (`review stage`,
-    MCP propose_page) staged as `llmwiki/review/<id>` branches."""
+    """Review candidates staged as `llmwiki/review/<id>` branches: answers (`query --save
+    --review`), page edits (`review stage`, MCP propose_page), compile runs, moves, page
+    merges and retractions."""
 
 
 @review.command("stage")

@@ -1,11 +1,13 @@
-"""Candidates: ``refs/heads/llmwiki/review/<id>`` branches whose single commit adds, replaces
-or (``page/1`` only) deletes one page, described by a trailer block. A validated answer
-(``validated-answer/1``) may only write ``<wiki root>/queries/<slug>.md``; a page edit
-(``page/1``) any ``.md`` page under the wiki root except the generated index and journal.
-A multi-file kind (``compile/1``, ``retraction/1``) writes several such pages in its one
-commit, each listed in its trailers with its own precondition and digest, each under the page
-edit's rules; a retraction also deletes the one source its ``Llmwiki-Retracts`` trailer names
-(a regular file in the project's ``sources/``, deleted, never written)."""
+"""Candidates: ``refs/heads/llmwiki/review/<id>`` branches whose single commit writes what
+its trailer block lists; what each kind may write is its row of ``kinds.py``. A validated
+answer (``validated-answer/1``) may only write ``<wiki root>/queries/<slug>.md``; a page
+edit (``page/1``) adds, replaces or deletes any ``.md`` page under the wiki root except the
+generated index and journal. A multi-file kind (``compile/1``, ``move/1``, ``merge/1``,
+``retraction/1``) writes several such pages in its one commit, each listed in its trailers
+with its own precondition and digest, each under the page edit's rules; a retraction also
+deletes the one source its ``Llmwiki-Retracts`` trailer names (a regular file in the
+project's ``sources/``, deleted, never written). What each kind promises about its base is
+checked at approval (``review/promises.py``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Multi-file candidates: one commit that adds, replaces or deletes several pages, each listed
 in the trailers with its own precondition (``absent`` or the blob its writer read) and body
-digest. ``llmwiki compile`` stages its runs this way (kind ``compile/1``); a retraction or a
-move can reuse it with a kind of its own.
+digest: every kind whose row in ``publication/kinds.py`` has ``files`` (``compile/1``,
+``move/1``, ``merge/1``, ``retraction/1``) is staged this way.
 
 Every file is a ``.md`` page under the wiki root (never the generated index or journal,
 never in ``sources/``, never through a hidden folder) written as a regular file, and every
