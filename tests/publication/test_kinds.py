@@ -134,3 +134,28 @@ def test_every_schema_key_round_trips() -> None:
     assert parse({**found, "Llmwiki-Move-To": []}) is None
     assert parse({**found, "Llmwiki-Model": ["a", "b"]}) is None
     assert parse({**found, "Llmwiki-Kind": ["page/1", "page/1"]}) is None
+
+
+def test_docs_name_only_kinds_that_exist() -> None:
+    """A kind the docs name (``kind `x/1```, ``Llmwiki-Kind: x/1``, a row of the kind tables)
+    is a row of the table: a renamed or removed kind cannot linger in the docs."""
+    import re
+
+    form = re.compile(r"kind `([a-z-]+/\d+)`|Llmwiki-Kind: ([a-z-]+/\d+)|^\| `([a-z-]+/\d+)` \|")
+    named = {
+        f"{path.name}: {hit}"
+        for path in sorted((REPO_ROOT / "docs").glob("*.md"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        for match in form.finditer(line)
+        for hit in match.groups()
+        if hit
+    }
+    assert len(named) >= len(kinds.KINDS)  # the scan sees the docs' kinds
+    assert sorted(n for n in named if n.split(": ")[1] not in kinds.KINDS) == []
+
+
+def test_the_mcp_review_list_names_every_kind() -> None:
+    from llmwiki_git.mcptools.status import REVIEW_LIST
+
+    for row in kinds.KIND_ROWS:
+        assert row.name in REVIEW_LIST.description
