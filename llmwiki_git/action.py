@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import github
 from .errors import LlmwikiError, UsageError
+from .publication import kinds
 from .publication.candidates import BRANCH_PREFIX, is_candidate_id
 from .wording import plural
 from .workspace import Workspace
@@ -191,6 +192,16 @@ def _not_validated(environ: Mapping[str, str], cid: str, why: str) -> int:
     return 0
 
 
+def _kind_line(view: object) -> str:
+    """The summary's line naming the candidate's kind as its row shows it (`review show
+    --json`'s ``kind``: from the branch's trailers, so escaped), and what approval holds it to."""
+    kind = view.get("kind") if isinstance(view, dict) else None
+    row = kinds.row(kind) if isinstance(kind, str) else None
+    if row is None:
+        return ""
+    return f"\nA {row.shows_as} (<code>{github.md_text(row.name)}</code>): {github.md_text(row.promise)}.\n"
+
+
 def candidate(environ: Mapping[str, str]) -> int:
     """Would ``llmwiki review approve`` accept the candidate this pull request comes from?"""
     fail_on = _choice(environ, "fail-on", "broken", FAIL_ON)
@@ -242,6 +253,7 @@ def candidate(environ: Mapping[str, str]) -> int:
             )
         )
         return 0
+    shown = _kind_line(data)
     if verdict["ok"]:
         print(
             github.command(
@@ -250,7 +262,8 @@ def candidate(environ: Mapping[str, str]) -> int:
         )
         _summary(
             environ,
-            f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would pass.\n",
+            f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would pass.\n"
+            + shown,
         )
         return 0
     why = str(verdict.get("message") or verdict.get("code") or "no reason given")
@@ -264,7 +277,7 @@ def candidate(environ: Mapping[str, str]) -> int:
     _summary(
         environ,
         f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would be refused: "
-        f"{github.md_text(why)}\n",
+        f"{github.md_text(why)}\n" + shown,
     )
     return 0 if fail_on == "never" else 1
 

@@ -280,3 +280,5 @@ def test_the_action_says_a_forged_retraction_would_be_refused(repo: Repo, tmp_pa
         "approval would be refused" in line and "whose recorded sources" in line
         for line in run.commands
     ), run.commands
+    # the summary names the kind as its row shows it, and what approval holds it to
+    assert "A retraction (<code>retraction/1</code>): deletes the retracted source" in run.summary
