@@ -42,7 +42,7 @@ from .links import (
     split_md_key,
 )
 from .parts import PartedMap
-from .result import CheckResult, result_from_record, sort_problems
+from .result import CheckResult, ResultRow, result_from_record, sort_problems
 from .stale import CODES as SOURCING_CODES
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
@@ -50,7 +50,14 @@ FILE = "\x01"  # prefix of a file-name key in Facts.texts
 # its tree record instead of a new facts file (~5 MB on 10,000 pages, ~0.05 s to write):
 # (text -> paths newly using it, text -> outcome resolved, page path -> names key or None
 # when deleted, other file -> present, texts whose outcome was dropped, names fingerprint).
-Extras = tuple[Any, ...]
+Extras = tuple[
+    dict[str, tuple[str, ...]],  # link target text -> paths newly using it
+    dict[str, Outcome],  # link target text -> its outcome, resolved
+    dict[str, "str | None"],  # page path -> its names key, None when deleted
+    dict[str, bool],  # other file -> present
+    tuple[str, ...],  # texts whose outcome was dropped
+    str,  # names fingerprint ("" when unchanged)
+]
 NO_EXTRAS: Extras = ({}, {}, {}, {}, (), "")
 MAX_EXTRAS = 5000  # entries kept in a tree record before a tree gets a facts file of its own
 MAX_CHANGES = 2000  # beyond this a full check (scan cache) is cheaper than reading blobs
@@ -468,7 +475,7 @@ class _Resolver:
 def derive(
     read_blobs: ReadBlobs,
     locate: Locate,
-    base_rows: tuple[Any, ...],
+    base_rows: tuple[ResultRow, ...],
     facts: Facts,
     *,
     diff: bytes,
@@ -731,7 +738,8 @@ def merge_extras(first: Extras, second: Extras) -> Extras:
 
 
 def extras_size(extras: Extras) -> int:
-    return sum(map(len, extras[0].values())) + sum(map(len, extras[1:5]))
+    users, outcomes, names, files, dropped, _ = extras
+    return sum(map(len, users.values())) + len(outcomes) + len(names) + len(files) + len(dropped)
 
 
 def facts_id(fingerprint: str, tree: str) -> str:

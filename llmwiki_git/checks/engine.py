@@ -140,14 +140,14 @@ class CheckEngine:
         tree = self._tree_id(scope) if self.cache is not None else None
         key = f"orphans\0{self._tree_key(tree)}" if tree is not None else None
         record = (
-            self.cache.problems_get(key) if (self.cache is not None and key is not None) else None
+            self.cache.result_get(key) if (self.cache is not None and key is not None) else None
         )
         if record is not None:
             found = result_from_record(record).problems
         else:
             found = orphan_problems(self.load_wiki(scope, self.cache))
             if self.cache is not None and key is not None:
-                self.cache.problems_put(key, result_to_record(CheckResult(0, found)))
+                self.cache.result_put(key, result_to_record(CheckResult(0, found)))
         return CheckResult(result.checked, sort_problems(result.problems + found), result.base)
 
     def _tree_id(self, scope: str) -> str | None:

@@ -171,8 +171,7 @@ def _graph(
     links: dict[str, None] = {}
     dangling: dict[str, None] = {}
     known = resolved if resolved is not None else {}
-    for link in page.scan.raw_links:
-        text = link[3]
+    for _line, _col, _inner, text, _label, _embed in page.scan.raw_links:
         meaning = known.get(text)
         if meaning is None:
             target = parse_target(text)
