@@ -445,6 +445,43 @@ def test_no_module_over_800_lines(tmp_path: Path) -> None:
     assert long_modules(tmp_path) == ["big.py: 801 lines"]
 
 
+# A function's length in statements (every statement it holds, nested ones too, the
+# ``def`` not counted): unlike lines, ruff format cannot move it. docs/architecture.md.
+MAX_FUNCTION_STATEMENTS = 60
+# The functions allowed past it, at most 5; each is still long (or leaves the list).
+LONG_FUNCTIONS = frozenset(
+    {
+        "compiler/retract.py:retract",
+        "compiler/service.py:compile_wiki",
+        "retrieval/indexer.py:_write",
+        "retrieval/search.py:search",
+        "wiki/scanner.py:_scan_simple",
+    }
+)
+
+
+def long_functions(package: Path, limit: int = MAX_FUNCTION_STATEMENTS) -> dict[str, int]:
+    """``module:function`` -> statements, for each function of ``package`` over ``limit``."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                count = sum(isinstance(inner, ast.stmt) for inner in ast.walk(node)) - 1
+                if count > limit:
+                    found[f"{path.relative_to(package).as_posix()}:{node.name}"] = count
+    return found
+
+
+def test_at_most_five_long_functions(tmp_path: Path) -> None:
+    assert len(LONG_FUNCTIONS) <= 5
+    found = long_functions(REPO_ROOT / "llmwiki_git")
+    assert sorted(set(found) - LONG_FUNCTIONS) == [], "break these into named steps"
+    assert sorted(LONG_FUNCTIONS - set(found)) == [], "no longer long: drop from LONG_FUNCTIONS"
+    body = "".join(f"    x{i} = {i}\n" for i in range(61))
+    (tmp_path / "m.py").write_text(f"def short():\n    pass\n\n\ndef f():\n{body}")
+    assert long_functions(tmp_path) == {"m.py:f": 61}  # the count sees one
+
+
 def test_git_commands_only_in_gitstore() -> None:
     """Every git command line is written once, in gitstore/ (a typed helper of
     ``gitstore.git.Git``); the rest of the package calls those helpers."""

@@ -23,7 +23,8 @@ from ..problems import make
 from ..wiki.model import Wiki
 from .cache import ScanCache
 from .checker import check_wiki_with, names_fingerprint
-from .delta import MAX_EXTRAS, NO_EXTRAS, Extras, Facts, derive, extras_size, facts_id, merge_extras
+from .delta import Facts, derive
+from .extras import MAX_EXTRAS, NO_EXTRAS, Extras, extras_size, facts_id, merge_extras
 from .links import Checker, link_keys
 from .result import (
     CheckResult,

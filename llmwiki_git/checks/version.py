@@ -36,6 +36,7 @@ RULE_MODULES = (
     "checks/orphans.py",
     "checks/result.py",
     "checks/delta.py",
+    "checks/extras.py",
     "checks/cache.py",
     "checks/parts.py",
     "checks/stale.py",
