@@ -482,6 +482,81 @@ def test_at_most_five_long_functions(tmp_path: Path) -> None:
     assert long_functions(tmp_path) == {"m.py:f": 61}  # the count sees one
 
 
+# What module level holds across calls, each for the life of one process and none of it a
+# service's state (docs/architecture.md, "Nothing a service needs is kept in module globals").
+MODULE_STATE = frozenset(
+    {
+        "checks/links.py:_KEYS",  # memo: a markdown link's key by (folder, destination)
+        "gitstore/git.py:_COMMON_DIRS",  # memo: the common git dir find_root learnt
+        "gitstore/lock.py:_HELD",  # the lock descriptors this process holds (forks close them)
+        "gitstore/transaction.py:_passed",  # crash points passed (the crash tests' counter)
+        "providers/base.py:user_agent",  # memo (lru_cache): the User-Agent string
+        "providers/http.py:_TLS",  # the TLS context, built once (~0.2 s each)
+        "terms.py:_word_with_marks",  # memo (lru_cache): a compiled pattern
+        "wiki/slug.py:slugify",  # memo (lru_cache) of a pure function
+    }
+)
+_MUTATORS = frozenset(
+    {"append", "add", "update", "clear", "pop", "popitem", "setdefault", "discard", "remove"}
+    | {"extend", "insert"}
+)
+
+
+def module_state(package: Path) -> set[str]:
+    """``module:name`` of each module-level name that changes after import: one a function
+    declares ``global``, a module-level container some code adds to (``name[k] = v``,
+    ``name.append(...)``, ...), a function memoized with ``lru_cache``/``cache``."""
+    found = set()
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(package).as_posix()
+        top: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                top.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                top.add(node.target.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    called = decorator.func if isinstance(decorator, ast.Call) else decorator
+                    name = getattr(called, "attr", getattr(called, "id", ""))
+                    if name in ("lru_cache", "cache"):
+                        found.add(f"{rel}:{node.name}")
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Global):
+                names = node.names
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _MUTATORS
+                and isinstance(node.func.value, ast.Name)
+            ):
+                names = [node.func.value.id]
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = [node.target] if isinstance(node, ast.AugAssign) else node.targets
+                names = [
+                    target.value.id
+                    for target in targets
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                ]
+            found.update(f"{rel}:{name}" for name in names if name in top)
+    return found
+
+
+def test_module_state_is_the_documented_list(tmp_path: Path) -> None:
+    assert module_state(REPO_ROOT / "llmwiki_git") == MODULE_STATE
+    doc = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for entry in MODULE_STATE:
+        assert f"`{entry.split(':')[0]}`" in doc, entry
+    (tmp_path / "m.py").write_text(
+        "from functools import lru_cache\nSEEN = {}\nCONST = {'a': 1}\nN = 0\n\n\n"
+        "@lru_cache(maxsize=1)\ndef f():\n    SEEN['x'] = 1\n\n\n"
+        "def g():\n    global N\n    N += 1\n    return CONST['a']\n"
+    )
+    assert module_state(tmp_path) == {"m.py:f", "m.py:SEEN", "m.py:N"}
+
+
 def test_git_commands_only_in_gitstore() -> None:
     """Every git command line is written once, in gitstore/ (a typed helper of
     ``gitstore.git.Git``); the rest of the package calls those helpers."""
