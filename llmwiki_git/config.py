@@ -52,6 +52,11 @@ class Settings:
         tuple[str, str], ...
     ] = ()  # (problem code, severity) from [check.severity]
 
+    @property
+    def max_page_bytes(self) -> int:
+        """``max_page_mb`` in bytes: the page limit every reader and writer applies."""
+        return self.max_page_mb * 1024 * 1024
+
 
 MAX_CONFIG_BYTES = 1024 * 1024  # a settings file is a few lines; anything bigger is refused unread
 

@@ -557,6 +557,17 @@ def test_module_state_is_the_documented_list(tmp_path: Path) -> None:
     assert module_state(tmp_path) == {"m.py:f", "m.py:SEEN", "m.py:N"}
 
 
+def test_the_page_limit_in_bytes_is_computed_once() -> None:
+    """``max_page_mb`` becomes bytes in one place (`Settings.max_page_bytes`)."""
+    written = [
+        f"{path.relative_to(REPO_ROOT).as_posix()}:{number}"
+        for path in sorted((REPO_ROOT / "llmwiki_git").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "max_page_mb * 1024" in line
+    ]
+    assert [where.split(":")[0] for where in written] == ["llmwiki_git/config.py"], written
+
+
 def test_git_commands_only_in_gitstore() -> None:
     """Every git command line is written once, in gitstore/ (a typed helper of
     ``gitstore.git.Git``); the rest of the package calls those helpers."""

@@ -16,7 +16,7 @@ from ..errors import StoreError
 from ..wiki import frontmatter
 from ..wiki.generated import is_evidence
 from ..wiki.model import Page, Wiki
-from ..wiki.pages import decode
+from ..wiki.pages import MAX_PAGE_BYTES, decode
 from ..wiki.parallel import MIN_PAGES, in_shares
 from ..wiki.slug import parse_target
 from ..wiki.snapshots import SourceFile
@@ -108,7 +108,7 @@ def _read_share(wiki: Wiki, wanted: list[Page]) -> list[tuple[Any, ...]]:
     resolved: dict[str, tuple[str | None, str | None]] = {}  # link text -> (page id, dangling key)
     for page in wanted:
         raw = data.get(page.path)
-        if not isinstance(raw, bytes) or len(raw) > 8 * 1024 * 1024:
+        if not isinstance(raw, bytes) or len(raw) > MAX_PAGE_BYTES:
             out.append((None, page.path, page.blob or ""))
             continue
         text, issues = decode(raw)

@@ -242,7 +242,7 @@ def run_at(
     ``kind`` planned at ``base``."""
     git = ws.require_git("planning a move")
     wiki = (load_wiki or ws.wiki)(base)
-    limit = ws.settings.max_page_mb * 1024 * 1024
+    limit = ws.settings.max_page_bytes
     if kind == MOVE_KIND:
         old, new = clean_pair(source, target)
         return move_run(git, base, wiki, old, new, ws.project_prefix, limit)
