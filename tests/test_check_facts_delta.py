@@ -216,6 +216,7 @@ def test_concurrent_hooks_after_a_switch_agree_and_leave_a_sound_cache(
     assert agrees(repo, *HOOK)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", ["wiki", ""])
 def test_a_hook_killed_mid_write_leaves_a_usable_cache(repo: Repo, root: str) -> None:
     """kill -9 inside cache writes of cold checks and of branch-switch hooks (between a

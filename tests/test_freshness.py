@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from .conftest import REPO_ROOT, Repo, page
 from .test_mcp import FAST, ok, run, session
@@ -18,6 +19,7 @@ SCHEMA = json.loads(
 )
 
 
+@pytest.mark.slow
 def test_context_and_mcp_carry_each_pages_freshness(repo: Repo, tmp_path: Path) -> None:
     repo.write("sources/a.md", "# A\n\nAlpha facts about walruses.\n")
     repo.write("sources/b.md", "# B\n\nBeta facts about walruses.\nmore\n")
