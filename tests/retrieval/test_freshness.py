@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from .conftest import REPO_ROOT, Repo, page
-from .test_mcp import FAST, ok, run, session
-from .test_stale_check import fed
+from ..checks.test_stale_check import fed
+from ..conftest import REPO_ROOT, Repo, page
+from ..mcptools.test_mcp import FAST, ok, run, session
 
 SCHEMA = json.loads(
     (REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pack.schema.json").read_text()

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 OLD = "deadbeef" * 5  # a blob id no source here has
 

@@ -18,7 +18,7 @@ import pytest
 from llmwiki_git.checks.cache import stored
 from llmwiki_git.wiki.parallel import MIN_PAGES, in_shares
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 SERIAL = {"LLMWIKI_SERIAL_SCAN": "1"}
 

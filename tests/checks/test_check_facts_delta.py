@@ -18,7 +18,7 @@ import pytest
 from llmwiki_git.checks.cache import store, stored
 from llmwiki_git.checks.version import CACHE_VERSION
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 HOOK = ("--staged", "--base", "HEAD")
 
