@@ -21,7 +21,7 @@ CONFIG_PATH = ".llmwiki/config.toml"
 
 # The valid values of the settings that name a choice, import-light, so that every command
 # validates them at load: the providers from the one provider table (providertable.py);
-# tests/test_cli_edges.py asserts that the modes match what search accepts.
+# tests/cli/test_cli_edges.py asserts that the modes match what search accepts.
 RETRIEVAL_MODES = ("rrf", "rerank", "cosine", "bm25")
 
 #: setting -> (environment variable that overrides it, valid values)

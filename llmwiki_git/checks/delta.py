@@ -13,7 +13,7 @@ link target's outcome, and which pages use which target) and re-checks only:
 A link's outcome depends only on the pages answering to its slug (by stem or alias) and
 the attachments of its file name, so every other outcome stays valid. Anything this
 cannot reason about (symlinks, submodules, a change of the wiki root, thousands of changed
-files) returns None and the caller runs the full check. tests/test_check_cli.py compares
+files) returns None and the caller runs the full check. tests/cli/test_check_cli.py compares
 every path here with an uncached full check.
 """
 

@@ -303,7 +303,7 @@ def provenance(
 
 _CITATION = re.compile(
     r"\^\[([^\[\]\n]+)\]"
-)  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
+)  # no "[" inside: linear on a run of "^[" (tests/wiki/test_linear_links.py)
 _CITED = re.compile(r"\s*(?P<file>[^\s:;,]+?)(?::(?P<start>\d{1,9})(?:-(?P<end>\d{1,9}))?)?\s*")
 _TEXT_EXTS = (".md", ".markdown", ".txt")
 # The items of a page's `Sourcing`, told apart by their first field (mypy narrows on it).
