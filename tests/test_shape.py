@@ -568,6 +568,30 @@ def test_the_page_limit_in_bytes_is_computed_once() -> None:
     assert [where.split(":")[0] for where in written] == ["llmwiki_git/config.py"], written
 
 
+#: The modules whose records the check engine and its caches pass around: every field typed
+#: (tagged tuples mypy narrows, NamedTuples), no ``tuple[Any, ...]`` that strict mypy cannot see into.
+TYPED_RECORDS = (
+    "checks/links.py",
+    "checks/result.py",
+    "checks/extras.py",
+    "wiki/pages.py",
+    "wiki/scanner.py",
+    "wiki/provenance.py",
+    "wiki/parallel.py",
+)
+
+
+def test_the_check_records_are_typed_field_by_field() -> None:
+    package = REPO_ROOT / "llmwiki_git"
+    untyped = [
+        f"{name}:{number}"
+        for name in TYPED_RECORDS
+        for number, line in enumerate((package / name).read_text(encoding="utf-8").splitlines(), 1)
+        if "tuple[Any" in line
+    ]
+    assert untyped == []
+
+
 def test_git_commands_only_in_gitstore() -> None:
     """Every git command line is written once, in gitstore/ (a typed helper of
     ``gitstore.git.Git``); the rest of the package calls those helpers."""
