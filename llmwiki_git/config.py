@@ -21,7 +21,7 @@ CONFIG_PATH = ".llmwiki/config.toml"
 
 # The valid values of the settings that name a choice, import-light, so that every command
 # validates them at load: the providers from the one provider table (providertable.py);
-# tests/test_cli_edges.py asserts that the modes match what search accepts.
+# tests/cli/test_cli_edges.py asserts that the modes match what search accepts.
 RETRIEVAL_MODES = ("rrf", "rerank", "cosine", "bm25")
 
 #: setting -> (environment variable that overrides it, valid values)
@@ -51,6 +51,11 @@ class Settings:
     check_severity: tuple[
         tuple[str, str], ...
     ] = ()  # (problem code, severity) from [check.severity]
+
+    @property
+    def max_page_bytes(self) -> int:
+        """``max_page_mb`` in bytes: the page limit every reader and writer applies."""
+        return self.max_page_mb * 1024 * 1024
 
 
 MAX_CONFIG_BYTES = 1024 * 1024  # a settings file is a few lines; anything bigger is refused unread

@@ -36,7 +36,7 @@
 Ctrl-C (SIGINT) exits 130, as shells report a command that SIGINT ended, with one line on
 stderr. Anything else escaping to the CLI is a bug: exit 3 with a one-line hint to re-run with
 ``--traceback``. Below the three entry points (cli/app.py, mcp_server.py, action.py) code
-catches these or named builtin exceptions, never ``Exception`` (tests/test_shape.py);
+catches these or named builtin exceptions, never ``Exception`` (tests/test_exceptions.py);
 :data:`DATA_ERRORS` and :data:`BEST_EFFORT_ERRORS` name the two usual sets.
 """
 

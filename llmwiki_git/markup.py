@@ -4,7 +4,7 @@ and retrieval's chunk cleaning (both strip HTML comments from text anyone can wr
 ``<!--.*?-->`` as a regex rescans the rest of the text from every ``<!--`` that is never
 closed: a page of 100,000 ``<!--`` takes minutes. ``strip_comments`` finds each opening and
 its first closing with ``str.find`` and stops at the first opening without one, the same
-result in one pass (tests/test_linear_links.py)."""
+result in one pass (tests/wiki/test_linear_links.py)."""
 
 from __future__ import annotations
 

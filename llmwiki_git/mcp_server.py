@@ -21,10 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
 
 from .errors import LlmwikiError, WikiError, install_hint
+
+if TYPE_CHECKING:
+    from .mcptools.base import Tool
+    from .workspace import Workspace
 
 SDK_MISSING = f"llmwiki serve needs the MCP SDK: {install_hint('local,mcp')}"
 SERVER_NAME = "llmwiki"
@@ -91,86 +95,134 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
     whose repository contains ``root``. Raises `LlmwikiError` when the SDK is missing or
     ``root`` is not a wiki."""
     _sdk()
-    import anyio
-    import anyio.to_thread
-    from jsonschema import Draft202012Validator
-    from mcp import types
     from mcp.server.lowlevel import Server
-    from mcp.shared.exceptions import MCPError
 
-    from .mcptools import TOOLS
-    from .pages.service import find_page, read_confined
-    from .wiki.generated import index_path
-    from .wiki.model import Wiki
-    from .wiki.titles import stem_title
     from .workspace import Workspace
 
     # Long-lived: a call with no file changed skips the git listing, and the one retrieval
     # service keeps what it loaded warm for the next call (retrieval/service.py).
     ws = Workspace.open(Path(root), wiki_dir=wiki_dir, long_lived=True)
-    tools = {t.name: t for t in TOOLS}
-    validators = {}
-    for t in TOOLS:
-        Draft202012Validator.check_schema(t.input_schema)
-        validators[t.name] = Draft202012Validator(t.input_schema)
-    serial = anyio.Lock()  # one call at a time: the services are synchronous and share the project
+    serial = _Serial()
+    tools = _Tools(ws, serial)
+    resources = _Resources(ws, serial)
+    return Server(
+        SERVER_NAME,
+        version=_own_version(),
+        title="llmwiki",
+        instructions=INSTRUCTIONS,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+        on_list_resources=resources.list_resources,
+        on_list_resource_templates=resources.list_templates,
+        on_read_resource=resources.read_resource,
+    )
 
-    async def in_thread(fn: Callable[[], T]) -> T:
-        async with serial:
+
+class _Serial:
+    """Runs the services' calls one at a time in a worker thread: they are synchronous and
+    share the project, and the event loop keeps answering pings meanwhile."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self._lock = anyio.Lock()
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        import anyio.to_thread
+
+        async with self._lock:
             return await anyio.to_thread.run_sync(fn)
 
-    listing = [
-        types.Tool(
-            name=t.name,
-            title=t.title,
-            description=t.description,
-            input_schema=t.input_schema,
-            output_schema=t.output_schema,
-            annotations=types.ToolAnnotations(
-                title=t.title,
-                read_only_hint=t.read_only,
-                destructive_hint=False,
-                idempotent_hint=t.read_only,
-                open_world_hint=t.open_world,
-            ),
-        )
-        for t in tools.values()
-    ]
 
-    async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=listing)
+def _tool_entry(tool: Tool) -> Any:
+    """How ``tools/list`` shows ``tool``."""
+    from mcp import types
 
-    def failure(message: str) -> Any:
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=message)], is_error=True
-        )
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=types.ToolAnnotations(
+            title=tool.title,
+            read_only_hint=tool.read_only,
+            destructive_hint=False,
+            idempotent_hint=tool.read_only,
+            open_world_hint=tool.open_world,
+        ),
+    )
 
-    async def call_tool(ctx: Any, params: Any) -> Any:
-        tool = tools.get(params.name)
+
+def _failure(message: str) -> Any:
+    """A tool result that reports an error (a tool never crashes the server)."""
+    from mcp import types
+
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+class _Tools:
+    """The tools of ``mcptools/``: listed, and called with arguments checked against their
+    JSON Schema before anything runs."""
+
+    def __init__(self, ws: Workspace, serial: _Serial) -> None:
+        from jsonschema import Draft202012Validator
+
+        from .mcptools import TOOLS
+
+        self.ws, self.serial = ws, serial
+        self.tools = {t.name: t for t in TOOLS}
+        self.validators = {}
+        for t in TOOLS:
+            Draft202012Validator.check_schema(t.input_schema)
+            self.validators[t.name] = Draft202012Validator(t.input_schema)
+        self.listing = [_tool_entry(t) for t in self.tools.values()]
+
+    async def list_tools(self, ctx: Any, params: Any) -> Any:
+        from mcp import types
+
+        return types.ListToolsResult(tools=self.listing)
+
+    async def call_tool(self, ctx: Any, params: Any) -> Any:
+        from mcp import types
+
+        tool = self.tools.get(params.name)
         if tool is None:
-            return failure(f"unknown tool {params.name!r}; tools: {', '.join(tools)}")
+            return _failure(f"unknown tool {params.name!r}; tools: {', '.join(self.tools)}")
         try:
-            args = tool.arguments(params.arguments, validators[tool.name])
-            result = await in_thread(lambda: tool.handler(ws, args))
+            args = tool.arguments(params.arguments, self.validators[tool.name])
+            result = await self.serial.run(lambda: tool.handler(self.ws, args))
             text = json.dumps(result, indent=2, ensure_ascii=False)
         except Exception as exc:  # noqa: BLE001 - a tool error, never a dead server
-            return failure(_error_text(exc))
+            return _failure(_error_text(exc))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=result
         )
 
-    # -- resources --
 
-    def page_uri(page_id: str) -> str:
-        return PAGE_PREFIX + quote(page_id, safe="/")
+def _page_uri(page_id: str) -> str:
+    return PAGE_PREFIX + quote(page_id, safe="/")
 
-    def index_of(wiki: Wiki) -> str:
-        return index_path(wiki.root_dir)
 
-    def resources_listing(offset: int) -> tuple[list[Any], int | None]:
-        wiki = ws.wiki("worktree")
+class _Resources:
+    """The index page and every page as resources, read through the pages service
+    (confined to the wiki root)."""
+
+    def __init__(self, ws: Workspace, serial: _Serial) -> None:
+        self.ws, self.serial = ws, serial
+
+    def listing(self, offset: int) -> tuple[list[Any], int | None]:
+        """One page of ``resources/list`` from ``offset``, and where the next starts."""
+        from mcp import types
+
+        from .wiki.generated import index_path
+        from .wiki.titles import stem_title
+
+        wiki = self.ws.wiki("worktree")
         items: list[Any] = []
-        index = wiki.by_path.get(index_of(wiki))
+        index = wiki.by_path.get(index_path(wiki.root_dir))
         if index is not None:
             items.append(
                 types.Resource(
@@ -186,7 +238,7 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
                 continue
             items.append(
                 types.Resource(
-                    uri=page_uri(page.id),
+                    uri=_page_uri(page.id),
                     name=page.id,
                     title=page.scan.title or stem_title(page.stem),
                     description=f"{page.kind} page {page.path}",
@@ -196,46 +248,57 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         end = offset + RESOURCES_PER_PAGE
         return items[offset:end], end if end < len(items) else None
 
-    async def list_resources(ctx: Any, params: Any) -> Any:
+    async def list_resources(self, ctx: Any, params: Any) -> Any:
+        from mcp import types
+        from mcp.shared.exceptions import MCPError
+
         cursor = getattr(params, "cursor", None) if params is not None else None
         if cursor is not None and not (cursor.isdigit() and len(cursor) < 10):
             raise MCPError(code=-32602, message=f"invalid cursor {cursor!r}")
         try:
-            items, following = await in_thread(lambda: resources_listing(int(cursor or 0)))
+            items, following = await self.serial.run(lambda: self.listing(int(cursor or 0)))
         except Exception as exc:  # noqa: BLE001
             raise MCPError(code=INTERNAL_ERROR, message=_error_text(exc)) from exc
         return types.ListResourcesResult(
             resources=items, next_cursor=None if following is None else str(following)
         )
 
-    template = types.ResourceTemplate(
-        uri_template=PAGE_TEMPLATE,
-        name="page",
-        title="Wiki page",
-        description="The full text (frontmatter and body) of a page; pageId is its path from the wiki root "
-        "without .md (concepts/blobs), or a [[link]] target.",
-        mime_type="text/markdown",
-    )
+    async def list_templates(self, ctx: Any, params: Any) -> Any:
+        from mcp import types
 
-    async def list_templates(ctx: Any, params: Any) -> Any:
+        template = types.ResourceTemplate(
+            uri_template=PAGE_TEMPLATE,
+            name="page",
+            title="Wiki page",
+            description="The full text (frontmatter and body) of a page; pageId is its path "
+            "from the wiki root without .md (concepts/blobs), or a [[link]] target.",
+            mime_type="text/markdown",
+        )
         return types.ListResourceTemplatesResult(resource_templates=[template])
 
-    def read(uri: str) -> str:
-        wiki = ws.wiki("worktree")
+    def text(self, uri: str) -> str:
+        """The text of the resource at ``uri``; `WikiError` when there is none."""
+        from .pages.service import find_page, read_confined
+        from .wiki.generated import index_path
+
+        wiki = self.ws.wiki("worktree")
         if uri == INDEX_URI:
-            path = index_of(wiki)
+            path = index_path(wiki.root_dir)
             if path not in wiki.by_path:
                 raise WikiError(f"no index page ({path}); run `llmwiki index` to generate it")
-            return read_confined(ws, wiki, path)
+            return read_confined(self.ws, wiki, path)
         if uri.startswith(PAGE_PREFIX) and len(uri) > len(PAGE_PREFIX):
             page = find_page(wiki, page_id=unquote(uri[len(PAGE_PREFIX) :]))
-            return read_confined(ws, wiki, page.path)
+            return read_confined(self.ws, wiki, page.path)
         raise WikiError(f"unknown resource {uri!r}; use {INDEX_URI} or {PAGE_TEMPLATE}")
 
-    async def read_resource(ctx: Any, params: Any) -> Any:
+    async def read_resource(self, ctx: Any, params: Any) -> Any:
+        from mcp import types
+        from mcp.shared.exceptions import MCPError
+
         uri = str(params.uri)
         try:
-            text = await in_thread(lambda: read(uri))
+            text = await self.serial.run(lambda: self.text(uri))
         except LlmwikiError as exc:
             raise MCPError(code=RESOURCE_NOT_FOUND, message=str(exc), data={"uri": uri}) from exc
         except Exception as exc:  # noqa: BLE001
@@ -245,18 +308,6 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]
         )
-
-    return Server(
-        SERVER_NAME,
-        version=_own_version(),
-        title="llmwiki",
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
-    )
 
 
 def _frame_id(exc: Exception) -> int | str | None:

@@ -102,9 +102,7 @@ class Workspace:
     def snapshot(self, scope: str) -> Snapshot:
         """``worktree``, ``index``, or a revision (``HEAD``, a commit id, a branch)."""
         if scope == "worktree":
-            return WorktreeSnapshot(
-                self.root, self.git, max_bytes=self.settings.max_page_mb * 1024 * 1024
-            )
+            return WorktreeSnapshot(self.root, self.git, max_bytes=self.settings.max_page_bytes)
         git = self.require_git("checking the index or a commit", flag="--staged/--rev/--base")
         if scope == "index":
             return IndexSnapshot(git)
@@ -130,7 +128,7 @@ class Workspace:
             wiki_dir=self.settings.wiki_dir,
             project_prefix=self.project_prefix,
             cache=cache,
-            max_page_bytes=self.settings.max_page_mb * 1024 * 1024,
+            max_page_bytes=self.settings.max_page_bytes,
         )
 
     @property
@@ -221,7 +219,7 @@ class Workspace:
             self.wiki,
             wiki_dir=self.settings.wiki_dir,
             project_prefix=self.project_prefix,
-            limit=self.settings.max_page_mb * 1024 * 1024,
+            limit=self.settings.max_page_bytes,
             cache=self._cache(),
             severity=self.settings.check_severity,
         )

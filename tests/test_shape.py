@@ -445,6 +445,153 @@ def test_no_module_over_800_lines(tmp_path: Path) -> None:
     assert long_modules(tmp_path) == ["big.py: 801 lines"]
 
 
+# A function's length in statements (every statement it holds, nested ones too, the
+# ``def`` not counted): unlike lines, ruff format cannot move it. docs/architecture.md.
+MAX_FUNCTION_STATEMENTS = 60
+# The functions allowed past it, at most 5; each is still long (or leaves the list).
+LONG_FUNCTIONS = frozenset(
+    {
+        "compiler/retract.py:retract",
+        "compiler/service.py:compile_wiki",
+        "retrieval/indexer.py:_write",
+        "retrieval/search.py:search",
+        "wiki/scanner.py:_scan_simple",
+    }
+)
+
+
+def long_functions(package: Path, limit: int = MAX_FUNCTION_STATEMENTS) -> dict[str, int]:
+    """``module:function`` -> statements, for each function of ``package`` over ``limit``."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                count = sum(isinstance(inner, ast.stmt) for inner in ast.walk(node)) - 1
+                if count > limit:
+                    found[f"{path.relative_to(package).as_posix()}:{node.name}"] = count
+    return found
+
+
+def test_at_most_five_long_functions(tmp_path: Path) -> None:
+    assert len(LONG_FUNCTIONS) <= 5
+    found = long_functions(REPO_ROOT / "llmwiki_git")
+    assert sorted(set(found) - LONG_FUNCTIONS) == [], "break these into named steps"
+    assert sorted(LONG_FUNCTIONS - set(found)) == [], "no longer long: drop from LONG_FUNCTIONS"
+    body = "".join(f"    x{i} = {i}\n" for i in range(61))
+    (tmp_path / "m.py").write_text(f"def short():\n    pass\n\n\ndef f():\n{body}")
+    assert long_functions(tmp_path) == {"m.py:f": 61}  # the count sees one
+
+
+# What module level holds across calls, each for the life of one process and none of it a
+# service's state (docs/architecture.md, "Nothing a service needs is kept in module globals").
+MODULE_STATE = frozenset(
+    {
+        "checks/links.py:_KEYS",  # memo: a markdown link's key by (folder, destination)
+        "gitstore/git.py:_COMMON_DIRS",  # memo: the common git dir find_root learnt
+        "gitstore/lock.py:_HELD",  # the lock descriptors this process holds (forks close them)
+        "gitstore/transaction.py:_passed",  # crash points passed (the crash tests' counter)
+        "providers/base.py:user_agent",  # memo (lru_cache): the User-Agent string
+        "providers/http.py:_TLS",  # the TLS context, built once (~0.2 s each)
+        "terms.py:_word_with_marks",  # memo (lru_cache): a compiled pattern
+        "wiki/slug.py:slugify",  # memo (lru_cache) of a pure function
+    }
+)
+_MUTATORS = frozenset(
+    {"append", "add", "update", "clear", "pop", "popitem", "setdefault", "discard", "remove"}
+    | {"extend", "insert"}
+)
+
+
+def module_state(package: Path) -> set[str]:
+    """``module:name`` of each module-level name that changes after import: one a function
+    declares ``global``, a module-level container some code adds to (``name[k] = v``,
+    ``name.append(...)``, ...), a function memoized with ``lru_cache``/``cache``."""
+    found = set()
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(package).as_posix()
+        top: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                top.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                top.add(node.target.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    called = decorator.func if isinstance(decorator, ast.Call) else decorator
+                    name = getattr(called, "attr", getattr(called, "id", ""))
+                    if name in ("lru_cache", "cache"):
+                        found.add(f"{rel}:{node.name}")
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Global):
+                names = node.names
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _MUTATORS
+                and isinstance(node.func.value, ast.Name)
+            ):
+                names = [node.func.value.id]
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = [node.target] if isinstance(node, ast.AugAssign) else node.targets
+                names = [
+                    target.value.id
+                    for target in targets
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                ]
+            found.update(f"{rel}:{name}" for name in names if name in top)
+    return found
+
+
+def test_module_state_is_the_documented_list(tmp_path: Path) -> None:
+    assert module_state(REPO_ROOT / "llmwiki_git") == MODULE_STATE
+    doc = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for entry in MODULE_STATE:
+        assert f"`{entry.split(':')[0]}`" in doc, entry
+    (tmp_path / "m.py").write_text(
+        "from functools import lru_cache\nSEEN = {}\nCONST = {'a': 1}\nN = 0\n\n\n"
+        "@lru_cache(maxsize=1)\ndef f():\n    SEEN['x'] = 1\n\n\n"
+        "def g():\n    global N\n    N += 1\n    return CONST['a']\n"
+    )
+    assert module_state(tmp_path) == {"m.py:f", "m.py:SEEN", "m.py:N"}
+
+
+def test_the_page_limit_in_bytes_is_computed_once() -> None:
+    """``max_page_mb`` becomes bytes in one place (`Settings.max_page_bytes`)."""
+    written = [
+        f"{path.relative_to(REPO_ROOT).as_posix()}:{number}"
+        for path in sorted((REPO_ROOT / "llmwiki_git").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "max_page_mb * 1024" in line
+    ]
+    assert [where.split(":")[0] for where in written] == ["llmwiki_git/config.py"], written
+
+
+#: The modules whose records the check engine and its caches pass around: every field typed
+#: (tagged tuples mypy narrows, NamedTuples), no ``tuple[Any, ...]`` that strict mypy cannot see into.
+TYPED_RECORDS = (
+    "checks/links.py",
+    "checks/result.py",
+    "checks/extras.py",
+    "wiki/pages.py",
+    "wiki/scanner.py",
+    "wiki/provenance.py",
+    "wiki/parallel.py",
+)
+
+
+def test_the_check_records_are_typed_field_by_field() -> None:
+    package = REPO_ROOT / "llmwiki_git"
+    untyped = [
+        f"{name}:{number}"
+        for name in TYPED_RECORDS
+        for number, line in enumerate((package / name).read_text(encoding="utf-8").splitlines(), 1)
+        if "tuple[Any" in line
+    ]
+    assert untyped == []
+
+
 def test_git_commands_only_in_gitstore() -> None:
     """Every git command line is written once, in gitstore/ (a typed helper of
     ``gitstore.git.Git``); the rest of the package calls those helpers."""

@@ -141,7 +141,7 @@ def _save(
     note: Note | None,
 ) -> int:
     why = acceptance_problem(
-        result.question + "\n" + result.answer, max_bytes=ws.settings.max_page_mb * 1024 * 1024
+        result.question + "\n" + result.answer, max_bytes=ws.settings.max_page_bytes
     )
     if (
         why is not None

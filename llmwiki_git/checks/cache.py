@@ -25,10 +25,11 @@ import marshal
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..gitstore.transaction import crash_point
-from ..wiki.pages import PageScan
+from ..wiki.pages import PageScan, ScanRecord
+from .result import ProblemsRecord, ResultRecord
 from .version import CACHE_VERSION
 
 FOLDER = "check"  # inside <git-common-dir>/llmwiki/
@@ -132,7 +133,8 @@ class ScanCache:
         self._facts: dict[str, tuple[Any, ...] | None] | None = None
         self._facts_new: set[str] = set()
         self._scans: (
-            tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]], dict[str, int]] | None
+            tuple[dict[str, ScanRecord], dict[str, ProblemsRecord | ResultRecord], dict[str, int]]
+            | None
         ) = None
         self._trees: dict[str, tuple[Any, ...]] | None = None
         self._used: set[str] = set()
@@ -145,14 +147,14 @@ class ScanCache:
 
     def _scan_maps(
         self,
-    ) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]], dict[str, int]]:
+    ) -> tuple[dict[str, ScanRecord], dict[str, ProblemsRecord | ResultRecord], dict[str, int]]:
         if self._scans is None:
             loaded = _read(self.path, 3, self.version)
             self._scans = (loaded[0], loaded[1], loaded[2]) if loaded else ({}, {}, {})
         return self._scans
 
     @property
-    def records(self) -> dict[str, tuple[Any, ...]]:
+    def records(self) -> dict[str, ScanRecord]:
         """Raw scan records by blob id (the hot path reads them directly)."""
         return self._scan_maps()[0]
 
@@ -175,19 +177,34 @@ class ScanCache:
     def put(self, blob: str, scan: PageScan) -> None:
         self.put_record(blob, scan.to_record())
 
-    def put_record(self, blob: str, record: tuple[Any, ...]) -> None:
+    def put_record(self, blob: str, record: ScanRecord) -> None:
         """Store a plain scan record (`PageScan.to_record`'s form, as scan workers send)."""
         self.records[blob] = record
         self._used.add(blob)
         self._scans_dirty = True
 
-    def problems_get(self, key: str) -> tuple[Any, ...] | None:
+    def problems_get(self, key: str) -> ProblemsRecord | None:
+        """A page's problems (key: path, blob id and names fingerprint)."""
+        return cast("ProblemsRecord | None", self._problems_get(key))
+
+    def problems_put(self, key: str, record: ProblemsRecord) -> None:
+        self._problems_put(key, record)
+
+    def result_get(self, key: str) -> ResultRecord | None:
+        """A whole-wiki part of a check (orphans, sourcing), kept beside the pages' problems
+        under keys of its own (``orphans\0...``): the key says which record it is."""
+        return cast("ResultRecord | None", self._problems_get(key))
+
+    def result_put(self, key: str, record: ResultRecord) -> None:
+        self._problems_put(key, record)
+
+    def _problems_get(self, key: str) -> ProblemsRecord | ResultRecord | None:
         record = self._scan_maps()[1].get(key)
         if record is not None:
             self._used_problems.add(key)
         return record
 
-    def problems_put(self, key: str, record: tuple[Any, ...]) -> None:
+    def _problems_put(self, key: str, record: ProblemsRecord | ResultRecord) -> None:
         self._scan_maps()[1][key] = record
         self._used_problems.add(key)
         self._scans_dirty = True

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
 
 from ..problems import make as make_problem
 from ..wiki.model import Page, Wiki
 from ..wiki.parallel import in_shares
 from .cache import ScanCache
 from .links import PLAIN_OK, Checker, Outcome, link_keys
-from .result import CheckResult, problems_from_record, problems_to_record, sort_problems
+from .result import (
+    CheckResult,
+    ProblemsRecord,
+    problems_from_record,
+    problems_to_record,
+    sort_problems,
+)
 
 
 def fingerprint_of(
@@ -82,7 +87,7 @@ def check_wiki_with(
     return CheckResult(len(wiki.pages), sort_problems(found))
 
 
-def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tuple[Any, ...]]:
+def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[ProblemsRecord]:
     """Each page's problems as a cache record, on every core for many pages: the workers
     are forked once the wiki's lookup tables exist, and send back their records and the
     outcomes of their pages' targets (the engine's facts use every outcome)."""
@@ -91,7 +96,7 @@ def problem_records(wiki: Wiki, checker: Checker, pages: list[Page]) -> list[tup
     checker.prepare()  # lookup tables and the names pages claim, built once before any fork
     parent = os.getpid()
     shares = in_shares(lambda share: _share_records(checker, share, parent), pages)
-    records: list[tuple[Any, ...]] = []
+    records: list[ProblemsRecord] = []
     outcomes = checker.outcomes
     start = 0
     for share_records, share_outcomes in shares:
@@ -113,7 +118,7 @@ def _targets(pages: list[Page]) -> list[str]:
 
 def _share_records(
     checker: Checker, pages: list[Page], parent: int
-) -> tuple[list[tuple[Any, ...]], list[Outcome]]:
+) -> tuple[list[ProblemsRecord], list[Outcome]]:
     records = [problems_to_record(checker.page_problems(page) or []) for page in pages]
     if os.getpid() == parent:
         return records, []  # this process's outcomes are already in ``checker``

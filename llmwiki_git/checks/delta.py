@@ -13,7 +13,7 @@ link target's outcome, and which pages use which target) and re-checks only:
 A link's outcome depends only on the pages answering to its slug (by stem or alias) and
 the attachments of its file name, so every other outcome stays valid. Anything this
 cannot reason about (symlinks, submodules, a change of the wiki root, thousands of changed
-files) returns None and the caller runs the full check. tests/test_check_cli.py compares
+files) returns None and the caller runs the full check. tests/cli/test_check_cli.py compares
 every path here with an uncached full check.
 """
 
@@ -30,6 +30,7 @@ from ..wiki.model import Page, detect_root, names_wiki, page_kind
 from ..wiki.pages import scan_page
 from ..wiki.provenance import in_sources
 from ..wiki.slug import parse_target, slugify
+from .extras import NO_EXTRAS, Extras
 from .links import (
     MD,
     PLAIN_OK,
@@ -42,17 +43,10 @@ from .links import (
     split_md_key,
 )
 from .parts import PartedMap
-from .result import CheckResult, result_from_record, sort_problems
+from .result import CheckResult, ResultRow, result_from_record, sort_problems
 from .stale import CODES as SOURCING_CODES
 
 FILE = "\x01"  # prefix of a file-name key in Facts.texts
-# What a derived tree changed in the facts file it started from (see Facts.added), stored in
-# its tree record instead of a new facts file (~5 MB on 10,000 pages, ~0.05 s to write):
-# (text -> paths newly using it, text -> outcome resolved, page path -> names key or None
-# when deleted, other file -> present, texts whose outcome was dropped, names fingerprint).
-Extras = tuple[Any, ...]
-NO_EXTRAS: Extras = ({}, {}, {}, {}, (), "")
-MAX_EXTRAS = 5000  # entries kept in a tree record before a tree gets a facts file of its own
 MAX_CHANGES = 2000  # beyond this a full check (scan cache) is cheaper than reading blobs
 ReadBlobs = Callable[[Iterable[str]], dict[str, bytes]]  # `git cat-file` names -> contents
 Locate = Callable[
@@ -465,10 +459,13 @@ class _Resolver:
         return known
 
 
+Change = tuple[str, str, str, str]  # (status M, A or D, path, old blob id, new blob id)
+
+
 def derive(
     read_blobs: ReadBlobs,
     locate: Locate,
-    base_rows: tuple[Any, ...],
+    base_rows: tuple[ResultRow, ...],
     facts: Facts,
     *,
     diff: bytes,
@@ -479,9 +476,68 @@ def derive(
     """The check result of the tree ``diff`` leads to from the tree ``base_rows`` and
     ``facts`` describe. ``diff`` is ``git diff-index``/``diff-tree -z --no-renames`` output
     (its blob ids name the changed pages); ``locate`` names the unchanged pages to re-read
-    in the new tree, ``read_blobs`` reads them (`git cat-file` names)."""
+    in the new tree, ``read_blobs`` reads them (`git cat-file` names). None whenever the
+    delta cannot tell (the full check then runs): each step below says when."""
+    changes = _parse_diff(diff)
+    if changes is None or (wiki_dir is None and _root_appears(changes, facts, base)):
+        return None
+    root_dir = facts.root_dir
+    delta = _Delta(
+        facts, f"{root_dir}/" if root_dir else "", dict(facts.names_by_path), set(facts.other_files)
+    )
+    if not _sort_changes(delta, changes, base):
+        return None
+    if wiki_dir is None and detect_root(delta.all_paths(), base) != root_dir:
+        return None
+    if not _read_changed(delta, read_blobs, limit):
+        return None
+    outcomes, dropped, rechecked = _drop_outcomes(delta)
+    if rechecked and not _read_unchanged(delta, rechecked, locate, read_blobs, limit):
+        return None
+    new_facts, names_changed, files_changed = _derived_facts(delta, outcomes)
+    checked = _check_pages(delta, new_facts, outcomes)
+    if checked is None:
+        return None
+    found, resolver, added_users = checked
+    unknown = [text for text in resolver.resolved if text not in facts.outcomes]
+    if unknown:
+        new_facts.texts = facts.texts.copy()
+        new_facts.add_texts(unknown)
+    new_facts.added = (
+        {text: tuple(paths) for text, paths in added_users.items()},
+        {text: outcomes[text] for text in resolver.resolved},
+        names_changed,
+        files_changed,
+        tuple(dropped),
+        new_facts.fingerprint,
+    )
+    kept = _kept_problems(base_rows, delta)
+    return CheckResult(len(delta.names_by_path), sort_problems(kept + found)), new_facts
+
+
+@dataclass
+class _Delta:
+    """A derivation's view of the new tree, built step by step from the base's facts."""
+
+    facts: Facts  # the base's: never changed
+    prefix: str  # the wiki root, as a path prefix ("" at the repository root)
+    names_by_path: dict[str, str]  # every page of the new tree -> its names key
+    other_files: set[str]  # every file of the new tree that is not a page
+    affected_slugs: set[str] = field(default_factory=set)  # names some change adds or drops
+    affected_files: set[str] = field(default_factory=set)  # file names of changed attachments
+    to_read: dict[str, str] = field(default_factory=dict)  # changed page -> its new blob id
+    removed: set[str] = field(default_factory=set)  # deleted pages
+    fresh: dict[str, Page] = field(default_factory=dict)  # pages read and checked again
+
+    def all_paths(self) -> list[str]:
+        return list(self.names_by_path) + sorted(self.other_files) + list(self.to_read)
+
+
+def _parse_diff(diff: bytes) -> list[Change] | None:
+    """The changes ``diff`` lists; None when one is no plain change of a file (a symlink or
+    submodule, a rename, a path with a newline) or when there are over MAX_CHANGES."""
     fields = diff.split(b"\0")
-    changes: list[tuple[str, str, str, str]] = []  # (status, path, old names key or "", new blob)
+    changes: list[Change] = []
     for meta, raw in zip(fields[0::2], fields[1::2]):
         if not meta:
             continue
@@ -497,100 +553,124 @@ def derive(
         if "\n" in path:
             return None
         changes.append((parts[4], path, parts[2], parts[3]))
-    if len(changes) > MAX_CHANGES:
-        return None
-    root_dir = facts.root_dir
-    if wiki_dir is None:
-        wiki_root = f"{base}/wiki/" if base else "wiki/"
-        if root_dir == base and any(
-            status == "A" and path.startswith(wiki_root) for status, path, _, _ in changes
-        ):
-            return None  # a wiki/ folder appears: the wiki root moves
-    prefix = f"{root_dir}/" if root_dir else ""
+    return changes if len(changes) <= MAX_CHANGES else None
 
-    names_by_path = dict(facts.names_by_path)
-    other_files = set(facts.other_files)
-    affected_slugs: set[str] = set()
-    affected_files: set[str] = set()
-    to_read: dict[str, str] = {}  # path -> blob id in the new tree
-    removed: set[str] = set()
+
+def _root_appears(changes: list[Change], facts: Facts, base: str) -> bool:
+    """Whether a ``wiki/`` folder appears where the pages were at the project root: the
+    wiki root moves (only when it is detected, not configured)."""
+    wiki_root = f"{base}/wiki/" if base else "wiki/"
+    return facts.root_dir == base and any(
+        status == "A" and path.startswith(wiki_root) for status, path, _, _ in changes
+    )
+
+
+def _sort_changes(delta: _Delta, changes: list[Change], base: str) -> bool:
+    """Apply ``changes`` to the pages and files of ``delta``: the pages to read, the ones
+    removed, the names and file names affected. False when a deleted page is one the facts
+    do not know (they do not describe the base tree)."""
     for status, path, _old, new_blob in changes:
         if path[:1] == "." or "/." in path:
             continue
         is_page = (
-            path.startswith(prefix) and path[-3:].lower() == ".md" and not in_sources(path, base)
+            path.startswith(delta.prefix)
+            and path[-3:].lower() == ".md"
+            and not in_sources(path, base)
         )
         if not is_page:
-            affected_files.add(path.rsplit("/", 1)[-1].lower())
+            delta.affected_files.add(path.rsplit("/", 1)[-1].lower())
             if status == "D":
-                other_files.discard(path)
+                delta.other_files.discard(path)
             else:
-                other_files.add(path)
+                delta.other_files.add(path)
             continue
         if status == "D":
-            old_key = names_by_path.pop(path, None)
+            old_key = delta.names_by_path.pop(path, None)
             if old_key is None:
-                return None  # the facts do not describe the base tree
-            affected_slugs |= _answers_to(path, old_key)
-            removed.add(path)
+                return False
+            delta.affected_slugs |= _answers_to(path, old_key)
+            delta.removed.add(path)
         else:
-            to_read[path] = new_blob
-    if (
-        wiki_dir is None
-        and detect_root(list(names_by_path) + sorted(other_files) + list(to_read), base) != root_dir
-    ):
-        return None
+            delta.to_read[path] = new_blob
+    return True
 
-    if any(not blob.strip("0") for blob in to_read.values()):
-        return None  # no blob id (not a diff of two trees or of the index)
-    blobs = read_blobs(to_read.values()) if to_read else {}
-    fresh: dict[str, Page] = {}
-    for path, blob in to_read.items():
+
+def _read_changed(delta: _Delta, read_blobs: ReadBlobs, limit: int) -> bool:
+    """Read and scan the changed pages; a page whose names changed affects them, before and
+    after. False when a blob id is missing (not a diff of two trees or of the index) or a
+    blob cannot be read."""
+    if any(not blob.strip("0") for blob in delta.to_read.values()):
+        return False
+    blobs = read_blobs(delta.to_read.values()) if delta.to_read else {}
+    for path, blob in delta.to_read.items():
         data = blobs.get(blob)
         if data is None:
-            return None
-        page = page_of(path, prefix, None, data, limit)
+            return False
+        page = page_of(path, delta.prefix, None, data, limit)
         new_key = compact_key(path, page.scan.names_key)
-        old_key = names_by_path.get(path)
+        old_key = delta.names_by_path.get(path)
         if old_key is None or _link_names(old_key) != _link_names(new_key):
-            affected_slugs |= _answers_to(path, new_key)
+            delta.affected_slugs |= _answers_to(path, new_key)
             if old_key is not None:
-                affected_slugs |= _answers_to(path, old_key)
-        names_by_path[path] = new_key
-        fresh[path] = page
+                delta.affected_slugs |= _answers_to(path, old_key)
+        delta.names_by_path[path] = new_key
+        delta.fresh[path] = page
+    return True
 
-    outcomes = dict(facts.outcomes)  # a copy: the base's facts stay as they were
+
+def _drop_outcomes(delta: _Delta) -> tuple[dict[str, Outcome], dict[str, None], set[str]]:
+    """The base's outcomes without those an affected name or file name may change (a copy:
+    the base's facts stay as they were), the texts dropped, and the unchanged pages to
+    check again: those using a dropped text, and the co-claimants of a changed page's names."""
+    facts = delta.facts
+    outcomes = dict(facts.outcomes)
     rechecked: set[str] = set()
     dropped: dict[str, None] = {}
-    for name in [*affected_slugs, *(FILE + f for f in affected_files)]:
+    for name in [*delta.affected_slugs, *(FILE + f for f in delta.affected_files)]:
         for text in facts.texts_named(name):
             if outcomes.pop(text, None) is not None:
                 dropped[text] = None
             rechecked.update(facts.users_of(text))
-    rechecked |= _co_claimants(facts, names_by_path, [*to_read, *removed])
-    rechecked -= removed
-    rechecked -= set(fresh)
-    rechecked = {p for p in rechecked if p in names_by_path}
-    if rechecked:
-        where = locate(sorted(rechecked))
-        extra = read_blobs(where.values())
-        for path in rechecked:
-            data = extra.get(where.get(path, ""))
-            if data is None:
-                return None
-            fresh[path] = page_of(path, prefix, None, data, limit)
+    rechecked |= _co_claimants(facts, delta.names_by_path, [*delta.to_read, *delta.removed])
+    rechecked -= delta.removed
+    rechecked -= set(delta.fresh)
+    return outcomes, dropped, {p for p in rechecked if p in delta.names_by_path}
 
+
+def _read_unchanged(
+    delta: _Delta, paths: set[str], locate: Locate, read_blobs: ReadBlobs, limit: int
+) -> bool:
+    """Read the unchanged pages at ``paths`` from the new tree, to check them again; False
+    when one cannot be read."""
+    where = locate(sorted(paths))
+    extra = read_blobs(where.values())
+    for path in paths:
+        data = extra.get(where.get(path, ""))
+        if data is None:
+            return False
+        delta.fresh[path] = page_of(path, delta.prefix, None, data, limit)
+    return True
+
+
+def _derived_facts(
+    delta: _Delta, outcomes: dict[str, Outcome]
+) -> tuple[Facts, dict[str, str | None], dict[str, bool]]:
+    """The facts of the new tree (link usage still the base's: `_check_pages` adds to it),
+    with the pages whose names changed (None: deleted) and the files added (True) or
+    removed (False)."""
+    facts = delta.facts
+    names_by_path = delta.names_by_path
     names = set(facts.names)
-    for path in fresh:
+    for path in delta.fresh:
         names |= _page_names(path, names_by_path[path])
     names_changed: dict[str, str | None] = {
         path: names_by_path[path]
-        for path in fresh
+        for path in delta.fresh
         if facts.names_by_path.get(path) != names_by_path[path]
     }
-    names_changed.update(dict.fromkeys(removed))
-    files_changed = {path: True for path in other_files.difference(facts.other_files)}
-    files_changed.update(dict.fromkeys(set(facts.other_files).difference(other_files), False))
+    names_changed.update(dict.fromkeys(delta.removed))
+    files_changed = {path: True for path in delta.other_files.difference(facts.other_files)}
+    files_changed.update(dict.fromkeys(set(facts.other_files).difference(delta.other_files), False))
     same_names = not names_changed and not files_changed
     fingerprint = (
         facts.fingerprint
@@ -603,10 +683,10 @@ def derive(
         for path, key in names_changed.items():
             move_names(by_slug, path, facts.names_by_path.get(path), key)
     new_facts = Facts(
-        root_dir,
+        facts.root_dir,
         fingerprint,
         names,
-        sorted(other_files),
+        sorted(delta.other_files),
         outcomes,
         names_by_path,
         facts.paths,
@@ -614,22 +694,33 @@ def derive(
         facts.texts,
         by_slug,
     )
+    return new_facts, names_changed, files_changed
+
+
+def _check_pages(
+    delta: _Delta, new_facts: Facts, outcomes: dict[str, Outcome]
+) -> tuple[list[Problem], _Resolver, dict[str, list[str]]] | None:
+    """Check the pages read again, in path order, and list the links of the changed ones in
+    ``new_facts``: their problems, the resolver that found the outcomes the facts lacked,
+    and the link usage the base's facts did not list. None when an outcome is unknown."""
+    facts = delta.facts
     resolver = _Resolver(new_facts)
     checker = Checker(None, outcomes, FactsClaims(new_facts))
     found: list[Problem] = []
-    added_users: dict[str, list[str]] = {}  # link usage the base's facts did not list
+    added_users: dict[str, list[str]] = {}
     new_users = facts.users
     new_paths = facts.paths
-    if to_read:  # re-checked pages did not change: the base's facts list their links
+    position: dict[str, int] = {}
+    if delta.to_read:  # re-checked pages did not change: the base's facts list their links
         new_users, new_paths = new_users.copy(), list(new_paths)
         position = {path: i for i, path in enumerate(new_paths)}
-    for path in sorted(fresh):
-        page = fresh[path]
+    for path in sorted(delta.fresh):
+        page = delta.fresh[path]
         problems = checker.page_problems(page, fallback=resolver)
         if problems is None:
             return None
         found.extend(problems)
-        if path not in to_read:
+        if path not in delta.to_read:
             continue
         index = position.get(path)
         if index is None:
@@ -642,21 +733,15 @@ def derive(
                 new_users[text] = f"{listed} {mark}" if listed else mark
                 added_users.setdefault(text, []).append(path)
     new_facts.users, new_facts.paths = new_users, new_paths
-    unknown = [text for text in resolver.resolved if text not in facts.outcomes]
-    if unknown:
-        new_facts.texts = facts.texts.copy()
-        new_facts.add_texts(unknown)
-    new_facts.added = (
-        {text: tuple(paths) for text, paths in added_users.items()},
-        {text: outcomes[text] for text in resolver.resolved},
-        names_changed,
-        files_changed,
-        tuple(dropped),
-        fingerprint,
-    )
-    # Pages re-read here keep their provenance problems (stale.py: sourcing.derived_sourcing
-    # judges again those of pages whose record or sources changed); the rest they lose.
-    kept = result_from_record(
+    return found, resolver, added_users
+
+
+def _kept_problems(base_rows: tuple[ResultRow, ...], delta: _Delta) -> list[Problem]:
+    """The base's problems that still stand: not of a removed page, nor of a page checked
+    again -- except its provenance problems (sourcing.derived_sourcing judges again those
+    of pages whose record or sources changed)."""
+    fresh, removed = delta.fresh, delta.removed
+    return result_from_record(
         (
             0,
             tuple(
@@ -666,7 +751,6 @@ def derive(
             ),
         )
     ).problems
-    return CheckResult(len(names_by_path), sort_problems(kept + found)), new_facts
 
 
 def _co_claimants(facts: Facts, names_by_path: dict[str, str], changed: list[str]) -> set[str]:
@@ -705,36 +789,3 @@ def chained_fingerprint(base: str, names: dict[str, str | None], files: dict[str
         ]
     )
     return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def merge_extras(first: Extras, second: Extras) -> Extras:
-    """``first`` then ``second`` as one change of the facts file ``first`` started from
-    (paths using a text are united, in order; outcomes are dropped before they are added)."""
-    users = dict(first[0])
-    for text, paths in second[0].items():
-        users[text] = tuple(dict.fromkeys((*users.get(text, ()), *paths)))
-    dropped = set(second[4])
-    outcomes = (
-        {text: outcome for text, outcome in first[1].items() if text not in dropped}
-        if dropped
-        else dict(first[1])
-    )
-    outcomes.update(second[1])
-    return (
-        users,
-        outcomes,
-        {**first[2], **second[2]},
-        {**first[3], **second[3]},
-        tuple(dict.fromkeys((*first[4], *second[4]))),
-        second[5] or first[5],
-    )
-
-
-def extras_size(extras: Extras) -> int:
-    return sum(map(len, extras[0].values())) + sum(map(len, extras[1:5]))
-
-
-def facts_id(fingerprint: str, tree: str) -> str:
-    """The name of the facts a tree's check wrote: its names fingerprint and the tree (two
-    trees with the same names but other links have facts of their own)."""
-    return f"{fingerprint[:24]}{tree[:16]}"

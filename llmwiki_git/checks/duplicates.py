@@ -131,8 +131,7 @@ def inbound_links(wiki: Wiki) -> dict[str, int]:
     counts: dict[str, int] = {}
     resolved: dict[str, Resolution] = {}
     for page in wiki.pages:
-        for link in page.scan.raw_links:
-            text = link[3]
+        for _line, _col, _inner, text, _label, _embed in page.scan.raw_links:
             found = resolved.get(text)
             if found is None:
                 found = resolved[text] = wiki.resolve(parse_target(text))

@@ -23,7 +23,8 @@ from ..problems import make
 from ..wiki.model import Wiki
 from .cache import ScanCache
 from .checker import check_wiki_with, names_fingerprint
-from .delta import MAX_EXTRAS, NO_EXTRAS, Extras, Facts, derive, extras_size, facts_id, merge_extras
+from .delta import Facts, derive
+from .extras import MAX_EXTRAS, NO_EXTRAS, Extras, extras_size, facts_id, merge_extras
 from .links import Checker, link_keys
 from .result import (
     CheckResult,
@@ -140,14 +141,14 @@ class CheckEngine:
         tree = self._tree_id(scope) if self.cache is not None else None
         key = f"orphans\0{self._tree_key(tree)}" if tree is not None else None
         record = (
-            self.cache.problems_get(key) if (self.cache is not None and key is not None) else None
+            self.cache.result_get(key) if (self.cache is not None and key is not None) else None
         )
         if record is not None:
             found = result_from_record(record).problems
         else:
             found = orphan_problems(self.load_wiki(scope, self.cache))
             if self.cache is not None and key is not None:
-                self.cache.problems_put(key, result_to_record(CheckResult(0, found)))
+                self.cache.result_put(key, result_to_record(CheckResult(0, found)))
         return CheckResult(result.checked, sort_problems(result.problems + found), result.base)
 
     def _tree_id(self, scope: str) -> str | None:

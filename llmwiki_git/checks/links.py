@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Literal, Protocol
 from urllib.parse import unquote
 
 from ..problems import Problem
@@ -22,15 +22,23 @@ from ..problems import make as make_problem
 from ..wiki.destinations import destination
 from ..wiki.model import Page, Wiki
 from ..wiki.pages import PageScan
+from ..wiki.scanner import MdLink
 from ..wiki.slug import LinkTarget, parse_target, slugify
 
-# What a link's target text means in one wiki, independent of where the link stands:
-#   ("self",) | ("empty",) | ("broken", key) | ("ok", key, ref, alternatives, page_id, anchor_problem)
-#   | ("nofile", path): a markdown link to a path that does not exist
-Outcome = tuple[Any, ...]
+# What a link's target text means in one wiki, independent of where the link stands: one of
+# these records, told apart by their first field (mypy narrows `Outcome` on it). Plain
+# tuples, not NamedTuples: the facts file and the check's workers carry them with `marshal`,
+# which takes exact tuples only, and most of them are the one shared `PLAIN_OK`.
+SelfOutcome = tuple[Literal["self"]]  # an anchor of the page the link stands in
+EmptyOutcome = tuple[Literal["empty"]]  # ``[[]]``: names no page
+BrokenOutcome = tuple[Literal["broken"], str]  # ("broken", target key): resolves to no page
+# ("ok", target key or path, ref, alternatives, page id, anchor problem or None): resolves
+OkOutcome = tuple[Literal["ok"], str, str | None, tuple[str, ...], str | None, str | None]
+NoFileOutcome = tuple[Literal["nofile"], str]  # a markdown link to a path that does not exist
+Outcome = SelfOutcome | EmptyOutcome | BrokenOutcome | OkOutcome | NoFileOutcome
 # A link that resolves cleanly reports nothing, whatever it resolves to: those outcomes (most
 # of them) are this one tuple, which the facts file writes and loads once.
-PLAIN_OK: Outcome = ("ok", "", None, (), None, None)
+PLAIN_OK: OkOutcome = ("ok", "", None, (), None, None)
 MD = "\x03"  # prefix of a markdown link's key: MD + repository path [+ "#" + anchor]
 TITLE = "\x04"  # prefix of a title among the names pages claim (`Claims`)
 # A destination whose last component names a file (``page.md``, ``diagram.png``): checked.
@@ -59,11 +67,11 @@ def md_key(page_path: str, url: str) -> str | None:
 _KEYS: dict[tuple[str, str], str | None] = {}  # (folder, destination) -> md_key, memoized
 
 
-def md_keys(page: Page) -> Iterator[tuple[tuple[Any, ...], str]]:
+def md_keys(page: Page) -> Iterator[tuple[MdLink, str]]:
     """(markdown link, its key) for each checked markdown link of ``page``."""
     folder = page.path.rsplit("/", 1)[0] if "/" in page.path else ""
     for link in page.scan.md_links:
-        url = link[3]
+        _line, _col, _url_col, url = link
         if url[:1] == "#":
             yield link, f"{MD}{unquote(url) if '%' in url else url}"
             continue
@@ -78,7 +86,7 @@ def md_keys(page: Page) -> Iterator[tuple[tuple[Any, ...], str]]:
 
 def link_keys(page: Page) -> list[str]:
     """Every outcome key ``page`` uses: its wikilink targets, then its markdown links'."""
-    keys = [link[3] for link in page.scan.raw_links]
+    keys = [target for _line, _col, _inner, target, _label, _embed in page.scan.raw_links]
     if page.scan.md_links:
         keys.extend(key for _, key in md_keys(page))
     return keys
@@ -334,8 +342,7 @@ class Checker:
             if known is None:
                 return None
             source = _source_text(inner, embed)
-            kind = known[0]
-            if kind == "self":
+            if known[0] == "self":
                 target = parse_target(target_text)
                 what = _anchor_what(page.scan, target)
                 if what:
@@ -349,7 +356,7 @@ class Checker:
                             target.key,
                         )
                     )
-            elif kind == "empty":
+            elif known[0] == "empty":
                 out.append(
                     make_problem(
                         page.path,
@@ -360,13 +367,14 @@ class Checker:
                         "",
                     )
                 )
-            elif kind == "broken":
+            elif known[0] == "broken":
+                _, broken_key = known
                 out.append(
                     make_problem(
-                        page.path, line, col, "broken-link", f"broken link {source}", known[1]
+                        page.path, line, col, "broken-link", f"broken link {source}", broken_key
                     )
                 )
-            else:
+            elif known[0] == "ok":  # "nofile" is a markdown link's only
                 _, key, ref, alternatives, page_id, what = known
                 if alternatives:
                     fix = (
@@ -441,7 +449,7 @@ class Checker:
                         )
                     )  # as a wikilink's [[#anchor]]
             elif known[0] == "nofile":
-                path = known[1]
+                _, path = known
                 why = "it leaves the repository" if path.startswith("..") else f"no file {path}"
                 out.append(
                     make_problem(
@@ -453,7 +461,7 @@ class Checker:
                         path,
                     )
                 )
-            else:
+            elif known[0] == "ok":  # "empty" and "broken" are a wikilink's only
                 _, path, _ref, _alternatives, page_id, what = known
                 if what:
                     where = "this page" if page_id == page.id else page_id

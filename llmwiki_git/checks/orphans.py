@@ -24,8 +24,7 @@ def linked_pages(wiki: Wiki) -> set[str]:
     resolved: dict[str, str | None] = {}
     linked: set[str] = set()
     for page in wiki.pages:
-        for link in page.scan.raw_links:
-            text = link[3]
+        for _line, _col, _inner, text, _label, _embed in page.scan.raw_links:
             if text not in resolved:
                 target = parse_target(text)
                 found = (

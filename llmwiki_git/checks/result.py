@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 from ..problems import CODES, ERROR, UNCHECKABLE, WARNING, Problem
 from ..problems import make as make_problem
@@ -40,26 +39,35 @@ def sort_problems(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.path, p.line, p.col, p.code))
 
 
-def problems_to_record(problems: list[Problem]) -> tuple[Any, ...]:
+# A page's problems as the cache keeps them (plain tuples: `marshal` writes the cache), each
+# (line, column, code, target, message): the path is the cache key's.
+ProblemRow = tuple[int, int, str, str | None, str]
+ProblemsRecord = tuple[ProblemRow, ...]
+# A whole check's result: (pages checked, (path, line, column, code, target, message) rows).
+ResultRow = tuple[str, int, int, str, str | None, str]
+ResultRecord = tuple[int, tuple[ResultRow, ...]]
+
+
+def problems_to_record(problems: list[Problem]) -> ProblemsRecord:
     """One page's problems as cache rows (the path is the cache key's)."""
     return tuple((p.line, p.col, p.code, p.target, p.message) for p in problems)
 
 
-def problems_from_record(path: str, record: tuple[Any, ...]) -> list[Problem]:
+def problems_from_record(path: str, record: ProblemsRecord) -> list[Problem]:
     return [
         Problem(path, line, col, code, CODES[code], target, message)
         for line, col, code, target, message in record
     ]
 
 
-def result_to_record(result: CheckResult) -> tuple[Any, ...]:
+def result_to_record(result: CheckResult) -> ResultRecord:
     return (
         result.checked,
         tuple((p.path, p.line, p.col, p.code, p.target, p.message) for p in result.problems),
     )
 
 
-def result_from_record(record: tuple[Any, ...]) -> CheckResult:
+def result_from_record(record: ResultRecord) -> CheckResult:
     checked, rows = record
     return CheckResult(
         checked,

@@ -59,7 +59,7 @@ def full_sourcing(wiki: Wiki, project_prefix: str, cache: ScanCache | None) -> l
             "sourcing\0"
             + hashlib.sha1("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
         )
-        record = cache.problems_get(key)
+        record = cache.result_get(key)
         if record is not None:
             return result_from_record(record).problems
     lines = cache.source_lines() if cache is not None else {}
@@ -78,7 +78,7 @@ def full_sourcing(wiki: Wiki, project_prefix: str, cache: ScanCache | None) -> l
         if len(lines) != known:
             cache.lines_changed()
         if key is not None:
-            cache.problems_put(key, result_to_record(CheckResult(0, found)))
+            cache.result_put(key, result_to_record(CheckResult(0, found)))
     return found
 
 

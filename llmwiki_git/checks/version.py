@@ -10,7 +10,7 @@ produced it. Instead of a number someone must remember to bump, the version is a
 * the fields of a cached page scan.
 
 Change any of them and every cache file written before is ignored (and rewritten), never
-misread. tests/test_check_cache_version.py proves each input moves the version.
+misread. tests/checks/test_check_cache_version.py proves each input moves the version.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ RULE_MODULES = (
     "checks/orphans.py",
     "checks/result.py",
     "checks/delta.py",
+    "checks/extras.py",
     "checks/cache.py",
     "checks/parts.py",
     "checks/stale.py",

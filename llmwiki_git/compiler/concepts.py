@@ -49,7 +49,7 @@ MAX_TARGETS = 300  # link targets listed in one page request
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _CITE = re.compile(
     r"[ \t]?\^\[([^\[\]\n]+)\]"
-)  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
+)  # no "[" inside: linear on a run of "^[" (tests/wiki/test_linear_links.py)
 _SPAN = re.compile(r"^\s*(?P<file>.+?)(?::|#L)(?P<start>\d+)(?:-L?(?P<end>\d+))?\s*$")
 
 EXTRACT_SYSTEM = (

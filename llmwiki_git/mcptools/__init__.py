@@ -1,7 +1,7 @@
 """The MCP server's tools, each declared once (name, title, description, input and output
 schemas, handler: `base.Tool`) in the module of its family, and listed here in the order
 clients see them. A new tool: its declaration (and handler) in a module of this package, a
-line here, a section in docs/mcp.md (tests/test_mcp.py checks every argument is documented)."""
+line here, a section in docs/mcp.md (tests/mcptools/test_mcp.py checks every argument is documented)."""
 
 from __future__ import annotations
 

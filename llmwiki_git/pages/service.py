@@ -106,9 +106,7 @@ def read_confined(project: PagesProject, wiki: Wiki, rel_path: str) -> str:
         real = confine.confined(wiki_root, inner)
         if not real.lower().endswith(".md"):
             raise WikiError(f"{rel_path} resolves to a file that is not a .md page; refused")
-        data = confine.read_file(
-            real, max_bytes=project.settings.max_page_mb * 1024 * 1024, name=rel_path
-        )
+        data = confine.read_file(real, max_bytes=project.settings.max_page_bytes, name=rel_path)
     except PathRefused as exc:
         raise WikiError(f"{rel_path}: {exc.reason}; refused") from exc
     text, _issues = decode(data)

@@ -68,7 +68,7 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _WIKILINK = re.compile(r"!?\[\[([^\[\]\n]*?)\]\]")
 # Bracketed text never holds "[": an attempt that fails stops at the next "[" instead of
-# rescanning a run of them (linear on a page of 2,000,000 "["; tests/test_linear_links.py).
+# rescanning a run of them (linear on a page of 2,000,000 "["; tests/wiki/test_linear_links.py).
 _MDIMAGE = re.compile(r"!\[[^\[\]\n]*\]\([^)\n]*\)")
 _MDLINK = re.compile(r"\[([^\[\]\n]*)\]\([^)\n]*\)")
 _REFLINK = re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\]")

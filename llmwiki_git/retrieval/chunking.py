@@ -143,7 +143,7 @@ _BLOCK_REFERENCE = re.compile(
 )
 # Bracketed text never holds "[" (as the scanner reads links): an attempt that fails stops at
 # the next "[" instead of rescanning a run of them (linear on a page of 2,000,000 "[";
-# tests/test_linear_links.py). HTML comments go through markup.strip_comments for the same reason.
+# tests/wiki/test_linear_links.py). HTML comments go through markup.strip_comments for the same reason.
 _WIKILINK = re.compile(r"!?\[\[([^\[\]|\n]*)(?:\|([^\[\]\n]*))?\]\]")
 _MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"\n]*\")?\)")
 _URL = re.compile(r"(?=[fhwFHW])(?:\b(?:https?|ftp|file)://[^\s<>)\]]+|\bwww\.[^\s<>)\]]+)", re.I)

@@ -16,7 +16,7 @@ from ..errors import StoreError
 from ..wiki import frontmatter
 from ..wiki.generated import is_evidence
 from ..wiki.model import Page, Wiki
-from ..wiki.pages import decode
+from ..wiki.pages import MAX_PAGE_BYTES, decode
 from ..wiki.parallel import MIN_PAGES, in_shares
 from ..wiki.slug import parse_target
 from ..wiki.snapshots import SourceFile
@@ -108,7 +108,7 @@ def _read_share(wiki: Wiki, wanted: list[Page]) -> list[tuple[Any, ...]]:
     resolved: dict[str, tuple[str | None, str | None]] = {}  # link text -> (page id, dangling key)
     for page in wanted:
         raw = data.get(page.path)
-        if not isinstance(raw, bytes) or len(raw) > 8 * 1024 * 1024:
+        if not isinstance(raw, bytes) or len(raw) > MAX_PAGE_BYTES:
             out.append((None, page.path, page.blob or ""))
             continue
         text, issues = decode(raw)
@@ -171,8 +171,7 @@ def _graph(
     links: dict[str, None] = {}
     dangling: dict[str, None] = {}
     known = resolved if resolved is not None else {}
-    for link in page.scan.raw_links:
-        text = link[3]
+    for _line, _col, _inner, text, _label, _embed in page.scan.raw_links:
         meaning = known.get(text)
         if meaning is None:
             target = parse_target(text)

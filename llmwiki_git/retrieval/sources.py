@@ -13,7 +13,7 @@ from ..errors import PathRefused, SourceRefused
 
 _MARKER = re.compile(
     r"\^\[([^\[\]\n]+)\]"
-)  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
+)  # no "[" inside: linear on a run of "^[" (tests/wiki/test_linear_links.py)
 _SPAN = re.compile(r"^(?P<file>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 MAX_WINDOWS = 20
 MAX_LINES = 30

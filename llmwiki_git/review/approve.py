@@ -90,7 +90,7 @@ def evaluate(
         candidate,
         (tip_wiki or ws.wiki("worktree")).root_dir,
         ws.project_prefix,
-        max_bytes=ws.settings.max_page_mb * 1024 * 1024,
+        max_bytes=ws.settings.max_page_bytes,
     )
     if malformed is not None:
         extra = f": {RESTAGE}" if malformed.code == "not-single-commit" else ""

@@ -74,7 +74,7 @@ def evaluate_files(
             renamed = run.renamed
         if problem is not None:
             return refuse("plan-mismatch", f"candidate {cid} {problem}; reject it")
-    limit = ws.settings.max_page_mb * 1024 * 1024
+    limit = ws.settings.max_page_bytes
     writes: dict[str, str | None] = {}
     pages: list[dict[str, Any]] = []
     for f in t.files:

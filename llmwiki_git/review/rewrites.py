@@ -242,7 +242,7 @@ def run_at(
     ``kind`` planned at ``base``."""
     git = ws.require_git("planning a move")
     wiki = (load_wiki or ws.wiki)(base)
-    limit = ws.settings.max_page_mb * 1024 * 1024
+    limit = ws.settings.max_page_bytes
     planner = kinds.call(kinds.BY_NAME[kind].planner)
     run: RewriteRun = planner(git, base, wiki, source, target, ws.project_prefix, limit)
     return run

@@ -225,7 +225,7 @@ def show_view(ws: ReviewProject, candidate_id: str, onto: str | None = None) -> 
         pages = _pages(git, candidate, verdict.tip)
         diff = diff or "".join(p["diff"] for p in pages)
     elif t is not None and verdict.tip and not diff:
-        limit = ws.settings.max_page_mb * 1024 * 1024
+        limit = ws.settings.max_page_bytes
         size = git.object_size(f"{candidate.commit}:{t.target}")
         if size is not None and size > limit:  # a forged 40 MB page is not printed
             diff = f"(no diff: {t.target} is {size:,} bytes, over the {ws.settings.max_page_mb} MB page limit)\n"

@@ -204,7 +204,7 @@ def stage_locked(
         root_dir,
         ws.project_prefix,
         writes,
-        ws.settings.max_page_mb * 1024 * 1024,
+        ws.settings.max_page_bytes,
         recorded.retracts,
     )
     if not files:

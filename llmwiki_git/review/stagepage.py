@@ -98,7 +98,7 @@ def stage_pages(
                     "the branch has no commit yet", hint="commit the wiki first, then stage edits"
                 )
             root_dir = ws.wiki(base).root_dir
-            limit = ws.settings.max_page_mb * 1024 * 1024
+            limit = ws.settings.max_page_bytes
             sourced = [_with_sources(git, base, ws.project_prefix, edit) for edit in edits]
             planned = [
                 (*_plan(git, Path(ws.root), base, root_dir, edit, limit), pairs)
@@ -220,7 +220,7 @@ def worktree_edits(
             edits.append(PageEdit(rel, None, started_from))
             continue
         data = confine.read_file(
-            top / rel, max_bytes=ws.settings.max_page_mb * 1024 * 1024, name=rel, nofollow=True
+            top / rel, max_bytes=ws.settings.max_page_bytes, name=rel, nofollow=True
         )
         try:
             edits.append(PageEdit(rel, data.decode("utf-8"), started_from))

@@ -27,7 +27,7 @@ def _yaml() -> tuple[Any, type]:
 # (``\"``, ``\\``, ``\n``, ``\uXXXX``...: what a JSON-writing tool emits, and YAML reads the
 # same way); plain words; flow or block lists of those; dates; small integers) is read
 # without PyYAML, whose import alone costs the
-# pre-commit hook ~30 ms; anything else goes to PyYAML. tests/test_frontmatter.py checks
+# pre-commit hook ~30 ms; anything else goes to PyYAML. tests/wiki/test_frontmatter.py checks
 # every form against PyYAML.
 _KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*?))? *")
 _BAD = (

@@ -11,12 +11,12 @@ A target naming a non-markdown file (``diagram.png``) resolves to a file of that
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from ..confine import hidden_part
 from ..errors import PageReadError
 from ..gitstore.git import blob_id
-from .pages import MAX_PAGE_BYTES, Issue, PageScan, scan_page
+from .pages import MAX_PAGE_BYTES, Issue, PageScan, ScanRecord, scan_page
 from .parallel import read_and_scan
 from .provenance import sources_dir
 from .slug import LinkTarget, parse_target, slugify
@@ -27,7 +27,7 @@ class ScanStore(Protocol):
     """Page scans by blob id, kept between runs (the checker's cache implements it)."""
 
     @property
-    def records(self) -> dict[str, tuple[Any, ...]]: ...
+    def records(self) -> dict[str, ScanRecord]: ...
 
     def touch(self, blobs: list[str]) -> None: ...
 
@@ -35,7 +35,7 @@ class ScanStore(Protocol):
 
     def put(self, blob: str, scan: PageScan) -> None: ...
 
-    def put_record(self, blob: str, record: tuple[Any, ...]) -> None: ...
+    def put_record(self, blob: str, record: ScanRecord) -> None: ...
 
 
 CONCEPTS = "concepts"

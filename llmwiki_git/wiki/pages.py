@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from . import frontmatter
-from .provenance import RETRACTED_KEY, scan_sourcing, text_sourcing
-from .scanner import Anchors, Occurrence, scan_raw
+from .provenance import RETRACTED_KEY, Sourcing, scan_sourcing, text_sourcing
+from .scanner import Anchors, MdLink, Occurrence, RawLink, scan_raw
 from .slug import slugify
 from .titles import declared_title
 
@@ -23,6 +23,9 @@ class Issue(NamedTuple):
     line: int = 1
 
 
+RawIssue = tuple[str, str, int]  # the fields of an `Issue`, as the scan cache keeps them
+
+
 class PageScan(NamedTuple):
     """The parts of a page the link model uses; cached by blob id (see checks/cache.py).
 
@@ -31,24 +34,19 @@ class PageScan(NamedTuple):
     (the cached check of docs/benchmarks.md reads 10,000 of them). Headings and block ids are kept sorted, so records compare stably.
     """
 
-    title: (
-        str | None
-    )  # the title the page declares (titles.declared_title); None: its file name is its title
+    # The title the page declares (titles.declared_title); None: its file name is its title.
+    title: str | None
     aliases: tuple[str, ...]
-    raw_links: tuple[
-        tuple[Any, ...], ...
-    ]  # Occurrence fields; plain tuples when read from the cache
+    raw_links: tuple[RawLink, ...]  # `Occurrence` fields; plain tuples when read from the cache
     body_line: int
-    raw_issues: tuple[tuple[Any, ...], ...]
+    raw_issues: tuple[RawIssue, ...]  # `Issue` fields
     headings: tuple[str, ...] = ()
     blocks: tuple[str, ...] = ()
     alias_slugs: tuple[str, ...] = ()  # slugified aliases, unique, in order
-    md_links: tuple[tuple[Any, ...], ...] = ()  # local markdown links (scanner.MdLink)
+    md_links: tuple[MdLink, ...] = ()  # local markdown links
     meta_lines: tuple[int, int] = (0, 0)  # lines of the `title:` and `aliases:` keys (0: none)
     title_slug: str = ""  # slugify(title), kept: the names key of every page needs it on each run
-    sourcing: tuple[
-        tuple[Any, ...], ...
-    ] = ()  # sources named, retracted and cited (provenance.Sourcing)
+    sourcing: Sourcing = ()  # sources named, retracted and cited
 
     @property
     def names_key(self) -> str:
@@ -84,28 +82,56 @@ class PageScan(NamedTuple):
         """What other pages' links can depend on (aliases, headings, blocks)."""
         return (self.aliases, self.headings, self.blocks)
 
-    def to_record(self) -> tuple[Any, ...]:
+    def to_record(self) -> ScanRecord:
+        # marshal (the scan cache) carries exact tuples only: NamedTuple links become plain
         return (
             self.title,
             self.aliases,
-            tuple(map(tuple, self.raw_links)),
+            tuple(_plain_link(link) for link in self.raw_links),
             self.body_line,
-            tuple(map(tuple, self.raw_issues)),
+            tuple((code, message, line) for code, message, line in self.raw_issues),
             self.headings,
             self.blocks,
             self.alias_slugs,
-            tuple(map(tuple, self.md_links)),
-            tuple(self.meta_lines),
+            self.md_links,
+            (self.meta_lines[0], self.meta_lines[1]),
             self.title_slug,
             self.sourcing,
         )
 
     @classmethod
-    def from_record(cls, record: tuple[Any, ...]) -> PageScan:
+    def from_record(cls, record: ScanRecord) -> PageScan:
         return cls._make(record)
 
 
-def only_issue_record(code: str, message: str) -> tuple[Any, ...]:
+# A `PageScan` as a plain tuple, field for field: what the scan cache stores and scan workers
+# send back (both through `marshal`, which carries exact tuples only, no NamedTuples).
+ScanRecord = tuple[
+    str | None,  # title
+    tuple[str, ...],  # aliases
+    tuple[RawLink, ...],  # raw_links
+    int,  # body_line
+    tuple[RawIssue, ...],  # raw_issues
+    tuple[str, ...],  # headings
+    tuple[str, ...],  # blocks
+    tuple[str, ...],  # alias_slugs
+    tuple[MdLink, ...],  # md_links
+    tuple[int, int],  # meta_lines
+    str,  # title_slug
+    Sourcing,  # sourcing
+]
+
+
+def _plain_link(link: RawLink) -> RawLink:
+    line, col, inner, target, label, embed = link
+    return (line, col, inner, target, label, embed)
+
+
+def _plain_issues(issues: list[Issue]) -> tuple[RawIssue, ...]:
+    return tuple((issue.code, issue.message, issue.line) for issue in issues)
+
+
+def only_issue_record(code: str, message: str) -> ScanRecord:
     """The scan record of a page that could not be scanned, with why."""
     return (None, (), (), 0, ((code, message, 1),), (), (), (), (), (0, 0), "", ())
 
@@ -136,7 +162,7 @@ UNUSABLE = frozenset({"invalid-utf8", "unreadable-page", "page-too-large"})
 
 def unusable(scan: PageScan) -> Issue | None:
     """Why a page's text cannot be searched or quoted (None: it can), from its scan."""
-    return next((Issue._make(i) for i in scan.raw_issues if i[0] in UNUSABLE), None)
+    return next((Issue(*issue) for issue in scan.raw_issues if issue[0] in UNUSABLE), None)
 
 
 def unusable_notes(pages: list[tuple[str, PageScan]], limit: int = 10) -> list[str]:
@@ -204,7 +230,7 @@ def acceptance_problem(document: bytes | str, max_bytes: int = MAX_PAGE_BYTES) -
     )
 
 
-def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, ...]:
+def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> ScanRecord:
     """The scan of one page's bytes as a plain record (`PageScan` fields; links and issues
     plain tuples): what the scan cache stores and scan workers send back."""
     if len(data) > max_bytes:
@@ -215,7 +241,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
         )
     text, issues = decode(data)
     if text is None:
-        return (None, (), (), 0, tuple(map(tuple, issues)), (), (), (), (), (0, 0), "", ())
+        return (None, (), (), 0, _plain_issues(issues), (), (), (), (), (0, 0), "", ())
     meta = frontmatter.parse(text)
     if meta.error:
         issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
@@ -250,7 +276,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
         aliases,
         tuple(links),
         meta.body_line,
-        tuple(map(tuple, issues)),
+        _plain_issues(issues),
         tuple(sorted(headings)),
         tuple(sorted(blocks)),
         tuple(s for s in dict.fromkeys(map(slugify, aliases)) if s) if aliases else (),
@@ -282,7 +308,7 @@ def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:
     return PageScan._make(scan_record(data, max_bytes=max_bytes))
 
 
-def sourcing_of(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[tuple[Any, ...], ...]:
+def sourcing_of(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> Sourcing:
     """Only the provenance part of a page's scan (`PageScan.sourcing`): what the staged
     delta re-reads of a page whose sources changed, without scanning its links."""
     if len(data) > max_bytes or b"\0" in data:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from ..errors import PageReadError
 from ..gitstore.git import blob_id
-from .pages import MAX_PAGE_BYTES, PageScan, only_issue_record, scan_record
+from .pages import MAX_PAGE_BYTES, PageScan, ScanRecord, only_issue_record, scan_record
 from .snapshots import Snapshot, SourceFile
 
 MIN_PAGES = 400  # below this, starting workers costs more than it saves
@@ -34,7 +34,7 @@ R = TypeVar("R")
 
 # One file read and scanned: (path, blob id or None when unreadable, the scan as a plain
 # record, whether it was scanned now rather than found in ``known``).
-Scanned = tuple[str, "str | None", tuple[Any, ...], bool]
+Scanned = tuple[str, "str | None", ScanRecord, bool]
 
 
 def usable_cores() -> int:
@@ -74,7 +74,7 @@ def _read_and_scan(
     snapshot: Snapshot,
     items: list[SourceFile],
     max_bytes: int,
-    known: Mapping[str, tuple[Any, ...]],
+    known: Mapping[str, ScanRecord],
 ) -> list[Scanned]:
     out: list[Scanned] = []
     for path, data in snapshot.read(items).items():
@@ -184,7 +184,7 @@ def read_and_scan(
     snapshot: Snapshot,
     items: list[SourceFile],
     max_bytes: int = MAX_PAGE_BYTES,
-    known: Mapping[str, tuple[Any, ...]] | None = None,
+    known: Mapping[str, ScanRecord] | None = None,
 ) -> list[Scanned]:
     """Read ``items`` from ``snapshot`` and scan each, in order, on as many cores as are
     usable; a page whose blob has a record in ``known`` (the scan cache) is not scanned."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..gitstore.git import Git
 
@@ -303,10 +303,17 @@ def provenance(
 
 _CITATION = re.compile(
     r"\^\[([^\[\]\n]+)\]"
-)  # no "[" inside: linear on a run of "^[" (tests/test_linear_links.py)
+)  # no "[" inside: linear on a run of "^[" (tests/wiki/test_linear_links.py)
 _CITED = re.compile(r"\s*(?P<file>[^\s:;,]+?)(?::(?P<start>\d{1,9})(?:-(?P<end>\d{1,9}))?)?\s*")
 _TEXT_EXTS = (".md", ".markdown", ".txt")
-Sourcing = tuple[tuple[Any, ...], ...]
+# The items of a page's `Sourcing`, told apart by their first field (mypy narrows on it).
+# Plain tuples, not NamedTuples: they live in the scan cache, which `marshal` writes, and
+# marshal carries exact tuples only.
+SourceItem = tuple[Literal["s"], str, int, str]  # ("s", source, line, recorded blob or "")
+RetractedItem = tuple[Literal["r"], str, int]  # ("r", source, line)
+CitedItem = tuple[Literal["c"], str, int, int, int, int]  # ("c", name, line, col, start, end)
+SourcingItem = SourceItem | RetractedItem | CitedItem
+Sourcing = tuple[SourcingItem, ...]
 """A page's provenance as the checker caches it with the page's scan (``PageScan.sourcing``),
 paths from the project folder, lines 1-based in the file:
 ``("s", source, line, recorded blob or "")`` for each ``sources:`` entry,
@@ -345,7 +352,7 @@ def scan_sourcing(
 ) -> Sourcing:
     """The :data:`Sourcing` of a page: ``text``, its frontmatter ``raw`` and parsed ``data``
     (empty when malformed), and where its body starts (0-based line index, offset)."""
-    out: list[tuple[Any, ...]] = []
+    out: list[SourcingItem] = []
     made = claims(data) if raw is not None and data else Claims()
     if made:
         lines = raw.split("\n") if raw is not None else []
@@ -381,13 +388,13 @@ def scan_sourcing(
 _CODE_MARKS = ("```", "~~~", "<!--", "\t", "\r", "\n    ")
 
 
-def _citations(text: str, body_line: int, body_offset: int) -> list[tuple[Any, ...]]:
+def _citations(text: str, body_line: int, body_offset: int) -> list[CitedItem]:
     """The ``("c", ...)`` items of a page's body: citation markers outside code. A body with no
     fence, comment, tab or indented line (most pages) is searched at once, masking inline
     code only on the lines holding a marker; any other walks its lines (scanner.prose_lines)."""
     from .scanner import mask_code_spans, prose_lines
 
-    out: list[tuple[Any, ...]] = []
+    out: list[CitedItem] = []
     if not text.startswith("    ", body_offset) and not any(
         mark in text[body_offset:] for mark in _CODE_MARKS
     ):
@@ -458,8 +465,7 @@ def judge(
     inside = f"{SOURCES_DIR}/"
     out: list[Finding] = []
     for item in sourcing:
-        kind = item[0]
-        if kind == "c":
+        if item[0] == "c":
             _, name, line, col, start, end = item
             source = folder + name
             if blob_of(source) is None:
@@ -479,18 +485,19 @@ def judge(
                         )
                     )
             continue
-        rel, line = item[1], item[2]
-        if not rel.startswith(inside):
+        if not item[1].startswith(inside):
             continue  # a claim about a file elsewhere: not this rule's
-        source = lead + rel
-        if kind == "r":
-            out.append(Finding("retracted", source, line))
+        if item[0] == "r":
+            _, rel, line = item
+            out.append(Finding("retracted", lead + rel, line))
             continue
+        _, rel, line, recorded = item
+        source = lead + rel
         now = blob_of(source)
         if now is None:
             out.append(Finding("missing", source, line))
-        elif item[3] and item[3] != now:
-            out.append(Finding("changed", source, line, recorded=item[3], now=now))
+        elif recorded and recorded != now:
+            out.append(Finding("changed", source, line, recorded=recorded, now=now))
     return out
 
 
@@ -503,8 +510,10 @@ def freshness(sourcing: Sourcing, findings: list[Finding]) -> str:
     and records the blob of each; else ``unknown`` (no provenance, or not all recorded)."""
     if findings:
         return "stale"
-    named = [item for item in sourcing if item[0] == "s" and item[1].startswith(f"{SOURCES_DIR}/")]
-    return "fresh" if named and all(item[3] for item in named) else "unknown"
+    recorded = [
+        item[3] for item in sourcing if item[0] == "s" and item[1].startswith(f"{SOURCES_DIR}/")
+    ]
+    return "fresh" if recorded and all(recorded) else "unknown"
 
 
 def line_count(data: bytes) -> int:
@@ -527,7 +536,7 @@ def with_recorded(sourcing: Sourcing, fed: Iterable[Fed], project_prefix: str) -
     cut = len(project_prefix) + 1 if project_prefix else 0
     found = {f.source[cut:]: f.recorded for f in fed if f.recorded}
     return tuple(
-        (*item[:3], item[3] or found.get(item[1], "")) if item[0] == "s" else item
+        (item[0], item[1], item[2], item[3] or found.get(item[1], "")) if item[0] == "s" else item
         for item in sourcing
     )
 

@@ -264,8 +264,7 @@ def plan_links(
     candidates: list[str] = []
     for page in wiki.pages:
         wanted = page.path in moves and bool(page.scan.md_links)
-        for link in page.scan.raw_links:
-            text = link[3]
+        for line, col, inner, text, _label, _embed in page.scan.raw_links:
             target = parse_target(text)
             if target.is_self_anchor or target.is_empty:
                 continue
@@ -280,17 +279,17 @@ def plan_links(
                     now, _moved(found.page, moves, after), _moved_file(found.file, moves)
                 ):
                     ctx.refusals.append(
-                        f"{page.path}:{link[0]}:{link[1]}: [[{link[2]}]] resolves to {found.ref} today "
+                        f"{page.path}:{line}:{col}: [[{inner}]] resolves to {found.ref} today "
                         f"and would resolve to {now.ref or 'nothing'}"
                         f"{' (ambiguous)' if now.alternatives else ''} after the move"
                     )
                 elif not found.resolved and now.resolved:
                     notes.append(
-                        f"{page.path}:{link[0]}:{link[1]}: [[{link[2]}]] was broken and will resolve to "
+                        f"{page.path}:{line}:{col}: [[{inner}]] was broken and will resolve to "
                         f"{now.ref}"
                     )
         if not wanted and page.scan.md_links:
-            wanted = any(_md_target(page.path, link[3]) in moves for link in page.scan.md_links)
+            wanted = any(_md_target(page.path, url) in moves for _, _, _, url in page.scan.md_links)
         if wanted:
             candidates.append(page.path)
 

@@ -32,7 +32,7 @@ _ESCAPE = re.compile(r"\\[!-/:-@\[-`{-~]")
 # Link text may hold brackets two deep: `[see [[x]]](url)`.
 # Both start with a literal "[" (the "!" before it is looked at afterwards) so the regex
 # engine jumps from one "[" to the next instead of trying every position (measured: 2.4x
-# faster on link lines). tests/test_scanner.py checks them against the earlier forms.
+# faster on link lines). tests/wiki/test_scanner.py checks them against the earlier forms.
 _MD_LINK = re.compile(
     r"\[(?<!!\[)(?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*\]"
     r"\((?P<url>[^()\s]*)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
@@ -313,7 +313,7 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> ScanPar
     for only on the lines that can hold them, and links are found in the whole body at once
     (code spans, escapes and markdown links blanked first, line by line where it matters).
     None when an inline code span crosses lines (the full walk handles that). Measured:
-    ~3x faster; tests/test_scanner.py compares the two on generated pages."""
+    ~3x faster; tests/wiki/test_scanner.py compares the two on generated pages."""
     found: list[RawLink] = []
     headings: set[str] = set()
     blocks: set[str] = set()

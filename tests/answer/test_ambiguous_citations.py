@@ -141,7 +141,7 @@ def test_review_show_and_approval_see_a_link_that_became_ambiguous(repo: Repo) -
 def test_mcp_check_links_marks_an_ambiguous_link(vault: tuple[Repo, str, str], tmp_path) -> None:
     """The MCP tool's result (validated against its output schema by the client) says
     ambiguous, with the alternatives, where it said resolved."""
-    from ..test_mcp import ok, run, session
+    from ..mcptools.test_mcp import ok, run, session
 
     repo, prefix, name = vault
     first, other = ("index", "user/index") if not prefix else ("about/guide", "help/guide")

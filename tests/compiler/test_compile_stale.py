@@ -12,9 +12,9 @@ import pytest
 
 from llmwiki_git.compiler.concepts import PAGE_SYSTEM
 
+from ..checks.test_stale_check import fed
 from ..conftest import Repo
 from ..servers import json_response, serve
-from ..test_stale_check import fed
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 A = "# Packfiles\n\nGit packs loose objects into a packfile with an index beside it.\nDeltas keep history small.\n"

@@ -11,7 +11,7 @@ from llmwiki_git.gitstore.git import Git
 from llmwiki_git.wiki.provenance import provenance, set_keys, source_paths, stamp
 
 from ..conftest import Repo, page
-from ..test_mcp import FAST, ok, run, session
+from ..mcptools.test_mcp import FAST, ok, run, session
 
 BLOB = "0123456789abcdef0123456789abcdef01234567"
 

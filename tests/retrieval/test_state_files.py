@@ -40,8 +40,8 @@ def run(repo: Repo, *args: str, env: dict[str, str]) -> subprocess.CompletedProc
 def test_a_deeply_nested_store_is_corrupt_not_a_crash_and_index_rebuilds_it(
     repo: Repo, layout: str, tmp_path: Path
 ) -> None:
-    from ..test_mcp import run as run_async
-    from ..test_mcp import session
+    from ..mcptools.test_mcp import run as run_async
+    from ..mcptools.test_mcp import session
 
     demo_in(repo, layout)
     assert repo.llmwiki("index", env=FAST).returncode == 0

@@ -124,7 +124,7 @@ def test_the_action_refuses_a_candidate_pull_request_with_escape_sequences(
 
 @pytest.mark.parametrize("bad", ["\u009b31m", "\u202e", "\x1b[2J", "\x85"])
 def test_review_stage_refuses_c1_and_bidi_controls(wiki: tuple[Repo, str], bad: str) -> None:
-    """The path MCP propose_page and `review stage` share (tests/test_mcp_propose.py drives the
+    """The path MCP propose_page and `review stage` share (tests/mcptools/test_mcp_propose.py drives the
     MCP tool itself)."""
     from llmwiki_git.errors import UsageError
     from llmwiki_git.review.stagepage import PageEdit, stage_pages

@@ -16,9 +16,9 @@ import pytest
 
 from llmwiki_git.publication.candidates import body_digest
 
+from ..checks.test_stale_check import fed
 from ..conftest import Repo, page
 from ..servers import json_response, serve
-from ..test_stale_check import fed
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 X = "# Paper X\n\nX says the sky is green, as measured at noon.\nMore about x.\n"

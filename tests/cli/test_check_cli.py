@@ -10,7 +10,7 @@ import pytest
 
 from llmwiki_git.checks.cache import stored
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 
 def problems(repo: Repo, *args: str) -> tuple[int, list[dict]]:

@@ -14,7 +14,7 @@ from llmwiki_git.checks.cache import store, stored
 from llmwiki_git.checks.version import CACHE_VERSION, RULE_MODULES, cache_version, rule_sources
 from llmwiki_git.wiki.pages import PageScan
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 
 def _inputs() -> tuple[dict[str, str], list[tuple[str, bytes]], tuple[str, ...]]:

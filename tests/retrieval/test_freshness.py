@@ -8,16 +8,18 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
-from .conftest import REPO_ROOT, Repo, page
-from .test_mcp import FAST, ok, run, session
-from .test_stale_check import fed
+from ..checks.test_stale_check import fed
+from ..conftest import REPO_ROOT, Repo, page
+from ..mcptools.test_mcp import FAST, ok, run, session
 
 SCHEMA = json.loads(
     (REPO_ROOT / "llmwiki_git" / "retrieval" / "context-pack.schema.json").read_text()
 )
 
 
+@pytest.mark.slow
 def test_context_and_mcp_carry_each_pages_freshness(repo: Repo, tmp_path: Path) -> None:
     repo.write("sources/a.md", "# A\n\nAlpha facts about walruses.\n")
     repo.write("sources/b.md", "# B\n\nBeta facts about walruses.\nmore\n")

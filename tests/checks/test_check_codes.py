@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 
 def problems(repo: Repo, *args: str) -> list[dict]:

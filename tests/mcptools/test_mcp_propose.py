@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 from .test_mcp import FAST, ok, refused, run, session
 
 TRANSCRIPT = os.environ.get("LLMWIKI_MCP_TRANSCRIPT")  # write the agent workflow transcript here

@@ -25,7 +25,7 @@ import anyio  # noqa: E402
 import jsonschema  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
-from .conftest import REPO_ROOT, Repo, copy_demo  # noqa: E402
+from ..conftest import REPO_ROOT, Repo, copy_demo  # noqa: E402
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 TOOLS = {
@@ -355,7 +355,7 @@ def test_search_and_context_pack_follow_the_wiki(demo: Repo, tmp_path: Path) -> 
 def test_hostile_vault_and_candidates_over_mcp(demo: Repo, tmp_path: Path) -> None:
     """Issue 12 over MCP: a symlink into .git never reaches an agent, a YAML alias bomb is
     refused at once, and one gitlink candidate does not break review_list."""
-    from .test_security import BOMB, TOKEN, forge
+    from ..test_security import BOMB, TOKEN, forge
 
     root = demo.root
     demo.git("config", "remote.origin.url", f"https://user:{TOKEN}@example.com/r.git")
@@ -466,7 +466,7 @@ def test_every_tool_is_declared_once_and_documented() -> None:
 
     from llmwiki_git.mcptools import TOOLS
 
-    from .conftest import REPO_ROOT
+    from ..conftest import REPO_ROOT
 
     docs = (REPO_ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
     assert len({t.name for t in TOOLS}) == len(TOOLS)

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 OLD = "deadbeef" * 5  # a blob id no source here has
 
@@ -208,6 +208,7 @@ def test_the_derived_check_matches_a_full_check(repo: Repo, edit: str) -> None:
     assert problems(repo, "--rev", "HEAD") == problems(repo, "--rev", "HEAD", "--no-cache") == full
 
 
+@pytest.mark.slow
 def test_precision_on_a_scripted_history(repo: Repo) -> None:
     """Every source change flags exactly the pages written from it, in the whole-tree check and
     in the change's own gate; rewriting a source with the same bytes flags nothing."""

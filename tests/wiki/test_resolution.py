@@ -9,7 +9,7 @@ from llmwiki_git.wiki.model import Wiki
 from llmwiki_git.wiki.slug import parse_target
 from llmwiki_git.workspace import Workspace
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 
 def wiki_of(root: Path) -> Wiki:

@@ -16,8 +16,8 @@ from llmwiki_git import config
 from llmwiki_git.providers import registry
 from llmwiki_git.retrieval import embedders, search
 
-from .conftest import Repo
-from .servers import json_response, serve
+from ..conftest import Repo
+from ..servers import json_response, serve
 
 LEXICAL = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 

@@ -18,7 +18,7 @@ import pytest
 from llmwiki_git.checks.cache import stored
 from llmwiki_git.wiki.parallel import MIN_PAGES, in_shares
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 SERIAL = {"LLMWIKI_SERIAL_SCAN": "1"}
 
@@ -55,6 +55,7 @@ def _facts(repo: Repo) -> list[object]:
     return [stored(p)[1:] for p in sorted(folder.glob("*.marshal"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", ["wiki", ""])
 def test_a_cold_check_on_every_core_says_what_one_process_says(repo: Repo, root: str) -> None:
     """Fresh processes (the in-process runner may have other threads, which turn workers

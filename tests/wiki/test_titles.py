@@ -10,7 +10,7 @@ import pytest
 
 from llmwiki_git.wiki.titles import declared_title, opening_heading, page_title, stem_title
 
-from .conftest import Repo
+from ..conftest import Repo
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 

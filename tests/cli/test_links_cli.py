@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 
 def test_links_report_from_stdin_and_file(repo: Repo) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from .conftest import Repo
+from ..conftest import Repo
 
 
 def run(repo: Repo, *args: str) -> tuple[int, list[dict], str]:

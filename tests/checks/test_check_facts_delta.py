@@ -18,7 +18,7 @@ import pytest
 from llmwiki_git.checks.cache import store, stored
 from llmwiki_git.checks.version import CACHE_VERSION
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 HOOK = ("--staged", "--base", "HEAD")
 
@@ -216,6 +216,7 @@ def test_concurrent_hooks_after_a_switch_agree_and_leave_a_sound_cache(
     assert agrees(repo, *HOOK)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", ["wiki", ""])
 def test_a_hook_killed_mid_write_leaves_a_usable_cache(repo: Repo, root: str) -> None:
     """kill -9 inside cache writes of cold checks and of branch-switch hooks (between a

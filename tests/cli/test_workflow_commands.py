@@ -11,7 +11,7 @@ import pytest
 
 from llmwiki_git.terminal import SafeStream
 
-from .conftest import Repo, page
+from ..conftest import Repo, page
 
 INJECTED = "::error file=README.md,line=1::INJECTED"
 
