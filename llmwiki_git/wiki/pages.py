@@ -204,9 +204,12 @@ def acceptance_problem(document: bytes | str, max_bytes: int = MAX_PAGE_BYTES) -
     )
 
 
-def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, ...]:
+def scan_record(
+    data: bytes, *, max_bytes: int = MAX_PAGE_BYTES, dialect: str = ""
+) -> tuple[Any, ...]:
     """The scan of one page's bytes as a plain record (`PageScan` fields; links and issues
-    plain tuples): what the scan cache stores and scan workers send back."""
+    plain tuples): what the scan cache stores and scan workers send back. ``dialect``: the
+    flavour's scanning rules (`scanner.scan`)."""
     if len(data) > max_bytes:
         size_mb = len(data) / (1024 * 1024)
         return only_issue_record(
@@ -242,7 +245,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
             )
         )
     title = declared_title(meta.data, text[meta.body_offset :])
-    links, headings, blocks, md = scan_raw(text, meta.body_line)
+    links, headings, blocks, md = scan_raw(text, meta.body_line, dialect)
     aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
     title = title if isinstance(title, str) else None
     return (
@@ -258,7 +261,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
         (_key_line(meta.raw, "title"), _key_line(meta.raw, "aliases"))
         if (title or aliases) and meta.raw
         else (0, 0),
-        slugify(title) if title else "",
+        slugify(title) if title and not _PLACEHOLDER.search(title) else "",
         scan_sourcing(text, meta.raw, meta.data, meta.body_line, meta.body_offset)
         if "^[" in text
         or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw))
@@ -267,6 +270,10 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[Any, .
 
 
 _TEXT = re.compile(r"\S")
+# A title that is a template's placeholder (`# {{title}}`, Templater's `<% tp.file.title %>`,
+# Foam's `${TM_FILENAME}`): a template, whose title names no page, so it has no title slug
+# and is compared with no other page's title (duplicate-title).
+_PLACEHOLDER = re.compile(r"\{\{[^{}]*\}\}|<%.*?%>|\$\{[^{}]*\}")
 
 
 def _key_line(raw: str, key: str) -> int:
@@ -278,8 +285,8 @@ def _key_line(raw: str, key: str) -> int:
     return 0 if at < 0 else 3 + raw.count("\n", 0, at)
 
 
-def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:
-    return PageScan._make(scan_record(data, max_bytes=max_bytes))
+def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES, dialect: str = "") -> PageScan:
+    return PageScan._make(scan_record(data, max_bytes=max_bytes, dialect=dialect))
 
 
 def sourcing_of(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> tuple[tuple[Any, ...], ...]:

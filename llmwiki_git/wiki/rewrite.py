@@ -185,7 +185,9 @@ def plan_moves(
             page = wiki.by_path.get(old)
             if page is not None:
                 moved = moved_page(page, moves[old], wiki.root_dir)
-                scans[moves[old]] = moved._replace(scan=scan_page(encode(text)))
+                scans[moves[old]] = moved._replace(
+                    scan=scan_page(encode(text), dialect=wiki.flavour.dialect)
+                )
     after = wiki_after(wiki, moves, scans)
     _check_targets(wiki, after, moves, refusals)
     new_slugs = {
@@ -327,7 +329,7 @@ def _md_target(page_path: str, url: str) -> str | None:
 def _page_edits(ctx: _Plan, path: str, text: str) -> list[Edit]:
     """The edits of one file's text (its links found by the scanner in ``text`` itself)."""
     _, _, body_line = split(text.removeprefix("\ufeff"))
-    links, _headings, _blocks, md = scan_raw(text, body_line)
+    links, _headings, _blocks, md = scan_raw(text, body_line, ctx.wiki.flavour.dialect)
     starts = _line_starts(text)
     edits: list[Edit] = []
     for link in links:
@@ -366,15 +368,21 @@ def _wikilink_edit(
     )
     if still and section is None:
         return None  # an alias, or a name the moved file keeps: still reaches it
-    # The name part of the inner text: before "|" (or a table's "\|") and before "#".
+    # The name part of the inner text: before "|" (or a table's "\|") and before "#"; after
+    # the "|" where the flavour writes the label first (Dendron's [[label|target]]).
     inner_start = starts[line - 1] + col - 1 + (3 if embed else 2)
     head = inner.split("|", 1)[0]
     if head.endswith("\\") and "|" in inner:
         head = head[:-1]
+    placed = text[inner_start : inner_start + len(inner)] == inner
+    if ctx.wiki.flavour.label_first and "|" in inner:
+        pipe = inner.index("|") + 1
+        inner_start += pipe
+        head = inner[pipe:]
     name = head.split("#", 1)[0]
     stripped = name.strip()
     lead = len(name) - len(name.lstrip())
-    if text[inner_start : inner_start + len(inner)] != inner:
+    if not placed:
         ctx.refusals.append(
             f"{path}:{line}:{col}: could not place [[{inner}]] in the text; not rewritten"
         )

@@ -1,0 +1,121 @@
+"""Vault flavours: the rules that differ between the editors a wiki is written in.
+
+A flavour is detected from the files an editor leaves in the project (an ``.obsidian/``
+folder, Dendron's ``dendron.yml``, Logseq's ``logseq/`` folder, Foam's ``.foam/`` folder or
+its recommendation in ``.vscode/extensions.json``), or set with ``flavour = "…"`` in
+``.llmwiki/config.toml``. It decides (docs/wikilinks.md has the table):
+
+* ``md_links_by_name``: a markdown link or image whose relative path names no file is looked
+  up by its file name anywhere in the wiki, as Obsidian does (its "shortest path" links);
+* ``percent_comments``: ``%% … %%`` is a comment (inline and over lines), as in Obsidian
+  and Logseq;
+* ``label_first``: ``[[a|b]]`` is label ``a``, target ``b``, as Dendron writes it;
+* ``templates``: folders (or, for Dendron, a dotted name prefix) holding templates, which
+  are not pages to compare titles of.
+
+Import-light (the hook reads it): no YAML, no JSON beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import NamedTuple
+
+from ..config import FLAVOURS
+
+
+class Flavour(NamedTuple):
+    name: str = "plain"
+    md_links_by_name: bool = False
+    percent_comments: bool = False
+    label_first: bool = False
+    templates: tuple[str, ...] = ()  # "Templates/" (a folder) or "templates." (Dendron names)
+
+    @property
+    def dialect(self) -> str:
+        """What the scanner reads differently ("" for the common rules): a page scan is
+        cached under its blob id plus this (the same bytes scan differently)."""
+        return ("%" if self.percent_comments else "") + ("<" if self.label_first else "")
+
+    @property
+    def plain(self) -> bool:
+        """No rule differs from the common ones (the staged delta may be used)."""
+        return not (
+            self.md_links_by_name or self.percent_comments or self.label_first or self.templates
+        )
+
+    def is_template(self, page_id: str) -> bool:
+        """Whether the page ``page_id`` (from the wiki root, no ``.md``) is a template."""
+        lowered = page_id.lower()
+        return any(lowered.startswith(prefix.lower()) for prefix in self.templates)
+
+
+PLAIN = Flavour()
+
+_RULES: dict[str, Flavour] = {
+    "plain": PLAIN,
+    "foam": Flavour("foam"),
+    "obsidian": Flavour("obsidian", md_links_by_name=True, percent_comments=True),
+    "logseq": Flavour("logseq", percent_comments=True),
+    "dendron": Flavour("dendron", label_first=True, templates=("templates.",)),
+}
+assert tuple(_RULES) == FLAVOURS  # config validates the names; this module owns the rules
+
+
+def detect(project: Path) -> str:
+    """The flavour whose editor left its files in ``project`` ("plain" when none did)."""
+    if (project / ".obsidian").is_dir():
+        return "obsidian"
+    if (project / "dendron.yml").is_file():
+        return "dendron"
+    if (project / "logseq").is_dir() and (project / "logseq" / "config.edn").is_file():
+        return "logseq"
+    if (project / ".foam").is_dir() or _recommends_foam(project / ".vscode" / "extensions.json"):
+        return "foam"
+    return "plain"
+
+
+def _recommends_foam(path: Path) -> bool:
+    try:
+        return "foam.foam-vscode" in path.read_text(encoding="utf-8", errors="replace").lower()
+    except OSError:
+        return False
+
+
+def _obsidian_templates(project: Path) -> tuple[str, ...]:
+    """The template folders Obsidian's core Templates plugin and Templater are set to."""
+    found = []
+    for settings, key in (
+        (project / ".obsidian" / "templates.json", "folder"),
+        (
+            project / ".obsidian" / "plugins" / "templater-obsidian" / "data.json",
+            "templates_folder",
+        ),
+    ):
+        try:
+            if settings.stat().st_size > 1024 * 1024:
+                continue
+            value = json.loads(settings.read_text(encoding="utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue  # no such settings, or not what Obsidian writes: no folder from it
+        if isinstance(value, str) and value.strip("/ "):
+            found.append(value.strip("/ ") + "/")
+    return tuple(found)
+
+
+def flavour_for(
+    project: Path, name: str | None = None, templates: tuple[str, ...] | None = None
+) -> Flavour:
+    """The flavour of the wiki in ``project``: ``name`` when set (config), else detected;
+    ``templates`` (config) replaces the flavour's template folders."""
+    chosen = name or detect(project)
+    rules = _RULES[chosen]
+    if templates is not None:
+        folders = (t.strip("/") for t in templates)
+        return rules._replace(
+            templates=tuple(t if t.endswith(".") else t + "/" for t in folders if t)
+        )
+    if chosen == "obsidian":
+        return rules._replace(templates=_obsidian_templates(project))
+    return rules
