@@ -246,6 +246,10 @@ def suggest(wiki: Wiki) -> list[Group]:
     for reason, a, b, name in _pairs(wiki):
         if a.path == b.path or _series(a, b) or _dated(a) or _dated(b):
             continue
+        if wiki.flavour.templates and (
+            wiki.flavour.is_template(a.id) or wiki.flavour.is_template(b.id)
+        ):
+            continue
         pair = frozenset((a.path, b.path))
         if pair not in reasons or REASONS.index(reason) < REASONS.index(reasons[pair]):
             reasons[pair], names[pair] = reason, name
