@@ -236,7 +236,7 @@ class Workspace:
             project_prefix=self.project_prefix,
             limit=self.settings.max_page_mb * 1024 * 1024,
             cache=self._cache(),
-            severity=self.settings.check_severity,
+            severity=(*self.flavour.severity, *self.settings.check_severity),
             flavour=self.flavour,
         )
         return engine.check(head, base)

@@ -248,7 +248,9 @@ def dendron_vault(repo: Repo) -> None:
         "---\ntitle: Topic\n---\n"
         "See [[Lookup|dendron.topic.lookup]], [[dendron.topic.lookup]], "
         "[[Usage|dendron.topic.lookup#usage]] and ![[dendron.topic.lookup]].\n"
-        "| t | [[Lookup\\|dendron.topic.lookup]] |\n",
+        "| t | [[Lookup\\|dendron.topic.lookup]] |\n"
+        "Other vault: [[Lookup|dendron://site/dendron.topic.lookup#usage]], "
+        "![[dendron.topic.lookup#usage,1:#*]]\n",
     )
     repo.write("templates.meeting.md", "---\ntitle: Meeting notes\n---\n- attendees\n")
     repo.write("templates.standup.md", "---\ntitle: Meeting notes\n---\n- yesterday\n")
@@ -271,13 +273,15 @@ def test_dendron_mv_rewrites_label_first_links(repo: Repo) -> None:
     repo.commit()
     proc = repo.llmwiki("mv", "dendron.topic.lookup.md", "dendron.topic.finder.md")
     assert proc.returncode == 0, proc.stderr
-    assert "rewrote 5 links in 1 page" in proc.stdout
+    assert "rewrote 7 links in 1 page" in proc.stdout
     text = (repo.root / "dendron.topic.md").read_text(encoding="utf-8")
     assert text == (
         "---\ntitle: Topic\n---\n"
         "See [[Lookup|dendron.topic.finder]], [[dendron.topic.finder]], "
         "[[Usage|dendron.topic.finder#usage]] and ![[dendron.topic.finder]].\n"
         "| t | [[Lookup\\|dendron.topic.finder]] |\n"
+        "Other vault: [[Lookup|dendron://site/dendron.topic.finder#usage]], "
+        "![[dendron.topic.finder#usage,1:#*]]\n"
     )
     code, found = problems(repo)
     assert code == 0 and [p for p in found if p["code"] != "orphan-page"] == []
@@ -295,13 +299,24 @@ def test_suggest_never_offers_a_dated_note(repo: Repo) -> None:
     assert offered == {"dendron.topic.lookup.md", "lookup-copy.md"}
 
 
-def test_logseq_percent_comments(repo: Repo) -> None:
+def test_logseq_comments_namespaces_and_pages_not_written_yet(repo: Repo) -> None:
     repo.write("logseq/config.edn", "{}\n")
-    repo.write("pages/Alpha.md", "- a block [[Beta]]\n- %% [[Gone]] %%\n")
+    repo.write(
+        "pages/Alpha.md",
+        "- a block [[Beta]]\n- %% [[Gone]] %%\n- [[setting/theme modes]] [[Setting/Language]]\n"
+        "- [[Not written yet]]\n",
+    )
     repo.write("pages/Beta.md", "- back to [[Alpha]]\n")
+    repo.write("pages/setting___theme modes.md", "- dark\n")
+    repo.write("pages/setting%2Flanguage.md", "- en\n")
     repo.commit()
     code, found = problems(repo)
-    assert code == 0 and found == []
+    # Logseq shows a link to a page no file holds as an empty page: a warning, not an error
+    assert code == 0 and [(p["code"], p["severity"], p["target"]) for p in found] == [
+        ("broken-link", "warning", "not-written-yet")
+    ]
+    repo.write(".llmwiki/config.toml", '[check.severity]\nbroken-link = "error"\n')
+    assert problems(repo)[0] == 1  # the config still wins
 
 
 def test_hook_accepts_a_whole_obsidian_vault_committed_and_refuses_it_read_plainly(

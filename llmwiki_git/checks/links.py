@@ -277,7 +277,9 @@ class Checker:
 
     @staticmethod
     def _outcome(wiki: Wiki, text: str) -> Outcome:
-        target = parse_target(text)
+        target = parse_target(
+            wiki.flavour.link_text(text) if wiki.flavour.dendron_targets else text
+        )
         if target.is_self_anchor:
             return ("self",)
         if target.is_empty:

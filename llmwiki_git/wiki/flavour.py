@@ -11,7 +11,15 @@ its recommendation in ``.vscode/extensions.json``), or set with ``flavour = "…
   and Logseq;
 * ``label_first``: ``[[a|b]]`` is label ``a``, target ``b``, as Dendron writes it;
 * ``templates``: folders (or, for Dendron, a dotted name prefix) holding templates, which
-  are not pages to compare titles of.
+  are not pages to compare titles of;
+* ``dendron_targets``: a target may name its vault (``dendron://vault/note``, the vault
+  being one of the workspace's: the prefix is dropped) and a note reference may take a range
+  (``#start,1:#end``, ``#*``: the start heading is checked);
+* ``namespaces``: a file ``A___B.md`` (or ``A%2FB.md``) is the page ``A/B``, as Logseq
+  stores namespaced pages, and ``[[A/B]]`` names it;
+* ``severity``: the flavour's own defaults of problem severities, before
+  ``[check.severity]``: in Logseq a link to a page no file holds is a page not written
+  yet (Logseq shows it as an empty page, never as broken), so ``broken-link`` is a warning.
 
 Import-light (the hook reads it): no YAML, no JSON beyond the standard library.
 """
@@ -19,6 +27,7 @@ Import-light (the hook reads it): no YAML, no JSON beyond the standard library.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -31,6 +40,9 @@ class Flavour(NamedTuple):
     percent_comments: bool = False
     label_first: bool = False
     templates: tuple[str, ...] = ()  # "Templates/" (a folder) or "templates." (Dendron names)
+    dendron_targets: bool = False
+    namespaces: bool = False
+    severity: tuple[tuple[str, str], ...] = ()
 
     @property
     def dialect(self) -> str:
@@ -42,8 +54,33 @@ class Flavour(NamedTuple):
     def plain(self) -> bool:
         """No rule differs from the common ones (the staged delta may be used)."""
         return not (
-            self.md_links_by_name or self.percent_comments or self.label_first or self.templates
+            self.md_links_by_name
+            or self.percent_comments
+            or self.label_first
+            or self.templates
+            or self.dendron_targets
+            or self.namespaces
+            or self.severity
         )
+
+    def vault_prefix(self, text: str) -> str:
+        """The ``dendron://vault/`` a target starts with ("" when none, or not Dendron)."""
+        if not self.dendron_targets or not text.startswith("dendron://"):
+            return ""
+        found = _VAULT.match(text)
+        return found.group() if found else ""
+
+    def link_text(self, text: str) -> str:
+        """A target as the common rules read it: Dendron's vault prefix dropped and a note
+        reference's range reduced to its start heading (``a#h,1:#*`` -> ``a#h``)."""
+        if not self.dendron_targets:
+            return text
+        text = text[len(self.vault_prefix(text)) :]
+        name, sep, anchor = text.partition("#")
+        if not sep or (":" not in anchor and "," not in anchor and anchor.strip() != "*"):
+            return text
+        start = _RANGE_END.sub("", anchor.split(":", 1)[0]).strip()
+        return f"{name}#{start}" if start and start != "*" else name
 
     def is_template(self, page_id: str) -> bool:
         """Whether the page ``page_id`` (from the wiki root, no ``.md``) is a template."""
@@ -52,13 +89,19 @@ class Flavour(NamedTuple):
 
 
 PLAIN = Flavour()
+_VAULT = re.compile(r"dendron://[^/|#\]]*/")
+_RANGE_END = re.compile(r",[0-9]+$")  # a note reference's line offset: `#heading,1`
 
 _RULES: dict[str, Flavour] = {
     "plain": PLAIN,
     "foam": Flavour("foam"),
     "obsidian": Flavour("obsidian", md_links_by_name=True, percent_comments=True),
-    "logseq": Flavour("logseq", percent_comments=True),
-    "dendron": Flavour("dendron", label_first=True, templates=("templates.",)),
+    "logseq": Flavour(
+        "logseq", percent_comments=True, namespaces=True, severity=(("broken-link", "warning"),)
+    ),
+    "dendron": Flavour(
+        "dendron", label_first=True, templates=("templates.",), dendron_targets=True
+    ),
 }
 assert tuple(_RULES) == FLAVOURS  # config validates the names; this module owns the rules
 

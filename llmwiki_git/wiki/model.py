@@ -137,9 +137,14 @@ class Wiki:
     def _build_tables(self) -> None:
         self._steps = [{}, {}, {}, {}, {}]
         names = self._names
+        namespaces = self.flavour.namespaces
         for page in self.pages:
             self._index(page)
             names.setdefault(name_key(page.stem), []).append(page)
+            if namespaces and ("___" in page.stem or "%2F" in page.stem.upper()):
+                # Logseq stores the page "A/B" as A___B.md (or A%2FB.md): it answers to "A/B"
+                spaced = page.stem.replace("___", "/").replace("%2F", "/").replace("%2f", "/")
+                names.setdefault(name_key(spaced), []).append(page)
         for path in sorted(self.other_files, key=lambda p: (p.count("/"), p)):
             self._files.setdefault(path.rsplit("/", 1)[-1].lower(), []).append(path)
 
@@ -186,6 +191,10 @@ class Wiki:
         steps = self._steps
         for index, table in enumerate(steps):
             if index == 4:  # by name: the exact file name first, the slug rule only without one
+                if self.flavour.namespaces and target.hint:
+                    spaced = self._names.get(name_key(target.text.partition("#")[0].strip()))
+                    if spaced:
+                        return Resolution(spaced[0], alternatives=tuple(p.id for p in spaced[1:]))
                 name = target.name
                 found = self._names.get(name_key(name))
                 if found and (target.hint or target.rooted):

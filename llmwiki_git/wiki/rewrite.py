@@ -225,12 +225,14 @@ class _Plan:
 
     def before(self, text: str) -> Resolution:
         if text not in self.before_cache:
-            self.before_cache[text] = self.wiki.resolve(parse_target(text))
+            read = self.wiki.flavour.link_text(text)  # Dendron's dendron://vault/ and ranges
+            self.before_cache[text] = self.wiki.resolve(parse_target(read))
         return self.before_cache[text]
 
     def later(self, text: str) -> Resolution:
         if text not in self.after_cache:
-            self.after_cache[text] = self.after.resolve(parse_target(text))
+            read = self.wiki.flavour.link_text(text)
+            self.after_cache[text] = self.after.resolve(parse_target(read))
         return self.after_cache[text]
 
 
@@ -268,7 +270,7 @@ def plan_links(
         wanted = page.path in moves and bool(page.scan.md_links)
         for link in page.scan.raw_links:
             text = link[3]
-            target = parse_target(text)
+            target = parse_target(wiki.flavour.link_text(text))
             if target.is_self_anchor or target.is_empty:
                 continue
             found = ctx.before(text)
@@ -347,7 +349,7 @@ def _wikilink_edit(
     ctx: _Plan, path: str, link: RawLink, starts: list[int], text: str
 ) -> Edit | None:
     line, col, inner, target_text, _label, embed = link
-    target = parse_target(target_text)
+    target = parse_target(ctx.wiki.flavour.link_text(target_text))
     if target.is_self_anchor or target.is_empty:
         return None
     moves, after = ctx.moves, ctx.after
@@ -382,6 +384,9 @@ def _wikilink_edit(
     name = head.split("#", 1)[0]
     stripped = name.strip()
     lead = len(name) - len(name.lstrip())
+    vault = ctx.wiki.flavour.vault_prefix(stripped)  # kept as written: dendron://vault/
+    stripped = stripped[len(vault) :]
+    lead += len(vault)
     if not placed:
         ctx.refusals.append(
             f"{path}:{line}:{col}: could not place [[{inner}]] in the text; not rewritten"
@@ -394,7 +399,7 @@ def _wikilink_edit(
     )
     if section is not None:
         new_name += "#" + section
-    candidate = new_name + target_text.strip()[len(stripped) :]
+    candidate = vault + new_name + target_text.strip()[len(vault) + len(stripped) :]
     now = ctx.later(candidate)
     if not _same(now, want_page, want_file):
         ctx.refusals.append(
