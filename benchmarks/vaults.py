@@ -5,8 +5,8 @@
 
 Each corpus is copied into a fresh git repository (committed whole, as a user adopting
 llmwiki would have it), the marker file its editor leaves is added (Dendron's
-``dendron.yml``, Logseq's ``logseq/config.edn``, Foam's ``.vscode/extensions.json``; Hugo's
-docs are plain markdown), and ``llmwiki check --json`` runs in a fresh process; then the
+``dendron.yml``, Logseq's ``logseq/config.edn``, Foam's ``.vscode/extensions.json``, Hugo's
+``hugo.toml``), and ``llmwiki check --json`` runs in a fresh process; then the
 pre-commit hook's own command (``check --staged --base HEAD``) on the unchanged commit,
 and the hook's verdict on the first commit (``check --staged`` against the empty tree, as
 the hook runs when HEAD is unborn). ``--code DIR`` runs another checkout of llmwiki (the
@@ -33,6 +33,7 @@ MARKERS = {
     "dendron-vault": ("dendron.yml", "version: 5\n"),
     "logseq-docs": ("logseq/config.edn", "{}\n"),
     "foam-docs": (".vscode/extensions.json", '{"recommendations": ["foam.foam-vscode"]}\n'),
+    "hugo-docs": ("hugo.toml", "title = 'docs'\n"),
 }
 
 

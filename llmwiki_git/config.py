@@ -33,7 +33,7 @@ CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 #: The vault flavours ``flavour`` may name (wiki/flavour.py holds their rules; unset: detected).
-FLAVOURS = ("plain", "foam", "obsidian", "logseq", "dendron")
+FLAVOURS = ("plain", "foam", "obsidian", "logseq", "dendron", "hugo")
 
 #: What ``[check.severity]`` may set a problem code to (problems.SEVERITIES; the code names
 #: are validated by the checker, checks/severity.py).

@@ -41,6 +41,7 @@ def codes(found: list[dict]) -> list[tuple[str, str]]:
         ("logseq/config.edn", "logseq"),
         (".foam/templates/new.md", "foam"),
         (".vscode/extensions.json", "foam"),
+        ("hugo.toml", "hugo"),
         ("README.md", "plain"),
     ],
 )
@@ -109,6 +110,24 @@ def test_label_first_dialect_swaps_target_and_label_in_both_scanners() -> None:
             ("plain.note", None),
         ]
         assert [link[3] for link in scan_raw(text)[0]] == ["Lookup", "plain.note"]
+
+
+def test_hugo_dialect_skips_paired_shortcode_blocks_only() -> None:
+    text = (
+        "See [[a]].\n"
+        "{{< code-toggle file=hugo >}}\n"
+        "[[menus.main]]\n"
+        "# not a heading\n"
+        "{{< /code-toggle >}}\n"
+        "{{< note >}} [[b]] {{< /note >}}\n"
+        "{{< figure src=x.png >}}\n"
+        "[[c]]\n"
+        "# Heading\n"
+    )
+    links, headings, _, _ = scan_raw(text, 0, "h")
+    assert [link[3] for link in links] == ["a", "b", "c"]
+    assert headings == {"heading"}
+    assert [link[3] for link in scan_raw(text)[0]] == ["a", "menus.main", "b", "c"]
 
 
 # -- resolution order ----------------------------------------------------------------------------

@@ -2,13 +2,15 @@
 
 A flavour is detected from the files an editor leaves in the project (an ``.obsidian/``
 folder, Dendron's ``dendron.yml``, Logseq's ``logseq/`` folder, Foam's ``.foam/`` folder or
-its recommendation in ``.vscode/extensions.json``), or set with ``flavour = "…"`` in
+its recommendation in ``.vscode/extensions.json``, Hugo's ``hugo.toml``), or set with ``flavour = "…"`` in
 ``.llmwiki/config.toml``. It decides (docs/wikilinks.md has the table):
 
 * ``md_links_by_name``: a markdown link or image whose relative path names no file is looked
   up by its file name anywhere in the wiki, as Obsidian does (its "shortest path" links);
 * ``percent_comments``: ``%% … %%`` is a comment (inline and over lines), as in Obsidian
   and Logseq;
+* ``raw_shortcodes``: the inner text of a paired Hugo shortcode ``{{< name >}} …
+  {{< /name >}}`` is not markdown (Hugo passes it to the shortcode as it is), so no link;
 * ``label_first``: ``[[a|b]]`` is label ``a``, target ``b``, as Dendron writes it;
 * ``templates``: folders (or, for Dendron, a dotted name prefix) holding templates, which
   are not pages to compare titles of;
@@ -39,6 +41,7 @@ class Flavour(NamedTuple):
     md_links_by_name: bool = False
     percent_comments: bool = False
     label_first: bool = False
+    raw_shortcodes: bool = False
     templates: tuple[str, ...] = ()  # "Templates/" (a folder) or "templates." (Dendron names)
     dendron_targets: bool = False
     namespaces: bool = False
@@ -48,7 +51,11 @@ class Flavour(NamedTuple):
     def dialect(self) -> str:
         """What the scanner reads differently ("" for the common rules): a page scan is
         cached under its blob id plus this (the same bytes scan differently)."""
-        return ("%" if self.percent_comments else "") + ("<" if self.label_first else "")
+        return (
+            ("%" if self.percent_comments else "")
+            + ("<" if self.label_first else "")
+            + ("h" if self.raw_shortcodes else "")
+        )
 
     @property
     def plain(self) -> bool:
@@ -57,6 +64,7 @@ class Flavour(NamedTuple):
             self.md_links_by_name
             or self.percent_comments
             or self.label_first
+            or self.raw_shortcodes
             or self.templates
             or self.dendron_targets
             or self.namespaces
@@ -102,6 +110,7 @@ _RULES: dict[str, Flavour] = {
     "dendron": Flavour(
         "dendron", label_first=True, templates=("templates.",), dendron_targets=True
     ),
+    "hugo": Flavour("hugo", raw_shortcodes=True),
 }
 assert tuple(_RULES) == FLAVOURS  # config validates the names; this module owns the rules
 
@@ -116,6 +125,8 @@ def detect(project: Path) -> str:
         return "logseq"
     if (project / ".foam").is_dir() or _recommends_foam(project / ".vscode" / "extensions.json"):
         return "foam"
+    if any((project / f"hugo.{ext}").is_file() for ext in ("toml", "yaml", "yml", "json")):
+        return "hugo"
     return "plain"
 
 

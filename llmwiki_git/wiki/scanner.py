@@ -92,8 +92,11 @@ def split_lines(text: str) -> list[str]:
 def _text_lines(lines: list[str], start: int, dialect: str = "") -> Iterator[tuple[int, str]]:
     """Yield (index, line) for lines outside fenced and indented code blocks, with HTML
     comments (also those spanning lines) blanked out, and ``%% … %%`` comments when
-    ``dialect`` holds ``%`` (Obsidian, Logseq). A comment is tracked before fences are
-    looked for, so a fence written inside a comment opens nothing."""
+    ``dialect`` holds ``%`` (Obsidian, Logseq). With ``h`` (Hugo), the inner text of a
+    paired ``{{< name >}} … {{< /name >}}`` shortcode is skipped like a fenced block: Hugo
+    hands it to the shortcode unrendered (``code-toggle`` holds TOML, whose ``[[menus.main]]``
+    is no link). A comment is tracked before fences are looked for, so a fence written
+    inside a comment opens nothing."""
     fence_char = ""
     fence_len = 0
     prev_blank = True
@@ -101,6 +104,8 @@ def _text_lines(lines: list[str], start: int, dialect: str = "") -> Iterator[tup
     in_list = False
     comments = _CommentState()
     percent = _CommentState("%%", "%%") if "%" in dialect else None
+    hugo = "h" in dialect
+    shortcode: re.Pattern[str] | None = None  # the closing tag of a raw shortcode block
     for index in range(start, len(lines)):
         line = lines[index]
         if comments.open or (percent is not None and percent.open):
@@ -118,6 +123,14 @@ def _text_lines(lines: list[str], start: int, dialect: str = "") -> Iterator[tup
                     fence_char = ""
                     prev_blank = False
             continue
+        if shortcode is not None:
+            if shortcode.search(line):
+                shortcode = None
+            continue
+        if hugo and "{{<" in line:
+            shortcode = _shortcode_block(lines, index)
+            if shortcode is not None:
+                continue
         if not lead.strip():
             prev_blank = not line.strip() or prev_blank
             continue
@@ -146,6 +159,22 @@ def _text_lines(lines: list[str], start: int, dialect: str = "") -> Iterator[tup
         if percent is not None and "%%" in line:
             line = percent.mask(_mask_code_spans(line)[0])
         yield index, line
+
+
+_SHORTCODE_OPEN = re.compile(r"\s*\{\{<\s*([A-Za-z0-9_-]+)\b(?:[^>]|>(?!\}\}))*?(?<!/)>\}\}\s*$")
+
+
+def _shortcode_block(lines: list[str], index: int) -> re.Pattern[str] | None:
+    """The closing tag of the paired Hugo shortcode ``lines[index]`` opens on a line of its
+    own (None: not an opening tag, or never closed: then it is no block)."""
+    opened = _SHORTCODE_OPEN.match(lines[index])
+    if opened is None:
+        return None
+    closing = re.compile(r"\{\{<\s*/\s*" + re.escape(opened.group(1)) + r"\s*>\}\}")
+    for later in lines[index + 1 :]:
+        if closing.search(later):
+            return closing
+    return None
 
 
 def _mask_span(text: str, start: int, end: int) -> str:
@@ -307,6 +336,7 @@ def scan_raw(text: str, start_line: int = 0, dialect: str = "") -> ScanParts:
     body = "\n".join(lines[start_line:])
     if (
         not ("%" in dialect and "%%" in body)
+        and not ("h" in dialect and "{{<" in body)
         and "<!--" not in body
         and "```" not in body
         and "~~~" not in body
