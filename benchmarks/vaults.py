@@ -56,7 +56,9 @@ def _llmwiki(root: Path, code: Path, *args: str) -> subprocess.CompletedProcess[
 def measure(corpus: Path, code: Path, flavour: str | None) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / corpus.name
-        shutil.copytree(corpus, root)
+        # Logseq's docs are the pages/ folder of a graph: kept there, so that `../assets/…`
+        # names the graph's assets/ folder (which the corpus does not hold) as in the graph.
+        shutil.copytree(corpus, root / "pages" if corpus.name == "logseq-docs" else root)
         marker = MARKERS.get(corpus.name)
         if marker is not None:
             (root / marker[0]).parent.mkdir(parents=True, exist_ok=True)

@@ -323,7 +323,7 @@ def test_logseq_comments_namespaces_and_pages_not_written_yet(repo: Repo) -> Non
     repo.write(
         "pages/Alpha.md",
         "- a block [[Beta]]\n- %% [[Gone]] %%\n- [[setting/theme modes]] [[Setting/Language]]\n"
-        "- [[Not written yet]]\n",
+        "- [[Not written yet]], and [[]] is text\n",
     )
     repo.write("pages/Beta.md", "- back to [[Alpha]]\n")
     repo.write("pages/setting___theme modes.md", "- dark\n")

@@ -283,7 +283,7 @@ class Checker:
         if target.is_self_anchor:
             return ("self",)
         if target.is_empty:
-            return ("empty",)
+            return PLAIN_OK if (wiki.flavour.empty_is_text and not text.strip()) else ("empty",)
         found = wiki.resolve(target)
         if not found.resolved:
             return ("broken", target.key)

@@ -19,6 +19,7 @@ its recommendation in ``.vscode/extensions.json``, Hugo's ``hugo.toml``), or set
   (``#start,1:#end``, ``#*``: the start heading is checked);
 * ``namespaces``: a file ``A___B.md`` (or ``A%2FB.md``) is the page ``A/B``, as Logseq
   stores namespaced pages, and ``[[A/B]]`` names it;
+* ``empty_is_text``: ``[[]]`` is text, not a link (Obsidian and Logseq show it as written);
 * ``severity``: the flavour's own defaults of problem severities, before
   ``[check.severity]``: in Logseq a link to a page no file holds is a page not written
   yet (Logseq shows it as an empty page, never as broken), so ``broken-link`` is a warning.
@@ -42,6 +43,7 @@ class Flavour(NamedTuple):
     percent_comments: bool = False
     label_first: bool = False
     raw_shortcodes: bool = False
+    empty_is_text: bool = False
     templates: tuple[str, ...] = ()  # "Templates/" (a folder) or "templates." (Dendron names)
     dendron_targets: bool = False
     namespaces: bool = False
@@ -65,6 +67,7 @@ class Flavour(NamedTuple):
             or self.percent_comments
             or self.label_first
             or self.raw_shortcodes
+            or self.empty_is_text
             or self.templates
             or self.dendron_targets
             or self.namespaces
@@ -103,9 +106,15 @@ _RANGE_END = re.compile(r",[0-9]+$")  # a note reference's line offset: `#headin
 _RULES: dict[str, Flavour] = {
     "plain": PLAIN,
     "foam": Flavour("foam"),
-    "obsidian": Flavour("obsidian", md_links_by_name=True, percent_comments=True),
+    "obsidian": Flavour(
+        "obsidian", md_links_by_name=True, percent_comments=True, empty_is_text=True
+    ),
     "logseq": Flavour(
-        "logseq", percent_comments=True, namespaces=True, severity=(("broken-link", "warning"),)
+        "logseq",
+        percent_comments=True,
+        namespaces=True,
+        empty_is_text=True,
+        severity=(("broken-link", "warning"),),
     ),
     "dendron": Flavour(
         "dendron", label_first=True, templates=("templates.",), dendron_targets=True
