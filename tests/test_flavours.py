@@ -292,7 +292,10 @@ def test_dendron_mv_rewrites_label_first_links(repo: Repo) -> None:
     repo.commit()
     proc = repo.llmwiki("mv", "dendron.topic.lookup.md", "dendron.topic.finder.md")
     assert proc.returncode == 0, proc.stderr
-    assert "rewrote 7 links in 1 page" in proc.stdout
+    assert "rewrote 7 links in 2 pages" in proc.stdout
+    # its title was the one Dendron derives from the old name: it follows the new name
+    moved = (repo.root / "dendron.topic.finder.md").read_text(encoding="utf-8")
+    assert moved.startswith("---\ntitle: Finder\n---\n# Lookup\n")
     text = (repo.root / "dendron.topic.md").read_text(encoding="utf-8")
     assert text == (
         "---\ntitle: Topic\n---\n"

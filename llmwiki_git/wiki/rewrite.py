@@ -52,9 +52,18 @@ class Edit:
     end: int
     old: str
     new: str
+    kind: str = "link"  # or "title": a Dendron note's derived title (`_retitle`)
 
     def to_json(self) -> dict[str, object]:
-        return {"line": self.line, "col": self.col, "old": self.old, "new": self.new}
+        found: dict[str, object] = {
+            "line": self.line,
+            "col": self.col,
+            "old": self.old,
+            "new": self.new,
+        }
+        if self.kind != "link":
+            found["kind"] = self.kind
+        return found
 
 
 @dataclass
@@ -75,7 +84,7 @@ class RewritePlan:
 
     @property
     def links(self) -> int:
-        return sum(len(f.edits) for f in self.files.values())
+        return sum(1 for f in self.files.values() for e in f.edits if e.kind == "link")
 
     @property
     def edited_files(self) -> list[FileRewrite]:
@@ -196,7 +205,7 @@ def plan_moves(
     new_names = {
         posixpath.basename(new).lower() for old, new in moves.items() if old not in wiki.by_path
     }
-    return plan_links(
+    plan = plan_links(
         wiki,
         after,
         moves,
@@ -206,6 +215,62 @@ def plan_moves(
         new_names=new_names,
         refusals=refusals,
     )
+    if wiki.flavour.dendron_targets:
+        _retitle(wiki, plan, read, contents)
+    return plan
+
+
+def _retitle(
+    wiki: Wiki,
+    plan: RewritePlan,
+    read: Callable[[list[str]], Mapping[str, str]],
+    contents: Mapping[str, str],
+) -> None:
+    """Dendron: a moved note whose ``title:`` is the one Dendron derives from its name (the
+    last part of ``dendron.topic.lookup``: "Lookup") gets the title of its new name, as
+    Dendron's own rename gives it; a title the author chose stays."""
+    titled = []
+    for old, new in plan.moves.items():
+        page = wiki.by_path.get(old)
+        title = page.scan.title if page is not None else None
+        if page is None or not title or not page.scan.meta_lines[0]:
+            continue
+        old_leaf = page.stem.rsplit(".", 1)[-1]
+        new_leaf = posixpath.basename(new)[:-3].rsplit(".", 1)[-1]
+        if old_leaf != new_leaf and slugify(title) == slugify(old_leaf):
+            titled.append((old, title, _derived_title(title, old_leaf, new_leaf)))
+    texts = dict(read([old for old, _, _ in titled if old not in contents]))
+    texts.update(contents)
+    for old, title, new_title in titled:
+        text = texts.get(old)
+        line = wiki.by_path[old].scan.meta_lines[0]
+        if text is None:
+            continue
+        starts = _line_starts(text)
+        end = starts[line] if line < len(starts) else len(text)
+        found = re.compile(r"title:[ \t]*(['\"]?)(.*?)\1[ \t]*(?:\r?\n|\r|$)").match(
+            text, starts[line - 1], end
+        )
+        if found is None or found.group(2) != title:
+            continue  # not written plainly: left as it is
+        start = found.start(2)
+        col = start - starts[line - 1] + 1
+        plan.files[old].edits.append(
+            Edit(line, col, start, found.end(2), title, new_title, "title")
+        )
+        plan.notes.append(
+            f"{old}:{line}: title {title!r} becomes {new_title!r}, the title Dendron gives "
+            f"the new name (it was the one derived from the old name)"
+        )
+
+
+def _derived_title(title: str, old_leaf: str, new_leaf: str) -> str:
+    """The title Dendron would give ``new_leaf`` in the style ``title`` had for ``old_leaf``."""
+    if title == old_leaf:
+        return new_leaf
+    if title == old_leaf.capitalize():
+        return new_leaf.capitalize()
+    return " ".join(word.capitalize() for word in re.split(r"[-_ ]+", new_leaf) if word)
 
 
 @dataclass
