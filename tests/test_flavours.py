@@ -123,10 +123,13 @@ def test_hugo_dialect_skips_paired_shortcode_blocks_only() -> None:
         "{{< figure src=x.png >}}\n"
         "[[c]]\n"
         "# Heading\n"
+        "`permalinkable`\n"
+        ": (`bool`) a definition list's term\n"
     )
     links, headings, _, _ = scan_raw(text, 0, "h")
     assert [link[3] for link in links] == ["a", "b", "c"]
-    assert headings == {"heading"}
+    assert headings == {"heading", "permalinkable"}
+    assert scan_raw(text)[1] == {"heading", "not-a-heading"}
     assert [link[3] for link in scan_raw(text)[0]] == ["a", "menus.main", "b", "c"]
 
 
@@ -326,9 +329,11 @@ def test_logseq_comments_namespaces_and_pages_not_written_yet(repo: Repo) -> Non
     repo.write(
         "pages/Alpha.md",
         "- a block [[Beta]]\n- %% [[Gone]] %%\n- [[setting/theme modes]] [[Setting/Language]]\n"
-        "- [[Not written yet]], and [[]] is text\n",
+        "- [[Not written yet]], and [[]] is text\n"
+        "- by alias [[B2]] and [[Bee]], by title [[Gamma Page]]\n",
     )
-    repo.write("pages/Beta.md", "- back to [[Alpha]]\n")
+    repo.write("pages/Beta.md", "alias:: B2, [[Bee]]\n\n- back to [[Alpha]]\n")
+    repo.write("pages/gamma.md", "title:: Gamma Page\n- a page named by its title\n")
     repo.write("pages/setting___theme modes.md", "- dark\n")
     repo.write("pages/setting%2Flanguage.md", "- en\n")
     repo.commit()

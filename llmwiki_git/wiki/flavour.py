@@ -11,6 +11,8 @@ its recommendation in ``.vscode/extensions.json``, Hugo's ``hugo.toml``), or set
   and Logseq;
 * ``raw_shortcodes``: the inner text of a paired Hugo shortcode ``{{< name >}} …
   {{< /name >}}`` is not markdown (Hugo passes it to the shortcode as it is), so no link;
+  and a definition list's term is an anchor (Hugo's ``autoDefinitionTermID``, which its
+  own docs turn on);
 * ``label_first``: ``[[a|b]]`` is label ``a``, target ``b``, as Dendron writes it;
 * ``templates``: folders (or, for Dendron, a dotted name prefix) holding templates, which
   are not pages to compare titles of;
@@ -19,6 +21,8 @@ its recommendation in ``.vscode/extensions.json``, Hugo's ``hugo.toml``), or set
   (``#start,1:#end``, ``#*``: the start heading is checked);
 * ``namespaces``: a file ``A___B.md`` (or ``A%2FB.md``) is the page ``A/B``, as Logseq
   stores namespaced pages, and ``[[A/B]]`` names it;
+* ``properties``: Logseq's first-block ``title::`` and ``alias::`` properties are the page's
+  title and aliases, and an alias of any page resolves links (Logseq's alias pages);
 * ``empty_is_text``: ``[[]]`` is text, not a link (Obsidian and Logseq show it as written);
 * ``severity``: the flavour's own defaults of problem severities, before
   ``[check.severity]``: in Logseq a link to a page no file holds is a page not written
@@ -47,6 +51,7 @@ class Flavour(NamedTuple):
     templates: tuple[str, ...] = ()  # "Templates/" (a folder) or "templates." (Dendron names)
     dendron_targets: bool = False
     namespaces: bool = False
+    properties: bool = False  # Logseq's title:: and alias:: name a page, aliases resolve links
     severity: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -57,6 +62,7 @@ class Flavour(NamedTuple):
             ("%" if self.percent_comments else "")
             + ("<" if self.label_first else "")
             + ("h" if self.raw_shortcodes else "")
+            + ("p" if self.properties else "")
         )
 
     @property
@@ -71,6 +77,7 @@ class Flavour(NamedTuple):
             or self.templates
             or self.dendron_targets
             or self.namespaces
+            or self.properties
             or self.severity
         )
 
@@ -113,6 +120,7 @@ _RULES: dict[str, Flavour] = {
         "logseq",
         percent_comments=True,
         namespaces=True,
+        properties=True,
         empty_is_text=True,
         severity=(("broken-link", "warning"),),
     ),

@@ -154,8 +154,8 @@ class Wiki:
             stem_exact.setdefault(page.stem, []).append(page)
         elif page.kind == "query":
             query_exact.setdefault(page.stem, []).append(page)
-        if page.kind in ("concept", "query"):
-            table = concept_alias if page.kind == "concept" else query_alias
+        if page.kind in ("concept", "query") or (self.flavour.properties and page.scan.alias_slugs):
+            table = query_alias if page.kind == "query" else concept_alias
             for alias in page.scan.alias_slugs:
                 table.setdefault(alias, []).append(page)
         by_slug.setdefault(slugify(page.stem), []).append(page)

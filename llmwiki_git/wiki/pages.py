@@ -248,6 +248,8 @@ def scan_record(
     links, headings, blocks, md = scan_raw(text, meta.body_line, dialect)
     aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
     title = title if isinstance(title, str) else None
+    if "p" in dialect and meta.raw is None and "::" in text:
+        title, aliases = _properties(text, title)
     return (
         title,
         aliases,
@@ -270,6 +272,29 @@ def scan_record(
 
 
 _TEXT = re.compile(r"\S")
+_PROPERTY = re.compile(r"[ \t]*(?:- )?([A-Za-z][\w-]*)::[ \t]*(.*?)[ \t]*$")
+
+
+def _properties(text: str, title: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """Logseq's page properties (``title:: Name``, ``alias:: a, [[b]]`` on the first lines):
+    the page's title, and the names it answers to (its aliases, and its title: Logseq names
+    a page by its ``title::``)."""
+    names: list[str] = []
+    for line in text.lstrip("\ufeff").split("\n", 20)[:20]:
+        found = _PROPERTY.match(line.rstrip("\r"))
+        if found is None:
+            break
+        key, value = found.group(1).lower(), found.group(2)
+        if key == "title" and value:
+            title = value
+            names.append(value)
+        elif key == "alias":
+            names += [
+                v.strip().removeprefix("[[").removesuffix("]]").strip() for v in value.split(",")
+            ]
+    return title, tuple(n for n in names if n)
+
+
 # A title that is a template's placeholder (`# {{title}}`, Templater's `<% tp.file.title %>`,
 # Foam's `${TM_FILENAME}`): a template, whose title names no page, so it has no title slug
 # and is compared with no other page's title (duplicate-title).

@@ -336,7 +336,7 @@ def scan_raw(text: str, start_line: int = 0, dialect: str = "") -> ScanParts:
     body = "\n".join(lines[start_line:])
     if (
         not ("%" in dialect and "%%" in body)
-        and not ("h" in dialect and "{{<" in body)
+        and not ("h" in dialect and ("{{<" in body or "\n: " in body))
         and "<!--" not in body
         and "```" not in body
         and "~~~" not in body
@@ -475,6 +475,7 @@ def _scan_blocks(
     """The full walk: fences, indented code, HTML comments, code spans over lines (and the
     rules of a flavour's ``dialect``: `scan`)."""
     label_first = "<" in dialect
+    terms = "h" in dialect  # Hugo: a definition list's term is an anchor, as Hugo's docs link it
     found: list[RawLink] = []
     headings: set[str] = set()
     blocks: set[str] = set()
@@ -491,6 +492,9 @@ def _scan_blocks(
                 headings.add(slugify(atx.group(2) or ""))
         elif (first == "=" or first == "-") and previous == index - 1 and _SETEXT.match(line):
             if not _ATX.match(previous_line) and not _LIST_ITEM.match(previous_line):
+                headings.add(slugify(previous_line))
+        elif terms and first == ":" and previous == index - 1 and line.lstrip(" ")[:2] == ": ":
+            if previous_line.strip() and not _ATX.match(previous_line):
                 headings.add(slugify(previous_line))
         if "^" in line:
             block = _BLOCK_ID.search(line)
