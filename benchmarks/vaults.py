@@ -11,7 +11,10 @@ pre-commit hook's own command (``check --staged --base HEAD``) on the unchanged 
 and the hook's verdict on the first commit (``check --staged`` against the empty tree, as
 the hook runs when HEAD is unborn). ``--code DIR`` runs another checkout of llmwiki (the
 "before" of docs/check.md); ``--flavour`` forces one flavour on every corpus
-(``plain``: the common rules). Prints a markdown table: corpus, code, count. Always exits 0:
+(``plain``: the common rules). ``--assets``: before committing, an empty file is put at each
+non-markdown path a ``broken-relative-link`` names (the images and files the corpora, which
+keep only markdown, left out of the real repositories), so the hook's verdict is the one
+on the whole repository. Prints a markdown table: corpus, code, count. Always exits 0:
 a measurement, not a test (the corpus suite, tests/corpora, asserts the numbers).
 Standard library only.
 """
@@ -53,7 +56,25 @@ def _llmwiki(root: Path, code: Path, *args: str) -> subprocess.CompletedProcess[
     )
 
 
-def measure(corpus: Path, code: Path, flavour: str | None) -> dict[str, object]:
+def _add_assets(root: Path, code: Path) -> int:
+    """Create the missing non-markdown files the pages link to (see the module doc)."""
+    found = json.loads(_llmwiki(root, code, "check", "--json").stdout)["problems"]
+    made = 0
+    for problem in found:
+        target = str(problem.get("target") or "")
+        if problem["code"] != "broken-relative-link" or target.lower().endswith(".md"):
+            continue
+        path = (root / target).resolve()
+        if root.resolve() in path.parents and not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+            made += 1
+    return made
+
+
+def measure(
+    corpus: Path, code: Path, flavour: str | None, assets: bool = False
+) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / corpus.name
         # Logseq's docs are the pages/ folder of a graph: kept there, so that `../assets/…`
@@ -67,6 +88,7 @@ def measure(corpus: Path, code: Path, flavour: str | None) -> dict[str, object]:
             (root / ".llmwiki").mkdir(exist_ok=True)
             (root / ".llmwiki" / "config.toml").write_text(f'flavour = "{flavour}"\n')
         _git(root, "init", "-q", "-b", "main")
+        made = _add_assets(root, code) if assets else 0
         _git(root, "add", "-A")
         first = _llmwiki(root, code, "check", "--staged")  # the hook, HEAD unborn
         _git(root, "-c", "user.name=m", "-c", "user.email=m@x", "commit", "-q", "-m", "vault")
@@ -79,6 +101,7 @@ def measure(corpus: Path, code: Path, flavour: str | None) -> dict[str, object]:
             "problems": found,
             "first_commit_hook": first.returncode,
             "unchanged_commit_hook": hook.returncode,
+            "assets_added": made,
         }
 
 
@@ -92,9 +115,16 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=HERE, help="the llmwiki checkout to run")
     parser.add_argument("--flavour", help="force this flavour on every corpus")
     parser.add_argument("--json", action="store_true", help="print every problem as JSON")
+    parser.add_argument(
+        "--assets",
+        action="store_true",
+        help="put an empty file at each missing non-markdown path pages link to first",
+    )
     args = parser.parse_args()
     folders = sorted(p for p in args.corpora.iterdir() if p.is_dir())
-    results = [measure(folder, args.code.resolve(), args.flavour) for folder in folders]
+    results = [
+        measure(folder, args.code.resolve(), args.flavour, args.assets) for folder in folders
+    ]
     if args.json:
         print(json.dumps(results, indent=1))
         return
