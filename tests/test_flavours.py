@@ -361,3 +361,22 @@ def test_hook_accepts_a_whole_obsidian_vault_committed_and_refuses_it_read_plain
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "vault")  # the hook checks every page of a first commit
     assert repo.git("log", "--format=%s").split() == ["vault"]
+
+
+def test_dendron_merge_pages_rewrites_label_first_links(repo: Repo) -> None:
+    dendron_vault(repo)
+    repo.write("dendron.topic.finder.md", "---\ntitle: Finder\n---\n# Finder\n\nFinds.\n")
+    repo.write("notes.md", "---\ntitle: Notes\n---\nSee [[Find it|dendron.topic.finder]].\n")
+    repo.commit()
+    proc = repo.llmwiki(
+        "merge-pages",
+        "dendron.topic.lookup.md",
+        "dendron.topic.finder.md",
+        "--dry-run",
+        env={"LLMWIKI_EMBEDDING_PROVIDER": "none"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    # the name after the label is rewritten; the label stays
+    assert "notes.md:4:" in proc.stdout and "dendron.topic.finder → dendron.topic.lookup" in (
+        proc.stdout
+    )
