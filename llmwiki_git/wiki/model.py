@@ -126,7 +126,7 @@ class Wiki:
         # Lookup tables are built on the first resolve(): a check served entirely from the
         # cache never needs them.
         self._steps: list[dict[str, list[Page]]] = []
-        self._names: dict[str, list[Page]] = {}  # pages by file stem, case folded
+        self._names: dict[str, list[Page]] = {}  # Logseq: namespaced pages by "a/b", lowered
         self._files: dict[str, list[str]] = {}
 
     def build_tables(self) -> None:
@@ -140,7 +140,6 @@ class Wiki:
         namespaces = self.flavour.namespaces
         for page in self.pages:
             self._index(page)
-            names.setdefault(name_key(page.stem), []).append(page)
             if namespaces and ("___" in page.stem or "%2F" in page.stem.upper()):
                 # Logseq stores the page "A/B" as A___B.md (or A%2FB.md): it answers to "A/B"
                 spaced = page.stem.replace("___", "/").replace("%2F", "/").replace("%2f", "/")
@@ -190,21 +189,10 @@ class Wiki:
             return Resolution()
         steps = self._steps
         for index, table in enumerate(steps):
-            if index == 4:  # by name: the exact file name first, the slug rule only without one
-                if self.flavour.namespaces and target.hint:
-                    spaced = self._names.get(name_key(target.text.partition("#")[0].strip()))
-                    if spaced:
-                        return Resolution(spaced[0], alternatives=tuple(p.id for p in spaced[1:]))
-                name = target.name
-                found = self._names.get(name_key(name))
-                if found and (target.hint or target.rooted):
-                    found = [
-                        p for p in found if _place_matches(p.folders, target, self._root_folders)
-                    ]
-                if found:
-                    return Resolution(page=found[0], alternatives=tuple(p.id for p in found[1:]))
-                if name.endswith("."):
-                    return Resolution()  # `[[Note.]]` names `Note..md`, never `Note.md`
+            if index == 4 and self.flavour.namespaces and target.hint:
+                spaced = self._names.get(name_key(target.text.partition("#")[0].strip()))
+                if spaced:
+                    return Resolution(spaced[0], alternatives=tuple(p.id for p in spaced[1:]))
             found = table.get(target.slug)
             if not found:
                 continue
@@ -212,6 +200,17 @@ class Wiki:
                 found = [p for p in found if _place_matches(p.folders, target, self._root_folders)]
                 if not found:
                     continue
+            if index == 4 and (len(found) > 1 or "." in target.text):
+                # By name: a page whose file stem is the name exactly (case-insensitive) wins;
+                # the slug rule only where none is. Such pages all have the target's slug, so
+                # they are among ``found``: with one page there, it is the answer either way.
+                name = target.name
+                key = name_key(name)
+                exact = [p for p in found if name_key(p.stem) == key]
+                if exact:
+                    found = exact
+                elif name.endswith("."):
+                    return Resolution()  # `[[Note.]]` names `Note..md`, never `Note.md`
             return Resolution(page=found[0], alternatives=tuple(p.id for p in found[1:]))
         return Resolution()
 
@@ -284,7 +283,7 @@ def name_key(name: str) -> str:
     on macOS equals the same name typed elsewhere)."""
     if name.isascii():
         return name.lower()
-    return unicodedata.normalize("NFC", name).casefold()
+    return unicodedata.normalize("NFC", name).lower()  # lower, as slugify: same-slug pages
 
 
 def _folder_slugs(path: str) -> tuple[str, ...]:

@@ -77,7 +77,10 @@ class LinkTarget(NamedTuple):
     @property
     def name(self) -> str:
         """The page name as written: the last path component, without anchor or ``.md``."""
-        name = self.text.partition("#")[0].strip()
+        text = self.text
+        if "#" not in text and "/" not in text and "." not in text and "\\" not in text:
+            return text.strip()  # a plain name (most targets): what the rest gives, sooner
+        name = text.partition("#")[0].strip()
         if name.lower().endswith(".md"):
             name = name[:-3]
         return name.replace("\\", "/").rsplit("/", 1)[-1].strip()
