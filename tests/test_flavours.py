@@ -205,6 +205,7 @@ def test_obsidian_vault_is_clean_where_obsidian_shows_nothing_broken(
     prefix = layout_prefix(repo, layout)
     obsidian_vault(repo, prefix)
     repo.commit()
+    assert json.loads(repo.llmwiki("check", "--json").stdout)["flavour"] == "obsidian"
     code, found = problems(repo)
     # The template titled "Daily note" is no page to compare with the daily note.
     assert (code, [p for p in found if p["code"] != "orphan-page"]) == (0, [])
