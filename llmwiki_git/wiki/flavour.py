@@ -149,9 +149,11 @@ def detect(project: Path) -> str:
 
 def _recommends_foam(path: Path) -> bool:
     try:
-        return "foam.foam-vscode" in path.read_text(encoding="utf-8", errors="replace").lower()
+        with path.open("rb") as handle:  # a settings file is small: read 1 MB at most
+            head = handle.read(1024 * 1024)
     except OSError:
         return False
+    return b"foam.foam-vscode" in head.lower()
 
 
 def _obsidian_templates(project: Path) -> tuple[str, ...]:
