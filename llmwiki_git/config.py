@@ -32,6 +32,9 @@ CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+#: The vault flavours ``flavour`` may name (wiki/flavour.py holds their rules; unset: detected).
+FLAVOURS = ("plain", "foam", "obsidian", "logseq", "dendron", "hugo")
+
 #: What ``[check.severity]`` may set a problem code to (problems.SEVERITIES; the code names
 #: are validated by the checker, checks/severity.py).
 CHECK_SEVERITIES = ("error", "warning", "off")
@@ -51,6 +54,8 @@ class Settings:
     check_severity: tuple[
         tuple[str, str], ...
     ] = ()  # (problem code, severity) from [check.severity]
+    flavour: str | None = None  # the vault flavour (FLAVOURS); None: detected (wiki/flavour.py)
+    template_folders: tuple[str, ...] | None = None  # None: the flavour's own
 
     @property
     def max_page_bytes(self) -> int:
@@ -106,12 +111,35 @@ def load(
             raise ConfigError(f"{CONFIG_PATH}: {key} must be a string, not {value!r}")
         strings[key] = value
     _validate_choices(strings, os.environ if environ is None else environ)
+    flavour, templates = _vault(data)
     return Settings(
         wiki_dir=chosen,
         max_page_mb=max_mb,
         check_severity=_check_severity(data.get("check")),
+        flavour=flavour,
+        template_folders=templates,
         **strings,
     )
+
+
+def _vault(data: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...] | None]:
+    """``flavour`` (one of FLAVOURS) and ``template_folders`` (a list of folder paths)."""
+    flavour = data.get("flavour")
+    if flavour is not None and (not isinstance(flavour, str) or flavour.lower() not in FLAVOURS):
+        raise ConfigError(
+            f"{CONFIG_PATH}: flavour = {flavour!r}: use one of {', '.join(FLAVOURS)}",
+            hint="or remove the line: the flavour is then detected from the editor's files",
+        )
+    folders = data.get("template_folders")
+    if folders is not None and (
+        not isinstance(folders, list) or not all(isinstance(f, str) for f in folders)
+    ):
+        raise ConfigError(
+            f"{CONFIG_PATH}: template_folders must be a list of folder paths, not {folders!r}",
+            hint='e.g. template_folders = ["Templates"]',
+        )
+    templates = tuple(_safe_dir(f) for f in folders) if folders is not None else None
+    return (flavour.lower() if flavour is not None else None), templates
 
 
 def _check_severity(check: Any) -> tuple[tuple[str, str], ...]:

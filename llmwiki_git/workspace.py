@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from . import config
 from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
 from .gitstore.git import EMPTY_TREE, Git, find_project, find_root
+from .wiki.flavour import Flavour, flavour_for
 from .wiki.listing import PageListing
 from .wiki.model import Wiki, load_wiki, page_blobs
 from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeSnapshot
@@ -41,6 +42,7 @@ class Workspace:
     long_lived: bool = False
     listing: PageListing = field(init=False, repr=False)
     _retrieval: Retrieval | None = field(default=None, init=False, repr=False)
+    _flavour: Flavour | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.listing = PageListing(self._list_pages, self.root, self.git, reuse=self.long_lived)
@@ -129,7 +131,18 @@ class Workspace:
             project_prefix=self.project_prefix,
             cache=cache,
             max_page_bytes=self.settings.max_page_bytes,
+            flavour=self.flavour,
         )
+
+    @property
+    def flavour(self) -> Flavour:
+        """The vault flavour (wiki/flavour.py): ``flavour`` in the config, else detected from
+        the editor's files in the project folder; read once per workspace."""
+        if self._flavour is None:
+            self._flavour = flavour_for(
+                self.project or self.root, self.settings.flavour, self.settings.template_folders
+            )
+        return self._flavour
 
     @property
     def state_path(self) -> Path:
@@ -221,6 +234,7 @@ class Workspace:
             project_prefix=self.project_prefix,
             limit=self.settings.max_page_bytes,
             cache=self._cache(),
-            severity=self.settings.check_severity,
+            severity=(*self.flavour.severity, *self.settings.check_severity),
+            flavour=self.flavour,
         )
         return engine.check(head, base)

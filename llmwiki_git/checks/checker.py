@@ -40,12 +40,16 @@ def fingerprint_of(
 
 
 def names_fingerprint(wiki: Wiki, max_page_bytes: int = 0) -> str:
-    return fingerprint_of(
+    found = fingerprint_of(
         wiki.root_dir,
         {page.path: page.scan.names_key for page in wiki.pages},
         wiki.other_files,
         max_page_bytes,
     )
+    if wiki.flavour.plain:
+        return found
+    # A flavour's rules change problems (markdown links by name, templates): its own key.
+    return found + hashlib.sha1(repr(wiki.flavour).encode()).hexdigest()[:8]
 
 
 def check_wiki(wiki: Wiki, cache: ScanCache | None = None, max_page_bytes: int = 0) -> CheckResult:

@@ -210,6 +210,18 @@ def _series(a: Page, b: Page) -> bool:
     return bool(digits[0]) and bool(digits[1]) and digits[0] != digits[1]
 
 
+# A file name that dates or time-stamps its note: ``2020-07-17``, ``2022.02.08``, ``20200717``,
+# a Zettelkasten id ``202007171053``, Dendron's ``journal.2020-07-17-105322``.
+_DATED = re.compile(r"(?<![0-9])(?:[0-9]{4}[-._][0-9]{2}[-._][0-9]{2}|[0-9]{8,14})(?![0-9])")
+
+
+def _dated(page: Page) -> bool:
+    """Whether ``page`` is a dated or time-stamped note by its file name (a daily note, a
+    journal entry, a Zettelkasten note): one moment's note, never a copy of another page,
+    whatever its title (often a template's or the day before's)."""
+    return _DATED.search(page.stem) is not None
+
+
 def _place(page: Page) -> str:
     """Where a page sits: its folder, and the hierarchy of a dotted name (Dendron's
     ``tags.feature.images`` sits in ``tags.feature``)."""
@@ -231,7 +243,11 @@ def suggest(wiki: Wiki) -> list[Group]:
     reasons: dict[frozenset[str], str] = {}
     names: dict[frozenset[str], str] = {}
     for reason, a, b, name in _pairs(wiki):
-        if a.path == b.path or _series(a, b):
+        if a.path == b.path or _series(a, b) or _dated(a) or _dated(b):
+            continue
+        if wiki.flavour.templates and (
+            wiki.flavour.is_template(a.id) or wiki.flavour.is_template(b.id)
+        ):
             continue
         pair = frozenset((a.path, b.path))
         if pair not in reasons or REASONS.index(reason) < REASONS.index(reasons[pair]):

@@ -20,6 +20,7 @@ from ..errors import GitError
 from ..gitstore.catfile import CatFile
 from ..gitstore.git import EMPTY_TREE, Git
 from ..problems import make
+from ..wiki.flavour import PLAIN, Flavour
 from ..wiki.model import Wiki
 from .cache import ScanCache
 from .checker import check_wiki_with, names_fingerprint
@@ -60,6 +61,7 @@ class CheckEngine:
         limit: int,
         cache: ScanCache | None,
         severity: Iterable[tuple[str, str]] = (),
+        flavour: Flavour = PLAIN,
     ) -> None:
         self.severity = severities(
             severity
@@ -70,6 +72,7 @@ class CheckEngine:
         self.project_prefix = project_prefix
         self.limit = limit
         self.cache = cache
+        self.flavour = flavour  # part of every cached tree's key; not plain: no staged delta
         self._trees: dict[str, str] = {}  # revision -> tree id, for this check
         self._derived: dict[str, Facts] = {}  # tree key -> the facts this check derived for it
         self._index_diffs: dict[
@@ -172,7 +175,8 @@ class CheckEngine:
         return known or None
 
     def _tree_key(self, tree: str) -> str:
-        return f"{tree}\0{self.project_prefix}\0{self.wiki_dir}\0{self.limit}"
+        key = f"{tree}\0{self.project_prefix}\0{self.wiki_dir}\0{self.limit}"
+        return key if self.flavour.plain else f"{key}\0{self.flavour!r}"
 
     def _check_scope(self, scope: str) -> CheckResult:
         cache = self.cache
@@ -235,7 +239,10 @@ class CheckEngine:
         other branch before a switch or the index of the previous hook run. Returns the
         result, the new facts, and the facts and extras of the tree it started from."""
         git = self.git
-        if git is None:
+        if git is None or not self.flavour.plain:
+            # The delta's facts know the common rules only (a flavour's markdown links by
+            # name, comments and templates are not in them): a flavoured wiki is checked in
+            # full, its page scans and problems still cached.
             return None
         trees = cache.trees()
         suffix = self._tree_key("")

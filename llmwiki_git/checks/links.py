@@ -148,9 +148,10 @@ class WikiClaims:
         self.stems = wiki.stem_slugs()
         titles: dict[str, list[str]] = {}
         aliases: dict[str, list[str]] = {}
+        flavour = wiki.flavour
         for page in wiki.pages:
             scan = page.scan
-            if scan.title_slug:
+            if scan.title_slug and not (flavour.templates and flavour.is_template(page.id)):
                 titles.setdefault(scan.title_slug, []).append(page.id)
             if (
                 scan.alias_slugs and page.kind != "page"
@@ -284,11 +285,13 @@ class Checker:
 
     @staticmethod
     def _outcome(wiki: Wiki, text: str) -> Outcome:
-        target = parse_target(text)
+        target = parse_target(
+            wiki.flavour.link_text(text) if wiki.flavour.dendron_targets else text
+        )
         if target.is_self_anchor:
             return ("self",)
         if target.is_empty:
-            return ("empty",)
+            return PLAIN_OK if (wiki.flavour.empty_is_text and not text.strip()) else ("empty",)
         found = wiki.resolve(target)
         if not found.resolved:
             return ("broken", target.key)
@@ -322,7 +325,26 @@ class Checker:
             return ("ok", path, page.id, (), page.id, what) if what else PLAIN_OK
         if self._files is None:
             self._files = set(wiki.other_files)
-        return PLAIN_OK if path in self._files else ("nofile", path)
+        if path in self._files:
+            return PLAIN_OK
+        if wiki.flavour.md_links_by_name and not path.startswith("../"):
+            return self._by_name(wiki, path, anchor)
+        return ("nofile", path)
+
+    @staticmethod
+    def _by_name(wiki: Wiki, path: str, anchor: str | None) -> Outcome:
+        """A markdown link whose relative path names no file, in a flavour that looks its
+        file name up anywhere in the wiki, as it looks up a wikilink's (Obsidian)."""
+        found = wiki.resolve(parse_target(path.rsplit("/", 1)[-1]))
+        if found.page is not None:
+            scan = found.page.scan
+            what = (
+                anchor_problem(scan.headings, scan.blocks, anchor, markdown=True)
+                if anchor
+                else None
+            )
+            return ("ok", path, found.page.id, (), found.page.id, what) if what else PLAIN_OK
+        return PLAIN_OK if found.file is not None else ("nofile", path)
 
     def page_problems(
         self, page: Page, fallback: Callable[[str], Outcome | None] | None = None

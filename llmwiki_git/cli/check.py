@@ -158,6 +158,8 @@ def check(
         }
         if renames:
             envelope["renames"] = [hint.to_json() for hint in renames]
+        if ws.flavour.name != "plain":
+            envelope["flavour"] = ws.flavour.name  # whose rules were applied (wikilinks.md)
         click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
     elif fmt == "github":
         from .. import github

@@ -1,8 +1,10 @@
 """The wiki: its pages, the lookup tables of link resolution, and lazy heading anchors.
 
 Resolution order for a normalized target (DESIGN §3): (1) exact concept page stem,
-(2) exact query page stem, (3) concept alias, (4) query alias, (5) any page whose
-slugified stem equals the target. A path-style target's folder hint filters every step
+(2) exact query page stem, (3) concept alias, (4) query alias, (5) any page whose file
+stem equals the target's name, case-insensitively, (6) only when no page has that exact
+name: any page whose slugified stem equals the target (a name ending in ``.`` keeps its
+dot: it is never matched by slug). A path-style target's folder hint filters every step
 (the end of the page's folder path; all of it, from the wiki or repository root, for a
 rooted ``[[/path]]``).
 A target naming a non-markdown file (``diagram.png``) resolves to a file of that name.
@@ -10,12 +12,14 @@ A target naming a non-markdown file (``diagram.png``) resolves to a file of that
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from typing import NamedTuple, Protocol
 
 from ..confine import hidden_part
 from ..errors import PageReadError
 from ..gitstore.git import blob_id
+from .flavour import PLAIN, Flavour
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, ScanRecord, scan_page
 from .parallel import read_and_scan
 from .provenance import sources_dir
@@ -105,8 +109,10 @@ class Wiki:
         issues: list[tuple[str, Issue]],
         snapshot: Snapshot | None = None,
         sources: dict[str, str | None] | None = None,
+        flavour: Flavour = PLAIN,
     ) -> None:
         self.root_dir = root_dir
+        self.flavour = flavour  # the vault's rules (wiki/flavour.py)
         # The files of the project's sources/ folder (path -> blob id; None: a work-tree
         # file git has no blob for yet), for the provenance check (checks/stale.py).
         self.sources: dict[str, str | None] = sources if sources is not None else {}
@@ -120,6 +126,7 @@ class Wiki:
         # Lookup tables are built on the first resolve(): a check served entirely from the
         # cache never needs them.
         self._steps: list[dict[str, list[Page]]] = []
+        self._names: dict[str, list[Page]] = {}  # Logseq: namespaced pages by "a/b", lowered
         self._files: dict[str, list[str]] = {}
 
     def build_tables(self) -> None:
@@ -129,8 +136,14 @@ class Wiki:
 
     def _build_tables(self) -> None:
         self._steps = [{}, {}, {}, {}, {}]
+        names = self._names
+        namespaces = self.flavour.namespaces
         for page in self.pages:
             self._index(page)
+            if namespaces and ("___" in page.stem or "%2F" in page.stem.upper()):
+                # Logseq stores the page "A/B" as A___B.md (or A%2FB.md): it answers to "A/B"
+                spaced = page.stem.replace("___", "/").replace("%2F", "/").replace("%2f", "/")
+                names.setdefault(name_key(spaced), []).append(page)
         for path in sorted(self.other_files, key=lambda p: (p.count("/"), p)):
             self._files.setdefault(path.rsplit("/", 1)[-1].lower(), []).append(path)
 
@@ -140,8 +153,8 @@ class Wiki:
             stem_exact.setdefault(page.stem, []).append(page)
         elif page.kind == "query":
             query_exact.setdefault(page.stem, []).append(page)
-        if page.kind in ("concept", "query"):
-            table = concept_alias if page.kind == "concept" else query_alias
+        if page.kind in ("concept", "query") or (self.flavour.properties and page.scan.alias_slugs):
+            table = query_alias if page.kind == "query" else concept_alias
             for alias in page.scan.alias_slugs:
                 table.setdefault(alias, []).append(page)
         by_slug.setdefault(slugify(page.stem), []).append(page)
@@ -174,7 +187,12 @@ class Wiki:
                 return Resolution(file=paths[0], alternatives=tuple(paths[1:]))
         if not target.slug:
             return Resolution()
-        for table in self._steps:
+        steps = self._steps
+        for index, table in enumerate(steps):
+            if index == 4 and self.flavour.namespaces and target.hint:
+                spaced = self._names.get(name_key(target.text.partition("#")[0].strip()))
+                if spaced:
+                    return Resolution(spaced[0], alternatives=tuple(p.id for p in spaced[1:]))
             found = table.get(target.slug)
             if not found:
                 continue
@@ -182,6 +200,17 @@ class Wiki:
                 found = [p for p in found if _place_matches(p.folders, target, self._root_folders)]
                 if not found:
                     continue
+            if index == 4 and (len(found) > 1 or "." in target.text):
+                # By name: a page whose file stem is the name exactly (case-insensitive) wins;
+                # the slug rule only where none is. Such pages all have the target's slug, so
+                # they are among ``found``: with one page there, it is the answer either way.
+                name = target.name
+                key = name_key(name)
+                exact = [p for p in found if name_key(p.stem) == key]
+                if exact:
+                    found = exact
+                elif name.endswith("."):
+                    return Resolution()  # `[[Note.]]` names `Note..md`, never `Note.md`
             return Resolution(page=found[0], alternatives=tuple(p.id for p in found[1:]))
         return Resolution()
 
@@ -210,23 +239,51 @@ class Wiki:
         page_id = path[len(prefix) : -3]
         kind = page_kind(page_id)
         data = text.encode("utf-8")
-        page = Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob_id(data), scan_page(data))
+        scan = scan_page(data, dialect=self.flavour.dialect)
+        page = Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob_id(data), scan)
         pages = [p for p in self.pages if p.path != path] + [page]
         return Wiki(
-            self.root_dir, pages, self.other_files, self.source_issues, self._snapshot, self.sources
+            self.root_dir,
+            pages,
+            self.other_files,
+            self.source_issues,
+            self._snapshot,
+            self.sources,
+            self.flavour,
         )
 
     def with_pages(self, pages: list[Page], other_files: Iterable[str]) -> Wiki:
         """Another set of pages and files read from the same snapshot (blob ids do not move:
         a moved page reads as before)."""
-        return Wiki(self.root_dir, pages, other_files, self.source_issues, self._snapshot)
+        return Wiki(
+            self.root_dir,
+            pages,
+            other_files,
+            self.source_issues,
+            self._snapshot,
+            flavour=self.flavour,
+        )
 
     def without_page(self, path: str) -> Wiki:
         """This wiki as it will be after the page at ``path`` is deleted."""
         pages = [p for p in self.pages if p.path != path]
         return Wiki(
-            self.root_dir, pages, self.other_files, self.source_issues, self._snapshot, self.sources
+            self.root_dir,
+            pages,
+            self.other_files,
+            self.source_issues,
+            self._snapshot,
+            self.sources,
+            self.flavour,
         )
+
+
+def name_key(name: str) -> str:
+    """A file name as editors compare names: case-insensitive (and NFC, so that a name typed
+    on macOS equals the same name typed elsewhere)."""
+    if name.isascii():
+        return name.lower()
+    return unicodedata.normalize("NFC", name).lower()  # lower, as slugify: same-slug pages
 
 
 def _folder_slugs(path: str) -> tuple[str, ...]:
@@ -322,12 +379,16 @@ def load_wiki(
     project_prefix: str = "",
     cache: ScanStore | None = None,
     max_page_bytes: int = MAX_PAGE_BYTES,
+    flavour: Flavour = PLAIN,
 ) -> Wiki:
     """Read every page of ``snapshot`` (through ``cache`` where the blob is known).
 
     ``project_prefix`` is the project folder (holding ``.llmwiki/``) relative to the repository root;
-    ``wiki_dir`` is relative to it.
+    ``wiki_dir`` is relative to it. ``flavour``: the vault's rules (wiki/flavour.py); a page
+    scanned by other rules than the common ones is cached under its blob id plus the
+    flavour's dialect.
     """
+    dialect = flavour.dialect
     files, source_issues = snapshot.files()
     root, page_files, others, escapes = _select_pages(files, wiki_dir, project_prefix)
     prefix = f"{root}/" if root else ""
@@ -337,18 +398,20 @@ def load_wiki(
     scans: dict[str, tuple[str | None, PageScan]] = {}
     to_read: list[SourceFile] = []
     for item in page_files:
-        record = records.get(item.blob) if item.blob else None
+        record = records.get(item.blob + dialect) if item.blob else None
         if record is not None:
             scans[item.path] = (item.blob, PageScan._make(record))
         else:
             to_read.append(item)
-    found: list[str] = [blob for blob, _ in scans.values() if blob]
-    for path, blob, record, fresh in read_and_scan(snapshot, to_read, max_page_bytes, records):
+    found: list[str] = [blob + dialect for blob, _ in scans.values() if blob]
+    for path, blob, record, fresh in read_and_scan(
+        snapshot, to_read, max_page_bytes, records, dialect
+    ):
         if cache is not None and blob is not None:
             if fresh:
-                cache.put_record(blob, record)
+                cache.put_record(blob + dialect, record)
             else:
-                found.append(blob)
+                found.append(blob + dialect)
         scans[path] = (blob, PageScan._make(record))
     if cache is not None:
         cache.touch(found)
@@ -364,4 +427,4 @@ def load_wiki(
         )
     raw = sources_dir(project_prefix) + "/"
     sources = {f.path: f.blob for f in files if f.path.startswith(raw) and "/." not in f.path}
-    return Wiki(root, pages, others, issues, snapshot, sources)
+    return Wiki(root, pages, others, issues, snapshot, sources, flavour)

@@ -230,9 +230,10 @@ def acceptance_problem(document: bytes | str, max_bytes: int = MAX_PAGE_BYTES) -
     )
 
 
-def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> ScanRecord:
+def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES, dialect: str = "") -> ScanRecord:
     """The scan of one page's bytes as a plain record (`PageScan` fields; links and issues
-    plain tuples): what the scan cache stores and scan workers send back."""
+    plain tuples): what the scan cache stores and scan workers send back. ``dialect``: the
+    flavour's scanning rules (`scanner.scan`)."""
     if len(data) > max_bytes:
         size_mb = len(data) / (1024 * 1024)
         return only_issue_record(
@@ -268,9 +269,11 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> ScanRecord:
             )
         )
     title = declared_title(meta.data, text[meta.body_offset :])
-    links, headings, blocks, md = scan_raw(text, meta.body_line)
+    links, headings, blocks, md = scan_raw(text, meta.body_line, dialect)
     aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
     title = title if isinstance(title, str) else None
+    if "p" in dialect and meta.raw is None and "::" in text:
+        title, aliases = _properties(text, title)
     return (
         title,
         aliases,
@@ -284,7 +287,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> ScanRecord:
         (_key_line(meta.raw, "title"), _key_line(meta.raw, "aliases"))
         if (title or aliases) and meta.raw
         else (0, 0),
-        slugify(title) if title else "",
+        slugify(title) if title and not _PLACEHOLDER.search(title) else "",
         scan_sourcing(text, meta.raw, meta.data, meta.body_line, meta.body_offset)
         if "^[" in text
         or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw))
@@ -293,6 +296,33 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> ScanRecord:
 
 
 _TEXT = re.compile(r"\S")
+_PROPERTY = re.compile(r"[ \t]*(?:- )?([A-Za-z][\w-]*)::[ \t]*(.*?)[ \t]*$")
+
+
+def _properties(text: str, title: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """Logseq's page properties (``title:: Name``, ``alias:: a, [[b]]`` on the first lines):
+    the page's title, and the names it answers to (its aliases, and its title: Logseq names
+    a page by its ``title::``)."""
+    names: list[str] = []
+    for line in text.lstrip("\ufeff").split("\n", 20)[:20]:
+        found = _PROPERTY.match(line.rstrip("\r"))
+        if found is None:
+            break
+        key, value = found.group(1).lower(), found.group(2)
+        if key == "title" and value:
+            title = value
+            names.append(value)
+        elif key == "alias":
+            names += [
+                v.strip().removeprefix("[[").removesuffix("]]").strip() for v in value.split(",")
+            ]
+    return title, tuple(n for n in names if n)
+
+
+# A title that is a template's placeholder (`# {{title}}`, Templater's `<% tp.file.title %>`,
+# Foam's `${TM_FILENAME}`): a template, whose title names no page, so it has no title slug
+# and is compared with no other page's title (duplicate-title).
+_PLACEHOLDER = re.compile(r"\{\{[^{}]*\}\}|<%.*?%>|\$\{[^{}]*\}")
 
 
 def _key_line(raw: str, key: str) -> int:
@@ -304,8 +334,8 @@ def _key_line(raw: str, key: str) -> int:
     return 0 if at < 0 else 3 + raw.count("\n", 0, at)
 
 
-def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> PageScan:
-    return PageScan._make(scan_record(data, max_bytes=max_bytes))
+def scan_page(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES, dialect: str = "") -> PageScan:
+    return PageScan._make(scan_record(data, max_bytes=max_bytes, dialect=dialect))
 
 
 def sourcing_of(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES) -> Sourcing:

@@ -75,6 +75,7 @@ def _read_and_scan(
     items: list[SourceFile],
     max_bytes: int,
     known: Mapping[str, ScanRecord],
+    dialect: str = "",
 ) -> list[Scanned]:
     out: list[Scanned] = []
     for path, data in snapshot.read(items).items():
@@ -86,11 +87,12 @@ def _read_and_scan(
             )
         else:
             blob = blob_id(data)
-            record = known.get(blob)
+            record = known.get(blob + dialect)
             if record is not None and len(record) == len(PageScan._fields):
                 out.append((path, blob, record, False))
             else:
-                out.append((path, blob, scan_record(data, max_bytes=max_bytes), True))
+                record = scan_record(data, max_bytes=max_bytes, dialect=dialect)
+                out.append((path, blob, record, True))
     return out
 
 
@@ -185,9 +187,13 @@ def read_and_scan(
     items: list[SourceFile],
     max_bytes: int = MAX_PAGE_BYTES,
     known: Mapping[str, ScanRecord] | None = None,
+    dialect: str = "",
 ) -> list[Scanned]:
     """Read ``items`` from ``snapshot`` and scan each, in order, on as many cores as are
-    usable; a page whose blob has a record in ``known`` (the scan cache) is not scanned."""
+    usable; a page whose blob has a record in ``known`` (the scan cache, by blob id plus
+    ``dialect``, the flavour's scanning rules) is not scanned."""
     found = known if known is not None else {}
-    shares = in_shares(lambda share: _read_and_scan(snapshot, share, max_bytes, found), items)
+    shares = in_shares(
+        lambda share: _read_and_scan(snapshot, share, max_bytes, found, dialect), items
+    )
     return [scanned for share in shares for scanned in share]

@@ -52,9 +52,18 @@ class Edit:
     end: int
     old: str
     new: str
+    kind: str = "link"  # or "title": a Dendron note's derived title (`_retitle`)
 
     def to_json(self) -> dict[str, object]:
-        return {"line": self.line, "col": self.col, "old": self.old, "new": self.new}
+        found: dict[str, object] = {
+            "line": self.line,
+            "col": self.col,
+            "old": self.old,
+            "new": self.new,
+        }
+        if self.kind != "link":
+            found["kind"] = self.kind
+        return found
 
 
 @dataclass
@@ -75,7 +84,7 @@ class RewritePlan:
 
     @property
     def links(self) -> int:
-        return sum(len(f.edits) for f in self.files.values())
+        return sum(1 for f in self.files.values() for e in f.edits if e.kind == "link")
 
     @property
     def edited_files(self) -> list[FileRewrite]:
@@ -185,7 +194,9 @@ def plan_moves(
             page = wiki.by_path.get(old)
             if page is not None:
                 moved = moved_page(page, moves[old], wiki.root_dir)
-                scans[moves[old]] = moved._replace(scan=scan_page(encode(text)))
+                scans[moves[old]] = moved._replace(
+                    scan=scan_page(encode(text), dialect=wiki.flavour.dialect)
+                )
     after = wiki_after(wiki, moves, scans)
     _check_targets(wiki, after, moves, refusals)
     new_slugs = {
@@ -194,7 +205,7 @@ def plan_moves(
     new_names = {
         posixpath.basename(new).lower() for old, new in moves.items() if old not in wiki.by_path
     }
-    return plan_links(
+    plan = plan_links(
         wiki,
         after,
         moves,
@@ -204,6 +215,62 @@ def plan_moves(
         new_names=new_names,
         refusals=refusals,
     )
+    if wiki.flavour.dendron_targets:
+        _retitle(wiki, plan, read, contents)
+    return plan
+
+
+def _retitle(
+    wiki: Wiki,
+    plan: RewritePlan,
+    read: Callable[[list[str]], Mapping[str, str]],
+    contents: Mapping[str, str],
+) -> None:
+    """Dendron: a moved note whose ``title:`` is the one Dendron derives from its name (the
+    last part of ``dendron.topic.lookup``: "Lookup") gets the title of its new name, as
+    Dendron's own rename gives it; a title the author chose stays."""
+    titled = []
+    for old, new in plan.moves.items():
+        page = wiki.by_path.get(old)
+        title = page.scan.title if page is not None else None
+        if page is None or not title or not page.scan.meta_lines[0]:
+            continue
+        old_leaf = page.stem.rsplit(".", 1)[-1]
+        new_leaf = posixpath.basename(new)[:-3].rsplit(".", 1)[-1]
+        if old_leaf != new_leaf and slugify(title) == slugify(old_leaf):
+            titled.append((old, title, _derived_title(title, old_leaf, new_leaf)))
+    texts = dict(read([old for old, _, _ in titled if old not in contents]))
+    texts.update(contents)
+    for old, title, new_title in titled:
+        text = texts.get(old)
+        line = wiki.by_path[old].scan.meta_lines[0]
+        if text is None:
+            continue
+        starts = _line_starts(text)
+        end = starts[line] if line < len(starts) else len(text)
+        found = re.compile(r"title:[ \t]*(['\"]?)(.*?)\1[ \t]*(?:\r?\n|\r|$)").match(
+            text, starts[line - 1], end
+        )
+        if found is None or found.group(2) != title:
+            continue  # not written plainly: left as it is
+        start = found.start(2)
+        col = start - starts[line - 1] + 1
+        plan.files[old].edits.append(
+            Edit(line, col, start, found.end(2), title, new_title, "title")
+        )
+        plan.notes.append(
+            f"{old}:{line}: title {title!r} becomes {new_title!r}, the title Dendron gives "
+            f"the new name (it was the one derived from the old name)"
+        )
+
+
+def _derived_title(title: str, old_leaf: str, new_leaf: str) -> str:
+    """The title Dendron would give ``new_leaf`` in the style ``title`` had for ``old_leaf``."""
+    if title == old_leaf:
+        return new_leaf
+    if title == old_leaf.capitalize():
+        return new_leaf.capitalize()
+    return " ".join(word.capitalize() for word in re.split(r"[-_ ]+", new_leaf) if word)
 
 
 @dataclass
@@ -223,12 +290,14 @@ class _Plan:
 
     def before(self, text: str) -> Resolution:
         if text not in self.before_cache:
-            self.before_cache[text] = self.wiki.resolve(parse_target(text))
+            read = self.wiki.flavour.link_text(text)  # Dendron's dendron://vault/ and ranges
+            self.before_cache[text] = self.wiki.resolve(parse_target(read))
         return self.before_cache[text]
 
     def later(self, text: str) -> Resolution:
         if text not in self.after_cache:
-            self.after_cache[text] = self.after.resolve(parse_target(text))
+            read = self.wiki.flavour.link_text(text)
+            self.after_cache[text] = self.after.resolve(parse_target(read))
         return self.after_cache[text]
 
 
@@ -265,7 +334,7 @@ def plan_links(
     for page in wiki.pages:
         wanted = page.path in moves and bool(page.scan.md_links)
         for line, col, inner, text, _label, _embed in page.scan.raw_links:
-            target = parse_target(text)
+            target = parse_target(wiki.flavour.link_text(text))
             if target.is_self_anchor or target.is_empty:
                 continue
             found = ctx.before(text)
@@ -326,7 +395,7 @@ def _md_target(page_path: str, url: str) -> str | None:
 def _page_edits(ctx: _Plan, path: str, text: str) -> list[Edit]:
     """The edits of one file's text (its links found by the scanner in ``text`` itself)."""
     _, _, body_line = split(text.removeprefix("\ufeff"))
-    links, _headings, _blocks, md = scan_raw(text, body_line)
+    links, _headings, _blocks, md = scan_raw(text, body_line, ctx.wiki.flavour.dialect)
     starts = _line_starts(text)
     edits: list[Edit] = []
     for link in links:
@@ -344,7 +413,7 @@ def _wikilink_edit(
     ctx: _Plan, path: str, link: RawLink, starts: list[int], text: str
 ) -> Edit | None:
     line, col, inner, target_text, _label, embed = link
-    target = parse_target(target_text)
+    target = parse_target(ctx.wiki.flavour.link_text(target_text))
     if target.is_self_anchor or target.is_empty:
         return None
     moves, after = ctx.moves, ctx.after
@@ -365,15 +434,24 @@ def _wikilink_edit(
     )
     if still and section is None:
         return None  # an alias, or a name the moved file keeps: still reaches it
-    # The name part of the inner text: before "|" (or a table's "\|") and before "#".
+    # The name part of the inner text: before "|" (or a table's "\|") and before "#"; after
+    # the "|" where the flavour writes the label first (Dendron's [[label|target]]).
     inner_start = starts[line - 1] + col - 1 + (3 if embed else 2)
     head = inner.split("|", 1)[0]
     if head.endswith("\\") and "|" in inner:
         head = head[:-1]
+    placed = text[inner_start : inner_start + len(inner)] == inner
+    if ctx.wiki.flavour.label_first and "|" in inner:
+        pipe = inner.index("|") + 1
+        inner_start += pipe
+        head = inner[pipe:]
     name = head.split("#", 1)[0]
     stripped = name.strip()
     lead = len(name) - len(name.lstrip())
-    if text[inner_start : inner_start + len(inner)] != inner:
+    vault = ctx.wiki.flavour.vault_prefix(stripped)  # kept as written: dendron://vault/
+    stripped = stripped[len(vault) :]
+    lead += len(vault)
+    if not placed:
         ctx.refusals.append(
             f"{path}:{line}:{col}: could not place [[{inner}]] in the text; not rewritten"
         )
@@ -385,7 +463,7 @@ def _wikilink_edit(
     )
     if section is not None:
         new_name += "#" + section
-    candidate = new_name + target_text.strip()[len(stripped) :]
+    candidate = vault + new_name + target_text.strip()[len(vault) + len(stripped) :]
     now = ctx.later(candidate)
     if not _same(now, want_page, want_file):
         ctx.refusals.append(

@@ -89,20 +89,30 @@ def split_lines(text: str) -> list[str]:
     return text.split("\n")
 
 
-def _text_lines(lines: list[str], start: int) -> Iterator[tuple[int, str]]:
+def _text_lines(lines: list[str], start: int, dialect: str = "") -> Iterator[tuple[int, str]]:
     """Yield (index, line) for lines outside fenced and indented code blocks, with HTML
-    comments (also those spanning lines) blanked out. A comment is tracked before fences
-    are looked for, so a fence written inside a comment opens nothing."""
+    comments (also those spanning lines) blanked out, and ``%% … %%`` comments when
+    ``dialect`` holds ``%`` (Obsidian, Logseq). With ``h`` (Hugo), the inner text of a
+    paired ``{{< name >}} … {{< /name >}}`` shortcode is skipped like a fenced block: Hugo
+    hands it to the shortcode unrendered (``code-toggle`` holds TOML, whose ``[[menus.main]]``
+    is no link). A comment is tracked before fences are looked for, so a fence written
+    inside a comment opens nothing."""
     fence_char = ""
     fence_len = 0
     prev_blank = True
     in_indented = False
     in_list = False
     comments = _CommentState()
+    percent = _CommentState("%%", "%%") if "%" in dialect else None
+    hugo = "h" in dialect
+    shortcode: re.Pattern[str] | None = None  # the closing tag of a raw shortcode block
     for index in range(start, len(lines)):
         line = lines[index]
-        if comments.open:
-            line = comments.mask(line)
+        if comments.open or (percent is not None and percent.open):
+            if comments.open:
+                line = comments.mask(line)
+            if percent is not None and percent.open:
+                line = percent.mask(line)
             if not line.strip():
                 continue
         lead = line.lstrip(" \t>")
@@ -113,6 +123,14 @@ def _text_lines(lines: list[str], start: int) -> Iterator[tuple[int, str]]:
                     fence_char = ""
                     prev_blank = False
             continue
+        if shortcode is not None:
+            if shortcode.search(line):
+                shortcode = None
+            continue
+        if hugo and "{{<" in line:
+            shortcode = _shortcode_block(lines, index)
+            if shortcode is not None:
+                continue
         if not lead.strip():
             prev_blank = not line.strip() or prev_blank
             continue
@@ -138,7 +156,25 @@ def _text_lines(lines: list[str], start: int) -> Iterator[tuple[int, str]]:
         prev_blank = False
         if "<!--" in line:
             line = comments.mask(_mask_code_spans(line)[0])
+        if percent is not None and "%%" in line:
+            line = percent.mask(_mask_code_spans(line)[0])
         yield index, line
+
+
+_SHORTCODE_OPEN = re.compile(r"\s*\{\{<\s*([A-Za-z0-9_-]+)\b(?:[^>]|>(?!\}\}))*?(?<!/)>\}\}\s*$")
+
+
+def _shortcode_block(lines: list[str], index: int) -> re.Pattern[str] | None:
+    """The closing tag of the paired Hugo shortcode ``lines[index]`` opens on a line of its
+    own (None: not an opening tag, or never closed: then it is no block)."""
+    opened = _SHORTCODE_OPEN.match(lines[index])
+    if opened is None:
+        return None
+    closing = re.compile(r"\{\{<\s*/\s*" + re.escape(opened.group(1)) + r"\s*>\}\}")
+    for later in lines[index + 1 :]:
+        if closing.search(later):
+            return closing
+    return None
 
 
 def _mask_span(text: str, start: int, end: int) -> str:
@@ -189,29 +225,32 @@ def _closes_later(lines: list[str], index: int, width: int) -> bool:
 
 
 class _CommentState:
-    """Tracks an HTML comment that may span lines."""
+    """Tracks a comment that may span lines: HTML's ``<!-- … -->`` by default, or
+    Obsidian's ``%% … %%``."""
 
-    __slots__ = ("open",)
+    __slots__ = ("open", "opener", "closer")
 
-    def __init__(self) -> None:
+    def __init__(self, opener: str = "<!--", closer: str = "-->") -> None:
         self.open = False
+        self.opener = opener
+        self.closer = closer
 
     def mask(self, line: str) -> str:
         pos = 0
         while True:
             if self.open:
-                end = line.find("-->", pos)
+                end = line.find(self.closer, pos)
                 if end < 0:
                     return line[:pos] + " " * (len(line) - pos)
-                line = _mask_span(line, pos, end + 3)
-                pos = end + 3
+                line = _mask_span(line, pos, end + len(self.closer))
+                pos = end + len(self.closer)
                 self.open = False
-            start = line.find("<!--", pos)
+            start = line.find(self.opener, pos)
             if start < 0:
                 return line
             self.open = True
-            line = _mask_span(line, start, start + 4)
-            pos = start + 4
+            line = _mask_span(line, start, start + len(self.opener))
+            pos = start + len(self.opener)
 
 
 @dataclass(frozen=True)
@@ -255,7 +294,12 @@ def _md_links_of(line: str, masked: str, index: int, md: list[MdLink] | None) ->
 
 
 def _links_of(
-    line: str, masked: str, index: int, found: list[RawLink], md: list[MdLink] | None = None
+    line: str,
+    masked: str,
+    index: int,
+    found: list[RawLink],
+    md: list[MdLink] | None = None,
+    label_first: bool = False,
 ) -> None:
     if "\\" in masked:
         masked = _ESCAPE.sub("  ", masked)
@@ -264,6 +308,8 @@ def _links_of(
     for match in _WIKILINK.finditer(masked):
         inner = line[match.start(1) : match.end(1)]
         target, label = split_label(inner)
+        if label_first and label is not None:  # Dendron's [[label|target]]
+            target, label = label, target.strip()
         start = match.start()
         embed = start > 0 and masked[start - 1] == "!"
         found.append(
@@ -271,43 +317,49 @@ def _links_of(
         )
 
 
-def scan(text: str, start_line: int = 0) -> Scan:
+def scan(text: str, start_line: int = 0, dialect: str = "") -> Scan:
     """Links and anchors of ``text`` in one pass, from line index ``start_line`` on (pass
-    the frontmatter's ``body_line``: frontmatter is skipped, numbering stays the file's)."""
-    links, headings, blocks, _ = scan_raw(text, start_line)
+    the frontmatter's ``body_line``: frontmatter is skipped, numbering stays the file's).
+    ``dialect`` (`wiki.flavour.Flavour.dialect`): ``%`` reads ``%% … %%`` as a comment,
+    ``<`` reads ``[[a|b]]`` label first."""
+    links, headings, blocks, _ = scan_raw(text, start_line, dialect)
     return Scan(list(map(Occurrence._make, links)), Anchors(frozenset(headings), frozenset(blocks)))
 
 
 ScanParts = tuple[list[RawLink], set[str], set[str], list[MdLink]]
 
 
-def scan_raw(text: str, start_line: int = 0) -> ScanParts:
+def scan_raw(text: str, start_line: int = 0, dialect: str = "") -> ScanParts:
     """`scan` as plain data: links as `Occurrence` field tuples, heading slugs, block ids, and
     the local markdown links (`MdLink`)."""
     lines = split_lines(text)
     body = "\n".join(lines[start_line:])
     if (
-        "<!--" not in body
+        not ("%" in dialect and "%%" in body)
+        and not ("h" in dialect and ("{{<" in body or "\n: " in body))
+        and "<!--" not in body
         and "```" not in body
         and "~~~" not in body
         and "\t" not in body
         and "\n    " not in body
         and not body.startswith("    ")
     ):
-        simple = _scan_simple(lines, start_line, "[[" in body)
+        simple = _scan_simple(lines, start_line, "[[" in body, "<" in dialect)
         if simple is not None:
             return simple
-    return _scan_blocks(lines, start_line, "[[" in body)
+    return _scan_blocks(lines, start_line, "[[" in body, dialect)
 
 
-def scan_markdown_links(text: str, start_line: int = 0) -> list[MdLink]:
+def scan_markdown_links(text: str, start_line: int = 0, dialect: str = "") -> list[MdLink]:
     """The local markdown links of ``text`` (see `scan_raw`)."""
     if "](" not in text:
         return []
-    return scan_raw(text, start_line)[3]
+    return scan_raw(text, start_line, dialect)[3]
 
 
-def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> ScanParts | None:
+def _scan_simple(
+    lines: list[str], start_line: int, want_links: bool, label_first: bool = False
+) -> ScanParts | None:
     """`_scan_blocks` for a page without HTML comments, fences, tabs or lines indented
     four spaces (most pages). No line is hidden then, so headings and block ids are looked
     for only on the lines that can hold them, and links are found in the whole body at once
@@ -392,6 +444,8 @@ def _scan_simple(lines: list[str], start_line: int, want_links: bool) -> ScanPar
             target, label = inner[:pipe], inner[pipe + 1 :].strip()
             if target[-1:] == "\\":
                 target = target[:-1]
+            if label_first:  # Dendron's [[label|target]]
+                target, label = label, target.strip()
         col = start - line_start
         embed = col > 0 and masked[start - 1] == "!"
         found.append(
@@ -415,8 +469,13 @@ def _blank(match: re.Match[str]) -> str:
     return " " * (match.end() - match.start())
 
 
-def _scan_blocks(lines: list[str], start_line: int, want_links: bool) -> ScanParts:
-    """The full walk: fences, indented code, HTML comments, code spans over lines."""
+def _scan_blocks(
+    lines: list[str], start_line: int, want_links: bool, dialect: str = ""
+) -> ScanParts:
+    """The full walk: fences, indented code, HTML comments, code spans over lines (and the
+    rules of a flavour's ``dialect``: `scan`)."""
+    label_first = "<" in dialect
+    terms = "h" in dialect  # Hugo: a definition list's term is an anchor, as Hugo's docs link it
     found: list[RawLink] = []
     headings: set[str] = set()
     blocks: set[str] = set()
@@ -425,7 +484,7 @@ def _scan_blocks(lines: list[str], start_line: int, want_links: bool) -> ScanPar
     open_width = 0  # an inline code span still open from the previous line
     previous = -2
     previous_line = ""
-    for index, line in _text_lines(lines, start_line):
+    for index, line in _text_lines(lines, start_line, dialect):
         first = line.lstrip(" ")[:1]
         if first == "#":
             atx = _ATX.match(line)
@@ -433,6 +492,9 @@ def _scan_blocks(lines: list[str], start_line: int, want_links: bool) -> ScanPar
                 headings.add(slugify(atx.group(2) or ""))
         elif (first == "=" or first == "-") and previous == index - 1 and _SETEXT.match(line):
             if not _ATX.match(previous_line) and not _LIST_ITEM.match(previous_line):
+                headings.add(slugify(previous_line))
+        elif terms and first == ":" and previous == index - 1 and line.lstrip(" ")[:2] == ": ":
+            if previous_line.strip() and not _ATX.match(previous_line):
                 headings.add(slugify(previous_line))
         if "^" in line:
             block = _BLOCK_ID.search(line)
@@ -445,7 +507,7 @@ def _scan_blocks(lines: list[str], start_line: int, want_links: bool) -> ScanPar
             continue
         if "`" not in line and not open_width:
             if "[[" in line or "](" in line:
-                _links_of(line, line, index, found, md)
+                _links_of(line, line, index, found, md, label_first)
             continue
         masked, unclosed = _mask_code_spans(line, open_width)
         open_width = 0
@@ -457,15 +519,15 @@ def _scan_blocks(lines: list[str], start_line: int, want_links: bool) -> ScanPar
                 masked = masked[:start] + " " * (len(masked) - start)
                 open_width = width
         if "[[" in masked or "](" in masked:
-            _links_of(line, masked, index, found, md)
+            _links_of(line, masked, index, found, md, label_first)
     return found, headings, blocks, md
 
 
-def scan_links(text: str, start_line: int = 0) -> list[Occurrence]:
+def scan_links(text: str, start_line: int = 0, dialect: str = "") -> list[Occurrence]:
     """All wikilink occurrences of ``text`` (see `scan`)."""
     if "[[" not in text:
         return []
-    return scan(text, start_line).links
+    return scan(text, start_line, dialect).links
 
 
 def scan_anchors(text: str, start_line: int = 0) -> Anchors:

@@ -75,6 +75,17 @@ class LinkTarget(NamedTuple):
         return lead + "/".join((*self.hint, self.slug))
 
     @property
+    def name(self) -> str:
+        """The page name as written: the last path component, without anchor or ``.md``."""
+        text = self.text
+        if "#" not in text and "/" not in text and "." not in text and "\\" not in text:
+            return text.strip()  # a plain name (most targets): what the rest gives, sooner
+        name = text.partition("#")[0].strip()
+        if name.lower().endswith(".md"):
+            name = name[:-3]
+        return name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+
+    @property
     def is_self_anchor(self) -> bool:
         """``[[#heading]]``: a link to a heading of the page it is written in."""
         return not self.text.split("#", 1)[0].strip() and self.anchor is not None
