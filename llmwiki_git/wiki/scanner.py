@@ -109,10 +109,7 @@ def _text_lines(lines: list[str], start: int, dialect: str = "") -> Iterator[tup
     for index in range(start, len(lines)):
         line = lines[index]
         if comments.open or (percent is not None and percent.open):
-            if comments.open:
-                line = comments.mask(line)
-            if percent is not None and percent.open:
-                line = percent.mask(line)
+            line = _mask_open_comments(line, comments, percent)
             if not line.strip():
                 continue
         lead = line.lstrip(" \t>")
@@ -159,6 +156,15 @@ def _text_lines(lines: list[str], start: int, dialect: str = "") -> Iterator[tup
         if percent is not None and "%%" in line:
             line = percent.mask(_mask_code_spans(line)[0])
         yield index, line
+
+
+def _mask_open_comments(line: str, comments: _CommentState, percent: _CommentState | None) -> str:
+    """``line`` with the part inside a comment that an earlier line opened blanked out."""
+    if comments.open:
+        line = comments.mask(line)
+    if percent is not None and percent.open:
+        line = percent.mask(line)
+    return line
 
 
 _SHORTCODE_OPEN = re.compile(r"\s*\{\{<\s*([A-Za-z0-9_-]+)\b(?:[^>]|>(?!\}\}))*?(?<!/)>\}\}\s*$")
