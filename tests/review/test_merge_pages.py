@@ -275,3 +275,75 @@ def test_suggest_offers_duplicates_but_never_numbered_or_dated_titles(repo: Repo
         "3 groups of pages" in text.stdout
         and "llmwiki merge-pages wiki/concepts/transformer.md" in text.stdout
     )
+
+
+def _pairing_steps(repo: Repo, pages: dict[str, str]) -> tuple[int, list[object]]:
+    """The lines of checks/duplicates.py that `suggest` executes on ``pages`` (a measure of
+    the pairing work that does not depend on the machine), and what it suggests."""
+    import sys
+
+    from llmwiki_git.checks import duplicates
+
+    for path, text in pages.items():
+        repo.write(path, text)
+    repo.commit(f"{len(pages)} pages")
+    wiki = Workspace.open(repo.root).wiki("HEAD")
+    assert len(wiki.pages) >= len(pages)
+    steps = 0
+
+    def tracer(frame: object, event: str, arg: object) -> object:
+        nonlocal steps
+        if getattr(frame, "f_code").co_filename == duplicates.__file__:  # noqa: B009
+            if event == "line":
+                steps += 1
+            return tracer
+        return None
+
+    sys.settrace(tracer)  # type: ignore[arg-type]
+    try:
+        groups = suggest(wiki)
+    finally:
+        sys.settrace(None)
+    return steps, groups
+
+
+@pytest.mark.parametrize("layout", ["wiki", "vault"])
+@pytest.mark.parametrize("shape", ["folders", "dated", "copied", "aliased"])
+def test_suggest_pairing_grows_linearly_in_pages_sharing_a_title(
+    tmp_path_factory: pytest.TempPathFactory, shape: str, layout: str
+) -> None:
+    """Issue 34, item 6: pages sharing one title are bucketed before they are paired, so the
+    pairing work grows with the pages, not with their pairs (counted, not timed)."""
+    at = "wiki/" if layout == "wiki" else ""
+
+    def word(i: int) -> str:  # a name without numbers (numbered names are a series)
+        return "".join(chr(ord("a") + int(d)) for d in f"{i:04d}")
+
+    def wiki_of(n: int) -> dict[str, str]:
+        own = {} if at else {"index.md": "# My vault\n", "log.md": "# Log\n"}
+        if shape == "folders":  # titles that repeat their file names: nothing to offer
+            pages = {f"{at}t{i}/note.md": page("Note", "x") for i in range(n)}
+        elif shape == "dated":  # a daily note's title copied every day: nothing to offer
+            pages = {f"{at}journal/2024-{i:04d}.md": page("Daily", "x") for i in range(n)}
+        elif shape == "copied":  # one concept written n times: one group of n pages
+            pages = {f"{at}c/copy-{word(i)}.md": page("Blob", "x") for i in range(n)}
+        else:  # one alias claimed by n pages and n pages named by it: one group of 2n pages
+            pages = {
+                **{f"{at}a/{word(i)}.md": page(word(i), "x", aliases="[Shared]") for i in range(n)},
+                **{f"{at}s{i}/shared.md": page("Shared", "x") for i in range(n)},
+            }
+        return own | pages
+
+    counted = {}
+    for n in (100, 200, 400):
+        root = tmp_path_factory.mktemp(f"{shape}{n}")
+        repo = Repo(root)
+        repo.git("init", "-q", "-b", "main")
+        steps, groups = _pairing_steps(repo, wiki_of(n))
+        counted[n] = steps
+        if shape in ("folders", "dated"):
+            assert groups == [], groups
+        else:
+            assert len(groups) == 1 and len(groups[0].pages) == (n if shape == "copied" else 2 * n)
+    # quadratic pairing makes each doubling cost four times the steps; linear, about twice
+    assert counted[400] < 2.5 * counted[200] and counted[200] < 2.5 * counted[100], counted
