@@ -15,6 +15,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..controls import name_problem, visible
 from ..errors import CandidateNotFound, LlmwikiError, UsageError
 from ..gitstore.git import Git
 from ..wiki.frontmatter import split
@@ -271,6 +272,9 @@ def validate(
         )
     if t.kind not in KINDS:
         return Malformed("malformed", f"candidate kind {t.kind!r} is not one of {', '.join(KINDS)}")
+    badly_named = _name_refusal(candidate, t)  # every kind: the one name rule (controls.py)
+    if badly_named is not None:
+        return badly_named
     if t.kind in MULTI_KINDS:
         return _validate_files(git, candidate, t, wiki_root, project_prefix, max_bytes)
     page_edit = t.kind == PAGE_KIND
@@ -301,6 +305,27 @@ def validate(
         )
     why = blob_problem(git, blob, max_bytes=max_bytes)
     return None if why is None else unchecked(candidate.id, t.target, why)
+
+
+def _name_refusal(candidate: Candidate, t: Trailers) -> Malformed | None:
+    """Refusal of a candidate of any kind that writes a file whose name holds a C0 or C1
+    control or bidi character (`llmwiki_git.controls`); deleting such a file is how it goes,
+    so a deletion passes."""
+    written = (
+        [f.target for f in t.files if f.body_digest != ABSENT]
+        if t.kind in MULTI_KINDS
+        else [t.target]
+        if not (t.kind == PAGE_KIND and t.body_digest == ABSENT)
+        else []
+    )
+    for target in written:
+        why = name_problem(target)
+        if why is not None:
+            return Malformed(
+                "control-character-name",
+                f"candidate {candidate.id} writes {visible(target)}: {why}; reject it",
+            )
+    return None
 
 
 _MODES = {
