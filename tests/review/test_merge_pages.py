@@ -347,3 +347,54 @@ def test_suggest_pairing_grows_linearly_in_pages_sharing_a_title(
             assert len(groups) == 1 and len(groups[0].pages) == (n if shape == "copied" else 2 * n)
     # quadratic pairing makes each doubling cost four times the steps; linear, about twice
     assert counted[400] < 2.5 * counted[200] and counted[200] < 2.5 * counted[100], counted
+
+
+def test_the_few_pairs_join_exactly_what_all_pairs_would() -> None:
+    """`_linked` (issue 34, item 6) against every pair, on 3,000 random member sets: each
+    pair it gives may be offered, and its pairs join the same groups as all of them."""
+    import random
+    from types import SimpleNamespace
+
+    from llmwiki_git.checks.duplicates import _linked
+
+    def groups(n: int, pairs: list[tuple[int, int]]) -> set[frozenset[int]]:
+        parent = list(range(n))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                x = parent[x]
+            return x
+
+        for a, b in pairs:
+            parent[find(a)] = find(b)
+        return {frozenset(i for i in range(n) if find(i) == find(j)) for j in range(n)}
+
+    rng = random.Random(34)
+    for _ in range(3000):
+        n, differ = rng.randint(1, 9), rng.random() < 0.5
+        members = [
+            (
+                rng.choice("ab" if differ else "a"),
+                SimpleNamespace(path=i),
+                rng.choice([None, "x", "y", ("leaf", i)]),
+                rng.choice([None, ("1",), ("2",)]),
+            )
+            for i in range(n)
+        ]
+
+        def may(one: tuple[object, ...], two: tuple[object, ...], differ: bool = differ) -> bool:
+            return (
+                one[1] is not two[1]
+                and not (differ and one[0] == two[0])
+                and all(x is None or y is None or x == y for x, y in zip(one[2:], two[2:]))
+            )
+
+        every = [
+            (a[1].path, b[1].path)
+            for i, a in enumerate(members)
+            for b in members[i + 1 :]
+            if may(a, b)
+        ]
+        few = [(a.path, b.path) for a, b in _linked(members, differ=differ)]  # type: ignore[arg-type]
+        assert all(may(members[a], members[b]) for a, b in few), (members, few)
+        assert groups(n, few) == groups(n, every), (members, every, few)
