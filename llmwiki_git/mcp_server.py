@@ -84,10 +84,26 @@ def _own_version() -> str:
         return "0"
 
 
-def _error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException, roots: tuple[str, ...] = ()) -> str:
+    """What a client is told of a failure: an llmwiki error as it is; an OS error (a name too
+    long for the file system, a full disk, a permission) as a clean refusal naming the file
+    from the repository root; anything else as an internal error. No message shows a local
+    absolute path: the repository folder (``roots``: as given and resolved) is left out."""
     if isinstance(exc, LlmwikiError):
-        return str(exc)
-    return f"internal error: {exc.__class__.__name__}: {exc}"
+        text = str(exc)
+    elif isinstance(exc, OSError):
+        name = exc.filename if isinstance(exc.filename, str) else None
+        inside = next((r for r in roots if name and name.startswith(r + "/")), None)
+        where = f" for {name[len(inside) + 1 :]}" if name and inside else ""
+        text = (
+            f"refused: the file system said {exc.strerror or exc.__class__.__name__!r}{where}; "
+            "nothing was published (for a name too long, choose a shorter one)"
+        )
+    else:
+        text = f"internal error: {exc.__class__.__name__}: {exc}"
+    for root in sorted(roots, key=len, reverse=True):  # the longest first: a nested one
+        text = text.replace(root + "/", "").replace(root, ".")
+    return text
 
 
 def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
@@ -102,9 +118,12 @@ def build_server(root: Path, *, wiki_dir: str | None = None) -> Any:
     # Long-lived: a call with no file changed skips the git listing, and the one retrieval
     # service keeps what it loaded warm for the next call (retrieval/service.py).
     ws = Workspace.open(Path(root), wiki_dir=wiki_dir, long_lived=True)
+    roots = tuple(
+        {str(p) for p in (Path(root), Path(root).resolve(), ws.root, ws.root.resolve())} - {"/"}
+    )
     serial = _Serial()
-    tools = _Tools(ws, serial)
-    resources = _Resources(ws, serial)
+    tools = _Tools(ws, serial, roots)
+    resources = _Resources(ws, serial, roots)
     return Server(
         SERVER_NAME,
         version=_own_version(),
@@ -167,12 +186,12 @@ class _Tools:
     """The tools of ``mcptools/``: listed, and called with arguments checked against their
     JSON Schema before anything runs."""
 
-    def __init__(self, ws: Workspace, serial: _Serial) -> None:
+    def __init__(self, ws: Workspace, serial: _Serial, roots: tuple[str, ...]) -> None:
         from jsonschema import Draft202012Validator
 
         from .mcptools import TOOLS
 
-        self.ws, self.serial = ws, serial
+        self.ws, self.serial, self.roots = ws, serial, roots
         self.tools = {t.name: t for t in TOOLS}
         self.validators = {}
         for t in TOOLS:
@@ -196,7 +215,7 @@ class _Tools:
             result = await self.serial.run(lambda: tool.handler(self.ws, args))
             text = json.dumps(result, indent=2, ensure_ascii=False)
         except Exception as exc:  # noqa: BLE001 - a tool error, never a dead server
-            return _failure(_error_text(exc))
+            return _failure(_error_text(exc, self.roots))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=result
         )
@@ -210,8 +229,8 @@ class _Resources:
     """The index page and every page as resources, read through the pages service
     (confined to the wiki root)."""
 
-    def __init__(self, ws: Workspace, serial: _Serial) -> None:
-        self.ws, self.serial = ws, serial
+    def __init__(self, ws: Workspace, serial: _Serial, roots: tuple[str, ...]) -> None:
+        self.ws, self.serial, self.roots = ws, serial, roots
 
     def listing(self, offset: int) -> tuple[list[Any], int | None]:
         """One page of ``resources/list`` from ``offset``, and where the next starts."""
@@ -258,7 +277,7 @@ class _Resources:
         try:
             items, following = await self.serial.run(lambda: self.listing(int(cursor or 0)))
         except Exception as exc:  # noqa: BLE001
-            raise MCPError(code=INTERNAL_ERROR, message=_error_text(exc)) from exc
+            raise MCPError(code=INTERNAL_ERROR, message=_error_text(exc, self.roots)) from exc
         return types.ListResourcesResult(
             resources=items, next_cursor=None if following is None else str(following)
         )
@@ -303,7 +322,7 @@ class _Resources:
             raise MCPError(code=RESOURCE_NOT_FOUND, message=str(exc), data={"uri": uri}) from exc
         except Exception as exc:  # noqa: BLE001
             raise MCPError(
-                code=INTERNAL_ERROR, message=_error_text(exc), data={"uri": uri}
+                code=INTERNAL_ERROR, message=_error_text(exc, self.roots), data={"uri": uri}
             ) from exc
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]

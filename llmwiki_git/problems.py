@@ -23,6 +23,7 @@ CODES = {
     "alias-collision": WARNING,
     "empty-page": WARNING,
     "control-character": ERROR,
+    "control-character-name": ERROR,
     "orphan-page": OFF,
     "malformed-frontmatter": WARNING,
     "unreadable-page": WARNING,

@@ -38,13 +38,17 @@ def clean(text: str) -> str:
 # it starts with "::" (``::error file=…::``, ``::add-mask::``), or holds the older "##[".
 _COMMAND_V2 = re.compile(r"(?:^|\n)[^\S\n]*:(:)")
 _COMMAND_V1 = re.compile(r"##(\[)")
-_DISARMED = {":": "\\x3a", "[": "\\x5b"}
+# "[" is shown as the JSON escape ``\u005b``: "##" appears in ``--json`` output only inside a
+# string, where that escape parses back to the page's own "[" (``\x5b`` is no JSON escape);
+# in text and markdown it is a visible escape like the ``\uNNNN`` of `clean`. A line of
+# JSON never starts with ":", so ``\x3a`` only ever lands in text.
+_DISARMED = {":": "\\x3a", "[": "\\u005b"}
 
 
 class SafeStream(io.TextIOBase):
     """A text stream that writes `clean` text to the stream it wraps, in which no line can
     start a GitHub workflow command: the character that would complete ``::`` at the start
-    of a line (or ``##[`` anywhere) is shown as its escape (``\\x3a``, ``\\x5b``), whether it
+    of a line (or ``##[`` anywhere) is shown as its escape (``\\x3a``, ``\\u005b``), whether it
     came from a file name, a page or a model answer, and however the text is split across
     writes. `write_command` writes llmwiki's own annotations (``check --format github``)."""
 

@@ -600,3 +600,36 @@ def test_candidate_branch_name_and_verdict_are_escaped_in_the_step_summary(
     line = next(line for line in run.summary.splitlines() if line.startswith("Review candidate"))
     assert "<img" not in line and "`" not in line and "\r" not in line and "\x1b" not in line, line
     assert "&#60;img&#62;" in line
+
+
+@pytest.mark.parametrize("layout", ["wiki", "vault"])
+def test_the_gate_refuses_page_names_with_control_or_bidi_characters(
+    repo: Repo, layout: str
+) -> None:
+    """Issue 34, item 7: a page whose file name holds a C1 control or a bidi character is an
+    error (control-character-name) of `check` and of the hook's staged check; a name in
+    another script and right-to-left marks inside the text are fine."""
+    prefix = demo_in(repo, layout)
+    fine = f"{prefix}concepts/café-שלום.md"
+    repo.write(fine, "---\ntitle: Café\n---\nשלום \u200f[[blobs]] are fine.\n")
+    repo.commit("a fine page")
+    assert repo.llmwiki("check", env=FAST).returncode == 0
+    bad = {f"{prefix}concepts/\u202egpj.md": "\\u202e", f"{prefix}a\u009b31mred.md": "\\x9b"}
+    for path in bad:
+        repo.write(path, "---\ntitle: Red\n---\nLinks to [[blobs]].\n")
+    repo.git("add", "-A")
+    for args in (("check", "--json"), ("check", "--staged", "--base", "HEAD", "--json")):
+        proc = repo.llmwiki(*args, env=FAST)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        found = [p for p in json.loads(proc.stdout)["problems"] if p["severity"] == "error"]
+        assert {p["path"] for p in found} == set(bad), found
+        assert all(p["code"] == "control-character-name" for p in found), found
+        for p in found:
+            assert bad[p["path"]] in p["message"] and "rename it" in p["message"], p
+    text = repo.llmwiki("check", env=FAST)
+    assert text.stdout.count("the file name holds the control or bidi character") == 2, text
+    assert "\u202e" not in text.stdout and "\u009b" not in text.stdout, text.stdout
+    repo.git("rm", "-q", "--cached", *bad)
+    for path in bad:
+        (repo.root / path).unlink()
+    assert repo.llmwiki("check", "--staged", "--base", "HEAD", env=FAST).returncode == 0

@@ -191,7 +191,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("providers", "hooks", "github", "terminal", "statedir"),  # adapters and ground
     ("gitstore",),  # git plumbing, the repository lock, the write journal
     ("confine",),  # the one security boundary: paths, symlinks, bounded reads
-    ("config", "problems", "wording", "markup", "terms"),
+    ("config", "problems", "wording", "markup", "terms", "controls"),
     (
         "errors",
         "providertable",

@@ -21,7 +21,7 @@ was copied from the day before). In each group the page more links reach is kept
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..wiki.model import Page, Resolution, Wiki
@@ -140,30 +140,56 @@ def inbound_links(wiki: Wiki) -> dict[str, int]:
     return counts
 
 
+#: A member for `_linked`: (group, page, place, numbers); a place or numbers of None agrees
+#: with every other.
+_Member = tuple[Hashable, Page, Hashable, Hashable]
+
+
 def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
-    """(reason, page, page, name) for each pair of pages that look alike."""
-    pages = wiki.pages
+    """(reason, page, page, name) for pairs of pages that look alike: not every such pair, but
+    enough of them to join the same pages into groups (`_linked`), so that a thousand pages
+    sharing one title cost a thousand steps, not half a million pairs."""
+    # a dated or time-stamped note, or a template, is never offered (filtered before pairing:
+    # the pairs below join groups through a few members, so none may be dropped after)
+    pages = [
+        p
+        for p in wiki.pages
+        if not _dated(p) and not (wiki.flavour.templates and wiki.flavour.is_template(p.id))
+    ]
+    numbers: dict[str, tuple[str, ...] | None] = {}
+
+    def digits(page: Page) -> tuple[str, ...] | None:
+        if page.path not in numbers:
+            numbers[page.path] = _digits(page)
+        return numbers[page.path]
+
     titles: dict[str, list[Page]] = {}
     for page in pages:
         titles.setdefault(page.scan.title_slug or slugify(_title(page)), []).append(page)
     for slug, same in titles.items():
-        for i, a in enumerate(same):
-            for b in same[i + 1 :]:
-                if slug and not (leaf_titled(a.id, slug) and leaf_titled(b.id, slug)):
-                    yield "duplicate-title", a, b, _title(a)
-    names: dict[str, list[Page]] = {}
+        if len(same) > 1:  # two pages whose titles repeat their file names are told apart
+            members: list[_Member] = [
+                (0, p, ("leaf", p.path) if slug and leaf_titled(p.id, slug) else None, digits(p))
+                for p in same
+            ]
+            for a, b in _linked(members, differ=False):
+                yield "duplicate-title", a, b, _title(a)
+    names: dict[str, dict[str, Page]] = {}
     for page in pages:
         for alias in page.scan.alias_slugs:
-            names.setdefault(alias, []).append(page)
+            names.setdefault(alias, {})[page.path] = page
+    holders: dict[str, list[Page]] = {}
     for page in pages:
         for name in {slugify(page.stem), page.scan.title_slug} - {""}:
-            for other in names.get(name, ()):
-                if other.path != page.path:
-                    yield "alias-collision", other, page, name
+            if name in names and page.path not in names[name]:
+                holders.setdefault(name, []).append(page)
     for alias, claimed in names.items():
-        for i, a in enumerate(claimed):
-            for b in claimed[i + 1 :]:
-                yield "alias-collision", a, b, alias
+        claimers: list[_Member] = [(0, p, None, digits(p)) for p in claimed.values()]
+        for a, b in _linked(claimers, differ=False):  # an alias two pages claim
+            yield "alias-collision", a, b, alias
+        held: list[_Member] = [(1, p, None, digits(p)) for p in holders.get(alias, ())]
+        for a, b in _linked(claimers + held, differ=True) if held else ():
+            yield "alias-collision", a, b, alias  # an alias that is another page's name
     # similar titles: one concept key, or one typo apart (found through keys with one
     # character deleted, so the pairs come without comparing every page with every other)
     keys: dict[str, list[tuple[str, Page]]] = {}
@@ -183,31 +209,91 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
                 if one != two and _typo(one, two):
                     alike.add((min(one, two), max(one, two)))
     for a_key, b_key in sorted(alike):
-        members = keys[a_key] + (keys[b_key] if b_key != a_key else [])
-        for i, (a_slug, a) in enumerate(members):
-            for b_slug, b in members[i + 1 :]:
-                if (
-                    a_slug != b_slug
-                    and _labels(concept_key(a_slug)) == _labels(concept_key(b_slug))
-                    and not (
-                        leaf_titled(a.id, a_slug)
-                        and leaf_titled(b.id, b_slug)
-                        and _place(a) != _place(b)
-                    )
-                ):
-                    yield "similar-title", a, b, _title(a)
+        if a_key != b_key and _labels(a_key) != _labels(b_key):
+            continue  # Well 2 and Well 3
+        alike_pages = keys[a_key] + (keys[b_key] if b_key != a_key else [])
+        if len(alike_pages) > 1:  # titles told apart by their folders when both repeat file names
+            for a, b in _linked(
+                [
+                    (s, p, _place(p) if leaf_titled(p.id, s) else None, digits(p))
+                    for s, p in alike_pages
+                ],
+                differ=True,
+            ):
+                yield "similar-title", a, b, _title(a)
 
 
-def _series(a: Page, b: Page) -> bool:
-    """Whether two pages are items of a numbered or dated series by their file names (both
-    names hold numbers, and not the same ones: ``2022.02.08`` and ``2022.02.22``), however
-    alike their titles (one copied from the other and never changed)."""
-    one, two = (
-        _labels(slugify(a.stem.replace(".", "-"))),
-        _labels(slugify(b.stem.replace(".", "-"))),
-    )
-    digits = [x for x in one if x.isdigit()], [x for x in two if x.isdigit()]
-    return bool(digits[0]) and bool(digits[1]) and digits[0] != digits[1]
+def _linked(members: Sequence[_Member], *, differ: bool) -> Iterator[tuple[Page, Page]]:
+    """Pairs of ``members`` that may be offered together -- their places agree (or either is
+    None), their numbers agree (or either is None) and, with ``differ``, their groups differ
+    -- but only as many as join the same members as all such pairs would: about one pair per
+    member, however many pairs there are.
+
+    Members with one (group, place, numbers) form a class; a class's first member is paired
+    with the first member of each class it agrees with, found through a few buckets (the
+    classes of a group, of a group and place, of a group and numbers, or four exact classes);
+    a bucket met a second time is already one group, so one pair into it is enough. Every
+    other member of a class is paired with the class's first partner (or, where its group
+    may pair with itself, with the member before it). Written here: a graph library's
+    connected components would need every pair first, which is the quadratic part."""
+    classes: dict[tuple[Hashable, Hashable, Hashable], list[Page]] = {}
+    for group, page, place, numbers in members:
+        classes.setdefault((group, place, numbers), []).append(page)
+    if len(classes) < 2 and (differ or len(members) < 2):
+        return
+    buckets: dict[tuple[Hashable, ...], list[tuple[Hashable, Hashable, Hashable]]] = {}
+    groups: dict[Hashable, None] = {}
+    for key in classes:
+        group, place, numbers = key
+        groups[group] = None
+        for kind in (("all", group), ("place", group, place), ("numbers", group, numbers)):
+            buckets.setdefault(kind, []).append(key)
+    joined: set[tuple[Hashable, ...]] = set()
+    for key, pages in classes.items():
+        group, place, numbers = key
+        first = pages[0]
+        partner: Page | None = None
+        for other_group in [g for g in groups if g != group] if differ else [group]:
+            found: list[tuple[Hashable, ...]]
+            if place is None and numbers is None:
+                found = [("all", other_group)]
+            elif place is None:
+                found = [("numbers", other_group, numbers), ("numbers", other_group, None)]
+            elif numbers is None:
+                found = [("place", other_group, place), ("place", other_group, None)]
+            else:
+                found = [
+                    ("one", (other_group, p, n)) for p in (place, None) for n in (numbers, None)
+                ]
+            for bucket in found:
+                if bucket[0] == "one":
+                    inside = [bucket[1]] if bucket[1] in classes else []
+                else:
+                    inside = buckets.get(bucket, [])
+                for other in inside:
+                    if other == key:
+                        continue
+                    if partner is None:
+                        partner = classes[other][0]
+                    yield first, classes[other][0]
+                    if bucket in joined:
+                        break  # one group already: one pair into it joins them all
+                joined.add(bucket)
+        for before, page in zip(pages, pages[1:]):
+            if differ:
+                if partner is not None:
+                    yield page, partner
+            else:
+                yield before, page
+
+
+def _digits(page: Page) -> tuple[str, ...] | None:
+    """The numbers of a page's file name, if it holds any: two pages whose names hold
+    different ones are items of a numbered or dated series (``2022.02.08`` and
+    ``2022.02.22``), however alike their titles (one copied from the other and never
+    changed)."""
+    labels = _labels(slugify(page.stem.replace(".", "-")))
+    return tuple(x for x in labels if x.isdigit()) or None
 
 
 # A file name that dates or time-stamps its note: ``2020-07-17``, ``2022.02.08``, ``20200717``,
@@ -237,37 +323,34 @@ def suggest(wiki: Wiki) -> list[Group]:
 
     def find(path: str) -> str:
         while parent.get(path, path) != path:
-            path = parent[path]
+            parent[path] = path = parent.get(parent[path], parent[path])  # path halving
         return path
 
     reasons: dict[frozenset[str], str] = {}
     names: dict[frozenset[str], str] = {}
     for reason, a, b, name in _pairs(wiki):
-        if a.path == b.path or _series(a, b) or _dated(a) or _dated(b):
-            continue
-        if wiki.flavour.templates and (
-            wiki.flavour.is_template(a.id) or wiki.flavour.is_template(b.id)
-        ):
+        if a.path == b.path:
             continue
         pair = frozenset((a.path, b.path))
         if pair not in reasons or REASONS.index(reason) < REASONS.index(reasons[pair]):
             reasons[pair], names[pair] = reason, name
-        parent[find(a.path)] = find(b.path)
+        one, two = find(a.path), find(b.path)
+        if one != two:
+            parent[one] = two
     if not reasons:
         return []
     inbound = inbound_links(wiki)
     members: dict[str, list[str]] = {}
-    for pair in reasons:
-        for path in pair:
-            members.setdefault(find(path), [])
     for path in {p for pair in reasons for p in pair}:
-        members[find(path)].append(path)
+        members.setdefault(find(path), []).append(path)
+    inside: dict[str, list[frozenset[str]]] = {}
+    for pair in reasons:
+        inside.setdefault(find(next(iter(pair))), []).append(pair)
     groups = []
-    for paths in members.values():
+    for root, paths in members.items():
         ranked = sorted(paths, key=lambda p: (-inbound.get(p, 0), p.count("/"), len(p), p))
-        inside = [pair for pair in reasons if pair <= set(paths)]
-        why = sorted({reasons[pair] for pair in inside}, key=REASONS.index)
-        shown = sorted({names[pair] for pair in inside})
+        why = sorted({reasons[pair] for pair in inside[root]}, key=REASONS.index)
+        shown = sorted({names[pair] for pair in inside[root]})
         groups.append(Group(why, [(wiki.by_path[p], inbound.get(p, 0)) for p in ranked], shown))
     groups.sort(key=lambda g: (REASONS.index(g.reasons[0]), g.keep.path))
     return groups

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Literal, Protocol
 from urllib.parse import unquote
 
+from ..controls import name_problem
 from ..problems import Problem
 from ..problems import make as make_problem
 from ..wiki.destinations import destination
@@ -354,6 +355,9 @@ class Checker:
             make_problem(page.path, issue.line, 1, issue.code, issue.message)
             for issue in page.scan.issues
         ]
+        bad_name = name_problem(page.path)  # the one name rule (controls.py), as approval has it
+        if bad_name is not None:
+            out.append(make_problem(page.path, 1, 1, "control-character-name", bad_name))
         outcomes = self.outcomes
         for line, col, inner, target_text, _label, embed in page.scan.raw_links:
             known = outcomes.get(target_text) or self.outcome(target_text)

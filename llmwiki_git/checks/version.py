@@ -24,6 +24,7 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 # Modules (relative to the package) whose behaviour or layout the caches record.
 RULE_MODULES = (
     "problems.py",
+    "controls.py",  # the name rule (control-character-name)
     "wiki/scanner.py",
     "wiki/pages.py",
     "wiki/titles.py",

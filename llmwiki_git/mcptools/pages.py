@@ -4,6 +4,7 @@ published)."""
 
 from __future__ import annotations
 
+from ..controls import name_problem, visible
 from ..errors import ArgumentError
 from ..pages.service import clean_relative, links_report, read_page
 from ..workspace import Workspace
@@ -28,6 +29,9 @@ def propose(ws: Workspace, args: Arguments) -> Result:
     from ..review.stagepage import PageEdit, stage_pages
 
     rel = clean_relative(args["path"], "path")
+    bad_name = name_problem(rel)  # the one name rule (controls.py), as approval and the gate
+    if bad_name is not None:
+        raise ArgumentError(f"invalid path for propose_page: {visible(rel)}: {bad_name}")
     (staged,) = stage_pages(
         ws, [PageEdit(rel, args["content"], args["basedOn"], tuple(args.get("sources") or ()))]
     )

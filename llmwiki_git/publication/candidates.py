@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..controls import name_problem, visible
 from ..errors import CandidateNotFound, LlmwikiError, UsageError
 from ..gitstore.git import Git
 from ..wiki.frontmatter import split
@@ -270,6 +271,9 @@ def validate(
         return Malformed(
             "malformed", f"candidate kind {t.kind!r} is not one of {', '.join(kinds.KINDS)}"
         )
+    badly_named = _name_refusal(candidate, t)  # every kind: the one name rule (controls.py)
+    if badly_named is not None:
+        return badly_named
     if row.files:
         return _validate_files(git, candidate, t, row, wiki_root, project_prefix, max_bytes)
     answer = row.policy == kinds.ANSWER  # a validated answer writes a query page only
@@ -300,6 +304,21 @@ def validate(
         )
     why = blob_problem(git, blob, max_bytes=max_bytes)
     return None if why is None else unchecked(candidate.id, t.target, why)
+
+
+def _name_refusal(candidate: Candidate, t: Trailers) -> Malformed | None:
+    """Refusal of a candidate of any kind that writes a file whose name holds a C0 or C1
+    control or bidi character (`llmwiki_git.controls`); deleting such a file is how it goes,
+    so a deletion passes."""
+    written = [f.target for f in t.files if f.body_digest != ABSENT]  # every kind's files
+    for target in written:
+        why = name_problem(target)
+        if why is not None:
+            return Malformed(
+                "control-character-name",
+                f"candidate {candidate.id} writes {visible(target)}: {why}; reject it",
+            )
+    return None
 
 
 _MODES = {

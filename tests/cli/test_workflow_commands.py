@@ -65,9 +65,10 @@ def test_github_format_still_annotates_and_escapes_the_file_property(
     repo, prefix = hostile
     proc = repo.llmwiki("check", "--format", "github")
     annotations = [line for line in proc.stdout.splitlines() if line.startswith("::")]
-    assert len(annotations) == (1 if prefix else 2), (
-        proc.stdout
-    )  # the root file is a page of the vault only
+    # the root file is a page of the vault only; the newline in a name is an error of its own
+    # (control-character-name, issue 34)
+    assert len(annotations) == (2 if prefix else 3), proc.stdout
+    assert sum("control-character-name::" in a for a in annotations) == 1, proc.stdout
     assert all(a.startswith("::error file=") for a in annotations), proc.stdout
     assert all(
         a.count("::") == 2 for a in annotations
@@ -94,7 +95,7 @@ def test_the_stream_disarms_commands_split_across_writes(pieces: list[str]) -> N
     for piece in pieces:
         stream.write(piece)
     assert command_lines(inner.getvalue()) == [], inner.getvalue()
-    assert inner.getvalue().replace("\\x3a", ":").replace("\\x5b", "[").replace(
+    assert inner.getvalue().replace("\\x3a", ":").replace("\\u005b", "[").replace(
         "\\x0d", ""
     ).replace("\u00a0", "") == "".join(pieces).replace("\r", "").replace("\u00a0", "")
 
@@ -106,3 +107,32 @@ def test_ordinary_text_is_left_alone() -> None:
     for index in range(0, len(text), 3):  # in pieces, as a streamed answer arrives
         stream.write(text[index : index + 3])
     assert inner.getvalue() == text
+
+
+@pytest.mark.parametrize("layout", ["wiki", "vault"])
+def test_json_output_stays_json_with_an_old_style_command_in_a_page(
+    repo: Repo, layout: str
+) -> None:
+    """Issue 34, item 4: the filter shows ``##[`` as ``##\\u005b`` -- a JSON escape, so
+    ``--json`` output still parses (to the page's own text) and no line starts a command."""
+    import json
+
+    prefix = "wiki/" if layout == "wiki" else ""
+    if not prefix:
+        repo.write("index.md", "# My vault\n")
+    body = "A blob stores file contents. Logs use ##[group]Blobs and ##[endgroup] markers."
+    repo.write(f"{prefix}concepts/blobs.md", page("Blobs ##[group]", body))
+    repo.commit("a page mentioning ##[group]")
+    env = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
+    for args in (("context", "what is a blob", "--json"), ("query", "what is a blob", "--json")):
+        proc = repo.llmwiki(*args, env=env)
+        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+        assert command_lines(proc.stdout + "\n" + proc.stderr) == [], proc.stdout
+        parsed = json.loads(proc.stdout)  # failed before: "\x5b" is no JSON escape
+        assert "##[group]" in json.dumps(parsed, ensure_ascii=False), (args, parsed)
+
+
+def test_the_escape_is_one_every_format_reads() -> None:
+    inner = io.StringIO()
+    SafeStream(inner).write('{"text": "see ##[group]x"}\n')
+    assert inner.getvalue() == '{"text": "see ##\\u005b' + 'group]x"}\n'

@@ -181,3 +181,36 @@ def test_propose_page_refusals(wiki: tuple[Repo, str], tmp_path: Path) -> None:
     assert len(cids) == 1  # only the last, well-formed proposal was staged; nothing was published
     proc = repo.llmwiki("review", "approve", cids[0], env=FAST)
     assert proc.returncode == 1 and "is not in this repository" in proc.stderr
+
+
+def test_propose_page_refuses_control_names_and_os_errors_cleanly(
+    wiki: tuple[Repo, str], tmp_path: Path
+) -> None:
+    """Issue 34, item 7 and "smaller": a name with a C1 or bidi character is refused with the
+    one name rule; a 300-character name (an OS error deep down) is a clean refusal that
+    shows no local absolute path."""
+    repo, prefix = wiki
+    head = repo.git("rev-parse", "HEAD").strip()
+    content = page("Blobs", "Fine.")
+
+    async def body() -> None:
+        async with session(repo.root, tmp_path / "server.log") as s:
+            for name, shown in [
+                ("concepts/\u202egpj.md", "\\u202e"),
+                ("concepts/a\u009b31mred.md", "\\x9b"),
+                ("concepts/mark\u200fed.md", "\\u200f"),
+                ("concepts/arabic\u061cmark.md", "\\u061c"),
+            ]:
+                args = {"path": prefix + name, "content": content, "basedOn": "absent"}
+                text = await refused(s, "propose_page", args)
+                assert "control or bidi character" in text and shown in text, text
+            long = {"path": f"{prefix}concepts/{'x' * 300}.md", "content": content}
+            text = await refused(s, "propose_page", {**long, "basedOn": "absent"})
+            assert "internal error" not in text and "Traceback" not in text, text
+            for root in {str(repo.root), str(repo.root.resolve()), str(tmp_path)}:
+                assert root not in text, text
+            assert "too long" in text.lower(), text
+
+    run(body)
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    assert repo.git("for-each-ref", "refs/heads/llmwiki/review/") == ""

@@ -275,3 +275,126 @@ def test_suggest_offers_duplicates_but_never_numbered_or_dated_titles(repo: Repo
         "3 groups of pages" in text.stdout
         and "llmwiki merge-pages wiki/concepts/transformer.md" in text.stdout
     )
+
+
+def _pairing_steps(repo: Repo, pages: dict[str, str]) -> tuple[int, list[object]]:
+    """The lines of checks/duplicates.py that `suggest` executes on ``pages`` (a measure of
+    the pairing work that does not depend on the machine), and what it suggests."""
+    import sys
+
+    from llmwiki_git.checks import duplicates
+
+    for path, text in pages.items():
+        repo.write(path, text)
+    repo.commit(f"{len(pages)} pages")
+    wiki = Workspace.open(repo.root).wiki("HEAD")
+    assert len(wiki.pages) >= len(pages)
+    steps = 0
+
+    def tracer(frame: object, event: str, arg: object) -> object:
+        nonlocal steps
+        if getattr(frame, "f_code").co_filename == duplicates.__file__:  # noqa: B009
+            if event == "line":
+                steps += 1
+            return tracer
+        return None
+
+    sys.settrace(tracer)  # type: ignore[arg-type]
+    try:
+        groups = suggest(wiki)
+    finally:
+        sys.settrace(None)
+    return steps, groups
+
+
+@pytest.mark.parametrize("layout", ["wiki", "vault"])
+@pytest.mark.parametrize("shape", ["folders", "dated", "copied", "aliased"])
+def test_suggest_pairing_grows_linearly_in_pages_sharing_a_title(
+    tmp_path_factory: pytest.TempPathFactory, shape: str, layout: str
+) -> None:
+    """Issue 34, item 6: pages sharing one title are bucketed before they are paired, so the
+    pairing work grows with the pages, not with their pairs (counted, not timed)."""
+    at = "wiki/" if layout == "wiki" else ""
+
+    def word(i: int) -> str:  # a name without numbers (numbered names are a series)
+        return "".join(chr(ord("a") + int(d)) for d in f"{i:04d}")
+
+    def wiki_of(n: int) -> dict[str, str]:
+        own = {} if at else {"index.md": "# My vault\n", "log.md": "# Log\n"}
+        if shape == "folders":  # titles that repeat their file names: nothing to offer
+            pages = {f"{at}t{i}/note.md": page("Note", "x") for i in range(n)}
+        elif shape == "dated":  # a daily note's title copied every day: nothing to offer
+            pages = {f"{at}journal/2024-{i:04d}.md": page("Daily", "x") for i in range(n)}
+        elif shape == "copied":  # one concept written n times: one group of n pages
+            pages = {f"{at}c/copy-{word(i)}.md": page("Blob", "x") for i in range(n)}
+        else:  # one alias claimed by n pages and n pages named by it: one group of 2n pages
+            pages = {
+                **{f"{at}a/{word(i)}.md": page(word(i), "x", aliases="[Shared]") for i in range(n)},
+                **{f"{at}s{i}/shared.md": page("Shared", "x") for i in range(n)},
+            }
+        return own | pages
+
+    counted = {}
+    for n in (100, 200, 400):
+        root = tmp_path_factory.mktemp(f"{shape}{n}")
+        repo = Repo(root)
+        repo.git("init", "-q", "-b", "main")
+        steps, groups = _pairing_steps(repo, wiki_of(n))
+        counted[n] = steps
+        if shape in ("folders", "dated"):
+            assert groups == [], groups
+        else:
+            assert len(groups) == 1 and len(groups[0].pages) == (n if shape == "copied" else 2 * n)
+    # quadratic pairing makes each doubling cost four times the steps; linear, about twice
+    assert counted[400] < 2.5 * counted[200] and counted[200] < 2.5 * counted[100], counted
+
+
+def test_the_few_pairs_join_exactly_what_all_pairs_would() -> None:
+    """`_linked` (issue 34, item 6) against every pair, on 3,000 random member sets: each
+    pair it gives may be offered, and its pairs join the same groups as all of them."""
+    import random
+    from types import SimpleNamespace
+
+    from llmwiki_git.checks.duplicates import _linked
+
+    def groups(n: int, pairs: list[tuple[int, int]]) -> set[frozenset[int]]:
+        parent = list(range(n))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                x = parent[x]
+            return x
+
+        for a, b in pairs:
+            parent[find(a)] = find(b)
+        return {frozenset(i for i in range(n) if find(i) == find(j)) for j in range(n)}
+
+    rng = random.Random(34)
+    for _ in range(3000):
+        n, differ = rng.randint(1, 9), rng.random() < 0.5
+        members = [
+            (
+                rng.choice("ab" if differ else "a"),
+                SimpleNamespace(path=i),
+                rng.choice([None, "x", "y", ("leaf", i)]),
+                rng.choice([None, ("1",), ("2",)]),
+            )
+            for i in range(n)
+        ]
+
+        def may(one: tuple[object, ...], two: tuple[object, ...], differ: bool = differ) -> bool:
+            return (
+                one[1] is not two[1]
+                and not (differ and one[0] == two[0])
+                and all(x is None or y is None or x == y for x, y in zip(one[2:], two[2:]))
+            )
+
+        every = [
+            (a[1].path, b[1].path)
+            for i, a in enumerate(members)
+            for b in members[i + 1 :]
+            if may(a, b)
+        ]
+        few = [(a.path, b.path) for a, b in _linked(members, differ=differ)]  # type: ignore[arg-type]
+        assert all(may(members[a], members[b]) for a, b in few), (members, few)
+        assert groups(n, few) == groups(n, every), (members, every, few)

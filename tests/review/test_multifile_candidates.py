@@ -288,3 +288,36 @@ def test_a_hostile_run_is_refused_and_never_breaks_the_listing(
     code = {"unlisted": "exactly the 1 file(s)", "executable": "executable"}[case]
     assert proc.returncode == 1 and code in proc.stderr, proc.stderr
     assert not (repo.root / gamma).exists()
+
+
+@pytest.mark.parametrize(
+    "name,shown",
+    [("concepts/\u202egpj.md", "\\u202e"), ("concepts/a\u009b31mred.md", "\\x9b")],
+)
+@pytest.mark.parametrize("kind", ["page/1", "compile/1"])
+def test_approval_refuses_a_file_named_with_a_control_or_bidi_character(
+    wiki: tuple[Repo, str], name: str, shown: str, kind: str
+) -> None:
+    """Issue 34, item 7: the one name rule (controls.py) holds at approval for every kind;
+    the candidate is kept, nothing reaches the branch."""
+    from llmwiki_git.review.stagepage import PageEdit, stage_pages
+
+    repo, prefix = wiki
+    head = repo.git("rev-parse", "HEAD").strip()
+    target = prefix + name
+    if kind == "page/1":
+        (staged,) = stage_pages(
+            Workspace.open(repo.root), [PageEdit(target, page("Gpj", "See [[alpha]]."))]
+        )
+        cid = staged.candidate_id
+    else:
+        cid = stage(repo, [FileWrite(target, page("Gpj", "See [[alpha]]."))]).candidate_id
+    shown_json = run(repo, "review", "show", cid, "--json")
+    assert shown_json.returncode == 0, shown_json.stderr
+    verdict = json.loads(shown_json.stdout)["verdict"]
+    assert verdict["ok"] is False and verdict["code"] == "control-character-name", verdict
+    approved = run(repo, "review", "approve", cid)
+    assert approved.returncode == 1, approved.stderr
+    assert "control or bidi character" in approved.stderr and shown in approved.stderr
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    assert cid in repo.git("for-each-ref", "--format=%(refname)", "refs/heads/llmwiki/review/")
