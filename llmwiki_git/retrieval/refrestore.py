@@ -93,7 +93,7 @@ def restore(state: Path, published: Published, files: dict[str, bytes | bytearra
         table,
         len(at),
         lambda write: published.write_rows(at, write),
-        {"vectorStore": store_mod.SHARED_KIND, "overlay": []} if shared else {},
+        {"vectorStore": published.vector_store, "overlay": []} if shared else {},
         alongside=lambda: _install_lexical(state, published, files, table.rows),
     )
 

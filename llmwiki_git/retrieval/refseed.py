@@ -17,6 +17,7 @@ from .embedders import Embedder
 from .loaded import Loaded
 from .pagetable import PageTable
 from .store import Store
+from .vectors import SharedIndex
 
 if TYPE_CHECKING:  # indexref (and tempfile) only when a ref is used: not on a plain `context`
     from ..gitstore.git import Git
@@ -92,9 +93,8 @@ def publish(r: Retrieval) -> indexref.Publication:
             r.git, store, indexref.snapshot_files(r.state, r.git), shared=shared
         )
     finally:  # the shared store's connection closed now, not whenever a refusal's traceback lets it go
-        db = getattr(store.vectors, "db", None)
-        if db is not None:
-            db.close()
+        if isinstance(store.vectors, SharedIndex):
+            store.vectors.close()
 
 
 def load_from_ref(r: Retrieval, warnings: list[dict[str, str]]) -> Loaded | None:

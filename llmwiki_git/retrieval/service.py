@@ -63,7 +63,7 @@ class Retrieval:
         vector_store: str | None = None,
     ) -> None:
         self.git = git
-        # The shared vector store's URI (pgvectors.py; docs/team.md), as `Workspace.vector_store`
+        # The shared vector store's URI (storetable.py; docs/team.md), as `Workspace.vector_store`
         # resolved it: the environment wins over the config file (a password need never be committed).
         self.vector_store = vector_store or None
         self._load_error: StoreError | None = (
@@ -378,7 +378,7 @@ class Retrieval:
         vectors of the active model; then following the wiki (`_follow_wiki`) reads only the
         pages that differ, reuses the vectors the store holds and embeds only chunks it lacks
         (this clone's own changes). The warnings when it cannot."""
-        from .pgvectors import open_vectors
+        from . import storetable
 
         try:
             embedder = self.embedder()
@@ -397,7 +397,7 @@ class Retrieval:
             return restored
         fingerprint = store_fingerprint(embedder.fingerprint)
         try:
-            vectors = open_vectors(
+            vectors = storetable.open_shared(
                 self.vector_store or "", fingerprint, embedder.dimension, create=False
             )
         except StoreError as exc:
@@ -407,8 +407,8 @@ class Retrieval:
                     "message": f"{exc.message}; ranked lexically from the live pages",
                 }
             ]
-        if vectors.table is None:
-            vectors.db.close()
+        if not vectors.holds_model():
+            vectors.close()
             return said + [
                 {
                     "code": "vector-store-empty",
