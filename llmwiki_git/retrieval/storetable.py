@@ -44,6 +44,7 @@ _POSTGRESQL = StoreRow(
 STORES: dict[str, StoreRow] = {
     "postgresql": _POSTGRESQL,
     "postgres": _POSTGRESQL,
+    "sqlite": StoreRow("sqlite", "retrieval.sqlitevectors", "sqlite:///absolute/path.db"),
 }
 """URI scheme -> store. A string with no scheme (libpq's keyword/value pairs) is PostgreSQL's."""
 

@@ -298,5 +298,5 @@ def test_an_unsupported_scheme_is_a_configuration_error(origin: Repo) -> None:
         for args in (("index",), ("context", "blob", "--json")):
             proc = origin.llmwiki(*args, env=env)
             assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
-            assert "postgresql://" in proc.stderr
+            assert "postgresql://" in proc.stderr and "sqlite:///" in proc.stderr
             assert "configured vector store" not in proc.stderr and "x@y" not in proc.stderr
