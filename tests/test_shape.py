@@ -357,40 +357,40 @@ def package_cycles(package: Path) -> list[list[str]]:
         source = rel.split("/")[0].removesuffix(".py")
         if target != source:
             graph.setdefault(source, set()).add(target)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    cycles: list[list[str]] = []
-
-    def visit(unit: str) -> None:
-        index[unit] = low[unit] = len(index)
-        stack.append(unit)
-        for target in sorted(graph.get(unit, ())):
-            if target not in index:
-                visit(target)
-                low[unit] = min(low[unit], low[target])
-            elif target in stack:
-                low[unit] = min(low[unit], index[target])
-        if low[unit] == index[unit]:
-            component = []
-            while True:
-                member = stack.pop()
-                component.append(member)
-                if member == unit:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
-
-    for unit in sorted(graph):
-        if unit not in index:
-            visit(unit)
-    return sorted(cycles)
+    return _cycles(graph)
 
 
 def test_no_package_cycles() -> None:
     """No two packages (or top-level modules) import each other, even through others and
     even inside a function: the one cycle there was (providers <-> retrieval) is gone."""
     assert package_cycles(REPO_ROOT / "llmwiki_git") == []
+
+
+def test_no_module_cycles() -> None:
+    """Issue 35 item 4: no module imports another that imports it back, through any import
+    (even inside a function or under TYPE_CHECKING), inside a package as across them: the
+    one there was (retrieval/service.py <-> retrieval/refseed.py) is gone."""
+    assert module_cycles(REPO_ROOT / "llmwiki_git") == []
+
+
+def test_module_cycles_are_found(tmp_path: Path) -> None:
+    """The checker itself: a cycle of modules of one package, closed by an import inside a
+    function or under TYPE_CHECKING, is found; ``from . import module`` names the module."""
+    package = tmp_path / "llmwiki_git"
+    (package / "retrieval").mkdir(parents=True)
+    (package / "retrieval" / "__init__.py").write_text("")
+    (package / "retrieval" / "service.py").write_text("from . import refseed\n")
+    (package / "retrieval" / "refseed.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .service import Retrieval\n"
+    )
+    (package / "retrieval" / "warm.py").write_text("def f():\n    from .store import load\n")
+    (package / "retrieval" / "store.py").write_text(
+        "from .. import retrieval\nfrom .warm import f\n"
+    )
+    assert module_cycles(package) == [
+        ["llmwiki_git.retrieval.refseed", "llmwiki_git.retrieval.service"],
+        ["llmwiki_git.retrieval.store", "llmwiki_git.retrieval.warm"],
+    ]
 
 
 def test_package_cycles_are_found(tmp_path: Path) -> None:
