@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import BEST_EFFORT_ERRORS, StoreError
 from . import store as store_mod
+from . import storetable
 from .chunking import store_fingerprint
 from .embedders import Embedder
 from .loaded import Loaded
@@ -310,6 +311,17 @@ class PublishedIndex:
         published = _read_ref(self.warm.git, embedder, warnings)
         if published is None or not published.vector_store:
             return None  # a ref of vectors: the shared store's are used, and the pages read
+        configured = storetable.kind(self.warm.vector_store or "")
+        if published.vector_store != configured:  # its vectors are in another kind of store
+            warnings.append(
+                {
+                    "code": "index-ref-refused",
+                    "message": f"{indexref.REF} holds the snapshot of an index whose vectors are "
+                    f"in a {published.vector_store} store, and LLMWIKI_VECTOR_STORE names a "
+                    f"{configured} one (docs/team.md); nothing was taken from it",
+                }
+            )
+            return None
         return self._restore_and_follow(
             published, None, warnings, lambda code: code == "embedding-store-missing"
         )

@@ -211,3 +211,24 @@ def test_a_sqlite_file_shares_vectors_between_clones_through_the_cli(
     assert pack["warnings"] == [] and pack["primary"][0]["id"] == "concepts/blobs"
     stored = json.loads((fresh / ".llmwiki" / "embeddings.json").read_text())
     assert stored["vectorStore"] == "sqlite"
+
+
+def test_a_snapshot_of_another_kind_of_store_is_declined(repo: Repo, tmp_path: Path) -> None:
+    """A snapshot published beside a SQLite store is not restored by a clone whose setting
+    names PostgreSQL: declined with a warning (nothing of it written), ranked lexically."""
+    copy_demo(repo.root)
+    repo.commit("demo wiki")
+    path = tmp_path / "vectors.db"
+    env = {"LLMWIKI_EMBEDDING_PROVIDER": "local", "LLMWIKI_VECTOR_STORE": f"sqlite://{path}"}
+    assert repo.llmwiki("index", "--publish", env=env).returncode == 0
+    fresh = tmp_path / "fresh"
+    repo.git("clone", "-q", str(repo.root), str(fresh))
+    clone = Repo(fresh)
+    clone.git("fetch", "-q", "origin", "refs/llmwiki/index:refs/llmwiki/index")
+    other = {**env, "LLMWIKI_VECTOR_STORE": "host=127.0.0.1 port=1 dbname=w password=S3cretPW"}
+    proc = clone.llmwiki("context", "what does a blob store", "--json", env=other)
+    pack = json.loads(proc.stdout)
+    refused = [w["message"] for w in pack["warnings"] if w["code"] == "index-ref-refused"]
+    assert refused and "in a sqlite store" in refused[0] and "names a postgresql one" in refused[0]
+    assert pack["primary"][0]["id"] == "concepts/blobs" and "S3cret" not in proc.stdout
+    assert not (fresh / ".llmwiki" / "embeddings.json").exists()
