@@ -300,3 +300,44 @@ def test_an_unsupported_scheme_is_a_configuration_error(origin: Repo) -> None:
             assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
             assert "postgresql://" in proc.stderr and "sqlite:///" in proc.stderr
             assert "configured vector store" not in proc.stderr and "x@y" not in proc.stderr
+
+
+def test_mcp_replies_name_the_store_by_host_port_and_database(
+    origin: Repo, pg_uri: str, tmp_path: Path
+) -> None:
+    """Issue 34 item 1, over MCP (`llmwiki serve` in a real process, the SDK's client): with
+    an unreachable store written as keyword/value pairs, the search, context pack and status
+    replies name it by host, port and database, never its password or user."""
+    import os
+    import sys
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    assert origin.llmwiki("index", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}).returncode == 0
+    down = "host=127.0.0.1 port=1 dbname=w user=teamrole password='S3cret PW!'"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "llmwiki_git", "serve", "--root", str(origin.root)],
+        env={**os.environ, **LOCAL, "LLMWIKI_VECTOR_STORE": down},
+        cwd=str(origin.root),
+    )
+    replies: list[str] = []
+
+    async def main() -> None:
+        with open(tmp_path / "server.log", "w", encoding="utf-8") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    for tool, args in (
+                        ("search_pages", {"query": "what does a blob store", "limit": 3}),
+                        ("get_context_pack", {"prompt": "what does a blob store"}),
+                        ("wiki_status", {}),
+                    ):
+                        result = await s.call_tool(tool, args)
+                        replies.append(result.content[0].text)
+
+    anyio.run(main)
+    said = "\n".join(replies) + (tmp_path / "server.log").read_text()
+    assert "postgresql://127.0.0.1:1/w" in said
+    assert "S3cret" not in said and "teamrole" not in said
