@@ -288,6 +288,10 @@ def test_only_host_port_and_database_of_any_connection_string_are_printed(
         pack = json.loads(origin.llmwiki("context", "blob", "--json", env=down).stdout)
         assert [w["code"] for w in pack["warnings"]] == ["vector-store-unavailable"]
         assert leaked(secret, json.dumps(pack)) == []
+        proc = origin.llmwiki("query", "what does a blob store", "--debug", env=down)
+        assert proc.returncode == 0 and "--- Retrieval debug ---" in proc.stdout + proc.stderr
+        assert "postgresql://127.0.0.1:1/w" in proc.stdout + proc.stderr
+        assert leaked(secret, proc.stdout + proc.stderr) == [] and "teamrole" not in proc.stderr
 
 
 def test_an_unsupported_scheme_is_a_configuration_error(origin: Repo) -> None:
