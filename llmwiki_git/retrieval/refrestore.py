@@ -25,6 +25,7 @@ import shutil
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -97,19 +98,28 @@ def restore(
         table = store_mod.checked_table(meta)
     except StoreError as exc:
         raise refuse(why, f"its store.json: {exc.message}") from exc
-    wrong = disagreeing(table, live, read_blobs) if live is not None and read_blobs else set()
-    if wrong:  # rare (a forged or a differently derived snapshot): encoded again, not as published
-        for entry in meta["pages"]:
-            if entry["pageId"] in wrong:
-                entry["blob"] = ""  # no live page has it: the page is read again
-        raw = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
-        table = store_mod.checked_table(meta)
     shared = bool(
         published.vector_store
     )  # the vectors are in the team's shared store: the bin holds none
     at = published.positions(table.row_hashes()) if not shared else np.zeros(0, dtype=np.int64)
     if at is None:
         raise refuse(why, "its store.json names chunks whose vector it does not hold")
+
+    def amend() -> tuple[bytes, dict[str, Any], PageTable] | None:
+        """The page table with the pages it misstates marked changed (None: it states every
+        live page as it is). Run while the bin is written: the rows do not change."""
+        wrong = disagreeing(table, live, read_blobs) if live is not None and read_blobs else set()
+        if not wrong:
+            return None
+        for entry in meta["pages"]:  # rare (forged, or derived otherwise): encoded again
+            if entry["pageId"] in wrong:
+                entry["blob"] = ""  # no live page has it: the page is read again
+        return (
+            json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode(),
+            meta,
+            store_mod.checked_table(meta),
+        )
+
     sweep_scratch(state)
     store_mod.save_restored(
         state,
@@ -120,6 +130,7 @@ def restore(
         lambda write: published.write_rows(at, write),
         {"vectorStore": published.vector_store, "overlay": []} if shared else {},
         alongside=lambda: _install_lexical(state, published, files, table.rows),
+        amend=amend,
     )
 
 

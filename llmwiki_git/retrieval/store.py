@@ -493,6 +493,7 @@ def save_restored(
     write_rows: Callable[[Callable[[memoryview], object]], str],
     local: dict[str, Any],
     alongside: Callable[[], object] | None = None,
+    amend: Callable[[], tuple[bytes, dict[str, Any], PageTable] | None] | None = None,
 ) -> None:
     """Write a store restored from a published one (indexref.py): ``raw`` is its
     ``embeddings.json`` without what one copy holds alone (token, vectors digest, time),
@@ -502,7 +503,8 @@ def save_restored(
     encoded again; files in `save`'s order (the bin, the json, the sidecar). The bin is
     written in a thread (widening, hashing and writing leave the interpreter free) while
     ``alongside`` runs (the lexical index, written before the json as `build` does) and the
-    sidecar is encoded; an error of either is raised before the json is written."""
+    sidecar is encoded; an error of either is raised before the json is written. ``amend``
+    (run there too): another ``raw``, ``meta`` and ``table`` of the same rows (None: none)."""
     import secrets
     from concurrent.futures import ThreadPoolExecutor
 
@@ -520,6 +522,9 @@ def save_restored(
         written = pool.submit(_atomic_write, folder / BIN_NAME, write_bin)
         if alongside is not None:
             alongside()
+        amended = amend() if amend is not None else None
+        if amended is not None:
+            raw, meta, table = amended
         sections = table.encode()
         written.result()  # its error, if any, raised here: before the json
     crash_point("store")
