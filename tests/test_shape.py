@@ -239,6 +239,82 @@ def package_imports(package: Path) -> list[tuple[str, int, str]]:
     return found
 
 
+def _module_imports(package: Path) -> list[tuple[str, int, str]]:
+    """(file, line, module) for EVERY import of the package's own modules, module-level,
+    inside functions or under TYPE_CHECKING alike: the module a name is imported from, or
+    the module itself when ``from package import module`` names one."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        here = [package.name, *rel[:-3].split("/")]
+        parent = here[:-1]
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = (
+                    (node.module or "").split(".")
+                    if node.level == 0
+                    else [
+                        *parent[: len(parent) - node.level + 1],
+                        *([node.module] if node.module else []),
+                    ]
+                )
+                for alias in node.names:
+                    sub = [*base, alias.name]
+                    is_module = (package.parent / "/".join(sub)).with_suffix(".py").is_file() or (
+                        package.parent / "/".join(sub) / "__init__.py"
+                    ).is_file()
+                    names.append(".".join(sub if is_module else base))
+            found += [(rel, node.lineno, n) for n in names if n.split(".")[0] == package.name]
+    return found
+
+
+def module_cycles(package: Path) -> list[list[str]]:
+    """Every cycle of modules (files) of the package that import each other, through any
+    import (`_module_imports`): each as its modules, sorted. A package's ``__init__`` is
+    the package's name."""
+    graph: dict[str, set[str]] = {}
+    for rel, _line, target in _module_imports(package):
+        source = ".".join([package.name, *rel[:-3].split("/")]).removesuffix(".__init__")
+        if target != source:
+            graph.setdefault(source, set()).add(target)
+    return _cycles(graph)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(unit: str) -> None:
+        index[unit] = low[unit] = len(index)
+        stack.append(unit)
+        for target in sorted(graph.get(unit, ())):
+            if target not in index:
+                visit(target)
+                low[unit] = min(low[unit], low[target])
+            elif target in stack:
+                low[unit] = min(low[unit], index[target])
+        if low[unit] == index[unit]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == unit:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for unit in sorted(graph):
+        if unit not in index:
+            visit(unit)
+    return sorted(cycles)
+
+
 def layering_violations(package: Path) -> list[str]:
     tier = {unit: i for i, units in enumerate(LAYERS) for unit in units}
     bad, seen = [], set()
@@ -281,40 +357,40 @@ def package_cycles(package: Path) -> list[list[str]]:
         source = rel.split("/")[0].removesuffix(".py")
         if target != source:
             graph.setdefault(source, set()).add(target)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    cycles: list[list[str]] = []
-
-    def visit(unit: str) -> None:
-        index[unit] = low[unit] = len(index)
-        stack.append(unit)
-        for target in sorted(graph.get(unit, ())):
-            if target not in index:
-                visit(target)
-                low[unit] = min(low[unit], low[target])
-            elif target in stack:
-                low[unit] = min(low[unit], index[target])
-        if low[unit] == index[unit]:
-            component = []
-            while True:
-                member = stack.pop()
-                component.append(member)
-                if member == unit:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
-
-    for unit in sorted(graph):
-        if unit not in index:
-            visit(unit)
-    return sorted(cycles)
+    return _cycles(graph)
 
 
 def test_no_package_cycles() -> None:
     """No two packages (or top-level modules) import each other, even through others and
     even inside a function: the one cycle there was (providers <-> retrieval) is gone."""
     assert package_cycles(REPO_ROOT / "llmwiki_git") == []
+
+
+def test_no_module_cycles() -> None:
+    """Issue 35 item 4: no module imports another that imports it back, through any import
+    (even inside a function or under TYPE_CHECKING), inside a package as across them: the
+    one there was (retrieval/service.py <-> retrieval/refseed.py) is gone."""
+    assert module_cycles(REPO_ROOT / "llmwiki_git") == []
+
+
+def test_module_cycles_are_found(tmp_path: Path) -> None:
+    """The checker itself: a cycle of modules of one package, closed by an import inside a
+    function or under TYPE_CHECKING, is found; ``from . import module`` names the module."""
+    package = tmp_path / "llmwiki_git"
+    (package / "retrieval").mkdir(parents=True)
+    (package / "retrieval" / "__init__.py").write_text("")
+    (package / "retrieval" / "service.py").write_text("from . import refseed\n")
+    (package / "retrieval" / "refseed.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .service import Retrieval\n"
+    )
+    (package / "retrieval" / "warm.py").write_text("def f():\n    from .store import load\n")
+    (package / "retrieval" / "store.py").write_text(
+        "from .. import retrieval\nfrom .warm import f\n"
+    )
+    assert module_cycles(package) == [
+        ["llmwiki_git.retrieval.refseed", "llmwiki_git.retrieval.service"],
+        ["llmwiki_git.retrieval.store", "llmwiki_git.retrieval.warm"],
+    ]
 
 
 def test_package_cycles_are_found(tmp_path: Path) -> None:
@@ -698,3 +774,29 @@ def test_every_check_code_is_documented() -> None:
 
     docs = (REPO_ROOT / "docs" / "check.md").read_text(encoding="utf-8")
     assert [code for code in problems.CODES if f"`{code}`" not in docs] == []
+
+
+def test_shared_stores_only_through_the_table() -> None:
+    """Issue 35 item 3: a shared vector store is chosen in one place, by URI scheme
+    (retrieval/storetable.py): no module imports one by name, and the retrieval service
+    reaches none of their internals (a table, a connection)."""
+    package = REPO_ROOT / "llmwiki_git"
+    stores = {"pgvectors", "sqlitevectors"}
+    importing = sorted(
+        f"{rel}:{line}"
+        for rel, line, name in _module_imports(package)
+        if name.rsplit(".", 1)[-1] in stores
+        and not rel.endswith(("/pgvectors.py", "/sqlitevectors.py"))
+    )
+    assert importing == []
+    service = ast.parse((package / "retrieval" / "service.py").read_text())
+    reached = [
+        node.attr
+        for node in ast.walk(service)
+        if isinstance(node, ast.Attribute) and node.attr in ("table", "db", "conn")
+    ]
+    assert reached == []
+    from llmwiki_git.retrieval import storetable
+
+    for row in storetable.STORES.values():  # every row names a module that exists
+        assert (package / (row.module.replace(".", "/") + ".py")).is_file(), row

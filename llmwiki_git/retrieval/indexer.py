@@ -38,7 +38,7 @@ from .vectors import VectorIndex
 
 if TYPE_CHECKING:
     from .indexref import Publication
-    from .pgvectors import SharedVectors
+    from .vectors import SharedIndex
 from .lexical import FIELD_WEIGHTS, LEXICAL_DIR, Document, LexicalIndex
 
 NO_EMBEDDINGS = "none"
@@ -208,7 +208,7 @@ def build(
     known: set[str] | None = None,
 ) -> IndexSummary:
     """Write ``folder``/embeddings.{json,bin} and ``folder``/bm25 for ``pages``. With
-    ``vector_store`` (a shared store's URI, pgvectors.py) the vectors go there, reused from
+    ``vector_store`` (a shared store's URI, storetable.py) the vectors go there, reused from
     there, and from the previous local store, before any chunk is embedded. ``seed``: where
     vectors the store lacks are looked up before they are embedded (refs/llmwiki/index).
     ``known``: the chunks of ``pages`` the caller just found ``previous_store``'s vectors to
@@ -342,11 +342,11 @@ def _write(
             else:
                 index = old.vectors
     carry: VectorIndex | None = None  # a previous store's vectors, carried into a shared store
-    shared: SharedVectors | None = None
+    shared: SharedIndex | None = None
     if embedder is not None and vector_store:
-        from .pgvectors import open_vectors  # noqa: PLC0415 - the postgres extra, only when configured
+        from . import storetable
 
-        shared = open_vectors(vector_store, fingerprint, dims, create=True)
+        shared = storetable.open_shared(vector_store, fingerprint, dims, create=True)
         shared.overwrite = full  # --full: every chunk embedded again, its stored vector replaced
         carry, index = index, shared
     if index is None:

@@ -46,7 +46,9 @@ from .. import confine
 from ..errors import GitError, IndexRefError, PathRefused
 from ..gitstore import datarefs
 from ..gitstore.git import Git
-from .store import MAX_DIMENSIONS, SHARED_KIND, Store
+from .store import MAX_DIMENSIONS, Store
+from .storetable import KINDS
+from .vectors import SharedIndex
 
 if TYPE_CHECKING:
     pass
@@ -155,7 +157,7 @@ def payload(
 ) -> Payload:
     """The published form of ``store``'s vectors: each distinct chunk once, sorted by hash,
     as float16; with ``snapshot`` (`snapshot_files`) beside them. ``shared``: the vectors
-    are in the team's shared store (pgvectors.py): the snapshot alone, no vector, and
+    are in the team's shared store (storetable.py): the snapshot alone, no vector, and
     ``vectorStore`` in index.json. Refused for a lexical-only store or vectors that cannot
     be trusted (or, shared, vectors the shared store lacks)."""
     dims = store.dimensions
@@ -219,7 +221,13 @@ def _snapshot_payload(
     store: Store, source: str | None, snapshot: dict[str, bytes] | None
 ) -> Payload:
     """`payload` of an index whose vectors are in the shared store: its snapshot, no vector."""
-    overlay = len(getattr(store.vectors, "overlay", None) or ())
+    if not isinstance(store.vectors, SharedIndex):
+        raise IndexRefError(
+            "the local index's vectors are not in the shared store (it was built without "
+            "LLMWIKI_VECTOR_STORE); nothing was published",
+            hint="run `llmwiki index` with the setting, then publish",
+        )
+    kind, overlay = store.vectors.kind, len(store.vectors.overlay)
     if overlay:
         raise IndexRefError(
             f"{overlay} chunk vector(s) of this index were embedded here and are not in the shared "
@@ -246,7 +254,7 @@ def _snapshot_payload(
         "digest": digest,
         "source": source or "",
         "snapshot": sums,
-        "vectorStore": SHARED_KIND,
+        "vectorStore": kind,
     }
     return Payload(
         {
@@ -284,7 +292,7 @@ class Published:
         str, tuple[str, str]
     ]  # snapshot file -> (blob id, sha256); empty: none published
     vector_store: str = (
-        ""  # "postgresql": a snapshot whose vectors are in the team's shared store (no vector here)
+        ""  # a store kind (storetable.KINDS): a snapshot whose vectors are in a shared store
     )
 
     def __len__(self) -> int:
@@ -499,11 +507,13 @@ def _meta(oid: str, raw: bytes) -> _Meta:
     ):
         raise refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
     shared = meta.get("vectorStore") or ""
-    if shared not in ("", SHARED_KIND) or (shared and (meta["chunks"] or not snapshot)):
+    if shared and (
+        not (isinstance(shared, str) and shared in KINDS) or meta["chunks"] or not snapshot
+    ):
         raise refuse(
             oid,
-            f"index.json's vectorStore is {str(shared)[:40]!r}: only {SHARED_KIND!r}, for a snapshot "
-            "without vectors, is known",
+            f"index.json's vectorStore is {str(shared)[:40]!r}: only "
+            f"{', '.join(repr(k) for k in sorted(KINDS))}, for a snapshot without vectors, is known",
         )
     return _Meta(
         meta["fingerprint"],

@@ -22,7 +22,8 @@ HNSW index at and above it (built by the write that crosses it), searched with
 ``hnsw.ef_search = EF_SEARCH``. Both numbers were measured (benchmarks/store.py,
 docs/benchmarks.md). The overlay is scored exactly in process and merged in.
 
-The URI is never printed: every message names it by `redact`.
+The URI is never printed: every message names it by `display` (host, port and database name
+only; conninfo.py reads the string as libpq does, URI or keyword/value pairs).
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ import hashlib
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import ConfigError, StoreError
+from . import conninfo
 from .vectors import ChunkRows, Neighbours, VectorIndex
+
+KIND = "postgresql"  # what the index files record as their vectorStore (storetable.py)
 
 EXACT_LIMIT = 20_000
 """Below this many vectors a query scans them all (exact: 11-21 ms at 10,000 on 2 shared
@@ -67,56 +70,26 @@ BATCH = 5_000
 CONNECT_TIMEOUT = 5
 
 
-def redact(uri: str) -> str:
-    """``uri`` with its password (and any ``password=`` parameter) replaced by ``***``: how
-    every message names the store."""
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return "the configured vector store"
-    if parts.scheme not in ("postgresql", "postgres"):
-        words = [("password=***" if w.lower().startswith("password=") else w) for w in uri.split()]
-        return " ".join(words) if "=" in uri else "the configured vector store"
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        if ":" in user and user.split(":", 1)[1]:
-            user = user.split(":", 1)[0] + ":***"
-        netloc = f"{user}@{host}"
-    query = "&".join(
-        ("password=***" if q.lower().startswith("password=") else q) for q in parts.query.split("&")
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def _secret(uri: str) -> str:
-    """The password in ``uri`` ("" none), to scrub from a driver's message."""
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return ""
-    if parts.password:
-        return parts.password
-    for word in uri.replace("&", " ").replace("?", " ").split():
-        if word.lower().startswith("password="):
-            return word.split("=", 1)[1]
-    return ""
+def display(uri: str) -> str:
+    """How every message names the store: its host, port and database name only
+    (conninfo.display), never its password, user or other parameters."""
+    return conninfo.display(uri)
 
 
 def _problem(uri: str, exc: BaseException) -> str:
-    """The driver's message on one line, the password scrubbed out."""
+    """The driver's message on one line, every value of ``uri`` but its host, port and
+    database name scrubbed out (the driver quotes user names, and may quote the string)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    secret = _secret(uri)
-    if secret:
+    for secret in conninfo.secrets(uri):
         text = text.replace(secret, "***")
-    return text.replace(uri, redact(uri))[:300]
+    return text.replace(uri, display(uri))[:300]
 
 
 def unavailable(uri: str, what: str, exc: BaseException | None = None) -> StoreError:
     """The one error for a store that cannot be used: what went wrong, the URI redacted."""
     cause = f" ({_problem(uri, exc)})" if exc is not None else ""
     error = StoreError(
-        f"the shared vector store {redact(uri)} {what}{cause}; check LLMWIKI_VECTOR_STORE "
+        f"the shared vector store {display(uri)} {what}{cause}; check LLMWIKI_VECTOR_STORE "
         "(or vector_store in .llmwiki/config.toml), or unset it to use the local store",
         UNAVAILABLE,
     )
@@ -146,13 +119,20 @@ class Database:
             import psycopg  # the postgres extra (pyproject.toml)
         except ImportError:
             raise StoreError(
-                f"the shared vector store {redact(uri)} needs the postgres extra (psycopg, pgvector): "
+                f"the shared vector store {display(uri)} needs the postgres extra (psycopg, pgvector): "
                 "install it (`pip install '.[local,postgres]'` from a clone), or unset "
                 "LLMWIKI_VECTOR_STORE to use the local store",
                 UNAVAILABLE,
             ) from None
         self.uri = uri
         self.psycopg = psycopg
+        try:  # read by the driver's own parser before it gets the string (never a display text)
+            conninfo.parse(uri)
+        except conninfo.ConninfoError as exc:
+            raise ConfigError(
+                f"LLMWIKI_VECTOR_STORE (or vector_store in .llmwiki/config.toml) is {exc}; "
+                "write a postgresql:// URI or libpq's keyword=value pairs (docs/team.md)"
+            ) from None
         try:
             self.conn = psycopg.connect(uri, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         except (psycopg.Error, ValueError) as exc:  # ValueError: not a connection string at all
@@ -278,10 +258,18 @@ class SharedVectors:
             False  # `llmwiki index`: the first write makes the table (an HTTP model's width)
         )
         self.overwrite = False  # `llmwiki index --full`: a write replaces the vectors it holds
-        self.label = redact(db.uri)
+        self.label = display(db.uri)
         self._estimate: int | None = None  # the table's row estimate, for `ef_search`
 
     # -- the protocol -----------------------------------------------------------------------
+
+    kind = KIND
+
+    def holds_model(self) -> bool:
+        return self.table is not None
+
+    def close(self) -> None:
+        self.db.close()
 
     @property
     def fingerprint(self) -> str:

@@ -17,20 +17,28 @@ clone pays this once; the files it writes are the ones every later call memory-m
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
 import shutil
+from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .. import confine
 from ..errors import IndexRefError, LexicalIndexError, StoreError
 from ..gitstore.transaction import crash_point
+from ..wiki import frontmatter
+from ..wiki.pages import decode
+from ..wiki.titles import page_title
 from . import store as store_mod
 from .indexref import Published, refuse
 from .lexical import LEXICAL_DIR, LexicalIndex
+from .pagetable import PageTable
 
 SCRATCH = ".incoming-"  # scratch folders in the state folder: .incoming-<pid>-<hex>
 _SCRATCH_RE = re.compile(r"^\.incoming-(\d+)-[0-9a-f]+$")
@@ -50,13 +58,24 @@ def sweep_scratch(state: Path) -> None:
     sweep_dead(state, _SCRATCH_RE)
 
 
-def restore(state: Path, published: Published, files: dict[str, bytes | bytearray]) -> None:
+def restore(
+    state: Path,
+    published: Published,
+    files: dict[str, bytes | bytearray],
+    live: Mapping[str, str] | None = None,
+    read_blobs: Callable[[list[str]], Mapping[str, bytes]] | None = None,
+) -> None:
     """Write the store and lexical index of ``published``'s snapshot (``files``, read and
     checked against their sha256 by `indexref.read_snapshot`) into ``state``. The caller
     holds the repository lock and found no usable store. A snapshot of a shared store's
     index (``published.vector_store``) is written as such a store: its vectors are the
     shared store's, its bin holds none. IndexRefError, and no store written, for anything
-    that fails a check."""
+    that fails a check.
+
+    ``live`` (path -> blob of the live pages) and ``read_blobs``: what the snapshot says of a
+    page the work tree holds unchanged (its id, title, summary) is checked against that page
+    (`disagreeing`); a page it misstates is written as changed, so that following the wiki
+    reads it again: what a clone quotes comes from the live pages, never from the ref alone."""
     why = published.commit
     raw = files["store.json"]
     try:
@@ -85,6 +104,22 @@ def restore(state: Path, published: Published, files: dict[str, bytes | bytearra
     at = published.positions(table.row_hashes()) if not shared else np.zeros(0, dtype=np.int64)
     if at is None:
         raise refuse(why, "its store.json names chunks whose vector it does not hold")
+
+    def amend() -> tuple[bytes, dict[str, Any], PageTable] | None:
+        """The page table with the pages it misstates marked changed (None: it states every
+        live page as it is). Run while the bin is written: the rows do not change."""
+        wrong = disagreeing(table, live, read_blobs) if live is not None and read_blobs else set()
+        if not wrong:
+            return None
+        for entry in meta["pages"]:  # rare (forged, or derived otherwise): encoded again
+            if entry["pageId"] in wrong:
+                entry["blob"] = ""  # no live page has it: the page is read again
+        return (
+            json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode(),
+            meta,
+            store_mod.checked_table(meta),
+        )
+
     sweep_scratch(state)
     store_mod.save_restored(
         state,
@@ -93,9 +128,42 @@ def restore(state: Path, published: Published, files: dict[str, bytes | bytearra
         table,
         len(at),
         lambda write: published.write_rows(at, write),
-        {"vectorStore": store_mod.SHARED_KIND, "overlay": []} if shared else {},
+        {"vectorStore": published.vector_store, "overlay": []} if shared else {},
         alongside=lambda: _install_lexical(state, published, files, table.rows),
+        amend=amend,
     )
+
+
+def disagreeing(
+    table: PageTable,
+    live: Mapping[str, str],
+    read_blobs: Callable[[list[str]], Mapping[str, bytes]],
+) -> set[str]:
+    """The ids of the pages whose entry in ``table`` misstates the live page it names: a
+    page at that path with that blob whose id, title or summary are not what the indexer
+    derives from it (`indexer.read_pages`). Pages changed since, or gone, are not checked:
+    following the wiki reads them anyway. One ``cat-file --batch`` for the pages checked."""
+    same = [e for e in table if e.blob and live.get(e.path) == e.blob]
+    data = read_blobs(sorted({e.blob for e in same}))
+    # An id is its path from the wiki folder without ".md": one folder for every page.
+    folders = Counter(
+        e.path[: -len(e.page_id) - 3] for e in table if e.path.endswith(f"{e.page_id}.md")
+    )
+    folder = folders.most_common(1)[0][0] if folders else ""
+    wrong: set[str] = set()
+    for entry in same:
+        raw = data.get(entry.blob)
+        text = decode(raw)[0] if raw is not None else None
+        if text is None or entry.path != f"{folder}{entry.page_id}.md":
+            wrong.add(entry.page_id)
+            continue
+        meta = frontmatter.parse(text)
+        body = text[meta.body_offset :]
+        summary = meta.data.get("summary")
+        title = page_title(meta.data, body, entry.page_id.rsplit("/", 1)[-1])
+        if (entry.title, entry.summary) != (title, summary if isinstance(summary, str) else ""):
+            wrong.add(entry.page_id)
+    return wrong
 
 
 def _install_lexical(

@@ -7,23 +7,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .. import confine
-from ..errors import BEST_EFFORT_ERRORS, DATA_ERRORS, LexicalIndexError, PathRefused, StoreError
+from ..errors import LexicalIndexError, PathRefused, StoreError
 from ..gitstore.git import Git, blob_id
 from ..providertable import LOCAL_EMBEDDING
 from ..wiki.pages import decode, unusable_notes
-from . import refresh, refseed
 from . import store as store_mod
 from .chunking import store_fingerprint
 from .context import ContextOptions, LivePage, PackInputs, build_pack
 from .embedders import Embedder, make_embedder, provider_name
 from .lexical import LEXICAL_DIR, LexicalIndex
 from .loaded import Loaded
-from .pagetable import PageEntry, PageTable
+from .pagetable import PageEntry
+from .refseed import PublishedIndex
 from .search import DEFAULT_MODE, MODES, SearchResult, search
 from .store import Store
+from .warm import WarmState
 
 if (
     TYPE_CHECKING
@@ -38,13 +37,11 @@ SPARE_PAGES = 3  # ranked pages beyond top_pages, standing in for pages that can
 class Retrieval:
     """Build the index, load it, search, and build context packs, for one project.
 
-    One instance per workspace, so what it loaded stays warm on the instance for the next
-    call of a long-lived process (the MCP server): the store, the lexical index and the
-    embedder are reused while their files keep their stamps and the embedder settings are
-    the same, so a warm call pays for one query embedding and a search, not a new ONNX
-    session (~0.2 s). Writers replace these files by rename, so a re-index by any process
-    changes a stamp and the next call loads afresh. Nothing is kept in module globals: a new
-    instance starts cold."""
+    One instance per workspace, holding one object per other responsibility: what a read
+    loaded, kept warm for the next call of a long-lived process and following the live
+    pages (`warm`, warm.py), and the published index: its vectors offered to the indexer,
+    publishing, a first read restored from it (`published`, refseed.py). Nothing is kept in
+    module globals: a new instance starts cold."""
 
     def __init__(
         self,
@@ -63,17 +60,12 @@ class Retrieval:
         vector_store: str | None = None,
     ) -> None:
         self.git = git
-        # The shared vector store's URI (pgvectors.py; docs/team.md), as `Workspace.vector_store`
+        # The shared vector store's URI (storetable.py; docs/team.md), as `Workspace.vector_store`
         # resolved it: the environment wins over the config file (a password need never be committed).
         self.vector_store = vector_store or None
-        self._load_error: StoreError | None = (
-            None  # why the last `_load_files` found no usable store
-        )
         self._preloaded = preloaded  # the local model started early by the caller, if any
         self.root = root
-        self._list_pages = list_pages  # path -> blob of the live pages: how reads notice changes
         self._searched: Store | None = None  # the store the last search ranked from
-        self.refresh_bound = refresh.ON_THE_FLY_CHUNKS
         self.project = project
         self.state = state
         self._load_wiki = load_wiki
@@ -82,12 +74,17 @@ class Retrieval:
         self.model = model
         chosen = (environ.get("LLMWIKI_RETRIEVAL") or mode or DEFAULT_MODE).lower()
         self.mode = chosen if chosen in MODES else DEFAULT_MODE
-        # What was loaded last, with the file stamps and embedder settings it was loaded under.
-        self._warm: tuple[tuple[object, ...], tuple[object, ...], Loaded] | None = None
-        # The (store, live listing) pair last found current, by identity: a long-lived listing
-        # returns the same dict while no file changed (wiki/listing.py), and the warm store is
-        # the same object while its files are, so a warm call skips the comparison.
-        self._current: tuple[Store, Mapping[str, str]] | None = None
+        # What a read loaded, kept warm (warm.py); the published index (refseed.py).
+        self.warm = WarmState(
+            state=state,
+            git=git,
+            load_wiki=load_wiki,
+            list_pages=list_pages,
+            vector_store=self.vector_store,
+            embedder=self.embedder,
+            embedder_key=self._embedder_key,
+        )
+        self.published = PublishedIndex(self.warm, self.embedder)
 
     def embedder(self, fast: bool = False) -> Embedder | None:
         name = provider_name(self.environ, self.provider, fast)
@@ -147,7 +144,7 @@ class Retrieval:
                     "--full embeds every chunk again, --fetch takes them from the ref: use one of them"
                 )
             seed, ref_notes = (
-                refseed.published_seed(self, embedder, fetch) if not full else (None, [])
+                self.published.published_seed(embedder, fetch) if not full else (None, [])
             )
             wiki = self._load_wiki()
             index_path = self._index_page_path(wiki)
@@ -188,7 +185,7 @@ class Retrieval:
                     {written: blob_id((self.root / written).read_bytes())},
                     vector_store=self.vector_store,
                 )
-            publication = refseed.publish(self) if publish else None
+            publication = self.published.publish() if publish else None
         return replace(
             summary, notes=tuple(notes) + summary.notes, publication=publication
         ), written
@@ -294,299 +291,20 @@ class Retrieval:
         """The live wiki (the work tree's pages, scans served by the checker's cache)."""
         return self._load_wiki()
 
-    def _stamps(self) -> tuple[object, ...]:
-        """(name, inode, mtime, size) of every file the store and lexical index load (the
-        file store's vectors among them: their generation is the token inside that file)."""
-        files = [self.state / store_mod.JSON_NAME, self.state / store_mod.BIN_NAME]
-        try:
-            files += sorted((self.state / LEXICAL_DIR).iterdir())
-        except OSError:
-            pass
-        out: list[tuple[object, ...]] = []
-        for path in files:
-            try:
-                st = path.stat()
-            except OSError:
-                out.append((path.name,))
-                continue
-            out.append((path.name, st.st_ino, st.st_mtime_ns, st.st_size))
-        return tuple(out)
-
     def _embedder_key(self) -> tuple[object, ...]:
         return (self.provider, self.model, tuple(sorted(self.environ.items())))
 
     def load(self) -> Loaded:
         """The store, lexical index and embedder, degrading with warnings, never raising
         for a missing or unusable store (an empty lexical-only store is returned instead).
-        Reused from the last call in this process while their files are unchanged."""
-        stamps, key = self._stamps(), self._embedder_key()
-        warm = self._warm
-        if warm is not None and warm[0] == stamps and warm[1] == key:
-            base = warm[2]
-        else:
-            files = self._load_files()
-            if files is None:
-                return self._load_without_store()
-            self._warm = (stamps, key, files)
-            base = files
-        return self._follow_wiki(
+        Reused from the last call in this process while their files are unchanged (warm.py);
+        without a usable store, started from the published index (refseed.py)."""
+        base = self.warm.cached()
+        if base is None:
+            return self.published.load_without_store()
+        return self.warm.follow(
             Loaded(base.store, base.lexical, base.embedder, list(base.warnings))
         )
-
-    def _load_without_store(self) -> Loaded:
-        from . import indexer
-
-        try:
-            if (
-                self._load_error is not None
-            ):  # why `_load_files` found none (not asked twice: a dead host is slow)
-                raise self._load_error
-            store_mod.load(self.state, vector_store=self.vector_store)
-        except StoreError as exc:
-            if exc.code == "embedding-store-missing" and self.vector_store:
-                shared = self._from_shared_store()  # a fresh clone of a team's wiki
-                if isinstance(shared, Loaded):
-                    return shared
-                warnings = shared
-            else:
-                then = (
-                    ""
-                    if exc.code == "vector-store-unavailable"
-                    else " Run `llmwiki index` for semantic ranking"
-                )
-                warnings = [
-                    {
-                        "code": exc.code,
-                        "message": f"{exc.message}; ranked lexically from the live pages.{then}",
-                    }
-                ]
-        else:  # written between the two looks: the next call loads it
-            warnings = []
-        if warnings:
-            said: list[dict[str, str]] = []  # what the ref's checks found
-            from_ref = refseed.load_from_ref(self, said)
-            if from_ref is not None:
-                return from_ref
-            warnings += said
-        memory, lexical = indexer.memory_index(indexer.read_pages(self._load_wiki())[0])
-        return Loaded(memory, lexical, None, warnings)
-
-    def _from_shared_store(self) -> Loaded | list[dict[str, str]]:
-        """No local index, a shared store configured (docs/team.md): the snapshot the team's CI
-        published on refs/llmwiki/index (its page table and lexical index, the vectors the
-        shared store's: `refseed.restore_shared`), else an empty page table over the shared
-        vectors of the active model; then following the wiki (`_follow_wiki`) reads only the
-        pages that differ, reuses the vectors the store holds and embeds only chunks it lacks
-        (this clone's own changes). The warnings when it cannot."""
-        from .pgvectors import open_vectors
-
-        try:
-            embedder = self.embedder()
-        except BEST_EFFORT_ERRORS as exc:
-            return [
-                {
-                    "code": "embedding-degraded",
-                    "message": f"{exc}; ranked lexically from the live pages",
-                }
-            ]
-        if embedder is None:
-            return []
-        said: list[dict[str, str]] = []
-        restored = refseed.restore_shared(self, embedder, said)
-        if restored is not None:
-            return restored
-        fingerprint = store_fingerprint(embedder.fingerprint)
-        try:
-            vectors = open_vectors(
-                self.vector_store or "", fingerprint, embedder.dimension, create=False
-            )
-        except StoreError as exc:
-            return said + [
-                {
-                    "code": exc.code,
-                    "message": f"{exc.message}; ranked lexically from the live pages",
-                }
-            ]
-        if vectors.table is None:
-            vectors.db.close()
-            return said + [
-                {
-                    "code": "vector-store-empty",
-                    "message": f"the shared vector store {vectors.label} holds no vectors of {fingerprint!r}; "
-                    "ranked lexically until `llmwiki index` runs against it (docs/team.md)",
-                }
-            ]
-        empty = Store(fingerprint, embedder.name, embedder.model, PageTable([]), vectors, "")
-        return self._follow_wiki(Loaded(empty, None, embedder, said))
-
-    def _load_files(self) -> Loaded | None:
-        """The store, lexical index and embedder as their files are (None: no usable store)."""
-        warnings: list[dict[str, str]] = []
-        self._load_error = None
-        try:
-            store = store_mod.load(self.state, vector_store=self.vector_store)
-        except StoreError as exc:
-            self._load_error = exc
-            return None
-        embedder: Embedder | None = None
-        if store.dimensions:
-            try:
-                embedder = self.embedder()
-            except BEST_EFFORT_ERRORS as exc:  # a misconfigured provider degrades to lexical search
-                warnings.append({"code": "embedding-degraded", "message": str(exc)})
-            if (
-                embedder is not None
-                and store_fingerprint(embedder.fingerprint) != store.fingerprint
-            ):
-                warnings.append(
-                    {
-                        "code": "embedding-model-mismatch",
-                        "message": f"the store was built with {store.fingerprint!r}, the active model is "
-                        f"{store_fingerprint(embedder.fingerprint)!r}; ranking lexically until "
-                        "`llmwiki index` rebuilds it",
-                    }
-                )
-                embedder = None
-        lexical: LexicalIndex | None = None
-        try:
-            lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
-            if len(lexical) != store.rows:
-                raise LexicalIndexError("it does not match the embedding store")
-        except LexicalIndexError as exc:
-            warnings.append(
-                {"code": "lexical-index-unavailable", "message": f"{exc}; run `llmwiki index`"}
-            )
-            lexical = None
-        return Loaded(store, lexical, embedder, warnings)
-
-    # -- following the wiki (retrieval/refresh.py) -----------------------------------------
-
-    def _follow_wiki(self, loaded: Loaded) -> Loaded:
-        """Bring ``loaded`` up to date with the live pages (see `refresh`)."""
-        if self._list_pages is None:
-            return loaded
-        try:
-            live = self._list_pages()
-        except DATA_ERRORS as exc:  # a broken git index must not stop a read: rank from the store
-            loaded.warnings.append(
-                {
-                    "code": "index-freshness-unknown",
-                    "message": f"could not list the wiki's pages ({exc}); recent edits may be missing",
-                }
-            )
-            return loaded
-        current = self._current
-        if current is not None and current[0] is loaded.store and current[1] is live:
-            return loaded  # this very listing was found current for this very store last call
-        stale = refresh.staleness(loaded.store, live)
-        if not stale:
-            self._current = (loaded.store, live)
-            return loaded
-        if loaded.lexical is not None and loaded.lexical.updatable:
-            return self._follow_by_difference(loaded, stale)
-        from . import indexer
-
-        store = loaded.store
-        wiki = self._load_wiki()
-        pages, skipped = indexer.read_pages(wiki)
-        can_embed = loaded.embedder is not None or not store.dimensions
-        planned = refresh.plan(pages, store.vectors) if store.dimensions else refresh.Plan()
-        missing = planned.missing
-        if (
-            can_embed
-            and len(missing) <= self.refresh_bound
-            and self._save_refresh(
-                store, pages, skipped, loaded.embedder, indexer.names_digest(wiki), planned.known
-            )
-        ):
-            try:
-                fresh = store_mod.load(self.state, vector_store=self.vector_store)
-                lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
-            except (StoreError, LexicalIndexError):
-                pass  # replaced under us: rank from memory this time
-            else:
-                warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
-                return Loaded(fresh, lexical, loaded.embedder, warnings)
-        memory, lexical = indexer.memory_index(pages, store, skipped)
-        warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
-        if missing:
-            warnings.append(
-                refresh.stale_warning(stale, len(missing), self.refresh_bound if can_embed else 0)
-            )
-        return Loaded(memory, lexical, loaded.embedder, warnings)
-
-    def _follow_by_difference(self, loaded: Loaded, stale: refresh.Staleness) -> Loaded:
-        """`_follow_wiki` reading only the changed pages and tokenizing only their chunks
-        (`indexer.plan_update`, `LexicalIndex.updated`): the result equals a full rebuild."""
-        from ..errors import LlmwikiError
-        from ..gitstore.lock import repository_lock
-        from . import indexer
-
-        store, lexical = loaded.store, loaded.lexical
-        assert lexical is not None
-        update = indexer.plan_update(self._load_wiki(), store)
-        can_embed = loaded.embedder is not None or not store.dimensions
-        warnings = [w for w in loaded.warnings if w["code"] != "lexical-index-unavailable"]
-        if can_embed and len(update.missing) <= self.refresh_bound:
-            try:
-                with repository_lock(self.git, self.state, timeout=2.0):
-                    fresh = (
-                        loaded.embedder.embed(list(update.missing.values()))
-                        if update.missing and loaded.embedder
-                        else np.zeros((0, store.dimensions), dtype=np.float32)
-                    )
-                    new_store, new_lexical = indexer.apply_update(update, store, lexical, fresh)
-                    indexer.save_update(self.state, new_store, new_lexical)
-                    # What was just written is what the next call would load: keep it warm (the
-                    # stamps are taken under the lock, so no other writer's files get them).
-                    self._warm = (
-                        self._stamps(),
-                        self._embedder_key(),
-                        Loaded(new_store, new_lexical, loaded.embedder, list(warnings)),
-                    )
-            except (LlmwikiError, OSError):
-                pass  # could not be saved: rank from memory this time
-            else:
-                return Loaded(new_store, new_lexical, loaded.embedder, warnings)
-        memory, new_lexical = indexer.apply_update(update, store, lexical)
-        if update.missing:
-            warnings.append(
-                refresh.stale_warning(
-                    stale, len(update.missing), self.refresh_bound if can_embed else 0
-                )
-            )
-        return Loaded(memory, new_lexical, loaded.embedder, warnings)
-
-    def _save_refresh(
-        self,
-        store: Store,
-        pages: list[indexer.IndexedPage],
-        skipped: dict[str, str],
-        embedder: Embedder | None,
-        names: str,
-        known: set[str] | None = None,
-    ) -> bool:
-        """Save the refreshed index under the project lock (a short wait at most: a read
-        never queues behind a long `llmwiki index`). False when it could not be saved."""
-        from ..errors import LlmwikiError
-        from ..gitstore.lock import repository_lock
-        from . import indexer
-
-        try:
-            with repository_lock(self.git, self.state, timeout=2.0):
-                indexer.build(
-                    self.state,
-                    pages,
-                    embedder,
-                    skipped=skipped,
-                    previous_store=store,
-                    names=names,
-                    vector_store=self.vector_store,
-                    known=known,
-                )
-        except (LlmwikiError, OSError):
-            return False
-        return True
 
     def search(
         self, question: str, *, keep: int = 12, max_pages: int = 5, mode: str | None = None

@@ -46,7 +46,7 @@ from ..errors import PathRefused, StoreError
 from ..gitstore.transaction import crash_point
 from .filevectors import FileVectors, vectors_digest
 from .pagetable import EntriesById, PageEntry, PageTable
-from .vectors import VectorIndex
+from .vectors import SharedIndex, VectorIndex
 
 VERSION = 1
 MAGIC = b"LLMWEMB1"
@@ -62,7 +62,6 @@ SIDE_HEADER = struct.Struct(
 MAX_JSON_BYTES = 1 << 30
 MAX_DIMENSIONS = 65536
 _BIN_LABEL = f".llmwiki/{BIN_NAME}"
-SHARED_KIND = "postgresql"  # embeddings.json's "vectorStore" when the vectors are in a shared store
 
 
 @dataclass
@@ -170,12 +169,14 @@ def save(folder: Path, store: Store) -> None:
         vectors = np.ascontiguousarray(laid_out.matrix, dtype="<f4").reshape(
             rows, laid_out.dimensions
         )
-    else:  # a shared store (pgvectors.py): the bin holds only the overlay, what the table does not
-        overlay: dict[str, np.ndarray] = getattr(laid_out, "overlay", None) or {}
+    elif isinstance(laid_out, SharedIndex):  # the bin holds only the overlay, what it lacks
+        overlay = laid_out.overlay
         vectors = np.zeros((len(overlay), laid_out.dimensions), dtype="<f4")
         for i, value in enumerate(overlay.values()):
             vectors[i] = value
-        shared = {"vectorStore": SHARED_KIND, "overlay": list(overlay)}
+        shared = {"vectorStore": laid_out.kind, "overlay": list(overlay)}
+    else:
+        raise StoreError(f"vectors of a {type(laid_out).__name__} cannot be saved")
 
     def write_bin(handle: Any) -> None:
         handle.write(HEADER.pack(MAGIC, token, vectors.shape[0], laid_out.dimensions))
@@ -336,7 +337,7 @@ def load(
 ) -> Store:
     """Read the store; raise StoreError (with a warning code) when it cannot be used.
     ``vector_store``: the shared store's URI (``LLMWIKI_VECTOR_STORE``), for a store whose
-    vectors live there (its bin then holds only the overlay, see pgvectors.py).
+    vectors live there (its bin then holds only the overlay, see vectors.SharedIndex).
     The page table comes from the sidecar when it matches the json (a few milliseconds on
     10,000 pages), else from the json, validated entry by entry; the sidecar is then
     rewritten (best effort) so that the next read is fast again."""
@@ -389,7 +390,7 @@ def load(
     digest = meta.get("vectorsDigest")
     names = meta.get("namesDigest")
     vectors: VectorIndex
-    if meta.get("vectorStore") == SHARED_KIND:
+    if meta.get("vectorStore"):  # a shared store's (storetable.py)
         vectors = _shared_vectors(bin_path, meta, token, dims, vector_store)
     else:
         matrix: np.ndarray = np.zeros((0, dims), dtype="<f4")
@@ -439,9 +440,16 @@ def _shared_vectors(
         if dims
         else np.zeros((0, 0), dtype="<f4")
     )
-    from .pgvectors import open_vectors  # noqa: PLC0415 - the postgres extra, only when configured
+    from . import storetable
 
-    vectors = open_vectors(vector_store, meta["fingerprint"], dims, create=False)
+    recorded, configured = meta.get("vectorStore"), storetable.kind(vector_store)
+    if recorded != configured:
+        raise StoreError(
+            f"the index's vectors are in a {str(recorded)[:20]!r} store and LLMWIKI_VECTOR_STORE "
+            f"names a {configured!r} one (docs/team.md)",
+            "vector-store-unavailable",
+        )
+    vectors = storetable.open_shared(vector_store, meta["fingerprint"], dims, create=False)
     vectors.overlay.update(
         {h: np.asarray(matrix[i], dtype=np.float32) for i, h in enumerate(overlay_hashes)}
     )
@@ -485,6 +493,7 @@ def save_restored(
     write_rows: Callable[[Callable[[memoryview], object]], str],
     local: dict[str, Any],
     alongside: Callable[[], object] | None = None,
+    amend: Callable[[], tuple[bytes, dict[str, Any], PageTable] | None] | None = None,
 ) -> None:
     """Write a store restored from a published one (indexref.py): ``raw`` is its
     ``embeddings.json`` without what one copy holds alone (token, vectors digest, time),
@@ -494,7 +503,8 @@ def save_restored(
     encoded again; files in `save`'s order (the bin, the json, the sidecar). The bin is
     written in a thread (widening, hashing and writing leave the interpreter free) while
     ``alongside`` runs (the lexical index, written before the json as `build` does) and the
-    sidecar is encoded; an error of either is raised before the json is written."""
+    sidecar is encoded; an error of either is raised before the json is written. ``amend``
+    (run there too): another ``raw``, ``meta`` and ``table`` of the same rows (None: none)."""
     import secrets
     from concurrent.futures import ThreadPoolExecutor
 
@@ -512,6 +522,9 @@ def save_restored(
         written = pool.submit(_atomic_write, folder / BIN_NAME, write_bin)
         if alongside is not None:
             alongside()
+        amended = amend() if amend is not None else None
+        if amended is not None:
+            raw, meta, table = amended
         sections = table.encode()
         written.result()  # its error, if any, raised here: before the json
     crash_point("store")

@@ -8,16 +8,16 @@ page table (which pages, which chunks, their links) and the lexical index stay i
 fusion, over the dense candidates `VectorIndex.nearest` returns.
 
 Implementations: the file store (``retrieval/filevectors.py``, ``.llmwiki/embeddings.bin``,
-memory-mapped, exact) and the shared store (``retrieval/pgvectors.py``, PostgreSQL +
-pgvector): ``add`` in one transaction, ``nearest`` with ``k`` (exact below a measured size,
-HNSW above), ``generation`` a counter it keeps. ``store.empty_vectors`` and ``store.load``
-choose the implementation; nothing above them names one.
+memory-mapped, exact) and the shared stores (`SharedIndex`), chosen by the URI's scheme in
+one place (``retrieval/storetable.py``): PostgreSQL + pgvector (``retrieval/pgvectors.py``)
+and SQLite (``retrieval/sqlitevectors.py``). ``store.empty_vectors``, ``store.load`` and
+``storetable.open_shared`` choose the implementation; nothing above them names one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -119,4 +119,31 @@ class VectorIndex(Protocol):
     def problem(self) -> str | None:
         """Why the vectors cannot be trusted (None: they can): bytes changed since they were
         written, NaN or infinite values. Reads every vector: run before reusing them."""
+        ...
+
+
+@runtime_checkable
+class SharedIndex(VectorIndex, Protocol):
+    """A `VectorIndex` every clone, branch and worktree shares (``LLMWIKI_VECTOR_STORE``,
+    storetable.py), plus the *overlay*: vectors this process embedded and could not write
+    (a role that may only read), held in memory and saved in ``.llmwiki/embeddings.bin``.
+    Nothing is ever removed from the shared part (another branch may hold the chunk)."""
+
+    kind: str  # what ``embeddings.json`` and ``index.json`` record as ``vectorStore``
+    label: str  # how messages name the store (storetable.display: never a password)
+    overlay: dict[str, np.ndarray]
+    read_only: bool  # a write was refused for want of privilege: new vectors go to the overlay
+    may_create: bool  # `llmwiki index`: the first write makes the model's table
+    overwrite: bool  # `llmwiki index --full`: a write replaces the vectors it holds
+
+    def holds_model(self) -> bool:
+        """Whether the store has a place for this model's vectors (it held some once)."""
+        ...
+
+    def describe(self) -> str:
+        """One line for `llmwiki index`: where the vectors are, how they are searched."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the store (its connection): the index is no longer used."""
         ...

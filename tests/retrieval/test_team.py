@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from llmwiki_git.gitstore.git import Git
+from llmwiki_git.retrieval.conninfo import display
 
 from ..conftest import Repo, copy_demo
 from .test_indexref import REF, without_snapshot
@@ -67,7 +68,7 @@ def test_a_fresh_clone_answers_from_the_shared_store_embedding_only_its_own_chan
     chunks = json.loads(proc.stdout)["chunks"]
     assert shared_count(pg_uri) == chunks
     assert json.loads(proc.stdout)["notes"] == [
-        f"vectors in the shared store {pg_uri} ({chunks} of this model, exact search)"
+        f"vectors in the shared store {display(pg_uri)} ({chunks} of this model, exact search)"
     ]
     solo = clone(origin, tmp_path / "solo")  # the same wiki on the local file store
     assert solo.llmwiki("index", env=LOCAL).returncode == 0
@@ -118,11 +119,14 @@ def test_a_wrong_or_unreachable_store_is_an_error_for_index_and_a_warning_for_re
     proc = origin.llmwiki("index", env=LOCAL)  # the config file's setting
     assert (
         proc.returncode != 0
-        and "postgresql://team@127.0.0.1:1/from-config is unreachable" in proc.stderr
+        and "postgresql://127.0.0.1:1/from-config is unreachable" in proc.stderr
     )
     proc = origin.llmwiki("index", env=down)  # the variable wins over the file
     assert proc.returncode != 0 and "unreachable" in proc.stderr
-    assert "s3cret-pw" not in proc.stderr + proc.stdout and "team:***@127.0.0.1:1" in proc.stderr
+    assert (
+        "s3cret-pw" not in proc.stderr + proc.stdout
+        and "postgresql://127.0.0.1:1/wiki" in proc.stderr
+    )
     proc = origin.llmwiki("context", "what does a blob store", "--json", env=down)
     assert proc.returncode == 0 and "s3cret-pw" not in proc.stdout + proc.stderr
     pack = json.loads(proc.stdout)
@@ -154,8 +158,8 @@ def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(
 ) -> None:
     """With a shared store, `index --publish` writes the page table and lexical index alone
     (the vectors stay in the database). A fresh clone with the setting restores them instead
-    of reading every page -- a title only the snapshot holds is the one its first `context`
-    reports -- and ranks with the shared vectors; without the setting the ref is declined."""
+    of reading every page -- but never quotes a title only the snapshot holds -- and ranks
+    with the shared vectors; without the setting the ref is declined."""
     ci = {**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}
     proc = origin.llmwiki("index", "--publish", "--json", env=ci)
     assert proc.returncode == 0, proc.stderr
@@ -184,9 +188,9 @@ def test_ci_publishes_the_snapshot_and_a_fresh_clone_starts_from_it(
     team = {**LOCAL, "LLMWIKI_VECTOR_STORE": reader(pg_uri)}
     pack = context(member, PROMPTS[1], team)
     assert pack["warnings"] == [] and pack["primary"][0]["id"] == "concepts/blobs"
-    assert (
-        pack["primary"][0]["title"] == "Blobs, as the snapshot says"
-    )  # the page itself was not read
+    # The snapshot's title for it disagrees with the live page: that page was read again
+    # (issue 34 item 3: what a clone quotes comes from the live pages), the rest restored.
+    assert pack["primary"][0]["title"] == "Blobs"
     assert "semantic-chunk" in pack["primary"][0]["reasons"]  # ranked with the shared vectors
     stored = json.loads((member.root / ".llmwiki" / "embeddings.json").read_text())
     assert (
@@ -226,3 +230,118 @@ def test_status_reads_an_index_whose_vectors_live_in_the_shared_store(
     for status in (by_variable, by_config):
         assert "storeProblem" not in status, status
         assert status["indexed"] is True and status["indexedPages"] > 0
+
+
+def keyword_forms(pg_uri: str) -> list[tuple[str, str]]:
+    """The connection strings issue 34 found leaking, each for the test database (a local
+    socket, whose trust login ignores the password): (string, the password it holds)."""
+    from llmwiki_git.retrieval.conninfo import parse
+
+    at = parse(pg_uri)
+    host, db = at["host"], at["dbname"]
+    return [
+        (f"host={host} user=postgres dbname={db} password = S3cretPW!", "S3cretPW!"),
+        (f"host={host} dbname={db} user=postgres password='S3cret PW!'", "S3cret PW!"),
+        (f"host={host} dbname={db} user=postgres password=S3cret\\ PW", "S3cret PW"),
+        (f"dbname = {db}  password =  'it\\'s S3cret' host = {host} user=postgres", "it's S3cret"),
+        (f"postgresql://postgres:S3cret%20PW%21@/{db}?host={host}", "S3cret PW!"),
+        (f"postgres:///{db}?host={host}&password=S3cretPW!&user=postgres", "S3cretPW!"),
+    ]
+
+
+def leaked(secret: str, text: str) -> list[str]:
+    """The pieces of ``secret`` (whitespace and quotes apart, 3 characters or more) in ``text``."""
+    pieces = {p for p in secret.replace("'", " ").split() if len(p) >= 3} | {secret}
+    return sorted(p for p in pieces if p in text)
+
+
+def test_only_host_port_and_database_of_any_connection_string_are_printed(
+    origin: Repo, pg_uri: str
+) -> None:
+    """Issue 34 item 1: keyword/value strings (spaces around ``=``, quoted values, backslash
+    escapes) and URIs are read as libpq reads them; the success note, the ``--json`` notes
+    and the "unreachable" error show the host, port and database name, nothing else."""
+    from llmwiki_git.retrieval.conninfo import parse
+
+    at = parse(pg_uri)
+    shown = f"postgresql:///{at['dbname']}?host={at['host']}"
+    for form, secret in keyword_forms(pg_uri):
+        proc = origin.llmwiki("index", "--json", env={**LOCAL, "LLMWIKI_VECTOR_STORE": form})
+        assert proc.returncode == 0, proc.stderr
+        (note,) = json.loads(proc.stdout)["notes"]
+        assert note.startswith(f"vectors in the shared store {shown} ("), note
+        assert leaked(secret, proc.stdout + proc.stderr) == [], form
+        assert "postgres " not in note and "user" not in note
+        proc = origin.llmwiki("index", env={**LOCAL, "LLMWIKI_VECTOR_STORE": form})
+        assert proc.returncode == 0 and f"vectors in the shared store {shown} (" in proc.stderr
+        assert leaked(secret, proc.stdout + proc.stderr) == [], form
+    for form, secret in [
+        ("host=127.0.0.1 port=1 user=teamrole dbname=w password = S3cretPW!", "S3cretPW!"),
+        ("host=127.0.0.1 port=1 dbname=w user=teamrole password='S3cret PW!'", "S3cret PW!"),
+        ("host=127.0.0.1 port=1 dbname=w user=teamrole password=S3cret\\ PW", "S3cret PW"),
+        ("postgresql://teamrole:S3cretPW!@127.0.0.1:1/w", "S3cretPW!"),
+    ]:
+        down = {**LOCAL, "LLMWIKI_VECTOR_STORE": form}
+        proc = origin.llmwiki("index", env=down)
+        assert proc.returncode == 1 and "postgresql://127.0.0.1:1/w is unreachable" in proc.stderr
+        assert leaked(secret, proc.stdout + proc.stderr) == [] and "teamrole" not in proc.stderr
+        pack = json.loads(origin.llmwiki("context", "blob", "--json", env=down).stdout)
+        assert [w["code"] for w in pack["warnings"]] == ["vector-store-unavailable"]
+        assert leaked(secret, json.dumps(pack)) == []
+        proc = origin.llmwiki("query", "what does a blob store", "--debug", env=down)
+        assert proc.returncode == 0 and "--- Retrieval debug ---" in proc.stdout + proc.stderr
+        assert "postgresql://127.0.0.1:1/w" in proc.stdout + proc.stderr
+        assert leaked(secret, proc.stdout + proc.stderr) == [] and "teamrole" not in proc.stderr
+
+
+def test_an_unsupported_scheme_is_a_configuration_error(origin: Repo) -> None:
+    """``mysql://x@y/z`` never reaches the driver (which was handed the redacted display
+    text): exit 2, naming what is supported; a read says so too instead of degrading."""
+    for setting in ("mysql://x@y/z", "not a connection string"):
+        env = {**LOCAL, "LLMWIKI_VECTOR_STORE": setting}
+        for args in (("index",), ("context", "blob", "--json")):
+            proc = origin.llmwiki(*args, env=env)
+            assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+            assert "postgresql://" in proc.stderr and "sqlite:///" in proc.stderr
+            assert "configured vector store" not in proc.stderr and "x@y" not in proc.stderr
+
+
+def test_mcp_replies_name_the_store_by_host_port_and_database(
+    origin: Repo, pg_uri: str, tmp_path: Path
+) -> None:
+    """Issue 34 item 1, over MCP (`llmwiki serve` in a real process, the SDK's client): with
+    an unreachable store written as keyword/value pairs, the search, context pack and status
+    replies name it by host, port and database, never its password or user."""
+    import os
+    import sys
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    assert origin.llmwiki("index", env={**LOCAL, "LLMWIKI_VECTOR_STORE": pg_uri}).returncode == 0
+    down = "host=127.0.0.1 port=1 dbname=w user=teamrole password='S3cret PW!'"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "llmwiki_git", "serve", "--root", str(origin.root)],
+        env={**os.environ, **LOCAL, "LLMWIKI_VECTOR_STORE": down},
+        cwd=str(origin.root),
+    )
+    replies: list[str] = []
+
+    async def main() -> None:
+        with open(tmp_path / "server.log", "w", encoding="utf-8") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    for tool, args in (
+                        ("search_pages", {"query": "what does a blob store", "limit": 3}),
+                        ("get_context_pack", {"prompt": "what does a blob store"}),
+                        ("wiki_status", {}),
+                    ):
+                        result = await s.call_tool(tool, args)
+                        replies.append(result.content[0].text)
+
+    anyio.run(main)
+    said = "\n".join(replies) + (tmp_path / "server.log").read_text()
+    assert "postgresql://127.0.0.1:1/w" in said
+    assert "S3cret" not in said and "teamrole" not in said
