@@ -51,6 +51,10 @@ class Settings:
     check_severity: tuple[
         tuple[str, str], ...
     ] = ()  # (problem code, severity) from [check.severity]
+    # (step, tokens) from [max_tokens] and the structured-output mode (providers/limits.py,
+    # which validates both; LLMWIKI_MAX_TOKENS / LLMWIKI_STRUCTURED_OUTPUT win)
+    max_tokens: tuple[tuple[str, int], ...] = ()
+    structured_output: str | None = None
 
 
 MAX_CONFIG_BYTES = 1024 * 1024  # a settings file is a few lines; anything bigger is refused unread
@@ -95,6 +99,7 @@ def load(
         "retrieval",
         "chat_provider",
         "vector_store",
+        "structured_output",
     ):
         value = data.get(key)
         if value is not None and not isinstance(value, str):
@@ -105,8 +110,24 @@ def load(
         wiki_dir=chosen,
         max_page_mb=max_mb,
         check_severity=_check_severity(data.get("check")),
+        max_tokens=_max_tokens(data.get("max_tokens")),
         **strings,
     )
+
+
+def _max_tokens(table: Any) -> tuple[tuple[str, int], ...]:
+    """``[max_tokens]``: step = tokens (the steps and bounds are checked where a model is
+    used, providers/limits.py, so that `check` never imports them)."""
+    if table is None:
+        return ()
+    if not isinstance(table, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in table.values()
+    ):
+        raise ConfigError(
+            f"{CONFIG_PATH}: [max_tokens] must be a table of step = number of tokens",
+            hint="e.g. [max_tokens] then answer = 600 and page = 3000",
+        )
+    return tuple((str(k), int(v)) for k, v in table.items())
 
 
 def _check_severity(check: Any) -> tuple[tuple[str, str], ...]:

@@ -35,7 +35,28 @@ RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 #: (``[DONE]``, ``message_stop``, ``"done": true``).
 STREAM_END = None
 
-StreamParser = Callable[[Iterator[str]], Iterator["str | None"]]
+StreamParser = Callable[[Iterator[str]], Iterator[Any]]
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """Yielded by a stream parser for what is not text: the finish reason (``"length"``
+    when the server stopped at the output limit) and token counts, when the server says."""
+
+    finish: str | None = None
+    input_tokens: Any = None
+    output_tokens: Any = None
+
+
+def _note_info(state: Any, info: StreamInfo) -> None:
+    if state is None:
+        return
+    if info.finish is not None:
+        state.finish = info.finish
+    for name in ("input_tokens", "output_tokens"):
+        value = getattr(info, name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            setattr(state, name, value)
 
 
 @dataclass(frozen=True)
@@ -206,8 +227,10 @@ def _transport_error(endpoint: Endpoint, exc: Exception, attempts: int) -> Provi
         seconds = endpoint.settings.read_timeout
         return ProviderError(
             name,
-            f"no answer from {endpoint.url} within {seconds:g} s",
-            hint=f"set {endpoint.timeout_var} (milliseconds) to wait longer",
+            f"no answer from {endpoint.url} within {seconds:g} s; the request was given up and "
+            "its connection closed (a local server stops generating)",
+            hint=f"set {endpoint.timeout_var} (milliseconds) to wait longer, or lower "
+            "LLMWIKI_MAX_TOKENS",
         )
     if isinstance(exc, httpx.ConnectError):
         what = (
@@ -282,12 +305,16 @@ def stream_request(
     payload: Mapping[str, Any],
     parse: StreamParser,
     parse_full: Callable[[Any], str] | None = None,
+    state: Any = None,
 ) -> Iterator[str]:
     """POST ``payload`` and yield the text deltas that ``parse`` finds in the body's lines.
 
-    ``parse`` yields strings and :data:`STREAM_END` when the server marks the end; a body
-    that ends without that mark is a broken stream. ``parse_full`` reads a plain JSON
-    answer, for servers that ignore ``"stream": true``.
+    ``parse`` yields strings, :class:`StreamInfo` (noted in ``state``, a
+    :class:`~.base.StreamState`) and :data:`STREAM_END` when the server marks the end; a
+    body that ends without that mark is a broken stream. ``parse_full`` reads a plain JSON
+    answer, for servers that ignore ``"stream": true``. Closing the returned iterator (the
+    caller stops reading: a repetition cut, Ctrl-C) closes the response and its connection,
+    which is how a local server learns to stop generating.
     """
 
     def read(response: httpx.Response) -> Iterator[object]:
@@ -302,6 +329,9 @@ def stream_request(
         for item in parse(response.iter_lines()):
             if item is STREAM_END:
                 return
+            if isinstance(item, StreamInfo):
+                _note_info(state, item)
+                continue
             if item:
                 emitted += len(item)
                 yield item
