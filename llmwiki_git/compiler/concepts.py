@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +36,7 @@ from ..wiki.model import Page, Wiki
 from ..wiki.provenance import set_keys, source_paths, stamp
 from ..wiki.scanner import scan_links
 from ..wiki.slug import parse_target, slugify
-from .modelask import EXTRACT_SCHEMA, PAGE_SCHEMA, Asker
+from .modelask import EXTRACT_SCHEMA, PAGE_SCHEMA, Asker, parallel
 from .notes import KIND as NOTE_KIND
 from .notes import link_text, mentioned_pages, name_table
 from .plan import Plan, Written, page_path
@@ -324,8 +323,7 @@ def model_writes(
         progress.step(source.path)
         return found
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        concepts = merge(list(pool.map(extract_one, plan.todo)))
+    concepts = merge(parallel(extract_one, plan.todo, concurrency))
     taken: set[str] = set()
     for concept in concepts:
         concept.existing = _existing_page(plan, concept)
@@ -440,8 +438,7 @@ def write_pages(
             concept.target, [s.path for s in concept.sources], change
         )
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        done = list(pool.map(write_one, concepts))
+    done = parallel(write_one, concepts, concurrency)
     return [w for w, _ in done], [p for _, p in done]
 
 

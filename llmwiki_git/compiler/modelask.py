@@ -12,12 +12,16 @@ the run had spent (requests, tokens) so far.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from ..errors import MalformedOutput, MissingDependency, ProviderError
 from ..providers.base import ChatProvider, Completion, Schema
 from .progress import Progress
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: The concept list of one source. Sent with every property required (a constrained
 #: decoder then writes them all); validated with :data:`EXTRACT_CHECK`, which lets a
@@ -186,3 +190,23 @@ class Asker:
             hint="use a larger model, or LLMWIKI_STRUCTURED_OUTPUT=on with a server "
             "that supports JSON schemas",
         )
+
+
+def parallel(work: Callable[[T], R], items: Iterable[T], concurrency: int) -> list[R]:
+    """``work`` over ``items`` on ``concurrency`` threads, in order. Ctrl-C cancels what has
+    not started and closes the requests in flight (their connections close, so a local
+    server stops generating) instead of waiting for every model reply."""
+    from ..providers.http import reset_stopping
+
+    reset_stopping()
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    try:
+        return list(pool.map(work, items))
+    except KeyboardInterrupt:
+        from ..providers.http import close_open_requests
+
+        pool.shutdown(wait=False, cancel_futures=True)
+        close_open_requests()
+        raise
+    finally:
+        pool.shutdown(wait=True)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import email.utils
 import json
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,43 @@ from ..errors import ConfigError, ProviderError, RetryableStreamError
 
 if TYPE_CHECKING:  # httpx is imported where a request is made: importing this module stays light
     import httpx
+
+# Clients open for a request, from any thread: :func:`close_open_requests` closes them when
+# the user stops a run (Ctrl-C while compile's worker threads wait on a model), so that
+# their connections close and a local server stops generating.
+_OPEN: set[Any] = set()
+_OPEN_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+@contextmanager
+def _tracked_client(settings: HttpSettings) -> Iterator[httpx.Client]:
+    client = settings.client()
+    with _OPEN_LOCK:
+        _OPEN.add(client)
+    try:
+        with client:
+            yield client
+    finally:
+        with _OPEN_LOCK:
+            _OPEN.discard(client)
+
+
+def close_open_requests() -> int:
+    """Close every request in flight, from any thread (their readers fail at once and are
+    not retried); returns how many were open. For a run being stopped."""
+    _STOPPING.set()
+    with _OPEN_LOCK:
+        clients = list(_OPEN)
+    for client in clients:
+        client.close()
+    return len(clients)
+
+
+def reset_stopping() -> None:
+    """Allow requests again after :func:`close_open_requests` (a long-lived process: MCP)."""
+    _STOPPING.clear()
+
 
 # 529 is Anthropic's "overloaded".
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -344,7 +383,7 @@ def stream_request(
             )
         yield _AGAIN
 
-    with endpoint.settings.client() as client:
+    with _tracked_client(endpoint.settings) as client:
         for item in _exchange(endpoint, payload, client, read):
             assert isinstance(item, str)
             yield item
@@ -358,7 +397,7 @@ def post_json(
     reused when given (embedding batches share one connection); otherwise one is made for
     this request."""
     if client is None:
-        with endpoint.settings.client() as own:
+        with _tracked_client(endpoint.settings) as own:
             return post_json(endpoint, payload, own)
 
     def read(response: httpx.Response) -> Iterator[object]:
@@ -451,6 +490,10 @@ def _exchange(
                 endpoint.provider, f"the server sent a body that cannot be decoded ({exc})"
             ) from exc
         except httpx.TransportError as exc:
+            if _STOPPING.is_set():
+                raise ProviderError(
+                    endpoint.provider, "the request was stopped and its connection closed"
+                ) from exc
             if emitted:
                 raise ProviderError(
                     endpoint.provider,

@@ -138,3 +138,44 @@ def test_a_server_refusing_the_schema_gets_the_prose_request(sources: Repo) -> N
     assert proc.returncode == 0, proc.stderr
     # refused once, then prose for the rest of the run
     assert ["response_format" in b for b in model.bodies] == [True, False, False]
+
+
+def test_ctrl_c_closes_the_requests_in_flight(sources: Repo) -> None:
+    """Ctrl-C while compile waits on a slow model: the worker's connection is closed (the
+    server sees it) and the command stops at once with exit 130, staging nothing."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from ..providers.servers_stream import Reply, replies, stream_server
+
+    started = threading.Event()
+    slow = Reply(
+        200,
+        {"content-type": "application/json"},
+        [started.set, *[piece for _ in range(600) for piece in (b" ", lambda: time.sleep(0.05))]],
+    )
+    with stream_server(replies(slow)) as (url, seen):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llmwiki_git", "compile"],
+            cwd=sources.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={
+                **os.environ,
+                "OPENAI_BASE_URL": f"{url}/v1",
+                "LLMWIKI_MODEL": "m",
+                "LLMWIKI_EMBEDDING_PROVIDER": "none",
+            },
+        )
+        assert started.wait(60)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert seen[0].client_closed.wait(10)
+    assert proc.returncode == 130, err
+    assert seen[0].written < 100  # 30 s of "generation" not waited for
+    assert sources.git("branch", "--list", "llmwiki/review/*") == ""
