@@ -241,6 +241,9 @@ def main() -> int:
         "--timeout-ms", type=int, default=600_000, help="LLMWIKI_REQUEST_TIMEOUT_MS of each run"
     )
     parser.add_argument("--label", default="", help="a name for this run in the table")
+    parser.add_argument(
+        "--questions", type=int, default=len(QUESTIONS), help="how many of the questions to ask"
+    )
     parser.add_argument("--json", dest="as_json", help="also write the rows to this file")
     args = parser.parse_args()
     cache = Path(args.cache).expanduser()
@@ -274,7 +277,7 @@ def main() -> int:
                 done = step(name, root, env, url, server.pid, *argv)
                 if done["rc"] != 0:
                     raise SystemExit(f"{name} failed: {done['stderr']}")
-            for question in QUESTIONS:
+            for question in QUESTIONS[: args.questions]:
                 row = step(
                     f"query: {question}", root, env, url, server.pid, "query", question, "--json"
                 )

@@ -323,7 +323,7 @@ def model_writes(
         progress.step(source.path)
         return found
 
-    concepts = merge(parallel(extract_one, plan.todo, concurrency))
+    concepts = merge(parallel(extract_one, plan.todo, concurrency, progress))
     taken: set[str] = set()
     for concept in concepts:
         concept.existing = _existing_page(plan, concept)
@@ -438,7 +438,7 @@ def write_pages(
             concept.target, [s.path for s in concept.sources], change
         )
 
-    done = parallel(write_one, concepts, concurrency)
+    done = parallel(write_one, concepts, concurrency, progress)
     return [w for w, _ in done], [p for _, p in done]
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ..errors import MalformedOutput, MissingDependency, ProviderError
+from ..errors import Interrupted, MalformedOutput, MissingDependency, ProviderError
 from ..providers.base import ChatProvider, Completion, Schema
 from .progress import Progress
 
@@ -192,10 +192,16 @@ class Asker:
         )
 
 
-def parallel(work: Callable[[T], R], items: Iterable[T], concurrency: int) -> list[R]:
+def parallel(
+    work: Callable[[T], R],
+    items: Iterable[T],
+    concurrency: int,
+    progress: Progress | None = None,
+) -> list[R]:
     """``work`` over ``items`` on ``concurrency`` threads, in order. Ctrl-C cancels what has
     not started and closes the requests in flight (their connections close, so a local
-    server stops generating) instead of waiting for every model reply."""
+    server stops generating) instead of waiting for every model reply; it is re-raised as
+    :class:`Interrupted` saying what the run had spent (``progress``)."""
     from ..providers.http import reset_stopping
 
     reset_stopping()
@@ -206,7 +212,10 @@ def parallel(work: Callable[[T], R], items: Iterable[T], concurrency: int) -> li
         from ..providers.http import close_open_requests
 
         pool.shutdown(wait=False, cancel_futures=True)
-        close_open_requests()
-        raise
+        closed = close_open_requests()
+        spending = f"; spent {spent(progress)}" if progress is not None else ""
+        raise Interrupted(
+            f"closed {closed} model request(s) in flight{spending}; nothing was staged"
+        ) from None
     finally:
         pool.shutdown(wait=True)

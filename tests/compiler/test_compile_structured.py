@@ -177,5 +177,7 @@ def test_ctrl_c_closes_the_requests_in_flight(sources: Repo) -> None:
         _, err = proc.communicate(timeout=20)
         assert seen[0].client_closed.wait(10)
     assert proc.returncode == 130, err
+    said = " ".join(err.split())
+    assert "Interrupted: closed 1 model request(s) in flight; spent 0 model request(s)" in said
     assert seen[0].written < 100  # 30 s of "generation" not waited for
     assert sources.git("branch", "--list", "llmwiki/review/*") == ""
