@@ -80,3 +80,32 @@ def test_an_answer_stopped_at_the_output_limit_is_marked_too(demo: Repo) -> None
     assert (
         "raise LLMWIKI_MAX_TOKENS" in proc.stderr and "Answer citations: 1 resolved" in proc.stdout
     )
+
+
+def test_ctrl_c_during_an_answer_closes_the_connection(demo: Repo) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    started = threading.Event()
+    ping: list[object] = [b": generating\n\n", lambda: time.sleep(0.05)]  # SSE comments
+    slow = [*degenerate()[:1], started.set, *ping * 600]
+    with stream_server(replies(sse_reply(slow))) as (url, seen):  # type: ignore[arg-type]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llmwiki_git", "query", "what does a blob store?"],
+            cwd=demo.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **env(url)},
+        )
+        assert started.wait(60)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert seen[0].client_closed.wait(10)  # the server stopped generating
+    assert proc.returncode == 130, err
+    assert out.startswith("Blobs hold file contents.") and "Interrupted" in err
+    assert seen[0].written < 300  # its 30 s of "generation" were not waited for
