@@ -266,7 +266,7 @@ def main() -> int:
             env = environment(url, checkout, args.timeout_ms)
             for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "demo"]):
                 subprocess.run(["git", *command], cwd=root, env=env, check=True)
-            inbox = Path(tmp) / "inbox"
+            inbox = root / "inbox"  # ingest takes files inside the repository
             inbox.mkdir()
             for name in DOCS:
                 shutil.copy(REPO / "docs" / name, inbox / name)
