@@ -57,6 +57,11 @@ class Settings:
     flavour: str | None = None  # the vault flavour (FLAVOURS); None: detected (wiki/flavour.py)
     template_folders: tuple[str, ...] | None = None  # None: the flavour's own
 
+    # (step, tokens) from [max_tokens] and the structured-output mode (providers/limits.py,
+    # which validates both; LLMWIKI_MAX_TOKENS / LLMWIKI_STRUCTURED_OUTPUT win)
+    max_tokens: tuple[tuple[str, int], ...] = ()
+    structured_output: str | None = None
+
     @property
     def max_page_bytes(self) -> int:
         """``max_page_mb`` in bytes: the page limit every reader and writer applies."""
@@ -105,6 +110,7 @@ def load(
         "retrieval",
         "chat_provider",
         "vector_store",
+        "structured_output",
     ):
         value = data.get(key)
         if value is not None and not isinstance(value, str):
@@ -118,6 +124,7 @@ def load(
         check_severity=_check_severity(data.get("check")),
         flavour=flavour,
         template_folders=templates,
+        max_tokens=_max_tokens(data.get("max_tokens")),
         **strings,
     )
 
@@ -140,6 +147,21 @@ def _vault(data: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...] | None]
         )
     templates = tuple(_safe_dir(f) for f in folders) if folders is not None else None
     return (flavour.lower() if flavour is not None else None), templates
+
+
+def _max_tokens(table: Any) -> tuple[tuple[str, int], ...]:
+    """``[max_tokens]``: step = tokens (the steps and bounds are checked where a model is
+    used, providers/limits.py, so that `check` never imports them)."""
+    if table is None:
+        return ()
+    if not isinstance(table, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in table.values()
+    ):
+        raise ConfigError(
+            f"{CONFIG_PATH}: [max_tokens] must be a table of step = number of tokens",
+            hint="e.g. [max_tokens] then answer = 600 and page = 3000",
+        )
+    return tuple((str(k), int(v)) for k, v in table.items())
 
 
 def _check_severity(check: Any) -> tuple[tuple[str, str], ...]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DATA_ERRORS
-from ..providers.base import AnswerRequest, ChatProvider, Evidence
+from ..providers.base import AnswerRequest, ChatProvider, Evidence, StreamState
 from ..providers.extractive import NO_ANSWER
 from ..publication.document import now_iso, query_slug
 from ..retrieval.loaded import Loaded
@@ -55,6 +55,7 @@ class QueryResult:
     candidate_id: str | None = None
     refusal: dict[str, Any] | None = None
     exit_code: int = 0  # 1 when publication was refused (the answer is kept)
+    truncated: dict[str, Any] | None = None  # the answer was cut short (see truncation())
 
     @property
     def matched(self) -> bool:
@@ -70,6 +71,7 @@ class QueryResult:
             "pageIds": self.page_ids,
             "source": self.source,
             "warnings": self.warnings,
+            "truncated": self.truncated,
         }
         if self.citations is not None:
             out["answerCitations"] = {
@@ -116,7 +118,9 @@ def _select_with_llm(
         "You choose the wiki pages most relevant to a question. Reply with a JSON array of at most "
         f"{limit} page ids taken from the list, most relevant first, and nothing else."
     )
-    reply = provider.complete(system, f"Wiki pages:\n{listing}\n\nQuestion: {question}")
+    reply = provider.complete(
+        system, f"Wiki pages:\n{listing}\n\nQuestion: {question}", step="select"
+    )
     match = re.search(r"\[.*\]", reply, re.S)
     try:
         chosen = json.loads(match.group(0)) if match else []
@@ -267,11 +271,50 @@ def declines(
 
 
 def answer_stream(
-    provider: ChatProvider, question: str, retrieved: Retrieved, language: str | None
+    provider: ChatProvider,
+    question: str,
+    retrieved: Retrieved,
+    language: str | None,
+    state: StreamState | None = None,
 ) -> Iterator[str]:
     return provider.stream_answer(
-        AnswerRequest(question, tuple(retrieved.evidence), language, (query_slug(question),))
+        AnswerRequest(question, tuple(retrieved.evidence), language, (query_slug(question),)),
+        state,
     )
+
+
+def truncation(
+    answer: str, state: StreamState, repeated: bool, period: int
+) -> dict[str, Any] | None:
+    """What cut the answer short, for the result's ``truncated`` and its warning: the
+    stream repeating itself (cut here, the connection closed) or the server stopping at the
+    output limit (``LLMWIKI_MAX_TOKENS``); None for a whole answer."""
+    if not repeated and state.finish != "length":
+        return None
+    tokens = (
+        f"{state.output_tokens} tokens"
+        if state.output_tokens is not None
+        else f"about {len(answer) // 4} tokens (estimated)"
+    )
+    if repeated:
+        reason = "repetition"
+        what = (
+            f"the model repeated the same {period} word(s) over and over: the answer was cut "
+            f"after {len(answer)} characters ({tokens}) and the request stopped; ask again, "
+            "or use a larger model"
+        )
+    else:
+        reason = "max-tokens"
+        what = (
+            f"the answer reached the output limit ({tokens}, {len(answer)} characters); "
+            "raise LLMWIKI_MAX_TOKENS (e.g. answer=2048) for longer answers"
+        )
+    return {
+        "reason": reason,
+        "characters": len(answer),
+        "outputTokens": state.output_tokens,
+        "message": what,
+    }
 
 
 def report(

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 from ..config import Settings
 from ..errors import BEST_EFFORT_ERRORS
+from ..providers.base import StreamState
+from ..providers.limits import RepeatGuard
 from ..providers.registry import select_provider
 from ..publication.save import Published, Refusal, precheck, profile_refusal, publish
 from ..publication.write import Project, Site
@@ -24,6 +26,7 @@ from .query import (
     report,
     retrieve,
     self_citation,
+    truncation,
 )
 
 
@@ -73,7 +76,7 @@ def run_query(
     question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     environ = ws.environ
     language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
-    chat = select_provider(provider, environ, ws.settings.chat_provider)
+    chat = select_provider(provider, environ, ws.settings.chat_provider, settings=ws.settings)
     if save and stage is None and profile_refusal(ws.state_dir) is None:
         early = Site.of(ws, "saving an answer")
         try:
@@ -111,11 +114,26 @@ def run_query(
     if on_start is not None:
         on_start(result)
     pieces: list[str] = []
-    for chunk in answer_stream(chat, question, retrieved, language):
-        pieces.append(chunk)
-        if on_token is not None:
-            on_token(chunk)
+    state = StreamState()
+    guard = RepeatGuard()
+    repeated = False
+    stream = answer_stream(chat, question, retrieved, language, state)
+    try:
+        for chunk in stream:
+            pieces.append(chunk)
+            if on_token is not None:
+                on_token(chunk)
+            if chat.generative and guard.feed(chunk):
+                repeated = True
+                break
+    finally:  # a cut, Ctrl-C or an error: the connection closes, the server stops generating
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
     result.answer = "".join(pieces)
+    result.truncated = truncation(result.answer, state, repeated, guard.period)
+    if result.truncated is not None:
+        result.warnings.append({"code": "answer-truncated", "message": result.truncated["message"]})
     pending = pending_index(ws)
     result.citations, result.citations_error = report(result.answer, retrieval.wiki, pending)
     cites_itself = self_citation(question, result.citations) if save else None
@@ -124,6 +142,19 @@ def run_query(
         log_activity(ws.state_dir, question, result.page_ids, chat.name)
     elif cites_itself is not None:
         result.refusal, result.exit_code = cites_itself, 1
+    elif save and result.truncated is not None:
+        result.refusal = {
+            "code": "truncated",
+            "targets": [],
+            "message": "Answer publication refused: the answer was cut short "
+            f"({result.truncated['reason']}); nothing was written. Ask again"
+            + (
+                ", or raise LLMWIKI_MAX_TOKENS"
+                if result.truncated["reason"] == "max-tokens"
+                else ""
+            ),
+        }
+        result.exit_code = 1
     elif save:
         result.exit_code = _save(ws, result, pending, stage, note)
     else:

@@ -137,6 +137,9 @@ def _render_query(result: QueryResult, debug: bool) -> None:
         if result.refusal is not None:
             _note(result.refusal["message"])
         return
+    if result.truncated is not None:  # the printed part is kept, and said to be cut short
+        click.echo()
+        click.echo(f"[answer truncated: {result.truncated['reason']}]", nl=False)
     click.echo()
     click.echo()
     if result.citations is None:

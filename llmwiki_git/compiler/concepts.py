@@ -11,8 +11,10 @@
    name, title or alias it matches (singular or plural); with none or several it becomes
    plain text. A citation of a file or lines the run did not show is dropped.
 
-A reply that is not the JSON asked for raises :class:`MalformedOutput` naming the source:
-nothing is staged and nothing is written.
+Both JSON steps send their schema as structured output where the server takes it, and a
+reply that does not validate is asked again once (``modelask.py``); a second one that is not
+the JSON asked for raises :class:`MalformedOutput` naming the source: nothing is staged and
+nothing is written.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ from ..wiki.model import Page, Wiki
 from ..wiki.provenance import set_keys, source_paths, stamp
 from ..wiki.scanner import scan_links
 from ..wiki.slug import parse_target, slugify
+from .modelask import EXTRACT_SCHEMA, PAGE_SCHEMA, Asker, parallel
 from .notes import KIND as NOTE_KIND
 from .notes import link_text, mentioned_pages, name_table
 from .plan import Plan, Written, page_path
@@ -132,33 +134,17 @@ def _text(value: Any, what: str, key: str, provider: str, *, required: bool = Tr
     )
 
 
-class _Asker:
-    """One model, counted: every request adds to the run's usage."""
-
-    def __init__(self, chat: ChatProvider, progress: Progress) -> None:
-        self.chat = chat
-        self.progress = progress
-
-    def __call__(self, system: str, user: str) -> str:
-        counted = getattr(self.chat, "complete_counted", None)
-        if counted is not None:
-            reply = counted(system, user)
-            self.progress.count(reply.input_tokens, reply.output_tokens, system + user, reply.text)
-            return str(reply.text)
-        text = self.chat.complete(system, user)
-        self.progress.count(None, None, system + user, text)
-        return text
+_Asker = Asker  # compile's counted, bounded, validated model requests (modelask.py)
 
 
 def extract(ask: _Asker, source: Source) -> list[Concept]:
     what = f"{source.path} (concept extraction)"
-    data = parse_reply(
-        ask(
-            EXTRACT_SYSTEM,
-            f"Source file: {source.name}\nTitle: {source.title}\n\n{numbered(source)}",
-        ),
-        what,
-        ask.chat.name,
+    data = ask.json(
+        EXTRACT_SYSTEM,
+        f"Source file: {source.name}\nTitle: {source.title}\n\n{numbered(source)}",
+        step="extract",
+        schema=EXTRACT_SCHEMA,
+        what=what,
     )
     items = data.get("concepts")
     if not isinstance(items, list):
@@ -337,8 +323,7 @@ def model_writes(
         progress.step(source.path)
         return found
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        concepts = merge(list(pool.map(extract_one, plan.todo)))
+    concepts = merge(parallel(extract_one, plan.todo, concurrency, progress))
     taken: set[str] = set()
     for concept in concepts:
         concept.existing = _existing_page(plan, concept)
@@ -432,10 +417,12 @@ def write_pages(
         request = _page_request(
             concept, existing_text, _targets(concepts, concept, link_of, mentions, rest)
         )
-        reply = parse_reply(
-            ask(PAGE_SYSTEM, f"{instruction}\n\n{request}" if instruction else request),
-            what,
-            chat.name,
+        reply = ask.json(
+            PAGE_SYSTEM,
+            f"{instruction}\n\n{request}" if instruction else request,
+            step="page",
+            schema=PAGE_SCHEMA,
+            what=what,
         )
         title = _text(reply.get("title", concept.name), what, "title", chat.name)
         summary = _text(reply.get("summary", ""), what, "summary", chat.name, required=False)
@@ -451,8 +438,7 @@ def write_pages(
             concept.target, [s.path for s in concept.sources], change
         )
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        done = list(pool.map(write_one, concepts))
+    done = parallel(write_one, concepts, concurrency, progress)
     return [w for w, _ in done], [p for _, p in done]
 
 

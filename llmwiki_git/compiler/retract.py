@@ -289,7 +289,7 @@ def retract(
     if by_model and not dry_run:
         from .concepts import asker, page_concepts, write_pages
 
-        chat = make_provider(name_used, env, None)
+        chat = make_provider(name_used, env, None, ws.settings)
         result.model = f"{name_used}/{chat.model}"
         left = plan.wiki
         for path in only:  # links to the deleted pages are no valid targets: repaired to plain text

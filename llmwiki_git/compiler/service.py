@@ -232,7 +232,7 @@ def compile_wiki(
     if name != OFFLINE:
         from .concepts import PROMPT
 
-        chat = make_provider(name, env, None)
+        chat = make_provider(name, env, None, ws.settings)
         result.model, result.prompt = f"{name}/{chat.model}", PROMPT
     if stale:
         writes, result.pages, result.needs_model = stale_writes(plan, progress, chat, concurrency)

@@ -91,6 +91,7 @@ QUERY_WIKI = Tool(
             "saved": NULLABLE_STR,
             "candidateId": NULLABLE_STR,
             "publicationRefusal": {"type": ["object", "null"]},
+            "truncated": {"type": ["object", "null"]},
         },
     },
     query,

@@ -2,7 +2,7 @@
 
 Wire format: ``POST {ANTHROPIC_BASE_URL or https://api.anthropic.com}/v1/messages`` with
 ``x-api-key`` and ``anthropic-version: 2023-06-01``; the body carries ``model``,
-``max_tokens`` (required; 2048), ``system``, ``messages`` and ``stream: true``. The answer
+``max_tokens`` (required; per step, see ``limits.py``), ``system``, ``messages`` and ``stream: true``. The answer
 arrives as server-sent events: text in ``content_block_delta`` events whose
 ``delta.type`` is ``text_delta``, the end in ``message_stop``, failures in ``error``
 events (``overloaded_error`` and friends are retried when no text has arrived yet).
@@ -17,11 +17,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import ConfigError, ProviderError, RetryableStreamError
-from .base import PromptedProvider, model_from_env, user_agent
+from .base import PromptedProvider, Schema, model_from_env, user_agent
 from .http import (
     STREAM_END,
     Endpoint,
     HttpSettings,
+    StreamInfo,
     malformed,
     sse_events,
 )
@@ -106,17 +107,23 @@ class AnthropicProvider(PromptedProvider):
             settings=settings or HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"),
         )
 
-    def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
+    def _payload(
+        self, system: str, user: str, stream: bool, max_tokens: int, schema: Schema | None
+    ) -> dict[str, Any]:
+        # no structured-output field here (``structured`` is False): the prose request
         return {
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": max_tokens if self.max_tokens == MAX_TOKENS else self.max_tokens,
             "system": system,
             "messages": [{"role": "user", "content": user}],
             "stream": stream,
         }
 
-    def _parse_stream(self, lines: Iterator[str]) -> Iterator[str | None]:
+    def _parse_stream(self, lines: Iterator[str]) -> Iterator[Any]:
         return _parse_stream(lines)
+
+    def _finish(self, body: dict[str, Any]) -> str | None:
+        return "length" if body.get("stop_reason") == "max_tokens" else None
 
     def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
         usage = body.get("usage")
@@ -152,7 +159,7 @@ def _error_event(event: dict[str, Any]) -> ProviderError:
     return cls(NAME, f"the server reported an error in the stream: {detail}")
 
 
-def _parse_stream(lines: Iterator[str]) -> Iterator[str | None]:
+def _parse_stream(lines: Iterator[str]) -> Iterator[Any]:
     for event_name, data in sse_events(NAME, lines):
         try:
             event = json.loads(data)
@@ -171,6 +178,14 @@ def _parse_stream(lines: Iterator[str]) -> Iterator[str | None]:
                     raise malformed(NAME, "text_delta", data)
                 if text:
                     yield text
+        elif kind == "message_delta":
+            delta, usage = event.get("delta"), event.get("usage")
+            stop = delta.get("stop_reason") if isinstance(delta, dict) else None
+            yield StreamInfo(
+                "length" if stop == "max_tokens" else None,
+                None,
+                usage.get("output_tokens") if isinstance(usage, dict) else None,
+            )
         elif kind == "message_stop":
             yield STREAM_END
             return

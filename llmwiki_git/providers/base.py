@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .limits import ModelLimits
 
 #: Longest page body sent to a model; longer bodies are cut with :data:`TRUNCATION_MARKER`.
 PAGE_CHAR_LIMIT = 12_000
@@ -62,9 +65,11 @@ class ChatProvider(Protocol):
     model: str
     generative: bool  # False: no language model behind it (complete() refuses, no translation)
 
-    def stream_answer(self, request: AnswerRequest) -> Iterator[str]: ...
+    def stream_answer(
+        self, request: AnswerRequest, state: StreamState | None = None
+    ) -> Iterator[str]: ...
 
-    def complete(self, system: str, user: str) -> str: ...
+    def complete(self, system: str, user: str, *, step: str = "select") -> str: ...
 
 
 SYSTEM_PROMPT = (
@@ -156,63 +161,148 @@ def user_agent() -> str:
         return "llmwiki-git"
 
 
+@dataclass
+class StreamState:
+    """What a stream said besides its text, filled in as it arrives: ``finish`` is
+    ``"length"`` when the server stopped at the output limit; the token counts are those
+    the server reported (None: not reported)."""
+
+    finish: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A JSON schema for a structured reply, and its name (OpenAI's ``json_schema.name``)."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+
+#: HTTP statuses with which a server refuses a request field it does not support.
+_REFUSED_FIELD = {400, 422, 501}
+_SCHEMA_WORDS = ("response_format", "json_schema", "format", "schema", "grammar")
+
+
 class PromptedProvider:
     """What the HTTP providers share: a grounded answer is `build_prompt` then `stream`;
     each provider supplies its endpoint, its request body and the parsers of its wire format
-    (a streamed body, and a plain JSON reply)."""
+    (a streamed body, and a plain JSON reply). Every request carries the output limit of its
+    step (:mod:`.limits`); a request with a :class:`Schema` sends it as the wire format's
+    structured output when the provider has one (``structured``), and falls back to the
+    prose request -- remembered for the rest of the run -- when the server refuses it."""
 
     _endpoint: Any
+    structured = False  # the wire format has a JSON-schema field (OpenAI, Ollama)
 
-    def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
+    @property
+    def limits(self) -> ModelLimits:
+        from .limits import ModelLimits
+
+        found = self.__dict__.get("_limits")
+        return found if isinstance(found, ModelLimits) else ModelLimits()
+
+    @limits.setter
+    def limits(self, value: ModelLimits) -> None:
+        self.__dict__["_limits"] = value
+
+    @property
+    def schema_refused(self) -> str | None:
+        """Why the server refused structured output in this run (None: it did not)."""
+        found = self.__dict__.get("_schema_refused")
+        return found if isinstance(found, str) else None
+
+    def _payload(
+        self, system: str, user: str, stream: bool, max_tokens: int, schema: Schema | None
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _parse_stream(self, lines: Iterator[str]) -> Iterator[str | None]:
+    def _parse_stream(self, lines: Iterator[str]) -> Iterator[Any]:
         raise NotImplementedError
 
     def _parse_full(self, body: Any) -> str:
         raise NotImplementedError
 
-    def stream(self, system: str, user: str) -> Iterator[str]:
-        """Yield the reply to ``system`` + ``user`` as it streams."""
+    def _finish(self, body: dict[str, Any]) -> str | None:
+        """``"length"`` when a plain JSON reply stopped at the output limit."""
+        return None
+
+    def stream(
+        self, system: str, user: str, *, step: str = "answer", state: StreamState | None = None
+    ) -> Iterator[str]:
+        """Yield the reply to ``system`` + ``user`` as it streams (closing the iterator
+        closes the connection, so the server stops generating)."""
         from .http import stream_request
 
-        return stream_request(
-            self._endpoint, self._payload(system, user, True), self._parse_stream, self._parse_full
-        )
+        payload = self._payload(system, user, True, self.limits.max_tokens(step), None)
+        return stream_request(self._endpoint, payload, self._parse_stream, self._parse_full, state)
 
-    def complete(self, system: str, user: str) -> str:
+    def complete(self, system: str, user: str, *, step: str = "select") -> str:
         """One non-streamed reply."""
-        from .http import json_request
+        return self.complete_counted(system, user, step=step).text
 
-        return json_request(self._endpoint, self._payload(system, user, False), self._parse_full)
+    def wants_schema(self) -> bool:
+        """Whether the next request with a schema sends it."""
+        return self.structured and self.limits.structured != "off" and not self.schema_refused
 
-    def complete_counted(self, system: str, user: str) -> Completion:
-        """One non-streamed reply with the tokens the server says it used."""
+    def complete_counted(
+        self, system: str, user: str, *, step: str = "select", schema: Schema | None = None
+    ) -> Completion:
+        """One non-streamed reply with the tokens the server says it used; ``schema`` asks
+        for structured output where the provider and server offer it."""
+        from ..errors import ProviderError
         from .http import answer_of, post_json
 
-        body = post_json(self._endpoint, self._payload(system, user, False))
+        send = schema if schema is not None and self.wants_schema() else None
+        limit = self.limits.max_tokens(step)
+        try:
+            body = post_json(self._endpoint, self._payload(system, user, False, limit, send))
+        except ProviderError as exc:
+            if send is None or not self._refuses_schema(exc):
+                raise
+            self.__dict__["_schema_refused"] = exc.message
+            body = post_json(self._endpoint, self._payload(system, user, False, limit, None))
+            send = None
         text = answer_of(self._endpoint, body, self._parse_full)
-        return Completion(
-            text, *_counts(self._usage(body) if isinstance(body, dict) else (None, None))
+        counts = _counts(self._usage(body) if isinstance(body, dict) else (None, None))
+        finish = self._finish(body) if isinstance(body, dict) else None
+        return Completion(text, *counts, finish=finish, structured=send is not None)
+
+    def _refuses_schema(self, exc: Exception) -> bool:
+        """A refusal of the structured-output field (``auto`` mode only): an HTTP 400/422/501
+        whose detail names it, as llama.cpp, vLLM and LM Studio word it."""
+        status = getattr(exc, "status", None)
+        text = str(getattr(exc, "message", exc)).lower()
+        return (
+            self.limits.structured == "auto"
+            and status in _REFUSED_FIELD
+            and any(word in text for word in _SCHEMA_WORDS)
         )
 
     def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
         """(input tokens, output tokens) as the wire format reports them (None: not reported)."""
         return None, None
 
-    def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
+    def stream_answer(
+        self, request: AnswerRequest, state: StreamState | None = None
+    ) -> Iterator[str]:
         """Yield the grounded answer's text as the server streams it."""
         system, user = build_prompt(request)
-        return self.stream(system, user)
+        return self.stream(system, user, step="answer", state=state)
 
 
 @dataclass(frozen=True)
 class Completion:
-    """A non-streamed reply and its token counts (None where the server reported none)."""
+    """A non-streamed reply and its token counts (None where the server reported none);
+    ``finish`` is ``"length"`` when the server stopped at the output limit, ``structured``
+    whether the request carried a JSON schema."""
 
     text: str
     input_tokens: int | None = None
     output_tokens: int | None = None
+    finish: str | None = None
+    structured: bool = False
 
 
 def _counts(pair: tuple[Any, Any]) -> tuple[int | None, int | None]:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from ..errors import ProviderError
 from ..markup import strip_comments
 from ..terms import tokenize
-from .base import AnswerRequest, Evidence
+from .base import AnswerRequest, Evidence, StreamState
 
 NAME = "extractive"
 NO_ANSWER = "The wiki does not say."
@@ -325,7 +325,9 @@ class ExtractiveProvider:
         """The provider table's builder: nothing to configure (no key, no model)."""
         return cls()
 
-    def stream_answer(self, request: AnswerRequest) -> Iterator[str]:
+    def stream_answer(
+        self, request: AnswerRequest, state: StreamState | None = None
+    ) -> Iterator[str]:
         """Yield the answer sentence by sentence (with their separating spaces)."""
         previous = ""
         for piece in self.compose(request):
@@ -337,7 +339,7 @@ class ExtractiveProvider:
         """The whole answer as one string."""
         return "".join(self.stream_answer(request))
 
-    def complete(self, system: str, user: str) -> str:
+    def complete(self, system: str, user: str, *, step: str = "select") -> str:
         """Not available: there is no language model. Callers select pages lexically when
         ``provider.generative`` is False."""
         raise ProviderError(

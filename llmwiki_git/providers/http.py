@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import email.utils
 import json
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,43 @@ from ..errors import ConfigError, ProviderError, RetryableStreamError
 
 if TYPE_CHECKING:  # httpx is imported where a request is made: importing this module stays light
     import httpx
+
+# Clients open for a request, from any thread: :func:`close_open_requests` closes them when
+# the user stops a run (Ctrl-C while compile's worker threads wait on a model), so that
+# their connections close and a local server stops generating.
+_OPEN: set[Any] = set()
+_OPEN_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+@contextmanager
+def _tracked_client(settings: HttpSettings) -> Iterator[httpx.Client]:
+    client = settings.client()
+    with _OPEN_LOCK:
+        _OPEN.add(client)
+    try:
+        with client:
+            yield client
+    finally:
+        with _OPEN_LOCK:
+            _OPEN.discard(client)
+
+
+def close_open_requests() -> int:
+    """Close every request in flight, from any thread (their readers fail at once and are
+    not retried); returns how many were open. For a run being stopped."""
+    _STOPPING.set()
+    with _OPEN_LOCK:
+        clients = list(_OPEN)
+    for client in clients:
+        client.close()
+    return len(clients)
+
+
+def reset_stopping() -> None:
+    """Allow requests again after :func:`close_open_requests` (a long-lived process: MCP)."""
+    _STOPPING.clear()
+
 
 # 529 is Anthropic's "overloaded".
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -35,7 +74,28 @@ RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 #: (``[DONE]``, ``message_stop``, ``"done": true``).
 STREAM_END = None
 
-StreamParser = Callable[[Iterator[str]], Iterator["str | None"]]
+StreamParser = Callable[[Iterator[str]], Iterator[Any]]
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """Yielded by a stream parser for what is not text: the finish reason (``"length"``
+    when the server stopped at the output limit) and token counts, when the server says."""
+
+    finish: str | None = None
+    input_tokens: Any = None
+    output_tokens: Any = None
+
+
+def _note_info(state: Any, info: StreamInfo) -> None:
+    if state is None:
+        return
+    if info.finish is not None:
+        state.finish = info.finish
+    for name in ("input_tokens", "output_tokens"):
+        value = getattr(info, name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            setattr(state, name, value)
 
 
 @dataclass(frozen=True)
@@ -206,8 +266,10 @@ def _transport_error(endpoint: Endpoint, exc: Exception, attempts: int) -> Provi
         seconds = endpoint.settings.read_timeout
         return ProviderError(
             name,
-            f"no answer from {endpoint.url} within {seconds:g} s",
-            hint=f"set {endpoint.timeout_var} (milliseconds) to wait longer",
+            f"no answer from {endpoint.url} within {seconds:g} s; the request was given up and "
+            "its connection closed (a local server stops generating)",
+            hint=f"set {endpoint.timeout_var} (milliseconds) to wait longer, or lower "
+            "LLMWIKI_MAX_TOKENS",
         )
     if isinstance(exc, httpx.ConnectError):
         what = (
@@ -282,12 +344,16 @@ def stream_request(
     payload: Mapping[str, Any],
     parse: StreamParser,
     parse_full: Callable[[Any], str] | None = None,
+    state: Any = None,
 ) -> Iterator[str]:
     """POST ``payload`` and yield the text deltas that ``parse`` finds in the body's lines.
 
-    ``parse`` yields strings and :data:`STREAM_END` when the server marks the end; a body
-    that ends without that mark is a broken stream. ``parse_full`` reads a plain JSON
-    answer, for servers that ignore ``"stream": true``.
+    ``parse`` yields strings, :class:`StreamInfo` (noted in ``state``, a
+    :class:`~.base.StreamState`) and :data:`STREAM_END` when the server marks the end; a
+    body that ends without that mark is a broken stream. ``parse_full`` reads a plain JSON
+    answer, for servers that ignore ``"stream": true``. Closing the returned iterator (the
+    caller stops reading: a repetition cut, Ctrl-C) closes the response and its connection,
+    which is how a local server learns to stop generating.
     """
 
     def read(response: httpx.Response) -> Iterator[object]:
@@ -302,6 +368,9 @@ def stream_request(
         for item in parse(response.iter_lines()):
             if item is STREAM_END:
                 return
+            if isinstance(item, StreamInfo):
+                _note_info(state, item)
+                continue
             if item:
                 emitted += len(item)
                 yield item
@@ -314,7 +383,7 @@ def stream_request(
             )
         yield _AGAIN
 
-    with endpoint.settings.client() as client:
+    with _tracked_client(endpoint.settings) as client:
         for item in _exchange(endpoint, payload, client, read):
             assert isinstance(item, str)
             yield item
@@ -328,7 +397,7 @@ def post_json(
     reused when given (embedding batches share one connection); otherwise one is made for
     this request."""
     if client is None:
-        with endpoint.settings.client() as own:
+        with _tracked_client(endpoint.settings) as own:
             return post_json(endpoint, payload, own)
 
     def read(response: httpx.Response) -> Iterator[object]:
@@ -421,6 +490,10 @@ def _exchange(
                 endpoint.provider, f"the server sent a body that cannot be decoded ({exc})"
             ) from exc
         except httpx.TransportError as exc:
+            if _STOPPING.is_set():
+                raise ProviderError(
+                    endpoint.provider, "the request was stopped and its connection closed"
+                ) from exc
             if emitted:
                 raise ProviderError(
                     endpoint.provider,

@@ -23,8 +23,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import ProviderError
-from .base import HttpEmbeddings, PromptedProvider, chat_messages, model_from_env, user_agent
-from .http import STREAM_END, Endpoint, HttpSettings, malformed
+from .base import (
+    HttpEmbeddings,
+    PromptedProvider,
+    Schema,
+    chat_messages,
+    model_from_env,
+    user_agent,
+)
+from .http import STREAM_END, Endpoint, HttpSettings, StreamInfo, malformed
 
 NAME = "ollama"
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -147,6 +154,7 @@ class OllamaProvider(PromptedProvider):
 
     name = NAME
     generative = True
+    structured = True
 
     def __init__(
         self,
@@ -184,12 +192,21 @@ class OllamaProvider(PromptedProvider):
             settings=settings or _settings(environ),
         )
 
-    def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
-        return {
+    def _payload(
+        self, system: str, user: str, stream: bool, max_tokens: int, schema: Schema | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": chat_messages(system, user),
             "stream": stream,
+            "options": {"num_predict": max_tokens},
         }
+        if schema is not None:
+            body["format"] = dict(schema.schema)
+        return body
+
+    def _finish(self, body: dict[str, Any]) -> str | None:
+        return "length" if body.get("done_reason") == "length" else None
 
     def _explain(self, status: int, detail: str) -> tuple[str, str | None] | None:
         return _explain(self.model, self._endpoint.url, status, detail)
@@ -200,7 +217,7 @@ class OllamaProvider(PromptedProvider):
             return ProviderError(NAME, message, hint=hint, status=404)
         return ProviderError(NAME, f"the server reported an error: {detail}")
 
-    def _parse_stream(self, lines: Iterator[str]) -> Iterator[str | None]:
+    def _parse_stream(self, lines: Iterator[str]) -> Iterator[Any]:
         for line in lines:
             if not line.strip():
                 continue
@@ -222,6 +239,11 @@ class OllamaProvider(PromptedProvider):
             elif "done" not in chunk:
                 raise malformed(NAME, "stream line (no message)", line)
             if chunk.get("done") is True:
+                yield StreamInfo(
+                    "length" if chunk.get("done_reason") == "length" else None,
+                    chunk.get("prompt_eval_count"),
+                    chunk.get("eval_count"),
+                )
                 yield STREAM_END
                 return
 

@@ -18,11 +18,19 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import ConfigError, ProviderError, RetryableStreamError
-from .base import HttpEmbeddings, PromptedProvider, chat_messages, model_from_env, user_agent
+from .base import (
+    HttpEmbeddings,
+    PromptedProvider,
+    Schema,
+    chat_messages,
+    model_from_env,
+    user_agent,
+)
 from .http import (
     STREAM_END,
     Endpoint,
     HttpSettings,
+    StreamInfo,
     error_detail,
     malformed,
     sse_events,
@@ -48,6 +56,7 @@ class OpenAIProvider(PromptedProvider):
 
     name = NAME
     generative = True
+    structured = True
 
     def __init__(
         self,
@@ -87,15 +96,33 @@ class OpenAIProvider(PromptedProvider):
             settings=settings or HttpSettings.from_env(environ, "LLMWIKI_REQUEST_TIMEOUT_MS"),
         )
 
-    def _payload(self, system: str, user: str, stream: bool) -> dict[str, Any]:
-        return {
+    def _payload(
+        self, system: str, user: str, stream: bool, max_tokens: int, schema: Schema | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": chat_messages(system, user),
             "stream": stream,
+            # max_tokens, not max_completion_tokens: every compatible server (llama.cpp,
+            # vLLM, LM Studio, Ollama's /v1) reads this one
+            "max_tokens": max_tokens,
         }
+        if schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.name, "schema": dict(schema.schema)},
+            }
+        return body
 
-    def _parse_stream(self, lines: Iterator[str]) -> Iterator[str | None]:
+    def _parse_stream(self, lines: Iterator[str]) -> Iterator[Any]:
         return _parse_stream(lines)
+
+    def _finish(self, body: dict[str, Any]) -> str | None:
+        choices = body.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        return (
+            "length" if isinstance(first, dict) and first.get("finish_reason") == "length" else None
+        )
 
     def _usage(self, body: dict[str, Any]) -> tuple[Any, Any]:
         usage = body.get("usage")
@@ -210,7 +237,7 @@ def _error_of(chunk: dict[str, Any]) -> ProviderError:
     return cls(NAME, f"the server reported an error in the stream: {detail}")
 
 
-def _parse_stream(lines: Iterator[str]) -> Iterator[str | None]:
+def _parse_stream(lines: Iterator[str]) -> Iterator[Any]:
     finished = False
     for _event, data in sse_events(NAME, lines):
         if data.strip() == "[DONE]":
@@ -224,6 +251,9 @@ def _parse_stream(lines: Iterator[str]) -> Iterator[str | None]:
             raise malformed(NAME, "stream chunk", data)
         if chunk.get("error"):
             raise _error_of(chunk)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):  # the last chunk, when the server reports usage
+            yield StreamInfo(None, usage.get("prompt_tokens"), usage.get("completion_tokens"))
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             raise malformed(NAME, "stream chunk (no choices)", data)
@@ -242,6 +272,8 @@ def _parse_stream(lines: Iterator[str]) -> Iterator[str | None]:
                 yield content
             if choice.get("finish_reason"):
                 finished = True
+                if choice["finish_reason"] == "length":
+                    yield StreamInfo("length")
     if finished:  # some compatible servers end with finish_reason and no [DONE]
         yield STREAM_END
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, cast
 
+from ..config import Settings
 from ..errors import ConfigError
 from ..providertable import CHAT_PROVIDERS, DEFAULT_CHAT, builder, row
 from ..providertable import PROVIDERS as TABLE
-from .base import ChatProvider
+from .base import ChatProvider, PromptedProvider
+from .limits import ModelLimits
 
 PROVIDERS = CHAT_PROVIDERS
 
@@ -69,14 +71,28 @@ def provider_name(
     return name, "credentials" if name != DEFAULT_CHAT else "default"
 
 
-def make_provider(name: str, environ: Mapping[str, str], model: str | None = None) -> ChatProvider:
+def make_provider(
+    name: str,
+    environ: Mapping[str, str],
+    model: str | None = None,
+    settings: Settings | None = None,
+) -> ChatProvider:
     """The provider called ``name``, configured from ``environ`` (ConfigError when its
     credentials are missing). ``model`` wins over ``LLMWIKI_MODEL`` and the provider's own
-    model variable."""
+    model variable. Its output limits and structured-output mode (:mod:`.limits`) come
+    from ``LLMWIKI_MAX_TOKENS`` / ``LLMWIKI_STRUCTURED_OUTPUT`` over ``settings``."""
     found = row(name)
     if found is None or found.chat is None:
         raise ConfigError(f"unknown provider {name!r}; valid providers: {', '.join(PROVIDERS)}")
-    return cast(ChatBuilder, builder(found.chat)).from_env(environ, model)
+    limits = ModelLimits.resolve(
+        environ,
+        dict(settings.max_tokens) if settings is not None else None,
+        settings.structured_output if settings is not None else None,
+    )
+    chat = cast(ChatBuilder, builder(found.chat)).from_env(environ, model)
+    if isinstance(chat, PromptedProvider):
+        chat.limits = limits
+    return chat
 
 
 def select_provider(
@@ -85,7 +101,8 @@ def select_provider(
     configured: str | None,
     *,
     model: str | None = None,
+    settings: Settings | None = None,
 ) -> ChatProvider:
     """The chat provider to answer with (see the module docstring for the order)."""
     name, _source = provider_name(flag, environ, configured)
-    return make_provider(name, environ, model)
+    return make_provider(name, environ, model, settings)

@@ -1,5 +1,8 @@
 """Real HTTP/1.1 servers on 127.0.0.1 that stream scripted answers (SSE or NDJSON).
 
+A request records whether the client closed the connection before the reply was written
+(``client_closed``) and how many pieces were written (``written``).
+
 ``stream_server(script)`` starts a server; ``script(request)`` returns a :class:`Reply`
 for each request: a status, headers and body pieces, each written and flushed as its own
 HTTP chunk as soon as it is reached (callables in the body run in between, e.g. to wait
@@ -38,6 +41,10 @@ class Request:
     path: str
     headers: dict[str, str]
     raw: bytes
+    #: set when writing the reply failed because the client had closed the connection
+    #: (a client that stops reading: a cut answer, a timeout, Ctrl-C)
+    client_closed: threading.Event = field(default_factory=threading.Event)
+    written: int = 0  # body pieces written before the end or the client's close
 
     @property
     def json(self) -> Any:
@@ -98,12 +105,18 @@ def stream_server(script: Script) -> Iterator[tuple[str, list[Request]]]:
                 if reply.drop_after is not None and written >= reply.drop_after:
                     self._drop()
                     return
-                if reply.chunked:
-                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-                else:
-                    self.wfile.write(piece)
-                self.wfile.flush()
+                try:
+                    if reply.chunked:
+                        self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                    else:
+                        self.wfile.write(piece)
+                    self.wfile.flush()
+                except OSError:  # BrokenPipe / ConnectionReset: the client hung up
+                    request.client_closed.set()
+                    self.close_connection = True
+                    return
                 written += 1
+                request.written = written
             if reply.drop_after is not None and written >= reply.drop_after:
                 self._drop()
                 return

@@ -91,7 +91,7 @@ def test_streamed_answer_and_exact_request(request_) -> None:
     assert req.path == "/v1/messages"
     assert req.json == {
         "model": "claude-test",
-        "max_tokens": 2048,
+        "max_tokens": 1024,
         "system": system,
         "messages": [{"role": "user", "content": user}],
         "stream": True,
@@ -301,7 +301,7 @@ def test_complete_is_not_streamed(sleeps) -> None:
         assert provider(url).complete("pick", "Question: x") == "concepts/alpha"
     assert seen[0].json == {
         "model": "claude-test",
-        "max_tokens": 2048,
+        "max_tokens": 256,
         "system": "pick",
         "messages": [{"role": "user", "content": "Question: x"}],
         "stream": False,

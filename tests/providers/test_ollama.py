@@ -65,6 +65,7 @@ def test_streamed_answer_and_exact_request(request_) -> None:
         "model": "tiny",
         "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
         "stream": True,
+        "options": {"num_predict": 1024},
     }
     assert "authorization" not in req.headers
 
@@ -216,6 +217,7 @@ def test_complete_is_not_streamed(sleeps) -> None:
     assert seen[0].json == {
         "model": "tiny",
         "stream": False,
+        "options": {"num_predict": 256},
         "messages": [
             {"role": "system", "content": "pick"},
             {"role": "user", "content": "Question: x"},

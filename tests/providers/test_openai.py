@@ -56,6 +56,7 @@ def test_streamed_answer_and_exact_request(request_) -> None:
         "model": "gpt-test",
         "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
         "stream": True,
+        "max_tokens": 1024,
     }
     assert req.headers["authorization"] == "Bearer sk-test"
     assert req.headers["content-type"] == "application/json"
@@ -319,6 +320,7 @@ def test_complete_is_not_streamed(sleeps) -> None:
     assert seen[1].json == {
         "model": "gpt-test",
         "stream": False,
+        "max_tokens": 256,
         "messages": [
             {"role": "system", "content": "pick pages"},
             {"role": "user", "content": "Question: x"},
