@@ -41,11 +41,15 @@ def create_app(site: Site) -> Starlette:
     async def home(request: Request) -> Response:
         return RedirectResponse("/review", status_code=303)
 
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204)  # no icon; spares the browser's console a 404
+
     async def act(request: Request) -> Response:
         return await review.act(site, request)
 
     routes = [
         Route("/", home, methods=["GET"]),
+        Route("/favicon.ico", favicon, methods=["GET"]),
         Route("/review", _sync(review.queue, site), methods=["GET"]),
         Route("/review/{cid}", _sync(review.candidate, site), methods=["GET"]),
         Route("/review/{cid}/{action}", act, methods=["POST"]),

@@ -87,6 +87,10 @@ def test_a_post_needs_its_origin_the_same_origin_and_the_csrf_token(viewed: View
         c.post(url, data=good, headers={"Origin": ORIGIN, "Sec-Fetch-Site": "none"}).status_code
         == 403
     )
+    # a browser's own form post under no-referrer: Origin null, vouched for by Fetch Metadata
+    assert c.post(url, data=good, headers={"Origin": "null"}).status_code == 403
+    cross = {"Origin": "null", "Sec-Fetch-Site": "cross-site"}
+    assert c.post(url, data=good, headers=cross).status_code == 403
     r = c.post(url, data={**good, "csrf": "0" * 64}, headers=same)
     assert r.status_code == 403 and "CSRF" in r.text
     r = c.post(url, data={"sha": sha, "tip": main}, headers=same)
