@@ -89,15 +89,15 @@ def queue(site: Site, request: Request) -> Response:
     return HTMLResponse(layout("Review queue", body, current="/review", read_only=site.read_only))
 
 
-def _body(data: bytes | None) -> tuple[str, int] | None:
-    """A page's body and the lines above it, or None when there is none."""
+def _body(data: bytes | None) -> tuple[str, str] | None:
+    """A page's body and its frontmatter block, or None when there is none."""
     if data is None:
         return None
     text = decode(data)[0]
     if text is None:
         return None
     meta = parse(text)
-    return text[meta.body_offset :], text[: meta.body_offset].count("\n")
+    return text[meta.body_offset :], text[: meta.body_offset]
 
 
 def _rendered_diff(site: Site, old: bytes | None, new: bytes | None, text_for_links: str) -> str:
@@ -107,6 +107,14 @@ def _rendered_diff(site: Site, old: bytes | None, new: bytes | None, text_for_li
         return notice("This page is deleted by the candidate.", "deleted")
     blocks = renderer.diff(a[0] if a is not None else "", b[0])
     out = []
+    if a is not None and a[1] != b[1]:  # a retraction marks pages there (`retracted:`)
+        out.append(
+            f'<div class="blk del"><span class="mark">removed</span><pre>{h(a[1])}</pre></div>'
+        )
+    if (a is None and b[1]) or (a is not None and a[1] != b[1]):
+        out.append(
+            f'<div class="blk add"><span class="mark">added</span><pre>{h(b[1])}</pre></div>'
+        )
     for kind, html in blocks:
         label = {"add": "added", "del": "removed"}.get(kind)
         mark = f'<span class="mark">{label}</span>' if label else ""
@@ -195,30 +203,17 @@ def _candidate_body(site: Site, view: CandidateView, said: str) -> str:
     for key in ("model", "prompt", "retracts"):
         if provenance.get(key):
             rows.append([h(key), h(provenance[key])])
-    parts = [table(["Field", "Value"], rows, "Candidate and its provenance")]
     verdict = (
         notice(f"Approval would pass: {v.message}", "ok")
         if v.ok
         else notice(f"Approval would be refused ({v.code}): {v.message}", "bad")
     )
+    parts = [notice(said, "said")] if said else []
     parts.append(verdict)
-    if said:
-        parts.append(notice(said, "said"))
     if not site.read_only:
         parts.append(_buttons(site, view))
     if view.plan is not None:
         parts.append(_plan(view.plan))
-    if view.pages:  # a compile run or retraction: its commit message is the run's report
-        git = site.ws.require_git("showing candidates")
-        report = _without_trailers(git.commit_body(c.commit))
-        if report:
-            parts.append(f"<section><h2>Run report</h2><pre>{h(report)}</pre></section>")
-    if view.verdict.citations:
-        items = "".join(
-            f"<li>{h(x.status)}: {h(x.target)}{' → ' + h(x.page_id) if x.page_id else ''}</li>"
-            for x in view.verdict.citations
-        )
-        parts.append(f"<section><h2>Citations</h2><ul>{items}</ul></section>")
     retracts = provenance.get("retracts")
     if view.pages and "threeWay" not in v.details:
         for n, item in enumerate(view.pages, 1):
@@ -239,6 +234,18 @@ def _candidate_body(site: Site, view: CandidateView, said: str) -> str:
         parts.append(
             f'<details open><summary>Source diff</summary><pre class="diff">{_diff_lines(view.diff)}</pre></details>'
         )
+    if view.pages:  # a compile run or retraction: its commit message is the run's report
+        git = site.ws.require_git("showing candidates")
+        report = _without_trailers(git.commit_body(c.commit))
+        if report:
+            parts.append(f"<section><h2>Run report</h2><pre>{h(report)}</pre></section>")
+    if view.verdict.citations:
+        items = "".join(
+            f"<li>{h(x.status)}: {h(x.target)}{' → ' + h(x.page_id) if x.page_id else ''}</li>"
+            for x in view.verdict.citations
+        )
+        parts.append(f"<section><h2>Citations</h2><ul>{items}</ul></section>")
+    parts.append(table(["Field", "Value"], rows, "Candidate and its provenance"))
     return "".join(parts)
 
 

@@ -33,7 +33,19 @@ function drawGraph(canvas, data) {
   }
   let scale = Math.min(canvas.width, canvas.height) / (2.4 * spread + 1);
   let ox = canvas.width / 2, oy = canvas.height / 2;
-  let alpha = 1, frames = 0, running = true;
+  let alpha = 1, frames = 0, draws = 0, running = true, fitted = true;
+  function fit() {  // the whole drawing in view, until the reader pans or zooms
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (let i = 0; i < n; i++) {
+      x0 = Math.min(x0, xs[i]); x1 = Math.max(x1, xs[i]);
+      y0 = Math.min(y0, ys[i]); y1 = Math.max(y1, ys[i]);
+    }
+    if (!(x1 >= x0)) return;
+    const pad = n <= 300 ? 160 : 20;  // room for the labels
+    scale = Math.min((canvas.width - 2 * pad) / (x1 - x0 || 1), (canvas.height - 40) / (y1 - y0 || 1), 3);
+    ox = canvas.width / 2 - scale * (x0 + x1) / 2;
+    oy = canvas.height / 2 - scale * (y0 + y1) / 2;
+  }
   const cell = 40;
   function tick() {
     const grid = new Map();
@@ -72,6 +84,8 @@ function drawGraph(canvas, data) {
     if (alpha < 0.02) running = false;
   }
   function draw() {
+    draws++;
+    if (fitted) fit();
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.fillStyle = "#ffffff";
     ctx.fillRect(0, 0, canvas.width, canvas.height);
@@ -84,19 +98,19 @@ function drawGraph(canvas, data) {
     ctx.fillStyle = "#2457a6";
     ctx.beginPath();
     for (let i = 0; i < n; i++) {
-      const r = 3 + Math.min(6, Math.sqrt(deg[i]));
+      const r = (3 + Math.min(6, Math.sqrt(deg[i]))) / scale;  // pixels on screen
       ctx.moveTo(xs[i] + r, ys[i]); ctx.arc(xs[i], ys[i], r, 0, 6.2832);
     }
     ctx.fill();
     ctx.fillStyle = "#b3261e";
     for (let i = 0; i < n; i++) {
       if (!data.nodes[i].centre) continue;
-      ctx.beginPath(); ctx.arc(xs[i], ys[i], 8, 0, 6.2832); ctx.fill();
+      ctx.beginPath(); ctx.arc(xs[i], ys[i], 9 / scale, 0, 6.2832); ctx.fill();
     }
     if (n <= 300 || scale > 1.5) {  // labels only where they can be read
       ctx.fillStyle = "#1b1b1b";
       ctx.font = `${12 / scale}px sans-serif`;
-      for (let i = 0; i < n; i++) ctx.fillText(data.nodes[i].label, xs[i] + 8, ys[i] + 4);
+      for (let i = 0; i < n; i++) ctx.fillText(data.nodes[i].label, xs[i] + 11 / scale, ys[i] + 4 / scale);
     }
   }
   function frame() {
@@ -105,13 +119,16 @@ function drawGraph(canvas, data) {
     draw();
     if (running) requestAnimationFrame(frame);
   }
-  window.llmwikiGraph = { get frames() { return frames; }, get running() { return running; } };
+  // read by benchmarks/view.py (frames of layout, draws in all)
+  window.llmwikiGraph = {
+    get frames() { return frames; }, get draws() { return draws; }, get running() { return running; },
+  };
   requestAnimationFrame(frame);
   let drag = null, moved = false;
   canvas.addEventListener("mousedown", (e) => { drag = [e.offsetX, e.offsetY]; moved = false; });
   canvas.addEventListener("mousemove", (e) => {
     if (!drag) return;
-    ox += e.offsetX - drag[0]; oy += e.offsetY - drag[1];
+    ox += e.offsetX - drag[0]; oy += e.offsetY - drag[1]; fitted = false;
     drag = [e.offsetX, e.offsetY]; moved = true;
     if (!running) requestAnimationFrame(draw);
   });
@@ -130,7 +147,7 @@ function drawGraph(canvas, data) {
     e.preventDefault();
     const k = e.deltaY < 0 ? 1.2 : 1 / 1.2;
     ox = e.offsetX - (e.offsetX - ox) * k; oy = e.offsetY - (e.offsetY - oy) * k;
-    scale *= k;
+    scale *= k; fitted = false;
     if (!running) requestAnimationFrame(draw);
   }, { passive: false });
 }
