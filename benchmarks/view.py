@@ -71,7 +71,11 @@ def view(root: Path) -> Iterator[str]:
         yield got[0].strip()
     finally:
         proc.terminate()
-        proc.wait(30)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:  # a request still running: end it
+            proc.kill()
+            proc.wait()
         proc.stdout.close()
 
 
@@ -163,6 +167,7 @@ def timings(args: argparse.Namespace) -> None:
         print("|---|---|---|")
         with view(work) as url, browser() as b:
             page = b.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(900_000)
             page.goto(url)
             base = url.split("/?", 1)[0]
             for name, path in rows:
@@ -170,18 +175,22 @@ def timings(args: argparse.Namespace) -> None:
                 rest = [load_ms(page, base + path) for _ in range(args.repeat)]
                 print(f"| {name} | {first:,.0f} | {statistics.median(rest):,.0f} |", flush=True)
             fps = [graph_fps(page, base + "/graph?all=1")]
+        print(f"load after: {os.getloadavg()[0]:.1f}")
         if args.graph1k:
             work1k = Path(tmp) / "wiki1k"
             shutil.copytree(args.graph1k, work1k, symlinks=True)
             run(work1k, "git", "update-index", "--refresh")
             with view(work1k) as url, browser() as b:
                 page = b.new_page(viewport={"width": 1280, "height": 900})
+                page.set_default_timeout(900_000)
                 page.goto(url)
                 fps.insert(0, graph_fps(page, url.split("/?", 1)[0] + "/graph?all=1"))
-        print("\n| graph nodes | fps during layout | fps while panning |")
-        print("|---|---|---|")
-        for nodes, layout, pan in fps:
-            print(f"| {nodes:,} | {layout:.0f} | {pan:.0f} |")
+        print(
+            "\n| graph nodes | fps during layout | script ms per layout frame | fps while panning |"
+        )
+        print("|---|---|---|---|")
+        for nodes, layout, per_frame, pan in fps:
+            print(f"| {nodes:,} | {layout:.0f} | {per_frame:.1f} | {pan:.0f} |")
 
 
 def screenshots(args: argparse.Namespace) -> None:

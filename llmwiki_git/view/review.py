@@ -14,6 +14,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from ..errors import LlmwikiError, WriteRefused
 from ..publication.candidates import get
 from ..review.service import (
+    CandidateRow,
     CandidateView,
     approve_candidate,
     list_view,
@@ -33,15 +34,23 @@ def _age(seconds: float) -> str:
     return f"{int(seconds)}s"
 
 
+def _queue_data(
+    site: Site,
+) -> tuple[list[CandidateRow], dict[str, CandidateView | LlmwikiError]]:
+    """`review list`'s rows, and `review show`'s view of each (its verdict says why not)."""
+    rows = list_view(site.ws)
+    views: dict[str, CandidateView | LlmwikiError] = {}
+    for row in rows:
+        try:
+            views[row.id] = show_view(site.ws, row.id)
+        except LlmwikiError as exc:  # one bad candidate never hides the others
+            views[row.id] = exc
+    return rows, views
+
+
 def queue(site: Site, request: Request) -> Response:
     with site.lock:
-        rows = list_view(site.ws)
-        views: dict[str, CandidateView | LlmwikiError] = {}
-        for row in rows:
-            try:
-                views[row.id] = show_view(site.ws, row.id)
-            except LlmwikiError as exc:  # one bad candidate never hides the others
-                views[row.id] = exc
+        rows, views = site.memo("queue", site.state(site.wiki()), lambda: _queue_data(site))
     now = time.time()
     said = request.query_params.get("said", "")
     cells = []
@@ -185,7 +194,8 @@ def candidate(site: Site, request: Request) -> Response:
     cid = request.path_params["cid"]
     with site.lock:
         try:
-            view = show_view(site.ws, cid)
+            key = site.state(site.wiki())
+            view = site.memo(f"candidate {cid}", key, lambda: show_view(site.ws, cid))
         except LlmwikiError as exc:
             return _message(site, "Candidate", str(exc), 404)
         body = _candidate_body(site, view, request.query_params.get("said", ""))
@@ -212,6 +222,9 @@ def _candidate_body(site: Site, view: CandidateView, said: str) -> str:
     parts.append(verdict)
     if not site.read_only:
         parts.append(_buttons(site, view))
+    parts.append(
+        f'<p><a href="{h(url("/graph", "", candidate=c.id))}">Graph around its pages</a></p>'
+    )
     if view.plan is not None:
         parts.append(_plan(view.plan))
     retracts = provenance.get("retracts")

@@ -159,3 +159,23 @@ def test_the_graph_is_local_by_default_around_a_page(viewed: Viewed) -> None:
     assert '<canvas id="graph"' in r.text and 'type="application/json"' in r.text
     whole = viewed.client.get("/graph?all=1").text
     assert "Whole graph:" in whole
+
+
+def test_a_move_shows_its_plan_renames_and_link_rewrites(viewed: Viewed) -> None:
+    repo, prefix = viewed.repo, viewed.prefix
+    proc = repo.llmwiki(
+        "mv", f"{prefix}concepts/alpha.md", f"{prefix}concepts/first.md", "--review", "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = viewed.client.get("/review").text
+    cid = next(c for c in re.findall(r'href="/review/([^"?]+)"', rows) if c.startswith("mv-"))
+    r = viewed.client.get(f"/review/{cid}")
+    assert r.status_code == 200
+    assert f"Moves {prefix}concepts/alpha.md → {prefix}concepts/first.md." in r.text
+    assert re.search(
+        rf"{prefix}concepts/beta.md:\d+:\d+: <del>alpha</del> → <ins>first</ins>", r.text
+    )
+    assert "This page is deleted by the candidate." in r.text  # the old path
+    assert f'href="/graph?candidate={cid}"' in r.text
+    graph = viewed.client.get(f"/graph?candidate={cid}").text
+    assert "Local graph:" in graph

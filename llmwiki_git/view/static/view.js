@@ -1,7 +1,7 @@
 // llmwiki view: the page's own script (the Content-Security-Policy allows nothing else).
 // 1. A link to #L<line> inside a block marks the block holding that line.
-// 2. /graph: a force layout drawn on a canvas. Hand-written (docs/view.md says why): a grid
-//    of cells makes repulsion linear in the number of nodes, so 5,000 nodes still move.
+// 2. /graph: a force layout drawn on a canvas. Hand-written (docs/view.md says why: the
+//    vendored libraries measured need inline styles, which the strict CSP refuses).
 "use strict";
 
 function markLine() {
@@ -33,7 +33,7 @@ function drawGraph(canvas, data) {
   }
   let scale = Math.min(canvas.width, canvas.height) / (2.4 * spread + 1);
   let ox = canvas.width / 2, oy = canvas.height / 2;
-  let alpha = 1, frames = 0, draws = 0, running = true, fitted = true;
+  let alpha = 1, frames = 0, draws = 0, busy = 0, running = true, fitted = true;
   function fit() {  // the whole drawing in view, until the reader pans or zooms
     let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
     for (let i = 0; i < n; i++) {
@@ -46,41 +46,75 @@ function drawGraph(canvas, data) {
     ox = canvas.width / 2 - scale * (x0 + x1) / 2;
     oy = canvas.height / 2 - scale * (y0 + y1) / 2;
   }
-  const cell = 40;
+  // One layout step: springs along edges (strength 1/min degree, as d3-force does),
+  // repulsion from near nodes through a grid (cells found by a counting sort into typed
+  // arrays: no allocation per step) and from far ones through the centroids of a coarse
+  // 16 x 16 grid, and a weak pull to the centre. Linear in nodes and edges.
+  const G = 16, cmass = new Float64Array(G * G), cx = new Float64Array(G * G), cy = new Float64Array(G * G);
+  const order = new Int32Array(n), cellOf = new Int32Array(n);
+  let starts = new Int32Array(1);
   function tick() {
-    const grid = new Map();
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
     for (let i = 0; i < n; i++) {
-      const key = Math.floor(xs[i] / cell) * 100003 + Math.floor(ys[i] / cell);
-      let bucket = grid.get(key);
-      if (!bucket) grid.set(key, bucket = []);
-      bucket.push(i);
+      if (xs[i] < x0) x0 = xs[i]; if (xs[i] > x1) x1 = xs[i];
+      if (ys[i] < y0) y0 = ys[i]; if (ys[i] > y1) y1 = ys[i];
     }
+    const w = Math.max(x1 - x0, 1), hgt = Math.max(y1 - y0, 1);
+    const cell = Math.max(30, Math.sqrt((w * hgt) / 4096));
+    const gw = Math.floor(w / cell) + 1, gh = Math.floor(hgt / cell) + 1;
+    if (starts.length < gw * gh + 1) starts = new Int32Array(gw * gh + 1);
+    starts.fill(0, 0, gw * gh + 1);
     for (let i = 0; i < n; i++) {
-      const cx = Math.floor(xs[i] / cell), cy = Math.floor(ys[i] / cell);
-      for (let dx = -1; dx <= 1; dx++) for (let dy = -1; dy <= 1; dy++) {
-        const bucket = grid.get((cx + dx) * 100003 + cy + dy);
-        if (!bucket) continue;
-        for (const j of bucket) {
-          if (j <= i) continue;
-          let ddx = xs[i] - xs[j], ddy = ys[i] - ys[j];
-          let d2 = ddx * ddx + ddy * ddy;
-          if (d2 > cell * cell) continue;
-          if (d2 < 0.01) { ddx = 0.1 * (i - j); ddy = 0.1; d2 = 0.02; }
-          const f = (60 * alpha) / d2;
-          vx[i] += ddx * f; vy[i] += ddy * f; vx[j] -= ddx * f; vy[j] -= ddy * f;
+      const c = Math.floor((xs[i] - x0) / cell) * gh + Math.floor((ys[i] - y0) / cell);
+      cellOf[i] = c; starts[c + 1]++;
+    }
+    for (let c = 0; c < gw * gh; c++) starts[c + 1] += starts[c];
+    const fill = starts.slice(0, gw * gh);
+    for (let i = 0; i < n; i++) order[fill[cellOf[i]]++] = i;
+    cmass.fill(0); cx.fill(0); cy.fill(0);
+    const kx = G / (w + 1e-9), ky = G / (hgt + 1e-9);
+    for (let i = 0; i < n; i++) {
+      const c = Math.min(G - 1, Math.floor((xs[i] - x0) * kx)) * G + Math.min(G - 1, Math.floor((ys[i] - y0) * ky));
+      cmass[c]++; cx[c] += xs[i]; cy[c] += ys[i];
+    }
+    const strength = 900 * alpha;
+    for (let i = 0; i < n; i++) {
+      const gx = Math.floor((xs[i] - x0) / cell), gy = Math.floor((ys[i] - y0) / cell);
+      for (let ax = Math.max(0, gx - 1); ax <= Math.min(gw - 1, gx + 1); ax++) {
+        for (let ay = Math.max(0, gy - 1); ay <= Math.min(gh - 1, gy + 1); ay++) {
+          const c = ax * gh + ay;
+          for (let k = starts[c]; k < starts[c + 1]; k++) {
+            const j = order[k];
+            if (j <= i) continue;
+            let ddx = xs[i] - xs[j], ddy = ys[i] - ys[j], d2 = ddx * ddx + ddy * ddy;
+            if (d2 < 0.01) { ddx = 0.1 * ((i % 7) - 3) + 0.05; ddy = 0.1; d2 = 0.02; }
+            const f = strength / (d2 + 25);
+            vx[i] += ddx * f; vy[i] += ddy * f; vx[j] -= ddx * f; vy[j] -= ddy * f;
+          }
         }
+      }
+      const own = Math.min(G - 1, Math.floor((xs[i] - x0) * kx)) * G + Math.min(G - 1, Math.floor((ys[i] - y0) * ky));
+      for (let c = 0; c < G * G; c++) {
+        const m = cmass[c];
+        if (!m || c === own) continue;
+        const ddx = xs[i] - cx[c] / m, ddy = ys[i] - cy[c] / m, d2 = ddx * ddx + ddy * ddy + 400;
+        const f = (strength * m) / (d2 * 4);
+        vx[i] += ddx * f; vy[i] += ddy * f;
       }
     }
     for (const [a, b] of data.edges) {
       const ddx = xs[b] - xs[a], ddy = ys[b] - ys[a];
-      const d = Math.sqrt(ddx * ddx + ddy * ddy) || 1, f = (0.02 * alpha * (d - 30)) / d;
+      const d = Math.sqrt(ddx * ddx + ddy * ddy) || 1;
+      const f = ((d - 30) / d) * alpha * 0.5 / Math.max(1, Math.min(deg[a], deg[b]));
       vx[a] += ddx * f; vy[a] += ddy * f; vx[b] -= ddx * f; vy[b] -= ddy * f;
     }
     for (let i = 0; i < n; i++) {
-      vx[i] -= xs[i] * 0.002 * alpha; vy[i] -= ys[i] * 0.002 * alpha;
+      vx[i] -= xs[i] * 0.01 * alpha; vy[i] -= ys[i] * 0.01 * alpha;
+      const v = Math.hypot(vx[i], vy[i]), cap = 50;
+      if (v > cap) { vx[i] *= cap / v; vy[i] *= cap / v; }
       xs[i] += vx[i]; ys[i] += vy[i]; vx[i] *= 0.6; vy[i] *= 0.6;
     }
-    alpha *= 0.99;
+    alpha *= 0.985;
     if (alpha < 0.02) running = false;
   }
   function draw() {
@@ -115,13 +149,16 @@ function drawGraph(canvas, data) {
   }
   function frame() {
     frames++;
-    if (running) tick();
+    const t0 = performance.now();
+    if (running) tick();  // one layout step and one draw per frame
     draw();
+    busy += performance.now() - t0;
     if (running) requestAnimationFrame(frame);
   }
   // read by benchmarks/view.py (frames of layout, draws in all)
   window.llmwikiGraph = {
     get frames() { return frames; }, get draws() { return draws; }, get running() { return running; },
+    get busy() { return busy; },  // ms of script in frames (layout and draw)
   };
   requestAnimationFrame(frame);
   let drag = null, moved = false;
