@@ -151,7 +151,7 @@ def timings(args: argparse.Namespace) -> None:
         cid = staged["staged"][0]["id"]
         target = pages[len(pages) // 3]
         rows = [
-            ("review queue (1 candidate)", "/review"),
+            ("review queue (2 candidates)", "/review"),
             ("a candidate", f"/review/{cid}"),
             ("a page", f"/page/{target}"),
             ("problems (/check)", "/check"),

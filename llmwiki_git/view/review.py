@@ -42,15 +42,21 @@ def _queue_data(
     views: dict[str, CandidateView | LlmwikiError] = {}
     for row in rows:
         try:
-            views[row.id] = show_view(site.ws, row.id)
+            views[row.id] = _show(site, row.id)
         except LlmwikiError as exc:  # one bad candidate never hides the others
             views[row.id] = exc
     return rows, views
 
 
+def _show(site: Site, cid: str) -> CandidateView:
+    """`review show`'s view of ``cid``, kept while the repository's state is unchanged
+    (the queue computes it for every candidate; opening one then costs nothing)."""
+    return site.memo(f"candidate {cid}", site.state(), lambda: show_view(site.ws, cid))
+
+
 def queue(site: Site, request: Request) -> Response:
     with site.lock:
-        rows, views = site.memo("queue", site.state(site.wiki()), lambda: _queue_data(site))
+        rows, views = site.memo("queue", site.state(), lambda: _queue_data(site))
     now = time.time()
     said = request.query_params.get("said", "")
     cells = []
@@ -194,8 +200,7 @@ def candidate(site: Site, request: Request) -> Response:
     cid = request.path_params["cid"]
     with site.lock:
         try:
-            key = site.state(site.wiki())
-            view = site.memo(f"candidate {cid}", key, lambda: show_view(site.ws, cid))
+            view = _show(site, cid)
         except LlmwikiError as exc:
             return _message(site, "Candidate", str(exc), 404)
         body = _candidate_body(site, view, request.query_params.get("said", ""))

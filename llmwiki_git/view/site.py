@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from ..checks.result import CheckResult
 from ..publication.candidates import pending_index
 from ..wiki.citations import AMBIGUOUS, BROKEN, PENDING, RESOLVED, Citation, citation_report
-from ..wiki.model import Page, Wiki
+from ..wiki.model import Page, Wiki, page_blobs
 from ..wiki.provenance import sources_dir
 from ..wiki.slug import parse_target
 from ..workspace import Workspace
@@ -43,18 +43,26 @@ class Site:
         self._memo: dict[str, tuple[object, object]] = {}
 
     def wiki(self) -> Wiki:
-        return self.ws.wiki("worktree")
+        """The work tree's wiki, its pages scanned through the checker's scan cache (only
+        what changed is scanned again), kept while the state is unchanged."""
+        return self.memo("wiki", self.state(), lambda: self.ws.cached_wiki("worktree"))
 
-    def state(self, wiki: Wiki) -> tuple[object, ...]:
-        """What every cached value depends on: the tip, the candidates and the pages."""
+    def state(self) -> tuple[object, ...]:
+        """What every cached value depends on: the tip, the candidates, and the work tree's
+        pages (path and blob of each: git's listing, no page is read)."""
         git = self.ws.git
+        pages = page_blobs(
+            self.ws.snapshot("worktree"),
+            wiki_dir=self.ws.settings.wiki_dir,
+            project_prefix=self.ws.project_prefix,
+        )
         tip = git.rev_parse("HEAD") if git is not None else None
         refs = (
             tuple(tuple(r) for r in git.for_each_ref("refs/heads/llmwiki/review/", ("objectname",)))
             if git is not None
             else ()
         )
-        return (tip, refs, hash(tuple((p.path, p.blob) for p in wiki.pages)))
+        return (tip, refs, hash(tuple(sorted(pages.items()))))
 
     def memo(self, name: str, key: object, compute: Callable[[], T]) -> T:
         held = self._memo.get(name)
@@ -65,11 +73,11 @@ class Site:
         return value
 
     def check(self, wiki: Wiki) -> CheckResult:
-        return self.memo("check", self.state(wiki), lambda: self.ws.check("worktree"))
+        return self.memo("check", self.state(), lambda: self.ws.check("worktree"))
 
     def edges(self, wiki: Wiki) -> list[Edge]:
         """Every wikilink between two pages, resolved by the checker's resolver."""
-        return self.memo("edges", self.state(wiki), lambda: _edges(wiki))
+        return self.memo("edges", self.state(), lambda: _edges(wiki))
 
     def renderer(self, wiki: Wiki, text: str, stale: dict[str, str] | None = None) -> Renderer:
         """A renderer whose wikilinks are classified as `llmwiki links` classifies them
