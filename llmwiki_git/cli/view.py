@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import MissingDependency
 from .app import _workspace, cli
 
 
@@ -25,9 +26,15 @@ def view(ctx: click.Context, port: int, open_browser: bool, read_only: bool) -> 
     the link graph, and Approve/Reject calling what `llmwiki review approve/reject` call.
 
     Prints its URL with a one-time token (http://127.0.0.1:PORT/?token=...) and serves until
-    Ctrl-C. Needs the view extra: pip install 'llmwiki-git[view]'.
+    Ctrl-C. Needs the view extra: pip install '.[view]' from a clone (docs/view.md).
     """
-    from ..view.app import serve  # the server stack is imported by this command only
+    try:  # the server stack is imported by this command only
+        from ..view.app import serve
+    except ModuleNotFoundError as exc:
+        raise MissingDependency(
+            f"llmwiki view needs {exc.name}, which the view extra installs",
+            hint="pip install '.[view]' from a clone (docs/view.md)",
+        ) from exc
 
     ws = _workspace(ctx, long_lived=True)
     ws.require_git("viewing the wiki")
