@@ -42,7 +42,7 @@ def graph(site: Site, request: Request) -> Response:
     centre = request.query_params.get("page", "")
     cid = request.query_params.get("candidate", "")
     whole = request.query_params.get("all", "") == "1"
-    with site.lock:
+    with site.scope():
         wiki = site.wiki()
         edges = site.edges(wiki)
         centres: list[str] = []

@@ -55,7 +55,7 @@ def _show(site: Site, cid: str) -> CandidateView:
 
 
 def queue(site: Site, request: Request) -> Response:
-    with site.lock:
+    with site.scope():
         rows, views = site.memo("queue", site.state(), lambda: _queue_data(site))
     now = time.time()
     said = request.query_params.get("said", "")
@@ -198,7 +198,7 @@ def _plan(plan: dict[str, Any]) -> str:
 
 def candidate(site: Site, request: Request) -> Response:
     cid = request.path_params["cid"]
-    with site.lock:
+    with site.scope():
         try:
             view = _show(site, cid)
         except LlmwikiError as exc:
@@ -317,9 +317,10 @@ async def act(site: Site, request: Request) -> Response:
 
 
 def _act(site: Site, cid: str, action: str, sha: str, tip: str) -> Response:
-    with site.lock:
+    with site.scope():
         try:
             _refuse_stale(site, cid, sha, tip, action)
+            site.forget_state()
             if action == "approve":
                 done = approve_candidate(site.ws, cid)
                 how = "replayed on the current tip" if done.replayed else "fast-forward"

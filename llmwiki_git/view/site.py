@@ -6,7 +6,8 @@ workspace, as the MCP server keeps; one lock, so two requests never use it at on
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,6 +42,18 @@ class Site:
         self.read_only = read_only
         self.lock = threading.RLock()
         self._memo: dict[str, tuple[object, object]] = {}
+        self._state: tuple[object, ...] | None = None
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        """One request's use of the workspace: under the lock, the repository's state read
+        once (at its first use), so each request sees the repository as it is now."""
+        with self.lock:
+            self._state = None
+            try:
+                yield
+            finally:
+                self._state = None
 
     def wiki(self) -> Wiki:
         """The work tree's wiki, its pages scanned through the checker's scan cache (only
@@ -49,7 +62,16 @@ class Site:
 
     def state(self) -> tuple[object, ...]:
         """What every cached value depends on: the tip, the candidates, and the work tree's
-        pages (path and blob of each: git's listing, no page is read)."""
+        pages (path and blob of each: git's listing, no page is read); read once a request."""
+        if self._state is None:
+            self._state = self._read_state()
+        return self._state
+
+    def forget_state(self) -> None:
+        """The repository changed within this request (an approval): read it again."""
+        self._state = None
+
+    def _read_state(self) -> tuple[object, ...]:
         git = self.ws.git
         pages = page_blobs(
             self.ws.snapshot("worktree"),

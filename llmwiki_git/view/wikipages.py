@@ -11,9 +11,11 @@ from starlette.responses import HTMLResponse, Response
 
 from .. import confine
 from ..errors import LlmwikiError, PathRefused
-from ..pages.service import clean_relative, read_page
+from ..pages.service import clean_relative, find_page, read_confined
+from ..wiki import frontmatter
 from ..wiki.pages import decode
 from ..wiki.provenance import claims, in_sources
+from ..wiki.titles import page_title
 from .html import h, layout, notice, table, url
 from .site import Site, stale_marks
 
@@ -27,20 +29,24 @@ def _error(site: Site, title: str, text: str, status: int = 404) -> HTMLResponse
 
 def page(site: Site, request: Request) -> Response:
     path = request.path_params["path"]
-    with site.lock:
-        try:
-            read = read_page(site.ws, path=path)
+    with site.scope():
+        wiki = site.wiki()
+        try:  # the pages service's lookup and confined read, on the view's scanned wiki
+            found = find_page(wiki, path=path)
+            text = read_confined(site.ws, wiki, found.path)
         except LlmwikiError as exc:
             return _error(site, "No such page", str(exc))
-        wiki = site.wiki()
+        meta = frontmatter.parse(text)
+        body = text[meta.body_offset :]
+        title = page_title(meta.data, body, found.stem)
         result = site.check(wiki)
-        marks = stale_marks(result, read.page.path)
-        renderer = site.renderer(wiki, read.body, marks)
-        html = renderer.render(read.body, read.page.scan.body_line)
-        backlinks = [e for e in site.edges(wiki) if e.target == read.page.path]
+        marks = stale_marks(result, found.path)
+        renderer = site.renderer(wiki, body, marks)
+        html = renderer.render(body, text[: meta.body_offset].count("\n"))
+        backlinks = [e for e in site.edges(wiki) if e.target == found.path]
         sentences = _sentences(site, [(e.source, e.line) for e in backlinks[:200]])
     parts = []
-    told = claims(read.frontmatter)
+    told = claims(meta.data)
     if told.retracted:
         parts.append(
             notice(
@@ -68,9 +74,9 @@ def page(site: Site, request: Request) -> Response:
     )
     parts.append(
         f'<section><h2>Backlinks ({len(backlinks)})</h2><ul class="backlinks">{items or "<li>none</li>"}</ul></section>'
-        f'<p><a href="{h(url("/graph", "", page=read.page.path))}">Graph around this page</a></p>'
+        f'<p><a href="{h(url("/graph", "", page=found.path))}">Graph around this page</a></p>'
     )
-    return HTMLResponse(layout(read.title, "".join(parts), read_only=site.read_only))
+    return HTMLResponse(layout(title, "".join(parts), read_only=site.read_only))
 
 
 def _sentences(site: Site, where: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
@@ -111,7 +117,7 @@ def source(site: Site, request: Request) -> Response:
         first, last = int(start or 0), int(end or start or 0)
     except ValueError:
         return _error(site, "Bad lines", "lines must be START-END, e.g. 3-5", 400)
-    with site.lock:
+    with site.scope():
         try:
             text = _read(site, path)
         except LlmwikiError as exc:
@@ -131,7 +137,7 @@ def source(site: Site, request: Request) -> Response:
 
 def check(site: Site, request: Request) -> Response:
     code = request.query_params.get("code", "")
-    with site.lock:
+    with site.scope():
         result = site.check(site.wiki())
     counts: dict[str, int] = {}
     for p in result.problems:
