@@ -176,6 +176,8 @@ def timings(args: argparse.Namespace) -> None:
                 first = load_ms(page, base + path)
                 rest = [load_ms(page, base + path) for _ in range(args.repeat)]
                 print(f"| {name} | {first:,.0f} | {statistics.median(rest):,.0f} |", flush=True)
+            if args.loads_only:
+                return
             fps = [graph_fps(page, base + "/graph?all=1")]
         print(f"load after: {os.getloadavg()[0]:.1f}")
         if args.graph1k:
@@ -274,6 +276,7 @@ def main() -> None:
     t.add_argument("wiki", type=Path, help="a wiki built by mkbigwiki.py (10,000 pages)")
     t.add_argument("--graph1k", type=Path, help="a 1,000-page wiki for the 1,000-node graph")
     t.add_argument("--repeat", type=int, default=5)
+    t.add_argument("--loads-only", action="store_true", help="page loads, no frame rates")
     s = sub.add_parser("screenshots", help="the PNGs of docs/view.md")
     s.add_argument("out", help="the folder to write them to (docs/images)")
     args = parser.parse_args()
