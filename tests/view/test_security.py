@@ -99,3 +99,27 @@ def test_a_post_needs_its_origin_the_same_origin_and_the_csrf_token(viewed: View
     r = c.post(url, data=good, headers=same, follow_redirects=False)
     assert r.status_code == 303, r.text
     assert repo.git("rev-parse", "main").strip() != main
+
+
+def test_the_process_binds_loopback_on_the_port_asked_and_refuses_without_token(
+    repo: Repo,
+) -> None:
+    import socket
+    import urllib.error
+    import urllib.request
+
+    from .browser import view_process
+
+    make_wiki(repo, "")
+    with socket.socket() as probe:  # a port free right now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with view_process(repo.root, "--port", str(port)) as url:
+        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/review", timeout=30)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 401
+            exc.close()
+        else:
+            raise AssertionError("served without the token")
