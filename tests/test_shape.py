@@ -172,6 +172,7 @@ def test_layering_entry_points_only_at_the_top() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("cli",),  # entry points: parse, call one service, render, translate errors
+    ("view",),  # entry point too: `llmwiki view`, the browser page (cli starts it)
     (
         "mcp_server",
         "action",

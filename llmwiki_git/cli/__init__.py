@@ -9,11 +9,12 @@ place (`app.LlmwikiGroup`). One module per command family:
     review.py        review stage | list | show | approve | reject
     sources.py       ingest, compile, retract
     integrations.py  serve, hooks install
+    view.py          view (a browser page: the view extra)
 """
 
 from __future__ import annotations
 
-from . import app, check, integrations, pages, query, review, search, sources  # noqa: F401 - each registers its commands
+from . import app, check, integrations, pages, query, review, search, sources, view  # noqa: F401 - each registers its commands
 from .app import EXIT_INTERNAL, EXIT_INTERRUPTED, LlmwikiGroup, cli
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "LlmwikiGroup", "cli", "main"]
