@@ -209,6 +209,12 @@ def _render_compile(result: CompileResult) -> None:
             f"Model: {result.model}: {plural(usage.requests, 'request')}, {usage.input_tokens} tokens in, "
             f"{usage.output_tokens} out{' (some estimated)' if usage.estimated else ''}."
         )
+    if result.gate is not None:
+        click.echo(
+            f"Nothing staged: approval would refuse this run: {result.gate}. Fix the sources "
+            "(or set the code's severity in [check.severity], docs/check.md), then compile again."
+        )
+        return
     if result.candidate is None:
         click.echo(
             f"Nothing to stage: the pages of {plural(len(result.compiled), 'source')} already read so."

@@ -172,6 +172,12 @@ def _html(name: str, data: bytes) -> Converted:
     title = title_tag.get_text(" ", strip=True) if title_tag is not None else ""
     for tag in soup(_DROPPED_TAGS):
         tag.decompose()
+    from bs4 import Comment, Declaration, Doctype, ProcessingInstruction
+
+    for node in soup.find_all(
+        string=lambda s: isinstance(s, (Comment, Declaration, Doctype, ProcessingInstruction))
+    ):
+        node.extract()  # `<?xml version…?>`, `<!DOCTYPE…>`, comments: no reading text
     for image in soup.find_all("img"):
         if str(image.get("src") or "").startswith("data:"):
             image.decompose()  # inline images as base64: kilobytes of noise in a text source

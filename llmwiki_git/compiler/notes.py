@@ -32,6 +32,7 @@ MAX_SUMMARY_CHARS = 400
 MAX_LINKS = 20
 _WORD = re.compile(r"\w+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_REFERENCE = re.compile(r"\[[^\]]+\]:\s")  # a link reference definition: `[1]: https://…`
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)+")
 
 
@@ -75,7 +76,8 @@ def blocks(source: Source) -> list[Block]:
             continue
         if (
             not stripped
-            or stripped.startswith(("#", "|", "<", "[", "---", "***", "==="))
+            or stripped.startswith(("#", "|", "<", "---", "***", "==="))
+            or _REFERENCE.match(stripped)
             or line.startswith("    ")
         ):
             flush()

@@ -65,6 +65,7 @@ class CompileResult:
     candidate: StagedFiles | None = None
     approved: Approved | None = None
     refusal: str | None = None  # --publish was refused: the candidate is kept
+    gate: str | None = None  # approval would refuse the run: nothing was staged (gate.py)
     usage: Usage = field(default_factory=Usage)
     stale: list[Fed] = field(
         default_factory=list
@@ -80,7 +81,7 @@ class CompileResult:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.refusal else 0
+        return 1 if self.refusal or self.gate else 0
 
     def stale_json(self, blobs: dict[str, str]) -> list[dict[str, Any]]:
         pages: dict[str, list[dict[str, Any]]] = {}
@@ -106,6 +107,7 @@ class CompileResult:
             "candidate": None if self.candidate is None else self.candidate.to_json(),
             "approved": None if self.approved is None else self.approved.to_json(),
             "refusal": self.refusal,
+            "gate": self.gate,
             "usage": self.usage.to_json(),
             "mode": self.mode,
             "dryRun": self.dry_run,
@@ -255,6 +257,11 @@ def compile_wiki(
         result.model,
         result.prompt,
     )
+    from .gate import gate_refusal
+
+    result.gate = gate_refusal(ws, base, writes)
+    if result.gate is not None:  # approval would refuse it: never staged
+        return result
     site = Site.of(ws, "compiling sources")
     try:
         with locked(site):
