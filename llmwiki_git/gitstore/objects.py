@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import GitError
-from .runner import GitRunner
+from .runner import GitRunner, batches
 
 # One record of ``ls-files -z -s -t``: a tag, then "mode blob stage<TAB>" for index entries
 # (tag H, S, M, C...) or nothing for an untracked file (tag "?"), then the path.
@@ -135,17 +135,20 @@ class ObjectReads(GitRunner):
         empty when ``tree`` does not exist (an unborn HEAD)."""
         if not paths:
             return {}
-        out = self.run(
-            "--literal-pathspecs",
-            "ls-tree",
-            "-r",
-            "-z",
-            "--full-tree",
-            "--end-of-options",
-            tree,
-            "--",
-            *paths,
-            check=False,
+        out = b"".join(
+            self.run(
+                "--literal-pathspecs",
+                "ls-tree",
+                "-r",
+                "-z",
+                "--full-tree",
+                "--end-of-options",
+                tree,
+                "--",
+                *chunk,
+                check=False,
+            )
+            for chunk in batches(paths)
         )
         return {entry.path: entry.blob for entry in _tree_entries(out)}
 
