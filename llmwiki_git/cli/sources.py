@@ -194,7 +194,9 @@ def _render_compile(result: CompileResult) -> None:
         )
     if result.mode == "stale" and not result.pages and not result.raced:
         click.echo(
-            f"Nothing staged: {plural(len(result.needs_model), 'stale page')} need a model to rewrite them."
+            f"Nothing staged: {plural(len(result.needs_model), 'stale page')} "
+            f"{'needs' if len(result.needs_model) == 1 else 'need'} a model to rewrite "
+            f"{'it' if len(result.needs_model) == 1 else 'them'}."
         )
         return
     if not result.compiled:
@@ -240,6 +242,8 @@ def _render_compile(result: CompileResult) -> None:
         _note(
             f"  {page.target} ({'new' if page.change == 'add' else 'rewritten'}) from {', '.join(page.sources)}"
         )
+        if page.repairs:
+            _note(f"    repaired: {page.repairs.line()}")
     if result.approved is not None:
         click.echo(f"Approved {staged.candidate_id} (commit {result.approved.commit[:12]}).")
     elif result.refusal:

@@ -156,9 +156,46 @@ def _plain(name: str, data: bytes, kind: str) -> Converted:
     )
 
 
+_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_SETEXT_H1 = re.compile(r"^ {0,3}(\S[^\n]*?)[ \t]*\n {0,3}=+[ \t]*$", re.MULTILINE)
+_NOT_A_TITLE = re.compile(r"copyright|©|\(c\)\s*\d{4}|^\W*$|^!?\[|^<|^https?://", re.IGNORECASE)
+
+
 def _first_heading(text: str) -> str | None:
-    found = re.search(r"^#[ \t]+(.+?)[ \t#]*$", text, re.MULTILINE)
-    return found.group(1).strip() if found else None
+    """The first level-1 heading, ATX (``# Title``) or setext (``Title`` over ``=====``),
+    whichever comes first."""
+    found = [m for m in (_ATX_H1.search(text), _SETEXT_H1.search(text)) if m is not None]
+    if not found:
+        return None
+    first = min(found, key=lambda m: m.start())
+    return _plain_title(first.group(1)) or None
+
+
+def _plain_title(text: str) -> str:
+    """A heading's text without markup: images as their alt text, links as their text, no
+    emphasis or code marks."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return re.sub(r"[*_`]+", "", text).strip()
+
+
+def first_line_title(text: str) -> str | None:
+    """A title when the document names none: its first short line that is no copyright
+    notice, image, markup or bare URL (what a reader sees first)."""
+    for line in text.splitlines()[:40]:
+        line = line.strip()
+        if not line or _NOT_A_TITLE.search(line):
+            continue
+        line = _plain_title(line.strip("# "))
+        if len(line) > 60:  # a sentence: its opening words up to the first comma or stop
+            stop = re.search(r"[,.;:](?:\s|$)", line)
+            line = (
+                line[: stop.start()]
+                if stop is not None and stop.start() <= 60
+                else line[:60].rsplit(" ", 1)[0] + "…"
+            )
+        if len(line) >= 3:
+            return line
+    return None
 
 
 def tidy(text: str) -> str:
@@ -248,7 +285,45 @@ def _pdf(name: str, data: bytes) -> Converted:
         raise InputRefused(
             name, f"is not a readable PDF ({exc.__class__.__name__}: {exc})"
         ) from None
-    text = tidy("\n\n".join(p for p in pages if p))
+    text = tidy("\n\n".join(p for p in without_running_lines(pages) if p))
     return Converted(
         text, "pdf", title.strip() if isinstance(title, str) and title.strip() else None
     )
+
+
+_PAGE_NUMBER = re.compile(r"^\s*(?:page\s+)?[ivxlcdm\d]{1,6}(?:\s*(?:of|/)\s*\d+)?\s*$", re.I)
+# A texinfo/LaTeX running header: "Chapter 3: Utilities 6", "Appendix A: Copying 41".
+_RUNNING_HEAD = re.compile(
+    r"^\s*(?:chapter|section|appendix|part)\s+[\w.]+\s*:?.*\s\d{1,4}\s*$|^\s*\d{1,4}\s+\S.*$",
+    re.IGNORECASE,
+)
+_HYPHENATED = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
+
+
+def without_running_lines(pages: list[str]) -> list[str]:
+    """PDF pages' text without what a printed page repeats: a first or last line that recurs
+    (digits aside) on several pages -- running headers and footers, "Chapter 3: Utilities 6"
+    -- and lines that are only a page number; and with line-end hyphenation joined
+    ("expan-\nsion" -> "expansion")."""
+    split = [page.splitlines() for page in pages]
+
+    def key(line: str) -> str:
+        return re.sub(r"\d+", "#", line.strip().casefold())
+
+    edges: dict[str, int] = {}
+    for lines in split:
+        for line in {key(lines[0]), key(lines[-1])} if lines else set():
+            edges[line] = edges.get(line, 0) + 1
+    repeated = {k for k, n in edges.items() if k and n >= max(3, len(pages) // 4)}
+    kept = []
+    for lines in split:
+        while lines and (
+            key(lines[0]) in repeated
+            or _PAGE_NUMBER.match(lines[0])
+            or (len(lines[0]) < 80 and _RUNNING_HEAD.match(lines[0]) and len(lines) > 3)
+        ):
+            lines = lines[1:]
+        while lines and (key(lines[-1]) in repeated or _PAGE_NUMBER.match(lines[-1])):
+            lines = lines[:-1]
+        kept.append(_HYPHENATED.sub("", "\n".join(lines)))
+    return kept

@@ -29,7 +29,7 @@ from ..publication.document import log_entry
 from ..publication.write import Project, Site, commit_files, locked
 from ..wiki.provenance import in_sources, sources_dir
 from ..wiki.slug import slugify
-from .convert import MAX_INPUT_BYTES, MAX_SOURCE_CHARS, Converted, convert
+from .convert import MAX_INPUT_BYTES, MAX_SOURCE_CHARS, Converted, convert, first_line_title
 from .inputs import Input
 
 MAX_SLUG = 80
@@ -139,7 +139,7 @@ def _source_document(
         cut = text.rfind("\n", 0, MAX_SOURCE_CHARS)
         text = text[: cut if cut > MAX_SOURCE_CHARS // 2 else MAX_SOURCE_CHARS].rstrip() + "\n"
     meta: dict[str, Any] = {
-        "title": converted.title or Path(name).stem,
+        "title": converted.title or first_line_title(text) or Path(name).stem,
         "originalName": name,
         **({"url": url} if url is not None else {}),
         "sourceType": converted.kind,
@@ -218,11 +218,43 @@ def ingest_files(
     site = Site.of(project, "ingesting sources")
     try:
         with locked(site):
-            return _commit(site, planned, folder)
+            first = site.git.rev_parse("HEAD") is None or not site.git.ls_tree_under(
+                "HEAD", f":(top,literal){folder}"
+            )
+            result = _commit(site, planned, folder)
+            if first and result.commit is not None:
+                site.notes.append(layout_note(site.load_wiki(result.commit).root_dir, site))
+            return result
     finally:
         for text in site.notes:
             if note is not None:
                 note(text)
+
+
+def layout_note(root: str, site: Site) -> str:
+    """What the first ingest says: which layout the wiki has, and where llmwiki writes."""
+    from ..wiki.generated import index_path, log_path
+
+    index, log = index_path(root), log_path(site.project_prefix)
+    if root == site.project_prefix:
+        where = (
+            f"pages at {'the repository root' if not root else root + '/'} (the root layout: "
+            "a vault whose notes sit beside llmwiki's)"
+        )
+        instead = (
+            'for a wiki/ folder of its own instead, put wiki_dir = "wiki" in '
+            ".llmwiki/config.toml (and mkdir wiki) before you compile"
+        )
+    else:
+        where = f"pages under {root}/ (the wiki-folder layout)"
+        instead = "set wiki_dir in .llmwiki/config.toml to use another folder"
+    return (
+        f"First sources of this wiki: {where}; compiled notes go to "
+        f"{root + '/' if root else ''}concepts/, sources to {sources_dir(site.project_prefix)}/, "
+        f"the table of contents to {index} and the journal to {log} where llmwiki owns them "
+        f"(else to {site.state_dir.name}/). {instead[0].upper()}{instead[1:]} "
+        '(docs/compile.md, "From nothing").'
+    )
 
 
 def _commit(site: Site, planned: list[tuple[Ingested, bytes]], folder: str) -> IngestResult:

@@ -141,5 +141,11 @@ def clean(text: str) -> str:
     """``text`` safe to quote into a page: no control (C0, C1) or bidirectional-override
     characters, no image, no link but an http(s) URL (:func:`unlink`), no ``[[`` that would
     become a link, no ``^[`` that would read as a citation."""
-    text, _ = unlink(_UNSAFE.sub("", text.replace("\t", " ")))
-    return text.replace("[[", "\\[[").replace("^[", "^\\[")
+    return clean_counted(text)[0]
+
+
+def clean_counted(text: str) -> tuple[str, int]:
+    """:func:`clean`, and how many images, links and unsafe characters it took out."""
+    text, controls = _UNSAFE.subn("", text.replace("\t", " "))
+    text, links = unlink(text)
+    return text.replace("[[", "\\[[").replace("^[", "^\\["), controls + links

@@ -129,6 +129,11 @@ class ObjectReads(GitRunner):
         )
         return _tree_entries(out, ("blob", "commit") if submodules else ("blob",))
 
+    def tree_paths(self, rev: str) -> list[str]:
+        """Every file path of ``rev`` (none when ``rev`` does not exist)."""
+        out = self.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, check=False)
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
     def blob_ids(self, tree: str, paths: list[str]) -> dict[str, str]:
         """Path -> blob id of the given files in ``tree``, with one ``ls-tree`` (looking
         paths up one by one as ``tree:path`` re-reads a large folder's tree each time);

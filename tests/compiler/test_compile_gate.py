@@ -132,3 +132,46 @@ def test_a_candidate_edited_by_hand_says_so_and_how_to_keep_the_edit(
     assert refused.returncode != 0
     assert "edited by hand" in said and "llmwiki review stage" in said, said
     assert "malformed trailer block" not in said
+
+
+def _state_files(repo: Repo) -> set[str]:
+    state = repo.root / ".llmwiki"
+    return {p.relative_to(state).as_posix() for p in state.rglob("*")} if state.exists() else set()
+
+
+def test_approval_prints_approved_and_never_builds_a_whole_index(repo: Repo, prefix: str) -> None:
+    """Issue 36 item 2: approval followed by a whole-wiki embedding (500+ s on a 1,000-page
+    vault with no index). Now a wiki with no search index gets none from an approval (the
+    next `llmwiki index` builds it); one with an index follows by difference."""
+    repo.write("inbox/notes.md", "# Field notes\n\nWe walked along the river for a long time.\n")
+    repo.commit("inbox")
+    assert run(repo, "ingest", "inbox/notes.md").returncode == 0
+    cid = _staged_id(run(repo, "compile"))
+    before = _state_files(repo)
+    approved = run(repo, "review", "approve", cid)
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.startswith(f"Approved {cid}"), approved.stdout
+    assert not any(f.startswith(("bm25", "embeddings")) for f in _state_files(repo) - before)
+    # with an index, the approved page is searchable at once (lexically, by difference)
+    assert run(repo, "index").returncode == 0
+    repo.write("inbox/more.md", "# Kayak trips\n\nPaddling a kayak down the quiet canal.\n")
+    repo.commit("more")
+    assert run(repo, "ingest", "inbox/more.md").returncode == 0
+    cid = _staged_id(run(repo, "compile"))
+    assert run(repo, "review", "approve", cid, "--no-index").returncode == 0
+    found = run(repo, "context", "kayak canal", "--json")
+    assert found.returncode == 0, found.stderr
+    assert "Paddling a kayak" in found.stdout, found.stdout  # the approved note, found
+
+
+def test_review_list_prints_a_long_run_one_path_a_line(repo: Repo, prefix: str) -> None:
+    """Issue 36 item 7: `review list` printed 18 paths on one line."""
+    for name in ("tea", "coffee", "cocoa", "mate"):
+        repo.write(f"inbox/{name}.md", f"# {name.title()}\n\nA drink called {name}, brewed hot.\n")
+    repo.commit("inbox")
+    assert run(repo, "ingest", "inbox").returncode == 0
+    cid = _staged_id(run(repo, "compile"))
+    listed = run(repo, "review", "list").stdout.splitlines()
+    row = next(line for line in listed if line.startswith(cid))
+    assert "4 pages" in row and "concepts/" not in row, row
+    assert sum(1 for line in listed if line.startswith("    ") and "concepts/" in line) == 4
