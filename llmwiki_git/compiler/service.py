@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import ApprovalRefused, UsageError
+from ..errors import ApprovalRefused, Interrupted, UsageError
 from ..gitstore.commits import current_branch
 from ..providers.base import ChatProvider
 from ..providers.registry import make_provider, provider_name
@@ -273,7 +273,12 @@ def compile_wiki(
     else:
         from .concepts import model_writes
 
-        writes, result.pages = model_writes(plan, chat, concurrency=concurrency, progress=progress)
+        try:
+            writes, result.pages = model_writes(
+                plan, chat, concurrency=concurrency, progress=progress
+            )
+        except KeyboardInterrupt as exc:
+            raise Interrupted(spent_before_interrupt(progress.usage, result.model)) from exc
     result.usage = progress.usage
     compiled = [(s.path, s.blob) for s in plan.todo if s.path in result.compiled]
     named = {path for page in result.pages for path in page.sources}
@@ -329,6 +334,16 @@ def compile_wiki(
         except ApprovalRefused as exc:
             result.refusal = exc.message
     return result
+
+
+def spent_before_interrupt(usage: Usage, model: str) -> str:
+    """What Ctrl-C during a model compile says: nothing was staged, and what the requests
+    made so far cost (they are not repeated by a later run's cache: they are spent)."""
+    return (
+        f"nothing was staged; {model} had answered {usage.requests} request(s), "
+        f"{usage.input_tokens} tokens in, {usage.output_tokens} out"
+        f"{' (some estimated)' if usage.estimated else ''}; run `llmwiki compile` again to start over"
+    )
 
 
 def _subject(result: CompileResult) -> str:

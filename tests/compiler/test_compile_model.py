@@ -56,6 +56,8 @@ class Model:
         self.requests: list[tuple[str, str]] = []
         self.broken: str | None = None
         self.bodies: dict[str, str] = {}  # concept -> a page body other than PAGES'
+        self.hold: threading.Event | None = None  # page requests wait for it (a Ctrl-C test)
+        self.holding = threading.Event()  # set once a page request is waiting
         self.together: threading.Barrier | None = None
         self.lock = threading.Lock()
 
@@ -76,6 +78,9 @@ class Model:
             )
         else:
             assert system == PAGE_SYSTEM
+            if self.hold is not None:
+                self.holding.set()
+                self.hold.wait(30)
             concept = re.search(r"^Concept: (.+)$", user, re.MULTILINE).group(1)  # type: ignore[union-attr]
             content = (
                 "```json\n"
@@ -322,3 +327,38 @@ def test_the_compile_summary_names_each_repair(
         and "repaired: 1 citation(s) dropped (merkle.md:900-901); 1 link(s) unlinked (quantum foam)"
         in proc.stderr
     ), proc.stderr
+
+
+def test_ctrl_c_in_a_model_compile_says_what_was_spent_and_that_nothing_was_staged(
+    wiki: tuple[Repo, str], model: Model, server: str
+) -> None:
+    """Issue 36 item 7: Ctrl-C printed only "Interrupted."."""
+    import os
+    import signal
+    import sys
+
+    repo, _ = wiki
+    model.hold = threading.Event()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmwiki_git", "compile", "--concurrency", "1"],
+        cwd=repo.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **os.environ,
+            "OPENAI_BASE_URL": f"{server}/v1",
+            "LLMWIKI_MODEL": "test-model",
+            "LLMWIKI_EMBEDDING_PROVIDER": "none",
+        },
+    )
+    try:
+        assert model.holding.wait(60), "no page request arrived"
+        proc.send_signal(signal.SIGINT)
+    finally:
+        model.hold.set()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "nothing was staged" in err and "openai/test-model had answered" in err, err
+    assert "request(s)" in err and "tokens in" in err, err
+    assert repo.git("branch", "--list", "llmwiki/review/*").strip() == ""
