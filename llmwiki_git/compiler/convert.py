@@ -317,11 +317,9 @@ def without_running_lines(pages: list[str]) -> list[str]:
     repeated = {k for k, n in edges.items() if k and n >= max(3, len(pages) // 4)}
     kept = []
     for lines in split:
-        while lines and (
-            key(lines[0]) in repeated
-            or _PAGE_NUMBER.match(lines[0])
-            or (len(lines[0]) < 80 and _RUNNING_HEAD.match(lines[0]) and len(lines) > 3)
-        ):
+        if len(lines) > 3 and len(lines[0]) < 80 and _RUNNING_HEAD.match(lines[0]):
+            lines = lines[1:]  # only the page's first line reads as a running header
+        while lines and (key(lines[0]) in repeated or _PAGE_NUMBER.match(lines[0])):
             lines = lines[1:]
         while lines and (key(lines[-1]) in repeated or _PAGE_NUMBER.match(lines[-1])):
             lines = lines[:-1]
