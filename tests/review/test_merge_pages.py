@@ -275,3 +275,17 @@ def test_suggest_offers_duplicates_but_never_numbered_or_dated_titles(repo: Repo
         "3 groups of pages" in text.stdout
         and "llmwiki merge-pages wiki/concepts/transformer.md" in text.stdout
     )
+
+
+def test_a_folded_page_titled_by_its_own_h1_becomes_a_section_not_a_second_title() -> None:
+    """Issue 36 item 7: merge-pages put B under a second H1 in A."""
+    from llmwiki_git.wiki.merge import folded
+
+    keep = "---\ntitle: Alpha\n---\n# Alpha\n\nAbout alpha.\n"
+    for fold, section in (
+        ("---\ntitle: Beta\n---\n# Beta\n\nAbout beta.\n## Detail\n", "## Beta\n\nAbout beta.\n"),
+        ("Beta\r\n====\r\n\r\nAbout beta.\r\n", "Beta\r\n---\r\n\r\nAbout beta.\r\n"),
+    ):
+        merged, heading = folded(keep, fold, "Beta")
+        assert heading == "Beta" and section in merged, merged
+        assert sum(1 for line in merged.splitlines() if line.startswith("# ")) == 1, merged
