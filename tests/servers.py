@@ -28,10 +28,15 @@ def serve(handler: Handler, *, keep_alive: bool = False) -> Iterator[tuple[str, 
     class _Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
 
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            self._answer({})  # a document fetched (`llmwiki ingest URL`): no body
+
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
-            body = json.loads(raw) if raw else {}
+            self._answer(json.loads(raw) if raw else {})
+
+        def _answer(self, body: dict[str, Any]) -> None:
             headers = {k.lower(): v for k, v in self.headers.items()}
             recorder.requests.append((self.path, body, headers))
             recorder.client_ports.append(self.client_address[1])

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import UsageError
 from ..publication import kinds
 from ..wording import plural
-from .app import _age, _note, _workspace, cli
+from .app import EXIT_INTERRUPTED, _age, _note, _workspace, cli
+
+if TYPE_CHECKING:
+    from ..review.approve import Approved
 
 
 def plan_lines(plan: dict[str, Any]) -> list[str]:
@@ -149,10 +153,14 @@ def review_list(ctx: click.Context, as_json: bool) -> None:
     for row in rows:
         for note in row.notes:
             click.echo(f"warning: {row.id}: {note}", err=True)
+        many = len(row.targets) > 3  # a compile run of 18 pages: one path a line, not one line
+        target = f"{len(row.targets)} pages" if many else row.target
         click.echo(
-            f"{row.id}  {row.kind or '?'}  {row.target or '?'}  {_age(now - row.committed_at)}  "
+            f"{row.id}  {row.kind or '?'}  {target or '?'}  {_age(now - row.committed_at)}  "
             f"{row.citation_status}  base {row.base[:12] if row.base else '?'}"
         )
+        for path in row.targets if many else ():
+            click.echo(f"    {path}")
     click.echo("Inspect one with `llmwiki review show <id>`.", err=True)
 
 
@@ -210,6 +218,10 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
                 click.echo(
                     f"=== {what} {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ==="
                 )
+                if item.get("repairs"):
+                    click.echo(f"repaired by compile: {item['repairs']}")
+                if item.get("uncited") and what == "page":
+                    click.echo("warning: this page cites no source line; read it before approving")
                 click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
                 click.echo("")
         else:
@@ -234,25 +246,66 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
     is_flag=True,
     help="A retraction only: approve it although links to the pages it deletes break (they are listed).",
 )
+@click.option(
+    "--no-index",
+    "no_index",
+    is_flag=True,
+    help="Do not refresh the search index after approving (reads and `llmwiki index` catch up).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def review_approve(
-    ctx: click.Context, candidate_id: str, allow_broken: bool, as_json: bool
+    ctx: click.Context, candidate_id: str, allow_broken: bool, no_index: bool, as_json: bool
 ) -> None:
     """Publish a candidate: a validated fast-forward of the current branch (the candidate
     commit itself, or the same change replayed on the new tip) plus a commit refreshing
     wiki/index.md and log.md where llmwiki owns them, moved onto the branch at once as one
     transaction. Any refusal changes nothing and exits 1; after a crash, the next llmwiki
-    command finishes or rolls back the approval."""
+    command finishes or rolls back the approval.
+
+    "Approved" is printed as soon as the branch has moved. The search index then follows
+    the approved pages (lexically, embedding at most a few chunks; more waits for the next
+    `llmwiki index`); --no-index skips that, and Ctrl-C during it leaves the approval as it is.
+    """
     from ..review.service import approve_candidate
 
     ws = _workspace(ctx)
-    done = approve_candidate(
-        ws, candidate_id, None if as_json else _note, allow_broken=allow_broken
-    )
+    approved: list[Approved] = []
+
+    def say(done: Approved) -> None:
+        approved.append(done)
+        if not as_json:
+            _say_approved(candidate_id, done)
+            if not no_index and sys.stderr.isatty():
+                click.echo(
+                    "Refreshing the search index (Ctrl-C skips it; the approval stands)…",
+                    err=True,
+                )
+
+    try:
+        done = approve_candidate(
+            ws,
+            candidate_id,
+            None if as_json else _note,
+            allow_broken=allow_broken,
+            on_approved=say,
+            refresh_index=not no_index,
+        )
+    except KeyboardInterrupt:
+        if not approved:
+            raise
+        click.echo(
+            f"\nInterrupted after the approval: {candidate_id} is approved (commit "
+            f"{approved[0].commit[:12]}) and stays so; the search index catches up on the next "
+            "read or `llmwiki index`.",
+            err=True,
+        )
+        ctx.exit(EXIT_INTERRUPTED)
     if as_json:
         click.echo(json.dumps(done.to_json(), indent=2))
-        return
+
+
+def _say_approved(candidate_id: str, done: Approved) -> None:
     if done.already:
         click.echo(
             f"{candidate_id} was already on the branch (commit {done.commit[:12]}); finished its remaining steps."

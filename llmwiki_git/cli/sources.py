@@ -20,29 +20,40 @@ if TYPE_CHECKING:
 
 
 @cli.command()
-@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.argument("inputs", nargs=-1, required=True, metavar="FILE|FOLDER|URL...")
 @click.option("--json", "as_json", is_flag=True, help="Print what was ingested as JSON.")
 @click.pass_context
-def ingest(ctx: click.Context, files: tuple[str, ...], as_json: bool) -> None:
-    """Copy FILE... into sources/<slug>.md as sources to compile from, in one commit.
+def ingest(ctx: click.Context, inputs: tuple[str, ...], as_json: bool) -> None:
+    """Copy documents into sources/<slug>.md as sources to compile from, in one commit.
 
-    Markdown and text are kept as they are, HTML becomes markdown and PDF text (those two
-    need the `ingest` extra). Each source gets frontmatter with its original name, type and
-    size; past 100,000 characters it is cut and marked `truncated: true`. FILE must be a
-    regular file inside the repository (not a symlink, not in a hidden folder); a binary,
-    empty or oversize file is refused, and then nothing is written. Ingesting the same
-    content again changes nothing.
+    Each argument is a file (anywhere: naming it is asking for it to be read), a folder
+    (every .md, .markdown, .txt, .html, .htm, .xhtml and .pdf file in it, recursively;
+    hidden folders and symbolic links left out), or an http(s):// URL (fetched within 30
+    seconds a read and 32 MB, HTML, markdown, text or PDF by its content type). Markdown and
+    text are kept as they are, HTML becomes markdown and PDF text (those two need the
+    `ingest` extra: in a clone, pip install '.[ingest]'). Control characters are removed, and
+    said so; HTML links that are not http(s) (javascript:, data:…) keep only their text.
+    Each source gets frontmatter with its original name, type and size; past 100,000
+    characters it is cut and marked `truncated: true`. A symlink, a binary, empty or oversize
+    file, or a file in the repository's sources/ or a hidden folder is refused, and then
+    nothing is written. Ingesting the same content again changes nothing.
 
     \b
     Examples:
-      llmwiki ingest inbox/paper.pdf inbox/notes.md
-      llmwiki ingest saved/article.html --json
+      llmwiki ingest inbox/paper.pdf ~/Downloads/notes.md
+      llmwiki ingest /usr/share/doc/git/html/ --json
+      llmwiki ingest https://example.org/article.html
     """
     from ..compiler.ingest import ingest_files
+    from ..compiler.inputs import collect
+    from ..wiki.provenance import sources_dir
 
     ws = _workspace(ctx)
     base = ctx.obj["repo"] if ctx.obj["repo"] is not None else Path.cwd()
-    paths = [(Path(os.path.abspath(base / name)), name) for name in files]
+    top = Path(ws.root)
+    paths = collect(
+        Path(os.path.abspath(base)), inputs, [top / ".git", top / sources_dir(ws.project_prefix)]
+    )
     result = ingest_files(ws, paths, None if as_json else _note)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
@@ -183,7 +194,9 @@ def _render_compile(result: CompileResult) -> None:
         )
     if result.mode == "stale" and not result.pages and not result.raced:
         click.echo(
-            f"Nothing staged: {plural(len(result.needs_model), 'stale page')} need a model to rewrite them."
+            f"Nothing staged: {plural(len(result.needs_model), 'stale page')} "
+            f"{'needs' if len(result.needs_model) == 1 else 'need'} a model to rewrite "
+            f"{'it' if len(result.needs_model) == 1 else 'them'}."
         )
         return
     if not result.compiled:
@@ -209,6 +222,12 @@ def _render_compile(result: CompileResult) -> None:
             f"Model: {result.model}: {plural(usage.requests, 'request')}, {usage.input_tokens} tokens in, "
             f"{usage.output_tokens} out{' (some estimated)' if usage.estimated else ''}."
         )
+    if result.gate is not None:
+        click.echo(
+            f"Nothing staged: approval would refuse this run: {result.gate}. Fix the sources "
+            "(or set the code's severity in [check.severity], docs/check.md), then compile again."
+        )
+        return
     if result.candidate is None:
         click.echo(
             f"Nothing to stage: the pages of {plural(len(result.compiled), 'source')} already read so."
@@ -223,6 +242,8 @@ def _render_compile(result: CompileResult) -> None:
         _note(
             f"  {page.target} ({'new' if page.change == 'add' else 'rewritten'}) from {', '.join(page.sources)}"
         )
+        if page.repairs:
+            _note(f"    repaired: {page.repairs.line()}")
     if result.approved is not None:
         click.echo(f"Approved {staged.candidate_id} (commit {result.approved.commit[:12]}).")
     elif result.refusal:

@@ -39,7 +39,7 @@ from ..wiki.slug import parse_target, slugify
 from .modelask import EXTRACT_SCHEMA, PAGE_SCHEMA, Asker, parallel
 from .notes import KIND as NOTE_KIND
 from .notes import link_text, mentioned_pages, name_table
-from .plan import Plan, Written, page_path
+from .plan import Plan, Repairs, Written, page_path
 from .progress import Progress
 from .sources import Source
 
@@ -208,15 +208,20 @@ def _page_request(concept: Concept, existing_text: str | None, targets: list[str
     return "\n".join(parts)
 
 
-def repair_citations(body: str, sources: dict[str, Source]) -> str:
+def repair_citations(
+    body: str, sources: dict[str, Source], dropped: list[str] | None = None
+) -> str:
     """Citation markers kept only for files and lines the run showed (``sources/`` prefixes
-    and ``#L12-L14`` forms normalized); a marker left with nothing is removed."""
+    and ``#L12-L14`` forms normalized); a marker left with nothing is removed. Each part
+    dropped is added to ``dropped`` (the run's repair report)."""
 
     def fix(match: re.Match[str]) -> str:
         kept = []
         for part in re.split(r"[;,]", match.group(1)):
             span = _SPAN.match(part)
             if span is None:
+                if part.strip() and dropped is not None:
+                    dropped.append(part.strip())
                 continue
             name = span.group("file").strip().removeprefix("sources/")
             source = sources.get(name)
@@ -224,6 +229,8 @@ def repair_citations(body: str, sources: dict[str, Source]) -> str:
             end = int(span.group("end") or start)
             if source is not None and 1 <= start <= end <= len(source.lines):
                 kept.append(f"{name}:{start}-{end}")
+            elif dropped is not None:
+                dropped.append(part.strip())
         return f" ^[{', '.join(kept)}]" if kept else ""
 
     return _CITE.sub(fix, body)
@@ -239,11 +246,17 @@ def name_index(wiki: Wiki) -> dict[str, set[str]]:
     return by_name
 
 
-def repair_links(body: str, wiki: Wiki, by_name: dict[str, set[str]] | None = None) -> str:
+def repair_links(
+    body: str,
+    wiki: Wiki,
+    by_name: dict[str, set[str]] | None = None,
+    unlinked: list[str] | None = None,
+) -> str:
     """Links that resolve in ``wiki`` (the wiki with this run's pages) are kept; one that
     names exactly one page by its file name, title or an alias -- singular or plural -- is
-    pointed at it; any other becomes its plain text. No model call. ``by_name`` is
-    :func:`name_index` of ``wiki`` (made here when not given)."""
+    pointed at it; any other becomes its plain text (its target added to ``unlinked``, the
+    run's repair report). No model call. ``by_name`` is :func:`name_index` of ``wiki`` (made
+    here when not given)."""
     by_name = name_index(wiki) if by_name is None else by_name
     lines = body.split("\n")
     for occ in sorted(scan_links(body), key=lambda o: (o.line, o.col), reverse=True):
@@ -270,6 +283,8 @@ def repair_links(body: str, wiki: Wiki, by_name: dict[str, set[str]] | None = No
                 replacement = (
                     f"[[{link}]]" if slugify(label) == slugify(link) else f"[[{link}|{label}]]"
                 )
+        if not replacement.startswith("[[") and unlinked is not None:
+            unlinked.append(occ.target.strip())
         row = lines[occ.line - 1]
         start = occ.col - 1
         lines[occ.line - 1] = row[:start] + replacement + row[start + len(occ.source_text) :]
@@ -430,12 +445,19 @@ def write_pages(
         if body.startswith("---"):
             body = body[parse(body).body_offset :].lstrip("\n") or body
         shown = {name: s for name, s in by_file.items() if s.path not in concept.dropped}
-        body = repair_links(repair_citations(body, shown), after, names)
+        repairs = Repairs()
+        body = repair_links(
+            repair_citations(body, shown, repairs.citations_dropped),
+            after,
+            names,
+            repairs.links_unlinked,
+        )
+        repairs.uncited = "^[" not in body
         document = _document(plan, concept, existing_text, title, summary, body)
         progress.step(concept.target)
         change = "replace" if concept.existing is not None else "add"
         return FileWrite(concept.target, document), Written(
-            concept.target, [s.path for s in concept.sources], change
+            concept.target, [s.path for s in concept.sources], change, repairs
         )
 
     done = parallel(write_one, concepts, concurrency, progress)

@@ -1,12 +1,14 @@
-"""``llmwiki ingest FILE…``: files inside the repository become ``sources/<slug>.md``, in one
+"""``llmwiki ingest FILE|FOLDER|URL…``: documents become ``sources/<slug>.md``, in one
 commit made under the repository lock by the one write transaction.
 
-Every file is read and converted before anything is written, and refused with the reason
-(binary, empty, a symlink, outside the repository, inside ``.git`` or another hidden folder,
-already in ``sources/``, too large): one bad file writes nothing. A file whose source is
-already exactly at ``sources/<slug>.md`` is left alone; when nothing changes, no commit is
-made. Sources are the user's raw material, never pages: the wiki's table of contents does not
-list them and the link checker does not read them.
+Every input is read and converted before anything is written, and refused with the reason
+(binary, empty, a symlink, inside ``.git`` or another hidden folder of the repository,
+already in ``sources/``, too large, a URL of another content type): one bad input writes
+nothing. A file outside the repository is read as named (the user asked for it; the MCP
+server, confined to the repository, never calls this). A file whose source is already
+exactly at ``sources/<slug>.md`` is left alone; when nothing changes, no commit is made.
+Sources are the user's raw material, never pages: the wiki's table of contents does not list
+them and the link checker does not read them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from ..publication.document import log_entry
 from ..publication.write import Project, Site, commit_files, locked
 from ..wiki.provenance import in_sources, sources_dir
 from ..wiki.slug import slugify
-from .convert import MAX_INPUT_BYTES, MAX_SOURCE_CHARS, Converted, convert
+from .convert import MAX_INPUT_BYTES, MAX_SOURCE_CHARS, Converted, convert, first_line_title
+from .inputs import Input
 
 MAX_SLUG = 80
 
@@ -44,6 +47,7 @@ class Ingested:
     chars: int
     truncated: bool
     status: str = "added"
+    stripped: int = 0  # control characters (C0, C1) removed from the text
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +58,7 @@ class Ingested:
             "chars": self.chars,
             "truncated": self.truncated,
             "status": self.status,
+            "controlCharactersRemoved": self.stripped,
         }
 
 
@@ -66,26 +71,22 @@ class IngestResult:
         return {"version": 1, "commit": self.commit, "sources": [f.to_json() for f in self.files]}
 
 
-def _relative_input(top: Path, path: Path, shown: str) -> str:
-    """``path`` (absolute) as a path inside the work tree, refused when it is a symlink, leaves
-    the repository, or lies in ``.git``, another hidden folder or ``sources/``."""
+def _relative_input(top: Path, path: Path, shown: str) -> str | None:
+    """``path`` (absolute) as a path inside the work tree, refused when it is a symlink or
+    lies in ``.git``, another hidden folder or ``sources/``; None when it is outside the
+    repository (read as the user named it, a symlink refused all the same)."""
     real_top = os.path.realpath(top)
     lexical = os.path.normpath(os.path.abspath(path))
+    if os.path.islink(lexical):
+        raise InputRefused(
+            shown, "is a symbolic link", hint="ingest the file it points to by its own path"
+        )
     for base in (str(top), real_top):
         if lexical == base or lexical.startswith(base.rstrip(os.sep) + os.sep):
             rel = os.path.relpath(lexical, base).replace(os.sep, "/")
             break
     else:
-        raise InputRefused(
-            shown,
-            f"is outside the repository {top}",
-            hint="copy it into the repository (any folder; it need not be committed), then ingest "
-            "that copy",
-        )
-    if os.path.islink(lexical):
-        raise InputRefused(
-            shown, "is a symbolic link", hint="ingest the file it points to by its own path"
-        )
+        return None
     try:
         confine.refuse_symlinks(real_top, rel)
     except PathRefused as exc:
@@ -102,7 +103,33 @@ def _relative_input(top: Path, path: Path, shown: str) -> str:
     return rel
 
 
-def _source_document(converted: Converted, name: str, size: int) -> tuple[str, int, bool]:
+def _read(top: Path, item: Input, project_prefix: str) -> bytes:
+    """The bytes of one input: fetched already, or read from its file (bounded, never
+    through a symlink)."""
+    if item.data is not None:
+        return item.data
+    assert item.path is not None
+    rel = _relative_input(top, item.path, item.shown)
+    if rel is not None and in_sources(rel, project_prefix):
+        raise InputRefused(
+            item.shown,
+            f"is already in {sources_dir(project_prefix)}/ (sources are kept as they are)",
+            hint="commit it as it is, or ingest the original file instead",
+        )
+    try:
+        return confine.read_file(
+            top / rel if rel is not None else item.path,
+            max_bytes=MAX_INPUT_BYTES,
+            name=item.shown,
+            nofollow=True,
+        )
+    except PathRefused as exc:
+        raise InputRefused(item.shown, exc.reason) from None
+
+
+def _source_document(
+    converted: Converted, name: str, size: int, url: str | None = None
+) -> tuple[str, int, bool]:
     """The ``sources/<slug>.md`` text: frontmatter (title, original name, type, size,
     truncation) then the converted text, cut at a line end past :data:`MAX_SOURCE_CHARS`."""
     text = converted.text.lstrip("\n")
@@ -112,8 +139,9 @@ def _source_document(converted: Converted, name: str, size: int) -> tuple[str, i
         cut = text.rfind("\n", 0, MAX_SOURCE_CHARS)
         text = text[: cut if cut > MAX_SOURCE_CHARS // 2 else MAX_SOURCE_CHARS].rstrip() + "\n"
     meta: dict[str, Any] = {
-        "title": converted.title or Path(name).stem,
+        "title": converted.title or first_line_title(text) or Path(name).stem,
         "originalName": name,
+        **({"url": url} if url is not None else {}),
         "sourceType": converted.kind,
         "originalBytes": size,
         "truncated": truncated,
@@ -142,31 +170,19 @@ def _slug(name: str, shown: str) -> str:
 
 
 def ingest_files(
-    project: Project, paths: Sequence[tuple[Path, str]], note: Callable[[str], None] | None = None
+    project: Project, inputs: Sequence[Input], note: Callable[[str], None] | None = None
 ) -> IngestResult:
-    """Ingest ``paths`` ((absolute path, the name the user gave) pairs) as one commit on the
-    current branch. Everything is read and converted first; one refused file writes nothing."""
+    """Ingest ``inputs`` (:func:`inputs.collect`) as one commit on the current branch.
+    Everything is read and converted first; one refused input writes nothing."""
     project.require_git("ingesting sources")
     top = Path(project.root)
     folder = sources_dir(project.project_prefix)
     planned: list[tuple[Ingested, bytes]] = []
     seen: dict[str, str] = {}
-    for path, shown in paths:
-        rel = _relative_input(top, path, shown)
-        if in_sources(rel, project.project_prefix):
-            raise InputRefused(
-                shown,
-                f"is already in {folder}/ (sources are kept as they are)",
-                hint="commit it as it is, or ingest the original file instead",
-            )
-        try:
-            data = confine.read_file(
-                top / rel, max_bytes=MAX_INPUT_BYTES, name=shown, nofollow=True
-            )
-        except PathRefused as exc:
-            raise InputRefused(shown, exc.reason) from None
-        name = Path(rel).name
-        target = f"{folder}/{_slug(name, shown)}.md"
+    for item in inputs:
+        data = _read(top, item, project.project_prefix)
+        shown = item.shown
+        target = f"{folder}/{_slug(item.name, shown)}.md"
         if target in seen:
             raise InputRefused(
                 shown,
@@ -175,28 +191,81 @@ def ingest_files(
             )
         seen[target] = shown
         converted = convert(shown, data)
-        document, chars, truncated = _source_document(converted, name, len(data))
+        document, chars, truncated = _source_document(
+            converted, item.name, len(data), shown if item.data is not None else None
+        )
         planned.append(
             (
-                Ingested(shown, target, converted.kind, len(data), chars, truncated),
+                Ingested(
+                    shown,
+                    target,
+                    converted.kind,
+                    len(data),
+                    chars,
+                    truncated,
+                    stripped=converted.stripped,
+                ),
                 document.encode("utf-8"),
             )
         )
+    if note is not None:
+        for done, _ in planned:
+            if done.stripped:
+                note(
+                    f"{done.name}: {done.stripped} control character(s) (C0/C1, e.g. U+0090) "
+                    f"removed from its text in {done.target}"
+                )
     site = Site.of(project, "ingesting sources")
     try:
         with locked(site):
-            return _commit(site, planned)
+            first = site.git.rev_parse("HEAD") is None or not site.git.ls_tree_under(
+                "HEAD", f":(top,literal){folder}"
+            )
+            result = _commit(site, planned, folder)
+            if first and result.commit is not None:
+                site.notes.append(layout_note(site.load_wiki(result.commit).root_dir, site))
+            return result
     finally:
         for text in site.notes:
             if note is not None:
                 note(text)
 
 
-def _commit(site: Site, planned: list[tuple[Ingested, bytes]]) -> IngestResult:
+def layout_note(root: str, site: Site) -> str:
+    """What the first ingest says: which layout the wiki has, and where llmwiki writes."""
+    from ..wiki.generated import index_path, log_path
+
+    index, log = index_path(root), log_path(site.project_prefix)
+    if root == site.project_prefix:
+        where = (
+            f"pages at {'the repository root' if not root else root + '/'} (the root layout: "
+            "a vault whose notes sit beside llmwiki's)"
+        )
+        instead = (
+            'for a wiki/ folder of its own instead, put wiki_dir = "wiki" in '
+            ".llmwiki/config.toml (and mkdir wiki) before you compile"
+        )
+    else:
+        where = f"pages under {root}/ (the wiki-folder layout)"
+        instead = "set wiki_dir in .llmwiki/config.toml to use another folder"
+    return (
+        f"First sources of this wiki: {where}; compiled notes go to "
+        f"{root + '/' if root else ''}concepts/, sources to {sources_dir(site.project_prefix)}/, "
+        f"the table of contents to {index} and the journal to {log} where llmwiki owns them "
+        f"(else to {site.state_dir.name}/). {instead[0].upper()}{instead[1:]} "
+        '(docs/compile.md, "From nothing").'
+    )
+
+
+def _commit(site: Site, planned: list[tuple[Ingested, bytes]], folder: str) -> IngestResult:
     git = site.git
     ref = current_branch(git)  # a detached HEAD refuses before anything is written
     head = git.rev_parse("HEAD")
-    old = git.blob_ids(head, [item.target for item, _ in planned]) if head else {}
+    # the sources folder listed once (naming every path on one command line fails past
+    # some 100,000 files: "Argument list too long")
+    old = (
+        {e.path: e.blob for e in git.ls_tree_under(head, f":(top,literal){folder}")} if head else {}
+    )
     files: dict[str, bytes] = {}
     done: list[Ingested] = []
     for item, data in planned:
@@ -211,6 +280,7 @@ def _commit(site: Site, planned: list[tuple[Ingested, bytes]]) -> IngestResult:
                 item.chars,
                 item.truncated,
                 status,
+                item.stripped,
             )
         )
         if status != "unchanged":

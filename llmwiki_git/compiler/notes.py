@@ -21,7 +21,8 @@ from ..wiki.generated import index_path, log_path
 from ..wiki.model import Page, Wiki
 from ..wiki.provenance import stamp
 from ..wiki.slug import parse_target
-from .sources import Source, clean
+from .plan import Repairs
+from .sources import Source, clean, clean_counted, unlink
 
 PROMPT = "source-note/1"  # the version of this note's recipe, recorded as Llmwiki-Prompt
 MODEL = "offline/source-notes"
@@ -32,6 +33,17 @@ MAX_SUMMARY_CHARS = 400
 MAX_LINKS = 20
 _WORD = re.compile(r"\w+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
+# Text a reader does not keep as a summary or a key passage: licences and copyright notices,
+# a manual's navigation ("Next: … Up: …"), tables of contents (dot leaders), bare URLs.
+_BOILERPLATE = re.compile(
+    r"copyright|\(c\)\s*\d{4}|©|all rights reserved|redistribute it|permission is granted"
+    r"|licensed under|^(?:next|previous|prev|up|contents|table of contents)\b\s*:?"
+    r"|(?:\.\s*){4,}\d|^\W*(?:<?https?://\S+>?\W*)+$",
+    re.IGNORECASE,
+)
+_ENDS_SENTENCE = re.compile(r"[.!?:][\"')\]*_`]*$")
+_REFERENCE = re.compile(r"\[[^\]]+\]:\s")  # a link reference definition: `[1]: https://…`
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)+")
 
 
@@ -73,10 +85,14 @@ def blocks(source: Source) -> list[Block]:
             flush()
             fence = stripped[:3]
             continue
+        if _SETEXT.match(line) and current:  # the paragraph above was a heading
+            current = []
+            continue
         if (
             not stripped
-            or stripped.startswith(("#", "|", "<", "[", "---", "***", "==="))
-            or line.startswith("    ")
+            or stripped.startswith(("#", "|", "<", "---", "***", "==="))
+            or _REFERENCE.match(stripped)
+            or (line.startswith("    ") and not current)  # code cannot interrupt a paragraph
         ):
             flush()
             continue
@@ -111,7 +127,10 @@ def _cut(text: str, limit: int) -> str:
         kept = f"{kept} {sentence}".strip()
     if kept:
         return kept
-    return text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    if cut.count("`") % 2:  # never leave a code span open
+        cut = cut[: cut.rfind("`")].rstrip(",;: ")
+    return cut + "…"
 
 
 def _span(block: Block, kept: str) -> tuple[int, int]:
@@ -124,9 +143,21 @@ def _span(block: Block, kept: str) -> tuple[int, int]:
     )
 
 
+def readable(block: Block) -> bool:
+    """Whether ``block`` says something a reader keeps: not boilerplate (a licence, a
+    copyright line, navigation, a table of contents, a bare URL) and not only images."""
+    text, _ = unlink(block.text)
+    return len(text.strip()) >= 20 and not _BOILERPLATE.search(text)
+
+
 def summary_block(found: Sequence[Block]) -> Block | None:
-    """The first paragraph of prose long enough to say something (else the first block)."""
-    return next((b for b in found if b.prose and len(b.text) >= 40), found[0] if found else None)
+    """The first readable paragraph of prose long enough to say something (else the first
+    readable block, else the first block)."""
+    good = [b for b in found if readable(b)]
+    return next(
+        (b for b in good if b.prose and len(b.text) >= 40),
+        good[0] if good else (found[0] if found else None),
+    )
 
 
 def key_passages(
@@ -138,13 +169,14 @@ def key_passages(
     counts = Counter(w for b in found for w in _words(b.text))
     scored = []
     for index, block in enumerate(found):
-        if block is skip or len(block.text) < 40:
+        if block is skip or len(block.text) < 40 or not readable(block):
             continue
         distinct = set(_words(block.text))
         score = (
             sum(counts[w] for w in distinct)
             / (1 + len(block.text) / 400)
             * (1.0 if block.prose else 0.7)
+            * (1.0 if _ENDS_SENTENCE.search(block.text) else 0.5)  # a whole sentence first
         )
         scored.append((-score, index, block))
     best = sorted(scored)[:limit]
@@ -233,13 +265,26 @@ def link_text(wiki: Wiki, page: Page) -> str | None:
 
 
 def note(
-    source: Source, wiki: Wiki, own_path: str | None = None, names: Names | None = None
+    source: Source,
+    wiki: Wiki,
+    own_path: str | None = None,
+    names: Names | None = None,
+    repairs: Repairs | None = None,
 ) -> str:
     """The source note of ``source`` (a whole page: frontmatter and body). ``own_path`` is
-    where it goes (never linked from itself); ``names`` the run's :func:`name_table`."""
+    where it goes (never linked from itself); ``names`` the run's :func:`name_table`;
+    ``repairs`` counts what quoting took out of the source's text."""
     found = blocks(source)
     first = summary_block(found)
     summary = _cut(first.text, MAX_SUMMARY_CHARS) if first is not None else ""
+    stripped = 0
+
+    def quoted(text: str) -> str:
+        nonlocal stripped
+        text, taken = clean_counted(text)
+        stripped += taken
+        return text
+
     meta = {
         "title": source.title,
         "summary": clean(_cut(summary, 120)) if summary else source.title,
@@ -247,19 +292,22 @@ def note(
     }
     parts = []
     if first is not None:
-        parts.append(f"{clean(summary)} {source.cite(*_span(first, summary))}")
+        parts.append(f"{quoted(summary)} {source.cite(*_span(first, summary))}")
     passages = key_passages(found, first)
     if passages:
         parts.append("## Key passages")
         items = []
         for block in passages:
             kept = _cut(block.text, MAX_PASSAGE_CHARS)
-            items.append(f"- {clean(kept)} {source.cite(*_span(block, kept))}")
+            items.append(f"- {quoted(kept)} {source.cite(*_span(block, kept))}")
         parts.append("\n".join(items))
     links = mentioned_pages(source, wiki, [own_path] if own_path else [], names)
     if links:
         parts.append("## Related pages")
         parts.append("\n".join(f"- [[{link}]]" for link, _ in links))
+    if repairs is not None:
+        repairs.text_stripped += stripped
+        repairs.uncited = first is None and not passages
     head = yaml.safe_dump(
         meta, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False
     )

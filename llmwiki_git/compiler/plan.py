@@ -53,15 +53,66 @@ class Plan:
 
 
 @dataclass
+class Repairs:
+    """What the run changed in a page after it was written, so nobody meets it silently:
+    citations of files or lines the run did not show (dropped), links to no page (made plain
+    text), source text left out of a quote (images, links that cannot resolve, control
+    characters); and whether the page has no citation left (a warning)."""
+
+    citations_dropped: list[str] = field(default_factory=list)
+    links_unlinked: list[str] = field(default_factory=list)
+    text_stripped: int = 0
+    uncited: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.citations_dropped or self.links_unlinked or self.text_stripped or self.uncited
+        )
+
+    def line(self) -> str:
+        """One line: ``2 citations dropped (a.md:9-9, b.md:1-2); 1 link unlinked (x)…``."""
+        parts = []
+        if self.citations_dropped:
+            parts.append(
+                f"{len(self.citations_dropped)} citation(s) dropped "
+                f"({', '.join(self.citations_dropped[:5])})"
+            )
+        if self.links_unlinked:
+            parts.append(
+                f"{len(self.links_unlinked)} link(s) unlinked ({', '.join(self.links_unlinked[:5])})"
+            )
+        if self.text_stripped:
+            parts.append(f"{self.text_stripped} image(s) or link(s) of quoted text made plain")
+        if self.uncited:
+            parts.append("warning: no citation left")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "citationsDropped": self.citations_dropped,
+            "linksUnlinked": self.links_unlinked,
+            "textStripped": self.text_stripped,
+            "uncited": self.uncited,
+        }
+
+
+@dataclass
 class Written:
-    """One page of the run: where, from which sources, and whether it is new."""
+    """One page of the run: where, from which sources, whether it is new, and what was
+    repaired in it."""
 
     target: str
     sources: list[str]
     change: str  # add | replace
+    repairs: Repairs = field(default_factory=Repairs)
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "sources": self.sources, "change": self.change}
+        return {
+            "target": self.target,
+            "sources": self.sources,
+            "change": self.change,
+            "repairs": self.repairs.to_json(),
+        }
 
 
 def page_path(wiki: Wiki, slug: str, taken: set[str]) -> str:

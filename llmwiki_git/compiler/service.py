@@ -26,7 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ApprovalRefused, UsageError
+import yaml
+
+from ..errors import ApprovalRefused, Interrupted, UsageError
 from ..gitstore.commits import current_branch
 from ..providers.base import ChatProvider
 from ..providers.registry import make_provider, provider_name
@@ -40,7 +42,15 @@ from ..review.stagefiles import FileWrite, StagedFiles, stage_locked
 from ..wiki.provenance import Fed, sources_dir
 from ..wiki.slug import slugify
 from . import notes
-from .plan import Plan, Written, make_plan, page_path, still_stale, still_to_do
+from .plan import (
+    Plan,
+    Repairs,
+    Written,
+    make_plan,
+    page_path,
+    still_stale,
+    still_to_do,
+)
 from .progress import Progress, Usage
 
 OFFLINE = OFFLINE_CHAT  # the provider that means: no model, source notes
@@ -65,6 +75,7 @@ class CompileResult:
     candidate: StagedFiles | None = None
     approved: Approved | None = None
     refusal: str | None = None  # --publish was refused: the candidate is kept
+    gate: str | None = None  # approval would refuse the run: nothing was staged (gate.py)
     usage: Usage = field(default_factory=Usage)
     stale: list[Fed] = field(
         default_factory=list
@@ -80,7 +91,7 @@ class CompileResult:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.refusal else 0
+        return 1 if self.refusal or self.gate else 0
 
     def stale_json(self, blobs: dict[str, str]) -> list[dict[str, Any]]:
         pages: dict[str, list[dict[str, Any]]] = {}
@@ -106,6 +117,7 @@ class CompileResult:
             "candidate": None if self.candidate is None else self.candidate.to_json(),
             "approved": None if self.approved is None else self.approved.to_json(),
             "refusal": self.refusal,
+            "gate": self.gate,
             "usage": self.usage.to_json(),
             "mode": self.mode,
             "dryRun": self.dry_run,
@@ -119,21 +131,36 @@ def offline_writes(plan: Plan, progress: Progress) -> tuple[list[FileWrite], lis
     has one, else a new page named after the source."""
     writes, written = [], []
     taken: set[str] = set()
-    names = notes.name_table(plan.wiki, plan.project_prefix)
+    targets = []
     for source in plan.todo:
         existing = [
             f.page for f in plan.provenance.feeds(source.path) if plan.kind_of(f.page) == notes.KIND
         ]
-        target = (
+        targets.append(
             existing[0]
             if existing
             else page_path(
                 plan.wiki, slugify(source.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]), taken
             )
         )
-        writes.append(FileWrite(target, notes.note(source, plan.wiki, target, names)))
+    # The run's own notes are pages too: a first run links its notes to one another
+    # ("related pages"), as later runs link them to the notes already there.
+    after = plan.wiki
+    for source, target in zip(plan.todo, targets, strict=True):
+        if target not in after.by_path:
+            stub = yaml.safe_dump({"title": source.title}, allow_unicode=True, width=10**6)
+            after = after.with_page(target, f"---\n{stub}---\n")
+    names = notes.name_table(after, plan.project_prefix)
+    for source, target in zip(plan.todo, targets, strict=True):
+        repairs = Repairs()
+        writes.append(FileWrite(target, notes.note(source, after, target, names, repairs)))
         written.append(
-            Written(target, [source.path], "replace" if target in plan.wiki.by_path else "add")
+            Written(
+                target,
+                [source.path],
+                "replace" if target in plan.wiki.by_path else "add",
+                repairs,
+            )
         )
         progress.step(source.path)
     return writes, written
@@ -159,8 +186,9 @@ def stale_writes(
             (needs_model if chat is None else by_model).append(page)
     progress.restart("compiling", len(as_notes))
     for page, source in as_notes:
-        writes.append(FileWrite(page, notes.note(source, plan.wiki, page, names)))
-        written.append(Written(page, [source.path], "replace"))
+        repairs = Repairs()
+        writes.append(FileWrite(page, notes.note(source, plan.wiki, page, names, repairs)))
+        written.append(Written(page, [source.path], "replace", repairs))
         progress.step(page)
     if by_model and chat is not None:
         from .concepts import asker, page_concepts, write_pages
@@ -245,7 +273,12 @@ def compile_wiki(
     else:
         from .concepts import model_writes
 
-        writes, result.pages = model_writes(plan, chat, concurrency=concurrency, progress=progress)
+        try:
+            writes, result.pages = model_writes(
+                plan, chat, concurrency=concurrency, progress=progress
+            )
+        except KeyboardInterrupt as exc:
+            raise Interrupted(spent_before_interrupt(progress.usage, result.model)) from exc
     result.usage = progress.usage
     compiled = [(s.path, s.blob) for s in plan.todo if s.path in result.compiled]
     named = {path for page in result.pages for path in page.sources}
@@ -255,6 +288,11 @@ def compile_wiki(
         result.model,
         result.prompt,
     )
+    from .gate import gate_refusal
+
+    result.gate = gate_refusal(ws, base, writes)
+    if result.gate is not None:  # approval would refuse it: never staged
+        return result
     site = Site.of(ws, "compiling sources")
     try:
         with locked(site):
@@ -298,12 +336,29 @@ def compile_wiki(
     return result
 
 
+def spent_before_interrupt(usage: Usage, model: str) -> str:
+    """What Ctrl-C during a model compile says: nothing was staged, and what the requests
+    made so far cost (they are not repeated by a later run's cache: they are spent)."""
+    return (
+        f"nothing was staged; {model} had answered {usage.requests} request(s), "
+        f"{usage.input_tokens} tokens in, {usage.output_tokens} out"
+        f"{' (some estimated)' if usage.estimated else ''}; run `llmwiki compile` again to start over"
+    )
+
+
 def _subject(result: CompileResult) -> str:
     pages, sources = len(result.pages), len(result.compiled)
     return f"llmwiki: compile {pages} page{'s' if pages != 1 else ''} from {sources} source{'s' if sources != 1 else ''}"
 
 
+#: The heading of the repair report in a run's commit message (``review show`` reads it).
+REPAIRS_HEADING = "Repairs:"
+
+
 def _body(result: CompileResult) -> str:
     lines = ["Sources:", *[f"- {p}" for p in result.compiled], "", "Pages:"]
     lines += [f"- {p.target} ({'new' if p.change == 'add' else 'rewritten'})" for p in result.pages]
+    repaired = [p for p in result.pages if p.repairs]
+    if repaired:
+        lines += ["", REPAIRS_HEADING, *[f"- {p.target}: {p.repairs.line()}" for p in repaired]]
     return "\n".join(lines)

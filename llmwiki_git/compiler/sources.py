@@ -16,7 +16,18 @@ SOURCE_EXTS = (".md", ".markdown", ".txt")
 MAX_SOURCE_BYTES = (
     4 * 1024 * 1024
 )  # a source larger than this (ingest keeps 100,000 characters) is skipped
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, DEL, and the bidirectional marks and overrides: never quoted into a page.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Markdown images and inline links (link text may hold one level of brackets), and
+# reference-style links ``[text][ref]``: a quote keeps a link only when it is an http(s) URL,
+# which resolves anywhere; a relative path or an anchor names a file or heading of the
+# source's own site, never a page of the wiki (it would be a broken link on approval).
+_IMAGE = re.compile(r"!\[(?:[^\[\]]|\[[^\[\]]*\])*\]\([^()\s]*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
+_LINK = re.compile(
+    r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])*)\]"
+    r"(?:\((?P<url>(?:[^()\s]|\([^()\s]*\))*)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)|\[(?P<ref>[^\[\]]*)\])"
+)
+_WEB = re.compile(r"https?://[^\s]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -103,8 +114,38 @@ def read_sources(
     return found, skipped
 
 
+def unlink(text: str) -> tuple[str, int]:
+    """``text`` with its images dropped and every link that is not an http(s) URL (a
+    relative path, an ``#anchor``, a reference, ``javascript:``, ``data:``…) turned into its
+    plain text; and how many were changed (the run's repair report counts them)."""
+    changed = 0
+
+    def image(_: re.Match[str]) -> str:
+        nonlocal changed
+        changed += 1
+        return ""
+
+    def link(match: re.Match[str]) -> str:
+        nonlocal changed
+        url = match.group("url")
+        if url is not None and _WEB.match(url):
+            return match.group()
+        changed += 1
+        return match.group("text")
+
+    text = _LINK.sub(link, _IMAGE.sub(image, text))
+    return re.sub(r"[ \t]{2,}", " ", text) if changed else text, changed
+
+
 def clean(text: str) -> str:
-    """``text`` safe to quote into a page: no control or bidirectional-override characters,
-    no ``[[`` that would become a link, no ``^[`` that would read as a citation."""
-    text = _UNSAFE.sub("", text.replace("\t", " "))
-    return text.replace("[[", "\\[[").replace("^[", "^\\[")
+    """``text`` safe to quote into a page: no control (C0, C1) or bidirectional-override
+    characters, no image, no link but an http(s) URL (:func:`unlink`), no ``[[`` that would
+    become a link, no ``^[`` that would read as a citation."""
+    return clean_counted(text)[0]
+
+
+def clean_counted(text: str) -> tuple[str, int]:
+    """:func:`clean`, and how many images, links and unsafe characters it took out."""
+    text, controls = _UNSAFE.subn("", text.replace("\t", " "))
+    text, links = unlink(text)
+    return text.replace("[[", "\\[[").replace("^[", "^\\["), controls + links

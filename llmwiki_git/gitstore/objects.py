@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import GitError
-from .runner import GitRunner
+from .runner import GitRunner, batches
 
 # One record of ``ls-files -z -s -t``: a tag, then "mode blob stage<TAB>" for index entries
 # (tag H, S, M, C...) or nothing for an untracked file (tag "?"), then the path.
@@ -129,23 +129,31 @@ class ObjectReads(GitRunner):
         )
         return _tree_entries(out, ("blob", "commit") if submodules else ("blob",))
 
+    def tree_paths(self, rev: str) -> list[str]:
+        """Every file path of ``rev`` (none when ``rev`` does not exist)."""
+        out = self.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", rev, check=False)
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
     def blob_ids(self, tree: str, paths: list[str]) -> dict[str, str]:
         """Path -> blob id of the given files in ``tree``, with one ``ls-tree`` (looking
         paths up one by one as ``tree:path`` re-reads a large folder's tree each time);
         empty when ``tree`` does not exist (an unborn HEAD)."""
         if not paths:
             return {}
-        out = self.run(
-            "--literal-pathspecs",
-            "ls-tree",
-            "-r",
-            "-z",
-            "--full-tree",
-            "--end-of-options",
-            tree,
-            "--",
-            *paths,
-            check=False,
+        out = b"".join(
+            self.run(
+                "--literal-pathspecs",
+                "ls-tree",
+                "-r",
+                "-z",
+                "--full-tree",
+                "--end-of-options",
+                tree,
+                "--",
+                *chunk,
+                check=False,
+            )
+            for chunk in batches(paths)
         )
         return {entry.path: entry.blob for entry in _tree_entries(out)}
 

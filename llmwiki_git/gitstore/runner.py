@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..errors import GitError
@@ -89,3 +89,24 @@ class GitRunner:
 
     def text(self, *args: str) -> str:
         return self.run(*args).decode("utf-8", "surrogateescape").strip()
+
+
+#: Bytes of paths named on one git command line. Linux's smallest argument limit is 128 KiB,
+#: shared with the environment; a write of 100,000 files names some 5 MB of paths, which
+#: fails as one command ("Argument list too long"), so paths go in batches this size.
+ARG_BYTES = 32 * 1024
+
+
+def batches(args: Sequence[str], limit: int = ARG_BYTES) -> list[list[str]]:
+    """``args`` in order, in runs whose encoded size stays within ``limit`` bytes (a longer
+    single argument is a run of its own)."""
+    runs: list[list[str]] = []
+    size = limit + 1
+    for arg in args:
+        n = len(arg.encode("utf-8", "surrogateescape")) + 1
+        if size + n > limit:
+            runs.append([])
+            size = 0
+        runs[-1].append(arg)
+        size += n
+    return runs

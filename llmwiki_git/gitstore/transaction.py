@@ -51,6 +51,7 @@ from ..errors import (
     RefChanged,
 )
 from .git import Git
+from .runner import batches
 
 JOURNAL = "transaction.json"
 POINTS = ("built", "journal", "ref", "file", "files", "index", "refs")
@@ -224,7 +225,10 @@ def _entries(git: Git, rev: str | None, paths: Sequence[str]) -> dict[str, tuple
     """{path: (mode, blob)} of ``paths`` at ``rev`` (None: no commit)."""
     if rev is None or not paths:
         return {}
-    out = git.run("ls-tree", "-z", "--full-tree", rev, "--", *[f":(top,literal){p}" for p in paths])
+    out = b"".join(
+        git.run("ls-tree", "-z", "--full-tree", rev, "--", *chunk)
+        for chunk in batches([f":(top,literal){p}" for p in paths])
+    )
     found = {}
     for record in out.split(b"\0"):
         if record:
@@ -235,7 +239,10 @@ def _entries(git: Git, rev: str | None, paths: Sequence[str]) -> dict[str, tuple
 
 
 def _index_entries(git: Git, paths: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
-    out = git.run("ls-files", "-s", "-z", "--", *[f":(top,literal){p}" for p in paths])
+    out = b"".join(
+        git.run("ls-files", "-s", "-z", "--", *chunk)
+        for chunk in batches([f":(top,literal){p}" for p in paths])
+    )
     found: dict[str, list[tuple[str, str, str]]] = {}
     for record in out.split(b"\0"):
         if record:
@@ -261,16 +268,19 @@ def changed_paths(git: Git, old: str | None, new: str) -> list[str]:
 def _status(git: Git, paths: Sequence[str]) -> list[tuple[str, str]]:
     if not paths:
         return []
-    out = git.run(
-        "--no-optional-locks",
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--ignored",
-        "--no-renames",
-        "--",
-        *[f":(top,literal){p}" for p in paths],
+    out = b"".join(
+        git.run(
+            "--no-optional-locks",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignored",
+            "--no-renames",
+            "--",
+            *chunk,
+        )
+        for chunk in batches([f":(top,literal){p}" for p in paths])
     )
     return [
         (rec[:2].decode(), rec[3:].decode("utf-8", "surrogateescape"))

@@ -119,7 +119,10 @@ def list_candidates(git: Git) -> list[Candidate]:
         parsed = parse_trailers(found.get(commit, {}))
         candidate = Candidate(candidate_id, commit, parsed, subject, stamp)
         if parsed is None:
-            candidate.notes.append("malformed trailers: cannot be approved")
+            edited = edited_by_hand(git, candidate)
+            candidate.notes.append(
+                "malformed trailers: cannot be approved" if edited is None else edited.message
+            )
         elif parsed.candidate != candidate_id:
             candidate.notes.append(
                 f"trailer names candidate {parsed.candidate!r}, not the branch's id"
@@ -260,6 +263,10 @@ def validate(
     file it lists (:func:`_validate_files`); ``project_prefix`` names the project folder
     whose ``sources/`` no candidate may write (None: the wiki root's parent rules are enough)."""
     t = candidate.trailers
+    if t is None:
+        edited = edited_by_hand(git, candidate)
+        if edited is not None:
+            return edited
     if t is None or candidate.notes:
         return Malformed(
             "malformed",
@@ -317,6 +324,40 @@ def _name_refusal(candidate: Candidate, t: Trailers) -> Malformed | None:
             return Malformed(
                 "control-character-name",
                 f"candidate {candidate.id} writes {visible(target)}: {why}; reject it",
+            )
+    return None
+
+
+#: How far back a hand-edited candidate branch is searched for the commit llmwiki staged.
+_HAND_EDITS = 20
+HAND_EDIT_HINT = (
+    "approval takes a candidate only exactly as llmwiki staged it. To keep your version, "
+    "put the page in the work tree (`git show {branch}:<page> > <page>`), stage it as a page "
+    "edit of its own with `llmwiki review stage <page>`, then reject this candidate "
+    "(`llmwiki review reject {id}`)"
+)
+
+
+def edited_by_hand(git: Git, candidate: Candidate) -> Malformed | None:
+    """A candidate branch whose tip has no trailers but an ancestor llmwiki staged under this
+    id: someone committed on top of it by hand. Refused like any malformed candidate, with a
+    message that says so and how to keep the edit (None: not such a branch)."""
+    commit = candidate.commit
+    for count in range(1, _HAND_EDITS + 1):
+        parents = git.parents(commit)
+        if not parents:
+            return None
+        commit = parents[0]
+        parsed = parse_trailers(read_trailers(git, [commit]).get(commit, {}))
+        if parsed is not None:
+            if parsed.candidate != candidate.id:
+                return None
+            branch = candidate.ref.removeprefix("refs/heads/")
+            return Malformed(
+                "candidate-edited",
+                f"candidate {candidate.id} was edited by hand after staging ({count} "
+                f"commit(s) on top of the one llmwiki staged); "
+                + HAND_EDIT_HINT.format(branch=branch, id=candidate.id),
             )
     return None
 

@@ -278,9 +278,15 @@ def _commit(
         site.notes[said:] = [
             n for n in site.notes[said:] if not n.startswith(G.index_path(wiki.root_dir) + " ")
         ]
+        own = G.index_path(wiki.root_dir)
+        did = (
+            "llmwiki rewrote only its links to moved files"
+            if own in files
+            else "llmwiki left it as it is (no link in it named a moved file)"
+        )
         site.notes.append(
-            f"{G.index_path(wiki.root_dir)} is your own page: llmwiki rewrote only its links to moved "
-            f"files; its generated table of contents goes to {site.state_dir.name}/{G.INDEX}"
+            f"{own} is your own page: {did}; its generated table of contents goes to "
+            f"{site.state_dir.name}/{G.INDEX}"
         )
     # A move creates no table of contents or journal the wiki did not have: those go to
     # llmwiki's own copies in the state folder, as where the user owns the files.

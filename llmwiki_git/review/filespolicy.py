@@ -83,7 +83,9 @@ def evaluate_files(
         if (ABSENT if data is None else body_digest(data)) != f.body_digest:
             return refuse(
                 "candidate-edited",
-                f"candidate-edited: {f.target} of {cid} no longer matches its digest; {restage}",
+                f"candidate-edited: {f.target} of {cid} no longer matches its digest (it was "
+                f"changed after staging); {restage}; to keep a hand edit instead, "
+                f"stage it as a page edit of its own with `llmwiki review stage {f.target}`",
             )
         if data is not None:
             bad = acceptance_problem(

@@ -56,6 +56,15 @@ def _generated(ws: ReviewProject, tip: str, wiki_root: str) -> set[str]:
     }
 
 
+def at_configured_severity(ws: ReviewProject, result: CheckResult) -> CheckResult:
+    """``result`` with the repository's ``[check.severity]`` applied, exactly as ``llmwiki
+    check`` applies it: a code set to ``warning`` never refuses an approval, one set ``off``
+    is not reported (``unchecked-page`` cannot be changed)."""
+    from ..checks.severity import apply, severities
+
+    return apply(result, severities(ws.settings.check_severity))
+
+
 def _without(result: CheckResult, paths: set[str]) -> CheckResult:
     return CheckResult(result.checked, [p for p in result.problems if p.path not in paths])
 
@@ -94,6 +103,7 @@ def link_outcome_many(
     after = fail_closed(
         after, after, {target for target, document in writes.items() if document is not None}
     )
+    before, after = at_configured_severity(ws, before), at_configured_severity(ws, after)
     fresh = new_problems(before, after)
     fresh_keys = {id(p) for p in fresh.problems}
     return LinkOutcome(

@@ -262,9 +262,11 @@ def _pages(git: Git, candidate: Candidate, tip: str | None) -> list[dict[str, An
     t = candidate.trailers
     assert t is not None
     against = tip or t.base
+    repaired = repair_report(git.commit_body(candidate.commit))
     pages = []
     for f in t.files:
         diff = git.text_diff(against, candidate.commit, f":(top,literal){f.target}")
+        data = git.read_blob_at(candidate.commit, f.target) if f.target.endswith(".md") else None
         pages.append(
             {
                 "target": f.target,
@@ -272,9 +274,27 @@ def _pages(git: Git, candidate: Candidate, tip: str | None) -> list[dict[str, An
                 "precondition": f.precondition,
                 "bodyDigest": f.body_digest,
                 "diff": diff,
+                "repairs": repaired.get(f.target),
+                "uncited": data is not None and b"^[" not in data,
             }
         )
     return pages
+
+
+def repair_report(body: str) -> dict[str, str]:
+    """page -> what compile repaired in it, from the ``Repairs:`` section of a run's commit
+    message (compiler/service.py writes it: citations dropped, links unlinked, text stripped)."""
+    found: dict[str, str] = {}
+    lines = body.splitlines()
+    if "Repairs:" not in lines:
+        return found
+    for line in lines[lines.index("Repairs:") + 1 :]:
+        if not line.startswith("- "):
+            break
+        target, sep, what = line[2:].partition(": ")
+        if sep:
+            found[target] = what
+    return found
 
 
 def approve_candidate(
@@ -283,9 +303,13 @@ def approve_candidate(
     note: Callable[[str], None] | None = None,
     *,
     allow_broken: bool = False,
+    on_approved: Callable[[Approved], None] | None = None,
+    refresh_index: bool = True,
 ) -> Approved:
     """Approve a candidate (see review.approve); ``allow_broken`` only for a retraction,
-    whose deleted pages may leave links broken."""
+    whose deleted pages may leave links broken. ``on_approved`` is called as soon as the
+    branch has moved (the CLI prints "Approved" then); the search index follows afterwards
+    (:func:`refresh_search_index`) unless ``refresh_index`` is False."""
     git = ws.require_git("approving candidates")
     if allow_broken:
         candidate = get(git, candidate_id)
@@ -294,16 +318,28 @@ def approve_candidate(
             raise UsageError(
                 f"--allow-broken applies to {' and '.join(allowed)} only, "
                 f"and {candidate_id} is not one",
-                hint="fix the links the candidate breaks, or approve the pages they need first",
+                hint="to approve a run whose links break, fix them in the sources and compile "
+                "again, or set the code's severity in [check.severity] (docs/check.md)",
             )
     done = approve(ws, candidate_id, pending_index(git), note, allow_broken=allow_broken)
+    if on_approved is not None:
+        on_approved(done)
+    if refresh_index:
+        refresh_search_index(ws)
+    return done
+
+
+def refresh_search_index(ws: ReviewProject) -> None:
+    """After an approval (the branch has moved; nothing here can undo it): the search index
+    follows the approved pages as a read does -- only the changed pages, lexically at once,
+    embedding at most a few chunks (``refresh.ON_THE_FLY_CHUNKS``) and saving; more to embed,
+    or no index yet, waits for the next ``llmwiki index`` (reads rank the new pages lexically
+    meanwhile). It never embeds the whole wiki: on a 1,000-page vault with no index that took
+    over 500 s after "approve" (issue 36)."""
     try:
-        ws.retrieval().index(
-            page=False
-        )  # the search index only: the commit wrote the table of contents
+        ws.retrieval().load()
     except BEST_EFFORT_ERRORS:  # the approval stands; `llmwiki index` catches up
         pass
-    return done
 
 
 def reject_candidate(ws: ReviewProject, candidate_id: str) -> Rejected:

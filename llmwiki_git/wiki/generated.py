@@ -121,6 +121,26 @@ def paths_for(
     notes = []
     own_index = owned(git, top, index_rel, head, "index")
     own_log = owned(git, top, log_rel, head, "log")
+    if (
+        wiki_root == project_prefix
+        and (own_index or own_log)
+        and _holds_notes(git, head, wiki_root)
+    ):
+        # A vault (pages at the root beside the user's own notes): llmwiki never adds a note
+        # the user did not ask for -- an absent index.md or log.md stays absent.
+        for rel, name in ((index_rel, INDEX), (log_rel, LOG)):
+            if not _versions(git, top, rel, head):
+                notes += notice(
+                    state_dir,
+                    f"absent-{name}",
+                    f"this vault has no {rel}, and llmwiki adds no note you did not ask for: "
+                    f"its {'table of contents' if name == INDEX else 'journal'} goes to "
+                    f"{state_dir.name}/{name} (commit an empty {rel} to have it kept there)",
+                )
+                if name == INDEX:
+                    own_index = False
+                else:
+                    own_log = False
     if not own_index:
         notes += notice(
             state_dir,
@@ -141,6 +161,24 @@ def paths_for(
         state_dir / INDEX,
         state_dir / LOG,
         notes,
+    )
+
+
+def _holds_notes(git: Git | None, head: str | None, root: str) -> bool:
+    """Whether the folder ``root`` holds notes at ``head`` (a ``.md`` file other than
+    ``index.md``, ``log.md`` and the ``sources/``): a vault of the user's, not a wiki llmwiki
+    starts from nothing."""
+    if git is None or head is None:
+        return False
+    prefix = f"{root}/" if root else ""
+    skip = {f"{prefix}{INDEX}", f"{prefix}{LOG}"}
+    if root:
+        paths = [e.path for e in git.ls_tree_under(head, f":(top,literal){root}")]
+    else:  # the whole tree
+        paths = git.tree_paths(head)
+    return any(
+        p.lower().endswith(".md") and p not in skip and not p.startswith(f"{prefix}sources/")
+        for p in paths
     )
 
 

@@ -132,6 +132,18 @@ def section_heading(title: str, body: str) -> tuple[str, bool]:
     return title, True
 
 
+_OPENING_ATX = re.compile(r"\A((?:[ \t]*\r?\n)*) {0,3}#(?=[ \t])")
+_OPENING_SETEXT = re.compile(r"\A((?:[ \t]*\r?\n)*[^\r\n]+\r?\n {0,3})=+(?=[ \t]*(?:\r?\n|\Z))")
+
+
+def _demoted_opening(body: str) -> str:
+    """``body`` with its opening level-1 heading made level 2 (``# T`` -> ``## T``, a setext
+    ``===`` underline -> ``---``); the rest byte for byte."""
+    if _OPENING_ATX.match(body):
+        return _OPENING_ATX.sub(lambda m: m.group(1) + "##", body, count=1)
+    return _OPENING_SETEXT.sub(lambda m: m.group(1) + "---", body, count=1)
+
+
 def folded(keep_text: str, fold_text: str, title: str) -> tuple[str, str]:
     """A's text with B's body appended under its section heading (A's line ends; B's body
     byte for byte, its leading blank lines dropped), and that heading's text."""
@@ -140,6 +152,8 @@ def folded(keep_text: str, fold_text: str, title: str) -> tuple[str, str]:
     body = fold_text[offset:] if offset else fold_text.removeprefix("\ufeff")
     body = body.lstrip("\r\n")
     heading, write = section_heading(title, body)
+    if not write:  # B's own "# Title" becomes a section of A, not a second title
+        body = _demoted_opening(body)
     section = (f"## {heading}{nl}{nl}" if write else "") + body
     out = keep_text if keep_text.endswith(("\n", "\r")) or not keep_text else keep_text + nl
     out = out + (nl if out.strip() else "") + section

@@ -55,6 +55,9 @@ class Model:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str]] = []
         self.broken: str | None = None
+        self.bodies: dict[str, str] = {}  # concept -> a page body other than PAGES'
+        self.hold: threading.Event | None = None  # page requests wait for it (a Ctrl-C test)
+        self.holding = threading.Event()  # set once a page request is waiting
         self.together: threading.Barrier | None = None
         self.lock = threading.Lock()
 
@@ -75,11 +78,18 @@ class Model:
             )
         else:
             assert system == PAGE_SYSTEM
+            if self.hold is not None:
+                self.holding.set()
+                self.hold.wait(30)
             concept = re.search(r"^Concept: (.+)$", user, re.MULTILINE).group(1)  # type: ignore[union-attr]
             content = (
                 "```json\n"
                 + json.dumps(
-                    {"title": concept, "summary": f"About {concept}.", "body": PAGES[concept]}
+                    {
+                        "title": concept,
+                        "summary": f"About {concept}.",
+                        "body": self.bodies.get(concept, PAGES[concept]),
+                    }
                 )
                 + "\n```"
             )
@@ -273,3 +283,82 @@ def test_a_concept_named_like_the_table_of_contents_gets_a_page_of_its_own(
     targets = [p["target"] for p in json.loads(proc.stdout)["pages"]]
     # never the table of contents; and a name of its own ([[index]] keeps reaching the index page)
     assert f"{prefix}concepts/index-2.md" in targets and f"{prefix}index.md" not in targets
+
+
+def test_every_repair_is_reported_in_the_summary_and_in_review_show(
+    wiki: tuple[Repo, str], model: Model, server: str
+) -> None:
+    """Issue 36 item 3: citations of lines that do not exist dropped and links to no page
+    unlinked, silently, leaving a page with no citation that `review show` passed."""
+    repo, prefix = wiki
+    model.bodies["Leader election"] = (
+        "Raft elects a leader, part of everyday work ^[raft.md:99990-99999] and "
+        "^[nonexistent.md:1-2]; see [[no-such-page]]."
+    )
+    proc = compile_(repo, server, "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    pages = {p["target"]: p for p in out["pages"]}
+    election = pages[f"{prefix}concepts/leader-election.md"]["repairs"]
+    assert election["citationsDropped"] == ["raft.md:99990-99999", "nonexistent.md:1-2"]
+    assert election["linksUnlinked"] == ["no-such-page"] and election["uncited"] is True
+    merkle = pages[f"{prefix}concepts/merkle-tree.md"]["repairs"]
+    assert merkle["citationsDropped"] == ["merkle.md:900-901"]
+    assert merkle["linksUnlinked"] == ["quantum foam"] and merkle["uncited"] is False
+    cid = out["candidate"]["id"]
+    shown = repo.llmwiki("review", "show", cid)
+    assert shown.returncode == 0, shown.stderr
+    assert "repaired by compile: 2 citation(s) dropped (raft.md:99990-99999" in shown.stdout
+    assert "1 link(s) unlinked (no-such-page)" in shown.stdout
+    assert "warning: this page cites no source line" in shown.stdout
+    shown_json = json.loads(repo.llmwiki("review", "show", cid, "--json").stdout)
+    uncited = [p["target"] for p in shown_json["pages"] if p["uncited"]]
+    assert uncited == [f"{prefix}concepts/leader-election.md"]
+
+
+def test_the_compile_summary_names_each_repair(
+    wiki: tuple[Repo, str], model: Model, server: str
+) -> None:
+    repo, prefix = wiki
+    proc = compile_(repo, server)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        f"{prefix}concepts/merkle-tree.md (new)" in proc.stderr
+        and "repaired: 1 citation(s) dropped (merkle.md:900-901); 1 link(s) unlinked (quantum foam)"
+        in proc.stderr
+    ), proc.stderr
+
+
+def test_ctrl_c_in_a_model_compile_says_what_was_spent_and_that_nothing_was_staged(
+    wiki: tuple[Repo, str], model: Model, server: str
+) -> None:
+    """Issue 36 item 7: Ctrl-C printed only "Interrupted."."""
+    import os
+    import signal
+    import sys
+
+    repo, _ = wiki
+    model.hold = threading.Event()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmwiki_git", "compile", "--concurrency", "1"],
+        cwd=repo.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **os.environ,
+            "OPENAI_BASE_URL": f"{server}/v1",
+            "LLMWIKI_MODEL": "test-model",
+            "LLMWIKI_EMBEDDING_PROVIDER": "none",
+        },
+    )
+    try:
+        assert model.holding.wait(60), "no page request arrived"
+        proc.send_signal(signal.SIGINT)
+    finally:
+        model.hold.set()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "nothing was staged" in err and "openai/test-model had answered" in err, err
+    assert "request(s)" in err and "tokens in" in err, err
+    assert repo.git("branch", "--list", "llmwiki/review/*").strip() == ""

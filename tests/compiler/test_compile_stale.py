@@ -86,7 +86,9 @@ def test_offline_stale_rewrites_only_the_note_and_lists_what_needs_a_model(
     assert [p["target"] for p in run["candidate"]["pages"]] == [note] and run["needsModel"] == [
         storage
     ]
-    assert run["pages"] == [{"target": note, "sources": ["sources/packs.md"], "change": "replace"}]
+    assert [{k: p[k] for k in ("target", "sources", "change")} for p in run["pages"]] == [
+        {"target": note, "sources": ["sources/packs.md"], "change": "replace"}
+    ]
     trailers = repo.git("log", "-1", "--format=%(trailers:only,unfold)", run["candidate"]["branch"])
     assert f"Llmwiki-Source: sources/packs.md {new}" in trailers and "blobs.md" not in trailers
     assert repo.llmwiki("review", "approve", run["candidate"]["id"], env=FAST).returncode == 0

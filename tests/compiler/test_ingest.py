@@ -141,7 +141,6 @@ def test_past_the_limit_a_source_is_cut_and_says_so(repo: Repo) -> None:
         "binary",
         "empty",
         "symlink",
-        "outside",
         "oversize",
         "latin1",
         "hidden",
@@ -163,9 +162,6 @@ def test_bad_input_is_refused_and_nothing_is_written(
         repo.write(bad, " \n\n")
     elif case == "symlink":
         os.symlink(repo.root / "inbox/good.md", repo.root / bad)
-    elif case == "outside":
-        bad = str(tmp_path / "outside.md")
-        Path(bad).write_text("# Outside\n")
     elif case == "oversize":
         monkeypatch.setattr("llmwiki_git.compiler.ingest.MAX_INPUT_BYTES", 64)
         repo.write(bad, "x" * 100)
@@ -190,7 +186,6 @@ def test_bad_input_is_refused_and_nothing_is_written(
         "binary": "binary",
         "empty": "empty",
         "symlink": "symbolic link",
-        "outside": "outside the repository",
         "oversize": "limit",
         "latin1": "not UTF-8",
         "hidden": ".llmwiki",

@@ -229,6 +229,20 @@ def test_root_vault_users_index_gets_link_rewrites_only(repo: Repo) -> None:
     )
 
 
+def test_a_users_index_without_links_to_the_moved_page_is_said_untouched(repo: Repo) -> None:
+    """Issue 36: mv said "llmwiki rewrote only its links" when nothing in index.md changed."""
+    home = "# My vault\n\nMy own home page, with no link to the page that moves.\n"
+    repo.write("index.md", home)
+    repo.write("guides/old-page.md", "# Old\n")
+    repo.write("notes/x.md", "[[old-page]]\n")
+    repo.commit("vault")
+    proc = repo.llmwiki("mv", "guides/old-page.md", "guides/fresh.md")
+    assert proc.returncode == 0, proc.stderr
+    assert (repo.root / "index.md").read_text() == home
+    assert "index.md is your own page: llmwiki left it as it is" in proc.stderr, proc.stderr
+    assert "rewrote only its links" not in proc.stderr
+
+
 def test_generated_index_is_regenerated_and_journal_appended(repo: Repo) -> None:
     repo.write("wiki/concepts/old-page.md", page("Old Page", "text\n"))
     repo.write("wiki/concepts/b.md", page("B", "[[old-page]]\n"))

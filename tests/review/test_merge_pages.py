@@ -398,3 +398,17 @@ def test_the_few_pairs_join_exactly_what_all_pairs_would() -> None:
         few = [(a.path, b.path) for a, b in _linked(members, differ=differ)]  # type: ignore[arg-type]
         assert all(may(members[a], members[b]) for a, b in few), (members, few)
         assert groups(n, few) == groups(n, every), (members, every, few)
+
+
+def test_a_folded_page_titled_by_its_own_h1_becomes_a_section_not_a_second_title() -> None:
+    """Issue 36 item 7: merge-pages put B under a second H1 in A."""
+    from llmwiki_git.wiki.merge import folded
+
+    keep = "---\ntitle: Alpha\n---\n# Alpha\n\nAbout alpha.\n"
+    for fold, section in (
+        ("---\ntitle: Beta\n---\n# Beta\n\nAbout beta.\n## Detail\n", "## Beta\n\nAbout beta.\n"),
+        ("Beta\r\n====\r\n\r\nAbout beta.\r\n", "Beta\r\n---\r\n\r\nAbout beta.\r\n"),
+    ):
+        merged, heading = folded(keep, fold, "Beta")
+        assert heading == "Beta" and section in merged, merged
+        assert sum(1 for line in merged.splitlines() if line.startswith("# ")) == 1, merged
