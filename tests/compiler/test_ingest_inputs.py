@@ -187,6 +187,7 @@ def test_a_markdown_sources_own_frontmatter_is_never_a_second_block(
     assert broken["originalFrontmatter"] == "title: [unclosed\n"  # kept, as text
 
 
+@pytest.mark.slow
 def test_thousands_of_files_are_named_to_git_in_batches(repo: Repo, tmp_path: Path) -> None:
     """Under the smallest argument limit Linux has (128 KiB: a 512 KiB stack), 1,400 files
     with long names (their slugs cut at 80 characters) are some 150 KB of paths: one git
