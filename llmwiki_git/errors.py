@@ -72,6 +72,16 @@ class ConfigError(LlmwikiError):
     exit_code = 2
 
 
+class ConninfoError(ConfigError):
+    """Not a connection string libpq would accept (the reason names no value: it may hold a
+    password). Raised by ``retrieval/conninfo.py``; the store turns it into its own message."""
+
+
+class TrailerBlockError(LlmwikiError):
+    """A trailer block that breaks a rule of ``publication.trailers.SCHEMA``; caught inside
+    ``trailers.parse``, which answers None (a malformed candidate), never shown as such."""
+
+
 class NotARepository(LlmwikiError):
     exit_code = 2
 
@@ -353,6 +363,7 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        self.closed = 0  # model requests in flight that the interruption closed
 
     def __str__(self) -> str:
         return self.message

@@ -569,6 +569,8 @@ MODULE_STATE = frozenset(
         "gitstore/transaction.py:_passed",  # crash points passed (the crash tests' counter)
         "providers/base.py:user_agent",  # memo (lru_cache): the User-Agent string
         "providers/http.py:_TLS",  # the TLS context, built once (~0.2 s each)
+        "providers/http.py:_OPEN",  # the model requests in flight, closed on Ctrl-C
+        "providers/http.py:_STOPPING",  # set while those are being closed
         "terms.py:_word_with_marks",  # memo (lru_cache): a compiled pattern
         "wiki/slug.py:slugify",  # memo (lru_cache) of a pure function
     }

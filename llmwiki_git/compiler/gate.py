@@ -20,7 +20,7 @@ from ..wiki.pages import acceptance_problem
 
 def gate_refusal(ws: ReviewProject, base: str, writes: Sequence[FileWrite]) -> str | None:
     """Why approval would refuse ``writes`` staged on ``base`` (None: it would pass)."""
-    limit = ws.settings.max_page_mb * 1024 * 1024
+    limit = ws.settings.max_page_bytes
     for write in writes:
         if write.document is None:
             continue

@@ -214,8 +214,10 @@ def parallel(
         pool.shutdown(wait=False, cancel_futures=True)
         closed = close_open_requests()
         spending = f"; spent {spent(progress)}" if progress is not None else ""
-        raise Interrupted(
+        stopped = Interrupted(
             f"closed {closed} model request(s) in flight{spending}; nothing was staged"
-        ) from None
+        )
+        stopped.closed = closed
+        raise stopped from None
     finally:
         pool.shutdown(wait=True)

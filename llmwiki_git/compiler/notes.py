@@ -43,7 +43,7 @@ _BOILERPLATE = re.compile(
     re.IGNORECASE,
 )
 _ENDS_SENTENCE = re.compile(r"[.!?:][\"')\]*_`]*$")
-_REFERENCE = re.compile(r"\[[^\]]+\]:\s")  # a link reference definition: `[1]: https://…`
+_REFERENCE = re.compile(r"^\[[^\]]+\]:\s")  # a link reference definition: `[1]: https://…`
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)+")
 
 

@@ -278,7 +278,9 @@ def compile_wiki(
                 plan, chat, concurrency=concurrency, progress=progress
             )
         except KeyboardInterrupt as exc:
-            raise Interrupted(spent_before_interrupt(progress.usage, result.model)) from exc
+            closed = exc.closed if isinstance(exc, Interrupted) else 0
+            said = f"closed {closed} model request(s) in flight; " if closed else ""
+            raise Interrupted(said + spent_before_interrupt(progress.usage, result.model)) from exc
     result.usage = progress.usage
     compiled = [(s.path, s.blob) for s in plan.todo if s.path in result.compiled]
     named = {path for page in result.pages for path in page.sources}

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from ..errors import TrailerBlockError
 from ..gitstore.git import Git
 from ..wiki.provenance import SOURCE_TRAILER, parse_source_trailer
 from . import kinds
@@ -261,24 +262,20 @@ def read_many(git: Git, commits: list[str]) -> dict[str, dict[str, list[str]]]:
     return result
 
 
-class _Malformed(Exception):
-    """A block that breaks a rule of :data:`SCHEMA` (``parse`` answers None)."""
-
-
 def _read(key: Key, values: list[str], carried: bool) -> Any:
     """The field value of ``key`` from its ``values`` by its count rule; ``carried``: a
     ``FLAGGED`` key's kind carries it."""
     if key.count == MANY:
         read = [key.read(v) for v in values]
         if None in read:
-            raise _Malformed(key.key)
+            raise TrailerBlockError(key.key)
         return tuple(read)
     wanted = {ONE: (1,), OPTIONAL: (0, 1), FLAGGED: (1,) if carried else (0,)}[key.count]
     if len(values) not in wanted:
-        raise _Malformed(key.key)
+        raise TrailerBlockError(key.key)
     value = key.read(values[0]) if values else None
     if values and value is None and key.count != OPTIONAL:
-        raise _Malformed(key.key)
+        raise TrailerBlockError(key.key)
     return value
 
 
@@ -304,7 +301,7 @@ def parse(found: Mapping[str, list[str]]) -> Trailers | None:
             if key.count != PER_FILE:
                 carried = bool(row is not None and key.flag and getattr(row, key.flag))
                 values[key.field] = _read(key, found.get(key.key, []), carried)
-    except _Malformed:
+    except TrailerBlockError:
         return None
     files = tuple(FileTrailer(*column) for column in zip(*columns))
     own = {f.name for f in fields(Trailers)}

@@ -18,6 +18,8 @@ from __future__ import annotations
 import sys
 from urllib.parse import unquote
 
+from ..errors import ConninfoError
+
 SCHEMES = ("postgresql", "postgres")
 """The URI schemes libpq accepts (``postgresql://`` and ``postgres://``)."""
 
@@ -29,10 +31,6 @@ UNNAMED = "the configured PostgreSQL store"
 
 
 _NOT = "not a PostgreSQL connection string"
-
-
-class ConninfoError(ValueError):
-    """Not a connection string libpq would accept (the reason names no value)."""
 
 
 def is_uri(text: str) -> bool:

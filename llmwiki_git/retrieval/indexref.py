@@ -47,7 +47,7 @@ from ..errors import GitError, IndexRefError, PathRefused
 from ..gitstore import datarefs
 from ..gitstore.git import Git
 from .store import MAX_DIMENSIONS, Store
-from .storetable import KINDS
+from .storetable import STORE_KINDS
 from .vectors import SharedIndex
 
 if TYPE_CHECKING:
@@ -292,7 +292,7 @@ class Published:
         str, tuple[str, str]
     ]  # snapshot file -> (blob id, sha256); empty: none published
     vector_store: str = (
-        ""  # a store kind (storetable.KINDS): a snapshot whose vectors are in a shared store
+        ""  # a store kind (storetable.STORE_KINDS): a snapshot whose vectors are in a shared store
     )
 
     def __len__(self) -> int:
@@ -508,12 +508,12 @@ def _meta(oid: str, raw: bytes) -> _Meta:
         raise refuse(oid, "index.json's snapshot is not a list of store files and their sha256")
     shared = meta.get("vectorStore") or ""
     if shared and (
-        not (isinstance(shared, str) and shared in KINDS) or meta["chunks"] or not snapshot
+        not (isinstance(shared, str) and shared in STORE_KINDS) or meta["chunks"] or not snapshot
     ):
         raise refuse(
             oid,
             f"index.json's vectorStore is {str(shared)[:40]!r}: only "
-            f"{', '.join(repr(k) for k in sorted(KINDS))}, for a snapshot without vectors, is known",
+            f"{', '.join(repr(k) for k in sorted(STORE_KINDS))}, for a snapshot without vectors, is known",
         )
     return _Meta(
         meta["fingerprint"],

@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, StoreError
+from ..errors import ConfigError, ConninfoError, StoreError
 from . import conninfo
 from .vectors import ChunkRows, Neighbours, VectorIndex
 
-KIND = "postgresql"  # what the index files record as their vectorStore (storetable.py)
+STORE_KIND = "postgresql"  # what the index files record as their vectorStore (storetable.py)
 
 EXACT_LIMIT = 20_000
 """Below this many vectors a query scans them all (exact: 11-21 ms at 10,000 on 2 shared
@@ -128,7 +128,7 @@ class Database:
         self.psycopg = psycopg
         try:  # read by the driver's own parser before it gets the string (never a display text)
             conninfo.parse(uri)
-        except conninfo.ConninfoError as exc:
+        except ConninfoError as exc:
             raise ConfigError(
                 f"LLMWIKI_VECTOR_STORE (or vector_store in .llmwiki/config.toml) is {exc}; "
                 "write a postgresql:// URI or libpq's keyword=value pairs (docs/team.md)"
@@ -263,7 +263,7 @@ class SharedVectors:
 
     # -- the protocol -----------------------------------------------------------------------
 
-    kind = KIND
+    kind = STORE_KIND
 
     def holds_model(self) -> bool:
         return self.table is not None

@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import ConfigError, StoreError
 from .vectors import ChunkRows, Neighbours, VectorIndex
 
-KIND = "sqlite"
+STORE_KIND = "sqlite"
 REGISTRY = "llmwiki_vector_stores"
 BATCH = 900  # hashes per `IN (...)`: under SQLite's default limit of host parameters
 TIMEOUT = 30.0  # seconds a writer waits for another's transaction
@@ -41,7 +41,7 @@ def path_of(uri: str) -> Path:
     path, a host or parameters: a setting shared by many folders must mean one file."""
     parts = urlsplit(uri)
     path = unquote(parts.path)
-    if parts.scheme != KIND or parts.netloc or parts.query or parts.fragment or not path:
+    if parts.scheme != STORE_KIND or parts.netloc or parts.query or parts.fragment or not path:
         raise ConfigError(
             "LLMWIKI_VECTOR_STORE names a SQLite store as sqlite:///absolute/path.db "
             "(no host, no parameters) (docs/team.md)"
@@ -136,7 +136,7 @@ def open_vectors(uri: str, fingerprint: str, dimensions: int, *, create: bool) -
 class SqliteVectors:
     """`vectors.SharedIndex` over one model's table of the file, plus the overlay."""
 
-    kind = KIND
+    kind = STORE_KIND
 
     def __init__(
         self,

@@ -48,7 +48,7 @@ STORES: dict[str, StoreRow] = {
 }
 """URI scheme -> store. A string with no scheme (libpq's keyword/value pairs) is PostgreSQL's."""
 
-KINDS = frozenset(row.kind for row in STORES.values())
+STORE_KINDS = frozenset(row.kind for row in STORES.values())
 """What ``vectorStore`` may say in ``embeddings.json`` and a published ``index.json``."""
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ..errors import LlmwikiError, WriteRefused
+from ..publication import kinds
 from ..publication.candidates import get
 from ..review.service import (
     CandidateRow,
@@ -171,7 +172,8 @@ def _diff_lines(diff: str) -> str:
 
 
 def _plan(plan: dict[str, Any]) -> str:
-    if plan.get("kind") == "merge/1":
+    row = kinds.row(str(plan.get("kind")))
+    if row is not None and not row.renames_files:  # a merge: one page folded into another
         head = (
             f"Folds {plan['from']} into {plan['into']} under “{plan['heading']}”; "
             f"aliases added: {', '.join(plan.get('aliasesAdded') or []) or 'none'}; "

@@ -95,7 +95,7 @@ def test_offline_stale_rewrites_only_the_note_and_lists_what_needs_a_model(
     assert stale_pages(repo) == [(storage, "sources/packs.md")]
     again = repo.llmwiki("compile", "--stale", env=FAST)
     assert (
-        again.stdout.startswith("Nothing staged: 1 stale page need a model")
+        again.stdout.startswith("Nothing staged: 1 stale page needs a model")
         and storage in again.stderr
     )
 

@@ -178,6 +178,7 @@ def test_ctrl_c_closes_the_requests_in_flight(sources: Repo) -> None:
         assert seen[0].client_closed.wait(10)
     assert proc.returncode == 130, err
     said = " ".join(err.split())
-    assert "Interrupted: closed 1 model request(s) in flight; spent 0 model request(s)" in said
+    assert "Interrupted: closed 1 model request(s) in flight; nothing was staged;" in said
+    assert "had answered 0 request(s), 0 tokens in, 0 out" in said
     assert seen[0].written < 100  # 30 s of "generation" not waited for
     assert sources.git("branch", "--list", "llmwiki/review/*") == ""

@@ -25,9 +25,9 @@ from llmwiki_git.publication.trailers import (
     with_files,
 )
 
+from ..checks.test_stale_check import fed
 from ..conftest import Repo, page
 from ..test_action import as_pull_request, pr_event, run_action
-from ..checks.test_stale_check import fed
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 X = "# Paper X\n\nX says the sky is green.\n"
