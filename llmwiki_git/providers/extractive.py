@@ -73,6 +73,9 @@ _MDIMAGE = re.compile(r"!\[[^\[\]\n]*\]\([^)\n]*\)")
 _MDLINK = re.compile(r"\[([^\[\]\n]*)\]\([^)\n]*\)")
 _REFLINK = re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\]")
 _FOOTNOTE = re.compile(r"\[\^[^\[\]\n]*\]")
+# A compiled page's inline source citation, ``^[git-bisect.md:10-12]``: the page's
+# provenance, never the answer's own citation (those are [[links]] to pages).
+_SOURCE_CITATION = re.compile(r"\^\[[^\[\]\n]*\]")
 _SHORTCUT_REF = re.compile(
     r"(?<![\[!])\[[^\[\]\n]+\](?![\[(:\]])"
 )  # [label], defined elsewhere as [label]: url
@@ -164,6 +167,7 @@ def clean_sentence(raw: str) -> str:
     text = _MDLINK.sub(r"\1", text)
     text = _REFLINK.sub(r"\1", text)
     text = _FOOTNOTE.sub("", text)
+    text = _SOURCE_CITATION.sub("", text)
     text = _URL.sub(lambda m: m.group(0).strip("<>"), text)
     text = _TAG.sub("", text)
     for _ in range(2):

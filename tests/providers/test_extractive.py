@@ -388,3 +388,18 @@ def test_a_sentence_linking_the_page_a_save_would_replace_is_not_quoted() -> Non
     ), answer
     plain = "".join(ExtractiveProvider().stream_answer(AnswerRequest(request.question, (saved,))))
     assert "[[what-are-git-objects]]" in plain  # the same evidence, no save to protect: quoted
+
+
+def test_a_compiled_pages_source_citations_are_not_copied_into_the_answer() -> None:
+    """Issue 36, point 7: compiled pages cite their sources inline (``^[git-bisect.md:10-12]``);
+    the offline answer quoted those markers as if they were the answer's own citations."""
+    text = (
+        "Bisecting finds the commit that introduced a bug by a binary search over history "
+        "^[git-bisect.md:10-12]. Each step marks one commit good or bad until one is left "
+        "^[git-bisect.md:20-24].\n"
+    )
+    evidence = (Evidence("concepts/bisect", "bisect", "Bisect", text),)
+    answer = "".join(ask("How do I find the commit that introduced a bug?", evidence))
+    assert "binary search over history" in answer and "[[bisect]]" in answer, answer
+    assert "^[" not in answer and "git-bisect.md" not in answer, answer
+    assert clean_sentence("It bisects ^[a.md:1-2] history.") == "It bisects history."
