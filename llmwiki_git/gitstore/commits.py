@@ -117,17 +117,17 @@ def worktree_tree(git: Git, changed: Sequence[bytes]) -> str | None:
         return None
     git_dir, index = (Path(os.fsdecode(line)) for line in lines)
     git_dir, index = (p if p.is_absolute() else git.root / p for p in (git_dir, index))
-    with temp_index(git_dir) as temp:
-        try:
+    try:  # a read-only git dir (no temporary index) must not fail a check: no tree, then
+        with temp_index(git_dir) as temp:
             shutil.copyfile(index, temp)
-        except OSError:
-            return None
-        private = _with_index(git, temp)
-        listed = b"".join(path + b"\0" for path in changed)
-        code, _ = private.call(
-            "update-index", "--add", "--remove", "-z", "--stdin", input=listed, check=False
-        )
-        return private.write_tree() if code == 0 else None
+            private = _with_index(git, temp)
+            listed = b"".join(path + b"\0" for path in changed)
+            code, _ = private.call(
+                "update-index", "--add", "--remove", "-z", "--stdin", input=listed, check=False
+            )
+            return private.write_tree() if code == 0 else None
+    except OSError:
+        return None
 
 
 @contextmanager
