@@ -1,4 +1,5 @@
-"""The GitHub Action's entry point (``action.yml``): ``python -m llmwiki_git.action check|candidate``.
+"""The GitHub Action's entry point (``action.yml``): ``python -m llmwiki_git.action
+check|candidate|publish``.
 
 Every input arrives through an environment variable that ``action.yml`` sets with ``env:``
 (``LLMWIKI_INPUT_PATH``, ``_BASE``, ``_HEAD``, ``_FAIL_ON``, ``_SUMMARY``; the pull
@@ -6,7 +7,8 @@ request's branches as ``LLMWIKI_HEAD_REF`` and ``LLMWIKI_BASE_REF``), never past
 shell line, and is validated here. The check itself is the ``llmwiki check --format github`` command, run in a child
 process on resolved commit ids; this module adds what only the Action needs: defaults for
 push events, a clear error when a shallow clone lacks the base commit, ``fail-on``, the
-``summary`` switch, and the review-candidate step.
+``summary`` switch, the review-candidate step, and the ``publish-index`` step (``llmwiki index
+--publish`` after a push to the default branch, then ``refs/llmwiki/index`` pushed).
 """
 
 from __future__ import annotations
@@ -282,12 +284,76 @@ def candidate(environ: Mapping[str, str]) -> int:
     return 0 if fail_on == "never" else 1
 
 
+INDEX_REF = "refs/llmwiki/index"  # retrieval.indexref.REF (a test keeps them equal)
+
+
+def _default_branch(environ: Mapping[str, str]) -> str:
+    """The repository's default branch, from the event payload (a push event names it)."""
+    path = environ.get("GITHUB_EVENT_PATH", "")
+    try:
+        event = json.loads(Path(path).read_text(encoding="utf-8")) if path else {}
+    except (OSError, ValueError):
+        event = {}
+    repository = event.get("repository") if isinstance(event, dict) else None
+    branch = repository.get("default_branch") if isinstance(repository, dict) else None
+    return branch if isinstance(branch, str) else ""
+
+
+def publish(environ: Mapping[str, str]) -> int:
+    """``publish-index: true``: on a push to the default branch, fetch the last published
+    index (the next one's parent), run ``llmwiki index --publish --json`` and push
+    ``refs/llmwiki/index`` to origin; on any other event or branch, a notice and nothing."""
+    if _choice(environ, "publish-index", "false", ("true", "false")) != "true":
+        return 0
+    path = _input(environ, "path")
+    ref, default = environ.get("GITHUB_REF", ""), _default_branch(environ)
+    if environ.get("GITHUB_EVENT_NAME") != "push" or not default or ref != f"refs/heads/{default}":
+        where = default or "the default branch"
+        print(
+            github.command(
+                "notice",
+                f"publish-index: the index is published after a push to {where} only; "
+                "nothing published",
+                title=TITLE,
+            )
+        )
+        return 0
+    ws = Workspace.open(Path.cwd(), wiki_dir=path or None)
+    git = ws.require_git("publishing the index")
+    git.call("fetch", "--depth=1", "--no-tags", "origin", f"+{INDEX_REF}:{INDEX_REF}", check=False)
+    args = [sys.executable, "-m", "llmwiki_git", *([f"--wiki-dir={path}"] if path else [])]
+    sys.stdout.flush()
+    code = subprocess.run([*args, "index", "--publish", "--json"], env=dict(environ)).returncode
+    if code != 0:
+        print(
+            github.command(
+                "error",
+                f"llmwiki index --publish failed with exit code {code}; see the log above",
+                title=TITLE,
+            )
+        )
+        return code
+    pushed, _ = git.call("push", "origin", f"{INDEX_REF}:{INDEX_REF}", check=False)
+    if pushed != 0:
+        print(
+            github.command(
+                "error",
+                f"could not push {INDEX_REF} to origin: the job needs `permissions: contents: "
+                "write` (and a checkout that kept its credentials)",
+                title=TITLE,
+            )
+        )
+        return 1
+    print(f"llmwiki: the index of {ref[len('refs/heads/') :]} is published on {INDEX_REF}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    steps = {"check": check, "candidate": candidate}
+    steps = {"check": check, "candidate": candidate, "publish": publish}
     if len(args) != 1 or args[0] not in steps:
         print(
-            "usage: python -m llmwiki_git.action check|candidate  (inputs come from LLMWIKI_INPUT_* variables)",
+            "usage: python -m llmwiki_git.action check|candidate|publish  (inputs come from LLMWIKI_INPUT_* variables)",
             file=sys.stderr,
         )
         return 2

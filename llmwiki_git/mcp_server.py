@@ -239,7 +239,7 @@ class _Resources:
         from .wiki.generated import index_path
         from .wiki.titles import stem_title
 
-        wiki = self.ws.wiki("worktree")
+        wiki = self.ws.cached_wiki("worktree")
         items: list[Any] = []
         index = wiki.by_path.get(index_path(wiki.root_dir))
         if index is not None:
@@ -300,7 +300,7 @@ class _Resources:
         from .pages.service import find_page, read_confined
         from .wiki.generated import index_path
 
-        wiki = self.ws.wiki("worktree")
+        wiki = self.ws.cached_wiki("worktree")
         if uri == INDEX_URI:
             path = index_path(wiki.root_dir)
             if path not in wiki.by_path:

@@ -371,7 +371,17 @@ BROKEN_ROW = "| <code>wiki/concepts/gamma.md</code> | 4 | 5 | error | broken lin
 
 def test_metadata_is_a_composite_action_with_optional_inputs_and_step_outputs() -> None:
     assert ACTION["name"] and ACTION["description"] and ACTION["runs"]["using"] == "composite"
-    assert set(ACTION["inputs"]) == {"path", "base", "head", "fail-on", "summary", "python"}
+    assert set(ACTION["inputs"]) == {
+        "path",
+        "base",
+        "head",
+        "fail-on",
+        "summary",
+        "publish-index",
+        "index-extras",
+        "python",
+    }
+    assert ACTION["inputs"]["publish-index"]["default"] == "false"
     for name, spec in ACTION["inputs"].items():
         assert spec["description"] and spec["required"] is False and "default" in spec, name
     assert ACTION["inputs"]["base"]["default"] == "${{ github.event.pull_request.base.sha }}"
@@ -429,7 +439,12 @@ def test_clean_pull_request_passes(repo: Repo, tmp_path: Path) -> None:
         repo, tmp_path, {"wiki/concepts/gamma.md": page("Gamma", "See [[alpha]] and [[beta]].\n")}
     )
     assert run.success, run.stdout + run.stderr
-    assert run.outcomes == {"install": "success", "check": "success", "candidate": "skipped"}
+    assert run.outcomes == {
+        "install": "success",
+        "check": "success",
+        "candidate": "skipped",
+        "publish": "skipped",
+    }
     assert run.outputs == {"broken": "0", "warnings": "0", "checked": "4"}
     assert run.commands == []
     assert run.summary == "### llmwiki check\n\n4 pages checked: 0 errors, 0 warnings.\n\n"
@@ -599,6 +614,104 @@ def test_push_of_a_first_commit_checks_everything(repo: Repo, tmp_path: Path) ->
     ]
 
 
+def _with_origin(repo: Repo, tmp_path: Path) -> Path:
+    """A bare ``origin`` holding main, as the clone a push job checks out has."""
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True)
+    repo.git("remote", "add", "origin", str(origin))
+    repo.git("push", "-q", "origin", "main")
+    return origin
+
+
+def _published(where: Path) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "-q", "--verify", "refs/llmwiki/index"],
+        cwd=where,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+PUSH_TO_MAIN = {"ref": "refs/heads/main", "repository": {"default_branch": "main"}}
+LOCAL = {"LLMWIKI_EMBEDDING_PROVIDER": "local"}  # the job's provider: the built-in model
+
+
+def test_publish_index_after_a_push_to_the_default_branch(repo: Repo, tmp_path: Path) -> None:
+    """Issue 39: `publish-index: true` runs `llmwiki index --publish` after a push to the
+    default branch and pushes refs/llmwiki/index to origin; the next push publishes a child
+    of it (the last snapshot fetched first, as docs/team.md's job does)."""
+    seed(repo)
+    origin = _with_origin(repo, tmp_path)
+    run = run_action(
+        repo,
+        tmp_path / "gh",
+        inputs={"publish-index": "true"},
+        event=PUSH_TO_MAIN,
+        event_name="push",
+        env=LOCAL,
+    )
+    assert run.success and run.outcomes["publish"] == "success", run.logs
+    first = _published(origin)
+    assert first and first == _published(repo.root)
+    assert "published on refs/llmwiki/index" in run.logs["publish"]
+    from llmwiki_git.action import INDEX_REF
+    from llmwiki_git.retrieval.indexref import REF
+
+    assert INDEX_REF == REF
+    repo.git("update-ref", "-d", "refs/llmwiki/index")  # a fresh runner's clone lacks it
+    repo.write("wiki/concepts/gamma.md", page("Gamma", "New, about [[alpha]].\n"))
+    repo.commit("gamma")
+    repo.git("push", "-q", "origin", "main")
+    again = run_action(
+        repo,
+        tmp_path / "gh2",
+        inputs={"publish-index": "true"},
+        event=PUSH_TO_MAIN,
+        event_name="push",
+        env=LOCAL,
+    )
+    assert again.success and again.outcomes["publish"] == "success", again.logs
+    second = _published(origin)
+    assert second != first
+    assert repo.git("rev-parse", f"{second}^").strip() == first  # fetched, then built upon
+
+
+def test_publish_index_only_when_asked_and_on_the_default_branch(
+    repo: Repo, tmp_path: Path
+) -> None:
+    seed(repo)
+    origin = _with_origin(repo, tmp_path)
+    off = run_action(repo, tmp_path / "gh1", event=PUSH_TO_MAIN, event_name="push", env=LOCAL)
+    assert off.success and off.outcomes["publish"] == "skipped"
+    pull = pr(repo, tmp_path / "pr", {"wiki/concepts/gamma.md": "[[alpha]]\n"}, env=LOCAL)
+    assert pull.outcomes["publish"] == "skipped"
+    other = run_action(
+        repo,
+        tmp_path / "gh2",
+        inputs={"publish-index": "true"},
+        event={"ref": "refs/heads/feature", "repository": {"default_branch": "main"}},
+        event_name="push",
+        env=LOCAL,
+    )
+    assert other.success and other.outcomes["publish"] == "success"
+    assert any("published after a push to main only" in c for c in other.commands)
+    assert _published(origin) == "" and _published(repo.root) == ""
+
+
+def test_publish_index_that_cannot_push_fails_clearly(repo: Repo, tmp_path: Path) -> None:
+    seed(repo)  # no origin: the push fails, as it does without contents: write
+    run = run_action(
+        repo,
+        tmp_path / "gh",
+        inputs={"publish-index": "true"},
+        event=PUSH_TO_MAIN,
+        event_name="push",
+        env=LOCAL,
+    )
+    assert not run.success and run.outcomes["publish"] == "failure"
+    assert any("could not push refs/llmwiki/index" in c for c in run.commands)
+
+
 def test_shallow_clone_without_the_base_commit_fails_clearly(repo: Repo, tmp_path: Path) -> None:
     base = seed(repo)
     repo.write("wiki/concepts/gamma.md", "[[alpha]]\n")
@@ -672,6 +785,7 @@ def test_candidate_branch_without_llmwiki_review_gives_a_notice(repo: Repo, tmp_
         "install": "success",
         "check": "success",
         "candidate": "success",
+        "publish": "skipped",
     }
     assert run.commands == [
         "::notice title=llmwiki review::candidate validation needs a newer llmwiki: this version has no "
@@ -685,7 +799,12 @@ def test_candidate_branch_without_llmwiki_review_gives_a_notice(repo: Repo, tmp_
 
 def test_candidate_step_runs_even_when_the_check_failed(repo: Repo, tmp_path: Path) -> None:
     run = pr(repo, tmp_path, GAMMA_BROKEN, head_ref=CANDIDATE, env=_shim(tmp_path, "absent"))
-    assert run.outcomes == {"install": "success", "check": "failure", "candidate": "success"}
+    assert run.outcomes == {
+        "install": "success",
+        "check": "failure",
+        "candidate": "success",
+        "publish": "skipped",
+    }
     assert run.commands[0] == BROKEN_ANNOTATION and run.commands[1].startswith(
         "::notice title=llmwiki review::"
     )
@@ -762,9 +881,12 @@ def test_real_candidate_staged_by_llmwiki(repo: Repo, tmp_path: Path) -> None:
     cid = staged.branch.removeprefix("llmwiki/review/")
     as_pull_request(repo, staged.branch, staged.commit, base)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
-    assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, (
-        run.stdout + run.stderr
-    )
+    assert run.outcomes == {
+        "install": "success",
+        "check": "success",
+        "candidate": "success",
+        "publish": "skipped",
+    }, run.stdout + run.stderr
     assert run.commands == [
         f"::notice title=llmwiki review::review candidate {cid}: approval would pass"
     ]
@@ -836,9 +958,12 @@ def test_a_compile_run_on_a_pull_request_is_validated_as_approval_would(
     assert staged is not None and len(staged.files) == 2
     as_pull_request(repo, staged.branch, staged.commit, base)
     run = run_action(repo, tmp_path / "gh", event=pr_event(base, staged.commit, staged.branch))
-    assert run.outcomes == {"install": "success", "check": "success", "candidate": "success"}, (
-        run.stdout + run.stderr
-    )
+    assert run.outcomes == {
+        "install": "success",
+        "check": "success",
+        "candidate": "success",
+        "publish": "skipped",
+    }, run.stdout + run.stderr
     assert run.commands == [
         f"::notice title=llmwiki review::review candidate {staged.candidate_id}: approval would pass"
     ]
@@ -978,3 +1103,21 @@ def test_the_docs_show_the_job_summary_as_it_is_written() -> None:
         4,
     )
     assert shown == written
+
+
+@pytest.mark.parametrize("payload", PAYLOADS, ids=range(len(PAYLOADS)))
+def test_hostile_index_extras_install_nothing(repo: Repo, tmp_path: Path, payload: str) -> None:
+    seed(repo)
+    run = run_action(
+        repo,
+        tmp_path / "gh",
+        inputs={"publish-index": "true", "index-extras": payload},
+        event=PUSH_TO_MAIN,
+        event_name="push",
+    )
+    _assert_harmless(run, tmp_path)
+    assert not run.success and run.outcomes["install"] == "failure"
+    assert run.commands == [
+        "::error title=llmwiki action::input index-extras: give extra names separated by "
+        "commas (local, remote, postgres)"
+    ]

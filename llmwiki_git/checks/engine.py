@@ -43,6 +43,7 @@ BROKEN = ("broken-link", "broken-relative-link")  # what a rename can break (ren
 CANDIDATE_REFS = (
     "refs/heads/llmwiki/review/"  # publication.candidates.PREFIX (a test keeps them equal)
 )
+MAX_WORKTREE_CHANGES = 2000  # beyond this a changed work tree is checked without a tree id
 LoadWiki = Callable[[str, "ScanCache | None"], Wiki]  # (scope, cache) -> the wiki of that scope
 
 
@@ -161,7 +162,20 @@ class CheckEngine:
             return None
         if scope == "worktree":
             status, self._status = self._status, None
-            return self._tree_id("HEAD") if status is not None and clean_status(status()) else None
+            if status is None:
+                return None
+            out = status()
+            if clean_status(out):
+                return self._tree_id("HEAD")
+            changed = status_paths(out)
+            if changed is None or len(changed) > MAX_WORKTREE_CHANGES:
+                return None
+            from ..gitstore.commits import worktree_tree  # a changed work tree only
+
+            # Keyed by the tree it holds, the result and facts of this check are what the
+            # hook's next `--staged --base HEAD` derives from (HEAD and the index are a few
+            # files away from it): without them its first run checked HEAD in full.
+            return worktree_tree(self.git, changed)
         if scope == "index":
             # write-tree only adds the tree object the next commit would add anyway
             pending, self._write_tree = self._write_tree, None
@@ -367,6 +381,30 @@ class CheckEngine:
 
 def _hidden(path: bytes) -> bool:
     return path.startswith(b".") or b"/." in path  # never a page nor an attachment (wiki/model.py)
+
+
+def status_paths(out: bytes) -> list[bytes] | None:
+    """The paths ``git status --porcelain=v2 -z --branch`` output names changed, staged or
+    untracked, but in hidden folders (never read by the check); None when git failed (no
+    branch header) or a path is unmerged."""
+    items = iter(out.split(b"\0"))
+    header = False
+    found: list[bytes] = []
+    for item in items:
+        if not item or item.startswith(b"# "):
+            header = header or item.startswith(b"# branch.oid ")
+            continue
+        kind = item[:2]
+        if kind == b"? ":
+            paths = [item[2:]]
+        elif kind == b"1 ":
+            paths = item.split(b" ", 8)[8:]
+        elif kind == b"2 ":
+            paths = [*item.split(b" ", 9)[9:], next(items, b"")]
+        else:
+            return None
+        found.extend(p for p in paths if p and not _hidden(p))
+    return found if header else None
 
 
 def clean_status(out: bytes) -> bool:

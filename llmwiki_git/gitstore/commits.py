@@ -107,6 +107,29 @@ def _with_index(git: Git, index: Path) -> Git:
     return Git(git.root, env)
 
 
+def worktree_tree(git: Git, changed: Sequence[bytes]) -> str | None:
+    """The tree of the work tree: the index with ``changed`` (the paths `git status` names
+    modified, deleted or untracked) taken as they are on disk, written through a temporary
+    copy of the index. The user's index is untouched; the changed files' blobs go to the
+    object store, as `git add` would put them. None when git cannot (a folder, no index)."""
+    lines = git.run("rev-parse", "--git-dir", "--git-path", "index", check=False).splitlines()
+    if len(lines) != 2:
+        return None
+    git_dir, index = (Path(os.fsdecode(line)) for line in lines)
+    git_dir, index = (p if p.is_absolute() else git.root / p for p in (git_dir, index))
+    try:  # a read-only git dir (no temporary index) must not fail a check: no tree, then
+        with temp_index(git_dir) as temp:
+            shutil.copyfile(index, temp)
+            private = _with_index(git, temp)
+            listed = b"".join(path + b"\0" for path in changed)
+            code, _ = private.call(
+                "update-index", "--add", "--remove", "-z", "--stdin", input=listed, check=False
+            )
+            return private.write_tree() if code == 0 else None
+    except OSError:
+        return None
+
+
 @contextmanager
 def temp_index(git_dir: Path) -> Iterator[Path]:
     """A fresh index path in a private folder inside the git dir, removed afterwards."""

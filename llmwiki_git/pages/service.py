@@ -30,11 +30,13 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 class PagesProject(Project, Protocol):
-    """What reading pages takes from the workspace: the project, and the settings (the page
-    size limit)."""
+    """What reading pages takes from the workspace: the project, the settings (the page
+    size limit), and its wiki read through the checker's scan cache (`cached_wiki`: a read of
+    one page scans only the pages changed since the last check, not the whole wiki)."""
 
     @property
     def settings(self) -> Settings: ...
+    def cached_wiki(self, scope: str) -> Wiki: ...
 
 
 def clean_relative(value: str, what: str) -> str:
@@ -165,7 +167,7 @@ def read_page(
     project: PagesProject, *, page_id: str | None = None, path: str | None = None
 ) -> PageRead:
     """Find the page (`find_page`) in the work tree and read it (`read_confined`)."""
-    wiki = project.wiki("worktree")
+    wiki = project.cached_wiki("worktree")
     page = find_page(wiki, page_id=page_id, path=path)
     text = read_confined(project, wiki, page.path)
     meta = frontmatter.parse(text)
@@ -190,11 +192,11 @@ def read_page(
     )
 
 
-def links_report(project: Project, text: str) -> list[Citation]:
+def links_report(project: PagesProject, text: str) -> list[Citation]:
     """Each unique ``[[link]]`` of ``text`` resolved against the work tree's wiki, pending
     review (an open candidate would create it), or broken: `llmwiki links`, MCP check_links."""
     from ..publication.candidates import pending_index
 
     return citation_report(
-        text, project.wiki("worktree"), pending_index(project.git) if project.git else None
+        text, project.cached_wiki("worktree"), pending_index(project.git) if project.git else None
     )

@@ -83,22 +83,30 @@ def _rewrite(path: Path, version_: str, clear: tuple[int, ...] = ()) -> None:
 
 def test_a_cache_of_another_version_is_ignored_not_misread(repo: Repo) -> None:
     _seed(repo)
-    # An untracked file: the work tree is not HEAD's tree, so its check reads the page
-    # records of scans.marshal (a clean one is answered from HEAD's tree record instead).
+    # An untracked file: the work tree is not HEAD's tree. Its check is cached under the
+    # tree it holds too (issue 39); with that record and its facts removed, the next check
+    # reads the page records of scans.marshal.
     repo.write("notes.txt", "not a page\n")
     expect = json.loads(repo.llmwiki("check", "--json", "--no-cache").stdout)
     assert [p["target"] for p in expect["problems"]] == ["gone"]
     assert json.loads(repo.llmwiki("check", "--json").stdout) == expect  # writes the cache
-    scans = repo.root / ".git" / "llmwiki" / "check" / "scans.marshal"
+    folder = repo.root / ".git" / "llmwiki" / "check"
+    scans = folder / "scans.marshal"
     assert marshal.loads(scans.read_bytes())[0] == CACHE_VERSION
+
+    def scans_only() -> None:
+        for whole in (folder / "trees.marshal", *folder.glob("facts-*.marshal")):
+            whole.unlink()
 
     # Control: the same emptied records under the current version are read (and wrong).
     _rewrite(scans, CACHE_VERSION, clear=(1,))  # page problems: none
+    scans_only()
     misread = json.loads(repo.llmwiki("check", "--json").stdout)
     assert misread["problems"] == []
 
     # Under any other version (an older scanner, a code added since) they are ignored.
     _rewrite(scans, "0" * 16, clear=(1,))
+    scans_only()
     assert json.loads(repo.llmwiki("check", "--json").stdout) == expect
     assert marshal.loads(scans.read_bytes())[0] == CACHE_VERSION  # and rewritten
 

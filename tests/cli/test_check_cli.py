@@ -503,6 +503,41 @@ def test_a_clean_work_tree_is_checked_as_head_and_a_dirty_one_never(repo: Repo, 
         repo.git("clean", "-q", "-fd", "--", f"{at}concepts" if at else "concepts")
 
 
+@pytest.mark.parametrize("root", ["wiki", ""])
+def test_the_first_hook_after_a_whole_check_of_a_changed_tree_reads_its_cache(
+    repo: Repo, root: str
+) -> None:
+    """Issue 39: the usual order is edit, `llmwiki check`, `git add`, commit. The whole-tree
+    check of the changed work tree is cached under the tree the work tree holds (written
+    through a copy of the index, the user's index untouched), so the hook's first
+    `--staged --base HEAD` derives HEAD and the index from it instead of checking HEAD in
+    full (1.8 s of CPU at 10,000 pages, 0.36 s from the cache); results as uncached."""
+    from llmwiki_git.wiki.model import ScanTally
+
+    at = f"{root}/" if root else ""
+    if not root:
+        repo.write("index.md", "# My vault\n\n[[alpha]]\n")
+    for name in ("alpha", "beta", "gamma"):
+        repo.write(f"{at}concepts/{name}.md", page(name.title(), "[[alpha]] [[beta]]\n"))
+    repo.commit("wiki")
+    repo.write(f"{at}concepts/alpha.md", page("Alpha", "[[beta]] [[missing]]\n"))  # modified
+    repo.write(f"{at}concepts/delta.md", page("Delta", "[[gamma]] [[gone]]\n"))  # untracked
+    (repo.root / f"{at}concepts/gamma.md").unlink()  # deleted
+    index_before = (repo.root / ".git" / "index").read_bytes()
+    assert problems(repo) == problems(repo, "--no-cache")
+    assert (repo.root / ".git" / "index").read_bytes() == index_before
+    assert repo.git("status", "--porcelain").count("\n") == 3  # nothing staged by the check
+    repo.git("add", "-A")
+    worktree_tree = repo.git("write-tree").strip()
+    assert worktree_tree in _cached_trees(repo)  # the check stood for the tree it held
+    assert not list((repo.root / ".git").glob("llmwiki-index-*"))  # the copy is gone
+    before = ScanTally.pages
+    hook = problems(repo, "--staged", "--base", "HEAD")
+    assert ScanTally.pages == before  # HEAD was derived from the cache, not loaded and scanned
+    assert hook == problems(repo, "--staged", "--base", "HEAD", "--no-cache")
+    assert sorted(p["target"] for p in hook[1]) == ["gamma", "gone", "missing"]
+
+
 @pytest.mark.parametrize("prefix", ["wiki/", ""])
 def test_the_gate_applies_the_candidates_rule_to_control_characters(
     repo: Repo, prefix: str
