@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import github
 from .errors import LlmwikiError, UsageError
+from .gitstore.datarefs import fetch_tip, push_ref
 from .publication import kinds
 from .publication.candidates import BRANCH_PREFIX, is_candidate_id
 from .wording import plural
@@ -320,7 +321,7 @@ def publish(environ: Mapping[str, str]) -> int:
         return 0
     ws = Workspace.open(Path.cwd(), wiki_dir=path or None)
     git = ws.require_git("publishing the index")
-    git.call("fetch", "--depth=1", "--no-tags", "origin", f"+{INDEX_REF}:{INDEX_REF}", check=False)
+    fetch_tip(git, "origin", INDEX_REF)  # the next snapshot's parent, when there is one
     args = [sys.executable, "-m", "llmwiki_git", *([f"--wiki-dir={path}"] if path else [])]
     sys.stdout.flush()
     code = subprocess.run([*args, "index", "--publish", "--json"], env=dict(environ)).returncode
@@ -333,8 +334,7 @@ def publish(environ: Mapping[str, str]) -> int:
             )
         )
         return code
-    pushed, _ = git.call("push", "origin", f"{INDEX_REF}:{INDEX_REF}", check=False)
-    if pushed != 0:
+    if not push_ref(git, "origin", INDEX_REF):
         print(
             github.command(
                 "error",

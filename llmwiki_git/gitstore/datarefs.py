@@ -134,3 +134,24 @@ def fetch_ref(git: Git, remote: str, source: str, dest: str) -> str | None:
         f"+{source}:{dest}",
     )
     return git.object_id(dest)
+
+
+def fetch_tip(git: Git, remote: str, ref: str) -> bool:
+    """Fetch only the tip commit of ``ref`` of ``remote`` into the same local ref (forced,
+    depth 1: a shallow CI checkout needs the last published data commit, not its history).
+    False when it could not be fetched (the remote has no such ref yet)."""
+    if not remote or remote.startswith("-"):
+        raise GitError(["git", "fetch", remote], 128, f"{remote!r} is not a remote name or URL")
+    status, _ = git.call(
+        "fetch", "--depth=1", "--no-tags", "--end-of-options", remote, f"+{ref}:{ref}", check=False
+    )
+    return status == 0
+
+
+def push_ref(git: Git, remote: str, ref: str) -> bool:
+    """Push the local ``ref`` to the same ref of ``remote``; False when the push was refused
+    (no permission, or the remote moved: the caller says what to do)."""
+    if not remote or remote.startswith("-"):
+        raise GitError(["git", "push", remote], 128, f"{remote!r} is not a remote name or URL")
+    status, _ = git.call("push", "--end-of-options", remote, f"{ref}:{ref}", check=False)
+    return status == 0
