@@ -9,8 +9,6 @@ import json
 import re
 import subprocess
 
-import pytest
-
 from ..conftest import Repo, page
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
@@ -35,17 +33,6 @@ click <a href="JaVaScRiPt:alert(1)">this</a>.</p>
 
 def run(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
     return repo.llmwiki(*args, env=FAST)
-
-
-@pytest.fixture(params=["wiki", "root"])
-def prefix(request: pytest.FixtureRequest, repo: Repo) -> str:
-    prefix = "wiki/" if request.param == "wiki" else ""
-    repo.write(f"{prefix}concepts/alpha.md", page("Alpha", "Alpha is the first letter."))
-    if not prefix:
-        repo.write("index.md", "# My vault\n\nSee [[alpha]].\n")
-        repo.write("log.md", "# My journal\n")
-    repo.commit("wiki")
-    return prefix
 
 
 def _staged_id(proc: subprocess.CompletedProcess[str]) -> str:

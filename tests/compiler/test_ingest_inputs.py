@@ -24,17 +24,6 @@ from ..servers import serve
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 
 
-@pytest.fixture(params=["wiki", "root"])
-def prefix(request: pytest.FixtureRequest, repo: Repo) -> str:
-    prefix = "wiki/" if request.param == "wiki" else ""
-    repo.write(f"{prefix}concepts/alpha.md", page("Alpha", "Alpha is the first letter."))
-    if not prefix:
-        repo.write("index.md", "# My vault\n\nSee [[alpha]].\n")
-        repo.write("log.md", "# My journal\n")
-    repo.commit("wiki")
-    return prefix
-
-
 def ingest(repo: Repo, *args: str) -> dict[str, Any]:
     proc = repo.llmwiki("ingest", "--json", *args, env=FAST)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -12,12 +12,11 @@ import re
 import subprocess
 from typing import Any
 
-import pytest
 import yaml
 
 from llmwiki_git.compiler.convert import without_running_lines
 
-from ..conftest import Repo, page
+from ..conftest import Repo
 from .minipdf import minimal_pdf
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
@@ -57,17 +56,6 @@ between releases, so programs written against it keep working.
 
 def run(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
     return repo.llmwiki(*args, env=FAST)
-
-
-@pytest.fixture(params=["wiki", "root"])
-def prefix(request: pytest.FixtureRequest, repo: Repo) -> str:
-    prefix = "wiki/" if request.param == "wiki" else ""
-    repo.write(f"{prefix}concepts/alpha.md", page("Alpha", "Alpha is the first letter."))
-    if not prefix:
-        repo.write("index.md", "# My vault\n\nSee [[alpha]].\n")
-        repo.write("log.md", "# My journal\n")
-    repo.commit("wiki")
-    return prefix
 
 
 def _meta(text: str) -> dict[str, Any]:
