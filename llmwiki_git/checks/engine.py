@@ -410,27 +410,9 @@ def status_paths(out: bytes) -> list[bytes] | None:
 def clean_status(out: bytes) -> bool:
     """Whether ``git status --porcelain=v2 -z --branch`` output says the work tree is HEAD's
     tree for the wiki: no change staged, modified or untracked but in hidden folders (such
-    as ``.llmwiki/``). Output without its branch header (git failed) is never clean."""
-    items = iter(out.split(b"\0"))
-    header = False
-    for item in items:
-        if not item or item.startswith(b"# "):
-            header = header or item.startswith(b"# branch.oid ")
-            continue
-        kind = item[:2]
-        if kind == b"? ":
-            paths = [item[2:]]
-        elif kind == b"1 ":
-            paths = item.split(b" ", 8)[8:]
-        elif kind == b"2 ":
-            paths = [*item.split(b" ", 9)[9:], next(items, b"")]
-        elif kind == b"u ":
-            paths = item.split(b" ", 10)[10:]
-        else:
-            return False
-        if not paths or not all(_hidden(p) for p in paths):
-            return False
-    return header
+    as ``.llmwiki/``). Output without its branch header (git failed), or with an unmerged
+    path, is never clean."""
+    return status_paths(out) == []
 
 
 def _in_index(paths: list[str]) -> dict[str, str]:
