@@ -5,7 +5,8 @@ makes it SIGKILL itself at a randomly chosen point of the write transaction (bef
 journal, while writing the journal, after it, after the ref moved, inside a work-tree file
 write, after the files, after the index, after the ref deletions). The following command (a
 real CLI command) must leave either the old state or the complete new state, ``git fsck``
-without errors and ``git status`` clean. 30 rounds each."""
+without errors and ``git status`` clean. 30 rounds each, in three shards of 10 with seeds of
+their own, so that a parallel run (``pytest -n``) spreads them over the cores."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from ..conftest import Repo, copy_demo
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
 ROUNDS = 30
+SHARDS = 3  # ROUNDS // SHARDS rounds each, on a fresh wiki each
 POINTS = [
     "built",
     "file:1",
@@ -96,6 +98,17 @@ def assert_sound(repo: Repo) -> None:
     assert not (repo.root / ".git" / "index.lock").exists()
 
 
+def rounds(shard: int) -> range:
+    """The rounds one shard plays: together the shards play ``range(ROUNDS)``, once each."""
+    size = ROUNDS // SHARDS
+    return range(shard * size, (shard + 1) * size)
+
+
+def test_the_shards_play_every_round_once() -> None:
+    played = [r for shard in range(SHARDS) for r in rounds(shard)]
+    assert sorted(played) == list(range(ROUNDS))
+
+
 def outcome(message: str) -> str:
     if "completed an interrupted" in message:
         return "completed"
@@ -105,10 +118,11 @@ def outcome(message: str) -> str:
 
 
 @pytest.mark.slow
-def test_kill_9_during_approve_leaves_old_or_complete_new_state(wiki: Repo) -> None:
-    rng = random.Random(1010)
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_kill_9_during_approve_leaves_old_or_complete_new_state(wiki: Repo, shard: int) -> None:
+    rng = random.Random(1010 + 100 * shard)
     tally: Counter[tuple[str, str]] = Counter()
-    for round_ in range(ROUNDS):
+    for round_ in rounds(shard):
         cid = stage(wiki.root, f"what is a blob, question {round_}?")
         old_tip, old_files = wiki.git("rev-parse", "HEAD").strip(), tracked_bytes(wiki)
         candidate = wiki.git("rev-parse", f"llmwiki/review/{cid}").strip()
@@ -138,14 +152,15 @@ def test_kill_9_during_approve_leaves_old_or_complete_new_state(wiki: Repo) -> N
             assert f"Candidate: {cid}" in (wiki.root / "log.md").read_text()
         tally[(str(point), f"{state}/{outcome(said)}")] += 1
     print("approve kill -9 tally:", dict(sorted(tally.items())))
-    assert sum(tally.values()) == ROUNDS
+    assert sum(tally.values()) == ROUNDS // SHARDS
 
 
 @pytest.mark.slow
-def test_kill_9_during_save_leaves_old_or_complete_new_state(wiki: Repo) -> None:
-    rng = random.Random(1011)
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_kill_9_during_save_leaves_old_or_complete_new_state(wiki: Repo, shard: int) -> None:
+    rng = random.Random(1011 + 100 * shard)
     tally: Counter[tuple[str, str]] = Counter()
-    for round_ in range(ROUNDS):
+    for round_ in rounds(shard):
         old_tip, old_files = wiki.git("rev-parse", "HEAD").strip(), tracked_bytes(wiki)
         point = rng.choice(POINTS)
         env = {"LLMWIKI_TEST_KILL_AT": point} if point else {}
@@ -171,4 +186,4 @@ def test_kill_9_during_save_leaves_old_or_complete_new_state(wiki: Repo) -> None
             assert (wiki.root / target).is_file() and question in (wiki.root / "log.md").read_text()
         tally[(str(point), f"{state}/{outcome(said)}")] += 1
     print("save kill -9 tally:", dict(sorted(tally.items())))
-    assert sum(tally.values()) == ROUNDS
+    assert sum(tally.values()) == ROUNDS // SHARDS
