@@ -221,16 +221,7 @@ def candidate(environ: Mapping[str, str]) -> int:
     probe = subprocess.run([*cli, "review", "show", "--help"], capture_output=True, text=True)
     if probe.returncode != 0:
         return _not_validated(environ, cid, "this version has no `llmwiki review`")
-    ws = Workspace.open(Path.cwd())
-    git = ws.require_git("the action")
-    head = _commit(ws, _input(environ, "head") or "HEAD", "head")
-    onto = _onto(ws, environ)
-    # actions/checkout fetches branches as refs/remotes/origin/*: give review its local branch
-    git.update_ref(f"refs/heads/{ref}", head, "", check=False)
-    sys.stdout.flush()
-    proc = subprocess.run(
-        [*cli, "review", "show", cid, "--json", f"--onto={onto}"], capture_output=True, text=True
-    )
+    proc = _review_show(environ, cli, ref, cid)
     if proc.returncode != 0:
         detail = " ".join(proc.stderr.split()) or "no output"
         print(
@@ -256,7 +247,31 @@ def candidate(environ: Mapping[str, str]) -> int:
             )
         )
         return 0
-    shown = _kind_line(data)
+    passed = _report_verdict(environ, cid, verdict, _kind_line(data))
+    return 0 if passed or fail_on == "never" else 1
+
+
+def _review_show(
+    environ: Mapping[str, str], cli: list[str], ref: str, cid: str
+) -> subprocess.CompletedProcess[str]:
+    """``llmwiki review show --json`` of the candidate on branch ``ref``, onto the branch
+    the pull request targets (the checkout's remote branch made local first)."""
+    ws = Workspace.open(Path.cwd())
+    git = ws.require_git("the action")
+    head = _commit(ws, _input(environ, "head") or "HEAD", "head")
+    onto = _onto(ws, environ)
+    # actions/checkout fetches branches as refs/remotes/origin/*: give review its local branch
+    git.update_ref(f"refs/heads/{ref}", head, "", check=False)
+    sys.stdout.flush()
+    return subprocess.run(
+        [*cli, "review", "show", cid, "--json", f"--onto={onto}"], capture_output=True, text=True
+    )
+
+
+def _report_verdict(
+    environ: Mapping[str, str], cid: str, verdict: Mapping[str, object], shown: str
+) -> bool:
+    """The verdict as an annotation and in the job summary; True when approval would pass."""
     if verdict["ok"]:
         print(
             github.command(
@@ -268,7 +283,7 @@ def candidate(environ: Mapping[str, str]) -> int:
             f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would pass.\n"
             + shown,
         )
-        return 0
+        return True
     why = str(verdict.get("message") or verdict.get("code") or "no reason given")
     print(
         github.command(
@@ -282,7 +297,7 @@ def candidate(environ: Mapping[str, str]) -> int:
         f"\nReview candidate <code>{github.md_text(cid)}</code>: approval would be refused: "
         f"{github.md_text(why)}\n" + shown,
     )
-    return 0 if fail_on == "never" else 1
+    return False
 
 
 INDEX_REF = "refs/llmwiki/index"  # retrieval.indexref.REF (a test keeps them equal)

@@ -148,40 +148,60 @@ def is_own_target(page_id: str, question: str) -> bool:
     return stem == query_slug(question) and folder.rsplit("/", 1)[-1] == "queries"
 
 
+#: The warnings that say retrieval fell back from the embeddings (page selection may help).
+_DEGRADED = (
+    "embedding-store-missing",
+    "embedding-store-corrupt",
+    "embedding-model-mismatch",
+    "embedding-index-outdated",
+    "embedding-degraded",
+)
+
+
 def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Retrieved:
     loaded, result = retrieval.search(question)
     warnings = list(loaded.warnings)
-    degraded = [
-        w
-        for w in warnings + result.warnings
-        if w["code"]
-        in (
-            "embedding-store-missing",
-            "embedding-store-corrupt",
-            "embedding-model-mismatch",
-            "embedding-index-outdated",
-            "embedding-degraded",
-        )
-    ]
+    page_ids, source = _ranked(loaded, result, provider, question, warnings)
+    wiki = _wiki_for_links(retrieval, warnings)
+    evidence = _evidence(retrieval, loaded, result, page_ids, question, wiki, warnings)
+    return Retrieved(evidence, result, source, warnings)
+
+
+def _ranked(
+    loaded: Loaded,
+    result: SearchResult,
+    provider: ChatProvider,
+    question: str,
+    warnings: list[dict[str, str]],
+) -> tuple[list[str], str]:
+    """The pages to ground on, best first, and how they were found; with the embeddings
+    degraded (one ``embedding-degraded`` warning for all, replacing ``warnings``' own), a
+    generative provider picks the pages itself when it can."""
+    degraded = [w for w in warnings + result.warnings if w["code"] in _DEGRADED]
     source = "chunk-level" if (loaded.embedder is not None and not result.warnings) else "lexical"
     page_ids = [p for p, _ in result.pages]
-    if degraded:
-        warnings = [w for w in warnings if w not in degraded] + [
-            {
-                "code": "embedding-degraded",
-                "message": "; ".join(w["message"] for w in degraded),
-            }
-        ]
-        if provider.generative and loaded.store.pages:
-            try:
-                picked = _select_with_llm(provider, question, loaded)
-            except DATA_ERRORS as exc:  # selection is best effort: fall back to lexical ranking
-                warnings.append({"code": "page-selection-failed", "message": str(exc)})
-                picked = []
-            if picked:
-                page_ids, source = picked, "page-level"
-    by_id = {p.page_id: p for p in loaded.store.pages}
-    wiki: Wiki | None = None
+    if not degraded:
+        return page_ids, source
+    warnings[:] = [w for w in warnings if w not in degraded] + [
+        {
+            "code": "embedding-degraded",
+            "message": "; ".join(w["message"] for w in degraded),
+        }
+    ]
+    if provider.generative and loaded.store.pages:
+        try:
+            picked = _select_with_llm(provider, question, loaded)
+        except DATA_ERRORS as exc:  # selection is best effort: fall back to lexical ranking
+            warnings.append({"code": "page-selection-failed", "message": str(exc)})
+            picked = []
+        if picked:
+            return picked, "page-level"
+    return page_ids, source
+
+
+def _wiki_for_links(retrieval: Retrieval, warnings: list[dict[str, str]]) -> Wiki | None:
+    """The wiki that names the evidence's links (None: it did not load, said in
+    ``warnings``), and its pages that can never be quoted."""
     try:
         wiki = retrieval.wiki()
     except DATA_ERRORS as exc:  # the page names are then the links, as the report will show
@@ -191,11 +211,28 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
                 "message": f"could not load the wiki to choose unique links ({exc})",
             }
         )
-    else:  # pages whose text is not UTF-8 (or binary) are never searched or quoted: say which
-        warnings += [
-            {"code": "page-unreadable", "message": note}
-            for note in unusable_notes([(p.path, p.scan) for p in wiki.pages])
-        ]
+        return None
+    # pages whose text is not UTF-8 (or binary) are never searched or quoted: say which
+    warnings += [
+        {"code": "page-unreadable", "message": note}
+        for note in unusable_notes([(p.path, p.scan) for p in wiki.pages])
+    ]
+    return wiki
+
+
+def _evidence(
+    retrieval: Retrieval,
+    loaded: Loaded,
+    result: SearchResult,
+    page_ids: list[str],
+    question: str,
+    wiki: Wiki | None,
+    warnings: list[dict[str, str]],
+) -> list[Evidence]:
+    """Each page of ``page_ids`` as read now, with its excerpts: the grounding. A page that
+    cannot be read is left out (said in ``warnings``), and so is the page saving this
+    question's answer would replace."""
+    by_id = {p.page_id: p for p in loaded.store.pages}
     evidence: list[Evidence] = []
     for page_id in page_ids:
         entry = by_id.get(page_id)
@@ -219,7 +256,7 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
         evidence.append(
             Evidence(page_id, _link_for(entry, wiki), entry.title, body.strip(), tuple(chunk_texts))
         )
-    return Retrieved(evidence, result, source, warnings)
+    return evidence
 
 
 def _excerpts(

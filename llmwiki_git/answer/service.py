@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ..config import Settings
 from ..errors import BEST_EFFORT_ERRORS
-from ..providers.base import StreamState
+from ..providers.base import ChatProvider, StreamState
 from ..providers.limits import RepeatGuard
 from ..providers.registry import select_provider
 from ..publication.save import Published, Refusal, precheck, profile_refusal, publish
@@ -20,6 +20,7 @@ from ..wiki.pages import acceptance_problem
 from .query import (
     NOTHING_TO_PUBLISH,
     QueryResult,
+    Retrieved,
     answer_stream,
     declines,
     log_activity,
@@ -78,13 +79,7 @@ def run_query(
     language = lang or environ.get("LLMWIKI_OUTPUT_LANG") or None
     chat = select_provider(provider, environ, ws.settings.chat_provider, settings=ws.settings)
     if save and stage is None and profile_refusal(ws.state_dir) is None:
-        early = Site.of(ws, "saving an answer")
-        try:
-            precheck(early, question)  # a page in the way refuses before the model is paid
-        finally:
-            if note is not None:  # e.g. the recovery of an interrupted write, done under its lock
-                for text in early.notes:
-                    note(text)
+        _precheck(ws, question, note)
     retrieval = ws.retrieval()
     retrieved = retrieve(retrieval, question, chat)
     result = QueryResult(
@@ -113,11 +108,38 @@ def run_query(
         return result
     if on_start is not None:
         on_start(result)
+    _stream(chat, retrieved, language, result, on_token)
+    pending = pending_index(ws)
+    result.citations, result.citations_error = report(result.answer, retrieval.wiki, pending)
+    _conclude(ws, result, chat, retrieved, save=save, pending=pending, stage=stage, note=note)
+    return result
+
+
+def _precheck(ws: QueryProject, question: str, note: Note | None) -> None:
+    """A page in the way refuses the save before the model is paid."""
+    early = Site.of(ws, "saving an answer")
+    try:
+        precheck(early, question)
+    finally:
+        if note is not None:  # e.g. the recovery of an interrupted write, done under its lock
+            for text in early.notes:
+                note(text)
+
+
+def _stream(
+    chat: ChatProvider,
+    retrieved: Retrieved,
+    language: str | None,
+    result: QueryResult,
+    on_token: Callable[[str], None] | None,
+) -> None:
+    """The answer into ``result``, each piece to ``on_token`` as it arrives; a model that
+    repeats itself is cut off, and a cut answer says why (``answer-truncated``)."""
     pieces: list[str] = []
     state = StreamState()
     guard = RepeatGuard()
     repeated = False
-    stream = answer_stream(chat, question, retrieved, language, state)
+    stream = answer_stream(chat, result.question, retrieved, language, state)
     try:
         for chunk in stream:
             pieces.append(chunk)
@@ -134,8 +156,22 @@ def run_query(
     result.truncated = truncation(result.answer, state, repeated, guard.period)
     if result.truncated is not None:
         result.warnings.append({"code": "answer-truncated", "message": result.truncated["message"]})
-    pending = pending_index(ws)
-    result.citations, result.citations_error = report(result.answer, retrieval.wiki, pending)
+
+
+def _conclude(
+    ws: QueryProject,
+    result: QueryResult,
+    chat: ChatProvider,
+    retrieved: Retrieved,
+    *,
+    save: bool,
+    pending: PendingIndex | None,
+    stage: Stager | None,
+    note: Note | None,
+) -> None:
+    """After the answer: with ``save``, its refusal or its publication; without, the
+    activity log."""
+    question = result.question
     cites_itself = self_citation(question, result.citations) if save else None
     if save and declines(result.answer, chat.generative, retrieved.result, result.citations):
         result.refusal = {"code": "no-answer", "targets": [], "message": NOTHING_TO_PUBLISH}
@@ -143,16 +179,13 @@ def run_query(
     elif cites_itself is not None:
         result.refusal, result.exit_code = cites_itself, 1
     elif save and result.truncated is not None:
+        reason = result.truncated["reason"]
         result.refusal = {
             "code": "truncated",
             "targets": [],
             "message": "Answer publication refused: the answer was cut short "
-            f"({result.truncated['reason']}); nothing was written. Ask again"
-            + (
-                ", or raise LLMWIKI_MAX_TOKENS"
-                if result.truncated["reason"] == "max-tokens"
-                else ""
-            ),
+            f"({reason}); nothing was written. Ask again"
+            + (", or raise LLMWIKI_MAX_TOKENS" if reason == "max-tokens" else ""),
         }
         result.exit_code = 1
     elif save:
@@ -161,7 +194,31 @@ def run_query(
         refused = log_activity(ws.state_dir, question, result.page_ids, chat.name)
         if refused is not None:
             result.warnings.append(refused)
-    return result
+
+
+def _unsavable(result: QueryResult, max_bytes: int) -> Refusal | None:
+    """Why the answer may never be a page (None: it may)."""
+    why = acceptance_problem(result.question + "\n" + result.answer, max_bytes=max_bytes)
+    if (
+        why is not None
+    ):  # the one acceptance rule: never write a page the gate or approval would refuse
+        return Refusal(
+            "uncheckable",
+            [],
+            f"Answer publication refused: {why}; a saved page must be fully "
+            "checkable; nothing was written",
+        )
+    if "\ufffd" in result.question + result.answer:  # "na\ufffdve" was committed for "naïve"
+        return Refusal(
+            "replacement-characters",
+            [],
+            (
+                "Answer publication refused: it holds U+FFFD replacement characters (bytes that were not valid UTF-8, "
+                "in the question or in a page), which would be committed in place of the real letters; nothing was "
+                "written. Save the page as UTF-8, or ask the question in UTF-8"
+            ),
+        )
+    return None
 
 
 def _save(
@@ -171,29 +228,9 @@ def _save(
     stage: Stager | None,
     note: Note | None,
 ) -> int:
-    why = acceptance_problem(
-        result.question + "\n" + result.answer, max_bytes=ws.settings.max_page_bytes
-    )
-    if (
-        why is not None
-    ):  # the one acceptance rule: never write a page the gate or approval would refuse
-        result.refusal = Refusal(
-            "uncheckable",
-            [],
-            f"Answer publication refused: {why}; a saved page must be fully "
-            "checkable; nothing was written",
-        ).to_json()
-        return 1
-    if "\ufffd" in result.question + result.answer:  # "na\ufffdve" was committed for "naïve"
-        result.refusal = Refusal(
-            "replacement-characters",
-            [],
-            (
-                "Answer publication refused: it holds U+FFFD replacement characters (bytes that were not valid UTF-8, "
-                "in the question or in a page), which would be committed in place of the real letters; nothing was "
-                "written. Save the page as UTF-8, or ask the question in UTF-8"
-            ),
-        ).to_json()
+    unsavable = _unsavable(result, ws.settings.max_page_bytes)
+    if unsavable is not None:
+        result.refusal = unsavable.to_json()
         return 1
     if stage is not None:  # --review: the caller's staging (the review feature), not ours
         outcome = stage(result.question, result.answer, pending)
@@ -208,7 +245,7 @@ def _save(
         return 0
     site = Site.of(ws, "saving an answer")
     try:
-        outcome = publish(
+        published = publish(
             site,
             question=result.question,
             answer=result.answer,
@@ -219,28 +256,34 @@ def _save(
         if note is not None:
             for text in site.notes:
                 note(text)
-    if isinstance(outcome, Published):
-        result.saved = outcome.path
-        try:
-            retrieval = ws.retrieval()
-            # Never a silent full embedding (issue 15): a wiki that was never indexed gets the
-            # lexical index (seconds), and is told how to embed it.
-            never = not (ws.state_dir / "embeddings.json").exists()
-            retrieval.index(
-                page=False, fast=never
-            )  # the search index only: the commit wrote the table of contents
-            if never:
-                result.warnings.append(
-                    {
-                        "code": "index-lexical-only",
-                        "message": "the wiki had no search index: built a lexical one (no embedding); "
-                        "run `llmwiki index` to embed it for semantic search",
-                    }
-                )
-        except BEST_EFFORT_ERRORS as exc:  # the commit stands; the index catches up on the next run
-            result.warnings.append(
-                {"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"}
-            )
+    if isinstance(published, Published):
+        result.saved = published.path
+        _refresh_index(ws, result)
         return 0
-    result.refusal = outcome.to_json()
+    result.refusal = published.to_json()
     return 1
+
+
+def _refresh_index(ws: QueryProject, result: QueryResult) -> None:
+    """The search index after a saved answer, best effort (the commit stands; the index
+    catches up on the next run)."""
+    try:
+        retrieval = ws.retrieval()
+        # Never a silent full embedding (issue 15): a wiki that was never indexed gets the
+        # lexical index (seconds), and is told how to embed it.
+        never = not (ws.state_dir / "embeddings.json").exists()
+        retrieval.index(
+            page=False, fast=never
+        )  # the search index only: the commit wrote the table of contents
+        if never:
+            result.warnings.append(
+                {
+                    "code": "index-lexical-only",
+                    "message": "the wiki had no search index: built a lexical one (no embedding); "
+                    "run `llmwiki index` to embed it for semantic search",
+                }
+            )
+    except BEST_EFFORT_ERRORS as exc:  # the commit stands; the index catches up on the next run
+        result.warnings.append(
+            {"code": "embeddings-refresh-failed", "message": f"{exc}; run `llmwiki index`"}
+        )

@@ -18,6 +18,7 @@ from .app import _require_some_wiki, _workspace, cli
 
 if TYPE_CHECKING:
     from ..checks import CheckResult
+    from ..checks.renames import RenameHint
 
 
 def _render_text(result: CheckResult, base: str | None, scope: str) -> None:
@@ -151,29 +152,43 @@ def check(
     renames = _rename_hints(ws, result) if scope == "index" else []
     fmt = "json" if as_json else fmt
     if fmt == "json":
-        envelope: dict[str, Any] = {
-            "version": 1,
-            "checked": result.checked,
-            "problems": [p.to_json() for p in result.problems],
-        }
-        if renames:
-            envelope["renames"] = [hint.to_json() for hint in renames]
-        if ws.flavour.name != "plain":
-            envelope["flavour"] = ws.flavour.name  # whose rules were applied (wikilinks.md)
-        click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
+        _render_json(ws, result, renames)
     elif fmt == "github":
-        from .. import github
-        from ..terminal import echo_command
-
-        for line in github.problem_annotations(result.problems):
-            echo_command(line)  # llmwiki's own commands: the only lines that may start with "::"
-        _write_github_files(result)
-        _render_summary_line(result)
+        _render_github(result)
     else:
         _render_text(
             result, base, {"index": "the index", "worktree": "the work tree"}.get(scope, scope)
         )
-    for hint in renames:  # the hook's output too: a staged rename broke these links
+    _render_rename_hints(ws, renames)  # the hook's output too: a staged rename broke these links
+    ctx.exit(1 if result.errors else 0)
+
+
+def _render_json(ws: Workspace, result: CheckResult, renames: list[RenameHint]) -> None:
+    envelope: dict[str, Any] = {
+        "version": 1,
+        "checked": result.checked,
+        "problems": [p.to_json() for p in result.problems],
+    }
+    if renames:
+        envelope["renames"] = [hint.to_json() for hint in renames]
+    if ws.flavour.name != "plain":
+        envelope["flavour"] = ws.flavour.name  # whose rules were applied (wikilinks.md)
+    click.echo(json.dumps(envelope, indent=2, ensure_ascii=False))
+
+
+def _render_github(result: CheckResult) -> None:
+    from .. import github
+    from ..terminal import echo_command
+
+    for line in github.problem_annotations(result.problems):
+        echo_command(line)  # llmwiki's own commands: the only lines that may start with "::"
+    _write_github_files(result)
+    _render_summary_line(result)
+
+
+def _render_rename_hints(ws: Workspace, renames: list[RenameHint]) -> None:
+    """Each staged rename that broke links, and the `llmwiki mv` that rewrites them."""
+    for hint in renames:
         old, new = (
             os.path.relpath(ws.root / p)
             if (ws.root / p).resolve().is_relative_to(Path.cwd().resolve())
@@ -185,10 +200,9 @@ def check(
             f"to rewrite them in one commit, run: llmwiki mv {old} {new}",
             err=True,
         )
-    ctx.exit(1 if result.errors else 0)
 
 
-def _rename_hints(ws: Workspace, result: CheckResult) -> list[Any]:
+def _rename_hints(ws: Workspace, result: CheckResult) -> list[RenameHint]:
     """Staged renames that broke links (checks/renames.py)."""
     if not result.renames:
         return []

@@ -14,6 +14,8 @@ from .app import _note, _one_of, _require_some_wiki, _workspace, cli
 
 if TYPE_CHECKING:
     from ..answer.query import QueryResult
+    from ..answer.service import Stager
+    from ..workspace import Workspace
 
 
 @cli.command()
@@ -71,8 +73,6 @@ def query(
       llmwiki query "what is a blob?" --save
       llmwiki query "what is a tree?" --provider ollama --debug
     """
-    from ..answer.service import run_query
-
     if review and not save:
         raise UsageError(
             "--review requires --save", hint='use `llmwiki query "..." --save --review`'
@@ -87,6 +87,38 @@ def query(
         from ..review.stage import answer_stager
 
         stage = answer_stager(ws, note)
+    result = _answer(
+        ws,
+        " ".join(question),
+        save=save,
+        lang=lang,
+        debug=debug,
+        provider=provider,
+        stage=stage,
+        streaming=not as_json,
+    )
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    else:
+        _render_query(result, debug)
+    ctx.exit(result.exit_code)
+
+
+def _answer(
+    ws: Workspace,
+    question: str,
+    *,
+    save: bool,
+    lang: str | None,
+    debug: bool,
+    provider: str | None,
+    stage: Stager | None,
+    streaming: bool,
+) -> QueryResult:
+    """The answer to ``question``; ``streaming``: its pages said and its text printed as it
+    arrives (the line ended before an error is said)."""
+    from ..answer.service import run_query
+
     streamed: list[str] = []
 
     def on_token(chunk: str) -> None:
@@ -101,27 +133,22 @@ def query(
         )
 
     try:
-        result = run_query(
+        return run_query(
             ws,
-            " ".join(question),
+            question,
             save=save,
             lang=lang,
             debug=debug,
             provider=provider,
             stage=stage,
-            on_start=None if as_json else on_start,
-            on_token=None if as_json else on_token,
-            note=note,
+            on_start=on_start if streaming else None,
+            on_token=on_token if streaming else None,
+            note=_note if streaming else None,
         )
     except BaseException:  # the streamed answer's line is ended before the error is said
         if streamed:
             click.echo()
         raise
-    if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-    else:
-        _render_query(result, debug)
-    ctx.exit(result.exit_code)
 
 
 def _render_query(result: QueryResult, debug: bool) -> None:

@@ -18,6 +18,9 @@ from .app import EXIT_INTERRUPTED, _age, _note, _workspace, cli
 
 if TYPE_CHECKING:
     from ..review.approve import Approved
+    from ..review.service import CandidateView
+    from ..review.stage import Staged
+    from ..workspace import Workspace
 
 
 def plan_lines(plan: dict[str, Any]) -> list[str]:
@@ -85,6 +88,15 @@ def review_stage(
     from ..review.stagepage import stage_pages, worktree_edits
 
     ws = _workspace(ctx)
+    edits = worktree_edits(ws, _repository_paths(ws, paths), started_from)
+    staged = stage_pages(ws, edits, None if as_json else _note)
+    kept = restore_pages(ws, edits) if restore else []
+    _render_staged(staged, kept, as_json=as_json)
+
+
+def _repository_paths(ws: Workspace, paths: tuple[Path, ...]) -> list[str]:
+    """``paths`` (from the current folder) as paths in the repository; UsageError for one
+    outside it."""
     top = Path(ws.root).resolve()
     rels = []
     for path in paths:
@@ -93,9 +105,10 @@ def review_stage(
             rels.append(full.relative_to(top).as_posix())
         except ValueError:
             raise UsageError(f"{path} is outside the repository {top}") from None
-    edits = worktree_edits(ws, rels, started_from)
-    staged = stage_pages(ws, edits, None if as_json else _note)
-    kept = restore_pages(ws, edits) if restore else []
+    return rels
+
+
+def _render_staged(staged: list[Staged], kept: list[str], *, as_json: bool) -> None:
     if as_json:
         click.echo(
             json.dumps(
@@ -183,60 +196,67 @@ def review_show(ctx: click.Context, candidate_id: str, as_json: bool, onto: str 
     """Metadata, the citation report as it stands now, the diff against the current tip, and
     whether approval would pass (and why not)."""
     from ..review.service import show_view
-    from ..wiki.citations import format_report
 
     ws = _workspace(ctx)
     view = show_view(ws, candidate_id, onto)
     if as_json:
         click.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
     else:
-        click.echo(f"Candidate {view.candidate.id}")
-        for key, value in view.metadata().items():
-            if key == "question" and not value:
-                continue  # a page edit asks no question (it printed an empty "question:" line)
-            if value is not None or not view.pages:
-                click.echo(f"{key}: {value}")
-        provenance = view.provenance()
-        for source in provenance.get("sources", []):
-            click.echo(f"source: {source['path']} (blob {source['blob']})")
-        for key in ("model", "prompt", "retracts"):
-            if provenance.get(key):
-                click.echo(f"{key}: {provenance[key]}")
-        for line in plan_lines(view.plan) if view.plan is not None else ():  # a move or merge
-            click.echo(line)
-        click.echo("")
-        if view.verdict.citations is not None:
-            for line in format_report(view.verdict.citations):
-                click.echo(line)
-        click.echo("")
-        if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
-            for number, item in enumerate(view.pages, 1):
-                what = (
-                    "retracted source" if item["target"] == provenance.get("retracts") else "page"
-                )
-                titled = f' "{item["title"]}"' if item.get("title") else ""
-                click.echo(
-                    f"=== {what} {number}/{len(view.pages)}: {item['target']}{titled} (was: {item['precondition']}) ==="
-                )
-                if item.get("repairs"):
-                    click.echo(f"repaired by compile: {item['repairs']}")
-                if item.get("uncited") and what == "page":
-                    click.echo("warning: this page cites no source line; read it before approving")
-                click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
-                click.echo("")
-        else:
-            click.echo(view.diff.rstrip("\n"))
-            click.echo("")
-        verdict = view.verdict
-        click.echo(
-            (
-                "Approval would pass: "
-                if verdict.ok
-                else f"Approval would be refused ({verdict.code}): "
-            )
-            + verdict.message
-        )
+        _render_show(view)
     ctx.exit(0)
+
+
+def _render_show(view: CandidateView) -> None:
+    """The candidate as `review show` prints it: metadata, provenance, plan, citation
+    report, diff (page by page for a multi-file run), and the verdict."""
+    from ..wiki.citations import format_report
+
+    click.echo(f"Candidate {view.candidate.id}")
+    for key, value in view.metadata().items():
+        if key == "question" and not value:
+            continue  # a page edit asks no question (it printed an empty "question:" line)
+        if value is not None or not view.pages:
+            click.echo(f"{key}: {value}")
+    provenance = view.provenance()
+    for source in provenance.get("sources", []):
+        click.echo(f"source: {source['path']} (blob {source['blob']})")
+    for key in ("model", "prompt", "retracts"):
+        if provenance.get(key):
+            click.echo(f"{key}: {provenance[key]}")
+    for line in plan_lines(view.plan) if view.plan is not None else ():  # a move or merge
+        click.echo(line)
+    click.echo("")
+    if view.verdict.citations is not None:
+        for line in format_report(view.verdict.citations):
+            click.echo(line)
+    click.echo("")
+    if view.pages and "threeWay" not in view.verdict.details:  # a compile run: page by page
+        _render_show_pages(view, provenance.get("retracts"))
+    else:
+        click.echo(view.diff.rstrip("\n"))
+        click.echo("")
+    verdict = view.verdict
+    click.echo(
+        ("Approval would pass: " if verdict.ok else f"Approval would be refused ({verdict.code}): ")
+        + verdict.message
+    )
+
+
+def _render_show_pages(view: CandidateView, retracts: object) -> None:
+    """Each file of a multi-file run with its diff (``retracts``: the source it deletes)."""
+    pages = view.pages
+    for number, item in enumerate(pages, 1):
+        what = "retracted source" if item["target"] == retracts else "page"
+        titled = f' "{item["title"]}"' if item.get("title") else ""
+        click.echo(
+            f"=== {what} {number}/{len(pages)}: {item['target']}{titled} (was: {item['precondition']}) ==="
+        )
+        if item.get("repairs"):
+            click.echo(f"repaired by compile: {item['repairs']}")
+        if item.get("uncited") and what == "page":
+            click.echo("warning: this page cites no source line; read it before approving")
+        click.echo(item["diff"].rstrip("\n") or "(no change against the current tip)")
+        click.echo("")
 
 
 @review.command("approve")
@@ -267,6 +287,18 @@ def review_approve(
     the approved pages (lexically, embedding at most a few chunks; more waits for the next
     `llmwiki index`); --no-index skips that, and Ctrl-C during it leaves the approval as it is.
     """
+    done = _approve(
+        ctx, candidate_id, allow_broken=allow_broken, no_index=no_index, as_json=as_json
+    )
+    if as_json:
+        click.echo(json.dumps(done.to_json(), indent=2))
+
+
+def _approve(
+    ctx: click.Context, candidate_id: str, *, allow_broken: bool, no_index: bool, as_json: bool
+) -> Approved:
+    """The approval, said as soon as the branch has moved; Ctrl-C while the index follows
+    leaves it approved (and exits with EXIT_INTERRUPTED)."""
     from ..review.service import approve_candidate
 
     ws = _workspace(ctx)
@@ -283,7 +315,7 @@ def review_approve(
                 )
 
     try:
-        done = approve_candidate(
+        return approve_candidate(
             ws,
             candidate_id,
             None if as_json else _note,
@@ -301,8 +333,6 @@ def review_approve(
             err=True,
         )
         ctx.exit(EXIT_INTERRUPTED)
-    if as_json:
-        click.echo(json.dumps(done.to_json(), indent=2))
 
 
 def _say_approved(candidate_id: str, done: Approved) -> None:

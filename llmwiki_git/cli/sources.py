@@ -16,6 +16,7 @@ from .app import _age, _note, _one_of, _workspace, cli
 
 if TYPE_CHECKING:
     from ..compiler.progress import Progress
+    from ..compiler.retract import RetractResult
     from ..compiler.service import CompileResult
 
 
@@ -192,13 +193,26 @@ def _render_compile(result: CompileResult) -> None:
         _note(
             f"{path} is stale but only a model rewrites it: run with --provider (see docs/compile.md)"
         )
+    if _render_compiled_nothing(result):
+        return
+    usage = result.usage
+    if usage.requests:
+        _note(
+            f"Model: {result.model}: {plural(usage.requests, 'request')}, {usage.input_tokens} tokens in, "
+            f"{usage.output_tokens} out{' (some estimated)' if usage.estimated else ''}."
+        )
+    _render_compile_candidate(result)
+
+
+def _render_compiled_nothing(result: CompileResult) -> bool:
+    """Why the run compiled nothing, if it did not (False: it compiled)."""
     if result.mode == "stale" and not result.pages and not result.raced:
         click.echo(
             f"Nothing staged: {plural(len(result.needs_model), 'stale page')} "
             f"{'needs' if len(result.needs_model) == 1 else 'need'} a model to rewrite "
             f"{'it' if len(result.needs_model) == 1 else 'them'}."
         )
-        return
+        return True
     if not result.compiled:
         click.echo(
             f"Nothing to compile: {plural(len(result.up_to_date), 'source')} up to date"
@@ -209,19 +223,19 @@ def _render_compile(result: CompileResult) -> None:
             )
             + "."
         )
-        return
+        return True
     if result.raced:
         click.echo(
             f"Nothing to compile: another compile recorded or staged {', '.join(result.raced)} meanwhile "
             "(`llmwiki review list` shows it)."
         )
-        return
-    usage = result.usage
-    if usage.requests:
-        _note(
-            f"Model: {result.model}: {plural(usage.requests, 'request')}, {usage.input_tokens} tokens in, "
-            f"{usage.output_tokens} out{' (some estimated)' if usage.estimated else ''}."
-        )
+        return True
+    return False
+
+
+def _render_compile_candidate(result: CompileResult) -> None:
+    """The run's candidate: refused by the gate, not needed, or staged with its pages (and
+    approved, or refused, or what to do next)."""
     if result.gate is not None:
         click.echo(
             f"Nothing staged: approval would refuse this run: {result.gate}. Fix the sources "
@@ -359,6 +373,12 @@ def retract(
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         ctx.exit(result.exit_code)
+    _render_retract(result, dry_run=dry_run)
+    ctx.exit(result.exit_code)
+
+
+def _render_retract(result: RetractResult, *, dry_run: bool) -> None:
+    """What the retraction deletes, rewrites, leaves alone and breaks; then its candidate."""
     click.echo(
         f"Retracting {result.source}"
         + ("" if result.blob else " (already deleted: only its pages)")
@@ -381,8 +401,12 @@ def retract(
         )
         for problem in result.breaks:
             click.echo(f"  {problem.location}: {problem.message}")
-    if dry_run:
-        return
+    if not dry_run:
+        _render_retract_candidate(result)
+
+
+def _render_retract_candidate(result: RetractResult) -> None:
+    """The retraction's candidate: staged, approved or refused, and what to do next."""
     staged = result.candidate
     if staged is None:
         click.echo("Nothing to stage.")
@@ -398,4 +422,3 @@ def retract(
             f"Inspect with `llmwiki review show {staged.candidate_id}`, approve with "
             f"`llmwiki review approve {staged.candidate_id}`{fix}."
         )
-    ctx.exit(result.exit_code)

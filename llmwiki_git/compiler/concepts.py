@@ -398,70 +398,112 @@ def write_pages(
 ) -> tuple[list[FileWrite], list[Written]]:
     """One page per concept, written by the model (step 2 and 3 of the module docstring);
     ``instruction`` is said in every page request (a retraction says what to remove)."""
-    chat = ask.chat
     plan.wiki.build_tables()
-    after = plan.wiki
-    for concept in concepts:  # the run's pages exist for link resolution (names and aliases)
+    after = _with_new_pages(plan.wiki, concepts)
+    table = name_table(plan.wiki, plan.project_prefix)  # once: each is read by several requests
+    used = {s.path: s for c in concepts for s in c.sources}
+    run = _PageRun(
+        plan,
+        ask,
+        concepts,
+        instruction,
+        progress,
+        after,
+        name_index(after),
+        {c.target: link_text(after, after.by_path[c.target]) or c.target for c in concepts},
+        {
+            path: [link for link, _ in mentioned_pages(s, plan.wiki, names=table)]
+            for path, s in used.items()
+        },
+        _other_targets(plan.wiki),
+        {s.name: s for s in plan.sources},
+    )
+    progress.restart("writing pages", len(concepts))
+    done = parallel(lambda concept: _write_page(run, concept), concepts, concurrency, progress)
+    return [w for w, _ in done], [p for _, p in done]
+
+
+def _with_new_pages(wiki: Wiki, concepts: list[Concept]) -> Wiki:
+    """``wiki`` with a stub of each new concept page, so links resolve to the run's pages
+    (by name and alias) too."""
+    after = wiki
+    for concept in concepts:
         if concept.existing is None:
             head = yaml.safe_dump(
                 {"title": concept.name, "aliases": concept.aliases or None}, sort_keys=False
             )
             after = after.with_page(concept.target, f"---\n{head}---\n")
     after.build_tables()
-    names = name_index(after)
-    link_of = {c.target: link_text(after, after.by_path[c.target]) or c.target for c in concepts}
-    table = name_table(plan.wiki, plan.project_prefix)  # once: each is read by several requests
-    used = {s.path: s for c in concepts for s in c.sources}
-    mentions = {
-        path: [link for link, _ in mentioned_pages(s, plan.wiki, names=table)]
-        for path, s in used.items()
-    }
+    return after
+
+
+def _other_targets(wiki: Wiki) -> list[tuple[str, str]]:
+    """(path, link) of the wiki's pages a run may link to, in order, a few past
+    :data:`MAX_TARGETS`."""
     rest: list[tuple[str, str]] = []
-    for page in plan.wiki.pages:
+    for page in wiki.pages:
         if len(rest) > MAX_TARGETS:
             break
-        text = link_text(plan.wiki, page)
-        if text is not None and page_target_problem(page.path, plan.wiki.root_dir) is None:
+        text = link_text(wiki, page)
+        if text is not None and page_target_problem(page.path, wiki.root_dir) is None:
             rest.append((page.path, text))
-    progress.restart("writing pages", len(concepts))
-    by_file = {s.name: s for s in plan.sources}
+    return rest
 
-    def write_one(concept: Concept) -> tuple[FileWrite, Written]:
-        existing_text = plan.texts.get(concept.target) if concept.existing is not None else None
-        what = f"the page on {concept.name!r} from {', '.join(s.path for s in concept.sources)}"
-        request = _page_request(
-            concept, existing_text, _targets(concepts, concept, link_of, mentions, rest)
-        )
-        reply = ask.json(
-            PAGE_SYSTEM,
-            f"{instruction}\n\n{request}" if instruction else request,
-            step="page",
-            schema=PAGE_SCHEMA,
-            what=what,
-        )
-        title = _text(reply.get("title", concept.name), what, "title", chat.name)
-        summary = _text(reply.get("summary", ""), what, "summary", chat.name, required=False)
-        body = _text(reply.get("body"), what, "body", chat.name)
-        if body.startswith("---"):
-            body = body[parse(body).body_offset :].lstrip("\n") or body
-        shown = {name: s for name, s in by_file.items() if s.path not in concept.dropped}
-        repairs = Repairs()
-        body = repair_links(
-            repair_citations(body, shown, repairs.citations_dropped),
-            after,
-            names,
-            repairs.links_unlinked,
-        )
-        repairs.uncited = "^[" not in body
-        document = _document(plan, concept, existing_text, title, summary, body)
-        progress.step(concept.target)
-        change = "replace" if concept.existing is not None else "add"
-        return FileWrite(concept.target, document), Written(
-            concept.target, [s.path for s in concept.sources], change, repairs
-        )
 
-    done = parallel(write_one, concepts, concurrency, progress)
-    return [w for w, _ in done], [p for _, p in done]
+@dataclass(frozen=True)
+class _PageRun:
+    """What every page request of one run shares."""
+
+    plan: Plan
+    ask: _Asker
+    concepts: list[Concept]
+    instruction: str
+    progress: Progress
+    after: Wiki  # the wiki with the run's new pages: links are repaired against it
+    names: dict[str, set[str]]  # name_index(after)
+    link_of: dict[str, str]  # each run page's link text
+    mentions: dict[str, list[str]]  # source path -> the links of the pages it mentions
+    rest: list[tuple[str, str]]  # _other_targets
+    by_file: dict[str, Source]  # citation name -> source
+
+
+def _write_page(run: _PageRun, concept: Concept) -> tuple[FileWrite, Written]:
+    """One concept's page, asked of the model, its citations and links repaired."""
+    plan, chat = run.plan, run.ask.chat
+    existing_text = plan.texts.get(concept.target) if concept.existing is not None else None
+    what = f"the page on {concept.name!r} from {', '.join(s.path for s in concept.sources)}"
+    request = _page_request(
+        concept,
+        existing_text,
+        _targets(run.concepts, concept, run.link_of, run.mentions, run.rest),
+    )
+    reply = run.ask.json(
+        PAGE_SYSTEM,
+        f"{run.instruction}\n\n{request}" if run.instruction else request,
+        step="page",
+        schema=PAGE_SCHEMA,
+        what=what,
+    )
+    title = _text(reply.get("title", concept.name), what, "title", chat.name)
+    summary = _text(reply.get("summary", ""), what, "summary", chat.name, required=False)
+    body = _text(reply.get("body"), what, "body", chat.name)
+    if body.startswith("---"):
+        body = body[parse(body).body_offset :].lstrip("\n") or body
+    shown = {name: s for name, s in run.by_file.items() if s.path not in concept.dropped}
+    repairs = Repairs()
+    body = repair_links(
+        repair_citations(body, shown, repairs.citations_dropped),
+        run.after,
+        run.names,
+        repairs.links_unlinked,
+    )
+    repairs.uncited = "^[" not in body
+    document = _document(plan, concept, existing_text, title, summary, body)
+    run.progress.step(concept.target)
+    change = "replace" if concept.existing is not None else "add"
+    return FileWrite(concept.target, document), Written(
+        concept.target, [s.path for s in concept.sources], change, repairs
+    )
 
 
 def _document(

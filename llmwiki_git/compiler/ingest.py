@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -271,18 +271,7 @@ def _commit(site: Site, planned: list[tuple[Ingested, bytes]], folder: str) -> I
     for item, data in planned:
         before = old.get(item.target)
         status = "unchanged" if before == blob_id(data) else "updated" if before else "added"
-        done.append(
-            Ingested(
-                item.name,
-                item.target,
-                item.kind,
-                item.original_bytes,
-                item.chars,
-                item.truncated,
-                status,
-                item.stripped,
-            )
-        )
+        done.append(replace(item, status=status))
         if status != "unchanged":
             files[item.target] = data
     if not files:
@@ -295,15 +284,6 @@ def _commit(site: Site, planned: list[tuple[Ingested, bytes]], folder: str) -> I
         except PathRefused as exc:
             raise InputRefused(target, exc.reason) from None
     changed = [i for i in done if i.status != "unchanged"]
-    subject = (
-        f"llmwiki: ingest {changed[0].target}"
-        if len(changed) == 1
-        else f"llmwiki: ingest {len(changed)} sources"
-    )
-    lines = [
-        f"{i.target} ({i.status}, from {i.name}, {i.kind}{', truncated' if i.truncated else ''})"
-        for i in changed
-    ]
     entry = log_entry(
         "ingest",
         f"{len(changed)} source{'s' if len(changed) != 1 else ''}",
@@ -314,8 +294,22 @@ def _commit(site: Site, planned: list[tuple[Ingested, bytes]], folder: str) -> I
         ref=ref,
         head=head,
         files=files,
-        message=subject + "\n\n" + "\n".join(lines) + "\n",
+        message=_message(changed),
         entry=entry,
         what=f"ingest of {len(changed)} source(s)",
     )
     return IngestResult(done, commit)
+
+
+def _message(changed: list[Ingested]) -> str:
+    """The ingest commit's message: what changed, each source with where it came from."""
+    subject = (
+        f"llmwiki: ingest {changed[0].target}"
+        if len(changed) == 1
+        else f"llmwiki: ingest {len(changed)} sources"
+    )
+    lines = [
+        f"{i.target} ({i.status}, from {i.name}, {i.kind}{', truncated' if i.truncated else ''})"
+        for i in changed
+    ]
+    return subject + "\n\n" + "\n".join(lines) + "\n"

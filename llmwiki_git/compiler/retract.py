@@ -24,11 +24,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import ApprovalRefused, UsageError
 from ..gitstore.commits import current_branch
+from ..gitstore.git import Git
 from ..problems import Problem
+from ..providers.base import ChatProvider
 from ..providers.registry import make_provider, provider_name
 from ..providertable import OFFLINE_CHAT
 from ..publication.candidates import SOURCE_MODES, page_target_problem, source_target_problem
@@ -50,7 +52,7 @@ from ..wiki.provenance import (
 )
 from ..wiki.scanner import prose_lines, scan_links, split_lines
 from ..wiki.slug import parse_target, slugify
-from .plan import make_plan
+from .plan import Plan, make_plan
 from .progress import Progress, Usage
 
 PROMPT = "retraction/1"  # the version of the model's instruction below, recorded as Llmwiki-Prompt
@@ -234,6 +236,83 @@ def retract(
     """Retract the source ``given`` as one candidate (see the module docstring)."""
     env = ws.environ if environ is None else environ
     git = ws.require_git("retracting a source")
+    at = _retracted(ws, git, given, cwd)
+    source = at.source
+    plan = make_plan(git, ws.wiki(at.base), at.base, ws.project_prefix)
+    name = citation_name(source, ws.project_prefix)
+    fed = _fed(plan, at, name)
+    result = RetractResult(
+        source, at.blob or None, at.base, deleted=fed.only, dry_run=dry_run, left_alone=fed.kept
+    )
+    writes = [FileWrite(path, None) for path in fed.only]
+    name_used, _ = provider_name(provider, env, ws.settings.chat_provider)
+    by_model = _by_model(plan, fed.shared, source) if name_used != OFFLINE_CHAT else []
+    writes += _marked(plan, fed, by_model, source, ws.project_prefix, result)
+    progress = Progress(len(by_model), on_progress)
+    recorded = Recorded(retracts=source)
+    if by_model and not dry_run:
+        chat = make_provider(name_used, env, None, ws.settings)
+        result.model = f"{name_used}/{chat.model}"
+        rewrite = _Rewrite(plan, chat, progress, fed.only, by_model, source, concurrency)
+        more, recorded = _rewrite_by_model(rewrite, result)
+        writes += more
+    elif by_model:
+        result.rewritten += [Rewritten(path, "model") for path in by_model]
+    result.usage = progress.usage
+    if at.blob:
+        writes.append(FileWrite(source, None))
+    links = link_outcome_many(
+        ws, at.base, {w.target: w.document for w in writes if w.target != source}
+    )
+    result.breaks = links.new_errors
+    if dry_run:
+        return result
+    result.candidate = _stage(ws, result, writes, recorded, name, note)
+    if result.candidate is not None and publish:
+        try:
+            result.approved = approve_candidate(
+                ws, result.candidate.candidate_id, note, allow_broken=allow_broken
+            )
+        except ApprovalRefused as exc:
+            result.refusal = exc.message
+    return result
+
+
+def _stage(
+    ws: ReviewProject,
+    result: RetractResult,
+    writes: list[FileWrite],
+    recorded: Recorded,
+    name: str,
+    note: Callable[[str], None] | None,
+) -> StagedFiles | None:
+    """The retraction's candidate, named after the source (cited as ``name``)."""
+    slug = slugify(name.rsplit(".", 1)[0])[:60] or "source"
+    return stage_files(
+        ws,
+        writes,
+        kind=RETRACT_KIND,
+        slug=f"retract-{slug}",
+        subject=_subject(result),
+        body=_body(result),
+        recorded=recorded,
+        base=result.base,
+        note=note,
+    )
+
+
+class _Retracted(NamedTuple):
+    """The source to retract as HEAD has it: its mode and blob ("" / None: not there)."""
+
+    base: str
+    source: str
+    mode: str
+    blob: str | None
+
+
+def _retracted(ws: ReviewProject, git: Git, given: str, cwd: Path) -> _Retracted:
+    """The source ``given`` names, at HEAD of the current branch: a regular file, or absent
+    (only its pages are then cleaned up)."""
     current_branch(git)
     base = git.rev_parse("HEAD")
     if base is None:
@@ -246,101 +325,113 @@ def retract(
         raise UsageError(
             f"{source} is not a regular file at HEAD (mode {mode}); only a file can be retracted"
         )
-    blob = git.blob_at(base, source) if mode else None
-    wiki = ws.wiki(base)
-    plan = make_plan(git, wiki, base, ws.project_prefix)
-    name = citation_name(source, ws.project_prefix)
-    blobs = {s.path: s.blob for s in plan.sources}
-    only, shared, kept = [], [], []
+    return _Retracted(base, source, mode, git.blob_at(base, source) if mode else None)
+
+
+class _Fed(NamedTuple):
+    """The pages that name or cite the retracted source: written from it ``only`` (deleted),
+    ``shared`` with other sources (rewritten), and ``kept``: never llmwiki's to write."""
+
+    only: list[str]
+    shared: list[str]
+    kept: list[str]
+
+
+def _fed(plan: Plan, at: _Retracted, name: str) -> _Fed:
+    """The pages the source (cited as ``name``) fed, by what the retraction does to them;
+    UsageError when there is nothing to retract (no source, no page)."""
+    source = at.source
+    fed = _Fed([], [], [])
+    wiki = plan.wiki
     for page in wiki.pages:
         named = [f.source for f in plan.provenance.of_page(page.path)]
         cites = any(item[0] == "c" and item[1] == name for item in page.scan.sourcing)
         if source not in named and not cites:
             continue
         if page_target_problem(page.path, wiki.root_dir) is not None:
-            kept.append(page.path)  # a user's own index.md or log.md: never llmwiki's to write
+            fed.kept.append(page.path)  # a user's own index.md or log.md: never llmwiki's to write
         elif named == [source]:
-            only.append(page.path)
+            fed.only.append(page.path)
         else:
-            shared.append(page.path)
-    result = RetractResult(
-        source, blob or None, base, deleted=only, dry_run=dry_run, left_alone=kept
-    )
-    if not mode and not only and not shared and not kept:
+            fed.shared.append(page.path)
+    if not at.mode and not fed.only and not fed.shared and not fed.kept:
         raise UsageError(
             f"{source} is not in the commit at HEAD, and no page names or cites it: nothing to retract"
         )
-    writes = [FileWrite(path, None) for path in only]
-    name_used, _ = provider_name(provider, env, ws.settings.chat_provider)
-    by_model = [
+    return fed
+
+
+def _by_model(plan: Plan, shared: list[str], source: str) -> list[str]:
+    """The shared pages a model rewrites: those with another source left to write from."""
+    blobs = {s.path: s.blob for s in plan.sources}
+    return [
         p
         for p in shared
-        if name_used != OFFLINE_CHAT
-        and any(f.source != source and f.source in blobs for f in plan.provenance.of_page(p))
+        if any(f.source != source and f.source in blobs for f in plan.provenance.of_page(p))
     ]
-    gone = set(only)
-    for path in shared:
+
+
+def _marked(
+    plan: Plan,
+    fed: _Fed,
+    by_model: list[str],
+    source: str,
+    project_prefix: str,
+    result: RetractResult,
+) -> list[FileWrite]:
+    """The shared pages no model rewrites, unsourced and marked ``retracted:``, their links
+    to the deleted pages made plain text (each listed in ``result.rewritten``)."""
+    writes = []
+    gone = set(fed.only)
+    for path in fed.shared:
         if path not in by_model:
-            text = unlinked(unsourced(plan.texts[path], source, ws.project_prefix), wiki, gone)
+            text = unlinked(unsourced(plan.texts[path], source, project_prefix), plan.wiki, gone)
             writes.append(FileWrite(path, text))
             result.rewritten.append(Rewritten(path, "marked"))
-    progress = Progress(len(by_model), on_progress)
-    recorded = Recorded(retracts=source)
-    if by_model and not dry_run:
-        from .concepts import asker, page_concepts, write_pages
+    return writes
 
-        chat = make_provider(name_used, env, None, ws.settings)
-        result.model = f"{name_used}/{chat.model}"
-        left = plan.wiki
-        for path in only:  # links to the deleted pages are no valid targets: repaired to plain text
-            left = left.without_page(path)
-        more, written = write_pages(
-            replace(plan, wiki=left),
-            asker(chat, progress),
-            page_concepts(plan, by_model, frozenset({source})),
-            concurrency=concurrency,
-            progress=progress,
-            instruction=instruction(source),
-        )
-        writes += more
-        result.rewritten += [Rewritten(w.target, "model") for w in written]
-        recorded = Recorded(
-            tuple(sorted({(s, blobs[s]) for w in written for s in w.sources})),
-            result.model,
-            PROMPT,
-            retracts=source,
-        )
-    elif by_model:
-        result.rewritten += [Rewritten(path, "model") for path in by_model]
-    result.usage = progress.usage
-    if blob:
-        writes.append(FileWrite(source, None))
-    links = link_outcome_many(
-        ws, base, {w.target: w.document for w in writes if w.target != source}
+
+class _Rewrite(NamedTuple):
+    """What the model's rewrite of the shared pages takes."""
+
+    plan: Plan
+    chat: ChatProvider
+    progress: Progress
+    deleted: list[str]
+    by_model: list[str]
+    source: str
+    concurrency: int
+
+
+def _rewrite_by_model(rewrite: _Rewrite, result: RetractResult) -> tuple[list[FileWrite], Recorded]:
+    """The model's rewrites of ``by_model`` from the sources they have left (each listed in
+    ``result.rewritten``), and what the trailers record: those sources, the model, the
+    prompt."""
+    from .concepts import asker, page_concepts, write_pages
+
+    plan, source = rewrite.plan, rewrite.source
+    left = plan.wiki
+    for (
+        path
+    ) in rewrite.deleted:  # links to the deleted pages are no valid targets: repaired to plain text
+        left = left.without_page(path)
+    writes, written = write_pages(
+        replace(plan, wiki=left),
+        asker(rewrite.chat, rewrite.progress),
+        page_concepts(plan, rewrite.by_model, frozenset({source})),
+        concurrency=rewrite.concurrency,
+        progress=rewrite.progress,
+        instruction=instruction(source),
     )
-    result.breaks = links.new_errors
-    if dry_run:
-        return result
-    slug = slugify(name.rsplit(".", 1)[0])[:60] or "source"
-    result.candidate = stage_files(
-        ws,
-        writes,
-        kind=RETRACT_KIND,
-        slug=f"retract-{slug}",
-        subject=_subject(result),
-        body=_body(result),
-        recorded=recorded,
-        base=base,
-        note=note,
+    result.rewritten += [Rewritten(w.target, "model") for w in written]
+    blobs = {s.path: s.blob for s in plan.sources}
+    recorded = Recorded(
+        tuple(sorted({(s, blobs[s]) for w in written for s in w.sources})),
+        result.model,
+        PROMPT,
+        retracts=source,
     )
-    if result.candidate is not None and publish:
-        try:
-            result.approved = approve_candidate(
-                ws, result.candidate.candidate_id, note, allow_broken=allow_broken
-            )
-        except ApprovalRefused as exc:
-            result.refusal = exc.message
-    return result
+    return writes, recorded
 
 
 def _subject(result: RetractResult) -> str:

@@ -30,6 +30,7 @@ import yaml
 
 from ..errors import ApprovalRefused, Interrupted, UsageError
 from ..gitstore.commits import current_branch
+from ..gitstore.git import Git
 from ..providers.base import ChatProvider
 from ..providers.registry import make_provider, provider_name
 from ..providertable import OFFLINE_CHAT
@@ -39,6 +40,7 @@ from ..review.approve import Approved
 from ..review.project import ReviewProject
 from ..review.service import approve_candidate
 from ..review.stagefiles import FileWrite, StagedFiles, stage_locked
+from ..wiki.model import Wiki
 from ..wiki.provenance import Fed, sources_dir
 from ..wiki.slug import slugify
 from . import notes
@@ -221,6 +223,41 @@ def compile_wiki(
     provider keys and settings (default: the workspace's)."""
     env = ws.environ if environ is None else environ
     git = ws.require_git("compiling sources")
+    base = _compiled_base(git)
+    name, _ = provider_name(provider, env, ws.settings.chat_provider)
+    _note_loose_sources(ws, git, note)
+    plan = make_plan(git, ws.wiki(base), base, ws.project_prefix, stale=stale)
+    result = _planned(plan, base, name, stale=stale, dry_run=dry_run)
+    if not plan.todo or dry_run:
+        return result
+    progress = Progress(len(plan.stale_pages()) if stale else len(plan.todo), on_progress)
+    chat = None
+    if name != OFFLINE:
+        from .concepts import PROMPT
+
+        chat = make_provider(name, env, None, ws.settings)
+        result.model, result.prompt = f"{name}/{chat.model}", PROMPT
+    writes = _write(plan, result, progress, chat, stale=stale, concurrency=concurrency)
+    if not writes and stale:
+        return result
+    result.usage = progress.usage
+    compiled, recorded = _recorded(plan, result)
+    from .gate import gate_refusal
+
+    result.gate = gate_refusal(ws, base, writes)
+    if result.gate is not None:  # approval would refuse it: never staged
+        return result
+    _stage(ws, _Staging(plan, writes, compiled, recorded, stale), result, note)
+    if result.candidate is not None and publish:
+        try:
+            result.approved = approve_candidate(ws, result.candidate.candidate_id, note)
+        except ApprovalRefused as exc:
+            result.refusal = exc.message
+    return result
+
+
+def _compiled_base(git: Git) -> str:
+    """The commit a run compiles: HEAD of the current branch."""
     current_branch(git)  # a detached HEAD refuses before any work
     base = git.rev_parse("HEAD")
     if base is None:
@@ -228,7 +265,11 @@ def compile_wiki(
             "the branch has no commit yet",
             hint="commit the wiki (and `llmwiki ingest` sources) first",
         )
-    name, _ = provider_name(provider, env, ws.settings.chat_provider)
+    return base
+
+
+def _note_loose_sources(ws: ReviewProject, git: Git, note: Callable[[str], None] | None) -> None:
+    """Say that uncommitted sources are not read (compile reads the committed ones)."""
     folder = sources_dir(ws.project_prefix)
     loose = len(git.status_paths(f":(top,literal){folder}"))
     if loose and note is not None:
@@ -236,13 +277,16 @@ def compile_wiki(
             f"{loose} uncommitted change(s) in {folder}/ are not compiled: compile reads the committed sources "
             "(commit them, or use `llmwiki ingest`)"
         )
-    wiki = ws.wiki(base)
-    plan = make_plan(git, wiki, base, ws.project_prefix, stale=stale)
-    result = CompileResult(
+
+
+def _planned(plan: Plan, base: str, name: str, *, stale: bool, dry_run: bool) -> CompileResult:
+    """The result as the plan alone tells it (all a dry run reports)."""
+    return CompileResult(
         base,
         name,
         notes.MODEL,
         notes.PROMPT,
+        compiled=[s.path for s in plan.todo],
         up_to_date=[s.path for s in plan.up_to_date],
         staged_elsewhere=dict(plan.staged),
         unreadable=plan.unreadable,
@@ -251,37 +295,41 @@ def compile_wiki(
         mode="stale" if stale else "changed",
         source_blobs={s.path: s.blob for s in plan.sources},
     )
-    if not plan.todo or dry_run:
-        result.compiled = [s.path for s in plan.todo]
-        return result
-    result.compiled = [s.path for s in plan.todo]
-    progress = Progress(len(plan.stale_pages()) if stale else len(plan.todo), on_progress)
-    chat = None
-    if name != OFFLINE:
-        from .concepts import PROMPT
 
-        chat = make_provider(name, env, None, ws.settings)
-        result.model, result.prompt = f"{name}/{chat.model}", PROMPT
+
+def _write(
+    plan: Plan,
+    result: CompileResult,
+    progress: Progress,
+    chat: ChatProvider | None,
+    *,
+    stale: bool,
+    concurrency: int,
+) -> list[FileWrite]:
+    """The run's pages (into ``result.pages``) and the files they are: rewritten stale
+    pages, source notes offline, or the model's concept pages."""
     if stale:
         writes, result.pages, result.needs_model = stale_writes(plan, progress, chat, concurrency)
         rewritten = {path for page in result.pages for path in page.sources}
         result.compiled = [p for p in result.compiled if p in rewritten]
-        if not writes:
-            return result
-    elif chat is None:
+        return writes
+    if chat is None:
         writes, result.pages = offline_writes(plan, progress)
-    else:
-        from .concepts import model_writes
+        return writes
+    from .concepts import model_writes
 
-        try:
-            writes, result.pages = model_writes(
-                plan, chat, concurrency=concurrency, progress=progress
-            )
-        except KeyboardInterrupt as exc:
-            closed = exc.closed if isinstance(exc, Interrupted) else 0
-            said = f"closed {closed} model request(s) in flight; " if closed else ""
-            raise Interrupted(said + spent_before_interrupt(progress.usage, result.model)) from exc
-    result.usage = progress.usage
+    try:
+        writes, result.pages = model_writes(plan, chat, concurrency=concurrency, progress=progress)
+    except KeyboardInterrupt as exc:
+        closed = exc.closed if isinstance(exc, Interrupted) else 0
+        said = f"closed {closed} model request(s) in flight; " if closed else ""
+        raise Interrupted(said + spent_before_interrupt(progress.usage, result.model)) from exc
+    return writes
+
+
+def _recorded(plan: Plan, result: CompileResult) -> tuple[list[tuple[str, str]], Recorded]:
+    """The (source, blob) pairs the run compiled, and what its trailers record: those and
+    every other source its pages name, the model and the prompt."""
     compiled = [(s.path, s.blob) for s in plan.todo if s.path in result.compiled]
     named = {path for page in result.pages for path in page.sources}
     blobs = {s.path: s.blob for s in plan.sources}
@@ -290,52 +338,71 @@ def compile_wiki(
         result.model,
         result.prompt,
     )
-    from .gate import gate_refusal
+    return compiled, recorded
 
-    result.gate = gate_refusal(ws, base, writes)
-    if result.gate is not None:  # approval would refuse it: never staged
-        return result
+
+@dataclass(frozen=True)
+class _Staging:
+    """What staging a run takes from the steps before it."""
+
+    plan: Plan
+    writes: list[FileWrite]
+    compiled: list[tuple[str, str]]
+    recorded: Recorded
+    stale: bool
+
+
+def _stage(
+    ws: ReviewProject,
+    run: _Staging,
+    result: CompileResult,
+    note: Callable[[str], None] | None,
+) -> None:
+    """Under the repository lock: the candidate (into ``result.candidate``) unless another
+    run got to these sources meanwhile (``result.raced``)."""
+    git = ws.require_git("compiling sources")
+    base = run.plan.base
     site = Site.of(ws, "compiling sources")
     try:
         with locked(site):
             head = git.rev_parse("HEAD") or base
-            at_head = wiki if head == base else ws.wiki(head)
-            if stale:
-                targets = {p.target for p in result.pages}
-                wanted = {(f.page, f.source) for f in plan.stale if f.page in targets}
-                kept = {
-                    (f.page, f.source)
-                    for f in still_stale(git, plan, at_head, head, ws.project_prefix)
-                }
-                if wanted - kept:  # rewritten or staged meanwhile: stage nothing
-                    result.raced = sorted({source for _, source in wanted - kept})
-                    return result
-            else:
-                left = still_to_do(git, plan, at_head, head, ws.project_prefix, compiled)
-                if len(left) != len(compiled):  # another compile got there first: stage nothing
-                    result.raced = sorted({p for p, _ in compiled} - set(left))
-                    return result
+            at_head = run.plan.wiki if head == base else ws.wiki(head)
+            result.raced = _raced(ws, git, run, result, at_head, head)
+            if result.raced:  # compiled or staged meanwhile: stage nothing
+                return
             result.candidate = stage_locked(
                 ws,
-                writes,
+                run.writes,
                 kind=COMPILE_KIND,
                 slug="compile",
                 subject=_subject(result),
                 body=_body(result),
-                recorded=recorded,
+                recorded=run.recorded,
                 base=base,
-                root_dir=wiki.root_dir,
+                root_dir=run.plan.wiki.root_dir,
             )
     finally:
         for text in site.notes:
             if note is not None:
                 note(text)
-    if result.candidate is not None and publish:
-        try:
-            result.approved = approve_candidate(ws, result.candidate.candidate_id, note)
-        except ApprovalRefused as exc:
-            result.refusal = exc.message
-    return result
+
+
+def _raced(
+    ws: ReviewProject, git: Git, run: _Staging, result: CompileResult, at_head: Wiki, head: str
+) -> list[str]:
+    """The sources another run rewrote or staged since the plan (none: stage)."""
+    plan = run.plan
+    if run.stale:
+        targets = {p.target for p in result.pages}
+        wanted = {(f.page, f.source) for f in plan.stale if f.page in targets}
+        kept = {
+            (f.page, f.source) for f in still_stale(git, plan, at_head, head, ws.project_prefix)
+        }
+        return sorted({source for _, source in wanted - kept})
+    left = still_to_do(git, plan, at_head, head, ws.project_prefix, run.compiled)
+    if len(left) != len(run.compiled):  # another compile got there first
+        return sorted({p for p, _ in run.compiled} - set(left))
+    return []
 
 
 def spent_before_interrupt(usage: Usage, model: str) -> str:

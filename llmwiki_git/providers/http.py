@@ -447,40 +447,19 @@ def _exchange(
     settings = endpoint.settings
     attempt = 0
     while True:
-        emitted = 0
+        sent = _Sent()
         delay = settings.backoff_delay(attempt)
         try:
-            with client.stream(
-                "POST", endpoint.url, json=dict(payload), headers=dict(endpoint.headers)
-            ) as response:
-                status = response.status_code
-                if not 200 <= status < 300:
-                    body = _body_text(response)
-                    if status not in RETRY_STATUS or attempt >= settings.retries:
-                        raise http_error(endpoint, status, body, attempt + 1)
-                    waited = retry_after(response.headers, settings.max_retry_after)
-                    if waited is not None:
-                        delay = waited
-                else:
-                    for item in read(response):
-                        if item is _AGAIN:
-                            if attempt >= settings.retries:
-                                raise ProviderError(
-                                    endpoint.provider,
-                                    f"the server closed the stream without an answer ({attempt + 1} attempts)",
-                                    hint=endpoint.unreachable,
-                                )
-                            break
-                        emitted += len(item) if isinstance(item, str) else 1
-                        yield item
-                    else:
-                        return
+            then = yield from _attempt(endpoint, payload, client, read, attempt, delay, sent)
+            if then is None:  # the whole answer
+                return
+            delay = then
         except RetryableStreamError as exc:
-            if emitted:
+            if sent.count:
                 raise ProviderError(
                     endpoint.provider,
-                    f"the stream broke after {emitted} characters: {exc.message.split(': ', 1)[-1]}"
-                    " -- the answer is incomplete",
+                    f"the stream broke after {sent.count} characters: "
+                    f"{exc.message.split(': ', 1)[-1]} -- the answer is incomplete",
                     hint=_PARTIAL_HINT,
                 ) from exc
             if attempt >= settings.retries:
@@ -490,21 +469,72 @@ def _exchange(
                 endpoint.provider, f"the server sent a body that cannot be decoded ({exc})"
             ) from exc
         except httpx.TransportError as exc:
-            if _STOPPING.is_set():
-                raise ProviderError(
-                    endpoint.provider, "the request was stopped and its connection closed"
-                ) from exc
-            if emitted:
-                raise ProviderError(
-                    endpoint.provider,
-                    f"the stream broke after {emitted} characters ({exc.__class__.__name__}): "
-                    "the answer is incomplete",
-                    hint=_PARTIAL_HINT,
-                ) from exc
-            if attempt >= settings.retries or not _retryable_transport(exc, endpoint.url):
-                raise _transport_error(endpoint, exc, attempt + 1) from exc
+            _raise_unless_retryable(endpoint, exc, attempt, sent.count)
         time.sleep(delay)
         attempt += 1
+
+
+@dataclass
+class _Sent:
+    """How much of one attempt has reached the caller (characters, or items)."""
+
+    count: int = 0
+
+
+def _attempt(
+    endpoint: Endpoint,
+    payload: Mapping[str, object],
+    client: httpx.Client,
+    read: BodyReader,
+    attempt: int,
+    delay: float,
+    sent: _Sent,
+) -> Generator[object, None, float | None]:
+    """One POST: passes on what ``read`` yields from a 2xx response, counted in ``sent``.
+    Returns None when the answer is complete, else the delay before the next attempt (the
+    server's ``Retry-After``, or ``delay``); raises when no attempt is left."""
+    settings = endpoint.settings
+    with client.stream(
+        "POST", endpoint.url, json=dict(payload), headers=dict(endpoint.headers)
+    ) as response:
+        status = response.status_code
+        if not 200 <= status < 300:
+            body = _body_text(response)
+            if status not in RETRY_STATUS or attempt >= settings.retries:
+                raise http_error(endpoint, status, body, attempt + 1)
+            waited = retry_after(response.headers, settings.max_retry_after)
+            return delay if waited is None else waited
+        for item in read(response):
+            if item is _AGAIN:
+                if attempt >= settings.retries:
+                    raise ProviderError(
+                        endpoint.provider,
+                        f"the server closed the stream without an answer ({attempt + 1} attempts)",
+                        hint=endpoint.unreachable,
+                    )
+                return delay
+            sent.count += len(item) if isinstance(item, str) else 1
+            yield item
+        return None
+
+
+def _raise_unless_retryable(endpoint: Endpoint, exc: Exception, attempt: int, sent: int) -> None:
+    """A connection that broke or was refused: the ProviderError to raise, unless another
+    attempt may follow (none was stopped, nothing reached the caller, attempts are left, the
+    error is one to retry)."""
+    if _STOPPING.is_set():
+        raise ProviderError(
+            endpoint.provider, "the request was stopped and its connection closed"
+        ) from exc
+    if sent:
+        raise ProviderError(
+            endpoint.provider,
+            f"the stream broke after {sent} characters ({exc.__class__.__name__}): "
+            "the answer is incomplete",
+            hint=_PARTIAL_HINT,
+        ) from exc
+    if attempt >= endpoint.settings.retries or not _retryable_transport(exc, endpoint.url):
+        raise _transport_error(endpoint, exc, attempt + 1) from exc
 
 
 def json_request(

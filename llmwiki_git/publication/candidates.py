@@ -27,7 +27,7 @@ from ..wiki.provenance import in_sources
 from ..wiki.slug import slugify
 from . import kinds
 from .kinds import KindRow
-from .trailers import ABSENT, Trailers
+from .trailers import ABSENT, FileTrailer, Trailers
 from .trailers import (
     parse as parse_trailers,
 )
@@ -283,6 +283,14 @@ def validate(
         return badly_named
     if row.files:
         return _validate_files(git, candidate, t, row, wiki_root, project_prefix, max_bytes)
+    return _validate_page(git, candidate, t, row, wiki_root, max_bytes)
+
+
+def _validate_page(
+    git: Git, candidate: Candidate, t: Trailers, row: KindRow, wiki_root: str, max_bytes: int
+) -> Malformed | None:
+    """The structural check of a one-page candidate: one commit on its base changing only
+    its target, to a regular, acceptable file (or deleting it, for a kind that deletes)."""
     answer = row.policy == kinds.ANSWER  # a validated answer writes a query page only
     problem = (target_problem if answer else page_target_problem)(t.target, wiki_root)
     if problem is not None:
@@ -399,71 +407,107 @@ def _validate_files(
     is deleted, where its body digest says ``absent``."""
     cid = candidate.id
     for f in t.files:
-        if t.retracts is not None and f.target == t.retracts:  # the one source a retraction deletes
-            problem = source_target_problem(f.target, project_prefix)
-            if problem is None and (f.body_digest != ABSENT or f.precondition == ABSENT):
-                problem = f"a retraction may only delete {f.target}, which must exist at its base"
-        else:
-            problem = page_target_problem(f.target, wiki_root)
-            if (
-                problem is not None
-                and row.rewrites_links
-                and users_own_page(git, t.base, f.target, wiki_root)
-            ):
-                problem = None  # a vault's own home page or diary: the plan check allows its link rewrites only
-            if (
-                problem is None
-                and project_prefix is not None
-                and in_sources(f.target, project_prefix)
-            ):
-                problem = f"target {f.target!r} is a source (in sources/), not a page"
+        problem = _file_target_problem(git, t, f, row, wiki_root, project_prefix)
         if problem is not None:
             return Malformed("bad-target", f"candidate {cid}: {problem}; reject it")
     stacked = _not_one_commit(git, candidate, t)
     if stacked is not None:
         return stacked
     changes = {c[4]: c for c in git.raw_entries(t.base, candidate.commit)}
-    listed = {f.target for f in t.files}
-    if set(changes) != listed:
-        extra, missing = sorted(set(changes) - listed), sorted(listed - set(changes))
-        what = "; ".join(
-            part
-            for part in (
-                f"unlisted: {', '.join(map(repr, extra))}" if extra else "",
-                f"listed but unchanged: {', '.join(map(repr, missing))}" if missing else "",
-            )
-            if part
+    unlisted = _not_exactly_listed(cid, t, set(changes))
+    if unlisted is not None:
+        return unlisted
+    for f in t.files:
+        wrong = _file_change_problem(git, cid, t, f, changes[f.target], max_bytes)
+        if wrong is not None:
+            return wrong
+    return None
+
+
+def _file_target_problem(
+    git: Git,
+    t: Trailers,
+    f: FileTrailer,
+    row: KindRow,
+    wiki_root: str,
+    project_prefix: str | None,
+) -> str | None:
+    """Why a multi-file candidate may not write ``f``'s target (None: it may): a page under
+    the wiki root, or the one source a retraction deletes."""
+    if t.retracts is not None and f.target == t.retracts:  # the one source a retraction deletes
+        problem = source_target_problem(f.target, project_prefix)
+        if problem is None and (f.body_digest != ABSENT or f.precondition == ABSENT):
+            problem = f"a retraction may only delete {f.target}, which must exist at its base"
+        return problem
+    problem = page_target_problem(f.target, wiki_root)
+    if (
+        problem is not None
+        and row.rewrites_links
+        and users_own_page(git, t.base, f.target, wiki_root)
+    ):
+        problem = (
+            None  # a vault's own home page or diary: the plan check allows its link rewrites only
         )
+    if problem is None and project_prefix is not None and in_sources(f.target, project_prefix):
+        problem = f"target {f.target!r} is a source (in sources/), not a page"
+    return problem
+
+
+def _not_exactly_listed(cid: str, t: Trailers, changed: set[str]) -> Malformed | None:
+    """The refusal of a commit that changes other files than its trailers list (None: it
+    changes exactly those)."""
+    listed = {f.target for f in t.files}
+    if changed == listed:
+        return None
+    extra, missing = sorted(changed - listed), sorted(listed - changed)
+    what = "; ".join(
+        part
+        for part in (
+            f"unlisted: {', '.join(map(repr, extra))}" if extra else "",
+            f"listed but unchanged: {', '.join(map(repr, missing))}" if missing else "",
+        )
+        if part
+    )
+    return Malformed(
+        "touches-other-files",
+        f"candidate {cid} must change exactly the {len(listed)} file(s) its trailers list ({what})",
+    )
+
+
+def _file_change_problem(
+    git: Git,
+    cid: str,
+    t: Trailers,
+    f: FileTrailer,
+    change: tuple[str, str, str, str, str],
+    max_bytes: int,
+) -> Malformed | None:
+    """The refusal of one listed file's change (None: it is what its trailer says): a
+    retraction deletes a regular file; a file is deleted exactly when its digest says
+    ``absent``; what is written is a regular, acceptable file."""
+    old_mode, mode, blob, status, _path = change
+    deleted = status.startswith("D")
+    if f.target == t.retracts and not (deleted and old_mode in SOURCE_MODES):
+        return Malformed(
+            "not-a-regular-file",
+            f"candidate {cid} must delete the source {f.target}, a regular file "
+            f"at its base ({_MODES.get(old_mode, f'mode {old_mode}')} there, "
+            f"change {status}); reject it",
+        )
+    if deleted != (f.body_digest == ABSENT):
         return Malformed(
             "touches-other-files",
-            f"candidate {cid} must change exactly the {len(listed)} file(s) its "
-            f"trailers list ({what})",
+            f"candidate {cid} {'deletes' if deleted else 'writes'} "
+            f"{f.target}, but its trailers say otherwise",
         )
-    for f in t.files:
-        old_mode, mode, blob, status, _path = changes[f.target]
-        if f.target == t.retracts and not (status.startswith("D") and old_mode in SOURCE_MODES):
-            return Malformed(
-                "not-a-regular-file",
-                f"candidate {cid} must delete the source {f.target}, a regular file "
-                f"at its base ({_MODES.get(old_mode, f'mode {old_mode}')} there, "
-                f"change {status}); reject it",
-            )
-        if status.startswith("D") != (f.body_digest == ABSENT):
-            return Malformed(
-                "touches-other-files",
-                f"candidate {cid} {'deletes' if status.startswith('D') else 'writes'} "
-                f"{f.target}, but its trailers say otherwise",
-            )
-        if not status.startswith("D") and mode != REGULAR:
-            return Malformed(
-                "not-a-regular-file",
-                f"candidate {cid} makes {f.target} {_MODES.get(mode, f'mode {mode}')}; "
-                "only a regular file (mode 100644) can be approved; reject it",
-            )
-        why = None if status.startswith("D") else blob_problem(git, blob, max_bytes=max_bytes)
-        if why is not None:
-            return unchecked(cid, f.target, why)
-    return None
+    if not deleted and mode != REGULAR:
+        return Malformed(
+            "not-a-regular-file",
+            f"candidate {cid} makes {f.target} {_MODES.get(mode, f'mode {mode}')}; "
+            "only a regular file (mode 100644) can be approved; reject it",
+        )
+    why = None if deleted else blob_problem(git, blob, max_bytes=max_bytes)
+    return None if why is None else unchecked(cid, f.target, why)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ..publication import kinds
 from ..publication.candidates import Candidate, body_digest, get, validate
 from ..publication.document import log_entry
 from ..publication.save import body_of, hand_written_problem, policy_refusal
-from ..publication.trailers import ABSENT, REPLAYED
+from ..publication.trailers import ABSENT, REPLAYED, Trailers
 from ..publication.write import Site, commit_and_move, locked
 from ..wiki.citations import Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki
@@ -81,10 +81,7 @@ def evaluate(
         return Verdict(False, code, message, candidate, tip, ref, details=details)
 
     t = candidate.trailers
-    try:
-        tip_wiki = ws.wiki(tip) if tip is not None else None
-    except LlmwikiError:  # judged below as "validation unavailable"
-        tip_wiki = None
+    tip_wiki = _tip_wiki(ws, tip)
     malformed = validate(
         git,
         candidate,
@@ -98,16 +95,9 @@ def evaluate(
     assert t is not None
     row = kinds.row(t.kind)
     assert row is not None  # validate() refused an unknown kind
-    try:
-        broken = promise_problem(ws, candidate, row)
-    except DATA_ERRORS as exc:  # the base cannot be read: refused, the candidate kept
-        return refuse(
-            "unavailable",
-            f"Approval of {candidate_id} refused: its promise cannot be checked at its base "
-            f"({exc.__class__.__name__}: {exc}); the candidate is kept",
-        )
+    broken = _broken_promise(ws, candidate, row, refuse)
     if broken is not None:
-        return refuse(*broken)
+        return broken
     if row.policy == kinds.FILES:  # a multi-file run: every file, all or nothing (filespolicy)
         return evaluate_files(
             ws,
@@ -123,6 +113,30 @@ def evaluate(
     if row.policy == kinds.PAGE:
         return _evaluate_page(ws, candidate, tip, ref, refuse)
     return _evaluate_answer(ws, candidate, tip, ref, refuse, tip_wiki, pending)
+
+
+def _tip_wiki(ws: ReviewProject, tip: str | None) -> Wiki | None:
+    """The wiki at ``tip`` (None: no tip, or it cannot be read -- judged later as
+    "validation unavailable")."""
+    try:
+        return ws.wiki(tip) if tip is not None else None
+    except LlmwikiError:
+        return None
+
+
+def _broken_promise(
+    ws: ReviewProject, candidate: Candidate, row: kinds.KindRow, refuse: Callable[..., Verdict]
+) -> Verdict | None:
+    """The refusal of a candidate that breaks its kind's promise at its base (None: kept)."""
+    try:
+        broken = promise_problem(ws, candidate, row)
+    except DATA_ERRORS as exc:  # the base cannot be read: refused, the candidate kept
+        return refuse(
+            "unavailable",
+            f"Approval of {candidate.id} refused: its promise cannot be checked at its base "
+            f"({exc.__class__.__name__}: {exc}); the candidate is kept",
+        )
+    return None if broken is None else refuse(*broken)
 
 
 def _evaluate_answer(
@@ -228,6 +242,22 @@ def _evaluate_page(
             f"(they started from {t.precondition}, the tip has {now}); {RESTAGE_PAGE}",
             threeWay=view,
         )
+    return _page_links_verdict(ws, candidate, tip, ref, refuse, document)
+
+
+def _page_links_verdict(
+    ws: ReviewProject,
+    candidate: Candidate,
+    tip: str,
+    ref: str,
+    refuse: Callable[..., Verdict],
+    document: bytes | None,
+) -> Verdict:
+    """The wiki's links with the page edit (``document``; None: deleted) at ``tip``:
+    accepted unless it newly breaks some."""
+    t = candidate.trailers
+    assert t is not None
+    cid = candidate.id
     try:
         text = None if document is None else document.decode("utf-8")
         links = link_outcome(ws, tip, t.target, text)
@@ -329,22 +359,8 @@ def _approve(
     ref = current_branch(git)
     tip = git.rev_parse(ref)
     landed = _on_branch(git, candidate, tip)
-    if (
-        landed is not None and candidate.trailers is not None
-    ):  # a re-run after an interrupted approval
-        held = held_git_locks(git, [f"{candidate.ref}.lock", "packed-refs.lock"])
-        if held:
-            raise GitLockHeld(held, f"approval of {candidate_id}")
-        git.delete_ref(candidate.ref, candidate.commit, message=f"llmwiki: approved {candidate_id}")
-        return Approved(
-            candidate_id,
-            landed,
-            landed != candidate.commit,
-            tip or landed,
-            candidate.trailers.target,
-            True,
-            tuple(f.target for f in candidate.trailers.files),
-        )
+    if landed is not None and candidate.trailers is not None:
+        return _landed_already(git, candidate, landed, tip)
     verdict = evaluate(ws, candidate_id, pending, allow_broken=allow_broken)
     if not verdict.ok:
         raise ApprovalRefused(verdict)
@@ -353,16 +369,7 @@ def _approve(
     commit = verdict.candidate.commit
     replayed = t.base != verdict.tip
     if replayed:
-        raw = git.commit_object(commit)
-        message = raw.split("\n\n", 1)[1]
-        message = message.rstrip("\n") + f"\n{REPLAYED}: {commit}\n"
-        documents = {
-            f.target: None
-            if git.blob_at(commit, f.target) is None
-            else git.read_blob(f"{commit}:{f.target}")
-            for f in t.files
-        }
-        commit = build_commit(git, verdict.tip, documents, message, author=git.author(commit))
+        commit = _replay(git, commit, t, verdict.tip)
     entry = log_entry(
         "approve",
         verdict.candidate.subject,
@@ -387,3 +394,38 @@ def _approve(
     return Approved(
         candidate_id, commit, replayed, final, t.target, targets=tuple(f.target for f in t.files)
     )
+
+
+def _landed_already(git: Git, candidate: Candidate, landed: str, tip: str | None) -> Approved:
+    """A re-run after an interrupted approval: the candidate is on the branch already
+    (``landed``); only its branch is left to delete."""
+    t = candidate.trailers
+    assert t is not None
+    held = held_git_locks(git, [f"{candidate.ref}.lock", "packed-refs.lock"])
+    if held:
+        raise GitLockHeld(held, f"approval of {candidate.id}")
+    git.delete_ref(candidate.ref, candidate.commit, message=f"llmwiki: approved {candidate.id}")
+    return Approved(
+        candidate.id,
+        landed,
+        landed != candidate.commit,
+        tip or landed,
+        t.target,
+        True,
+        tuple(f.target for f in t.files),
+    )
+
+
+def _replay(git: Git, commit: str, t: Trailers, tip: str) -> str:
+    """The candidate's ``commit`` made again on ``tip`` (its base moved on): the same files
+    and message, which names the commit it replays."""
+    raw = git.commit_object(commit)
+    message = raw.split("\n\n", 1)[1]
+    message = message.rstrip("\n") + f"\n{REPLAYED}: {commit}\n"
+    documents = {
+        f.target: None
+        if git.blob_at(commit, f.target) is None
+        else git.read_blob(f"{commit}:{f.target}")
+        for f in t.files
+    }
+    return build_commit(git, tip, documents, message, author=git.author(commit))

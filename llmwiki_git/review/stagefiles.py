@@ -94,20 +94,7 @@ def plan_files(
     seen: set[str] = set()
     for write in writes:
         target = write.target
-        if retracts is not None and target == retracts:
-            problem = source_target_problem(target, project_prefix)
-            if problem is None and write.document is not None:
-                problem = "a retraction deletes its source, it never writes one"
-        else:
-            problem = page_target_problem(target, root_dir)
-            if (
-                problem is not None
-                and write.own_page
-                and users_own_page(git, base, target, root_dir)
-            ):
-                problem = None
-            if problem is None and in_sources(target, project_prefix):
-                problem = f"target {target!r} is a source (in sources/), not a page"
+        problem = _target_problem(git, base, root_dir, project_prefix, write, retracts)
         if problem is None and target in seen:
             problem = f"{target} is written twice"
         if problem is not None:
@@ -141,6 +128,31 @@ def plan_files(
         )
         planned.append(FileTrailer(target, precondition, digest))
     return planned
+
+
+def _target_problem(
+    git: Git,
+    base: str,
+    root_dir: str,
+    project_prefix: str,
+    write: FileWrite,
+    retracts: str | None,
+) -> str | None:
+    """Why ``write`` may not be staged at its target (None: it may): a page under the wiki
+    root (a user's own page only where ``own_page`` says so), or the source a retraction
+    deletes."""
+    target = write.target
+    if retracts is not None and target == retracts:
+        problem = source_target_problem(target, project_prefix)
+        if problem is None and write.document is not None:
+            problem = "a retraction deletes its source, it never writes one"
+        return problem
+    problem = page_target_problem(target, root_dir)
+    if problem is not None and write.own_page and users_own_page(git, base, target, root_dir):
+        problem = None
+    if problem is None and in_sources(target, project_prefix):
+        problem = f"target {target!r} is a source (in sources/), not a page"
+    return problem
 
 
 def stage_files(

@@ -13,6 +13,7 @@ from starlette.responses import HTMLResponse, Response
 
 from ..errors import LlmwikiError
 from ..publication.candidates import get
+from ..wiki.model import Wiki
 from .html import h, layout, notice, url
 from .site import Edge, Site
 
@@ -56,26 +57,11 @@ def graph(site: Site, request: Request) -> Response:
             centres = [f.target for f in t.files] if t is not None else []
         elif centre:
             centres = [centre]
-    total = len(wiki.pages)
-    said = ""
     if centres and not whole:
         keep = _local(edges, [c for c in centres if c in wiki.by_path] or centres)
         said = f"Local graph: {len(keep)} pages within {DEPTH} links of {', '.join(centres)}."
     else:
-        if total > CAP:
-            degree: dict[str, int] = {}
-            for e in edges:
-                degree[e.source] = degree.get(e.source, 0) + 1
-                degree[e.target] = degree.get(e.target, 0) + 1
-            ranked = sorted(wiki.pages, key=lambda p: (-degree.get(p.path, 0), p.path))
-            keep = {p.path for p in ranked[:CAP]}
-            said = (
-                f"Whole graph capped: showing the {CAP:,} best-linked of {total:,} pages. "
-                "Open a page's or a candidate's local graph to see the rest."
-            )
-        else:
-            keep = {p.path for p in wiki.pages}
-            said = f"Whole graph: {total:,} pages."
+        keep, said = _whole(wiki, edges)
     index = {p: i for i, p in enumerate(sorted(keep))}
     titles = {p.path: p.id for p in wiki.pages}
     nodes = [
@@ -92,13 +78,37 @@ def graph(site: Site, request: Request) -> Response:
             }
         ),
     }
+    return HTMLResponse(
+        layout("Graph", _body(said, data, nodes), current="/graph", read_only=site.read_only)
+    )
+
+
+def _whole(wiki: Wiki, edges: list[Edge]) -> tuple[set[str], str]:
+    """The whole graph's pages, at most :data:`CAP` (the best-linked), and what to say."""
+    total = len(wiki.pages)
+    if total <= CAP:
+        return {p.path for p in wiki.pages}, f"Whole graph: {total:,} pages."
+    degree: dict[str, int] = {}
+    for e in edges:
+        degree[e.source] = degree.get(e.source, 0) + 1
+        degree[e.target] = degree.get(e.target, 0) + 1
+    ranked = sorted(wiki.pages, key=lambda p: (-degree.get(p.path, 0), p.path))
+    said = (
+        f"Whole graph capped: showing the {CAP:,} best-linked of {total:,} pages. "
+        "Open a page's or a candidate's local graph to see the rest."
+    )
+    return {p.path for p in ranked[:CAP]}, said
+
+
+def _body(said: str, data: dict[str, object], nodes: list[dict[str, object]]) -> str:
+    """The page: the notice, the canvas, the data block its script draws, and the pages
+    drawn as a plain list."""
     blob = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
     listing = "".join(f'<li><a href="{h(n["href"])}">{h(n["label"])}</a></li>' for n in nodes[:500])
-    body = (
+    return (
         notice(said, "notice graph-notice")
         + '<p><a href="/graph?all=1">Whole graph</a></p>'
         + f'<canvas id="graph" width="1100" height="700" role="img" aria-label="{h(said)} Drag to pan, scroll to zoom, click a node to open its page."></canvas>'
         + f'<script type="application/json" id="graph-data">{blob}</script>'
         + f"<details><summary>The pages drawn, as a list</summary><ul>{listing}</ul></details>"
     )
-    return HTMLResponse(layout("Graph", body, current="/graph", read_only=site.read_only))
