@@ -13,7 +13,6 @@ from starlette.responses import HTMLResponse, Response
 
 from ..errors import LlmwikiError
 from ..publication.candidates import get
-from ..wiki.model import Wiki
 from .html import h, layout, notice, url
 from .site import Edge, Site
 
@@ -39,24 +38,6 @@ def _local(edges: list[Edge], centres: list[str], depth: int = DEPTH) -> set[str
     return seen
 
 
-def _whole(wiki: Wiki, edges: list[Edge]) -> tuple[set[str], str]:
-    """The pages of the whole graph (the `CAP` best-linked ones of a larger wiki), and what
-    the page says of them."""
-    total = len(wiki.pages)
-    if total <= CAP:
-        return {p.path for p in wiki.pages}, f"Whole graph: {total:,} pages."
-    degree: dict[str, int] = {}
-    for e in edges:
-        degree[e.source] = degree.get(e.source, 0) + 1
-        degree[e.target] = degree.get(e.target, 0) + 1
-    ranked = sorted(wiki.pages, key=lambda p: (-degree.get(p.path, 0), p.path))
-    said = (
-        f"Whole graph capped: showing the {CAP:,} best-linked of {total:,} pages. "
-        "Open a page's or a candidate's local graph to see the rest."
-    )
-    return {p.path for p in ranked[:CAP]}, said
-
-
 def graph(site: Site, request: Request) -> Response:
     centre = request.query_params.get("page", "")
     cid = request.query_params.get("candidate", "")
@@ -75,11 +56,26 @@ def graph(site: Site, request: Request) -> Response:
             centres = [f.target for f in t.files] if t is not None else []
         elif centre:
             centres = [centre]
+    total = len(wiki.pages)
+    said = ""
     if centres and not whole:
         keep = _local(edges, [c for c in centres if c in wiki.by_path] or centres)
         said = f"Local graph: {len(keep)} pages within {DEPTH} links of {', '.join(centres)}."
     else:
-        keep, said = _whole(wiki, edges)
+        if total > CAP:
+            degree: dict[str, int] = {}
+            for e in edges:
+                degree[e.source] = degree.get(e.source, 0) + 1
+                degree[e.target] = degree.get(e.target, 0) + 1
+            ranked = sorted(wiki.pages, key=lambda p: (-degree.get(p.path, 0), p.path))
+            keep = {p.path for p in ranked[:CAP]}
+            said = (
+                f"Whole graph capped: showing the {CAP:,} best-linked of {total:,} pages. "
+                "Open a page's or a candidate's local graph to see the rest."
+            )
+        else:
+            keep = {p.path for p in wiki.pages}
+            said = f"Whole graph: {total:,} pages."
     index = {p: i for i, p in enumerate(sorted(keep))}
     titles = {p.path: p.id for p in wiki.pages}
     nodes = [
