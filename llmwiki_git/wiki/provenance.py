@@ -544,40 +544,21 @@ def with_recorded(sourcing: Sourcing, fed: Iterable[Fed], project_prefix: str) -
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
 
 
-def _render_key(key: str, value: Any) -> list[str]:
-    """The YAML lines of one top-level ``key: value``."""
-    import yaml
-
-    dumped = yaml.safe_dump(
-        {key: value}, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False
-    )
-    return dumped.splitlines(keepends=True)
-
-
-def _key_blocks(raw: str) -> list[tuple[str | None, list[str]]]:
-    """The lines of frontmatter ``raw`` (the last one ending in a newline) grouped by the
-    top-level key they belong to: (the key or None, its lines); a comment line is a block of
-    its own, and stays where it is."""
-    lines = raw.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    blocks: list[tuple[str | None, list[str]]] = []
-    for line in lines:
-        found = _TOP_KEY.match(line)
-        if found is not None or not blocks or line.startswith("#"):
-            blocks.append((found.group(1) if found else None, [line]))
-        else:
-            blocks[-1][1].append(line)
-    return blocks
-
-
 def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     """``text`` with the frontmatter keys of ``updates`` set (None removes a key): each key's
     lines are replaced where it stands, new keys come last, and every other line of the
     frontmatter -- unknown keys, comments, their order -- stays byte for byte (DESIGN §2).
     A page without frontmatter gets one. Frontmatter this line editor cannot follow (the
     result would not parse to the same data) is rewritten from its parsed data, in order."""
+    import yaml
+
     from .frontmatter import parse, split
+
+    def render(key: str, value: Any) -> list[str]:
+        dumped = yaml.safe_dump(
+            {key: value}, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=False
+        )
+        return dumped.splitlines(keepends=True)
 
     raw, offset, _ = split(text)
     if raw is None:
@@ -585,22 +566,33 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
             line
             for key, value in updates.items()
             if value is not None
-            for line in _render_key(key, value)
+            for line in render(key, value)
         ]
         return "---\n" + "".join(head) + "---\n\n" + text.lstrip("\n") if head else text
-    blocks = _key_blocks(raw)
+    lines = raw.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    blocks: list[tuple[str | None, list[str]]] = []  # (top-level key or None, its lines)
+    for line in lines:
+        found = _TOP_KEY.match(line)
+        if (
+            found is not None or not blocks or line.startswith("#")
+        ):  # a comment line stays where it is
+            blocks.append((found.group(1) if found else None, [line]))
+        else:
+            blocks[-1][1].append(line)
     out: list[str] = []
     done: set[str] = set()
     for key, block in blocks:
         if key is not None and key in updates:
             if key not in done and updates[key] is not None:
-                out += _render_key(key, updates[key])
+                out += render(key, updates[key])
             done.add(key)
         else:
             out += block
     for key, value in updates.items():
         if key not in done and value is not None:
-            out += _render_key(key, value)
+            out += render(key, value)
     result = "---\n" + "".join(out) + "---\n" + text[offset:]
     before, after = parse(text), parse(result)
     expected = {k: v for k, v in {**before.data, **updates}.items() if v is not None}
@@ -609,7 +601,7 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     data = {k: v for k, v in {**before.data, **updates}.items() if v is not None}
     return (
         "---\n"
-        + "".join(line for k, v in data.items() for line in _render_key(k, v))
+        + "".join(line for k, v in data.items() for line in render(k, v))
         + "---\n"
         + text[offset:]
     )
