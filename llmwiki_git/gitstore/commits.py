@@ -30,7 +30,7 @@ from .git import Git, TreeEntry
 from .lock import sweep_dead
 from .transaction import Intent, apply, changed_paths, check_worktree
 
-__all__ = ["build_commit", "commit_paths", "current_branch", "move_branch"]
+__all__ = ["build_commit", "commit_paths", "commit_tree", "current_branch", "move_branch"]
 
 _TEMP_PREFIX = "llmwiki-index-"
 _TEMP_RE = re.compile(r"^llmwiki-index-(\d+)-")
@@ -243,7 +243,7 @@ def _build(
                 return None
             if parent is None and not tmp.run("ls-files", "-z"):
                 raise LlmwikiError("nothing to commit: the new tree would be empty")
-        commit = _commit_tree(tmp, tree, parent, message)
+        commit = commit_tree(tmp, tree, parent, message)
     return commit, records
 
 
@@ -287,7 +287,7 @@ def _records(
     return records
 
 
-def _commit_tree(git: Git, tree: str, parent: str | None, message: str) -> str:
+def commit_tree(git: Git, tree: str, parent: str | None, message: str) -> str:
     """A commit of ``tree`` on ``parent`` (none: a root commit) with ``message``."""
     body = message if message.endswith("\n") else message + "\n"
     parents = ["-p", parent] if parent else []
