@@ -21,7 +21,7 @@ was copied from the day before). In each group the page more links reach is kept
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..wiki.model import Page, Resolution, Wiki
@@ -166,6 +166,15 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
     titles: dict[str, list[Page]] = {}
     for page in pages:
         titles.setdefault(page.scan.title_slug or slugify(_title(page)), []).append(page)
+    yield from _title_pairs(titles, digits)
+    yield from _alias_pairs(pages, digits)
+    yield from _similar_pairs(titles, digits)
+
+
+def _title_pairs(
+    titles: dict[str, list[Page]], digits: Callable[[Page], tuple[str, ...] | None]
+) -> Iterator[tuple[str, Page, Page, str]]:
+    """``duplicate-title`` pairs: pages sharing a title slug (``titles``: slug -> pages)."""
     for slug, same in titles.items():
         if len(same) > 1:  # two pages whose titles repeat their file names are told apart
             members: list[_Member] = [
@@ -174,6 +183,13 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
             ]
             for a, b in _linked(members, differ=False):
                 yield "duplicate-title", a, b, _title(a)
+
+
+def _alias_pairs(
+    pages: list[Page], digits: Callable[[Page], tuple[str, ...] | None]
+) -> Iterator[tuple[str, Page, Page, str]]:
+    """``alias-collision`` pairs: an alias two pages claim, or one that is another page's
+    name (its file name or title)."""
     names: dict[str, dict[str, Page]] = {}
     for page in pages:
         for alias in page.scan.alias_slugs:
@@ -190,25 +206,18 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
         held: list[_Member] = [(1, p, None, digits(p)) for p in holders.get(alias, ())]
         for a, b in _linked(claimers + held, differ=True) if held else ():
             yield "alias-collision", a, b, alias  # an alias that is another page's name
-    # similar titles: one concept key, or one typo apart (found through keys with one
-    # character deleted, so the pairs come without comparing every page with every other)
+
+
+def _similar_pairs(
+    titles: dict[str, list[Page]], digits: Callable[[Page], tuple[str, ...] | None]
+) -> Iterator[tuple[str, Page, Page, str]]:
+    """``similar-title`` pairs: titles with one concept key, or keys one typo apart, whose
+    labels (numbers, letters) agree."""
     keys: dict[str, list[tuple[str, Page]]] = {}
     for slug, same in titles.items():
         if slug:
             keys.setdefault(concept_key(slug), []).extend((slug, p) for p in same)
-    deleted: dict[str, list[str]] = {}
-    for key in keys:
-        if len(key) >= _MIN_FUZZY:
-            for i in range(len(key)):
-                deleted.setdefault(key[:i] + key[i + 1 :], []).append(key)
-            deleted.setdefault(key, []).append(key)
-    alike = {(k, k) for k in keys}
-    for near in deleted.values():
-        for i, one in enumerate(near):
-            for two in near[i + 1 :]:
-                if one != two and _typo(one, two):
-                    alike.add((min(one, two), max(one, two)))
-    for a_key, b_key in sorted(alike):
+    for a_key, b_key in sorted(_alike_keys(keys)):
         if a_key != b_key and _labels(a_key) != _labels(b_key):
             continue  # Well 2 and Well 3
         alike_pages = keys[a_key] + (keys[b_key] if b_key != a_key else [])
@@ -221,6 +230,25 @@ def _pairs(wiki: Wiki) -> Iterable[tuple[str, Page, Page, str]]:
                 differ=True,
             ):
                 yield "similar-title", a, b, _title(a)
+
+
+def _alike_keys(keys: Iterable[str]) -> set[tuple[str, str]]:
+    """Pairs (lesser first) of concept keys that are one typo apart, and each key with
+    itself: found through the keys with one character deleted, so the pairs come without
+    comparing every key with every other."""
+    deleted: dict[str, list[str]] = {}
+    for key in keys:
+        if len(key) >= _MIN_FUZZY:
+            for i in range(len(key)):
+                deleted.setdefault(key[:i] + key[i + 1 :], []).append(key)
+            deleted.setdefault(key, []).append(key)
+    alike = {(k, k) for k in keys}
+    for near in deleted.values():
+        for i, one in enumerate(near):
+            for two in near[i + 1 :]:
+                if one != two and _typo(one, two):
+                    alike.add((min(one, two), max(one, two)))
+    return alike
 
 
 def _linked(members: Sequence[_Member], *, differ: bool) -> Iterator[tuple[Page, Page]]:
@@ -254,18 +282,7 @@ def _linked(members: Sequence[_Member], *, differ: bool) -> Iterator[tuple[Page,
         first = pages[0]
         partner: Page | None = None
         for other_group in [g for g in groups if g != group] if differ else [group]:
-            found: list[tuple[Hashable, ...]]
-            if place is None and numbers is None:
-                found = [("all", other_group)]
-            elif place is None:
-                found = [("numbers", other_group, numbers), ("numbers", other_group, None)]
-            elif numbers is None:
-                found = [("place", other_group, place), ("place", other_group, None)]
-            else:
-                found = [
-                    ("one", (other_group, p, n)) for p in (place, None) for n in (numbers, None)
-                ]
-            for bucket in found:
+            for bucket in _agreeing(other_group, place, numbers):
                 if bucket[0] == "one":
                     inside = [bucket[1]] if bucket[1] in classes else []
                 else:
@@ -285,6 +302,18 @@ def _linked(members: Sequence[_Member], *, differ: bool) -> Iterator[tuple[Page,
                     yield page, partner
             else:
                 yield before, page
+
+
+def _agreeing(group: Hashable, place: Hashable, numbers: Hashable) -> list[tuple[Hashable, ...]]:
+    """The buckets of `_linked` that hold the classes of ``group`` agreeing with a class of
+    this ``place`` and ``numbers`` (None agrees with every other)."""
+    if place is None and numbers is None:
+        return [("all", group)]
+    if place is None:
+        return [("numbers", group, numbers), ("numbers", group, None)]
+    if numbers is None:
+        return [("place", group, place), ("place", group, None)]
+    return [("one", (group, p, n)) for p in (place, None) for n in (numbers, None)]
 
 
 def _digits(page: Page) -> tuple[str, ...] | None:

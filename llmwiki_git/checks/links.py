@@ -358,6 +358,19 @@ class Checker:
         bad_name = name_problem(page.path)  # the one name rule (controls.py), as approval has it
         if bad_name is not None:
             out.append(make_problem(page.path, 1, 1, "control-character-name", bad_name))
+        if not self._wikilink_problems(page, out, fallback):
+            return None
+        if page.scan.md_links and not self._md_problems(page, out, fallback):
+            return None
+        if page.scan.title or page.scan.alias_slugs:
+            return self._with_name_problems(page, out)
+        return out
+
+    def _wikilink_problems(
+        self, page: Page, out: list[Problem], fallback: Callable[[str], Outcome | None] | None
+    ) -> bool:
+        """Add the problems of ``page``'s wikilinks to ``out``; False when an outcome is
+        unknown."""
         outcomes = self.outcomes
         for line, col, inner, target_text, _label, embed in page.scan.raw_links:
             known = outcomes.get(target_text) or self.outcome(target_text)
@@ -366,83 +379,10 @@ class Checker:
             if known is None and fallback is not None:
                 known = fallback(target_text)
             if known is None:
-                return None
+                return False
             source = _source_text(inner, embed)
-            if known[0] == "self":
-                target = parse_target(target_text)
-                what = _anchor_what(page.scan, target)
-                if what:
-                    out.append(
-                        make_problem(
-                            page.path,
-                            line,
-                            col,
-                            anchor_code(what),
-                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in this page",
-                            target.key,
-                        )
-                    )
-            elif known[0] == "empty":
-                out.append(
-                    make_problem(
-                        page.path,
-                        line,
-                        col,
-                        "empty-link",
-                        f"empty link {source}: it names no page",
-                        "",
-                    )
-                )
-            elif known[0] == "broken":
-                _, broken_key = known
-                out.append(
-                    make_problem(
-                        page.path, line, col, "broken-link", f"broken link {source}", broken_key
-                    )
-                )
-            elif known[0] == "ok":  # "nofile" is a markdown link's only
-                _, key, ref, alternatives, page_id, what = known
-                if alternatives:
-                    fix = (
-                        f"use a path like [[{ref}]]"
-                        if "/" in (ref or "")
-                        else f"use [[/{ref}]] (its path from the wiki root)"
-                    )
-                    out.append(
-                        make_problem(
-                            page.path,
-                            line,
-                            col,
-                            "ambiguous-link",
-                            f"ambiguous link {source}: resolved to {ref}, also matches {', '.join(alternatives)}; {fix}",
-                            key,
-                        )
-                    )
-                if what:
-                    where = "this page" if page_id == page.id else page_id
-                    out.append(
-                        make_problem(
-                            page.path,
-                            line,
-                            col,
-                            anchor_code(what),
-                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in {where}",
-                            key,
-                        )
-                    )
-        if page.scan.md_links and not self._md_problems(page, out, fallback):
-            return None
-        scan = page.scan
-        if scan.title or scan.alias_slugs:
-            claims = self.claims
-            if claims is None and self.wiki is not None:
-                claims = self.claims = WikiClaims(self.wiki)
-            if claims is None:
-                return None
-            flagged = getattr(claims, "flagged", None)
-            if flagged is None or page.id in flagged:
-                out.extend(name_problems(page, claims))
-        return out
+            _wikilink_problem(page, line, col, source, target_text, known, out)
+        return True
 
     def _md_problems(
         self, page: Page, out: list[Problem], fallback: Callable[[str], Outcome | None] | None
@@ -457,51 +397,93 @@ class Checker:
                 known = fallback(key)
             if known is None:
                 return False
-            source = f"[…]({url})"
-            if known[0] == "self":
-                _, anchor = split_md_key(key)
-                what = anchor_problem(
-                    page.scan.headings, page.scan.blocks, anchor or "", markdown=True
-                )
-                if what:
-                    out.append(
-                        make_problem(
-                            page.path,
-                            line,
-                            col,
-                            anchor_code(what),
-                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in this page",
-                            "",
-                        )
-                    )  # as a wikilink's [[#anchor]]
-            elif known[0] == "nofile":
-                _, path = known
-                why = "it leaves the repository" if path.startswith("..") else f"no file {path}"
-                out.append(
-                    make_problem(
-                        page.path,
-                        line,
-                        col,
-                        "broken-relative-link",
-                        f"broken relative link {source}: {why}",
-                        path,
-                    )
-                )
-            elif known[0] == "ok":  # "empty" and "broken" are a wikilink's only
-                _, path, _ref, _alternatives, page_id, what = known
-                if what:
-                    where = "this page" if page_id == page.id else page_id
-                    out.append(
-                        make_problem(
-                            page.path,
-                            line,
-                            col,
-                            anchor_code(what),
-                            f"{anchor_code(what).replace('-', ' ')} {source}: {what} in {where}",
-                            path,
-                        )
-                    )
+            _md_problem(page, line, col, f"[…]({url})", key, known, out)
         return True
+
+    def _with_name_problems(self, page: Page, out: list[Problem]) -> list[Problem] | None:
+        """``out`` and the name problems of ``page`` (None without any `Claims`)."""
+        claims = self.claims
+        if claims is None and self.wiki is not None:
+            claims = self.claims = WikiClaims(self.wiki)
+        if claims is None:
+            return None
+        flagged = getattr(claims, "flagged", None)
+        if flagged is None or page.id in flagged:
+            out.extend(name_problems(page, claims))
+        return out
+
+
+def _missing_anchor(
+    page: Page, line: int, col: int, source: str, what: str, page_id: str | None, key: str
+) -> Problem:
+    """A ``missing-heading`` or ``missing-block`` problem: the link ``source`` names an
+    anchor (``what`` says which) that page ``page_id`` lacks."""
+    code = anchor_code(what)
+    where = "this page" if page_id == page.id else page_id
+    message = f"{code.replace('-', ' ')} {source}: {what} in {where}"
+    return make_problem(page.path, line, col, code, message, key)
+
+
+def _wikilink_problem(
+    page: Page,
+    line: int,
+    col: int,
+    source: str,
+    target_text: str,
+    known: Outcome,
+    out: list[Problem],
+) -> None:
+    """Add the problems of one wikilink (``source`` as written) whose target has the outcome
+    ``known`` to ``out``."""
+    if known[0] == "self":
+        target = parse_target(target_text)
+        what = _anchor_what(page.scan, target)
+        if what:
+            out.append(_missing_anchor(page, line, col, source, what, page.id, target.key))
+    elif known[0] == "empty":
+        message = f"empty link {source}: it names no page"
+        out.append(make_problem(page.path, line, col, "empty-link", message, ""))
+    elif known[0] == "broken":
+        _, broken_key = known
+        message = f"broken link {source}"
+        out.append(make_problem(page.path, line, col, "broken-link", message, broken_key))
+    elif known[0] == "ok":  # "nofile" is a markdown link's only
+        _, key, ref, alternatives, page_id, what = known
+        if alternatives:
+            fix = (
+                f"use a path like [[{ref}]]"
+                if "/" in (ref or "")
+                else f"use [[/{ref}]] (its path from the wiki root)"
+            )
+            message = (
+                f"ambiguous link {source}: resolved to {ref}, also matches "
+                f"{', '.join(alternatives)}; {fix}"
+            )
+            out.append(make_problem(page.path, line, col, "ambiguous-link", message, key))
+        if what:
+            out.append(_missing_anchor(page, line, col, source, what, page_id, key))
+
+
+def _md_problem(
+    page: Page, line: int, col: int, source: str, key: str, known: Outcome, out: list[Problem]
+) -> None:
+    """Add the problems of one markdown link (``source``, keyed ``key``) whose target has
+    the outcome ``known`` to ``out``."""
+    if known[0] == "self":
+        _, anchor = split_md_key(key)
+        scan = page.scan
+        what = anchor_problem(scan.headings, scan.blocks, anchor or "", markdown=True)
+        if what:  # keyed "" as a wikilink's [[#anchor]]
+            out.append(_missing_anchor(page, line, col, source, what, page.id, ""))
+    elif known[0] == "nofile":
+        _, path = known
+        why = "it leaves the repository" if path.startswith("..") else f"no file {path}"
+        message = f"broken relative link {source}: {why}"
+        out.append(make_problem(page.path, line, col, "broken-relative-link", message, path))
+    elif known[0] == "ok":  # "empty" and "broken" are a wikilink's only
+        _, path, _ref, _alternatives, page_id, what = known
+        if what:
+            out.append(_missing_anchor(page, line, col, source, what, page_id, path))
 
 
 def names_of_key(key: str) -> tuple[str, str] | None:

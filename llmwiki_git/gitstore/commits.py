@@ -30,7 +30,7 @@ from .git import Git, TreeEntry
 from .lock import sweep_dead
 from .transaction import Intent, apply, changed_paths, check_worktree
 
-__all__ = ["build_commit", "commit_paths", "current_branch", "move_branch"]
+__all__ = ["build_commit", "commit_paths", "commit_tree", "current_branch", "move_branch"]
 
 _TEMP_PREFIX = "llmwiki-index-"
 _TEMP_RE = re.compile(r"^llmwiki-index-(\d+)-")
@@ -227,36 +227,15 @@ def _build(
     are, without reading them (a moved file keeps its blob and mode)."""
     sweep_temp_indexes(git_dir)
     zero = "0" * (len(parent) if parent else _oid_length(git))
-    records: list[tuple[str, str, str]] = []
     with temp_index(git_dir) as index:
         tmp = _with_index(git, index)
         if author is not None:
-            tmp = Git(
-                tmp.root,
-                {
-                    **getattr(tmp, "_env", {}),
-                    "GIT_AUTHOR_NAME": author[0],
-                    "GIT_AUTHOR_EMAIL": author[1],
-                    "GIT_AUTHOR_DATE": author[2],
-                },
-            )
+            tmp = _authored(tmp, author)
         if parent is not None:
             tmp.run("read-tree", parent)
         entries = {entry.path: entry for entry in tmp.ls_index()}
         _check_tree_shape(entries, {**files, **dict.fromkeys(placed or {}, b"")})
-        for rel, data in files.items():
-            if data is None:
-                records.append(("0", zero, rel))
-                continue
-            blob = tmp.run("hash-object", "-w", "--stdin", input=bytes(data)).decode().strip()
-            old = entries.get(rel)
-            records.append(
-                ("100755" if old is not None and old.mode == "100755" else "100644", blob, rel)
-            )
-        for rel, (mode, blob) in (placed or {}).items():
-            if mode not in ("100644", "100755"):
-                raise UnsafePath(f"{rel}: only regular files can be placed (mode {mode})")
-            records.append((mode, blob, rel))
+        records = _records(tmp, entries, files, placed or {}, zero)
         tmp.run("update-index", "-z", "--index-info", input=_index_info(records))
         tree = tmp.text("write-tree")
         if not allow_unchanged:
@@ -264,22 +243,67 @@ def _build(
                 return None
             if parent is None and not tmp.run("ls-files", "-z"):
                 raise LlmwikiError("nothing to commit: the new tree would be empty")
-        body = message if message.endswith("\n") else message + "\n"
-        parents = ["-p", parent] if parent else []
-        commit = (
-            tmp.run(
-                *_identity_args(tmp),
-                "commit-tree",
-                tree,
-                *parents,
-                "-F",
-                "-",
-                input=body.encode("utf-8"),
-            )
-            .decode()
-            .strip()
-        )
+        commit = commit_tree(tmp, tree, parent, message)
     return commit, records
+
+
+def _authored(git: Git, author: Author) -> Git:
+    """``git`` (its environment kept) committing as ``author`` (name, email, date)."""
+    return Git(
+        git.root,
+        {
+            **getattr(git, "_env", {}),
+            "GIT_AUTHOR_NAME": author[0],
+            "GIT_AUTHOR_EMAIL": author[1],
+            "GIT_AUTHOR_DATE": author[2],
+        },
+    )
+
+
+def _records(
+    git: Git,
+    entries: Mapping[str, TreeEntry],
+    files: Mapping[str, bytes | None],
+    placed: Mapping[str, tuple[str, str]],
+    zero: str,
+) -> list[tuple[str, str, str]]:
+    """The index records (mode, blob, path; mode "0" = removed) that write ``files`` (their
+    blobs hashed into the repository; an executable page stays executable) and ``placed``
+    over the index ``entries``."""
+    records: list[tuple[str, str, str]] = []
+    for rel, data in files.items():
+        if data is None:
+            records.append(("0", zero, rel))
+            continue
+        blob = git.run("hash-object", "-w", "--stdin", input=bytes(data)).decode().strip()
+        old = entries.get(rel)
+        records.append(
+            ("100755" if old is not None and old.mode == "100755" else "100644", blob, rel)
+        )
+    for rel, (mode, blob) in placed.items():
+        if mode not in ("100644", "100755"):
+            raise UnsafePath(f"{rel}: only regular files can be placed (mode {mode})")
+        records.append((mode, blob, rel))
+    return records
+
+
+def commit_tree(git: Git, tree: str, parent: str | None, message: str) -> str:
+    """A commit of ``tree`` on ``parent`` (none: a root commit) with ``message``."""
+    body = message if message.endswith("\n") else message + "\n"
+    parents = ["-p", parent] if parent else []
+    return (
+        git.run(
+            *_identity_args(git),
+            "commit-tree",
+            tree,
+            *parents,
+            "-F",
+            "-",
+            input=body.encode("utf-8"),
+        )
+        .decode()
+        .strip()
+    )
 
 
 def build_commit(

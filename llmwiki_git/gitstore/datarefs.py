@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import GitError
-from .commits import _identity_args
+from .commits import commit_tree
 from .git import Git
 
 __all__ = [
@@ -53,21 +53,7 @@ def commit_files(git: Git, files: dict[str, bytes], parent: str | None, message:
         )
         lines.append(f"100644 blob {blob}\t{name}")
     tree = git.run("mktree", "-z", input=("\0".join(lines) + "\0").encode()).decode().strip()
-    parents = ["-p", parent] if parent else []
-    body = message if message.endswith("\n") else message + "\n"
-    return (
-        git.run(
-            *_identity_args(git),
-            "commit-tree",
-            tree,
-            *parents,
-            "-F",
-            "-",
-            input=body.encode("utf-8"),
-        )
-        .decode()
-        .strip()
-    )
+    return commit_tree(git, tree, parent, message)
 
 
 def read_commit_tree(git: Git, commit: str) -> tuple[str, list[str]]:

@@ -22,7 +22,7 @@ from ..wiki.slug import slugify
 from . import sources as src
 from .chunking import live_chunks
 from .pagetable import PageEntry
-from .search import SearchResult
+from .search import ChunkHit, SearchResult
 from .store import Store
 
 VERSION = 1
@@ -67,7 +67,7 @@ def _estimate(pack: dict[str, Any]) -> int:
     return math.ceil(len(json.dumps(pack, ensure_ascii=False, separators=(",", ":"))) / 4)
 
 
-def _reasons(entry: PageEntry, prompt: str, hits: list[Any]) -> list[str]:
+def _reasons(entry: PageEntry, prompt: str, hits: list[ChunkHit]) -> list[str]:
     reasons = set()
     if any(h.cosine is not None for h in hits):
         reasons.add("semantic-chunk")
@@ -85,20 +85,27 @@ def _reasons(entry: PageEntry, prompt: str, hits: list[Any]) -> list[str]:
     return sorted(reasons)
 
 
+@dataclass
+class _Budgets:
+    """What the primary pages may still take: chunks, and source windows."""
+
+    chunks: int
+    windows: int = src.MAX_WINDOWS
+
+
 def _primary(
     inputs: PackInputs, options: ContextOptions
 ) -> tuple[list[dict[str, Any]], list[PageEntry]]:
     by_id = inputs.store.by_id()
-    hits_by_page: dict[str, list[Any]] = {}
+    hits_by_page: dict[str, list[ChunkHit]] = {}
     for hit in inputs.result.chunks:
         hits_by_page.setdefault(hit.page_id, []).append(hit)
     # The search returns a few more pages than asked: a page that cannot be read gives its
     # place to the next one, so exactly top_pages pages come back whenever that many match.
     best = max((s for _, s in inputs.result.pages), default=0.0) or 1.0
-    chunk_budget = options.top_chunks
+    budgets = _Budgets(options.top_chunks)
     primary: list[dict[str, Any]] = []
     entries: list[PageEntry] = []
-    windows_left = src.MAX_WINDOWS
     for page_id, page_score in inputs.result.pages:
         if len(primary) >= options.top_pages:
             break
@@ -110,61 +117,104 @@ def _primary(
                     {"code": "page-unreadable", "message": f"{entry.path}: {live.why}; left out"}
                 )
             continue
-        meta = frontmatter.parse(live.text)
-        body = live.text[meta.body_offset :]
-        live_hashes = live_chunks(entry.title, meta.data, body)
-        page_warnings: list[dict[str, str]] = []
-        chunks = []
-        for hit in hits_by_page.get(page_id, []):
-            if chunk_budget <= 0:
-                break
-            chunk_hash = entry.hashes[hit.chunk_index]
-            text = live_hashes.get(chunk_hash)
-            if text is None:
-                page_warnings.append(
-                    {
-                        "code": "embedding-entry-stale",
-                        "message": f"chunk {hit.chunk_index} changed since `llmwiki index`; left out",
-                    }
-                )
-                continue
-            chunks.append({"text": text, "score": round(hit.score, 4), "contentHash": chunk_hash})
-            chunk_budget -= 1
-        cites = src.citations(body)
-        windows = []
-        if options.include_sources:
-            for citation in cites:
-                if citation.start is None or windows_left <= 0:
-                    continue
-                try:
-                    windows.append(src.window(inputs.sources_root, citation))
-                    windows_left -= 1
-                except SourceRefused as exc:
-                    page_warnings.append({"code": "source-window-unavailable", "message": str(exc)})
-        summary = meta.data.get("summary")
-        inputs.texts[entry.page_id] = live.text
-        named = claims(meta.data).sources  # provenance: filled in by the retrieval service
+        hits = hits_by_page.get(page_id, [])
+        score = round(min(1.0, max(0.0, page_score / best)), 2)
+        fresh = live.blob == entry.blob
         primary.append(
-            {
-                "id": entry.page_id,
-                "title": entry.title,
-                "pageDirectory": entry.page_id.rsplit("/", 1)[0] if "/" in entry.page_id else "",
-                "score": round(min(1.0, max(0.0, page_score / best)), 2),
-                "reasons": _reasons(entry, inputs.prompt, hits_by_page.get(page_id, [])),
-                "summary": summary if isinstance(summary, str) else "",
-                "chunks": chunks,
-                "citations": [c.to_json() for c in cites],
-                "sourceWindows": windows,
-                "warnings": page_warnings,
-                "freshnessStatus": "fresh" if live.blob == entry.blob else "stale",
-                "contradicted": False,
-                "archived": False,
-                "sourceFreshness": {"status": "unknown"},
-                **({"sources": [{"path": path} for path in named]} if named else {}),
-            }
+            _primary_page(inputs, options, entry, live.text, hits, budgets, score, fresh)
         )
         entries.append(entry)
     return primary, entries
+
+
+def _primary_page(
+    inputs: PackInputs,
+    options: ContextOptions,
+    entry: PageEntry,
+    text: str,
+    hits: list[ChunkHit],
+    budgets: _Budgets,
+    score: float,
+    fresh: bool,
+) -> dict[str, object]:
+    """One primary page of the pack, from its text as read (``fresh``: as indexed)."""
+    meta = frontmatter.parse(text)
+    body = text[meta.body_offset :]
+    page_warnings: list[dict[str, str]] = []
+    chunks = _chunks(entry, live_chunks(entry.title, meta.data, body), hits, budgets, page_warnings)
+    cites = src.citations(body)
+    windows = (
+        _windows(inputs.sources_root, cites, budgets, page_warnings)
+        if options.include_sources
+        else []
+    )
+    summary = meta.data.get("summary")
+    inputs.texts[entry.page_id] = text
+    named = claims(meta.data).sources  # provenance: filled in by the retrieval service
+    return {
+        "id": entry.page_id,
+        "title": entry.title,
+        "pageDirectory": entry.page_id.rsplit("/", 1)[0] if "/" in entry.page_id else "",
+        "score": score,
+        "reasons": _reasons(entry, inputs.prompt, hits),
+        "summary": summary if isinstance(summary, str) else "",
+        "chunks": chunks,
+        "citations": [c.to_json() for c in cites],
+        "sourceWindows": windows,
+        "warnings": page_warnings,
+        "freshnessStatus": "fresh" if fresh else "stale",
+        "contradicted": False,
+        "archived": False,
+        "sourceFreshness": {"status": "unknown"},
+        **({"sources": [{"path": path} for path in named]} if named else {}),
+    }
+
+
+def _chunks(
+    entry: PageEntry,
+    live_hashes: dict[str, str],
+    hits: list[ChunkHit],
+    budgets: _Budgets,
+    warnings: list[dict[str, str]],
+) -> list[dict[str, object]]:
+    """The page's hit chunks as they read now, while the chunk budget lasts; a chunk changed
+    since indexing is left out with a warning."""
+    chunks: list[dict[str, object]] = []
+    for hit in hits:
+        if budgets.chunks <= 0:
+            break
+        chunk_hash = entry.hashes[hit.chunk_index]
+        text = live_hashes.get(chunk_hash)
+        if text is None:
+            warnings.append(
+                {
+                    "code": "embedding-entry-stale",
+                    "message": f"chunk {hit.chunk_index} changed since `llmwiki index`; left out",
+                }
+            )
+            continue
+        chunks.append({"text": text, "score": round(hit.score, 4), "contentHash": chunk_hash})
+        budgets.chunks -= 1
+    return chunks
+
+
+def _windows(
+    sources_root: Path,
+    cites: list[src.SourceCitation],
+    budgets: _Budgets,
+    warnings: list[dict[str, str]],
+) -> list[dict[str, object]]:
+    """The source lines the page's ranged citations name, while the window budget lasts."""
+    windows = []
+    for citation in cites:
+        if citation.start is None or budgets.windows <= 0:
+            continue
+        try:
+            windows.append(src.window(sources_root, citation))
+            budgets.windows -= 1
+        except SourceRefused as exc:
+            warnings.append({"code": "source-window-unavailable", "message": str(exc)})
+    return windows
 
 
 def _neighbors(store: Store, primaries: list[PageEntry], depth: int) -> list[dict[str, Any]]:
@@ -249,7 +299,36 @@ def build_pack(inputs: PackInputs, options: ContextOptions) -> dict[str, Any]:
         for e in entries
         for target in e.dangling
     ]
-    actions = []
+    actions = _actions(prompt, warnings, bool(gaps))
+    pack: dict[str, Any] = {
+        "version": VERSION,
+        "prompt": prompt,
+        "budget": {
+            "requestedTokens": options.budget,
+            "estimatedTokens": 0,
+            "truncated": False,
+            "trimmedSections": [],
+        },
+        "project": {
+            "root": None if options.omit_root else str(inputs.project_root),
+            "pages": len(inputs.store.pages),
+            "pendingCandidates": inputs.pending_candidates,
+            "lint": None,
+        },
+        "primary": primary,
+        "neighbors": _neighbors(inputs.store, entries, options.depth),
+        "warnings": warnings,
+        "gaps": gaps,
+        "suggestedActions": actions,
+    }
+    _trim(pack, options.budget)
+    return pack
+
+
+def _actions(prompt: str, warnings: list[dict[str, str]], gaps: bool) -> list[dict[str, object]]:
+    """The pack's suggested commands: rebuild a corrupt index, ask for an answer, list the
+    broken links (when the pack names gaps)."""
+    actions: list[dict[str, object]] = []
     if any(w["code"].startswith("embedding-store") for w in warnings):
         actions.append(
             {
@@ -274,29 +353,7 @@ def build_pack(inputs: PackInputs, options: ContextOptions) -> dict[str, Any]:
                 "executable": {"binary": "llmwiki", "args": ["check"]},
             }
         )
-    pack: dict[str, Any] = {
-        "version": VERSION,
-        "prompt": prompt,
-        "budget": {
-            "requestedTokens": options.budget,
-            "estimatedTokens": 0,
-            "truncated": False,
-            "trimmedSections": [],
-        },
-        "project": {
-            "root": None if options.omit_root else str(inputs.project_root),
-            "pages": len(inputs.store.pages),
-            "pendingCandidates": inputs.pending_candidates,
-            "lint": None,
-        },
-        "primary": primary,
-        "neighbors": _neighbors(inputs.store, entries, options.depth),
-        "warnings": warnings,
-        "gaps": gaps,
-        "suggestedActions": actions,
-    }
-    _trim(pack, options.budget)
-    return pack
+    return actions
 
 
 def _trim(pack: dict[str, Any], budget: int) -> None:

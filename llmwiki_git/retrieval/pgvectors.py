@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import ConfigError, ConninfoError, StoreError
 from . import conninfo
-from .vectors import ChunkRows, Neighbours, VectorIndex
+from .vectors import Neighbours, SharedStore
 
 STORE_KIND = "postgresql"  # what the index files record as their vectorStore (storetable.py)
 
@@ -234,7 +234,7 @@ def _create(db: Database, fingerprint: str, dimensions: int) -> str | None:
         return table
 
 
-class SharedVectors:
+class SharedVectors(SharedStore):
     """`VectorIndex` over one model's table, plus the overlay: vectors this process embedded
     and could not write (a read-only role), held in memory and saved by the local store."""
 
@@ -247,47 +247,22 @@ class SharedVectors:
         generation: int,
         overlay: Mapping[str, np.ndarray] | None = None,
     ) -> None:
+        super().__init__(fingerprint, dimensions, table, generation, overlay, display(db.uri))
         self.db = db
-        self._fingerprint = fingerprint
-        self._dimensions = dimensions
-        self.table = table
-        self._generation = generation
-        self.overlay: dict[str, np.ndarray] = dict(overlay or {})
-        self.read_only = False  # set when a write was refused for want of privilege
-        self.may_create = (
-            False  # `llmwiki index`: the first write makes the table (an HTTP model's width)
-        )
-        self.overwrite = False  # `llmwiki index --full`: a write replaces the vectors it holds
-        self.label = display(db.uri)
         self._estimate: int | None = None  # the table's row estimate, for `ef_search`
 
     # -- the protocol -----------------------------------------------------------------------
 
     kind = STORE_KIND
 
-    def holds_model(self) -> bool:
-        return self.table is not None
-
     def close(self) -> None:
         self.db.close()
-
-    @property
-    def fingerprint(self) -> str:
-        return self._fingerprint
-
-    @property
-    def dimensions(self) -> int:
-        return self._dimensions
 
     @property
     def generation(self) -> str:
         return f"pg-{self._generation}-{len(self.overlay)}"
 
-    def __len__(self) -> int:
-        return self.shared_count() + len(self.overlay)  # the overlay holds what the table does not
-
     def shared_count(self) -> int:
-        """How many vectors the table holds."""
         if self.table is None:
             return 0
         row = self._query(f"SELECT count(*) FROM {self.table}").fetchone()
@@ -324,9 +299,6 @@ class SharedVectors:
                     )
                 )
         return out
-
-    def add(self, vectors: Mapping[str, np.ndarray]) -> None:
-        self.write(vectors)
 
     def write(
         self, vectors: Mapping[str, np.ndarray], before_commit: Callable[[], object] | None = None
@@ -445,11 +417,6 @@ class SharedVectors:
         row = self._query("SELECT to_regclass(%s)", (f"{self.table}_hnsw",)).fetchone()
         return row is not None and row[0] is not None
 
-    def remove(self, hashes: Iterable[str]) -> None:
-        """Only the overlay forgets: the table is shared with every branch and clone."""
-        for chunk_hash in hashes:
-            self.overlay.pop(chunk_hash, None)
-
     def nearest(self, vector: np.ndarray, k: int) -> Neighbours:
         """The best ``min(k, CANDIDATES)`` of the table (exact below `EXACT_LIMIT`, HNSW above)
         merged with the overlay scored exactly. Complete when the table held no more."""
@@ -489,23 +456,10 @@ class SharedVectors:
             scores += extra_scores
         return Neighbours(hashes, np.asarray(scores, dtype=np.float32), complete=complete)
 
-    def for_rows(self, rows: ChunkRows) -> VectorIndex:
-        """The same table, with the overlay narrowed to ``rows``' chunks (what is saved)."""
-        wanted = rows.rows_by_hash()
-        view = SharedVectors(
-            self.db,
-            self._fingerprint,
-            self._dimensions,
-            self.table,
-            self._generation,
-            {h: v for h, v in self.overlay.items() if h in wanted},
+    def _view(self, overlay: dict[str, np.ndarray]) -> SharedVectors:
+        return SharedVectors(
+            self.db, self._fingerprint, self._dimensions, self.table, self._generation, overlay
         )
-        view.read_only, view.may_create, view.overwrite = (
-            self.read_only,
-            self.may_create,
-            self.overwrite,
-        )
-        return view
 
     def problem(self) -> str | None:
         """The overlay is checked (the table's vectors were checked as they were written)."""

@@ -166,6 +166,158 @@ def _best_rows(
     return out
 
 
+@dataclass
+class _Ranking:
+    """One mode's chunk ranking: the rows kept (``order``) and their ``scores``; ``base``, the
+    list the mode started from (a reordering of it is "reranked"); ``by_page``, the page
+    scores when the mode ranks pages by their own (None: pages follow their chunks)."""
+
+    order: np.ndarray
+    scores: np.ndarray
+    base: np.ndarray
+    by_page: np.ndarray | None = None
+
+
+def _dense_scores(
+    question: str, store: Store, embedder: Embedder | None, warnings: list[dict[str, str]]
+) -> np.ndarray | None:
+    """Every row's cosine with the question, or None (no embedder, no vectors, a failed
+    embedding, or a corrupt store; the last two with a warning)."""
+    if embedder is None or not store.dimensions or not store.rows:
+        return None
+    try:
+        query = embedder.embed([question])[0]
+        # Every row is a dense candidate (the file store scores them all in one product):
+        # the rankings below are exact. An approximate index may answer fewer.
+        found: Neighbours = store.vectors.nearest(query, store.rows)
+    except BEST_EFFORT_ERRORS as exc:  # any embedding failure degrades to lexical, with a warning
+        warnings.append(
+            {
+                "code": "embedding-degraded",
+                "message": f"query embedding failed ({exc}); ranked lexically",
+            }
+        )
+        return None
+    cosine = found.over(store.pages)
+    if not bool(np.isfinite(found.scores).all()):  # the store is verified, not trusted
+        bad = int((~np.isfinite(found.scores)).sum())
+        warnings.append(
+            {
+                "code": "embedding-store-corrupt",
+                "message": f"{bad} stored vector(s) hold NaN or infinite values; ranked lexically. "
+                "Run `llmwiki index` to rebuild them",
+            }
+        )
+        return None
+    return cosine
+
+
+def _cosine_ranking(
+    cosine: np.ndarray, owners: np.ndarray, counts: np.ndarray, keep: int
+) -> _Ranking:
+    order = _top(cosine, keep)
+    by_page = page_scores(owners, counts, cosine, DENSE_AGGREGATION, dense=True)
+    return _Ranking(order, cosine[order], order, by_page)
+
+
+def _bm25_ranking(bm25: np.ndarray, owners: np.ndarray, counts: np.ndarray, keep: int) -> _Ranking:
+    order = _top(bm25, keep)
+    order = order[bm25[order] > 0]
+    by_page = page_scores(owners, counts, bm25, LEXICAL_ONLY_AGGREGATION, dense=False)
+    by_page[by_page <= 0] = -np.inf  # no query term: not a match at all
+    return _Ranking(order, bm25[order], order, by_page)
+
+
+def _rerank_ranking(cosine: np.ndarray, bm25: np.ndarray, keep: int) -> _Ranking:
+    base = _top(cosine, CHUNK_TOP_K)
+    combined = bm25[base] + 0.5 * cosine[base]
+    local = np.argsort(-combined, kind="stable")[:keep]
+    return _Ranking(base[local], combined[local], base)
+
+
+def _rrf_ranking(
+    cosine: np.ndarray, bm25: np.ndarray, owners: np.ndarray, counts: np.ndarray, keep: int
+) -> _Ranking:
+    dense = _top(cosine, FUSION_DEPTH)
+    lexical_rank = _top(bm25, FUSION_DEPTH)
+    lexical_rank = lexical_rank[bm25[lexical_rank] > 0]
+    fused: dict[int, float] = {}
+    for weight, ranking in ((1.0, dense), (LEXICAL_WEIGHT, lexical_rank)):
+        for rank, row in enumerate(ranking.tolist()):
+            fused[row] = fused.get(row, 0.0) + weight / (RRF_K + rank + 1)
+    ranked = sorted(fused.items(), key=lambda kv: -kv[1])[:keep]
+    order = np.array([r for r, _ in ranked], dtype=np.int64)
+    scores = np.array([s for _, s in ranked], dtype=np.float32)
+    by_page = _fused_pages(owners, counts, cosine, bm25)
+    by_page[by_page <= 0] = -np.inf
+    return _Ranking(order, scores, dense, by_page)
+
+
+def _ranking(
+    mode: str, cosine: np.ndarray | None, bm25: np.ndarray, store: Store, keep: int
+) -> tuple[str, _Ranking]:
+    """The mode actually used (``bm25`` without vectors) and its ranking."""
+    if cosine is not None and mode == "rerank":
+        return mode, _rerank_ranking(cosine, bm25, keep)
+    owners, counts = store.owner_array(), store.pages.hash_counts()
+    if cosine is None or mode == "bm25":
+        return "bm25", _bm25_ranking(bm25, owners, counts, keep)
+    if mode == "cosine":
+        return mode, _cosine_ranking(cosine, owners, counts, keep)
+    return mode, _rrf_ranking(cosine, bm25, owners, counts, keep)
+
+
+def _top_pages(
+    ranking: _Ranking,
+    by_page: np.ndarray,
+    owners: np.ndarray,
+    dense_scores: np.ndarray,
+    bm25: np.ndarray,
+    max_pages: int,
+) -> np.ndarray:
+    """The best pages by the mode's page scores; the chunk ranking gains each one's best
+    chunk where it holds none of them (every ranked page brings at least its best chunk)."""
+    first = _first_pages(by_page, max_pages)
+    top_pages: np.ndarray = first[np.isfinite(by_page[first])]
+    kept = set(ranking.order.tolist())
+    missing = [row for row in _best_rows(owners, dense_scores, bm25, top_pages) if row not in kept]
+    if missing:
+        ranking.order = np.concatenate([ranking.order, np.array(missing, dtype=np.int64)])
+        ranking.scores = np.concatenate([ranking.scores, np.zeros(len(missing), dtype=np.float32)])
+    return top_pages
+
+
+def _chunk_hits(
+    ranking: _Ranking, store: Store, cosine: np.ndarray | None, bm25: np.ndarray
+) -> list[ChunkHit]:
+    owner = store.row_owner()
+    table = store.pages  # ids and first rows only: no entry is made for a hit
+    return [
+        ChunkHit(
+            row,
+            table.page_id(owner[row]),
+            row - table.first_row(owner[row]),
+            float(score),
+            None if cosine is None else float(cosine[row]),
+            float(bm25[row]),
+        )
+        for row, score in zip(ranking.order.tolist(), ranking.scores.tolist())
+    ]
+
+
+def _pages_of_hits(hits: list[ChunkHit], max_pages: int) -> list[tuple[str, float]]:
+    """Pages in the order of their first chunk, scored by it (a mode without page scores)."""
+    pages: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.page_id not in seen:
+            seen.add(hit.page_id)
+            pages.append((hit.page_id, hit.score))
+            if len(pages) >= max_pages:
+                break
+    return pages
+
+
 def search(
     question: str,
     store: Store,
@@ -178,122 +330,18 @@ def search(
 ) -> SearchResult:
     warnings: list[dict[str, str]] = []
     rows = store.rows
-    owner = store.row_owner()
-    cosine: np.ndarray | None = None
-    if embedder is not None and store.dimensions and rows:
-        found: Neighbours | None = None
-        try:
-            query = embedder.embed([question])[0]
-            # Every row is a dense candidate (the file store scores them all in one product):
-            # the rankings below are exact. An approximate index may answer fewer.
-            found = store.vectors.nearest(query, rows)
-        except (
-            BEST_EFFORT_ERRORS
-        ) as exc:  # any embedding failure degrades to lexical, with a warning
-            warnings.append(
-                {
-                    "code": "embedding-degraded",
-                    "message": f"query embedding failed ({exc}); ranked lexically",
-                }
-            )
-        if found is not None:
-            cosine = found.over(store.pages)
-        if found is not None and not bool(
-            np.isfinite(found.scores).all()
-        ):  # the store is verified, not trusted
-            bad = int((~np.isfinite(found.scores)).sum())
-            warnings.append(
-                {
-                    "code": "embedding-store-corrupt",
-                    "message": f"{bad} stored vector(s) hold NaN or infinite values; ranked lexically. "
-                    "Run `llmwiki index` to rebuild them",
-                }
-            )
-            cosine = None
+    cosine = _dense_scores(question, store, embedder, warnings)
     bm25 = lexical.scores(question) if lexical is not None else np.zeros(rows, dtype=np.float32)
-    if cosine is None:
-        mode = "bm25"
-    owners = store.owner_array()
-    by_page: np.ndarray | None = None  # page scores, when the mode ranks pages by their own
-    if mode == "cosine":
-        order = _top(cosine, keep)  # type: ignore[arg-type]
-        scores = cosine[order]  # type: ignore[index]
-        base = order
-        by_page = page_scores(
-            owners,
-            store.pages.hash_counts(),
-            cosine,  # type: ignore[arg-type]
-            DENSE_AGGREGATION,
-            dense=True,
-        )
-    elif mode == "bm25":
-        order = _top(bm25, keep)
-        order = order[bm25[order] > 0]
-        scores = bm25[order]
-        base = order
-        by_page = page_scores(
-            owners, store.pages.hash_counts(), bm25, LEXICAL_ONLY_AGGREGATION, dense=False
-        )
-        by_page[by_page <= 0] = -np.inf  # no query term: not a match at all
-    elif mode == "rerank":
-        base = _top(cosine, CHUNK_TOP_K)  # type: ignore[arg-type]
-        combined = bm25[base] + 0.5 * cosine[base]  # type: ignore[index]
-        local = np.argsort(-combined, kind="stable")[:keep]
-        order, scores = base[local], combined[local]
-    else:
-        dense = _top(cosine, FUSION_DEPTH)  # type: ignore[arg-type]
-        lexical_rank = _top(bm25, FUSION_DEPTH)
-        lexical_rank = lexical_rank[bm25[lexical_rank] > 0]
-        fused: dict[int, float] = {}
-        for weight, ranking in ((1.0, dense), (LEXICAL_WEIGHT, lexical_rank)):
-            for rank, row in enumerate(ranking.tolist()):
-                fused[row] = fused.get(row, 0.0) + weight / (RRF_K + rank + 1)
-        ranked = sorted(fused.items(), key=lambda kv: -kv[1])[:keep]
-        order = np.array([r for r, _ in ranked], dtype=np.int64)
-        scores = np.array([s for _, s in ranked], dtype=np.float32)
-        base = dense
-        by_page = _fused_pages(owners, store.pages.hash_counts(), cosine, bm25)  # type: ignore[arg-type]
-        by_page[by_page <= 0] = -np.inf
+    mode, ranking = _ranking(mode, cosine, bm25, store, keep)
+    by_page = ranking.by_page
     top_pages = np.zeros(0, dtype=np.int64)
     if by_page is not None:
-        top_pages = _first_pages(by_page, max_pages)
-        top_pages = top_pages[np.isfinite(by_page[top_pages])]
-        kept = set(order.tolist())
-        dense_scores = cosine if cosine is not None else np.zeros(rows, dtype=np.float32)
-        missing = [
-            row for row in _best_rows(owners, dense_scores, bm25, top_pages) if row not in kept
-        ]
-        if missing:  # every ranked page brings at least its best chunk
-            order = np.concatenate([order, np.array(missing, dtype=np.int64)])
-            scores = np.concatenate([scores, np.zeros(len(missing), dtype=np.float32)])
+        dense = cosine if cosine is not None else np.zeros(rows, dtype=np.float32)
+        top_pages = _top_pages(ranking, by_page, store.owner_array(), dense, bm25, max_pages)
+    order, base = ranking.order, ranking.base
     reranked = bool(len(order) and not np.array_equal(order[: len(base)], base[: len(order)]))
-    hits = []
-    table = store.pages  # ids and first rows only: no entry is made for a hit
-    for row, score in zip(order.tolist(), scores.tolist()):
-        hits.append(
-            ChunkHit(
-                row,
-                table.page_id(owner[row]),
-                row - table.first_row(owner[row]),
-                float(score),
-                None if cosine is None else float(cosine[row]),
-                float(bm25[row]),
-            )
-        )
-    if by_page is not None:
-        return SearchResult(
-            hits,
-            [(table.page_id(i), float(by_page[i])) for i in top_pages.tolist()],
-            mode,
-            reranked,
-            warnings,
-        )
-    pages: list[tuple[str, float]] = []
-    seen: set[str] = set()
-    for hit in hits:
-        if hit.page_id not in seen:
-            seen.add(hit.page_id)
-            pages.append((hit.page_id, hit.score))
-            if len(pages) >= max_pages:
-                break
+    hits = _chunk_hits(ranking, store, cosine, bm25)
+    if by_page is None:
+        return SearchResult(hits, _pages_of_hits(hits, max_pages), mode, reranked, warnings)
+    pages = [(store.pages.page_id(i), float(by_page[i])) for i in top_pages.tolist()]
     return SearchResult(hits, pages, mode, reranked, warnings)

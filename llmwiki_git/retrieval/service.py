@@ -28,6 +28,7 @@ if (
     TYPE_CHECKING
 ):  # the indexer, the write layer and the index page: imported by the calls that use them
     from ..wiki.model import Wiki
+    from ..wiki.provenance import Fed, Sourcing
     from . import indexer
 
 
@@ -373,15 +374,7 @@ class Retrieval:
         names its sources, each with its blob at HEAD and the blob recorded when the page
         was written from it (the one provenance lookup: its ``sourceBlobs:``, else the
         Llmwiki-Source trailers)."""
-        from ..wiki.provenance import (
-            freshness,
-            judge,
-            line_count,
-            provenance,
-            sources_dir,
-            text_sourcing,
-            with_recorded,
-        )
+        from ..wiki.provenance import provenance, sources_dir, text_sourcing
 
         items = [
             (item, text_sourcing(texts.get(item["id"], ""))) for item in pack.get("primary", [])
@@ -391,10 +384,6 @@ class Retrieval:
             return
         prefix = "" if self.project == self.root else self.project.relative_to(self.root).as_posix()
         git = self.git
-
-        def full(path: str) -> str:
-            return f"{prefix}/{path}" if prefix else path
-
         pages = self.paths_of(item["id"] for item, _ in items)
         found = provenance(
             git,
@@ -405,30 +394,60 @@ class Retrieval:
         folder = sources_dir(prefix)
         named = sorted(
             {
-                f"{folder}/{x[1]}" if x[0] == "c" else full(x[1])
+                f"{folder}/{x[1]}" if x[0] == "c" else _in_project(prefix, x[1])
                 for _, sourcing in items
                 for x in sourcing
             }
         )
         now = git.blob_ids("HEAD", named)
-        counted: dict[str, int | None] = {}
-
-        def lines_of(path: str) -> int | None:
-            if path not in counted:
-                data = git.read_blobs([now[path]]).get(now[path]) if path in now else None
-                counted[path] = line_count(data) if data is not None else None
-            return counted[path]
-
+        lines_of = _LineCounts(git, now)
         for item, sourcing in items:
             fed = found.of_page(pages.get(item["id"], ""))
-            judged = with_recorded(sourcing, fed, prefix)
-            findings = judge(judged, prefix, now.get, lines_of)
-            item["sourceFreshness"] = {
-                "status": freshness(judged, findings),
-                **({"stale": [f.to_json() for f in findings]} if findings else {}),
-            }
-            recorded = {f.source: f.recorded for f in fed}
-            for source in item.get("sources", []):
-                path = full(source["path"])
-                source["blob"] = now.get(path)
-                source["recordedBlob"] = recorded.get(path)
+            _judge_sources(item, sourcing, fed, prefix, now, lines_of)
+
+
+def _in_project(prefix: str, path: str) -> str:
+    """``path`` (from the project folder) from the repository root."""
+    return f"{prefix}/{path}" if prefix else path
+
+
+class _LineCounts:
+    """The line count of each source at HEAD (None: not there), each read once."""
+
+    def __init__(self, git: Git, now: Mapping[str, str]) -> None:
+        self.git, self.now = git, now
+        self.counted: dict[str, int | None] = {}
+
+    def __call__(self, path: str) -> int | None:
+        from ..wiki.provenance import line_count
+
+        if path not in self.counted:
+            now = self.now
+            data = self.git.read_blobs([now[path]]).get(now[path]) if path in now else None
+            self.counted[path] = line_count(data) if data is not None else None
+        return self.counted[path]
+
+
+def _judge_sources(
+    item: dict[str, Any],
+    sourcing: Sourcing,
+    fed: list[Fed],
+    prefix: str,
+    now: Mapping[str, str],
+    lines_of: Callable[[str], int | None],
+) -> None:
+    """Set a primary page's ``sourceFreshness``, and each source it names its blob at HEAD
+    (``now``) and the blob recorded for it (``fed``)."""
+    from ..wiki.provenance import freshness, judge, with_recorded
+
+    judged = with_recorded(sourcing, fed, prefix)
+    findings = judge(judged, prefix, now.get, lines_of)
+    item["sourceFreshness"] = {
+        "status": freshness(judged, findings),
+        **({"stale": [f.to_json() for f in findings]} if findings else {}),
+    }
+    recorded = {f.source: f.recorded for f in fed}
+    for source in item.get("sources", []):
+        path = _in_project(prefix, source["path"])
+        source["blob"] = now.get(path)
+        source["recordedBlob"] = recorded.get(path)

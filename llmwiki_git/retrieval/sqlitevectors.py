@@ -20,15 +20,14 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
 from ..errors import ConfigError, StoreError
-from .vectors import ChunkRows, Neighbours, VectorIndex
+from .vectors import Neighbours, SharedStore
 
 STORE_KIND = "sqlite"
 REGISTRY = "llmwiki_vector_stores"
@@ -84,7 +83,7 @@ class Database:
     def __init__(self, uri: str) -> None:
         self.uri = uri
         self._conn: sqlite3.Connection | None = None
-        self._closer: weakref.finalize[Any, Any] | None = None
+        self._closer: weakref.finalize[[], Database] | None = None
 
     @property
     def opened(self) -> bool:
@@ -133,7 +132,7 @@ def open_vectors(uri: str, fingerprint: str, dimensions: int, *, create: bool) -
     return vectors
 
 
-class SqliteVectors:
+class SqliteVectors(SharedStore):
     """`vectors.SharedIndex` over one model's table of the file, plus the overlay."""
 
     kind = STORE_KIND
@@ -147,17 +146,9 @@ class SqliteVectors:
         generation: int,
         overlay: Mapping[str, np.ndarray] | None = None,
     ) -> None:
+        super().__init__(fingerprint, dimensions, table, generation, overlay, display(db.uri))
         self.db = db
         self.uri = db.uri
-        self.table = table
-        self._fingerprint = fingerprint
-        self._dimensions = dimensions
-        self._generation = generation
-        self.overlay: dict[str, np.ndarray] = dict(overlay or {})
-        self.read_only = False
-        self.may_create = False
-        self.overwrite = False
-        self.label = display(db.uri)
         # The table's vectors as one matrix, for the generation they were read at.
         self._matrix: tuple[int, list[str], np.ndarray] | None = None
 
@@ -217,25 +208,11 @@ class SqliteVectors:
     # -- the protocol -------------------------------------------------------------------------
 
     @property
-    def fingerprint(self) -> str:
-        return self._fingerprint
-
-    @property
-    def dimensions(self) -> int:
-        return self._dimensions
-
-    @property
     def generation(self) -> str:
         return f"sqlite-{self._current_generation()}-{len(self.overlay)}"
 
-    def holds_model(self) -> bool:
-        return self.table is not None
-
     def close(self) -> None:
         self.db.close()
-
-    def __len__(self) -> int:
-        return self.shared_count() + len(self.overlay)
 
     def shared_count(self) -> int:
         if self.table is None:
@@ -275,9 +252,6 @@ class SqliteVectors:
                     )
                 )
         return out
-
-    def add(self, vectors: Mapping[str, np.ndarray]) -> None:
-        self.write(vectors)
 
     def write(
         self, vectors: Mapping[str, np.ndarray], before_commit: Callable[[], object] | None = None
@@ -325,11 +299,6 @@ class SqliteVectors:
         for chunk_hash in vectors:
             self.overlay.pop(chunk_hash, None)
 
-    def remove(self, hashes: Iterable[str]) -> None:
-        """Only the overlay forgets: the file is shared with every branch and clone."""
-        for chunk_hash in hashes:
-            self.overlay.pop(chunk_hash, None)
-
     def nearest(self, vector: np.ndarray, k: int) -> Neighbours:
         """Exact: every vector of the table (and the overlay) scored by cosine."""
         query = np.asarray(vector, dtype=np.float32)
@@ -349,22 +318,11 @@ class SqliteVectors:
             return Neighbours([hashes[i] for i in best.tolist()], scores[best], complete=False)
         return Neighbours(hashes, scores, complete=True)
 
-    def for_rows(self, rows: ChunkRows) -> VectorIndex:
-        wanted = rows.rows_by_hash()
+    def _view(self, overlay: dict[str, np.ndarray]) -> SqliteVectors:
         view = SqliteVectors(
-            self.db,
-            self._fingerprint,
-            self._dimensions,
-            self.table,
-            self._generation,
-            {h: v for h, v in self.overlay.items() if h in wanted},
+            self.db, self._fingerprint, self._dimensions, self.table, self._generation, overlay
         )
         view._matrix = self._matrix
-        view.read_only, view.may_create, view.overwrite = (
-            self.read_only,
-            self.may_create,
-            self.overwrite,
-        )
         return view
 
     def problem(self) -> str | None:
@@ -421,7 +379,7 @@ class SqliteVectors:
             self._matrix = (generation, hashes, matrix.astype(np.float32, copy=False))
         return self._matrix[1], self._matrix[2]
 
-    def _query(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+    def _query(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
         try:
             return self.db.conn.execute(sql, params)
         except sqlite3.Error as exc:

@@ -16,7 +16,7 @@ and SQLite (``retrieval/sqlitevectors.py``). ``store.empty_vectors``, ``store.lo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -147,3 +147,77 @@ class SharedIndex(VectorIndex, Protocol):
     def close(self) -> None:
         """Let go of the store (its connection): the index is no longer used."""
         ...
+
+
+class SharedStore(SharedIndex):
+    """What every `SharedIndex` implementation holds alike: one model's table (None until
+    its first write makes it), the overlay and the write flags, and the protocol's parts
+    that follow from them alone. An implementation adds its database: ``write``, ``get``,
+    ``known``, ``nearest``, ``shared_count`` and a view of itself (``_view``)."""
+
+    def __init__(
+        self,
+        fingerprint: str,
+        dimensions: int,
+        table: str | None,
+        generation: int,
+        overlay: Mapping[str, np.ndarray] | None,
+        label: str,
+    ) -> None:
+        self._fingerprint = fingerprint
+        self._dimensions = dimensions
+        self.table = table
+        self._generation = generation
+        self.overlay: dict[str, np.ndarray] = dict(overlay or {})
+        self.read_only = False  # set when a write was refused for want of privilege
+        self.may_create = False  # `llmwiki index`: the first write makes the table
+        self.overwrite = False  # `llmwiki index --full`: a write replaces the vectors it holds
+        self.label = label
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def holds_model(self) -> bool:
+        return self.table is not None
+
+    def __len__(self) -> int:
+        return self.shared_count() + len(self.overlay)  # the overlay holds what the table does not
+
+    def shared_count(self) -> int:
+        """How many vectors the table holds."""
+        raise NotImplementedError
+
+    def add(self, vectors: Mapping[str, np.ndarray]) -> None:
+        self.write(vectors)
+
+    def write(
+        self, vectors: Mapping[str, np.ndarray], before_commit: Callable[[], object] | None = None
+    ) -> None:
+        """`add` in one transaction; what this process may not write stays in the overlay.
+        ``before_commit``: run inside the transaction (tests)."""
+        raise NotImplementedError
+
+    def remove(self, hashes: Iterable[str]) -> None:
+        """Only the overlay forgets: the table is shared with every branch and clone."""
+        for chunk_hash in hashes:
+            self.overlay.pop(chunk_hash, None)
+
+    def for_rows(self, rows: ChunkRows) -> VectorIndex:
+        """The same table, with the overlay narrowed to ``rows``' chunks (what is saved)."""
+        wanted = rows.rows_by_hash()
+        view = self._view({h: v for h, v in self.overlay.items() if h in wanted})
+        view.read_only, view.may_create, view.overwrite = (
+            self.read_only,
+            self.may_create,
+            self.overwrite,
+        )
+        return view
+
+    def _view(self, overlay: dict[str, np.ndarray]) -> SharedStore:
+        """A store over the same database and table with this overlay."""
+        raise NotImplementedError

@@ -244,30 +244,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES, dialect: str = 
     if text is None:
         return (None, (), (), 0, _plain_issues(issues), (), (), (), (), (0, 0), "", ())
     meta = frontmatter.parse(text)
-    if meta.error:
-        issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
-    if not _TEXT.search(text, meta.body_offset):
-        issues.append(
-            Issue(
-                "empty-page",
-                "empty page: no text after the frontmatter; write its body, or delete it"
-                if meta.raw is not None
-                else "empty page: the file holds no text; write it, or delete it",
-            )
-        )
-    control = REFUSED_CHARACTERS.search(
-        text
-    )  # the candidates' acceptance rule, applied by the gate too
-    if control is not None:
-        issues.append(
-            Issue(
-                "control-character",
-                f"control character {ascii(control.group())[1:-1]}: remove it "
-                "(escape sequences, C1 controls and bidi overrides can hide text from a reviewer; tab, "
-                "newline and carriage return are fine)",
-                text.count("\n", 0, control.start()) + 1,
-            )
-        )
+    issues.extend(_text_issues(text, meta))
     title = declared_title(meta.data, text[meta.body_offset :])
     links, headings, blocks, md = scan_raw(text, meta.body_line, dialect)
     aliases = tuple(frontmatter.string_list(meta.data.get("aliases"))) if meta.data else ()
@@ -293,6 +270,35 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES, dialect: str = 
         or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw))
         else (),
     )
+
+
+def _text_issues(text: str, meta: frontmatter.Frontmatter) -> list[Issue]:
+    """The issues of a decoded page's text: malformed frontmatter, no text after it, a
+    refused control character (the candidates' acceptance rule, applied by the gate too)."""
+    issues = []
+    if meta.error:
+        issues.append(Issue("malformed-frontmatter", meta.error, meta.error_line or 1))
+    if not _TEXT.search(text, meta.body_offset):
+        issues.append(
+            Issue(
+                "empty-page",
+                "empty page: no text after the frontmatter; write its body, or delete it"
+                if meta.raw is not None
+                else "empty page: the file holds no text; write it, or delete it",
+            )
+        )
+    control = REFUSED_CHARACTERS.search(text)
+    if control is not None:
+        issues.append(
+            Issue(
+                "control-character",
+                f"control character {ascii(control.group())[1:-1]}: remove it "
+                "(escape sequences, C1 controls and bidi overrides can hide text from a reviewer; "
+                "tab, newline and carriage return are fine)",
+                text.count("\n", 0, control.start()) + 1,
+            )
+        )
+    return issues
 
 
 _TEXT = re.compile(r"\S")

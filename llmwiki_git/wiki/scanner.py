@@ -114,11 +114,9 @@ def _text_lines(lines: list[str], start: int, dialect: str = "") -> Iterator[tup
                 continue
         lead = line.lstrip(" \t>")
         if fence_char:
-            if lead.startswith(fence_char * 3):
-                run = len(lead) - len(lead.lstrip(fence_char))
-                if run >= fence_len and not lead[run:].strip():
-                    fence_char = ""
-                    prev_blank = False
+            if _closes_fence(lead, fence_char, fence_len):
+                fence_char = ""
+                prev_blank = False
             continue
         if shortcode is not None:
             if shortcode.search(line):
@@ -131,31 +129,58 @@ def _text_lines(lines: list[str], start: int, dialect: str = "") -> Iterator[tup
         if not lead.strip():
             prev_blank = not line.strip() or prev_blank
             continue
-        if line.startswith(("    ", "\t")) or (
-            line[:1] == " " and line.expandtabs(4).startswith("    ")
-        ):
-            if in_indented or (prev_blank and not in_list):
-                in_indented = True
-                continue
+        if (in_indented or (prev_blank and not in_list)) and _indented(line):
+            in_indented = True
+            continue
         in_indented = False
         head = lead[:3]
         if head == "```" or head == "~~~":
-            char = head[0]
-            run = len(lead) - len(lead.lstrip(char))
-            if char == "~" or "`" not in lead[run:]:
-                fence_char, fence_len = char, run
-                prev_blank = False
+            fence_len = _fence_opened(lead)
+            if fence_len:
+                fence_char, prev_blank = head[0], False
                 continue
         if _LIST_ITEM.match(line):
             in_list = True
         elif prev_blank and line[:1] not in (" ", "\t"):
             in_list = False
         prev_blank = False
-        if "<!--" in line:
-            line = comments.mask(_mask_code_spans(line)[0])
-        if percent is not None and "%%" in line:
-            line = percent.mask(_mask_code_spans(line)[0])
+        if "<!--" in line or (percent is not None and "%%" in line):
+            line = _mask_comments(line, comments, percent)
         yield index, line
+
+
+def _closes_fence(lead: str, fence_char: str, fence_len: int) -> bool:
+    """Whether ``lead`` (a line inside a fence, quote marks and indent stripped) closes the
+    fence of ``fence_len`` ``fence_char`` characters: as long a run at least, then nothing."""
+    if not lead.startswith(fence_char * 3):
+        return False
+    run = len(lead) - len(lead.lstrip(fence_char))
+    return run >= fence_len and not lead[run:].strip()
+
+
+def _fence_opened(lead: str) -> int:
+    """The length of the fence ``lead`` (starting with three backticks or tildes) opens, or 0
+    when it opens none (a backtick fence's info string holds no backtick)."""
+    char = lead[0]
+    run = len(lead) - len(lead.lstrip(char))
+    return run if char == "~" or "`" not in lead[run:] else 0
+
+
+def _indented(line: str) -> bool:
+    """Whether ``line`` is indented four columns or more (a tab counts to the next four)."""
+    return line.startswith(("    ", "\t")) or (
+        line[:1] == " " and line.expandtabs(4).startswith("    ")
+    )
+
+
+def _mask_comments(line: str, comments: _CommentState, percent: _CommentState | None) -> str:
+    """``line`` with the HTML comments (and ``%% … %%`` ones, given ``percent``) that start
+    on it blanked; code spans hide a comment opener."""
+    if "<!--" in line:
+        line = comments.mask(_mask_code_spans(line)[0])
+    if percent is not None and "%%" in line:
+        line = percent.mask(_mask_code_spans(line)[0])
+    return line
 
 
 def _mask_open_comments(line: str, comments: _CommentState, percent: _CommentState | None) -> str:
@@ -373,11 +398,34 @@ def _scan_simple(
     None when an inline code span crosses lines (the full walk handles that). Measured:
     ~3x faster; tests/wiki/test_scanner.py compares the two on generated pages."""
     found: list[RawLink] = []
-    headings: set[str] = set()
-    blocks: set[str] = set()
     md: list[MdLink] = []
     body_lines = lines[start_line:]
-    for index, line in enumerate(body_lines, start_line):
+    headings = _simple_headings(lines, start_line)
+    body = "\n".join(body_lines)
+    blocks = _block_ids(body_lines) if "^" in body else set()
+    want_md = "](" in body
+    if not want_links and not want_md:
+        return found, headings, blocks, md
+    masked = body
+    if "`" in body or want_md:  # code spans, then markdown links blanked, line by line
+        masked_lines = _masked_lines(lines, start_line, md)
+        if masked_lines is None:
+            return None  # a code span over several lines
+        if not want_links:
+            return found, headings, blocks, md
+        masked = "\n".join(masked_lines)
+    if "\\" in masked:
+        masked = _ESCAPE.sub("  ", masked)
+    _body_wikilinks(body, masked, start_line, label_first, found)
+    return found, headings, blocks, md
+
+
+def _simple_headings(lines: list[str], start_line: int) -> set[str]:
+    """The heading slugs of the lines from ``start_line`` on, none of them hidden (ATX and
+    setext headings; only lines starting like one are looked at)."""
+    headings: set[str] = set()
+    for index in range(start_line, len(lines)):
+        line = lines[index]
         first = line[:1]
         if not first or first not in _HEADING_STARTS:
             continue
@@ -395,41 +443,47 @@ def _scan_simple(
                 and not _LIST_ITEM.match(previous_line)
             ):
                 headings.add(slugify(previous_line))
-    body = "\n".join(body_lines)
-    if "^" in body:
-        for line in body_lines:
-            if "^" in line:
-                block = _BLOCK_ID.search(line)
-                if block:
-                    blocks.add(block.group(1))
-    want_md = "](" in body
-    if not want_links and not want_md:
-        return found, headings, blocks, md
-    masked = body
-    if "`" in body or want_md:  # code spans, then markdown links blanked, line by line
-        masked_lines = list(body_lines)
-        for offset, line in enumerate(body_lines):
-            if "`" in line:
-                if "``" not in line and not line.count("`") % 2:
-                    line = _mask_single_spans(line)
-                else:
-                    line, unclosed = _mask_code_spans(line)
-                    if unclosed is not None and _closes_later(
-                        lines, start_line + offset, unclosed[1]
-                    ):
-                        return None  # a code span over several lines
-                masked_lines[offset] = line
-            if "](" in line:  # as `_links_of` does
-                if "\\" in line:
-                    line = _ESCAPE.sub("  ", line)
-                masked_lines[offset] = _md_links_of(
-                    body_lines[offset], line, start_line + offset, md
-                )
-        if not want_links:
-            return found, headings, blocks, md
-        masked = "\n".join(masked_lines)
-    if "\\" in masked:
-        masked = _ESCAPE.sub("  ", masked)
+    return headings
+
+
+def _block_ids(body_lines: list[str]) -> set[str]:
+    """The block ids (``^id`` ending a line) of ``body_lines``."""
+    blocks: set[str] = set()
+    for line in body_lines:
+        if "^" in line:
+            block = _BLOCK_ID.search(line)
+            if block:
+                blocks.add(block.group(1))
+    return blocks
+
+
+def _masked_lines(lines: list[str], start_line: int, md: list[MdLink]) -> list[str] | None:
+    """The lines from ``start_line`` on with code spans, then markdown links blanked (escapes
+    too on a line holding a link); the local markdown links are added to ``md``. None when a
+    code span runs over lines."""
+    body_lines = lines[start_line:]
+    masked_lines = list(body_lines)
+    for offset, line in enumerate(body_lines):
+        if "`" in line:
+            if "``" not in line and not line.count("`") % 2:
+                line = _mask_single_spans(line)
+            else:
+                line, unclosed = _mask_code_spans(line)
+                if unclosed is not None and _closes_later(lines, start_line + offset, unclosed[1]):
+                    return None
+            masked_lines[offset] = line
+        if "](" in line:  # as `_links_of` does
+            if "\\" in line:
+                line = _ESCAPE.sub("  ", line)
+            masked_lines[offset] = _md_links_of(body_lines[offset], line, start_line + offset, md)
+    return masked_lines
+
+
+def _body_wikilinks(
+    body: str, masked: str, start_line: int, label_first: bool, found: list[RawLink]
+) -> None:
+    """Add the wikilinks of ``body`` (the lines from ``start_line`` on), found in ``masked``
+    (``body`` with code, escapes and markdown links blanked, columns kept), to ``found``."""
     line_index = start_line
     line_start = 0
     counted = 0
@@ -457,7 +511,6 @@ def _scan_simple(
         found.append(
             (line_index + 1, col if embed else col + 1, inner, target.strip(), label, embed)
         )
-    return found, headings, blocks, md
 
 
 def _mask_single_spans(line: str) -> str:

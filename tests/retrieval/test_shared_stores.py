@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,8 +19,7 @@ from llmwiki_git.retrieval.pagetable import PageEntry, PageTable
 from llmwiki_git.retrieval.vectors import SharedIndex
 
 from ..conftest import Repo, copy_demo
-
-DIMS = 8
+from .sharedstores import DIMS, unit, writer
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -31,11 +28,6 @@ def shared_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite://{tmp_path}/vectors.db"
     uri: str = request.getfixturevalue("pg_uri")
     return uri
-
-
-def unit(seed: int) -> np.ndarray:
-    v = np.random.default_rng(seed).standard_normal(DIMS).astype(np.float32)
-    return v / np.linalg.norm(v)
 
 
 def test_vectors_round_trip_keyed_by_hash_and_model(shared_uri: str) -> None:
@@ -91,32 +83,6 @@ def test_what_a_store_cannot_take_is_kept_in_the_overlay(shared_uri: str) -> Non
     assert store.overlay.keys() == {"mine"} and store.known(["mine"]) == {"mine"}
     assert store.nearest(unit(5), 3).hashes == ["mine"]
     store.close()
-
-
-WRITER = """
-import sys
-import numpy as np
-from llmwiki_git.retrieval import storetable
-uri, tag, pause = sys.argv[1], sys.argv[2], sys.argv[3] == "pause"
-store = storetable.open_shared(uri, "m", 8, create=False)
-rng = np.random.default_rng(len(tag))
-vectors = {f"{tag}{i}": v / np.linalg.norm(v) for i, v in enumerate(rng.standard_normal((500, 8)).astype(np.float32))}
-def hold():
-    print("inside", flush=True)
-    sys.stdin.readline()
-store.write(vectors, before_commit=hold if pause else None)
-print("done", flush=True)
-"""
-
-
-def writer(uri: str, tag: str, *, pause: bool) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", WRITER, uri, tag, "pause" if pause else "go"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )
 
 
 def test_a_writer_killed_mid_update_leaves_a_usable_store(shared_uri: str) -> None:

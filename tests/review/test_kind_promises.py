@@ -93,6 +93,17 @@ def forge(
     return cid
 
 
+def forge_retraction(repo: Repo, writes: dict[str, str | None]) -> str:
+    """A forged retraction of sources/x.md (deleting it) that also writes ``writes``."""
+    return forge(
+        repo,
+        RETRACT_KIND,
+        {"sources/x.md": None, **writes},
+        Recorded(retracts="sources/x.md"),
+        "retract-x",
+    )
+
+
 def approve(repo: Repo, cid: str, *args: str) -> subprocess.CompletedProcess[str]:
     return repo.llmwiki("review", "approve", cid, *args, env=FAST)
 
@@ -120,13 +131,7 @@ def refused(repo: Repo, cid: str, code: str, words: str, *args: str) -> None:
 def test_a_retraction_deleting_an_unrelated_page_is_refused(wiki: tuple[Repo, str]) -> None:
     repo, prefix = wiki
     other = f"{prefix}concepts/other.md"
-    cid = forge(
-        repo,
-        RETRACT_KIND,
-        {"sources/x.md": None, other: None},
-        Recorded(retracts="sources/x.md"),
-        "retract-x",
-    )
+    cid = forge_retraction(repo, {other: None})
     refused(repo, cid, "broken-promise", f"deletes {other}, whose recorded sources")
     refused(repo, cid, "broken-promise", f"deletes {other}", "--allow-broken")
 
@@ -136,13 +141,7 @@ def test_a_retraction_deleting_a_linked_unrelated_page_with_allow_broken_is_refu
 ) -> None:
     repo, prefix = wiki
     start = f"{prefix}concepts/start.md"
-    cid = forge(
-        repo,
-        RETRACT_KIND,
-        {"sources/x.md": None, start: None},
-        Recorded(retracts="sources/x.md"),
-        "retract-x",
-    )
+    cid = forge_retraction(repo, {start: None})
     refused(repo, cid, "broken-promise", f"deletes {start}", "--allow-broken")
 
 
@@ -152,13 +151,7 @@ def test_a_retraction_deleting_a_page_that_drew_on_another_source_too_is_refused
     """sky names x and y: a retraction of x may rewrite it, never delete it."""
     repo, prefix = wiki
     sky = f"{prefix}concepts/sky.md"
-    cid = forge(
-        repo,
-        RETRACT_KIND,
-        {"sources/x.md": None, sky: None},
-        Recorded(retracts="sources/x.md"),
-        "retract-x",
-    )
+    cid = forge_retraction(repo, {sky: None})
     refused(repo, cid, "broken-promise", "not exactly sources/x.md", "--allow-broken")
 
 
@@ -167,13 +160,7 @@ def test_a_retraction_rewriting_a_page_that_never_named_the_source_is_refused(
 ) -> None:
     repo, prefix = wiki
     start = f"{prefix}concepts/start.md"
-    cid = forge(
-        repo,
-        RETRACT_KIND,
-        {"sources/x.md": None, start: page("Start", "Rewritten by a forger.")},
-        Recorded(retracts="sources/x.md"),
-        "retract-x",
-    )
+    cid = forge_retraction(repo, {start: page("Start", "Rewritten by a forger.")})
     refused(repo, cid, "broken-promise", f"rewrites {start}, which neither named nor cited")
 
 
@@ -185,13 +172,7 @@ def test_a_retraction_adding_a_made_up_link_is_refused_even_with_allow_broken(
     repo, prefix = wiki
     sky, xnote = f"{prefix}concepts/sky.md", f"{prefix}concepts/xnote.md"
     text = fed("Sky", "Blue ^[y.md:3-3]. See [[xnote]] and [[totally-made-up-page]].", {})
-    cid = forge(
-        repo,
-        RETRACT_KIND,
-        {"sources/x.md": None, xnote: None, sky: text},
-        Recorded(retracts="sources/x.md"),
-        "retract-x",
-    )
+    cid = forge_retraction(repo, {xnote: None, sky: text})
     head = repo.git("rev-parse", "HEAD").strip()
     done = approve(repo, cid, "--allow-broken")
     assert done.returncode == 1, done.stdout
@@ -199,12 +180,8 @@ def test_a_retraction_adding_a_made_up_link_is_refused_even_with_allow_broken(
     assert repo.git("rev-parse", "HEAD").strip() == head
     # the same retraction without the made-up link: its broken link to xnote is allowed
     repo.git("branch", "-D", f"llmwiki/review/{cid}")
-    fair = forge(
-        repo,
-        RETRACT_KIND,
-        {"sources/x.md": None, xnote: None, sky: text.replace(" and [[totally-made-up-page]]", "")},
-        Recorded(retracts="sources/x.md"),
-        "retract-x",
+    fair = forge_retraction(
+        repo, {xnote: None, sky: text.replace(" and [[totally-made-up-page]]", "")}
     )
     assert approve(repo, fair).returncode == 1  # it breaks sky's link to xnote
     done = approve(repo, fair, "--allow-broken")
@@ -264,13 +241,7 @@ def test_the_action_says_a_forged_retraction_would_be_refused(repo: Repo, tmp_pa
     repo.write("wiki/concepts/start.md", page("Start", "The wiki."))
     repo.write("wiki/concepts/other.md", page("Other", "Nothing links here."))
     base = repo.commit("seed")
-    cid = forge(
-        repo,
-        RETRACT_KIND,
-        {"sources/x.md": None, "wiki/concepts/other.md": None},
-        Recorded(retracts="sources/x.md"),
-        "retract-x",
-    )
+    cid = forge_retraction(repo, {"wiki/concepts/other.md": None})
     branch = f"llmwiki/review/{cid}"
     commit = repo.git("rev-parse", branch).strip()
     as_pull_request(repo, branch, commit, base)
