@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -268,36 +268,29 @@ class SharedVectors(SharedStore):
         row = self._query(f"SELECT count(*) FROM {self.table}").fetchone()
         return int(row[0]) if row is not None else 0
 
-    def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
-        wanted = list(dict.fromkeys(hashes))
+    def _table_vectors(self, wanted: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
-        if self.table is not None:
-            for start in range(0, len(wanted), BATCH):
-                for chunk_hash, vector in self._query(
-                    f"SELECT hash, embedding FROM {self.table} WHERE hash = ANY(%s)",
-                    (wanted[start : start + BATCH],),
-                ):
-                    out[chunk_hash] = np.asarray(
-                        vector.to_numpy() if hasattr(vector, "to_numpy") else vector,
-                        dtype=np.float32,
-                    )
-        for chunk_hash in wanted:
-            if chunk_hash not in out and chunk_hash in self.overlay:
-                out[chunk_hash] = self.overlay[chunk_hash]
+        for start in range(0, len(wanted), BATCH):
+            for chunk_hash, vector in self._query(
+                f"SELECT hash, embedding FROM {self.table} WHERE hash = ANY(%s)",
+                (wanted[start : start + BATCH],),
+            ):
+                out[chunk_hash] = np.asarray(
+                    vector.to_numpy() if hasattr(vector, "to_numpy") else vector,
+                    dtype=np.float32,
+                )
         return out
 
-    def known(self, hashes: Iterable[str]) -> set[str]:
-        wanted = list(dict.fromkeys(hashes))
-        out = {h for h in wanted if h in self.overlay}
-        if self.table is not None:
-            for start in range(0, len(wanted), BATCH):
-                out.update(
-                    h
-                    for (h,) in self._query(
-                        f"SELECT hash FROM {self.table} WHERE hash = ANY(%s)",
-                        (wanted[start : start + BATCH],),
-                    )
+    def _table_known(self, wanted: list[str]) -> set[str]:
+        out: set[str] = set()
+        for start in range(0, len(wanted), BATCH):
+            out.update(
+                h
+                for (h,) in self._query(
+                    f"SELECT hash FROM {self.table} WHERE hash = ANY(%s)",
+                    (wanted[start : start + BATCH],),
                 )
+            )
         return out
 
     def write(

@@ -328,6 +328,9 @@ def search(
     keep: int = RERANK_KEEP,
     max_pages: int = PAGE_LIMIT,
 ) -> SearchResult:
+    """The store's chunks and pages ranked for ``question`` by ``mode`` (see the module):
+    ``keep`` chunks at most, and ``max_pages`` pages; a mode that scores pages on their own
+    adds the best chunk of each ranked page that none of the kept chunks belongs to."""
     warnings: list[dict[str, str]] = []
     rows = store.rows
     cosine = _dense_scores(question, store, embedder, warnings)

@@ -152,8 +152,9 @@ class SharedIndex(VectorIndex, Protocol):
 class SharedStore(SharedIndex):
     """What every `SharedIndex` implementation holds alike: one model's table (None until
     its first write makes it), the overlay and the write flags, and the protocol's parts
-    that follow from them alone. An implementation adds its database: ``write``, ``get``,
-    ``known``, ``nearest``, ``shared_count`` and a view of itself (``_view``)."""
+    that follow from them alone. An implementation adds its database: ``write``, ``nearest``,
+    ``shared_count``, what the table holds of some hashes (``_table_vectors``,
+    ``_table_known``) and a view of itself (``_view``)."""
 
     def __init__(
         self,
@@ -192,6 +193,21 @@ class SharedStore(SharedIndex):
         """How many vectors the table holds."""
         raise NotImplementedError
 
+    def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        wanted = list(dict.fromkeys(hashes))
+        out = self._table_vectors(wanted) if self.table is not None else {}
+        for chunk_hash in wanted:
+            if chunk_hash not in out and chunk_hash in self.overlay:
+                out[chunk_hash] = self.overlay[chunk_hash]
+        return out
+
+    def known(self, hashes: Iterable[str]) -> set[str]:
+        wanted = list(dict.fromkeys(hashes))
+        out = {h for h in wanted if h in self.overlay}
+        if self.table is not None:
+            out.update(self._table_known(wanted))
+        return out
+
     def add(self, vectors: Mapping[str, np.ndarray]) -> None:
         self.write(vectors)
 
@@ -217,6 +233,14 @@ class SharedStore(SharedIndex):
             self.overwrite,
         )
         return view
+
+    def _table_vectors(self, wanted: list[str]) -> dict[str, np.ndarray]:
+        """The vectors the table holds of ``wanted`` (distinct hashes; the table exists)."""
+        raise NotImplementedError
+
+    def _table_known(self, wanted: list[str]) -> set[str]:
+        """Those of ``wanted`` the table holds (`_table_vectors` without the vectors)."""
+        raise NotImplementedError
 
     def _view(self, overlay: dict[str, np.ndarray]) -> SharedStore:
         """A store over the same database and table with this overlay."""

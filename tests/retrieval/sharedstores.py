@@ -1,6 +1,7 @@
-"""What the shared-store tests have in common (test_shared_stores.py runs the contract
-against every store, test_pgvectors.py what only PostgreSQL does): unit vectors, and a writer
-in another process that can stop inside its transaction, to be killed or released there."""
+"""What the vector-store tests have in common (test_vectors.py, test_shared_stores.py that runs
+the contract against every store, test_pgvectors.py with what only PostgreSQL does): unit
+vectors, and a writer in another process that can stop inside its transaction, to be killed
+or released there."""
 
 from __future__ import annotations
 

@@ -15,12 +15,7 @@ from llmwiki_git.retrieval.pagetable import PageEntry, PageTable
 from llmwiki_git.retrieval.search import search
 from llmwiki_git.retrieval.vectors import ChunkRows, Neighbours, VectorIndex
 
-DIMS = 8
-
-
-def unit(seed: int) -> np.ndarray:
-    v = np.random.default_rng(seed).standard_normal(DIMS).astype(np.float32)
-    return v / np.linalg.norm(v)
+from .sharedstores import DIMS, unit
 
 
 def table() -> PageTable:
