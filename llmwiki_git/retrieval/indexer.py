@@ -563,6 +563,37 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
     )
 
 
+def unchanged(update: Update, store: store_mod.Store) -> bool:
+    """Whether ``update`` is ``store`` itself: no page read, added, removed or moved, no
+    chunk without a vector, the same pages left out and the same names (so every kept page's
+    links are the stored ones). Then the files on disk are what a build would write."""
+    return (
+        update.read == 0
+        and not update.missing
+        and update.names == store.names
+        and update.skipped == store.skipped
+        and len(update.entries) == len(store.pages)
+        and [e.path for e in update.entries] == list(store.pages.path_blobs())
+        and update.hashes == store.pages.row_hashes()
+    )
+
+
+def unchanged_summary(
+    update: Update, store: store_mod.Store, embedder: Embedder | None, started: float
+) -> IndexSummary:
+    """The summary of an index run that found nothing to write (`unchanged`)."""
+    rows = len(update.hashes)
+    return IndexSummary(
+        len(update.entries),
+        rows,
+        0,
+        rows if embedder is not None else 0,
+        time.perf_counter() - started,
+        embedder.name if embedder else NO_EMBEDDINGS,
+        read=0,
+    )
+
+
 def apply_update(
     update: Update, store: store_mod.Store, lexical: LexicalIndex, fresh: np.ndarray | None = None
 ) -> tuple[store_mod.Store, LexicalIndex]:

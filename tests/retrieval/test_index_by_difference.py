@@ -96,3 +96,33 @@ def test_an_index_that_cannot_be_updated_is_read_from_every_page(repo: Repo) -> 
     EDITS["edit"](repo, "wiki/")
     assert index(repo, env)["read"] == 1
     assert repo.llmwiki("context", "prune after frost", "--json", env=env).returncode == 0
+
+
+def stamps(state: Path) -> dict[str, tuple[int, int]]:
+    """Inode and modification time of every file of the index: a rewrite changes both."""
+    files = [state / n for n in ("embeddings.json", "embeddings.bin", "embeddings.pages")]
+    files += sorted((state / indexer.LEXICAL_DIR).iterdir())
+    return {f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in files}
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_an_index_after_no_change_writes_nothing(repo: Repo, prefix: str) -> None:
+    """Issue 39: `index` when no page changed rewrote the whole store and lexical index (5 s
+    of CPU at 50,000 pages); it now leaves every file as it is, and an edit still writes."""
+    build_vault(repo, prefix)
+    env = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
+    first = index(repo, env, "--fast")
+    # The first run wrote the generated index page, a new name: the second records it.
+    index(repo, env, "--fast")
+    state = repo.root / ".llmwiki"
+    before = stamps(state)
+    again = index(repo, env, "--fast")
+    assert again["read"] == 0 and again["pages"] == first["pages"]
+    assert again["chunks"] == first["chunks"]
+    assert stamps(state) == before
+    EDITS["edit"](repo, prefix)
+    edited = index(repo, env, "--fast")
+    assert edited["read"] == 1
+    assert stamps(state)["embeddings.json"] != before["embeddings.json"]
+    proc = repo.llmwiki("context", "prune after frost", "--json", env=env)
+    assert proc.returncode == 0 and "prune after frost" in proc.stdout.lower()
