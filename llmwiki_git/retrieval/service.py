@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,83 +115,99 @@ class Retrieval:
         from dataclasses import replace
 
         from ..gitstore.lock import repository_lock
-        from . import indexer
 
         notes: list[str] = []
-        explicit = bool(self.environ.get("LLMWIKI_EMBEDDING_PROVIDER") or self.provider)
-        if (
-            not fast
-            and not full
-            and not explicit
-            and self._store_fingerprint() == indexer.NO_EMBEDDINGS
-        ):
-            # A lexical-only store stays lexical: silently embedding a wiki that was indexed
-            # with --fast could take an hour. --full (or a provider setting) opts in.
-            fast = True
-            notes.append(
-                "the index is lexical-only (built with --fast); run `llmwiki index --full` to embed it"
-            )
+        fast = self._stays_lexical(fast, full, notes)
         embedder = self.embedder(fast)
-        if (publish or fetch) and self.git is None:
-            from ..errors import UsageError
-
-            raise UsageError(
-                "--publish and --fetch keep the index on a git ref: run them inside a git repository"
-            )
+        self._refuse_ref_options(full, publish, fetch)
         # Under the project lock: two writers must not interleave the store's files.
-        with repository_lock(self.git, self.state):
-            if full and fetch:
-                from ..errors import UsageError
-
-                raise UsageError(
-                    "--full embeds every chunk again, --fetch takes them from the ref: use one of them"
-                )
+        with repository_lock(self.git, self.state), _collector_paused():
             seed, ref_notes = (
                 self.published.published_seed(embedder, fetch) if not full else (None, [])
             )
             wiki = self._load_wiki()
-            index_path = self._index_page_path(wiki)
-            summary, known, skipped = (
-                self._index_by_difference(wiki, embedder, progress, seed)
-                if not full
-                else (None, {}, {})
-            )
-            if summary is None:
-                pages, skipped = indexer.read_pages(wiki)
-                summary = indexer.build(
-                    self.state,
-                    pages,
-                    embedder,
-                    full=full,
-                    progress=progress,
-                    skipped=skipped,
-                    names=indexer.names_digest(wiki),
-                    vector_store=self.vector_store,
-                    seed=seed,
-                )
-                known = {
-                    p.path: (p.title, p.summary) for p in pages
-                }  # read already: not read again
+            summary, known, skipped = self._index_wiki(wiki, embedder, full, progress, seed)
             notes += unusable_notes([(p.path, p.scan) for p in wiki.pages if p.path in skipped])
             notes += ref_notes  # the ref's notes: written when the indexer asked it
-            written = (
-                self._write_index_page(wiki, index_path, notes, known)
-                if index_path and page
-                else None
-            )
-            if (
-                written and written == index_path
-            ):  # a page written after the pages were read: recorded,
-                # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
-                store_mod.add_skipped(
-                    self.state,
-                    {written: blob_id((self.root / written).read_bytes())},
-                    vector_store=self.vector_store,
-                )
+            written = self._index_page_after(wiki, notes, known) if page else None
             publication = self.published.publish() if publish else None
         return replace(
             summary, notes=tuple(notes) + summary.notes, publication=publication
         ), written
+
+    def _stays_lexical(self, fast: bool, full: bool, notes: list[str]) -> bool:
+        """``fast``, or True when the store on disk is lexical-only and nothing asks to embed
+        (a note says so): silently embedding a wiki indexed with --fast could take an hour.
+        --full (or a provider setting) opts in."""
+        from . import indexer
+
+        explicit = bool(self.environ.get("LLMWIKI_EMBEDDING_PROVIDER") or self.provider)
+        if fast or full or explicit or self._store_fingerprint() != indexer.NO_EMBEDDINGS:
+            return fast
+        notes.append(
+            "the index is lexical-only (built with --fast); run `llmwiki index --full` to embed it"
+        )
+        return True
+
+    def _refuse_ref_options(self, full: bool, publish: bool, fetch: str | None) -> None:
+        from ..errors import UsageError
+
+        if (publish or fetch) and self.git is None:
+            raise UsageError(
+                "--publish and --fetch keep the index on a git ref: run them inside a git repository"
+            )
+        if full and fetch:
+            raise UsageError(
+                "--full embeds every chunk again, --fetch takes them from the ref: use one of them"
+            )
+
+    def _index_wiki(
+        self,
+        wiki: Wiki,
+        embedder: Embedder | None,
+        full: bool,
+        progress: Callable[[int, int], object] | None,
+        seed: indexer.Seed | None,
+    ) -> tuple[indexer.IndexSummary, Mapping[str, tuple[str, str]], dict[str, str]]:
+        """Write the index of ``wiki``: by difference with the saved one when it can be, else
+        from every page. The summary, each page's (title, summary) as read, the pages left out."""
+        from . import indexer
+
+        if not full:
+            summary, known, skipped = self._index_by_difference(wiki, embedder, progress, seed)
+            if summary is not None:
+                return summary, known, skipped
+        pages, skipped = indexer.read_pages(wiki)
+        summary = indexer.build(
+            self.state,
+            pages,
+            embedder,
+            full=full,
+            progress=progress,
+            skipped=skipped,
+            names=indexer.names_digest(wiki),
+            vector_store=self.vector_store,
+            seed=seed,
+        )
+        return summary, {p.path: (p.title, p.summary) for p in pages}, skipped
+
+    def _index_page_after(
+        self, wiki: Wiki, notes: list[str], known: Mapping[str, tuple[str, str]]
+    ) -> str | None:
+        """Regenerate the table of contents (`_write_index_page`); a page written after the
+        pages were read is recorded as left out, or the next read would find it "added"
+        (llmwiki's copy in the state folder is no page)."""
+        index_path = self._index_page_path(wiki)
+        if not index_path:
+            return None
+        written = self._write_index_page(wiki, index_path, notes, known)
+        if written and written == index_path:
+            store_mod.add_skipped(
+                self.state,
+                {written: blob_id((self.root / written).read_bytes())},
+                vector_store=self.vector_store,
+            )
+        return written
 
     def _index_by_difference(
         self,
@@ -441,3 +459,18 @@ class Retrieval:
                 path = full(source["path"])
                 source["blob"] = now.get(path)
                 source["recordedBlob"] = recorded.get(path)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cycle collector off while an index is built, back as it was after: the wiki, the
+    page table and the postings are hundreds of thousands of objects in no cycle, and the
+    collector's passes over them were a third to half of the CPU of an `index --fast` after
+    one edit at 50,000 pages (issue 39, docs/benchmarks.md)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
