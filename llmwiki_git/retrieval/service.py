@@ -108,10 +108,13 @@ class Retrieval:
         page: bool = True,
         publish: bool = False,
         fetch: str | None = None,
+        compact: bool = False,
     ) -> tuple[indexer.IndexSummary, str | None]:
         """Build the index. ``fetch``: first fetch that remote's ``refs/llmwiki/index`` (refused
         ref: IndexRefError, nothing changed); ``publish``: then write the store to that ref.
-        Every chunk the ref holds a vector of (same model) is taken from it, not embedded."""
+        Every chunk the ref holds a vector of (same model) is taken from it, not embedded.
+        ``compact`` (and ``publish``, whose snapshot holds plain files): write the lexical
+        index without its appended layer (retrieval/lexlayer.py)."""
         from dataclasses import replace
 
         from ..gitstore.lock import repository_lock
@@ -130,10 +133,24 @@ class Retrieval:
             notes += unusable_notes([(p.path, p.scan) for p in wiki.pages if p.path in skipped])
             notes += ref_notes  # the ref's notes: written when the indexer asked it
             written = self._index_page_after(wiki, notes, known) if page else None
+            if (compact or publish) and self._compact_lexical():
+                notes.append("compacted the lexical index (its appended postings merged in)")
             publication = self.published.publish() if publish else None
         return replace(
             summary, notes=tuple(notes) + summary.notes, publication=publication
         ), written
+
+    def _compact_lexical(self) -> bool:
+        """Rewrite a layered lexical index as a plain one (the caller holds the lock);
+        whether there was a layer to merge."""
+        try:
+            lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
+        except LexicalIndexError:
+            return False
+        if not lexical.layered:
+            return False
+        lexical.compacted().save(self.state / LEXICAL_DIR)
+        return True
 
     def _stays_lexical(self, fast: bool, full: bool, notes: list[str]) -> bool:
         """``fast``, or True when the store on disk is lexical-only and nothing asks to embed
