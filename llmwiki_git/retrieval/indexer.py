@@ -578,6 +578,17 @@ def unchanged(update: Update, store: store_mod.Store) -> bool:
     )
 
 
+def same_contents_listing(update: Update, store: store_mod.Store) -> bool:
+    """Whether the pages of ``update`` have the paths, titles and summaries (the table of
+    contents' lines) and the left-out pages of ``store``: an edit of a page's body only."""
+    return (
+        update.skipped == store.skipped
+        and len(update.entries) == len(store.pages)
+        and [(e.path, e.title, e.summary) for e in update.entries]
+        == [(e.path, e.title, e.summary) for e in store.pages]
+    )
+
+
 def unchanged_summary(
     update: Update, store: store_mod.Store, embedder: Embedder | None, started: float
 ) -> IndexSummary:

@@ -129,10 +129,10 @@ class Retrieval:
                 self.published.published_seed(embedder, fetch) if not full else (None, [])
             )
             wiki = self._load_wiki()
-            summary, known, skipped = self._index_wiki(wiki, embedder, full, progress, seed)
+            summary, known, skipped, same = self._index_wiki(wiki, embedder, full, progress, seed)
             notes += unusable_notes([(p.path, p.scan) for p in wiki.pages if p.path in skipped])
             notes += ref_notes  # the ref's notes: written when the indexer asked it
-            written = self._index_page_after(wiki, notes, known) if page else None
+            written = self._index_page_after(wiki, notes, known, same) if page else None
             if (compact or publish) and self._compact_lexical():
                 notes.append("compacted the lexical index (its appended postings merged in)")
             publication = self.published.publish() if publish else None
@@ -185,15 +185,19 @@ class Retrieval:
         full: bool,
         progress: Callable[[int, int], object] | None,
         seed: indexer.Seed | None,
-    ) -> tuple[indexer.IndexSummary, Mapping[str, tuple[str, str]], dict[str, str]]:
+    ) -> tuple[indexer.IndexSummary, Mapping[str, tuple[str, str]], dict[str, str], bool]:
         """Write the index of ``wiki``: by difference with the saved one when it can be, else
-        from every page. The summary, each page's (title, summary) as read, the pages left out."""
+        from every page. The summary, each page's (title, summary) as read, the pages left
+        out, and whether every page's path, title and summary are the ones the saved index
+        had (then the table of contents is the one written last time)."""
         from . import indexer
 
         if not full:
-            summary, known, skipped = self._index_by_difference(wiki, embedder, progress, seed)
+            summary, known, skipped, same = self._index_by_difference(
+                wiki, embedder, progress, seed
+            )
             if summary is not None:
-                return summary, known, skipped
+                return summary, known, skipped, same
         pages, skipped = indexer.read_pages(wiki)
         summary = indexer.build(
             self.state,
@@ -206,18 +210,24 @@ class Retrieval:
             vector_store=self.vector_store,
             seed=seed,
         )
-        return summary, {p.path: (p.title, p.summary) for p in pages}, skipped
+        return summary, {p.path: (p.title, p.summary) for p in pages}, skipped, False
 
     def _index_page_after(
-        self, wiki: Wiki, notes: list[str], known: Mapping[str, tuple[str, str]]
+        self,
+        wiki: Wiki,
+        notes: list[str],
+        known: Mapping[str, tuple[str, str]],
+        same: bool = False,
     ) -> str | None:
         """Regenerate the table of contents (`_write_index_page`); a page written after the
         pages were read is recorded as left out, or the next read would find it "added"
-        (llmwiki's copy in the state folder is no page)."""
+        (llmwiki's copy in the state folder is no page). ``same``: no page's path, title or
+        summary changed since the last index, which wrote it: rendering it again for the
+        same text cost 0.7 s of CPU at 50,000 pages; it is only written if it is missing."""
         index_path = self._index_page_path(wiki)
         if not index_path:
             return None
-        written = self._write_index_page(wiki, index_path, notes, known)
+        written = self._write_index_page(wiki, index_path, notes, known, same)
         if written and written == index_path:
             store_mod.add_skipped(
                 self.state,
@@ -232,12 +242,12 @@ class Retrieval:
         embedder: Embedder | None,
         progress: Callable[[int, int], object] | None,
         seed: indexer.Seed | None,
-    ) -> tuple[indexer.IndexSummary | None, dict[str, tuple[str, str]], dict[str, str]]:
+    ) -> tuple[indexer.IndexSummary | None, dict[str, tuple[str, str]], dict[str, str], bool]:
         """`index` reading only the pages that changed since the saved index, when it is
         usable: same model, lexical index with its term frequencies, vectors trusted (the
         index a read's refresh keeps current the same way, `_follow_by_difference`). At
         10,000 pages a 100-page change costs 2-3 s instead of 7-18 s (benchmarks/reindex.py).
-        (None, {}, {}) when the whole wiki must be read."""
+        (None, {}, {}, False) when the whole wiki must be read."""
         from . import indexer
 
         fingerprint = (
@@ -251,14 +261,14 @@ class Retrieval:
             )
             lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
         except (StoreError, LexicalIndexError):
-            return None, {}, {}
+            return None, {}, {}, False
         if (
             store.fingerprint != fingerprint
             or len(lexical) != store.rows
             or not lexical.updatable
             or store.vectors.problem() is not None
         ):
-            return None, {}, {}
+            return None, {}, {}, False
         started = time.perf_counter()
         update = indexer.plan_update(wiki, store)
         if self.vector_store is None and indexer.unchanged(update, store):
@@ -267,7 +277,8 @@ class Retrieval:
             summary: indexer.IndexSummary | None = indexer.unchanged_summary(
                 update, store, embedder, started
             )
-            return summary, {e.path: (e.title, e.summary) for e in update.entries}, update.skipped
+            known = {e.path: (e.title, e.summary) for e in update.entries}
+            return summary, known, update.skipped, True
         summary = indexer.build_update(
             self.state,
             update,
@@ -278,7 +289,8 @@ class Retrieval:
             vector_store=self.vector_store,
             seed=seed,
         )
-        return summary, {e.path: (e.title, e.summary) for e in update.entries}, update.skipped
+        same = indexer.same_contents_listing(update, store)
+        return summary, {e.path: (e.title, e.summary) for e in update.entries}, update.skipped, same
 
     def _store_fingerprint(self) -> str | None:
         try:
@@ -300,15 +312,15 @@ class Retrieval:
         rel: str,
         notes: list[str],
         known: Mapping[str, tuple[object, object]] | None = None,
+        same: bool = False,
     ) -> str | None:
         """Regenerate the table of contents where llmwiki owns ``rel`` (absent or generated);
-        a user's own ``index.md`` is never touched: llmwiki's copy goes to the state folder."""
+        a user's own ``index.md`` is never touched: llmwiki's copy goes to the state folder.
+        ``same``: nothing it lists changed since it was written: left as it is if present."""
         from ..gitstore.transaction import sweep_temp_files, write_atomic
         from ..wiki import generated
         from ..wiki.indexpage import entries_of, render, same_content
 
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        text = render(entries_of(wiki, known=known), now)
         head = self.git.rev_parse("HEAD") if self.git is not None else None
         if not generated.owned(self.git, self.root, rel, head, "index"):
             notes += generated.notice(
@@ -322,6 +334,10 @@ class Retrieval:
         else:
             path = self.root / rel
         sweep_temp_files(path.parent, [])  # left by a killed writer (we hold the lock)
+        if same and path.is_file():
+            return None
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = render(entries_of(wiki, known=known), now)
         if path.is_file() and same_content(
             path.read_text(encoding="utf-8", errors="replace"), text
         ):

@@ -184,3 +184,29 @@ def test_after_edits_the_appended_index_ranks_as_a_fresh_one(repo: Repo, prefix:
     again = index(repo, env, "--fast")
     assert again["read"] == pages  # refused, rebuilt from every page
     assert "layer" not in json.loads((bm25 / "meta.json").read_text())
+
+
+@pytest.mark.parametrize("prefix", ["wiki/", ""])
+def test_the_table_of_contents_is_rendered_only_when_a_line_of_it_changed(
+    repo: Repo, prefix: str
+) -> None:
+    """Issue 39: an edit of a page's body changes no line of the generated table of contents
+    (paths, titles, summaries): index leaves it alone (rendering it cost 0.7 s at 50,000
+    pages); a changed title rewrites it; a missing one is written again."""
+    build_vault(repo, prefix)
+    env = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
+    index(repo, env, "--fast")
+    index(repo, env, "--fast")
+    toc = repo.root / ("wiki/index.md" if prefix else ".llmwiki/index.md")
+    stamp = toc.stat().st_mtime_ns, toc.stat().st_ino
+    repo.write(f"{prefix}concepts/medlar.md", page("Medlar", "Only the body changed: quince."))
+    body = index(repo, env, "--fast")
+    assert body["read"] == 1 and body["indexPage"] is None
+    assert (toc.stat().st_mtime_ns, toc.stat().st_ino) == stamp
+    repo.write(f"{prefix}concepts/medlar.md", page("Medlar Tree", "And now the title."))
+    index(repo, env, "--fast")
+    assert "Medlar Tree" in toc.read_text(encoding="utf-8")
+    toc.unlink()
+    repo.write(f"{prefix}concepts/medlar.md", page("Medlar Tree", "The body again."))
+    index(repo, env, "--fast")
+    assert "Medlar Tree" in toc.read_text(encoding="utf-8")
