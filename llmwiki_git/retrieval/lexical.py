@@ -553,12 +553,9 @@ class LexicalIndex:
     ) -> LexicalIndex:
         """Open an index written by :meth:`save`.
 
-        With ``mmap`` (the default) the arrays stay on disk and pages are read on demand.
-        File sizes and array shapes are always checked (a layer's too, and how it fits its
-        base); ``verify=True`` also checks every file's SHA-256 and the postings'
-        consistency (reads everything). Any problem raises :class:`LexicalIndexError`
-        naming the folder and the file.
-        """
+        With ``mmap`` (the default) the arrays stay on disk, read on demand. Sizes and shapes
+        are always checked (a layer's too, and how it fits its base); ``verify=True`` also
+        checks every SHA-256 and the postings. LexicalIndexError names what is wrong."""
         folder = Path(folder)
         where = f"lexical index {folder}"
         meta = _read_meta(folder, where)
