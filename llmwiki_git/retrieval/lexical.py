@@ -123,6 +123,7 @@ class LexicalIndex:
         files: dict[str, dict[str, Any]] | None = None,
         layer: Layer | None = None,
         source: Path | None = None,
+        base_ids: Mapping[str, tuple[int, int]] | None = None,
     ) -> None:
         self.n_docs = n_docs
         self.avg_doc_len = avg_doc_len
@@ -138,6 +139,8 @@ class LexicalIndex:
         self._files = files
         self._layer = layer  # the appended layer (lexlayer.py); None: a plain index
         self._source = source  # the folder the base's files were read from (linked on save)
+        # (device, inode) of each base file when it was read: only that file is linked
+        self._base_ids = dict(base_ids or {})
 
     # -- construction ------------------------------------------------------------------
 
@@ -203,6 +206,7 @@ class LexicalIndex:
             files=self._files,
             layer=layer,
             source=self._source,
+            base_ids=self._base_ids,
         )
         return index.compacted() if layer.due() else index
 
@@ -456,7 +460,12 @@ class LexicalIndex:
         recorded = self._files.get(f"{name}.npy")
         source = self._source / f"{name}.npy"
         try:
-            if not isinstance(recorded, dict) or source.stat().st_size != recorded.get("bytes"):
+            info = source.stat()
+            if (
+                not isinstance(recorded, dict)
+                or info.st_size != recorded.get("bytes")
+                or (info.st_dev, info.st_ino) != self._base_ids.get(name)
+            ):  # replaced since it was read (another writer compacted): written from memory
                 return None
             os.link(source, tmp / source.name)
         except OSError:  # another file system, no hard links: written instead
@@ -578,22 +587,18 @@ class LexicalIndex:
             expected_sizes = {f"{name}.npy": int(files[f"{name}.npy"]["bytes"]) for name in wanted}
         except (KeyError, TypeError, ValueError) as exc:
             raise LexicalIndexError(f"{where}: {META_FILE} is corrupt ({exc!r})") from None
+        base_ids: dict[str, tuple[int, int]] = {}
         arrays = {
-            name: _map_array(folder / f"{name}.npy", dtype, expected_sizes, mmap, where)
+            name: _map_array(
+                folder / f"{name}.npy", dtype, expected_sizes, mmap, where, base_ids, name
+            )
             for name, dtype in wanted.items()
         }
         if not _shapes_fit(arrays, n_terms, postings, n_docs):
             raise LexicalIndexError(
                 f"{where}: array sizes disagree with {META_FILE} (corrupt index)"
             )
-        layer = None
-        if layered:
-            layer = Layer(*(arrays.pop(name) for name in LAYER_ARRAYS))
-            problems = layer.check(_layer_base_docs(meta), n_docs)
-            if problems or "tf" not in arrays or "lengths" not in arrays:
-                raise LexicalIndexError(
-                    f"{where}: its appended layer does not fit ({', '.join(problems) or 'no frequencies'}; corrupt index)"
-                )
+        layer = _checked_layer(arrays, meta, n_docs, where) if layered else None
         index = cls(
             n_docs=n_docs,
             avg_doc_len=avg_doc_len,
@@ -603,6 +608,7 @@ class LexicalIndex:
             files=files,
             layer=layer,
             source=folder,
+            base_ids=base_ids,
         )
         if verify:
             index._verify(folder)
@@ -672,6 +678,21 @@ def _read_meta(folder: Path, where: str) -> dict[str, Any]:
     return meta
 
 
+def _checked_layer(
+    arrays: dict[str, np.ndarray], meta: dict[str, Any], n_docs: int, where: str
+) -> Layer:
+    """The layer's arrays taken out of ``arrays``, checked against its base."""
+    layer = Layer(*(arrays.pop(name) for name in LAYER_ARRAYS))
+    problems = layer.check(_layer_base_docs(meta), n_docs)
+    if "tf" not in arrays or "lengths" not in arrays:
+        problems.append("no frequencies")
+    if problems:
+        raise LexicalIndexError(
+            f"{where}: its appended layer does not fit ({', '.join(problems)}; corrupt index)"
+        )
+    return layer
+
+
 def _layer_base_docs(meta: dict[str, Any]) -> int:
     layer = meta.get("layer")
     value = layer.get("base_docs") if isinstance(layer, dict) else None
@@ -679,12 +700,20 @@ def _layer_base_docs(meta: dict[str, Any]) -> int:
 
 
 def _map_array(
-    path: Path, dtype: np.dtype[Any], sizes: dict[str, int], mmap: bool, where: str
+    path: Path,
+    dtype: np.dtype[Any],
+    sizes: dict[str, int],
+    mmap: bool,
+    where: str,
+    ids: dict[str, tuple[int, int]],
+    name: str,
 ) -> np.ndarray:
     """One array file, its size as ``meta.json`` says, read (memory-mapped) as a 1-d array
-    of ``dtype``."""
+    of ``dtype``; its (device, inode) recorded in ``ids`` under ``name``."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        size = info.st_size
+        ids[name] = (info.st_dev, info.st_ino)
     except FileNotFoundError:
         raise LexicalIndexError(f"{where}: {path.name} is missing (incomplete index)") from None
     if size != sizes[path.name]:

@@ -155,3 +155,18 @@ def test_a_version_1_index_is_read_and_updated(tmp_path: Path) -> None:
     old.updated(layout).save(folder)
     assert json.loads((folder / "meta.json").read_text())["version"] == 2
     assert_scores_equal(LexicalIndex.load(folder), LexicalIndex.build(docs))
+
+
+def test_a_base_replaced_since_it_was_read_is_written_not_linked(tmp_path: Path) -> None:
+    """A long-lived process updates the index it read while another writer replaced the
+    folder with files of the same sizes (the same documents in another order): the update
+    must not link those files in as its base; it writes its own and scores as a build."""
+    rng = random.Random(17)
+    docs = [doc(rng) for _ in range(300)]
+    folder = tmp_path / "bm25"
+    LexicalIndex.build(docs).save(folder)
+    held = LexicalIndex.load(folder)
+    LexicalIndex.build(list(reversed(docs))).save(folder)  # another writer, same sizes
+    docs, layout = edit(rng, docs, held, 2)
+    held.updated(layout).save(folder)
+    assert_scores_equal(LexicalIndex.load(folder, verify=True), LexicalIndex.build(docs))
