@@ -3,8 +3,10 @@ and the lexical index, regenerate ``wiki/index.md``."""
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -378,7 +380,8 @@ def _write(
                 del missing[chunk_hash]
             fetched = sum(1 for h in hashes_in_order if h in seeded)
         # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
-        fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
+        with collector_running():  # minutes to hours of provider calls: collect their cycles
+            fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
         index.add(fresh)
         if (
             old is not None
@@ -418,6 +421,20 @@ def _write(
         fetched,
         read=read,
     )
+
+
+@contextmanager
+def collector_running() -> Iterator[None]:
+    """The cycle collector on for a while, as it was after: `Retrieval.index` pauses it for
+    the wiki and the tables (no cycles there), but embedding runs long and its HTTP clients
+    and model sessions may leave cycles behind."""
+    enabled = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if not enabled:
+            gc.disable()
 
 
 def memory_index(

@@ -499,7 +499,8 @@ def _collector_paused() -> Iterator[None]:
     """The cycle collector off while an index is built, back as it was after: the wiki, the
     page table and the postings are hundreds of thousands of objects in no cycle, and the
     collector's passes over them were a third to half of the CPU of an `index --fast` after
-    one edit at 50,000 pages (issue 39, docs/benchmarks.md)."""
+    one edit at 50,000 pages (issue 39, docs/benchmarks.md). Embedding, which may run for
+    an hour, turns it back on meanwhile (`indexer.collector_running`)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
