@@ -55,7 +55,7 @@ import numpy as np
 from .. import confine
 from ..errors import LexicalIndexError, PathRefused
 from ..terms import TOKENIZER_VERSION, query_terms
-from .lexlayer import LAYER_ARRAYS, Layer, decode_terms, find_term, segment
+from .lexlayer import LAYER_ARRAYS, Layer, checked_layer, decode_terms, find_term, segment
 from .postings import Document, tokenize_all
 
 __all__ = [
@@ -598,7 +598,7 @@ class LexicalIndex:
             raise LexicalIndexError(
                 f"{where}: array sizes disagree with {META_FILE} (corrupt index)"
             )
-        layer = _checked_layer(arrays, meta, n_docs, where) if layered else None
+        layer = checked_layer(arrays, meta, n_docs, where) if layered else None
         index = cls(
             n_docs=n_docs,
             avg_doc_len=avg_doc_len,
@@ -676,27 +676,6 @@ def _read_meta(folder: Path, where: str) -> dict[str, Any]:
             f"llmwiki-git uses version {TOKENIZER_VERSION} (rebuild the index)"
         )
     return meta
-
-
-def _checked_layer(
-    arrays: dict[str, np.ndarray], meta: dict[str, Any], n_docs: int, where: str
-) -> Layer:
-    """The layer's arrays taken out of ``arrays``, checked against its base."""
-    layer = Layer(*(arrays.pop(name) for name in LAYER_ARRAYS))
-    problems = layer.check(_layer_base_docs(meta), n_docs)
-    if "tf" not in arrays or "lengths" not in arrays:
-        problems.append("no frequencies")
-    if problems:
-        raise LexicalIndexError(
-            f"{where}: its appended layer does not fit ({', '.join(problems)}; corrupt index)"
-        )
-    return layer
-
-
-def _layer_base_docs(meta: dict[str, Any]) -> int:
-    layer = meta.get("layer")
-    value = layer.get("base_docs") if isinstance(layer, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
 def _map_array(

@@ -22,8 +22,11 @@ documents pass :data:`COMPACT_FRACTION` of the base, the update writes a plain i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from ..errors import LexicalIndexError
 
 #: Compact (write a plain index) when the base documents gone, or the documents in the
 #: segment, pass this fraction of the base's documents: a query then reads at most ~1.2x the
@@ -182,3 +185,25 @@ def segment(
 
 def _no_postings() -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+
+
+def checked_layer(
+    arrays: dict[str, np.ndarray], meta: dict[str, Any], n_docs: int, where: str
+) -> Layer:
+    """The layer's arrays taken out of ``arrays`` (a loaded index's), checked against its
+    base (``meta``: its ``meta.json``); LexicalIndexError naming ``where`` otherwise."""
+    layer = Layer(*(arrays.pop(name) for name in LAYER_ARRAYS))
+    problems = layer.check(_layer_base_docs(meta), n_docs)
+    if "tf" not in arrays or "lengths" not in arrays:
+        problems.append("no frequencies")
+    if problems:
+        raise LexicalIndexError(
+            f"{where}: its appended layer does not fit ({', '.join(problems)}; corrupt index)"
+        )
+    return layer
+
+
+def _layer_base_docs(meta: dict[str, Any]) -> int:
+    layer = meta.get("layer")
+    value = layer.get("base_docs") if isinstance(layer, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
