@@ -41,6 +41,11 @@ from .app import _require_some_wiki, _workspace, cli
     metavar="NAME",
     help="The remote --fetch reads (a remote name or URL).",
 )
+@click.option(
+    "--compact",
+    is_flag=True,
+    help="Also merge the lexical index's appended postings into plain files (done on its own once they pass a fifth of the index; docs/formats.md).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def index(
@@ -50,6 +55,7 @@ def index(
     publish: bool,
     fetch: bool,
     remote: str,
+    compact: bool,
     as_json: bool,
 ) -> None:
     """Build or refresh the search index and regenerate wiki/index.md (only where llmwiki
@@ -113,6 +119,7 @@ def index(
             progress=progress,
             publish=publish,
             fetch=remote if fetch else None,
+            compact=compact,
         )
     finally:
         if bar is not None:

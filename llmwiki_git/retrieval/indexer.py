@@ -3,8 +3,10 @@ and the lexical index, regenerate ``wiki/index.md``."""
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -378,7 +380,8 @@ def _write(
                 del missing[chunk_hash]
             fetched = sum(1 for h in hashes_in_order if h in seeded)
         # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
-        fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
+        with collector_running():  # minutes to hours of provider calls: collect their cycles
+            fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
         index.add(fresh)
         if (
             old is not None
@@ -418,6 +421,20 @@ def _write(
         fetched,
         read=read,
     )
+
+
+@contextmanager
+def collector_running() -> Iterator[None]:
+    """The cycle collector on for a while, as it was after: `Retrieval.index` pauses it for
+    the wiki and the tables (no cycles there), but embedding runs long and its HTTP clients
+    and model sessions may leave cycles behind."""
+    enabled = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if not enabled:
+            gc.disable()
 
 
 def memory_index(
@@ -504,17 +521,7 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
     """What `build` would write for ``wiki``, reading only the pages that changed since
     ``store`` (same entries, rows and order as a build from every page)."""
     old = {e.path: e for e in store.pages}
-    kept_skipped = {
-        p.path: p.blob
-        for p in wiki.pages
-        if p.blob and store.skipped.get(p.path) == p.blob and p.path not in old
-    }
-    touched = {
-        p.path
-        for p in wiki.pages
-        if p.path not in kept_skipped
-        and not (p.blob and p.path in old and old[p.path].blob == p.blob)
-    }
+    kept_skipped, touched = _changed(wiki, store, old)
     fresh_pages, fresh_skipped = read_pages(wiki, only=touched) if touched else ([], {})
     fresh = {p.path: p for p in fresh_pages}
     names = names_digest(wiki)
@@ -528,19 +535,7 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
         indexed = fresh.get(page.path)
         if indexed is not None:
             chunk_hashes = tuple(content_hash(t) for t in indexed.texts)
-            entries.append(
-                PageEntry(
-                    indexed.page_id,
-                    indexed.path,
-                    indexed.blob,
-                    indexed.title,
-                    indexed.summary,
-                    len(hashes),
-                    chunk_hashes,
-                    indexed.links,
-                    indexed.dangling,
-                )
-            )
+            entries.append(_entry(indexed, len(hashes), chunk_hashes))
             layout.extend(indexed.lexical)
             if store.dimensions:  # a lexical-only store has no vectors to miss
                 for text, chunk_hash in zip(indexed.embedded, chunk_hashes):
@@ -549,10 +544,7 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
             hashes.extend(chunk_hashes)
         elif page.path not in touched and page.path in old:
             entry = old[page.path]
-            links, dangling = (entry.links, entry.dangling) if same_names else _graph(wiki, page)
-            entries.append(
-                entry._replace(first_row=len(hashes), links=tuple(links), dangling=tuple(dangling))
-            )
+            entries.append(_kept(entry, len(hashes), None if same_names else (wiki, page)))
             layout.extend(range(entry.first_row, entry.first_row + len(entry.hashes)))
             hashes.extend(entry.hashes)
     if missing:  # the vectors may hold some already: a shared store's, indexed by CI (or added in this process)
@@ -560,6 +552,93 @@ def plan_update(wiki: Wiki, store: store_mod.Store) -> Update:
         missing = {h: text for h, text in missing.items() if h not in held}
     return Update(
         entries, hashes, missing, layout, {**kept_skipped, **fresh_skipped}, names, len(touched)
+    )
+
+
+def _changed(
+    wiki: Wiki, store: store_mod.Store, old: Mapping[str, PageEntry]
+) -> tuple[dict[str, str], set[str]]:
+    """The pages still left out as the store recorded them (path -> blob), and the paths
+    to read: new, changed, or left out before and changed since."""
+    kept_skipped = {
+        p.path: p.blob
+        for p in wiki.pages
+        if p.blob and store.skipped.get(p.path) == p.blob and p.path not in old
+    }
+    touched = {
+        p.path
+        for p in wiki.pages
+        if p.path not in kept_skipped
+        and not (p.blob and p.path in old and old[p.path].blob == p.blob)
+    }
+    return kept_skipped, touched
+
+
+def _entry(page: IndexedPage, first_row: int, hashes: tuple[str, ...]) -> PageEntry:
+    return PageEntry(
+        page.page_id,
+        page.path,
+        page.blob,
+        page.title,
+        page.summary,
+        first_row,
+        hashes,
+        page.links,
+        page.dangling,
+    )
+
+
+def _kept(entry: PageEntry, first_row: int, regraph: tuple[Wiki, Page] | None) -> PageEntry:
+    """An unchanged page's entry at ``first_row``; ``regraph``: the names changed, its links
+    resolved again. The entry itself when nothing moved (50,000 copies made for nothing
+    were a tenth of a second of an index after one edit)."""
+    if regraph is None:
+        if entry.first_row == first_row:
+            return entry
+        return entry._replace(first_row=first_row)
+    links, dangling = _graph(*regraph)
+    return entry._replace(first_row=first_row, links=links, dangling=dangling)
+
+
+def unchanged(update: Update, store: store_mod.Store) -> bool:
+    """Whether ``update`` is ``store`` itself: no page read, added, removed or moved, no
+    chunk without a vector, the same pages left out and the same names (so every kept page's
+    links are the stored ones). Then the files on disk are what a build would write."""
+    return (
+        update.read == 0
+        and not update.missing
+        and update.names == store.names
+        and update.skipped == store.skipped
+        and len(update.entries) == len(store.pages)
+        and [e.path for e in update.entries] == list(store.pages.path_blobs())
+        and update.hashes == store.pages.row_hashes()
+    )
+
+
+def same_contents_listing(update: Update, store: store_mod.Store) -> bool:
+    """Whether the pages of ``update`` have the paths, titles and summaries (the table of
+    contents' lines) and the left-out pages of ``store``: an edit of a page's body only."""
+    return (
+        update.skipped == store.skipped
+        and len(update.entries) == len(store.pages)
+        and [(e.path, e.title, e.summary) for e in update.entries]
+        == [(e.path, e.title, e.summary) for e in store.pages]
+    )
+
+
+def unchanged_summary(
+    update: Update, store: store_mod.Store, embedder: Embedder | None, started: float
+) -> IndexSummary:
+    """The summary of an index run that found nothing to write (`unchanged`)."""
+    rows = len(update.hashes)
+    return IndexSummary(
+        len(update.entries),
+        rows,
+        0,
+        rows if embedder is not None else 0,
+        time.perf_counter() - started,
+        embedder.name if embedder else NO_EMBEDDINGS,
+        read=0,
     )
 
 

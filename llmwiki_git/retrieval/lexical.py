@@ -55,6 +55,7 @@ import numpy as np
 from .. import confine
 from ..errors import LexicalIndexError, PathRefused
 from ..terms import TOKENIZER_VERSION, query_terms
+from .lexlayer import LAYER_ARRAYS, Layer, checked_layer, decode_terms, find_term, segment
 from .postings import Document, tokenize_all
 
 __all__ = [
@@ -76,7 +77,10 @@ B = 0.75
 FIELD_WEIGHTS = {"title": 2.0, "description": 1.0, "path": 1.0, "body": 1.0}
 FORMAT = "llmwiki-git/bm25"
 #: Bumped when the files or the scoring change; an index of another version is refused.
-FORMAT_VERSION = 1
+#: Version 2 may carry an appended layer (lexlayer.py) that version 1 readers would misread;
+#: a version 1 index is read as it is (a plain index) and written as version 2.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 META_FILE = "meta.json"
 LEXICAL_DIR = "bm25"  # the index's folder in the state folder
@@ -93,15 +97,11 @@ _UPDATE_ARRAYS: dict[str, np.dtype[Any]] = {
     "tf": np.dtype(np.float32),
     "lengths": np.dtype(np.float64),
 }
+#: The files a layered index keeps from its base as they are (hard-linked on save).
+_BASE_FILES = frozenset(("terms", "term_offsets", "indptr", "doc_ids", "weights", "tf"))
 
 
 # ------------------------------------------------------------------------------- index
-
-
-def _decode_terms(blob: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> list[str]:
-    data = np.asarray(blob).tobytes()
-    bounds = np.asarray(offsets).tolist()
-    return [data[bounds[i] : bounds[i + 1]].decode("utf-8") for i in ids.tolist()]
 
 
 class LexicalIndex:
@@ -121,6 +121,9 @@ class LexicalIndex:
         k1: float = K1,
         b: float = B,
         files: dict[str, dict[str, Any]] | None = None,
+        layer: Layer | None = None,
+        source: Path | None = None,
+        base_ids: Mapping[str, tuple[int, int]] | None = None,
     ) -> None:
         self.n_docs = n_docs
         self.avg_doc_len = avg_doc_len
@@ -134,6 +137,10 @@ class LexicalIndex:
         self._tf: np.ndarray | None = arrays.get("tf")
         self._lengths: np.ndarray | None = arrays.get("lengths")
         self._files = files
+        self._layer = layer  # the appended layer (lexlayer.py); None: a plain index
+        self._source = source  # the folder the base's files were read from (linked on save)
+        # (device, inode) of each base file when it was read: only that file is linked
+        self._base_ids = dict(base_ids or {})
 
     # -- construction ------------------------------------------------------------------
 
@@ -148,59 +155,128 @@ class LexicalIndex:
         return cls._assemble(terms, term, doc, tf, lengths, k1=k1, b=b)
 
     def updated(self, layout: Sequence[int | Document]) -> LexicalIndex:
-        """The index of a changed wiki, equal to :meth:`build` over the new documents, without
-        tokenizing the unchanged ones: ``layout[i]`` is document ``i`` of the new index, either
-        the id of an unchanged document of this index (kept with its raw term frequencies and
-        length) or a new :data:`Document` (tokenized). The statistics (N, df, the average
-        length) and so every weight are recomputed from those frequencies, as a build does.
+        """The index of a changed wiki, scoring as :meth:`build` over the new documents does,
+        without tokenizing the unchanged ones: ``layout[i]`` is document ``i`` of the new
+        index, either the id of an unchanged document of this index (kept with its raw term
+        frequencies and length) or a new :data:`Document` (tokenized). The result is layered
+        (lexlayer.py): the base postings are kept as they are, the new documents' postings
+        appended, the statistics those of now; past :data:`lexlayer.COMPACT_FRACTION` it is
+        compacted into a plain index equal to a build's, array for array.
 
         Raises :class:`LexicalIndexError` when this index has no raw frequencies (written
         before they were kept): build from every document instead."""
         if self._tf is None or self._lengths is None:
             raise LexicalIndexError("this lexical index keeps no term frequencies (rebuild it)")
-        n_docs = len(layout)
-        old_to_new = np.full(self.n_docs + 1, -1, dtype=np.int64)  # last slot: "dropped"
+        cur_to_new, fresh_at, fresh_docs = self._placed(layout)
+        at = np.asarray(fresh_at, dtype=np.int64)
+        kept = np.flatnonzero(cur_to_new[:-1] >= 0)
+        lengths = np.zeros(len(layout), dtype=np.float64)
+        lengths[cur_to_new[kept]] = np.asarray(self._lengths, dtype=np.float64)[kept]
+        f_terms, f_term, f_doc, f_tf, f_lengths = tokenize_all(fresh_docs)
+        lengths[at] = f_lengths
+        base_map = (
+            self._layer.doc_map
+            if self._layer is not None
+            else np.arange(self.n_docs, dtype=np.int64)
+        )
+        doc_map = cur_to_new[base_map]  # a dead base document (-1) lands on the "dropped" slot
+        names: list[str] = []
+        s_term = s_doc = np.zeros(0, dtype=np.int64)
+        s_tf = np.zeros(0, dtype=np.float64)
+        if self._layer is not None:  # the earlier segment's documents, renumbered
+            names, s_term, s_doc, s_tf = self._layer.segment_postings()
+            s_doc = cur_to_new[s_doc]
+            keep = s_doc >= 0
+            s_term, s_doc, s_tf = s_term[keep], s_doc[keep], s_tf[keep]
+        layer = Layer(
+            doc_map,
+            *segment(
+                names + list(f_terms),
+                np.concatenate((s_term, np.asarray(f_term, dtype=np.int64) + len(names))),
+                np.concatenate((s_doc, at[np.asarray(f_doc, dtype=np.int64)])),
+                np.concatenate((s_tf, np.asarray(f_tf, dtype=np.float64))),
+            ),
+        )
+        index = LexicalIndex(
+            n_docs=len(layout),
+            avg_doc_len=float(lengths.mean()) if len(layout) and lengths.any() else 0.0,
+            arrays={**self._base_arrays(), "lengths": lengths},
+            k1=self.k1,
+            b=self.b,
+            files=self._files,
+            layer=layer,
+            source=self._source,
+            base_ids=self._base_ids,
+        )
+        return index.compacted() if layer.due() else index
+
+    def _placed(
+        self, layout: Sequence[int | Document]
+    ) -> tuple[np.ndarray, list[int], list[Document]]:
+        """For `updated`: each document's new number (-1: dropped; one more slot, -1, for
+        "no document"), and the new documents with their places."""
+        cur_to_new = np.full(self.n_docs + 1, -1, dtype=np.int64)
         fresh_at: list[int] = []
         fresh_docs: list[Document] = []
-        lengths = np.zeros(n_docs, dtype=np.float64)
         for i, item in enumerate(layout):
             if isinstance(item, (int, np.integer)):
-                if not 0 <= item < self.n_docs or old_to_new[item] != -1:
+                if not 0 <= item < self.n_docs or cur_to_new[item] != -1:
                     raise IndexError(
                         f"document {item} is not a document of this index or is kept twice"
                     )
-                old_to_new[item] = i
+                cur_to_new[item] = i
             else:
                 fresh_at.append(i)
                 fresh_docs.append(item)
-        kept_old = np.flatnonzero(old_to_new[:-1] >= 0)
-        lengths[old_to_new[kept_old]] = np.asarray(self._lengths, dtype=np.float64)[kept_old]
-        # The kept postings, still grouped by old term (and by document within a term).
-        old_term = np.repeat(
+        return cur_to_new, fresh_at, fresh_docs
+
+    def _base_arrays(self) -> dict[str, np.ndarray]:
+        arrays = {
+            "terms": self._terms,
+            "term_offsets": self._term_offsets,
+            "indptr": self._indptr,
+            "doc_ids": self._doc_ids,
+            "weights": self._weights,
+        }
+        if self._tf is not None:
+            arrays["tf"] = self._tf
+        return arrays
+
+    @property
+    def layered(self) -> bool:
+        """Whether this index carries an appended layer (:meth:`compacted` removes it)."""
+        return self._layer is not None
+
+    def compacted(self) -> LexicalIndex:
+        """This index without its layer: the plain index a build over the same documents
+        writes, array for array (itself when it has no layer)."""
+        layer = self._layer
+        if layer is None:
+            return self
+        assert self._tf is not None and self._lengths is not None
+        base_term = np.repeat(
             np.arange(self.n_terms, dtype=np.int64), np.diff(np.asarray(self._indptr))
         )
-        new_doc = old_to_new[np.asarray(self._doc_ids, dtype=np.int64)]
-        keep = new_doc >= 0
-        old_term, new_doc = old_term[keep], new_doc[keep]
-        kept_tf = np.asarray(self._tf, dtype=np.float64)[keep]
-        alive = np.flatnonzero(np.bincount(old_term, minlength=self.n_terms))
-        old_names = _decode_terms(self._terms, self._term_offsets, alive)
-        f_terms, f_term, f_doc, f_tf, f_lengths = tokenize_all(fresh_docs)
-        at = np.asarray(fresh_at, dtype=np.int64)
-        lengths[at] = f_lengths
-        terms = sorted(set(old_names).union(f_terms))
+        mapped = layer.doc_map[np.asarray(self._doc_ids, dtype=np.int64)]
+        keep = mapped >= 0
+        b_term, b_doc = base_term[keep], mapped[keep]
+        b_tf = np.asarray(self._tf, dtype=np.float64)[keep]
+        alive = np.flatnonzero(np.bincount(b_term, minlength=self.n_terms))
+        b_names = decode_terms(self._terms, self._term_offsets, alive)
+        s_names, s_term, s_doc, s_tf = layer.segment_postings()
+        terms = sorted(set(b_names).union(s_names))
         position = {t: i for i, t in enumerate(terms)}
-        old_map = np.zeros(self.n_terms, dtype=np.int64)
-        old_map[alive] = [position[t] for t in old_names]
-        fresh_map = np.fromiter((position[t] for t in f_terms), dtype=np.int64, count=len(f_terms))
-        # Both runs stay sorted by (term, document): the id maps are increasing. Merge them.
-        kept_term, fresh_term, fresh_doc = old_map[old_term], fresh_map[f_term], at[f_doc]
-        span = max(n_docs, 1)
-        where = np.searchsorted(kept_term * span + new_doc, fresh_term * span + fresh_doc)
-        term = np.insert(kept_term, where, fresh_term)
-        doc = np.insert(new_doc, where, fresh_doc)
-        tf = np.insert(kept_tf, where, f_tf)
-        return self._assemble(terms, term, doc, tf, lengths, k1=self.k1, b=self.b)
+        b_map = np.zeros(self.n_terms, dtype=np.int64)
+        b_map[alive] = [position[t] for t in b_names]
+        s_map = np.fromiter((position[t] for t in s_names), dtype=np.int64, count=len(s_names))
+        term = np.concatenate((b_map[b_term], s_map[s_term]))
+        doc = np.concatenate((b_doc, s_doc))
+        tf = np.concatenate((b_tf, s_tf))
+        order = np.lexsort((doc, term))
+        lengths = np.asarray(self._lengths, dtype=np.float64)
+        return self._assemble(
+            terms, term[order], doc[order], tf[order], lengths, k1=self.k1, b=self.b
+        )
 
     @classmethod
     def _assemble(
@@ -256,25 +332,37 @@ class LexicalIndex:
         return self.n_docs
 
     def term_id(self, term: str) -> int | None:
-        """The id of an already tokenized ``term``, or None when no document has it."""
-        key = term.encode("utf-8")
-        offsets, blob = self._term_offsets, self._terms
-        lo, hi = 0, self.n_terms
-        while lo < hi:
-            mid = (lo + hi) // 2
-            probe = blob[int(offsets[mid]) : int(offsets[mid + 1])].tobytes()
-            if probe < key:
-                lo = mid + 1
-            elif probe > key:
-                hi = mid
-            else:
-                return mid
-        return None
+        """The id of an already tokenized ``term`` in the (base) vocabulary, or None when no
+        document of it has the term (a layered index: see :meth:`document_frequency`)."""
+        return find_term(self._terms, self._term_offsets, self.n_terms, term.encode("utf-8"))
 
     def document_frequency(self, term: str) -> int:
         """How many documents contain the already tokenized ``term``."""
+        if self._layer is not None:
+            return len(self._live(term)[0])
         tid = self.term_id(term)
         return 0 if tid is None else int(self._indptr[tid + 1] - self._indptr[tid])
+
+    def _live(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """A layered index's (documents, frequencies) of ``term``: the base's postings of
+        documents still there, renumbered, and the segment's."""
+        assert self._layer is not None and self._tf is not None
+        docs: list[np.ndarray] = []
+        freqs: list[np.ndarray] = []
+        tid = self.term_id(term)
+        if tid is not None:
+            start, end = int(self._indptr[tid]), int(self._indptr[tid + 1])
+            mapped = self._layer.doc_map[np.asarray(self._doc_ids[start:end], dtype=np.int64)]
+            keep = mapped >= 0
+            docs.append(mapped[keep])
+            freqs.append(np.asarray(self._tf[start:end], dtype=np.float64)[keep])
+        appended = self._layer.postings(term.encode("utf-8"))
+        if appended is not None:
+            docs.append(appended[0])
+            freqs.append(appended[1])
+        if not docs:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        return np.concatenate(docs), np.concatenate(freqs)
 
     def idf(self, term: str) -> float:
         """The idf of ``term`` (> 0 for every term present; 0.0 for an unknown one)."""
@@ -285,6 +373,8 @@ class LexicalIndex:
 
     def scores(self, query: str) -> np.ndarray:
         """One float32 score >= 0 per document (0 = no query term in it)."""
+        if self._layer is not None:
+            return self._layered_scores(query)
         scores = np.zeros(self.n_docs, dtype=np.float32)
         counts: dict[int, int] = {}
         for token in query_terms(query):
@@ -298,6 +388,30 @@ class LexicalIndex:
             if counts[tid] != 1:
                 weights = weights * np.float32(counts[tid])
             scores[np.asarray(self._doc_ids[start:end])] += weights
+        return scores
+
+    def _layered_scores(self, query: str) -> np.ndarray:
+        """`scores` of a layered index: each query term's weights computed from its live
+        postings with the statistics of now, in the operations `_assemble` uses (so equal
+        to a build's, bit for bit), added up in term order as a plain index adds them."""
+        scores = np.zeros(self.n_docs, dtype=np.float32)
+        counts: dict[str, int] = {}
+        for token in query_terms(query):
+            counts[token] = counts.get(token, 0) + 1
+        found = [(token, *self._live(token)) for token in sorted(counts)]
+        found = [item for item in found if len(item[1])]
+        if not found:
+            return scores
+        df = np.array([len(item[1]) for item in found], dtype=np.float64)
+        idf = np.log1p((self.n_docs - df + 0.5) / (df + 0.5))
+        k1, b = self.k1, self.b
+        assert self._lengths is not None
+        for (token, docs, tf), term_idf in zip(found, idf):
+            norm = k1 * (1.0 - b + b * np.asarray(self._lengths)[docs] / self.avg_doc_len)
+            weights = (term_idf * tf * (k1 + 1.0) / (tf + norm)).astype(np.float32)
+            if counts[token] != 1:
+                weights = weights * np.float32(counts[token])
+            scores[docs] += weights
         return scores
 
     def scores_for(self, query: str, doc_ids: Iterable[int]) -> np.ndarray:
@@ -333,7 +447,30 @@ class LexicalIndex:
         }
         if self._tf is not None and self._lengths is not None:
             arrays.update(tf=self._tf, lengths=self._lengths)
+        if self._layer is not None:
+            arrays.update(self._layer.arrays())
         return arrays
+
+    def _linked(self, tmp: Path, name: str) -> dict[str, Any] | None:
+        """A layered index's base file, hard-linked from the folder it was read from into
+        ``tmp`` (not written again: that is the point of the layer); its size and digest as
+        the base recorded them. None when it cannot be linked (then it is written)."""
+        if self._layer is None or self._source is None or self._files is None:
+            return None
+        recorded = self._files.get(f"{name}.npy")
+        source = self._source / f"{name}.npy"
+        try:
+            info = source.stat()
+            if (
+                not isinstance(recorded, dict)
+                or info.st_size != recorded.get("bytes")
+                or (info.st_dev, info.st_ino) != self._base_ids.get(name)
+            ):  # replaced since it was read (another writer compacted): written from memory
+                return None
+            os.link(source, tmp / source.name)
+        except OSError:  # another file system, no hard links: written instead
+            return None
+        return recorded
 
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write the index to ``folder``, replacing any previous one as a whole.
@@ -357,6 +494,10 @@ class LexicalIndex:
             files: dict[str, dict[str, Any]] = {}
             for name, array in self._arrays().items():
                 path = tmp / f"{name}.npy"
+                linked = self._linked(tmp, name) if name in _BASE_FILES else None
+                if linked is not None:
+                    files[path.name] = linked
+                    continue
                 with open(path, "wb") as fh:
                     np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
                     fh.flush()
@@ -375,6 +516,12 @@ class LexicalIndex:
                 "idf": "ln(1 + (N - df + 0.5) / (df + 0.5))",
                 "files": files,
             }
+            if self._layer is not None:
+                meta["layer"] = {
+                    "base_docs": len(self._layer.doc_map),
+                    "segment_postings": len(self._layer.doc_ids),
+                    "segment_terms": self._layer.n_terms,
+                }
             with open(tmp / META_FILE, "w", encoding="utf-8") as fh:
                 json.dump(meta, fh, indent=1, sort_keys=True)
                 fh.write("\n")
@@ -415,35 +562,12 @@ class LexicalIndex:
     ) -> LexicalIndex:
         """Open an index written by :meth:`save`.
 
-        With ``mmap`` (the default) the arrays stay on disk and pages are read on demand.
-        File sizes and array shapes are always checked; ``verify=True`` also checks every
-        file's SHA-256 and the postings' consistency (reads everything). Any problem raises
-        :class:`LexicalIndexError` naming the folder and the file.
-        """
+        With ``mmap`` (the default) the arrays stay on disk, read on demand. Sizes and shapes
+        are always checked (a layer's too, and how it fits its base); ``verify=True`` also
+        checks every SHA-256 and the postings. LexicalIndexError names what is wrong."""
         folder = Path(folder)
         where = f"lexical index {folder}"
-        if not folder.is_dir():
-            raise LexicalIndexError(f"{where}: not found (build the index first)")
-        if not (folder / META_FILE).exists():
-            raise LexicalIndexError(f"{where}: {META_FILE} is missing (incomplete index)")
-        try:  # non-blocking, size-capped, bounded depth: a FIFO or a hostile file is corrupt, not a hang
-            meta = confine.read_json(folder / META_FILE, name=META_FILE)
-        except (PathRefused, ValueError) as exc:
-            raise LexicalIndexError(
-                f"{where}: {META_FILE} is unreadable or corrupt ({exc})"
-            ) from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise LexicalIndexError(f"{where}: {META_FILE} is not a {FORMAT} index")
-        if meta.get("version") != FORMAT_VERSION:
-            raise LexicalIndexError(
-                f"{where}: format version {meta.get('version')!r}, this llmwiki-git reads "
-                f"version {FORMAT_VERSION} (rebuild the index)"
-            )
-        if meta.get("tokenizer") != TOKENIZER_VERSION:
-            raise LexicalIndexError(
-                f"{where}: built by tokenizer version {meta.get('tokenizer')!r}, this "
-                f"llmwiki-git uses version {TOKENIZER_VERSION} (rebuild the index)"
-            )
+        meta = _read_meta(folder, where)
         try:
             n_docs = _count(meta, "doc_count")
             n_terms = _count(meta, "term_count")
@@ -453,54 +577,39 @@ class LexicalIndex:
             files = meta["files"]
             if not isinstance(files, dict):
                 raise ValueError("files is not an object")
+            layered = meta.get("layer") is not None
             optional = [name for name in _UPDATE_ARRAYS if f"{name}.npy" in files]
-            wanted = {**_ARRAYS, **{name: _UPDATE_ARRAYS[name] for name in optional}}
+            wanted = {
+                **_ARRAYS,
+                **{name: _UPDATE_ARRAYS[name] for name in optional},
+                **(LAYER_ARRAYS if layered else {}),
+            }
             expected_sizes = {f"{name}.npy": int(files[f"{name}.npy"]["bytes"]) for name in wanted}
         except (KeyError, TypeError, ValueError) as exc:
             raise LexicalIndexError(f"{where}: {META_FILE} is corrupt ({exc!r})") from None
-
-        arrays: dict[str, np.ndarray] = {}
-        for name, dtype in wanted.items():
-            filename = f"{name}.npy"
-            path = folder / filename
-            try:
-                size = path.stat().st_size
-            except FileNotFoundError:
-                raise LexicalIndexError(
-                    f"{where}: {filename} is missing (incomplete index)"
-                ) from None
-            if size != expected_sizes[filename]:
-                raise LexicalIndexError(
-                    f"{where}: {filename} is truncated or was modified "
-                    f"({size} bytes, {META_FILE} says {expected_sizes[filename]})"
-                )
-            try:
-                array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-            except (OSError, ValueError, EOFError) as exc:
-                raise LexicalIndexError(f"{where}: {filename} is corrupt ({exc})") from None
-            if not isinstance(array, np.ndarray) or array.dtype != dtype or array.ndim != 1:
-                raise LexicalIndexError(f"{where}: {filename} has an unexpected type or shape")
-            # A plain ndarray over the same mapped pages: np.memmap's Python-level
-            # __getitem__ would cost microseconds per term lookup step.
-            arrays[name] = array.view(np.ndarray)
-
-        shapes_ok = (
-            len(arrays["indptr"]) == n_terms + 1
-            and len(arrays["term_offsets"]) == n_terms + 1
-            and len(arrays["doc_ids"]) == postings
-            and len(arrays["weights"]) == postings
-            and int(arrays["indptr"][0]) == 0
-            and int(arrays["indptr"][-1]) == postings
-            and int(arrays["term_offsets"][0]) == 0
-            and int(arrays["term_offsets"][-1]) == len(arrays["terms"])
-            and len(arrays.get("tf", arrays["weights"])) == postings
-            and len(arrays.get("lengths", range(n_docs))) == n_docs
-        )
-        if not shapes_ok:
+        base_ids: dict[str, tuple[int, int]] = {}
+        arrays = {
+            name: _map_array(
+                folder / f"{name}.npy", dtype, expected_sizes, mmap, where, base_ids, name
+            )
+            for name, dtype in wanted.items()
+        }
+        if not _shapes_fit(arrays, n_terms, postings, n_docs):
             raise LexicalIndexError(
                 f"{where}: array sizes disagree with {META_FILE} (corrupt index)"
             )
-        index = cls(n_docs=n_docs, avg_doc_len=avg_doc_len, arrays=arrays, k1=k1, b=b, files=files)
+        layer = checked_layer(arrays, meta, n_docs, where) if layered else None
+        index = cls(
+            n_docs=n_docs,
+            avg_doc_len=avg_doc_len,
+            arrays=arrays,
+            k1=k1,
+            b=b,
+            files=files,
+            layer=layer,
+            source=folder,
+            base_ids=base_ids,
+        )
         if verify:
             index._verify(folder)
         return index
@@ -508,9 +617,14 @@ class LexicalIndex:
     def _checked_files(self) -> list[str]:
         """The files whose SHA-256 `meta.json` records and a verified load checks."""
         assert self._files is not None
+        layer = list(LAYER_ARRAYS) if self._layer is not None else []
         return [
             f"{name}.npy"
-            for name in [*_ARRAYS, *(n for n in _UPDATE_ARRAYS if f"{n}.npy" in self._files)]
+            for name in [
+                *_ARRAYS,
+                *(n for n in _UPDATE_ARRAYS if f"{n}.npy" in self._files),
+                *layer,
+            ]
         ]
 
     def _verify(self, folder: Path) -> None:
@@ -528,12 +642,88 @@ class LexicalIndex:
         problems = []
         if np.any(np.diff(indptr) < 0) or np.any(np.diff(self._term_offsets) < 0):
             problems.append("offsets are not increasing")
-        if len(doc_ids) and (int(doc_ids.min()) < 0 or int(doc_ids.max()) >= self.n_docs):
+        base_docs = len(self._layer.doc_map) if self._layer is not None else self.n_docs
+        if len(doc_ids) and (int(doc_ids.min()) < 0 or int(doc_ids.max()) >= base_docs):
             problems.append("document ids out of range")
         if len(weights) and not (np.all(np.isfinite(weights)) and float(weights.min()) >= 0):
             problems.append("negative or non-finite weights")
         if problems:
             raise LexicalIndexError(f"{where}: {', '.join(problems)} (corrupt index)")
+
+
+def _read_meta(folder: Path, where: str) -> dict[str, Any]:
+    """``meta.json`` of the index in ``folder``, of a format and tokenizer this code reads."""
+    if not folder.is_dir():
+        raise LexicalIndexError(f"{where}: not found (build the index first)")
+    if not (folder / META_FILE).exists():
+        raise LexicalIndexError(f"{where}: {META_FILE} is missing (incomplete index)")
+    try:  # non-blocking, size-capped, bounded depth: a FIFO or a hostile file is corrupt, not a hang
+        meta = confine.read_json(folder / META_FILE, name=META_FILE)
+    except (PathRefused, ValueError) as exc:
+        raise LexicalIndexError(f"{where}: {META_FILE} is unreadable or corrupt ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise LexicalIndexError(f"{where}: {META_FILE} is not a {FORMAT} index")
+    if meta.get("version") not in READABLE_VERSIONS or (
+        meta.get("version") == 1 and meta.get("layer") is not None
+    ):
+        raise LexicalIndexError(
+            f"{where}: format version {meta.get('version')!r}, this llmwiki-git reads "
+            f"versions {', '.join(map(str, READABLE_VERSIONS))} (rebuild the index)"
+        )
+    if meta.get("tokenizer") != TOKENIZER_VERSION:
+        raise LexicalIndexError(
+            f"{where}: built by tokenizer version {meta.get('tokenizer')!r}, this "
+            f"llmwiki-git uses version {TOKENIZER_VERSION} (rebuild the index)"
+        )
+    return meta
+
+
+def _map_array(
+    path: Path,
+    dtype: np.dtype[Any],
+    sizes: dict[str, int],
+    mmap: bool,
+    where: str,
+    ids: dict[str, tuple[int, int]],
+    name: str,
+) -> np.ndarray:
+    """One array file, its size as ``meta.json`` says, read (memory-mapped) as a 1-d array
+    of ``dtype``; its (device, inode) recorded in ``ids`` under ``name``."""
+    try:
+        info = path.stat()
+        size = info.st_size
+        ids[name] = (info.st_dev, info.st_ino)
+    except FileNotFoundError:
+        raise LexicalIndexError(f"{where}: {path.name} is missing (incomplete index)") from None
+    if size != sizes[path.name]:
+        raise LexicalIndexError(
+            f"{where}: {path.name} is truncated or was modified "
+            f"({size} bytes, {META_FILE} says {sizes[path.name]})"
+        )
+    try:
+        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise LexicalIndexError(f"{where}: {path.name} is corrupt ({exc})") from None
+    if not isinstance(array, np.ndarray) or array.dtype != dtype or array.ndim != 1:
+        raise LexicalIndexError(f"{where}: {path.name} has an unexpected type or shape")
+    # A plain ndarray over the same mapped pages: np.memmap's Python-level
+    # __getitem__ would cost microseconds per term lookup step.
+    return array.view(np.ndarray)
+
+
+def _shapes_fit(arrays: dict[str, np.ndarray], n_terms: int, postings: int, n_docs: int) -> bool:
+    return (
+        len(arrays["indptr"]) == n_terms + 1
+        and len(arrays["term_offsets"]) == n_terms + 1
+        and len(arrays["doc_ids"]) == postings
+        and len(arrays["weights"]) == postings
+        and int(arrays["indptr"][0]) == 0
+        and int(arrays["indptr"][-1]) == postings
+        and int(arrays["term_offsets"][0]) == 0
+        and int(arrays["term_offsets"][-1]) == len(arrays["terms"])
+        and len(arrays.get("tf", arrays["weights"])) == postings
+        and len(arrays.get("lengths", range(n_docs))) == n_docs
+    )
 
 
 def _count(meta: dict[str, Any], key: str) -> int:

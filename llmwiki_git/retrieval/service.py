@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import gc
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,90 +109,133 @@ class Retrieval:
         page: bool = True,
         publish: bool = False,
         fetch: str | None = None,
+        compact: bool = False,
     ) -> tuple[indexer.IndexSummary, str | None]:
         """Build the index. ``fetch``: first fetch that remote's ``refs/llmwiki/index`` (refused
         ref: IndexRefError, nothing changed); ``publish``: then write the store to that ref.
-        Every chunk the ref holds a vector of (same model) is taken from it, not embedded."""
+        Every chunk the ref holds a vector of (same model) is taken from it, not embedded.
+        ``compact`` (and ``publish``, whose snapshot holds plain files): write the lexical
+        index without its appended layer (retrieval/lexlayer.py)."""
         from dataclasses import replace
 
         from ..gitstore.lock import repository_lock
-        from . import indexer
 
         notes: list[str] = []
-        explicit = bool(self.environ.get("LLMWIKI_EMBEDDING_PROVIDER") or self.provider)
-        if (
-            not fast
-            and not full
-            and not explicit
-            and self._store_fingerprint() == indexer.NO_EMBEDDINGS
-        ):
-            # A lexical-only store stays lexical: silently embedding a wiki that was indexed
-            # with --fast could take an hour. --full (or a provider setting) opts in.
-            fast = True
-            notes.append(
-                "the index is lexical-only (built with --fast); run `llmwiki index --full` to embed it"
-            )
+        fast = self._stays_lexical(fast, full, notes)
         embedder = self.embedder(fast)
-        if (publish or fetch) and self.git is None:
-            from ..errors import UsageError
-
-            raise UsageError(
-                "--publish and --fetch keep the index on a git ref: run them inside a git repository"
-            )
+        self._refuse_ref_options(full, publish, fetch)
         # Under the project lock: two writers must not interleave the store's files.
-        with repository_lock(self.git, self.state):
-            if full and fetch:
-                from ..errors import UsageError
-
-                raise UsageError(
-                    "--full embeds every chunk again, --fetch takes them from the ref: use one of them"
-                )
+        with repository_lock(self.git, self.state), _collector_paused():
             seed, ref_notes = (
                 self.published.published_seed(embedder, fetch) if not full else (None, [])
             )
             wiki = self._load_wiki()
-            index_path = self._index_page_path(wiki)
-            summary, known, skipped = (
-                self._index_by_difference(wiki, embedder, progress, seed)
-                if not full
-                else (None, {}, {})
-            )
-            if summary is None:
-                pages, skipped = indexer.read_pages(wiki)
-                summary = indexer.build(
-                    self.state,
-                    pages,
-                    embedder,
-                    full=full,
-                    progress=progress,
-                    skipped=skipped,
-                    names=indexer.names_digest(wiki),
-                    vector_store=self.vector_store,
-                    seed=seed,
-                )
-                known = {
-                    p.path: (p.title, p.summary) for p in pages
-                }  # read already: not read again
+            summary, known, skipped, same = self._index_wiki(wiki, embedder, full, progress, seed)
             notes += unusable_notes([(p.path, p.scan) for p in wiki.pages if p.path in skipped])
             notes += ref_notes  # the ref's notes: written when the indexer asked it
-            written = (
-                self._write_index_page(wiki, index_path, notes, known)
-                if index_path and page
-                else None
-            )
-            if (
-                written and written == index_path
-            ):  # a page written after the pages were read: recorded,
-                # or the next read would find it "added" (llmwiki's copy in the state folder is no page)
-                store_mod.add_skipped(
-                    self.state,
-                    {written: blob_id((self.root / written).read_bytes())},
-                    vector_store=self.vector_store,
-                )
+            written = self._index_page_after(wiki, notes, known, same) if page else None
+            if (compact or publish) and self._compact_lexical():
+                notes.append("compacted the lexical index (its appended postings merged in)")
             publication = self.published.publish() if publish else None
         return replace(
             summary, notes=tuple(notes) + summary.notes, publication=publication
         ), written
+
+    def _compact_lexical(self) -> bool:
+        """Rewrite a layered lexical index as a plain one (the caller holds the lock);
+        whether there was a layer to merge."""
+        try:
+            lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
+        except LexicalIndexError:
+            return False
+        if not lexical.layered:
+            return False
+        lexical.compacted().save(self.state / LEXICAL_DIR)
+        return True
+
+    def _stays_lexical(self, fast: bool, full: bool, notes: list[str]) -> bool:
+        """``fast``, or True when the store on disk is lexical-only and nothing asks to embed
+        (a note says so): silently embedding a wiki indexed with --fast could take an hour.
+        --full (or a provider setting) opts in."""
+        from . import indexer
+
+        explicit = bool(self.environ.get("LLMWIKI_EMBEDDING_PROVIDER") or self.provider)
+        if fast or full or explicit or self._store_fingerprint() != indexer.NO_EMBEDDINGS:
+            return fast
+        notes.append(
+            "the index is lexical-only (built with --fast); run `llmwiki index --full` to embed it"
+        )
+        return True
+
+    def _refuse_ref_options(self, full: bool, publish: bool, fetch: str | None) -> None:
+        from ..errors import UsageError
+
+        if (publish or fetch) and self.git is None:
+            raise UsageError(
+                "--publish and --fetch keep the index on a git ref: run them inside a git repository"
+            )
+        if full and fetch:
+            raise UsageError(
+                "--full embeds every chunk again, --fetch takes them from the ref: use one of them"
+            )
+
+    def _index_wiki(
+        self,
+        wiki: Wiki,
+        embedder: Embedder | None,
+        full: bool,
+        progress: Callable[[int, int], object] | None,
+        seed: indexer.Seed | None,
+    ) -> tuple[indexer.IndexSummary, Mapping[str, tuple[str, str]], dict[str, str], bool]:
+        """Write the index of ``wiki``: by difference with the saved one when it can be, else
+        from every page. The summary, each page's (title, summary) as read, the pages left
+        out, and whether every page's path, title and summary are the ones the saved index
+        had (then the table of contents is the one written last time)."""
+        from . import indexer
+
+        if not full:
+            summary, known, skipped, same = self._index_by_difference(
+                wiki, embedder, progress, seed
+            )
+            if summary is not None:
+                return summary, known, skipped, same
+        pages, skipped = indexer.read_pages(wiki)
+        summary = indexer.build(
+            self.state,
+            pages,
+            embedder,
+            full=full,
+            progress=progress,
+            skipped=skipped,
+            names=indexer.names_digest(wiki),
+            vector_store=self.vector_store,
+            seed=seed,
+        )
+        return summary, {p.path: (p.title, p.summary) for p in pages}, skipped, False
+
+    def _index_page_after(
+        self,
+        wiki: Wiki,
+        notes: list[str],
+        known: Mapping[str, tuple[str, str]],
+        same: bool = False,
+    ) -> str | None:
+        """Regenerate the table of contents (`_write_index_page`); a page written after the
+        pages were read is recorded as left out, or the next read would find it "added"
+        (llmwiki's copy in the state folder is no page). ``same``: no page's path, title or
+        summary changed since the last index, which wrote it: rendering it again for the
+        same text cost 0.7 s of CPU at 50,000 pages; it is only written if it is missing."""
+        index_path = self._index_page_path(wiki)
+        if not index_path:
+            return None
+        written = self._write_index_page(wiki, index_path, notes, known, same)
+        if written and written == index_path:
+            store_mod.add_skipped(
+                self.state,
+                {written: blob_id((self.root / written).read_bytes())},
+                vector_store=self.vector_store,
+            )
+        return written
 
     def _index_by_difference(
         self,
@@ -197,12 +243,12 @@ class Retrieval:
         embedder: Embedder | None,
         progress: Callable[[int, int], object] | None,
         seed: indexer.Seed | None,
-    ) -> tuple[indexer.IndexSummary | None, dict[str, tuple[str, str]], dict[str, str]]:
+    ) -> tuple[indexer.IndexSummary | None, dict[str, tuple[str, str]], dict[str, str], bool]:
         """`index` reading only the pages that changed since the saved index, when it is
         usable: same model, lexical index with its term frequencies, vectors trusted (the
         index a read's refresh keeps current the same way, `_follow_by_difference`). At
         10,000 pages a 100-page change costs 2-3 s instead of 7-18 s (benchmarks/reindex.py).
-        (None, {}, {}) when the whole wiki must be read."""
+        (None, {}, {}, False) when the whole wiki must be read."""
         from . import indexer
 
         fingerprint = (
@@ -216,15 +262,24 @@ class Retrieval:
             )
             lexical = LexicalIndex.load(self.state / LEXICAL_DIR)
         except (StoreError, LexicalIndexError):
-            return None, {}, {}
+            return None, {}, {}, False
         if (
             store.fingerprint != fingerprint
             or len(lexical) != store.rows
             or not lexical.updatable
             or store.vectors.problem() is not None
         ):
-            return None, {}, {}
+            return None, {}, {}, False
+        started = time.perf_counter()
         update = indexer.plan_update(wiki, store)
+        if self.vector_store is None and indexer.unchanged(update, store):
+            # Nothing to write: the store and the lexical index on disk are what a build
+            # would write (rewriting them cost 5 s of CPU at 50,000 pages, issue 39).
+            summary: indexer.IndexSummary | None = indexer.unchanged_summary(
+                update, store, embedder, started
+            )
+            known = {e.path: (e.title, e.summary) for e in update.entries}
+            return summary, known, update.skipped, True
         summary = indexer.build_update(
             self.state,
             update,
@@ -235,7 +290,8 @@ class Retrieval:
             vector_store=self.vector_store,
             seed=seed,
         )
-        return summary, {e.path: (e.title, e.summary) for e in update.entries}, update.skipped
+        same = indexer.same_contents_listing(update, store)
+        return summary, {e.path: (e.title, e.summary) for e in update.entries}, update.skipped, same
 
     def _store_fingerprint(self) -> str | None:
         try:
@@ -257,15 +313,15 @@ class Retrieval:
         rel: str,
         notes: list[str],
         known: Mapping[str, tuple[object, object]] | None = None,
+        same: bool = False,
     ) -> str | None:
         """Regenerate the table of contents where llmwiki owns ``rel`` (absent or generated);
-        a user's own ``index.md`` is never touched: llmwiki's copy goes to the state folder."""
+        a user's own ``index.md`` is never touched: llmwiki's copy goes to the state folder.
+        ``same``: nothing it lists changed since it was written: left as it is if present."""
         from ..gitstore.transaction import sweep_temp_files, write_atomic
         from ..wiki import generated
         from ..wiki.indexpage import entries_of, render, same_content
 
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        text = render(entries_of(wiki, known=known), now)
         head = self.git.rev_parse("HEAD") if self.git is not None else None
         if not generated.owned(self.git, self.root, rel, head, "index"):
             notes += generated.notice(
@@ -279,6 +335,10 @@ class Retrieval:
         else:
             path = self.root / rel
         sweep_temp_files(path.parent, [])  # left by a killed writer (we hold the lock)
+        if same and path.is_file():
+            return None
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = render(entries_of(wiki, known=known), now)
         if path.is_file() and same_content(
             path.read_text(encoding="utf-8", errors="replace"), text
         ):
@@ -451,3 +511,19 @@ def _judge_sources(
         path = _in_project(prefix, source["path"])
         source["blob"] = now.get(path)
         source["recordedBlob"] = recorded.get(path)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cycle collector off while an index is built, back as it was after: the wiki, the
+    page table and the postings are hundreds of thousands of objects in no cycle, and the
+    collector's passes over them were a third to half of the CPU of an `index --fast` after
+    one edit at 50,000 pages (issue 39, docs/benchmarks.md). Embedding, which may run for
+    an hour, turns it back on meanwhile (`indexer.collector_running`)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
