@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -318,109 +318,196 @@ def _write(
     least every chunk no vector is reused for), then write the lexical index and the store.
     None, before anything is written, when a chunk has neither a vector nor a text."""
     fingerprint = store_fingerprint(embedder.fingerprint) if embedder else NO_EMBEDDINGS
-    dims = embedder.dimension if embedder else 0
-    index: VectorIndex | None = None  # the vectors to reuse and to add the new ones to
-    old: store_mod.Store | None = None
     notes: list[str] = []
-    if embedder is not None and not full:
-        old = (
-            previous_store
-            if previous_store is not None and previous_store.fingerprint == fingerprint
-            else None
-        )
-        if old is None:
-            try:
-                old = store_mod.load(
-                    folder, expected_fingerprint=fingerprint, vector_store=vector_store
-                )
-            except StoreError as exc:
-                if exc.code == "embedding-store-corrupt":
-                    notes.append(f"{exc.message}; rebuilt it")
-        if old is not None:
-            bad = old.vectors.problem()  # never reuse vectors that cannot be trusted
-            if bad is not None:
-                notes.append(f"{bad}; every chunk was embedded again")
-                old = None
-            else:
-                index = old.vectors
-    carry: VectorIndex | None = None  # a previous store's vectors, carried into a shared store
-    shared: SharedIndex | None = None
-    if embedder is not None and vector_store:
-        from . import storetable
-
-        shared = storetable.open_shared(vector_store, fingerprint, dims, create=True)
-        shared.overwrite = full  # --full: every chunk embedded again, its stored vector replaced
-        carry, index = index, shared
-    if index is None:
-        index = store_mod.empty_vectors(fingerprint, dims)
+    target = _vector_target(
+        folder, embedder, fingerprint, full, previous_store, vector_store, notes
+    )
     row = len(hashes_in_order)
-    embedded = reused = fetched = 0
+    counts = _Counts(0, 0, 0)
     if embedder is not None:
-        if full:
-            previous: set[str] = set()
-        elif known is not None and old is not None and old is previous_store:
-            previous = set(known)
-        else:
-            previous = index.known(hashes_in_order)
-        if carry is not None and carry is not index and len(previous) < len(set(hashes_in_order)):
-            carried = carry.get(h for h in hashes_in_order if h not in previous)
-            index.add(carried)
-            previous.update(carried)
-        missing: dict[str, str] = {}
-        for chunk_hash in hashes_in_order:
-            if chunk_hash not in previous and chunk_hash not in missing:
-                text = texts.get(chunk_hash)
-                if text is None:
-                    return None
-                missing[chunk_hash] = text
-        if seed is not None and missing:
-            seeded = dict(seed(list(missing)))
-            index.add(seeded)
-            for chunk_hash in seeded:
-                del missing[chunk_hash]
-            fetched = sum(1 for h in hashes_in_order if h in seeded)
-        # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
-        with collector_running():  # minutes to hours of provider calls: collect their cycles
-            fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
-        index.add(fresh)
-        if (
-            old is not None
-        ):  # chunks no page has any more (the file store writes only the table's rows anyway)
-            index.remove(set(old.pages.row_hashes()).difference(hashes_in_order))
-        embedded = len(missing) - len(kept)
-        reused = row - fetched - sum(1 for h in hashes_in_order if h in missing and h not in kept)
+        reuse = known if target.old is not None and target.old is previous_store else None
+        chunks = _Chunks(hashes_in_order, texts, reuse)
+        embedded = _embed_missing(
+            folder, embedder, fingerprint, target, chunks, full, seed, progress
+        )
+        if embedded is None:
+            return None
+        counts = embedded
+    backend, model = _save(
+        folder, fingerprint, embedder, table, target.vectors, lexical, skipped, names
+    )
+    if target.shared is not None:
+        notes.append(target.shared.describe())
+    return IndexSummary(
+        len(table),
+        row,
+        counts.embedded,
+        counts.reused,
+        time.perf_counter() - started,
+        backend,
+        tuple(notes),
+        counts.fetched,
+        read=read,
+    )
+
+
+def _save(
+    folder: Path,
+    fingerprint: str,
+    embedder: Embedder | None,
+    table: PageTable,
+    vectors: VectorIndex,
+    lexical: Callable[[], LexicalIndex],
+    skipped: dict[str, str] | None,
+    names: str,
+) -> tuple[str, str]:
+    """Write the lexical index, then the store (the page table and ``vectors`` of its rows);
+    drop the embedding checkpoint the store now holds: the store's backend and model."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     backend = embedder.name if embedder else NO_EMBEDDINGS
     model = embedder.model if embedder else NO_EMBEDDINGS
     lexical().save(folder / LEXICAL_DIR)
-    store_mod.save(
-        folder,
-        store_mod.Store(
-            fingerprint,
-            backend,
-            model,
-            table,
-            index.for_rows(table),
-            now,
-            dict(skipped or {}),
-            names,
-        ),
+    store = store_mod.Store(
+        fingerprint, backend, model, table, vectors.for_rows(table), now, dict(skipped or {}), names
     )
+    store_mod.save(folder, store)
     if embedder is not None:
         checkpoint.remove(folder)  # its vectors are in the store now
-    if shared is not None:
-        notes.append(shared.describe())
-    return IndexSummary(
-        len(table),
-        row,
-        embedded,
-        reused,
-        time.perf_counter() - started,
-        backend,
-        tuple(notes),
-        fetched,
-        read=read,
+    return backend, model
+
+
+class _Target(NamedTuple):
+    """Where an index run's vectors come from and go to."""
+
+    old: store_mod.Store | None  # the previous store whose vectors are reused, if any
+    vectors: VectorIndex  # the vectors to reuse and to add the new ones to
+    carry: VectorIndex | None  # a previous store's vectors, carried into a shared store
+    shared: SharedIndex | None  # the shared store, when one is configured
+
+
+class _Chunks(NamedTuple):
+    """The table's chunks in row order, each new one's text to embed, and the chunks the
+    warm previous store holds (None: ask the vectors)."""
+
+    hashes_in_order: list[str]
+    texts: Mapping[str, str]
+    known: set[str] | None
+
+
+class _Counts(NamedTuple):
+    embedded: int
+    reused: int
+    fetched: int
+
+
+def _reusable_store(
+    folder: Path,
+    fingerprint: str,
+    previous_store: store_mod.Store | None,
+    vector_store: str | None,
+    notes: list[str],
+) -> store_mod.Store | None:
+    """The previous store whose vectors this run may reuse: the warm one when it was made by
+    this model, else the one on disk; None (said in ``notes``) when it cannot be trusted."""
+    old = (
+        previous_store
+        if previous_store is not None and previous_store.fingerprint == fingerprint
+        else None
     )
+    if old is None:
+        try:
+            old = store_mod.load(
+                folder, expected_fingerprint=fingerprint, vector_store=vector_store
+            )
+        except StoreError as exc:
+            if exc.code == "embedding-store-corrupt":
+                notes.append(f"{exc.message}; rebuilt it")
+    if old is not None:
+        bad = old.vectors.problem()  # never reuse vectors that cannot be trusted
+        if bad is not None:
+            notes.append(f"{bad}; every chunk was embedded again")
+            return None
+    return old
+
+
+def _vector_target(
+    folder: Path,
+    embedder: Embedder | None,
+    fingerprint: str,
+    full: bool,
+    previous_store: store_mod.Store | None,
+    vector_store: str | None,
+    notes: list[str],
+) -> _Target:
+    """The vectors to reuse and the index the new ones go to: the previous store's (unless
+    ``full``), a shared store's when one is configured, else an empty one."""
+    old = None
+    index: VectorIndex | None = None
+    if embedder is not None and not full:
+        old = _reusable_store(folder, fingerprint, previous_store, vector_store, notes)
+        index = old.vectors if old is not None else None
+    carry: VectorIndex | None = None
+    shared: SharedIndex | None = None
+    if embedder is not None and vector_store:
+        from . import storetable
+
+        shared = storetable.open_shared(vector_store, fingerprint, embedder.dimension, create=True)
+        shared.overwrite = full  # --full: every chunk embedded again, its stored vector replaced
+        carry, index = index, shared
+    if index is None:
+        index = store_mod.empty_vectors(fingerprint, embedder.dimension if embedder else 0)
+    return _Target(old, index, carry, shared)
+
+
+def _embed_missing(
+    folder: Path,
+    embedder: Embedder,
+    fingerprint: str,
+    target: _Target,
+    chunks: _Chunks,
+    full: bool,
+    seed: Seed | None,
+    progress: Callable[[int, int], object] | None,
+) -> _Counts | None:
+    """Add to ``target.vectors`` a vector for every chunk it lacks: carried from a previous
+    store, fetched from a published seed, else embedded (``known``: the chunks the warm
+    previous store holds). None, before anything is added, when a chunk has no text."""
+    index, old, carry = target.vectors, target.old, target.carry
+    hashes_in_order, texts, known = chunks
+    if full:
+        previous: set[str] = set()
+    elif known is not None:
+        previous = set(known)
+    else:
+        previous = index.known(hashes_in_order)
+    if carry is not None and carry is not index and len(previous) < len(set(hashes_in_order)):
+        carried = carry.get(h for h in hashes_in_order if h not in previous)
+        index.add(carried)
+        previous.update(carried)
+    missing: dict[str, str] = {}
+    for chunk_hash in hashes_in_order:
+        if chunk_hash not in previous and chunk_hash not in missing:
+            text = texts.get(chunk_hash)
+            if text is None:
+                return None
+            missing[chunk_hash] = text
+    fetched = 0
+    if seed is not None and missing:
+        seeded = dict(seed(list(missing)))
+        index.add(seeded)
+        for chunk_hash in seeded:
+            del missing[chunk_hash]
+        fetched = sum(1 for h in hashes_in_order if h in seeded)
+    # A slice at a time, the work of an interrupted run reused (retrieval/checkpoint.py)
+    with collector_running():  # minutes to hours of provider calls: collect their cycles
+        fresh, kept = checkpoint.embed_kept(folder, embedder, fingerprint, missing, progress)
+    index.add(fresh)
+    if old is not None:  # chunks no page has any more (the file store writes only the table's rows)
+        index.remove(set(old.pages.row_hashes()).difference(hashes_in_order))
+    embedded = len(missing) - len(kept)
+    row = len(hashes_in_order)
+    reused = row - fetched - sum(1 for h in hashes_in_order if h in missing and h not in kept)
+    return _Counts(embedded, reused, fetched)
 
 
 @contextmanager
