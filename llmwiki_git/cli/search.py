@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import time
 from typing import Any
 
 import click
 
-from ..terminal import raw_stream
 from ..wording import plural
 from .app import _require_some_wiki, _workspace, cli
+from .progress import Progress
 
 
 @cli.command()
@@ -83,37 +81,8 @@ def index(
     """
     ws = _workspace(ctx)
     _require_some_wiki(ws)
-    retrieval = ws.retrieval()
-    bar: Any = None
-
-    started = time.monotonic()
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if as_json:
-            return
-        if bar is None:  # chunks done/total, rate and time left (click's ETA)
-            if (
-                total > 8
-            ):  # more than a page's worth: say so first, with a rough time (and the way around a long one)
-                click.echo(_embedding_estimate(total, os.cpu_count() or 1), err=True)
-            # The bar is our own text, and its carriage returns and cursor codes are the point:
-            # it goes to the terminal itself, not through the filter that makes control
-            # characters from files and models visible (which printed it as "\x0d\x1b[?25l...").
-            bar = click.progressbar(
-                length=total,
-                label=f"Embedding {total} chunks",
-                file=raw_stream(sys.stderr),
-                show_pos=True,
-                show_eta=True,
-                item_show_func=lambda rate: rate,
-            )
-            bar.__enter__()
-        rate = done / max(time.monotonic() - started, 1e-6)
-        bar.update(done - bar.pos, f"{rate:.1f} chunks/s")
-
-    try:
-        summary, written = retrieval.index(
+    with _EmbedProgress(as_json) as progress:
+        summary, written = ws.retrieval().index(
             full=full,
             fast=fast,
             progress=progress,
@@ -121,30 +90,50 @@ def index(
             fetch=remote if fetch else None,
             compact=compact,
         )
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "version": 1,
-                    "pages": summary.pages,
-                    "chunks": summary.chunks,
-                    "read": summary.read,
-                    "embedded": summary.embedded,
-                    "reused": summary.reused,
-                    "fetched": summary.fetched,
-                    "seconds": round(summary.seconds, 3),
-                    "backend": summary.backend,
-                    "indexPage": written,
-                    "notes": list(summary.notes),
-                    "published": _publication_json(summary.publication),
-                },
-                indent=2,
-            )
-        )
+        click.echo(json.dumps(_index_json(summary, written), indent=2))
         return
+    _echo_index(summary, written, fast)
+
+
+class _EmbedProgress(Progress):
+    """`index`'s progress: chunks embedded of how many (on a terminal a bar with the rate and
+    the time left, with ``--json`` the ``embed`` progress lines), said first with a rough
+    time when more than a page's worth is to be embedded."""
+
+    def __init__(self, as_json: bool) -> None:
+        super().__init__("embed", "Embedding", as_json=as_json, off_terminal=True, unit="chunks")
+        self._said = False
+
+    def __call__(self, done: int, total: int, item: str | None = None) -> None:
+        if not self._said and not self.as_json:
+            self._said = True
+            self.label = f"Embedding {total} chunks"
+            if total > 8:  # more than a page's worth: a rough time, and the way around a long one
+                click.echo(_embedding_estimate(total, os.cpu_count() or 1), err=True)
+        super().__call__(done, total, item)
+
+
+def _index_json(summary: Any, written: str | None) -> dict[str, Any]:
+    """`index --json`'s document (docs/json.md)."""
+    return {
+        "version": 1,
+        "pages": summary.pages,
+        "chunks": summary.chunks,
+        "read": summary.read,
+        "embedded": summary.embedded,
+        "reused": summary.reused,
+        "fetched": summary.fetched,
+        "seconds": round(summary.seconds, 3),
+        "backend": summary.backend,
+        "indexPage": written,
+        "notes": list(summary.notes),
+        "published": _publication_json(summary.publication),
+    }
+
+
+def _echo_index(summary: Any, written: str | None, fast: bool) -> None:
+    """`index`'s summary for a person."""
     taken = f", {summary.fetched} from refs/llmwiki/index" if summary.fetched else ""
     changed = (
         f" ({summary.read} read: the others did not change)" if summary.read < summary.pages else ""

@@ -13,6 +13,7 @@ from ..errors import UsageError
 from ..providertable import CHAT_PROVIDERS, DEFAULT_CHAT
 from ..wording import plural
 from .app import _age, _note, _one_of, _workspace, cli
+from .progress import Progress as ProgressLines
 
 if TYPE_CHECKING:
     from ..compiler.progress import Progress
@@ -55,7 +56,8 @@ def ingest(ctx: click.Context, inputs: tuple[str, ...], as_json: bool) -> None:
     paths = collect(
         Path(os.path.abspath(base)), inputs, [top / ".git", top / sources_dir(ws.project_prefix)]
     )
-    result = ingest_files(ws, paths, None if as_json else _note)
+    with ProgressLines("ingest", "Reading", as_json=as_json) as shown:  # docs/json.md
+        result = ingest_files(ws, paths, None if as_json else _note, progress=shown)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return
@@ -147,9 +149,11 @@ def compile_(
     ws = _workspace(ctx)
     ws.require_git("compiling sources")
 
+    lines = ProgressLines("compile", "Compiling", as_json=True)  # docs/json.md
+
     def progress(state: Progress) -> None:
         if as_json:
-            return
+            return lines(state.done, state.total, state.current)
         eta = state.eta
         left = f", about {_age(eta)} left" if eta is not None and state.done < state.total else ""
         click.echo(f"  {state.phase}: {state.done}/{state.total} {state.current}{left}", err=True)

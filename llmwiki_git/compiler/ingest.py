@@ -170,10 +170,14 @@ def _slug(name: str, shown: str) -> str:
 
 
 def ingest_files(
-    project: Project, inputs: Sequence[Input], note: Callable[[str], None] | None = None
+    project: Project,
+    inputs: Sequence[Input],
+    note: Callable[[str], None] | None = None,
+    progress: Callable[[int, int, str], object] | None = None,
 ) -> IngestResult:
     """Ingest ``inputs`` (:func:`inputs.collect`) as one commit on the current branch.
-    Everything is read and converted first; one refused input writes nothing."""
+    Everything is read and converted first; one refused input writes nothing. ``progress``:
+    called with (inputs read, of how many, the one just read)."""
     project.require_git("ingesting sources")
     top = Path(project.root)
     folder = sources_dir(project.project_prefix)
@@ -208,6 +212,8 @@ def ingest_files(
                 document.encode("utf-8"),
             )
         )
+        if progress is not None:
+            progress(len(planned), len(inputs), shown)
     if note is not None:
         for done, _ in planned:
             if done.stripped:

@@ -174,19 +174,7 @@ def payload(
             f"the local vectors cannot be trusted ({problem}); nothing was published",
             hint="run `llmwiki index --full` to rebuild them, then publish",
         )
-    wanted = sorted(set(store.pages.row_hashes()))
-    found = store.vectors.get(wanted)
-    hashes = [h for h in wanted if h in found and _HASH.fullmatch(h)]
-    matrix = (
-        np.stack([found[h] for h in hashes]).astype(np.float32)
-        if hashes
-        else np.zeros((0, dims), dtype=np.float32)
-    )
-    norms = np.linalg.norm(matrix, axis=1) if len(hashes) else np.zeros(0)
-    keep = np.flatnonzero(np.abs(norms - 1.0) <= NORM_SLACK)  # a zero row is no vector
-    hashes = [hashes[i] for i in keep.tolist()]
-    hash_bytes = "".join(f"{h}\n" for h in hashes).encode("ascii")
-    vector_bytes = np.ascontiguousarray(matrix[keep], dtype="<f2").tobytes()
+    hashes, hash_bytes, vector_bytes = _published_rows(store, dims)
     digest = payload_digest(hash_bytes, vector_bytes)
     sums = {
         name: hashlib.sha256(data).hexdigest() for name, data in sorted((snapshot or {}).items())
@@ -215,6 +203,24 @@ def payload(
         len(hashes),
         sums,
     )
+
+
+def _published_rows(store: Store, dims: int) -> tuple[list[str], bytes, bytes]:
+    """Each distinct chunk of ``store`` with a unit vector, sorted by hash: the hashes, the
+    ``hashes`` file and the float16 ``vectors`` file."""
+    wanted = sorted(set(store.pages.row_hashes()))
+    found = store.vectors.get(wanted)
+    hashes = [h for h in wanted if h in found and _HASH.fullmatch(h)]
+    matrix = (
+        np.stack([found[h] for h in hashes]).astype(np.float32)
+        if hashes
+        else np.zeros((0, dims), dtype=np.float32)
+    )
+    norms = np.linalg.norm(matrix, axis=1) if len(hashes) else np.zeros(0)
+    keep = np.flatnonzero(np.abs(norms - 1.0) <= NORM_SLACK)  # a zero row is no vector
+    hashes = [hashes[i] for i in keep.tolist()]
+    hash_bytes = "".join(f"{h}\n" for h in hashes).encode("ascii")
+    return hashes, hash_bytes, np.ascontiguousarray(matrix[keep], dtype="<f2").tobytes()
 
 
 def _snapshot_payload(
@@ -375,27 +381,8 @@ def read(
     kind = git.object_type(oid)
     if kind != "commit":
         raise refuse(oid, f"it points to a {kind or 'missing object'}, not a commit")
-    try:
-        tree, _parents = datarefs.read_commit_tree(git, oid)
-        entries = {e.name: e for e in datarefs.tree_entries(git, tree)}
-    except GitError as exc:
-        raise refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
+    entries = _tree(git, oid)
     extra = sorted(set(entries) - set(FILES))
-    if (
-        not set(FILES) <= set(entries)
-        or not set(extra) <= set(SNAPSHOT)
-        or any(e.mode != "100644" or e.kind != "blob" for e in entries.values())
-    ):
-        unexpected = (
-            sorted(set(extra) - set(SNAPSHOT))
-            or sorted(set(FILES) - set(entries))
-            or sorted(entries)
-        )
-        raise refuse(
-            oid,
-            f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
-            f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)",
-        )
     meta_entry = entries["index.json"]
     if not 0 < meta_entry.size <= MAX_META_BYTES:
         raise refuse(oid, f"index.json is {meta_entry.size} bytes (at most {MAX_META_BYTES})")
@@ -420,20 +407,7 @@ def read(
             f"its files are not the size index.json says ({chunks} chunks of {dims} dimensions: "
             f"hashes {entries['hashes'].size} bytes, vectors {entries['vectors'].size} bytes)",
         )
-    blobs = git.read_large_blobs([entries["hashes"].oid, entries["vectors"].oid])
-    hash_bytes, vector_bytes = (
-        blobs.get(entries["hashes"].oid, b""),
-        blobs.get(entries["vectors"].oid, b""),
-    )
-    if len(hash_bytes) != chunks * HASH_LINE or len(vector_bytes) != want_vectors:
-        raise refuse(oid, "its files could not be read whole")
-    if payload_digest(hash_bytes, vector_bytes) != meta.digest:
-        raise refuse(
-            oid, "its files do not match the digest in index.json (damaged, or written by hand)"
-        )
-    hashes = _hashes(oid, hash_bytes, chunks)
-    half = np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims)
-    norms = _unit_norms(oid, half)
+    hashes, half, norms = _vectors(git, oid, entries, meta)
     if sorted(meta.snapshot) != extra or (
         extra and not {"store.json", "lexical.meta.json"} <= set(extra)
     ):
@@ -442,18 +416,58 @@ def read(
         raise refuse(oid, f"its store snapshot is more than {MAX_SNAPSHOT_BYTES >> 20} MiB")
     snapshot = {name: (entries[name].oid, meta.snapshot[name]) for name in extra}
     return Published(
-        oid,
-        meta.fingerprint,
-        meta.backend,
-        meta.model,
-        dims,
-        meta.digest,
-        hashes,
-        half,
-        norms,
-        snapshot,
-        meta.vector_store,
+        oid, meta.fingerprint, meta.backend, meta.model, dims, meta.digest, hashes, half, norms,
+        snapshot, meta.vector_store,
+    )  # fmt: skip
+
+
+def _tree(git: Git, oid: str) -> dict[str, datarefs.DataEntry]:
+    """The entries of commit ``oid``'s tree by name, checked: the three files, and snapshot
+    files only, all plain files."""
+    try:
+        tree, _parents = datarefs.read_commit_tree(git, oid)
+        entries = {e.name: e for e in datarefs.tree_entries(git, tree)}
+    except GitError as exc:
+        raise refuse(oid, f"its commit cannot be read ({exc.message.strip()[:200]})") from exc
+    extra = sorted(set(entries) - set(FILES))
+    if (
+        not set(FILES) <= set(entries)
+        or not set(extra) <= set(SNAPSHOT)
+        or any(e.mode != "100644" or e.kind != "blob" for e in entries.values())
+    ):
+        unexpected = (
+            sorted(set(extra) - set(SNAPSHOT))
+            or sorted(set(FILES) - set(entries))
+            or sorted(entries)
+        )
+        raise refuse(
+            oid,
+            f"its tree must hold exactly {', '.join(FILES)} (and a store snapshot) as plain files "
+            f"({', '.join(repr(n[:60]) for n in unexpected[:5])} differ)",
+        )
+    return entries
+
+
+def _vectors(
+    git: Git, oid: str, entries: dict[str, datarefs.DataEntry], meta: _Meta
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hash list, the float16 rows and their lengths, read whole and checked against
+    the digest, the hash rules and unit length (sizes already checked by `read`)."""
+    chunks, dims = meta.chunks, meta.dimensions
+    blobs = git.read_large_blobs([entries["hashes"].oid, entries["vectors"].oid])
+    hash_bytes, vector_bytes = (
+        blobs.get(entries["hashes"].oid, b""),
+        blobs.get(entries["vectors"].oid, b""),
     )
+    if len(hash_bytes) != chunks * HASH_LINE or len(vector_bytes) != chunks * dims * 2:
+        raise refuse(oid, "its files could not be read whole")
+    if payload_digest(hash_bytes, vector_bytes) != meta.digest:
+        raise refuse(
+            oid, "its files do not match the digest in index.json (damaged, or written by hand)"
+        )
+    hashes = _hashes(oid, hash_bytes, chunks)
+    half = np.frombuffer(vector_bytes, dtype="<f2").reshape(chunks, dims)
+    return hashes, half, _unit_norms(oid, half)
 
 
 @dataclass(frozen=True)

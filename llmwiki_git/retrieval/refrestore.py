@@ -78,26 +78,7 @@ def restore(
     reads it again: what a clone quotes comes from the live pages, never from the ref alone."""
     why = published.commit
     raw = files["store.json"]
-    try:
-        meta = confine.load_json(raw, name="store.json")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise refuse(why, f"its store.json is not JSON ({str(exc)[:120]})") from exc
-    if (
-        not isinstance(meta, dict)
-        or meta.get("fingerprint") != published.fingerprint
-        or meta.get("dimensions") != published.dimensions
-    ):
-        raise refuse(why, "its store.json is of another model than its vectors")
-    local = sorted(set(LOCAL_KEYS) & set(meta))
-    if local or not raw.startswith(b"{"):
-        raise refuse(
-            why,
-            f"its store.json holds what only a local store holds ({', '.join(local) or 'not an object'})",
-        )
-    try:
-        table = store_mod.checked_table(meta)
-    except StoreError as exc:
-        raise refuse(why, f"its store.json: {exc.message}") from exc
+    meta, table = _checked_table(published, raw)
     shared = bool(
         published.vector_store
     )  # the vectors are in the team's shared store: the bin holds none
@@ -132,6 +113,34 @@ def restore(
         alongside=lambda: _install_lexical(state, published, files, table.rows),
         amend=amend,
     )
+
+
+def _checked_table(
+    published: Published, raw: bytes | bytearray
+) -> tuple[dict[str, Any], PageTable]:
+    """The snapshot's ``store.json`` parsed and checked once: of the vectors' model, holding
+    none of one copy's keys, a page table the store's own check accepts."""
+    why = published.commit
+    try:
+        meta = confine.load_json(raw, name="store.json")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise refuse(why, f"its store.json is not JSON ({str(exc)[:120]})") from exc
+    if (
+        not isinstance(meta, dict)
+        or meta.get("fingerprint") != published.fingerprint
+        or meta.get("dimensions") != published.dimensions
+    ):
+        raise refuse(why, "its store.json is of another model than its vectors")
+    local = sorted(set(LOCAL_KEYS) & set(meta))
+    if local or not raw.startswith(b"{"):
+        raise refuse(
+            why,
+            f"its store.json holds what only a local store holds ({', '.join(local) or 'not an object'})",
+        )
+    try:
+        return meta, store_mod.checked_table(meta)
+    except StoreError as exc:
+        raise refuse(why, f"its store.json: {exc.message}") from exc
 
 
 def disagreeing(

@@ -207,9 +207,7 @@ class PublishedIndex:
         live pages with the ref's vectors, embedding only chunks it lacks, and saved when they
         are few (`refresh.ON_THE_FLY_CHUNKS`); else ranked from memory, the rest lexically.
         None (a warning added when the ref is refused): rank lexically as without it."""
-        from ..gitstore.lock import repository_lock
-        from . import indexer, indexref
-        from .chunking import content_hash
+        from . import indexref
 
         if self.warm.git is None or self.warm.git.object_id(indexref.REF) is None:
             return None
@@ -241,6 +239,19 @@ class PublishedIndex:
             restored = self.restore_snapshot(published, warnings, prefetch)
             if restored is not None:
                 return restored
+        return self._build_with_ref(published, embedder, warnings)
+
+    def _build_with_ref(
+        self, published: indexref.Published, embedder: Embedder, warnings: list[dict[str, str]]
+    ) -> Loaded:
+        """The index built from the live pages with ``published``'s vectors, embedding only
+        the chunks it lacks, and saved when they are few (`refresh.ON_THE_FLY_CHUNKS`); else
+        ranked from memory, the chunks without a vector lexically."""
+        from ..gitstore.lock import repository_lock
+        from . import indexer, indexref
+        from .chunking import content_hash
+
+        assert self.warm.git is not None
         wiki = self.warm.wiki()
         pages, skipped = indexer.read_pages(wiki)
         hashes = {content_hash(text) for p in pages for text in p.texts}
