@@ -323,14 +323,12 @@ class Retrieval:
         from ..wiki.indexpage import entries_of, render, same_content
 
         head = self.git.rev_parse("HEAD") if self.git is not None else None
-        if not generated.owned(self.git, self.root, rel, head, "index"):
-            notes += generated.notice(
-                self.state,
-                "index",
-                f"{rel} is your own page, so llmwiki never rewrites it; "
-                f"its generated table of contents goes to "
-                f"{self.state.name}/{generated.INDEX} instead",
-            )
+        prefix = "" if self.project == self.root else self.project.relative_to(self.root).as_posix()
+        own, said = generated.index_owned(  # the commits' rule: a vault gets no new index.md
+            self.git, self.root, self.state, head, wiki_root=wiki.root_dir, project_prefix=prefix
+        )
+        notes += said
+        if not own:
             path, rel = self.state / generated.INDEX, f"{self.state.name}/{generated.INDEX}"
         else:
             path = self.root / rel

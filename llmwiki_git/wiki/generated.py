@@ -118,50 +118,75 @@ def paths_for(
     project_prefix: str,
 ) -> Generated:
     index_rel, log_rel = index_path(wiki_root), log_path(project_prefix)
-    notes = []
-    own_index = owned(git, top, index_rel, head, "index")
-    own_log = owned(git, top, log_rel, head, "log")
-    if (
-        wiki_root == project_prefix
-        and (own_index or own_log)
-        and _holds_notes(git, head, wiki_root)
-    ):
-        # A vault (pages at the root beside the user's own notes): llmwiki never adds a note
-        # the user did not ask for -- an absent index.md or log.md stays absent.
-        for rel, name in ((index_rel, INDEX), (log_rel, LOG)):
-            if not _versions(git, top, rel, head):
-                notes += notice(
-                    state_dir,
-                    f"absent-{name}",
-                    f"this vault has no {rel}, and llmwiki adds no note you did not ask for: "
-                    f"its {'table of contents' if name == INDEX else 'journal'} goes to "
-                    f"{state_dir.name}/{name} (commit an empty {rel} to have it kept there)",
-                )
-                if name == INDEX:
-                    own_index = False
-                else:
-                    own_log = False
-    if not own_index:
-        notes += notice(
-            state_dir,
-            "index",
-            f"{index_rel} is your own page, so llmwiki never rewrites it; its "
-            f"generated table of contents goes to {state_dir.name}/{INDEX} instead",
-        )
-    if not own_log:
-        notes += notice(
-            state_dir,
-            "log",
-            f"{log_rel} is your own file, so llmwiki never writes to it; its journal "
-            f"goes to {state_dir.name}/{LOG} instead",
-        )
+    in_vault = wiki_root == project_prefix
+    own_index, notes = decide(git, top, state_dir, head, index_rel, INDEX, in_vault=in_vault)
+    own_log, log_notes = decide(git, top, state_dir, head, log_rel, LOG, in_vault=in_vault)
     return Generated(
         index_rel if own_index else None,
         log_rel if own_log else None,
         state_dir / INDEX,
         state_dir / LOG,
-        notes,
+        notes + log_notes,
     )
+
+
+def index_owned(
+    git: Git | None,
+    top: Path,
+    state_dir: Path,
+    head: str | None,
+    *,
+    wiki_root: str,
+    project_prefix: str,
+) -> tuple[bool, list[str]]:
+    """Whether llmwiki may write ``index.md`` at the wiki root outside a commit (``llmwiki
+    index``), by the rule every commit follows, and the notices to print once."""
+    rel = index_path(wiki_root)
+    return decide(git, top, state_dir, head, rel, INDEX, in_vault=wiki_root == project_prefix)
+
+
+def decide(
+    git: Git | None,
+    top: Path,
+    state_dir: Path,
+    head: str | None,
+    rel: str,
+    name: str,
+    *,
+    in_vault: bool,
+) -> tuple[bool, list[str]]:
+    """Whether llmwiki owns ``rel`` (``name`` = INDEX | LOG), and the notices to print once.
+    ``in_vault``: the pages sit at the project root, beside the user's notes."""
+    kind = "index" if name == INDEX else "log"
+    own = owned(git, top, rel, head, kind)
+    notes: list[str] = []
+    folder = rel.rpartition("/")[0]
+    if own and in_vault and not _versions(git, top, rel, head) and _holds_notes(git, head, folder):
+        # A vault (pages at the root beside the user's own notes): llmwiki never adds a note
+        # the user did not ask for -- an absent index.md or log.md stays absent.
+        notes += notice(
+            state_dir,
+            f"absent-{name}",
+            f"this vault has no {rel}, and llmwiki adds no note you did not ask for: "
+            f"its {'table of contents' if name == INDEX else 'journal'} goes to "
+            f"{state_dir.name}/{name} (commit an empty {rel} to have it kept there)",
+        )
+        own = False
+    if not own and name == INDEX:
+        notes += notice(
+            state_dir,
+            "index",
+            f"{rel} is your own page, so llmwiki never rewrites it; its "
+            f"generated table of contents goes to {state_dir.name}/{INDEX} instead",
+        )
+    elif not own:
+        notes += notice(
+            state_dir,
+            "log",
+            f"{rel} is your own file, so llmwiki never writes to it; its journal "
+            f"goes to {state_dir.name}/{LOG} instead",
+        )
+    return own, notes
 
 
 def _holds_notes(git: Git | None, head: str | None, root: str) -> bool:

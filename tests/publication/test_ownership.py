@@ -147,3 +147,35 @@ def test_generated_index_format(text: str, generated: bool) -> None:
 )
 def test_generated_log_format(text: str, generated: bool) -> None:
     assert is_generated_log(text.encode()) is generated
+
+
+@pytest.mark.parametrize("layout", ["vault", "wiki"])
+def test_index_adds_no_index_md_to_a_vault_that_has_none(repo: Repo, layout: str) -> None:
+    """A vault of the user's notes at the repository root with no index.md of its own (Foam,
+    Obsidian): `llmwiki index` is read-mostly and leaves `git status` as it was; llmwiki's
+    table of contents goes to the state folder. A wiki/ folder is llmwiki's: its index.md is
+    generated there as before."""
+    prefix = "" if layout == "vault" else "wiki/"
+    demo = REPO_ROOT / "examples" / "demo" / "wiki" / "concepts"
+    repo.write(f"{prefix}tea.md", "# Tea\n\nMy own note about [[blobs]] and tea.\n")
+    for name in ("blobs", "trees"):
+        repo.write(f"{prefix}concepts/{name}.md", (demo / f"{name}.md").read_text())
+    if layout == "wiki":
+        repo.write(".llmwiki/config.toml", 'wiki_dir = "wiki"\n')
+    repo.write(".gitignore", ".llmwiki/*\n!.llmwiki/config.toml\n")
+    repo.commit("my notes")
+    before = repo.git("status", "--porcelain", "--untracked-files=all")
+    indexed = run(repo, "index")
+    assert indexed.returncode == 0, indexed.stderr
+    after = repo.git("status", "--porcelain", "--untracked-files=all")
+    if layout == "vault":
+        assert after == before == ""
+        assert not (repo.root / "index.md").exists() and not (repo.root / "log.md").exists()
+        assert "this vault has no index.md" in indexed.stderr
+        assert is_generated_index((repo.root / ".llmwiki" / "index.md").read_bytes())
+        again = run(repo, "index")  # said once; still nothing new in the vault
+        assert again.returncode == 0 and "this vault has no" not in again.stderr
+        assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
+    else:
+        assert after == "?? wiki/index.md\n"
+        assert is_generated_index((repo.root / "wiki" / "index.md").read_bytes())
