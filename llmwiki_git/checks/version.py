@@ -31,6 +31,7 @@ RULE_MODULES = (
     "wiki/frontmatter.py",
     "wiki/slug.py",
     "wiki/model.py",
+    "wiki/includes.py",  # the headings a Hugo page includes
     "wiki/provenance.py",  # which folder holds sources (never pages)
     "wiki/destinations.py",
     "checks/links.py",

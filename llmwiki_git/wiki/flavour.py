@@ -11,8 +11,9 @@ its recommendation in ``.vscode/extensions.json``, Hugo's ``hugo.toml``), or set
   and Logseq;
 * ``raw_shortcodes``: the inner text of a paired Hugo shortcode ``{{< name >}} …
   {{< /name >}}`` is not markdown (Hugo passes it to the shortcode as it is), so no link;
-  and a definition list's term is an anchor (Hugo's ``autoDefinitionTermID``, which its
-  own docs turn on);
+  a definition list's term is an anchor (Hugo's ``autoDefinitionTermID``, which its
+  own docs turn on); and a page has the headings of the files its ``include`` shortcodes
+  name (wiki/includes.py);
 * ``label_first``: ``[[a|b]]`` is label ``a``, target ``b``, as Dendron writes it;
 * ``templates``: folders (or, for Dendron, a dotted name prefix) holding templates, which
   are not pages to compare titles of;

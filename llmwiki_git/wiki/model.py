@@ -20,6 +20,7 @@ from ..confine import hidden_part
 from ..errors import PageReadError
 from ..gitstore.git import blob_id
 from .flavour import PLAIN, Flavour
+from .includes import included_headings
 from .pages import MAX_PAGE_BYTES, Issue, PageScan, ScanRecord, scan_page
 from .parallel import read_and_scan
 from .provenance import sources_dir
@@ -425,10 +426,17 @@ def load_wiki(
         scans[path] = (blob, PageScan._make(record))
     if cache is not None:
         cache.touch(found)
+    merged = (  # Hugo: a page shows the headings of the files it includes
+        included_headings({path: scan for path, (_, scan) in scans.items()}, root)
+        if flavour.raw_shortcodes and any(scan.includes for _, scan in scans.values())
+        else {}
+    )
     pages: list[Page] = []
     cut = len(prefix)
     for item in page_files:
         known_blob, scan = scans[item.path]
+        if merged and item.path in merged:
+            scan = scan._replace(headings=merged[item.path])
         page_id = item.path[cut:-3]
         pages.append(
             Page(

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from . import frontmatter
 from .provenance import RETRACTED_KEY, Sourcing, scan_sourcing, text_sourcing
-from .scanner import Anchors, MdLink, Occurrence, RawLink, scan_raw
+from .scanner import Anchors, MdLink, Occurrence, RawLink, hugo_includes, scan_raw
 from .slug import slugify
 from .titles import declared_title
 
@@ -47,6 +47,7 @@ class PageScan(NamedTuple):
     meta_lines: tuple[int, int] = (0, 0)  # lines of the `title:` and `aliases:` keys (0: none)
     title_slug: str = ""  # slugify(title), kept: the names key of every page needs it on each run
     sourcing: Sourcing = ()  # sources named, retracted and cited
+    includes: tuple[str, ...] = ()  # files Hugo's include shortcodes name (wiki/includes.py)
 
     @property
     def names_key(self) -> str:
@@ -97,6 +98,7 @@ class PageScan(NamedTuple):
             (self.meta_lines[0], self.meta_lines[1]),
             self.title_slug,
             self.sourcing,
+            self.includes,
         )
 
     @classmethod
@@ -119,6 +121,7 @@ ScanRecord = tuple[
     tuple[int, int],  # meta_lines
     str,  # title_slug
     Sourcing,  # sourcing
+    tuple[str, ...],  # includes
 ]
 
 
@@ -133,7 +136,7 @@ def _plain_issues(issues: list[Issue]) -> tuple[RawIssue, ...]:
 
 def only_issue_record(code: str, message: str) -> ScanRecord:
     """The scan record of a page that could not be scanned, with why."""
-    return (None, (), (), 0, ((code, message, 1),), (), (), (), (), (0, 0), "", ())
+    return (None, (), (), 0, ((code, message, 1),), (), (), (), (), (0, 0), "", (), ())
 
 
 def decode(data: bytes) -> tuple[str | None, list[Issue]]:
@@ -242,7 +245,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES, dialect: str = 
         )
     text, issues = decode(data)
     if text is None:
-        return (None, (), (), 0, _plain_issues(issues), (), (), (), (), (0, 0), "", ())
+        return (None, (), (), 0, _plain_issues(issues), (), (), (), (), (0, 0), "", (), ())
     meta = frontmatter.parse(text)
     issues.extend(_text_issues(text, meta))
     title = declared_title(meta.data, text[meta.body_offset :])
@@ -269,6 +272,7 @@ def scan_record(data: bytes, *, max_bytes: int = MAX_PAGE_BYTES, dialect: str = 
         if "^[" in text
         or (meta.raw is not None and ("sources" in meta.raw or RETRACTED_KEY in meta.raw))
         else (),
+        hugo_includes(text, meta.body_line) if "h" in dialect and "{{" in text else (),
     )
 
 

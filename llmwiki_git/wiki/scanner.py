@@ -582,6 +582,22 @@ def _scan_blocks(
     return found, headings, blocks, md
 
 
+_INCLUDE = re.compile(r"""\{\{([%<])\s*include\s+(?:"([^"\n]+)"|`([^`\n]+)`)\s*[%>]\}\}""")
+
+
+def hugo_includes(text: str, start_line: int = 0) -> tuple[str, ...]:
+    """The files Hugo's ``{{% include "path" %}}`` / ``{{< include "path" >}}`` shortcodes of
+    ``text`` name, in order, once each; those written in code are not followed."""
+    if "include" not in text:
+        return ()
+    found: dict[str, None] = {}
+    for _index, line in _text_lines(split_lines(text), start_line, "h"):
+        if "include" in line and "{{" in line:
+            for match in _INCLUDE.finditer(_mask_code_spans(line)[0] if "`" in line else line):
+                found[(match.group(2) or match.group(3)).strip()] = None
+    return tuple(p for p in found if p)
+
+
 def scan_links(text: str, start_line: int = 0, dialect: str = "") -> list[Occurrence]:
     """All wikilink occurrences of ``text`` (see `scan`)."""
     if "[[" not in text:

@@ -76,6 +76,8 @@ def test_hugo_shortcode_blocks_hold_no_links(tmp_path: Path) -> None:
     plain = _counts(_check(repo, "plain"))
     assert (plain["broken-link"], plain["ambiguous-link"], plain["empty-link"]) == (116, 9, 5)
     assert not {"broken-link", "ambiguous-link", "empty-link"} & set(counts)
+    # anchors from `{{% include %}}`d files are headings of the including page: were 23 false
+    assert "missing-heading" not in counts and plain["missing-heading"] == 106
 
 
 def test_logseq_namespaces_and_pages_not_written_yet(tmp_path: Path) -> None:

@@ -381,3 +381,54 @@ def test_dendron_merge_pages_rewrites_label_first_links(repo: Repo) -> None:
     assert "notes.md:4:" in proc.stdout and "dendron.topic.finder → dendron.topic.lookup" in (
         proc.stdout
     )
+
+
+# -- Hugo includes ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["wiki", "vault"])
+def test_hugo_pages_have_the_headings_of_the_files_they_include(repo: Repo, layout: str) -> None:
+    """A heading that reaches a page through `{{% include %}}` / `{{< include >}}` is a
+    heading of that page (no false missing-heading); an include naming no file, leaving the
+    repository or making a cycle adds nothing and is no error."""
+    prefix = layout_prefix(repo, layout)
+    repo.write("hugo.toml", "title = 'docs'\n")
+    repo.write(f"{prefix}_common/options.md", "## Options\n\nWhat each option does.\n")
+    repo.write(f"{prefix}_common/nested.md", '{{% include "/_common/deeper.md" %}}\n')
+    repo.write(f"{prefix}_common/deeper.md", "### Deep heading\n\nIncluded twice over.\n")
+    repo.write(
+        f"{prefix}functions/ref.md",
+        '# Ref\n\n{{% include "/_common/options.md" %}}\n\n{{< include "_common/nested" >}}\n\n'
+        '`{{% include "/_common/code.md" %}}` is how it is written.\n',
+    )
+    repo.write(f"{prefix}_common/code.md", "## Only in code\n")
+    repo.write(
+        f"{prefix}functions/broken.md",
+        '# Broken\n\n{{% include "/_common/missing.md" %}}\n\n'
+        '{{% include "../../../../etc/passwd" %}}\n',
+    )
+    repo.write(f"{prefix}cycle-a.md", '## A heading\n\n{{% include "cycle-b.md" %}}\n')
+    repo.write(f"{prefix}cycle-b.md", '## B heading\n\n{{% include "/cycle-a" %}}\n')
+    repo.write(
+        f"{prefix}guide.md",
+        "# Guide\n\n[[ref#options]] [[ref#deep-heading]] [opts](functions/ref.md#options)\n"
+        "[[broken#options]] [[cycle-a#b-heading]] [[cycle-b#a-heading]] [[ref#only-in-code]]\n",
+    )
+    repo.commit()
+    _, found = problems(repo)
+    assert sorted((p["code"], p["message"]) for p in found) == [
+        (
+            "missing-heading",
+            'missing heading [[broken#options]]: no heading "options" in functions/broken',
+        ),
+        (
+            "missing-heading",
+            'missing heading [[ref#only-in-code]]: no heading "only-in-code" in functions/ref',
+        ),
+    ]
+    # the included file changes: the links through the including page are checked again
+    repo.write(f"{prefix}_common/options.md", "## Settings\n\nRenamed.\n")
+    repo.commit()
+    _, found = problems(repo)
+    said = " ".join(p["message"] for p in found)
+    assert "[[ref#options]]" in said and "[…](functions/ref.md#options)" in said
