@@ -46,6 +46,9 @@ MAX_CHARS = 900
 _MIN_WORDS = 4
 _MAX_SENTENCE_CHARS = 600
 _K1, _B = 1.2, 0.75
+# The first page, when the question names it, answers "as well" when its best sentence scores
+# at least this share of the best sentence of all the evidence: then the answer is its own.
+_LEAD_SHARE = 0.5
 
 # Words of the question that say what kind of answer is wanted, not what it is about: the
 # asker ("how do I ..." matched "I deployed, but ..."), and the verbs of "how does X work",
@@ -379,7 +382,7 @@ class ExtractiveProvider:
             for i, s in enumerate(ranked)
             if s.exact or (i == 0 and not any(r.exact for r in ranked))
         ]
-        chosen = self._choose(ranked, sentences, request.evidence)
+        chosen = self._choose(ranked, sentences, request.evidence, query)
         return self._render(chosen, request.evidence)
 
     def _sentences(
@@ -449,8 +452,19 @@ class ExtractiveProvider:
             score *= 1.0 / (1.0 + 0.01 * min(s.order[1], 50)) if s.order[0] == 0 else 1.0
             s.score = score
 
+    @staticmethod
+    def _named(evidence: tuple[Evidence, ...], query: list[str]) -> bool:
+        """Whether the question names the first page: half its title's terms or more (one
+        at least) are terms of the question ("how does git bisect work" names "Bisect")."""
+        title = set(tokenize(evidence[0].title)) if evidence else set()
+        return bool(title) and 2 * len(title & set(query)) >= len(title)
+
     def _choose(
-        self, ranked: list[_Sentence], everything: list[_Sentence], evidence: tuple[Evidence, ...]
+        self,
+        ranked: list[_Sentence],
+        everything: list[_Sentence],
+        evidence: tuple[Evidence, ...],
+        query: list[str],
     ) -> list[_Sentence]:
         best = ranked[0].score
         chosen: list[_Sentence] = []
@@ -469,7 +483,16 @@ class ExtractiveProvider:
             bags.append(bag)
             budget -= cost
 
-        strong = [s for s in ranked if s.score >= 0.25 * best]
+        lead = [s for s in ranked if s.page == 0] if self._named(evidence, query) else []
+        if lead and lead[0].exact and lead[0].score >= _LEAD_SHARE * best:
+            # The page retrieval ranked first is the one the question names, and it answers
+            # about as well as any: the answer is its own, and other pages only fill what it
+            # cannot (a sentence elsewhere with one more of the question's words does not
+            # pull the answer off the page the question is about).
+            best, ranked = lead[0].score, lead + [s for s in ranked if s.page != 0]
+            strong = [s for s in lead if s.score >= 0.25 * best]
+        else:
+            strong = [s for s in ranked if s.score >= 0.25 * best]
         for s in strong:
             take(s)
         if len(chosen) < MIN_SENTENCES:

@@ -66,8 +66,7 @@ def test_answer_is_composed_from_matching_sentences_and_cited() -> None:
         "Alpha is a consensus protocol for replicated logs.",
         " It elects a leader with randomized timeouts, e.g. 150 ms, so that split votes are rare.",
         " Alpha followers redirect clients to the leader when they receive a write [[alpha]].",
-        " Alpha relies on Beta for durability, and Alpha's leader flushes every entry before acknowledging it [[beta]].",
-    ]
+    ]  # the question names Alpha, ranked first, and it answers: Beta's durability is left out
 
 
 def test_another_question_another_answer() -> None:
@@ -403,3 +402,34 @@ def test_a_compiled_pages_source_citations_are_not_copied_into_the_answer() -> N
     assert "binary search over history" in answer and "[[bisect]]" in answer, answer
     assert "^[" not in answer and "git-bisect.md" not in answer, answer
     assert clean_sentence("It bisects ^[a.md:1-2] history.") == "It bisects history."
+
+
+BISECT = """# Bisect
+
+Git bisect finds the commit that introduced a bug by a binary search over history.
+You mark one commit good and one bad, and bisect checks out the commit halfway between.
+Each step halves the commits left until one remains.
+"""
+HISTORY = """# History
+
+To find which commit introduced a bug in the history, read the log of each commit that
+touched the file and ask git blame which commit introduced each line.
+"""
+
+
+def test_the_page_the_question_names_and_ranks_first_answers_alone() -> None:
+    """Issue 36's leftover: a lower-ranked page's sentence holding more of the question's
+    words (find, which, history) no longer outranks the first page, which the question
+    names (bisect) and which answers; its sentences are the answer."""
+    evidence = (
+        Evidence("concepts/bisect", "bisect", "Bisect", BISECT),
+        Evidence("concepts/history", "history", "History", HISTORY),
+    )
+    answer = "".join(
+        ask("How do I find which commit introduced a bug in history with bisect?", evidence)
+    )
+    assert answer.startswith("Git bisect finds the commit that introduced a bug"), answer
+    assert "[[bisect]]" in answer and "[[history]]" not in answer and "blame" not in answer
+    # the same pages, the question not naming the first one: the best sentence leads again
+    other = "".join(ask("Which commit introduced each line, by git blame?", evidence))
+    assert other.startswith("To find which commit introduced a bug"), other
