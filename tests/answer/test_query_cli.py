@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ..conftest import Repo, copy_demo
+from ..conftest import Repo, copy_demo, layout_prefix
 from ..servers import serve
 
 FAST = {"LLMWIKI_EMBEDDING_PROVIDER": "none"}
@@ -289,3 +289,33 @@ def test_save_on_a_never_indexed_wiki_builds_the_lexical_index_and_says_so(repo:
     assert store["dimensions"] == 0 and "queries/what-does-a-blob-store" in [
         p["pageId"] for p in store["pages"]
     ]
+
+
+@pytest.mark.parametrize("layout", ["wiki", "vault"])
+def test_offline_answer_comes_from_the_first_ranked_page_the_question_names(
+    repo: Repo, layout: str
+) -> None:
+    """Issue 36's leftover, end to end: retrieval ranks the bisect page first for a question
+    naming bisect; a sentence of another page with more of the question's words is no
+    longer quoted beside it."""
+    prefix = layout_prefix(repo, layout)
+    repo.write(
+        f"{prefix}concepts/bisect.md",
+        "# Bisect\n\nGit bisect finds the commit that introduced a bug by a binary search over "
+        "history. You mark one commit good and one bad, and bisect checks out the commit "
+        "halfway between. Each bisect step halves the commits left until one remains.\n",
+    )
+    repo.write(
+        f"{prefix}concepts/history.md",
+        "# History\n\nTo find which commit introduced a bug in the history, read the log of "
+        "each commit that touched the file and ask git blame which commit introduced each "
+        "line.\n",
+    )
+    repo.commit("two pages")
+    proc = repo.llmwiki(
+        "query", "How do I find which commit introduced a bug in history with bisect?", env=FAST
+    )
+    assert proc.returncode == 0, proc.stderr
+    answer = proc.stdout.split("Answer citations:")[0]
+    assert "Git bisect finds the commit that introduced a bug" in answer, proc.stdout
+    assert "[[bisect]]" in answer and "[[history]]" not in answer and "blame" not in answer
