@@ -27,6 +27,7 @@ from ..wiki import frontmatter
 from ..wiki.citations import Citation, PendingIndex, citation_report
 from ..wiki.model import Wiki
 from ..wiki.pages import unusable_notes
+from ..wiki.slug import parse_target
 
 NO_MATCH = "No matching pages found."
 
@@ -37,6 +38,7 @@ class Retrieved:
     result: SearchResult | None
     source: str  # "chunk-level" | "page-level" | "lexical"
     warnings: list[dict[str, str]] = field(default_factory=list)
+    broken: tuple[str, ...] = ()  # wikilink targets of the evidence that name no page
 
 
 @dataclass
@@ -164,7 +166,22 @@ def retrieve(retrieval: Retrieval, question: str, provider: ChatProvider) -> Ret
     page_ids, source = _ranked(loaded, result, provider, question, warnings)
     wiki = _wiki_for_links(retrieval, warnings)
     evidence = _evidence(retrieval, loaded, result, page_ids, question, wiki, warnings)
-    return Retrieved(evidence, result, source, warnings)
+    return Retrieved(evidence, result, source, warnings, _broken_links(evidence, wiki))
+
+
+def _broken_links(evidence: list[Evidence], wiki: Wiki | None) -> tuple[str, ...]:
+    """The wikilink targets of the evidence pages that resolve to no page: an answer quoting
+    a sentence with one would cite nothing (and a ``--save`` of it be refused)."""
+    if wiki is None:
+        return ()
+    broken: dict[str, None] = {}
+    for item in evidence:
+        page = wiki.by_id.get(item.page_id)
+        for link in page.scan.links if page is not None else ():
+            if link.target and link.target not in broken and not link.target.startswith("#"):
+                if not wiki.resolve(parse_target(link.target)).resolved:
+                    broken[link.target] = None
+    return tuple(broken)
 
 
 def _ranked(
@@ -315,7 +332,12 @@ def answer_stream(
     state: StreamState | None = None,
 ) -> Iterator[str]:
     return provider.stream_answer(
-        AnswerRequest(question, tuple(retrieved.evidence), language, (query_slug(question),)),
+        AnswerRequest(
+            question,
+            tuple(retrieved.evidence),
+            language,
+            (query_slug(question), *retrieved.broken),
+        ),
         state,
     )
 

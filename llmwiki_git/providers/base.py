@@ -44,7 +44,7 @@ class AnswerRequest:
     """A question, its evidence pages (most relevant first) and an optional output language.
     ``avoid``: link names the answer must not cite (the page a ``--save`` of this question
     would replace; an evidence page may quote a link to it, as a saved answer citing an
-    earlier one does)."""
+    earlier one does; and the evidence's links that name no page)."""
 
     question: str
     evidence: tuple[Evidence, ...]

@@ -319,3 +319,18 @@ def test_offline_answer_comes_from_the_first_ranked_page_the_question_names(
     answer = proc.stdout.split("Answer citations:")[0]
     assert "Git bisect finds the commit that introduced a bug" in answer, proc.stdout
     assert "[[bisect]]" in answer and "[[history]]" not in answer and "blame" not in answer
+
+
+def test_offline_answer_quotes_no_sentence_whose_link_names_no_page(repo: Repo) -> None:
+    """A sentence linking a page the wiki does not hold would cite nothing, and a --save of
+    the answer would be refused for it: the offline answer leaves it out."""
+    repo.write(
+        "wiki/concepts/tea.md",
+        "# Tea\n\nGreen tea is steamed or pan-fired soon after picking, which keeps it green. "
+        "Black tea is oxidised fully before it is dried, which darkens the leaf. "
+        "Tea grading is explained in [[tea-grades]] with the leaf sizes.\n",
+    )
+    repo.commit("tea")
+    proc = repo.llmwiki("query", "How is tea graded by leaf?", "--save", env=FAST)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tea-grades" not in proc.stdout and "[[tea]]" in proc.stdout, proc.stdout
