@@ -171,7 +171,7 @@ def decide(
             f"its {'table of contents' if name == INDEX else 'journal'} goes to "
             f"{state_dir.name}/{name} (commit an empty {rel} to have it kept there)",
         )
-        own = False
+        return False, notes  # absent: "your own page" would name a file that is not there
     if not own and name == INDEX:
         notes += notice(
             state_dir,

@@ -172,6 +172,7 @@ def test_index_adds_no_index_md_to_a_vault_that_has_none(repo: Repo, layout: str
         assert after == before == ""
         assert not (repo.root / "index.md").exists() and not (repo.root / "log.md").exists()
         assert "this vault has no index.md" in indexed.stderr
+        assert "your own page" not in indexed.stderr  # there is no index.md to call the user's
         assert is_generated_index((repo.root / ".llmwiki" / "index.md").read_bytes())
         again = run(repo, "index")  # said once; still nothing new in the vault
         assert again.returncode == 0 and "this vault has no" not in again.stderr
