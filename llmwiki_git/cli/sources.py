@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,6 +74,21 @@ def ingest(ctx: click.Context, inputs: tuple[str, ...], as_json: bool) -> None:
             f"Committed {result.commit[:12]}. Next: `llmwiki compile` writes wiki pages from the sources.",
             err=True,
         )
+
+
+def _compile_progress(as_json: bool) -> Callable[[Progress], None]:
+    """Compile's progress: JSON lines on stderr with --json (docs/json.md), else a line per
+    step on stderr with the time left."""
+    lines = ProgressLines("compile", "Compiling", as_json=True)
+
+    def progress(state: Progress) -> None:
+        if as_json:
+            return lines(state.done, state.total, state.current)
+        eta = state.eta
+        left = f", about {_age(eta)} left" if eta is not None and state.done < state.total else ""
+        click.echo(f"  {state.phase}: {state.done}/{state.total} {state.current}{left}", err=True)
+
+    return progress
 
 
 @cli.command("compile")
@@ -149,15 +165,6 @@ def compile_(
     ws = _workspace(ctx)
     ws.require_git("compiling sources")
 
-    lines = ProgressLines("compile", "Compiling", as_json=True)  # docs/json.md
-
-    def progress(state: Progress) -> None:
-        if as_json:
-            return lines(state.done, state.total, state.current)
-        eta = state.eta
-        left = f", about {_age(eta)} left" if eta is not None and state.done < state.total else ""
-        click.echo(f"  {state.phase}: {state.done}/{state.total} {state.current}{left}", err=True)
-
     if dry_run and publish:
         raise UsageError("--dry-run and --publish do not go together", hint="drop one of them")
     result = compile_wiki(
@@ -165,7 +172,7 @@ def compile_(
         provider=provider,
         publish=publish,
         concurrency=concurrency,
-        on_progress=progress,
+        on_progress=_compile_progress(as_json),
         note=None if as_json else _note,
         stale=stale,
         dry_run=dry_run,

@@ -179,41 +179,8 @@ def ingest_files(
     Everything is read and converted first; one refused input writes nothing. ``progress``:
     called with (inputs read, of how many, the one just read)."""
     project.require_git("ingesting sources")
-    top = Path(project.root)
     folder = sources_dir(project.project_prefix)
-    planned: list[tuple[Ingested, bytes]] = []
-    seen: dict[str, str] = {}
-    for item in inputs:
-        data = _read(top, item, project.project_prefix)
-        shown = item.shown
-        target = f"{folder}/{_slug(item.name, shown)}.md"
-        if target in seen:
-            raise InputRefused(
-                shown,
-                f"would become {target}, as {seen[target]} does",
-                hint="rename one of them, then ingest both",
-            )
-        seen[target] = shown
-        converted = convert(shown, data)
-        document, chars, truncated = _source_document(
-            converted, item.name, len(data), shown if item.data is not None else None
-        )
-        planned.append(
-            (
-                Ingested(
-                    shown,
-                    target,
-                    converted.kind,
-                    len(data),
-                    chars,
-                    truncated,
-                    stripped=converted.stripped,
-                ),
-                document.encode("utf-8"),
-            )
-        )
-        if progress is not None:
-            progress(len(planned), len(inputs), shown)
+    planned = _plan(project, inputs, folder, progress)
     if note is not None:
         for done, _ in planned:
             if done.stripped:
@@ -235,6 +202,41 @@ def ingest_files(
         for text in site.notes:
             if note is not None:
                 note(text)
+
+
+def _plan(
+    project: Project,
+    inputs: Sequence[Input],
+    folder: str,
+    progress: Callable[[int, int, str], object] | None,
+) -> list[tuple[Ingested, bytes]]:
+    """Each input read and converted into its source document (what it becomes and its
+    bytes), nothing written: InputRefused when two inputs would become one file."""
+    top = Path(project.root)
+    planned: list[tuple[Ingested, bytes]] = []
+    seen: dict[str, str] = {}
+    for item in inputs:
+        data = _read(top, item, project.project_prefix)
+        shown = item.shown
+        target = f"{folder}/{_slug(item.name, shown)}.md"
+        if target in seen:
+            raise InputRefused(
+                shown,
+                f"would become {target}, as {seen[target]} does",
+                hint="rename one of them, then ingest both",
+            )
+        seen[target] = shown
+        converted = convert(shown, data)
+        document, chars, truncated = _source_document(
+            converted, item.name, len(data), shown if item.data is not None else None
+        )
+        done = Ingested(
+            shown, target, converted.kind, len(data), chars, truncated, stripped=converted.stripped
+        )
+        planned.append((done, document.encode("utf-8")))
+        if progress is not None:
+            progress(len(planned), len(inputs), shown)
+    return planned
 
 
 def layout_note(root: str, site: Site) -> str:

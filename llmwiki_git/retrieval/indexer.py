@@ -216,6 +216,34 @@ def build(
     ``known``: the chunks of ``pages`` the caller just found ``previous_store``'s vectors to
     hold (`refresh.plan`), not asked again (a shared store answers 51,000 hashes in ~0.3 s)."""
     started = time.perf_counter()
+    table, hashes_in_order, texts, documents = _table_of(pages)
+    written = _write(
+        folder,
+        table,
+        hashes_in_order,
+        texts,
+        lambda: LexicalIndex.build(documents),
+        embedder,
+        full=full,
+        progress=progress,
+        skipped=skipped,
+        previous_store=previous_store,
+        names=names,
+        vector_store=vector_store,
+        seed=seed,
+        started=started,
+        read=len(pages),
+        known=known,
+    )
+    assert written is not None  # every chunk's text is at hand: nothing can be missing
+    return written
+
+
+def _table_of(
+    pages: list[IndexedPage],
+) -> tuple[PageTable, list[str], dict[str, str], list[Document]]:
+    """The page table of ``pages`` (chunks in row order), their chunks' hashes in that order,
+    each chunk's embedding input by hash, and the lexical documents."""
     entries: list[PageEntry] = []
     texts: dict[str, str] = {}  # chunk hash -> embedding input
     documents: list[Document] = []
@@ -239,26 +267,7 @@ def build(
             texts.setdefault(chunk_hash, text)
         documents.extend(page.lexical)
         hashes_in_order.extend(hashes)
-    written = _write(
-        folder,
-        PageTable(entries),
-        hashes_in_order,
-        texts,
-        lambda: LexicalIndex.build(documents),
-        embedder,
-        full=full,
-        progress=progress,
-        skipped=skipped,
-        previous_store=previous_store,
-        names=names,
-        vector_store=vector_store,
-        seed=seed,
-        started=started,
-        read=len(pages),
-        known=known,
-    )
-    assert written is not None  # every chunk's text is at hand: nothing can be missing
-    return written
+    return PageTable(entries), hashes_in_order, texts, documents
 
 
 def build_update(

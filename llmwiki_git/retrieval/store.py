@@ -348,24 +348,55 @@ def load(
         )
     if not json_path.exists():
         raise StoreError("no embedding store yet (.llmwiki/embeddings.json)")
+    meta, table, problem, json_info = _read_table(folder, json_path)
+    dims, rows, token = _checked_meta(meta, table, problem, expected_fingerprint)
+    skipped = meta.get("skipped")
+    names = meta.get("namesDigest")
+    store = Store(
+        meta["fingerprint"],
+        meta.get("backend", ""),
+        meta.get("model", ""),
+        table,
+        _vectors_of(bin_path, meta, table, token, rows, dims, vector_store),
+        meta.get("updatedAt", ""),
+        dict(skipped) if isinstance(skipped, dict) else {},
+        names=names if isinstance(names, str) else "",
+    )
+    if (
+        json_info is not None and repair
+    ):  # not for a store read once (a published one checked in scratch)
+        _repair_sidecar(folder, json_info, meta, table)
+    return store
+
+
+def _read_table(
+    folder: Path, json_path: Path
+) -> tuple[Any, PageTable, str | None, os.stat_result | None]:
+    """The store's metadata, page table and the table's first problem (None: sound): from
+    the sidecar when it matches the json, else from the json (with the json's status, for
+    rewriting the sidecar)."""
     side = _read_sidecar(folder)
     if side is not None:
         meta, table = side
-        problem = _table_problem(table)
-        json_info = None
-    else:
-        try:
-            json_info = os.stat(json_path)
-            raw = confine.read_file(
-                json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}"
-            )
-        except PathRefused as exc:
-            raise StoreError(f"{exc}", "embedding-store-corrupt") from exc
-        except OSError as exc:
-            raise StoreError(
-                f".llmwiki/{JSON_NAME} is unreadable ({exc})", "embedding-store-corrupt"
-            ) from exc
-        meta, table, problem = _parse_json(raw)
+        return meta, table, _table_problem(table), None
+    try:
+        json_info = os.stat(json_path)
+        raw = confine.read_file(json_path, max_bytes=MAX_JSON_BYTES, name=f".llmwiki/{JSON_NAME}")
+    except PathRefused as exc:
+        raise StoreError(f"{exc}", "embedding-store-corrupt") from exc
+    except OSError as exc:
+        raise StoreError(
+            f".llmwiki/{JSON_NAME} is unreadable ({exc})", "embedding-store-corrupt"
+        ) from exc
+    meta, table, problem = _parse_json(raw)
+    return meta, table, problem, json_info
+
+
+def _checked_meta(
+    meta: Any, table: PageTable, problem: str | None, expected_fingerprint: str | None
+) -> tuple[int, int, bytes]:
+    """The store's dimensions, rows and token, once its version, sizes and model are
+    checked: StoreError (with its warning code) when the store cannot be used."""
     if not isinstance(meta, dict) or meta.get("version") != VERSION:
         raise StoreError(
             f".llmwiki/{JSON_NAME} has an unknown format version", "embedding-index-outdated"
@@ -386,39 +417,33 @@ def load(
             f"{expected_fingerprint!r}; vectors of two models are never mixed",
             "embedding-model-mismatch",
         )
-    skipped = meta.get("skipped")
+    return dims, rows, token
+
+
+def _vectors_of(
+    bin_path: Path,
+    meta: dict[str, Any],
+    table: PageTable,
+    token: bytes,
+    rows: int,
+    dims: int,
+    vector_store: str | None,
+) -> VectorIndex:
+    """The store's vectors: a shared store's (storetable.py), else the bin, memory-mapped."""
+    if meta.get("vectorStore"):
+        return _shared_vectors(bin_path, meta, token, dims, vector_store)
+    matrix: np.ndarray = np.zeros((0, dims), dtype="<f4")
+    if dims:
+        matrix = _map_vectors(bin_path, token, rows, dims)
     digest = meta.get("vectorsDigest")
-    names = meta.get("namesDigest")
-    vectors: VectorIndex
-    if meta.get("vectorStore"):  # a shared store's (storetable.py)
-        vectors = _shared_vectors(bin_path, meta, token, dims, vector_store)
-    else:
-        matrix: np.ndarray = np.zeros((0, dims), dtype="<f4")
-        if dims:
-            matrix = _map_vectors(bin_path, token, rows, dims)
-        vectors = FileVectors(
-            matrix,
-            table,
-            meta["fingerprint"],
-            generation=token.hex(),
-            digest=digest if isinstance(digest, str) else "",
-            label=_BIN_LABEL,
-        )
-    store = Store(
-        meta["fingerprint"],
-        meta.get("backend", ""),
-        meta.get("model", ""),
+    return FileVectors(
+        matrix,
         table,
-        vectors,
-        meta.get("updatedAt", ""),
-        dict(skipped) if isinstance(skipped, dict) else {},
-        names=names if isinstance(names, str) else "",
+        meta["fingerprint"],
+        generation=token.hex(),
+        digest=digest if isinstance(digest, str) else "",
+        label=_BIN_LABEL,
     )
-    if (
-        json_info is not None and repair
-    ):  # not for a store read once (a published one checked in scratch)
-        _repair_sidecar(folder, json_info, meta, table)
-    return store
 
 
 def _shared_vectors(

@@ -403,6 +403,38 @@ def load_wiki(
     prefix = f"{root}/" if root else ""
     issues: list[tuple[str, Issue]] = [(i.path, Issue(i.code, i.message)) for i in source_issues]
     issues += [(path, Issue("symlink-escape", why)) for path, why in escapes]
+    scans = _scans(snapshot, page_files, cache, max_page_bytes, dialect)
+    merged = (  # Hugo: a page shows the headings of the files it includes
+        included_headings({path: scan for path, (_, scan) in scans.items()}, root)
+        if flavour.raw_shortcodes and any(scan.includes for _, scan in scans.values())
+        else {}
+    )
+    pages: list[Page] = []
+    cut = len(prefix)
+    for item in page_files:
+        known_blob, scan = scans[item.path]
+        if merged and item.path in merged:
+            scan = scan._replace(headings=merged[item.path])
+        page_id = item.path[cut:-3]
+        pages.append(
+            Page(
+                item.path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), known_blob, scan
+            )
+        )
+    raw = sources_dir(project_prefix) + "/"
+    sources = {f.path: f.blob for f in files if f.path.startswith(raw) and "/." not in f.path}
+    return Wiki(root, pages, others, issues, snapshot, sources, flavour)
+
+
+def _scans(
+    snapshot: Snapshot,
+    page_files: list[SourceFile],
+    cache: ScanStore | None,
+    max_page_bytes: int,
+    dialect: str,
+) -> dict[str, tuple[str | None, PageScan]]:
+    """Each page's blob and scan: from ``cache`` where its blob is known, else read and
+    scanned (and put in the cache); the cache's records in use are touched."""
     records = cache.records if cache is not None else {}
     scans: dict[str, tuple[str | None, PageScan]] = {}
     to_read: list[SourceFile] = []
@@ -426,23 +458,4 @@ def load_wiki(
         scans[path] = (blob, PageScan._make(record))
     if cache is not None:
         cache.touch(found)
-    merged = (  # Hugo: a page shows the headings of the files it includes
-        included_headings({path: scan for path, (_, scan) in scans.items()}, root)
-        if flavour.raw_shortcodes and any(scan.includes for _, scan in scans.values())
-        else {}
-    )
-    pages: list[Page] = []
-    cut = len(prefix)
-    for item in page_files:
-        known_blob, scan = scans[item.path]
-        if merged and item.path in merged:
-            scan = scan._replace(headings=merged[item.path])
-        page_id = item.path[cut:-3]
-        pages.append(
-            Page(
-                item.path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), known_blob, scan
-            )
-        )
-    raw = sources_dir(project_prefix) + "/"
-    sources = {f.path: f.blob for f in files if f.path.startswith(raw) and "/." not in f.path}
-    return Wiki(root, pages, others, issues, snapshot, sources, flavour)
+    return scans
