@@ -189,34 +189,61 @@ class CheckEngine:
         return known or None
 
     def _tree_key(self, tree: str) -> str:
-        key = f"{tree}\0{self.project_prefix}\0{self.wiki_dir}\0{self.limit}"
-        return key if self.flavour.plain else f"{key}\0{self.flavour!r}"
+        return tree_key(tree, self.project_prefix, self.wiki_dir, self.limit, self.flavour)
+
+    def cached_tree(self, scope: str) -> str | None:
+        """The tree ``scope`` stands for when its check result and facts are cached, or can
+        be derived from a cached tree's (and now are); None otherwise: this never checks in
+        full. What `llmwiki mv` and `merge-pages --suggest` ask before reading the facts of a
+        tree (the commit of the last move, a work tree edited since its check): a derivation
+        costs the pages the change touched."""
+        if self.cache is None or self.git is None:
+            return None
+        try:
+            if scope == "worktree":
+                self._status = self.git.spawn_status()
+                self._started.append(self._status)
+            tree = self._tree_id(scope)
+            if tree is None or self._cached_or_derived(scope, tree, self.cache) is None:
+                return None
+            self.cache.save()
+            return tree
+        finally:
+            for output in self._started:
+                output()
+            if self._cat is not None:
+                self._cat.close()
+
+    def _cached_or_derived(self, scope: str, tree: str, cache: ScanCache) -> CheckResult | None:
+        """``tree``'s result from the cache, or derived from a cached tree's (and cached)."""
+        key = self._tree_key(tree)
+        record = cache.tree_get(key)
+        if record is not None:
+            return result_from_record(record[:2])
+        try:
+            fast = self._derive(scope, tree, cache)
+        except ValueError:  # damaged facts (checks/parts.py): the full check writes its own
+            return None
+        if fast is None:
+            return None
+        result, facts, base_id, base_extras = fast
+        extras = merge_extras(base_extras, facts.added)
+        if extras_size(extras) <= MAX_EXTRAS:  # a delta against the base's facts file
+            cache.tree_put(key, (*result_to_record(result), base_id, extras))
+        else:
+            own = facts_id(facts.fingerprint, tree)
+            cache.facts_put(own, facts.to_record(), replace=True)
+            cache.tree_put(key, (*result_to_record(result), own, NO_EXTRAS))
+        self._derived[key] = facts
+        return result
 
     def _check_scope(self, scope: str) -> CheckResult:
         cache = self.cache
         tree = self._tree_id(scope) if cache is not None else None
         if cache is not None and tree is not None:
-            key = self._tree_key(tree)
-            record = cache.tree_get(key)
-            if record is not None:
-                return result_from_record(record[:2])
-            try:
-                fast = self._derive(scope, tree, cache)
-            except (
-                ValueError
-            ):  # damaged facts (checks/parts.py): the full check below writes its own
-                fast = None
-            if fast is not None:
-                result, facts, base_id, base_extras = fast
-                extras = merge_extras(base_extras, facts.added)
-                if extras_size(extras) <= MAX_EXTRAS:  # a delta against the base's facts file
-                    cache.tree_put(key, (*result_to_record(result), base_id, extras))
-                else:
-                    own = facts_id(facts.fingerprint, tree)
-                    cache.facts_put(own, facts.to_record(), replace=True)
-                    cache.tree_put(key, (*result_to_record(result), own, NO_EXTRAS))
-                self._derived[key] = facts
-                return result
+            found = self._cached_or_derived(scope, tree, cache)
+            if found is not None:
+                return found
         wiki = self.load_wiki(scope, cache)
         checker = Checker(wiki)
         fingerprint = names_fingerprint(wiki, self.limit) if cache is not None else ""
@@ -377,6 +404,14 @@ class CheckEngine:
         if self.git.rev_parse(against) is None:
             against = EMPTY_TREE
         return self.git.changed_names(against, None if head == "index" else head)
+
+
+def tree_key(
+    tree: str, project_prefix: str, wiki_dir: str | None, limit: int, flavour: Flavour
+) -> str:
+    """The key of a tree's cached result and facts: the tree and what else its check read."""
+    key = f"{tree}\0{project_prefix}\0{wiki_dir}\0{limit}"
+    return key if flavour.plain else f"{key}\0{flavour!r}"
 
 
 def _hidden(path: bytes) -> bool:

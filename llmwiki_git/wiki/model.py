@@ -378,6 +378,7 @@ class ScanTally:
     (one page read at 10,000 pages) scanning nothing."""
 
     pages = 0
+    listed = 0  # pages of every wiki `load_wiki` built, scanned or from the cache
 
 
 def load_wiki(
@@ -425,6 +426,7 @@ def load_wiki(
         scans[path] = (blob, PageScan._make(record))
     if cache is not None:
         cache.touch(found)
+    ScanTally.listed += len(page_files)
     pages: list[Page] = []
     cut = len(prefix)
     for item in page_files:

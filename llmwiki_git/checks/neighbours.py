@@ -1,0 +1,179 @@
+"""The part of a committed tree's wiki that a move touches, from the checker's facts instead
+of every page (issue 39: ``llmwiki mv`` loaded all 100,000 pages to rewrite the links of a few).
+
+After a check, the checker's cache holds, per git tree, the facts its staged delta reads
+(delta.py): every page's names, and which pages use each link target text, listed under the
+slug or file name the text depends on. A tree never changes, so facts kept under a tree id
+are exact for it: a page edited since is another tree, for which there are no facts (the
+caller then loads the whole wiki, as without a cache).
+
+`Neighbourhood.wiki` builds a `Wiki` of the pages a move reads: the moved pages, every page
+with a link whose slug or file name is a moved file's (old) or a new path's (new), read from
+git and scanned; and, from their names alone, every page answering to one of those slugs, so
+that each such link resolves (and is ambiguous) exactly as in the whole wiki. Other links of
+the pages read may resolve to nothing there; `wiki.rewrite.plan_links` acts only on links
+that reach a moved file or name a new one, so the plan is the whole wiki's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..gitstore.git import Git
+from ..wiki.flavour import Flavour
+from ..wiki.model import Page, ScanTally, Wiki, names_wiki, page_kind
+from ..wiki.pages import PageScan
+from ..wiki.slug import slugify
+from ..wiki.snapshots import Snapshot
+from .cache import ScanCache
+from .delta import FILE, Facts, _answers_to, _title_of, claimant_paths, page_of
+from .duplicates import Group, suggest
+from .engine import tree_key
+
+
+def tree_facts(
+    cache: ScanCache,
+    tree: str,
+    *,
+    wiki_dir: str | None,
+    project_prefix: str,
+    limit: int,
+    flavour: Flavour,
+) -> Facts | None:
+    """The facts the checker keeps for ``tree``, or None: no check saw that tree, its facts
+    are gone or damaged, or the vault has a flavour (its facts lack the flavour's link rules:
+    the caller reads the whole wiki)."""
+    if not flavour.plain:
+        return None
+    record = cache.tree_get(tree_key(tree, project_prefix, wiki_dir, limit, flavour))
+    if (
+        record is None
+        or len(record) != 4
+        or not isinstance(record[2], str)
+        or not Facts.valid_extras(record[3])
+    ):
+        return None
+    try:
+        facts = Facts.from_record(cache.facts_get(record[2]))
+        return None if facts is None else facts.with_extras(record[3])
+    except ValueError:  # a damaged part (checks/parts.py): read the whole wiki instead
+        return None
+
+
+@dataclass
+class Neighbourhood:
+    """The pages of one committed tree as its facts list them, read only where asked."""
+
+    git: Git
+    tree: str
+    facts: Facts
+    snapshot: Snapshot
+    limit: int
+
+    @property
+    def root_dir(self) -> str:
+        return self.facts.root_dir
+
+    def wiki(self, moves: Mapping[str, str]) -> Wiki:
+        """The pages that moving the files of ``moves`` (old path -> new path) reads: see the
+        module's docstring. Raises ValueError when the facts cannot tell (a damaged part)."""
+        names = self._names(moves)
+        facts = self.facts
+        read = {path for path in moves if path in facts.names_by_path} | self._users(names)
+        claimants = {
+            path
+            for name in names
+            if name[:1] != FILE
+            for path in claimant_paths(facts.by_slug, facts.names_by_path, name)
+            if path in facts.names_by_path and path not in read
+        }
+        stubs = names_wiki(facts.root_dir, {p: facts.names_by_path[p] for p in claimants}, []).pages
+        return Wiki(
+            facts.root_dir,
+            [*self._read(sorted(read)), *stubs],
+            facts.other_files,
+            [],
+            self.snapshot,
+        )
+
+    def _users(self, names: Iterable[str]) -> set[str]:
+        """The pages with a link whose target text depends on one of ``names``."""
+        facts = self.facts
+        found: set[str] = set()
+        for name in names:
+            for text in facts.texts_named(name):
+                found.update(p for p in facts.users_of(text) if p in facts.names_by_path)
+        return found
+
+    def names_only(self, real: Iterable[Page] = ()) -> Wiki:
+        """Every page of the tree from its names alone (alias and title slugs, headings,
+        block ids; no title as written, no links), ``real`` pages in place of theirs."""
+        facts = self.facts
+        prefix = f"{facts.root_dir}/" if facts.root_dir else ""
+        given = {page.path: page for page in real}
+        pages = []
+        for path, key in facts.names_by_path.items():
+            page = given.get(path)
+            if page is None:
+                aliases, headings, blocks = (
+                    tuple(p for p in part.split("\x02") if p) for part in key.split("\x01")[:3]
+                )
+                scan = PageScan(None, (), (), 0, (), headings, blocks, aliases)
+                page_id = path[len(prefix) : -3]
+                page = Page(
+                    path,
+                    page_id,
+                    page_id.rsplit("/", 1)[-1],
+                    page_kind(page_id),
+                    None,
+                    scan._replace(title_slug=_title_of(path, key)),
+                )
+            pages.append(page)
+        return Wiki(facts.root_dir, pages, facts.other_files, [], self.snapshot)
+
+    def suggest(self) -> list[Group]:
+        """`merge-pages --suggest` from the facts: the groups are found among every page's
+        names (what the pairing reads: title and alias slugs, file names); then the pages of
+        the groups are read for their titles as written, and the pages linking to them for
+        the links that rank them."""
+        groups = suggest(self.names_only())
+        members = {page.path for group in groups for page, _ in group.pages}
+        if not members:
+            return []
+        facts = self.facts
+        names = {n for p in members for n in _answers_to(p, facts.names_by_path[p])}
+        names |= {FILE + p.rsplit("/", 1)[-1].lower() for p in members}
+        return suggest(self.names_only(self._read(sorted(members | self._users(names)))))
+
+    def _names(self, moves: Mapping[str, str]) -> set[str]:
+        """The slugs and file names (FILE + name) whose links a move may rewrite or refuse:
+        those a moved file answers to today, and those of its new path."""
+        facts = self.facts
+        found: set[str] = set()
+        for old, new in moves.items():
+            key = facts.names_by_path.get(old)
+            if key is not None:
+                found |= _answers_to(old, key)
+                found.add(slugify(new.rsplit("/", 1)[-1][:-3]))
+            found.add(FILE + old.rsplit("/", 1)[-1].lower())
+            found.add(FILE + new.rsplit("/", 1)[-1].lower())
+        return found
+
+    def _read(self, paths: Iterable[str]) -> list[Page]:
+        """The pages at ``paths`` of the revision, read from git and scanned."""
+        wanted = list(paths)
+        if not wanted:
+            return []
+        blobs = self.git.blob_ids(self.tree, wanted)
+        data = self.git.read_blobs(blobs.values())
+        prefix = f"{self.root_dir}/" if self.root_dir else ""
+        pages = []
+        for path in wanted:
+            blob = blobs.get(path)
+            body = data.get(blob or "")
+            if blob is None or body is None:
+                raise ValueError(f"{path} is in the facts but not readable in {self.tree}")
+            pages.append(page_of(path, prefix, blob, body, self.limit))
+        ScanTally.pages += len(pages)
+        return pages
