@@ -153,3 +153,47 @@ def test_damaged_facts_fall_back_to_reading_every_page(repo: Repo) -> None:
     assert proc.returncode == 0, proc.stderr
     assert ScanTally.listed > listed
     assert "Next: [[x]]." in (repo.root / f"{prefix}concepts/p2.md").read_text()
+
+
+@pytest.mark.parametrize("layout", ["wiki", "vault"])
+def test_suggest_after_a_check_reads_only_the_grouped_pages(
+    repo: Repo, tmp_path: Path, layout: str
+) -> None:
+    """`merge-pages --suggest` pairs the names the checker keeps, then reads the pages of the
+    groups (their titles as written) and the pages linking to them (which one is kept)."""
+    prefix = layout_prefix(repo, layout)
+    pages = {
+        "concepts/transformer.md": page("Transformer", "[[gradient-descent]]"),
+        "concepts/transformers.md": page("Transformers", "plural of the first"),
+        "concepts/gradient-descent.md": page("Gradient Descent", "x"),
+        "concepts/gd-copy.md": page("Gradient Descent", "an LLM wrote it twice [[gd-copy]]"),
+        "concepts/ml.md": page("ML", "x", aliases="[Machine Learning]"),
+        "concepts/machine-learning.md": page("Machine Learning", "[[ml]] [[machine-learning]]"),
+        "notes/well-2.md": page("Well 2", "x"),
+        "notes/well-3.md": page("Well 3", "x"),
+        **{
+            f"notes/other-{n}.md": page(f"Other {'abcdefgh'[n]}", "[[transformers]]")
+            for n in range(8)
+        },
+    }
+    for path, text in pages.items():
+        repo.write(prefix + path, text)
+    repo.commit("wiki")
+    repo.write(prefix + "notes/other-1.md", page("Other b", "[[transformer]] edited, unstaged"))
+    assert run_in_process(repo.root, ["check"]).returncode in (0, 1)
+    twin = _twins(repo, tmp_path)
+    listed, scanned = ScanTally.listed, ScanTally.pages
+    fast = run_in_process(repo.root, ["merge-pages", "--suggest", "--json"])
+    assert ScanTally.listed == listed
+    # the six grouped pages and the eight linking to one of them
+    assert ScanTally.pages - scanned <= 14
+    slow = run_in_process(twin.root, ["merge-pages", "--suggest", "--json"], env=NO_CACHE)
+    assert ScanTally.listed > listed
+    assert fast.returncode == slow.returncode == 0, fast.stderr + slow.stderr
+    assert (fast.stdout, fast.stderr) == (slow.stdout, slow.stderr)
+    groups = json.loads(fast.stdout)["groups"]
+    assert len(groups) == 3 and {g["pages"][0]["title"] for g in groups} >= {"Transformers"}
+    text = run_in_process(repo.root, ["merge-pages", "--suggest"])
+    assert (
+        text.stdout == run_in_process(twin.root, ["merge-pages", "--suggest"], env=NO_CACHE).stdout
+    )
