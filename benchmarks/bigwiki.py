@@ -20,7 +20,12 @@ of the process and its children, git included):
 * ``index --fast, no scan cache``: the same on a fresh clone that was never checked;
 * ``fresh context``: ``context "<a page title>" --json`` on that ``--fast`` index, nothing changed;
 * ``read one page``: a fresh process reading one page as MCP ``read_page`` does
-  (``pages.service.read_page``), the scan cache warm (issue 39).
+  (``pages.service.read_page``), the scan cache warm (issue 39);
+* ``mv one page``: a whole-tree ``check`` of the clean tree (unmeasured), then ``llmwiki mv``
+  of one concept page to a new name, committed (then reset away); its pages are reached by
+  their aliases, so the commit is the move and the table of contents (issue 39);
+* ``merge-pages --suggest``: a whole-tree ``check`` (unmeasured), then ``merge-pages
+  --suggest --json`` (issue 39).
 
 Targets: cold < 1.5 s, first and next ``--staged`` < 0.3 s, ``index --fast`` < 5 s, fresh
 ``context`` < 0.3 s. Every revision works on its own copy of the wiki (``cp -a``, then ``git
@@ -55,6 +60,8 @@ TARGETS = {
     "index --fast, no scan cache": 5.0,
     "fresh context": 0.3,
     "read one page": 1.0,
+    "mv one page": 1.0,
+    "merge-pages --suggest": 1.0,
 }
 # One page read as MCP `read_page` reads it, in a fresh process (no CLI command reads a page).
 READ_PAGE = (
@@ -203,6 +210,31 @@ class Copy:
         assert proc.returncode == 0 and b'"pageId"' in proc.stdout, proc.stderr
         return wall, cpu
 
+    def mv_one_page(self) -> tuple[float, float]:
+        self.restore()
+        git(self.root, self.env, "reset", "-q", "--hard", "HEAD")
+        self.check()  # the whole-tree check a user ran before
+        rel = self.page.relative_to(self.root).as_posix()
+        state = self.root / ".llmwiki"  # llmwiki's own index.md and log.md, as before the move
+        kept = {p: p.read_bytes() for p in state.glob("*.md")} if state.is_dir() else {}
+        wall, cpu, proc = run(
+            [*self.llmwiki, "mv", rel, rel[:-3] + "-moved.md"], self.root, self.env
+        )
+        assert proc.returncode == 0 and b"Moved " in proc.stdout, proc.stderr
+        git(self.root, self.env, "reset", "-q", "--hard", "HEAD~1")
+        for path, data in kept.items():
+            path.write_bytes(data)
+        return wall, cpu
+
+    def suggest(self) -> tuple[float, float]:
+        self.restore()
+        self.check()
+        wall, cpu, proc = run(
+            [*self.llmwiki, "merge-pages", "--suggest", "--json"], self.root, self.env
+        )
+        assert proc.returncode == 0 and b'"groups"' in proc.stdout, proc.stderr
+        return wall, cpu
+
 
 ROWS = {
     "cold check": Copy.cold,
@@ -213,6 +245,8 @@ ROWS = {
     "index --fast, no scan cache": Copy.index_fast_cold,
     "fresh context": Copy.fresh_context,
     "read one page": Copy.read_one_page,
+    "mv one page": Copy.mv_one_page,
+    "merge-pages --suggest": Copy.suggest,
 }
 
 

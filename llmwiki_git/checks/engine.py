@@ -15,6 +15,7 @@ import gc
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from ..errors import GitError
 from ..gitstore.catfile import CatFile
@@ -279,29 +280,14 @@ class CheckEngine:
         tree for the index when known, else the most recently checked tree, such as the
         other branch before a switch or the index of the previous hook run. Returns the
         result, the new facts, and the facts and extras of the tree it started from."""
-        git = self.git
-        if git is None or not self.flavour.plain:
+        if self.git is None or not self.flavour.plain:
             # The delta's facts know the common rules only (a flavour's markdown links by
             # name, comments and templates are not in them): a flavoured wiki is checked in
             # full, its page scans and problems still cached.
             return None
-        trees = cache.trees()
-        suffix = self._tree_key("")
-        candidates = [k for k in reversed(list(trees)) if k.endswith(suffix)]
-        if scope == "index":
-            head = self._tree_key(self._tree_id("HEAD") or EMPTY_TREE)
-            if head in trees:
-                candidates.insert(0, head)
-        for base_key in candidates[:3]:
-            record = trees[base_key]
-            if (
-                len(record) != 4
-                or not isinstance(record[2], str)
-                or not Facts.valid_extras(record[3])
-            ):
-                continue
+        for base_key, record in self._bases(scope, cache):
             base_tree = base_key.split("\0")[0]
-            diff_output = None if scope == "index" else git.spawn_tree_diff(base_tree, tree)
+            diff_output = None if scope == "index" else self.git.spawn_tree_diff(base_tree, tree)
             if diff_output is not None:
                 self._started.append(diff_output)  # git diffs while the facts load
             facts = self._derived.get(base_key)
@@ -310,41 +296,74 @@ class CheckEngine:
                 if facts is None:
                     continue  # its facts file is gone (pruned) or unreadable
                 facts = facts.with_extras(record[3])
-            locate: Callable[[list[str]], dict[str, str]]
-            if diff_output is None:
-                diff = self._index_diff(base_tree)
-                locate = _in_index
-            else:
-                diff = diff_output()
-                locate = self._locator(tree)
-            read = self._cat.read_blobs if self._cat is not None else git.read_blobs
-            derived = derive(
-                read,
-                locate,
-                record[1],
-                facts,
-                diff=diff,
-                wiki_dir=self.wiki_dir,
-                base=self.project_prefix,
-                limit=self.limit,
-            )
-            if derived is None:
-                return None
-            result, new_facts = derived
-            result = derived_sourcing(
-                git,
-                result,
-                diff,
-                scope,
-                tree,
-                set(new_facts.names_by_path),
-                locate,
-                read,
-                self.project_prefix,
-                new_facts.root_dir,
-            )
-            return result, new_facts, record[2], record[3]
+            derived = self._derive_from(scope, tree, base_tree, record, facts, diff_output)
+            return None if derived is None else (*derived, record[2], record[3])
         return None
+
+    def _bases(self, scope: str, cache: ScanCache) -> list[tuple[str, tuple[Any, ...]]]:
+        """The cached trees to derive from, best first (at most three), with their records."""
+        trees = cache.trees()
+        suffix = self._tree_key("")
+        candidates = [k for k in reversed(list(trees)) if k.endswith(suffix)]
+        if scope == "index":
+            head = self._tree_key(self._tree_id("HEAD") or EMPTY_TREE)
+            if head in trees:
+                candidates.insert(0, head)
+        return [
+            (key, trees[key])
+            for key in candidates[:3]
+            if len(trees[key]) == 4
+            and isinstance(trees[key][2], str)
+            and Facts.valid_extras(trees[key][3])
+        ]
+
+    def _derive_from(
+        self,
+        scope: str,
+        tree: str,
+        base_tree: str,
+        record: tuple[Any, ...],
+        facts: Facts,
+        diff_output: Callable[[], bytes] | None,
+    ) -> tuple[CheckResult, Facts] | None:
+        """``tree``'s result and facts from ``base_tree``'s (``record``, ``facts``) and their
+        diff (the index's against it, or ``diff_output``); None when the delta cannot tell."""
+        git = self.git
+        assert git is not None
+        locate: Callable[[list[str]], dict[str, str]]
+        if diff_output is None:
+            diff = self._index_diff(base_tree)
+            locate = _in_index
+        else:
+            diff = diff_output()
+            locate = self._locator(tree)
+        read = self._cat.read_blobs if self._cat is not None else git.read_blobs
+        derived = derive(
+            read,
+            locate,
+            record[1],
+            facts,
+            diff=diff,
+            wiki_dir=self.wiki_dir,
+            base=self.project_prefix,
+            limit=self.limit,
+        )
+        if derived is None:
+            return None
+        result, new_facts = derived
+        result = derived_sourcing(
+            git,
+            result,
+            diff,
+            scope,
+            tree,
+            set(new_facts.names_by_path),
+            locate,
+            read,
+            self.project_prefix,
+            new_facts.root_dir,
+        )
+        return result, new_facts
 
     def _prefetch_index(self) -> None:
         """Start the git commands a check of the index needs (its tree, its diff against

@@ -18,7 +18,7 @@ that reach a moved file or name a new one, so the plan is the whole wiki's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..gitstore.git import Git
 from ..wiki.flavour import Flavour
@@ -28,8 +28,10 @@ from ..wiki.slug import slugify
 from ..wiki.snapshots import Snapshot
 from .cache import ScanCache
 from .delta import FILE, Facts, _answers_to, _title_of, claimant_paths, page_of
-from .duplicates import Group, suggest
+from .duplicates import Group, _pairs, _title, suggest
 from .engine import tree_key
+
+ALIAS = "alias-collision"  # the one reason whose pairs are named by a shared alias
 
 
 def tree_facts(
@@ -70,6 +72,7 @@ class Neighbourhood:
     facts: Facts
     snapshot: Snapshot
     limit: int
+    _stubs: list[Page] | None = field(default=None, init=False, repr=False)
 
     @property
     def root_dir(self) -> str:
@@ -110,41 +113,38 @@ class Neighbourhood:
         """Every page of the tree from its names alone (alias and title slugs, headings,
         block ids; no title as written, no links), ``real`` pages in place of theirs."""
         facts = self.facts
-        prefix = f"{facts.root_dir}/" if facts.root_dir else ""
+        if self._stubs is None:
+            prefix = f"{facts.root_dir}/" if facts.root_dir else ""
+            self._stubs = [
+                _stub(path, path[len(prefix) : -3], key)
+                for path, key in facts.names_by_path.items()
+            ]
         given = {page.path: page for page in real}
-        pages = []
-        for path, key in facts.names_by_path.items():
-            page = given.get(path)
-            if page is None:
-                aliases, headings, blocks = (
-                    tuple(p for p in part.split("\x02") if p) for part in key.split("\x01")[:3]
-                )
-                scan = PageScan(None, (), (), 0, (), headings, blocks, aliases)
-                page_id = path[len(prefix) : -3]
-                page = Page(
-                    path,
-                    page_id,
-                    page_id.rsplit("/", 1)[-1],
-                    page_kind(page_id),
-                    None,
-                    scan._replace(title_slug=_title_of(path, key)),
-                )
-            pages.append(page)
+        pages = [given.get(stub.path, stub) for stub in self._stubs] if given else self._stubs
         return Wiki(facts.root_dir, pages, facts.other_files, [], self.snapshot)
 
     def suggest(self) -> list[Group]:
-        """`merge-pages --suggest` from the facts: the groups are found among every page's
-        names (what the pairing reads: title and alias slugs, file names); then the pages of
-        the groups are read for their titles as written, and the pages linking to them for
-        the links that rank them."""
-        groups = suggest(self.names_only())
-        members = {page.path for group in groups for page, _ in group.pages}
+        """`merge-pages --suggest` from the facts: the pairs are found among every page's
+        names (all the pairing reads: title and alias slugs, file names); then the paired
+        pages are read for their titles as written, and the pages linking to them for the
+        links that rank them. The same groups as from every page read."""
+        pairs = list(_pairs(self.names_only()))
+        members = {page.path for _, a, b, _ in pairs for page in (a, b)}
         if not members:
             return []
         facts = self.facts
         names = {n for p in members for n in _answers_to(p, facts.names_by_path[p])}
         names |= {FILE + p.rsplit("/", 1)[-1].lower() for p in members}
-        return suggest(self.names_only(self._read(sorted(members | self._users(names)))))
+        wiki = self.names_only(self._read(sorted(members | self._users(names))))
+        real = wiki.by_path
+        return suggest(
+            wiki,
+            [
+                # a pair's name is the first page's title, or the alias two pages share
+                (why, real[a.path], real[b.path], name if why == ALIAS else _title(real[a.path]))
+                for why, a, b, name in pairs
+            ],
+        )
 
     def _names(self, moves: Mapping[str, str]) -> set[str]:
         """The slugs and file names (FILE + name) whose links a move may rewrite or refuse:
@@ -177,3 +177,13 @@ class Neighbourhood:
             pages.append(page_of(path, prefix, blob, body, self.limit))
         ScanTally.pages += len(pages)
         return pages
+
+
+def _stub(path: str, page_id: str, key: str) -> Page:
+    """A page rebuilt from its (compact) names key: what resolving links and pairing names
+    read, no title as written and no links."""
+    aliases, headings, blocks = (
+        tuple(p for p in part.split("\x02") if p) for part in key.split("\x01")[:3]
+    )
+    scan = PageScan(None, (), (), 0, (), headings, blocks, aliases, title_slug=_title_of(path, key))
+    return Page(path, page_id, page_id.rsplit("/", 1)[-1], page_kind(page_id), None, scan)

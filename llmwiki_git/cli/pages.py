@@ -17,6 +17,7 @@ from .app import _note, _read_text_argument, _repo_path, _workspace, cli
 from .review import plan_lines
 
 if TYPE_CHECKING:
+    from ..publication.move import Moved
     from ..review.stagerewrite import StagedRewrite
 
 
@@ -122,6 +123,11 @@ def mv(ctx: click.Context, old: str, new: str, dry_run: bool, review: bool, as_j
         dry_run=dry_run,
         around=ws.neighbourhood,  # after a check: only the pages the move touches are read
     )
+    _render_move(ctx, done, dry_run, as_json)
+
+
+def _render_move(ctx: click.Context, done: Moved, dry_run: bool, as_json: bool) -> None:
+    """The output of `mv` (without --review): the commit, or the plan of a dry run."""
     if as_json:
         click.echo(json.dumps(done.to_json(), indent=2, ensure_ascii=False))
         ctx.exit(1 if done.refused else 0)
