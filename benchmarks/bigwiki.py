@@ -22,8 +22,9 @@ of the process and its children, git included):
 * ``read one page``: a fresh process reading one page as MCP ``read_page`` does
   (``pages.service.read_page``), the scan cache warm (issue 39);
 * ``mv one page``: a whole-tree ``check`` of the clean tree (unmeasured), then ``llmwiki mv``
-  of one concept page to a new name, committed (then reset away); its pages are reached by
-  their aliases, so the commit is the move and the table of contents (issue 39);
+  of one concept page to a new name, committed (then moved back, unmeasured); the pages
+  linking to it reach it by its alias, so the commit is the move and the table of contents
+  (llmwiki's own copy in ``.llmwiki/``: the wiki's ``index.md`` is the user's) (issue 39);
 * ``merge-pages --suggest``: a whole-tree ``check`` (unmeasured), then ``merge-pages
   --suggest --json`` (issue 39).
 
@@ -212,18 +213,14 @@ class Copy:
 
     def mv_one_page(self) -> tuple[float, float]:
         self.restore()
-        git(self.root, self.env, "reset", "-q", "--hard", "HEAD")
         self.check()  # the whole-tree check a user ran before
         rel = self.page.relative_to(self.root).as_posix()
-        state = self.root / ".llmwiki"  # llmwiki's own index.md and log.md, as before the move
-        kept = {p: p.read_bytes() for p in state.glob("*.md")} if state.is_dir() else {}
-        wall, cpu, proc = run(
-            [*self.llmwiki, "mv", rel, rel[:-3] + "-moved.md"], self.root, self.env
-        )
+        moved = rel[:-3] + "-moved.md"
+        wall, cpu, proc = run([*self.llmwiki, "mv", rel, moved], self.root, self.env)
         assert proc.returncode == 0 and b"Moved " in proc.stdout, proc.stderr
-        git(self.root, self.env, "reset", "-q", "--hard", "HEAD~1")
-        for path, data in kept.items():
-            path.write_bytes(data)
+        # moved back (unmeasured): the same tree as before, llmwiki's own index.md with it
+        back = run([*self.llmwiki, "mv", moved, rel], self.root, self.env)[2]
+        assert back.returncode == 0, back.stderr
         return wall, cpu
 
     def suggest(self) -> tuple[float, float]:
