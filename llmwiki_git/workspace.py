@@ -253,7 +253,7 @@ class Workspace:
         if tree is None or facts is None:
             return None
         return Neighbourhood(
-            self.git, tree, facts, self.snapshot(scope), self.settings.max_page_bytes
+            self.git, tree, facts, self.snapshot(scope), self.settings.max_page_bytes, cache
         )
 
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
