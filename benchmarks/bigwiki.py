@@ -24,6 +24,12 @@ of the process and its children, git included):
 * ``index --fast after one edit``: a current ``--fast`` index (built unmeasured if absent),
   one page's body edited, ``index --fast`` (issue 39);
 * ``first context after that index``: the same, then ``context`` measured (issue 39).
+* ``mv one page``: a whole-tree ``check`` of the clean tree (unmeasured), then ``llmwiki mv``
+  of one concept page to a new name, committed (then moved back, unmeasured); the pages
+  linking to it reach it by its alias, so the commit is the move and the table of contents
+  (llmwiki's own copy in ``.llmwiki/``: the wiki's ``index.md`` is the user's) (issue 39);
+* ``merge-pages --suggest``: a whole-tree ``check`` (unmeasured), then ``merge-pages
+  --suggest --json`` (issue 39).
 
 Targets: cold < 1.5 s, first and next ``--staged`` < 0.3 s, ``index --fast`` < 5 s, fresh
 ``context`` < 0.3 s. Every revision works on its own copy of the wiki (``cp -a``, then ``git
@@ -60,6 +66,8 @@ TARGETS = {
     "read one page": 1.0,
     "index --fast after one edit": 1.0,
     "first context after that index": 1.0,
+    "mv one page": 1.0,
+    "merge-pages --suggest": 1.0,
 }
 # One page read as MCP `read_page` reads it, in a fresh process (no CLI command reads a page).
 READ_PAGE = (
@@ -225,6 +233,27 @@ class Copy:
         assert proc.returncode == 0 and b'"primary"' in proc.stdout, proc.stderr
         return wall, cpu
 
+    def mv_one_page(self) -> tuple[float, float]:
+        self.restore()
+        self.check()  # the whole-tree check a user ran before
+        rel = self.page.relative_to(self.root).as_posix()
+        moved = rel[:-3] + "-moved.md"
+        wall, cpu, proc = run([*self.llmwiki, "mv", rel, moved], self.root, self.env)
+        assert proc.returncode == 0 and b"Moved " in proc.stdout, proc.stderr
+        # moved back (unmeasured): the same tree as before, llmwiki's own index.md with it
+        back = run([*self.llmwiki, "mv", moved, rel], self.root, self.env)[2]
+        assert back.returncode == 0, back.stderr
+        return wall, cpu
+
+    def suggest(self) -> tuple[float, float]:
+        self.restore()
+        self.check()
+        wall, cpu, proc = run(
+            [*self.llmwiki, "merge-pages", "--suggest", "--json"], self.root, self.env
+        )
+        assert proc.returncode == 0 and b'"groups"' in proc.stdout, proc.stderr
+        return wall, cpu
+
 
 ROWS = {
     "cold check": Copy.cold,
@@ -237,6 +266,8 @@ ROWS = {
     "read one page": Copy.read_one_page,
     "index --fast after one edit": Copy.index_after_edit,
     "first context after that index": Copy.context_after_index,
+    "mv one page": Copy.mv_one_page,
+    "merge-pages --suggest": Copy.suggest,
 }
 
 

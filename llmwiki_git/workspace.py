@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import config
-from .errors import DATA_ERRORS, ConfigError, NotARepository, UsageError
+from .errors import DATA_ERRORS, ConfigError, LlmwikiError, NotARepository, UsageError
 from .gitstore.git import EMPTY_TREE, Git, find_project, find_root
 from .wiki.flavour import Flavour, flavour_for
 from .wiki.listing import PageListing
@@ -20,6 +20,8 @@ from .wiki.snapshots import IndexSnapshot, RevisionSnapshot, Snapshot, WorktreeS
 
 if TYPE_CHECKING:
     from .checks.cache import ScanCache
+    from .checks.engine import CheckEngine
+    from .checks.neighbours import Neighbourhood
     from .checks.result import CheckResult
     from .retrieval.preload import ModelPreload
     from .retrieval.service import Retrieval
@@ -222,19 +224,53 @@ class Workspace:
             cache.save()
         return wiki
 
+    def neighbourhood(self, scope: str) -> Neighbourhood | None:
+        """The wiki of ``scope`` (a revision, or ``worktree``) as the checker's facts list it:
+        what `llmwiki mv` and `merge-pages --suggest` read instead of every page. None when
+        no check saw that tree nor one it derives from (a fresh clone), or the cache is off
+        or the vault flavoured: the caller then reads the whole wiki."""
+        cache = self._cache()
+        if cache is None or self.git is None or not self.flavour.plain:
+            return None
+        from .checks.neighbours import Neighbourhood, tree_facts
+
+        try:
+            tree = self._engine(cache).cached_tree(scope)
+        except LlmwikiError:  # a bad [check] setting: the caller reads the whole wiki
+            return None
+        facts = (
+            tree_facts(
+                cache,
+                tree,
+                wiki_dir=self.settings.wiki_dir,
+                project_prefix=self.project_prefix,
+                limit=self.settings.max_page_bytes,
+                flavour=self.flavour,
+            )
+            if tree is not None
+            else None
+        )
+        if tree is None or facts is None:
+            return None
+        return Neighbourhood(
+            self.git, tree, facts, self.snapshot(scope), self.settings.max_page_bytes, cache
+        )
+
     def check(self, head: str = "worktree", base: str | None = None) -> CheckResult:
         """Check ``head``; with ``base``, report only what is newly wrong since ``base``
         (the engine: checks/engine.py)."""
+        return self._engine(self._cache()).check(head, base)
+
+    def _engine(self, cache: ScanCache | None) -> CheckEngine:
         from .checks.engine import CheckEngine
 
-        engine = CheckEngine(
+        return CheckEngine(
             self.git,
             self.wiki,
             wiki_dir=self.settings.wiki_dir,
             project_prefix=self.project_prefix,
             limit=self.settings.max_page_bytes,
-            cache=self._cache(),
+            cache=cache,
             severity=(*self.flavour.severity, *self.settings.check_severity),
             flavour=self.flavour,
         )
-        return engine.check(head, base)

@@ -19,7 +19,6 @@ every path here with an uncached full check.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from ..wiki.model import Page, detect_root, names_wiki, page_kind
 from ..wiki.pages import scan_page
 from ..wiki.provenance import in_sources
 from ..wiki.slug import parse_target, slugify
-from .extras import NO_EXTRAS, Extras
+from .extras import NO_EXTRAS, Extras, chained_fingerprint
 from .links import (
     MD,
     PLAIN_OK,
@@ -100,42 +99,14 @@ class Facts:
             for text in dropped:
                 outcomes.pop(text, None)
             outcomes.update(outcomes_add)
-        names, names_by_path, other_files, by_slug = (
-            self.names,
-            self.names_by_path,
-            self.other_files,
-            self.by_slug,
-        )
-        if names_add:
-            names, names_by_path, by_slug = set(names), dict(names_by_path), by_slug.copy()
-            for path, key in names_add.items():
-                move_names(by_slug, path, names_by_path.get(path), key)
-                if key is None:
-                    names_by_path.pop(path, None)
-                else:
-                    names_by_path[path] = key
-                    names |= _page_names(path, key)
+        names, names_by_path, by_slug = self._with_names(names_add)
+        other_files = self.other_files
         if files_add:
             files = set(other_files)
             files.update(path for path, present in files_add.items() if present)
             files.difference_update(path for path, present in files_add.items() if not present)
             other_files = sorted(files)
-        users, paths = (
-            (self.users.copy(), list(self.paths)) if users_add else (self.users, self.paths)
-        )
-        position = {path: i for i, path in enumerate(paths)} if users_add else {}
-        for text, using in users_add.items():
-            listed = users.get(text, "")
-            marks = set(listed.split())
-            for path in using:
-                index = position.get(path)
-                if index is None:
-                    index = position[path] = len(paths)
-                    paths.append(path)
-                if str(index) not in marks:
-                    marks.add(str(index))
-                    listed = f"{listed} {index}" if listed else str(index)
-            users[text] = listed
+        users, paths = self._with_users(users_add)
         merged = Facts(
             self.root_dir,
             fingerprint or self.fingerprint,
@@ -150,6 +121,45 @@ class Facts:
         )
         merged.add_texts(new_texts)
         return merged
+
+    def _with_names(
+        self, names_add: dict[str, str | None]
+    ) -> tuple[set[str], dict[str, str], PartedMap]:
+        """``names``, ``names_by_path`` and ``by_slug`` with the pages of ``names_add`` (path
+        -> names key; None: gone): copies where they change."""
+        if not names_add:
+            return self.names, self.names_by_path, self.by_slug
+        names, names_by_path = set(self.names), dict(self.names_by_path)
+        by_slug = self.by_slug.copy()
+        for path, key in names_add.items():
+            move_names(by_slug, path, names_by_path.get(path), key)
+            if key is None:
+                names_by_path.pop(path, None)
+            else:
+                names_by_path[path] = key
+                names |= _page_names(path, key)
+        return names, names_by_path, by_slug
+
+    def _with_users(self, users_add: dict[str, tuple[str, ...]]) -> tuple[PartedMap, list[str]]:
+        """``users`` and ``paths`` with the link usage of ``users_add`` (text -> pages):
+        copies where they change."""
+        if not users_add:
+            return self.users, self.paths
+        users, paths = self.users.copy(), list(self.paths)
+        position = {path: i for i, path in enumerate(paths)}
+        for text, using in users_add.items():
+            listed = users.get(text, "")
+            marks = set(listed.split())
+            for path in using:
+                index = position.get(path)
+                if index is None:
+                    index = position[path] = len(paths)
+                    paths.append(path)
+                if str(index) not in marks:
+                    marks.add(str(index))
+                    listed = f"{listed} {index}" if listed else str(index)
+            users[text] = listed
+        return users, paths
 
     def to_record(self) -> tuple[Any, ...]:
         # Clean outcomes are one shared tuple (links.PLAIN_OK): marshal writes it once.
@@ -775,17 +785,3 @@ def _co_claimants(facts: Facts, names_by_path: dict[str, str], changed: list[str
                         continue  # a page of the same file name elsewhere: no name problem
                 found.add(other)
     return found
-
-
-def chained_fingerprint(base: str, names: dict[str, str | None], files: dict[str, bool]) -> str:
-    """A derived state's fingerprint: its base's and the names that changed (hashing every
-    page's names again costs ~6 ms on 10,000 pages). It names facts, never compared with a
-    full check's: a state reached two ways may have two, which costs only a file."""
-    text = "\x00".join(
-        [
-            base,
-            *(f"{path}\x01{key}" for path, key in sorted(names.items())),
-            *(f"{path}\x01{present}" for path, present in sorted(files.items())),
-        ]
-    )
-    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()

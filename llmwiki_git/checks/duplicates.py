@@ -345,9 +345,10 @@ def _place(page: Page) -> str:
     )
 
 
-def suggest(wiki: Wiki) -> list[Group]:
+def suggest(wiki: Wiki, pairs: Iterable[tuple[str, Page, Page, str]] | None = None) -> list[Group]:
     """Groups of pages that look like one concept, most-linked page first in each; groups in
-    the order of their strongest reason, then their kept page's path."""
+    the order of their strongest reason, then their kept page's path. ``pairs``: what
+    `_pairs` yields for ``wiki``, when the caller has it (checks/neighbours.py)."""
     parent: dict[str, str] = {}
 
     def find(path: str) -> str:
@@ -357,7 +358,7 @@ def suggest(wiki: Wiki) -> list[Group]:
 
     reasons: dict[frozenset[str], str] = {}
     names: dict[frozenset[str], str] = {}
-    for reason, a, b, name in _pairs(wiki):
+    for reason, a, b, name in _pairs(wiki) if pairs is None else pairs:
         if a.path == b.path:
             continue
         pair = frozenset((a.path, b.path))

@@ -15,6 +15,7 @@ import gc
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from ..errors import GitError
 from ..gitstore.catfile import CatFile
@@ -189,34 +190,61 @@ class CheckEngine:
         return known or None
 
     def _tree_key(self, tree: str) -> str:
-        key = f"{tree}\0{self.project_prefix}\0{self.wiki_dir}\0{self.limit}"
-        return key if self.flavour.plain else f"{key}\0{self.flavour!r}"
+        return tree_key(tree, self.project_prefix, self.wiki_dir, self.limit, self.flavour)
+
+    def cached_tree(self, scope: str) -> str | None:
+        """The tree ``scope`` stands for when its check result and facts are cached, or can
+        be derived from a cached tree's (and now are); None otherwise: this never checks in
+        full. What `llmwiki mv` and `merge-pages --suggest` ask before reading the facts of a
+        tree (the commit of the last move, a work tree edited since its check): a derivation
+        costs the pages the change touched."""
+        if self.cache is None or self.git is None:
+            return None
+        try:
+            if scope == "worktree":
+                self._status = self.git.spawn_status()
+                self._started.append(self._status)
+            tree = self._tree_id(scope)
+            if tree is None or self._cached_or_derived(scope, tree, self.cache) is None:
+                return None
+            self.cache.save()
+            return tree
+        finally:
+            for output in self._started:
+                output()
+            if self._cat is not None:
+                self._cat.close()
+
+    def _cached_or_derived(self, scope: str, tree: str, cache: ScanCache) -> CheckResult | None:
+        """``tree``'s result from the cache, or derived from a cached tree's (and cached)."""
+        key = self._tree_key(tree)
+        record = cache.tree_get(key)
+        if record is not None:
+            return result_from_record(record[:2])
+        try:
+            fast = self._derive(scope, tree, cache)
+        except ValueError:  # damaged facts (checks/parts.py): the full check writes its own
+            return None
+        if fast is None:
+            return None
+        result, facts, base_id, base_extras = fast
+        extras = merge_extras(base_extras, facts.added)
+        if extras_size(extras) <= MAX_EXTRAS:  # a delta against the base's facts file
+            cache.tree_put(key, (*result_to_record(result), base_id, extras))
+        else:
+            own = facts_id(facts.fingerprint, tree)
+            cache.facts_put(own, facts.to_record(), replace=True)
+            cache.tree_put(key, (*result_to_record(result), own, NO_EXTRAS))
+        self._derived[key] = facts
+        return result
 
     def _check_scope(self, scope: str) -> CheckResult:
         cache = self.cache
         tree = self._tree_id(scope) if cache is not None else None
         if cache is not None and tree is not None:
-            key = self._tree_key(tree)
-            record = cache.tree_get(key)
-            if record is not None:
-                return result_from_record(record[:2])
-            try:
-                fast = self._derive(scope, tree, cache)
-            except (
-                ValueError
-            ):  # damaged facts (checks/parts.py): the full check below writes its own
-                fast = None
-            if fast is not None:
-                result, facts, base_id, base_extras = fast
-                extras = merge_extras(base_extras, facts.added)
-                if extras_size(extras) <= MAX_EXTRAS:  # a delta against the base's facts file
-                    cache.tree_put(key, (*result_to_record(result), base_id, extras))
-                else:
-                    own = facts_id(facts.fingerprint, tree)
-                    cache.facts_put(own, facts.to_record(), replace=True)
-                    cache.tree_put(key, (*result_to_record(result), own, NO_EXTRAS))
-                self._derived[key] = facts
-                return result
+            found = self._cached_or_derived(scope, tree, cache)
+            if found is not None:
+                return found
         wiki = self.load_wiki(scope, cache)
         checker = Checker(wiki)
         fingerprint = names_fingerprint(wiki, self.limit) if cache is not None else ""
@@ -252,29 +280,14 @@ class CheckEngine:
         tree for the index when known, else the most recently checked tree, such as the
         other branch before a switch or the index of the previous hook run. Returns the
         result, the new facts, and the facts and extras of the tree it started from."""
-        git = self.git
-        if git is None or not self.flavour.plain:
+        if self.git is None or not self.flavour.plain:
             # The delta's facts know the common rules only (a flavour's markdown links by
             # name, comments and templates are not in them): a flavoured wiki is checked in
             # full, its page scans and problems still cached.
             return None
-        trees = cache.trees()
-        suffix = self._tree_key("")
-        candidates = [k for k in reversed(list(trees)) if k.endswith(suffix)]
-        if scope == "index":
-            head = self._tree_key(self._tree_id("HEAD") or EMPTY_TREE)
-            if head in trees:
-                candidates.insert(0, head)
-        for base_key in candidates[:3]:
-            record = trees[base_key]
-            if (
-                len(record) != 4
-                or not isinstance(record[2], str)
-                or not Facts.valid_extras(record[3])
-            ):
-                continue
+        for base_key, record in self._bases(scope, cache):
             base_tree = base_key.split("\0")[0]
-            diff_output = None if scope == "index" else git.spawn_tree_diff(base_tree, tree)
+            diff_output = None if scope == "index" else self.git.spawn_tree_diff(base_tree, tree)
             if diff_output is not None:
                 self._started.append(diff_output)  # git diffs while the facts load
             facts = self._derived.get(base_key)
@@ -283,41 +296,74 @@ class CheckEngine:
                 if facts is None:
                     continue  # its facts file is gone (pruned) or unreadable
                 facts = facts.with_extras(record[3])
-            locate: Callable[[list[str]], dict[str, str]]
-            if diff_output is None:
-                diff = self._index_diff(base_tree)
-                locate = _in_index
-            else:
-                diff = diff_output()
-                locate = self._locator(tree)
-            read = self._cat.read_blobs if self._cat is not None else git.read_blobs
-            derived = derive(
-                read,
-                locate,
-                record[1],
-                facts,
-                diff=diff,
-                wiki_dir=self.wiki_dir,
-                base=self.project_prefix,
-                limit=self.limit,
-            )
-            if derived is None:
-                return None
-            result, new_facts = derived
-            result = derived_sourcing(
-                git,
-                result,
-                diff,
-                scope,
-                tree,
-                set(new_facts.names_by_path),
-                locate,
-                read,
-                self.project_prefix,
-                new_facts.root_dir,
-            )
-            return result, new_facts, record[2], record[3]
+            derived = self._derive_from(scope, tree, base_tree, record, facts, diff_output)
+            return None if derived is None else (*derived, record[2], record[3])
         return None
+
+    def _bases(self, scope: str, cache: ScanCache) -> list[tuple[str, tuple[Any, ...]]]:
+        """The cached trees to derive from, best first (at most three), with their records."""
+        trees = cache.trees()
+        suffix = self._tree_key("")
+        candidates = [k for k in reversed(list(trees)) if k.endswith(suffix)]
+        if scope == "index":
+            head = self._tree_key(self._tree_id("HEAD") or EMPTY_TREE)
+            if head in trees:
+                candidates.insert(0, head)
+        return [
+            (key, trees[key])
+            for key in candidates[:3]
+            if len(trees[key]) == 4
+            and isinstance(trees[key][2], str)
+            and Facts.valid_extras(trees[key][3])
+        ]
+
+    def _derive_from(
+        self,
+        scope: str,
+        tree: str,
+        base_tree: str,
+        record: tuple[Any, ...],
+        facts: Facts,
+        diff_output: Callable[[], bytes] | None,
+    ) -> tuple[CheckResult, Facts] | None:
+        """``tree``'s result and facts from ``base_tree``'s (``record``, ``facts``) and their
+        diff (the index's against it, or ``diff_output``); None when the delta cannot tell."""
+        git = self.git
+        assert git is not None
+        locate: Callable[[list[str]], dict[str, str]]
+        if diff_output is None:
+            diff = self._index_diff(base_tree)
+            locate = _in_index
+        else:
+            diff = diff_output()
+            locate = self._locator(tree)
+        read = self._cat.read_blobs if self._cat is not None else git.read_blobs
+        derived = derive(
+            read,
+            locate,
+            record[1],
+            facts,
+            diff=diff,
+            wiki_dir=self.wiki_dir,
+            base=self.project_prefix,
+            limit=self.limit,
+        )
+        if derived is None:
+            return None
+        result, new_facts = derived
+        result = derived_sourcing(
+            git,
+            result,
+            diff,
+            scope,
+            tree,
+            set(new_facts.names_by_path),
+            locate,
+            read,
+            self.project_prefix,
+            new_facts.root_dir,
+        )
+        return result, new_facts
 
     def _prefetch_index(self) -> None:
         """Start the git commands a check of the index needs (its tree, its diff against
@@ -377,6 +423,14 @@ class CheckEngine:
         if self.git.rev_parse(against) is None:
             against = EMPTY_TREE
         return self.git.changed_names(against, None if head == "index" else head)
+
+
+def tree_key(
+    tree: str, project_prefix: str, wiki_dir: str | None, limit: int, flavour: Flavour
+) -> str:
+    """The key of a tree's cached result and facts: the tree and what else its check read."""
+    key = f"{tree}\0{project_prefix}\0{wiki_dir}\0{limit}"
+    return key if flavour.plain else f"{key}\0{flavour!r}"
 
 
 def _hidden(path: bytes) -> bool:

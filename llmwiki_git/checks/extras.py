@@ -5,6 +5,8 @@ facts file of its own."""
 
 from __future__ import annotations
 
+import hashlib
+
 from .links import Outcome
 
 Extras = tuple[
@@ -51,3 +53,17 @@ def facts_id(fingerprint: str, tree: str) -> str:
     """The name of the facts a tree's check wrote: its names fingerprint and the tree (two
     trees with the same names but other links have facts of their own)."""
     return f"{fingerprint[:24]}{tree[:16]}"
+
+
+def chained_fingerprint(base: str, names: dict[str, str | None], files: dict[str, bool]) -> str:
+    """A derived state's fingerprint: its base's and the names that changed (hashing every
+    page's names again costs ~6 ms on 10,000 pages). It names facts, never compared with a
+    full check's: a state reached two ways may have two, which costs only a file."""
+    text = "\x00".join(
+        [
+            base,
+            *(f"{path}\x01{key}" for path, key in sorted(names.items())),
+            *(f"{path}\x01{present}" for path, present in sorted(files.items())),
+        ]
+    )
+    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()

@@ -17,6 +17,7 @@ from .app import _note, _read_text_argument, _repo_path, _workspace, cli
 from .review import plan_lines
 
 if TYPE_CHECKING:
+    from ..publication.move import Moved
     from ..review.stagerewrite import StagedRewrite
 
 
@@ -115,7 +116,18 @@ def mv(ctx: click.Context, old: str, new: str, dry_run: bool, review: bool, as_j
         return
     site = Site.of(ws, "llmwiki mv")
     site.load_wiki = ws.cached_wiki  # every page is read: scans come from the checker's cache
-    done = move(site, _repo_path(ctx, ws, old), _repo_path(ctx, ws, new), dry_run=dry_run)
+    done = move(
+        site,
+        _repo_path(ctx, ws, old),
+        _repo_path(ctx, ws, new),
+        dry_run=dry_run,
+        around=ws.neighbourhood,  # after a check: only the pages the move touches are read
+    )
+    _render_move(ctx, done, dry_run, as_json)
+
+
+def _render_move(ctx: click.Context, done: Moved, dry_run: bool, as_json: bool) -> None:
+    """The output of `mv` (without --review): the commit, or the plan of a dry run."""
     if as_json:
         click.echo(json.dumps(done.to_json(), indent=2, ensure_ascii=False))
         ctx.exit(1 if done.refused else 0)
@@ -270,7 +282,13 @@ def _render_staged_rewrite(ctx: click.Context, staged: StagedRewrite, as_json: b
 def _render_suggestions(ws: Workspace, as_json: bool) -> None:
     from ..checks.duplicates import suggest
 
-    groups = suggest(ws.cached_wiki("worktree"))
+    around = ws.neighbourhood("worktree")  # after a check: the names the checker keeps
+    try:
+        groups = around.suggest() if around is not None else None
+    except ValueError:  # damaged facts (checks/parts.py): read every page instead
+        groups = None
+    if groups is None:
+        groups = suggest(ws.cached_wiki("worktree"))
     if as_json:
         click.echo(
             json.dumps(

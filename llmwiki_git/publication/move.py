@@ -19,18 +19,22 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import MoveRefused, UsageError
 from ..gitstore.commits import build_commit, check_path, current_branch, move_branch
 from ..gitstore.git import Git, TreeEntry
 from ..wiki import generated as G
+from ..wiki.indexpage import entries_of, moved_entries, render
 from ..wiki.model import Wiki
 from ..wiki.rewrite import Edit, RewritePlan, apply_edits, decode, encode, plan_moves, wiki_after
 from ..wiki.snapshots import SourceFile
-from .document import log_entry
+from .document import log_entry, now_iso
 from .write import Site, finish_local, generated_files, locked
 
 
@@ -79,10 +83,27 @@ class Moved:
         }
 
 
-def move(site: Site, old: str, new: str, *, dry_run: bool = False) -> Moved:
+class Around(Protocol):
+    """A committed tree's wiki read only around a move (`checks.neighbours.Neighbourhood`)."""
+
+    @property
+    def root_dir(self) -> str: ...
+    def wiki(self, moves: Mapping[str, str]) -> Wiki: ...
+
+
+def move(
+    site: Site,
+    old: str,
+    new: str,
+    *,
+    dry_run: bool = False,
+    around: Callable[[str], Around | None] | None = None,
+) -> Moved:
     """Move ``old`` (a file or folder, from the repository root) to ``new`` with every link
     kept whole, as one commit; with ``dry_run`` only the plan (nothing locked or written).
-    Raises MoveRefused when something is in the way (not for a dry run: its plan lists it)."""
+    Raises MoveRefused when something is in the way (not for a dry run: its plan lists it).
+    ``around``: the wiki of a revision read only where a move touches it (None when it
+    cannot be: the whole wiki is read, to the same plan and commit)."""
     old, new = clean_pair(old, new)
     git = site.git
     with nullcontext() if dry_run else locked(site):
@@ -90,8 +111,11 @@ def move(site: Site, old: str, new: str, *, dry_run: bool = False) -> Moved:
         head = git.rev_parse("HEAD")
         if head is None:
             raise MoveRefused(old, ["the branch has no commit yet"], hint="commit the wiki first")
-        wiki = site.load_wiki(head)
+        near = around(head) if around is not None else None
+        # Planning the moves needs the wiki root only; the plan, the pages the moves touch.
+        wiki = Wiki(near.root_dir, [], [], []) if near is not None else site.load_wiki(head)
         moves, modes, contents, adopted = _moves(site, head, wiki, old, new)
+        wiki, around_only = _wiki_for(site, head, wiki, near, moves)
         plan = plan_moves(wiki, moves, lambda paths: _texts(wiki, paths), contents)
         done = Moved(old, new, plan, dry_run, adopted=adopted)
         if adopted:
@@ -104,9 +128,23 @@ def move(site: Site, old: str, new: str, *, dry_run: bool = False) -> Moved:
             raise MoveRefused(
                 old, plan.refusals, hint="nothing moved; fix what is listed, or pick another name"
             )
-        done.commit = _commit(site, ref, head, wiki, plan, modes, contents, adopted, old, new)
+        change = _Change(ref, head, wiki, plan, modes, contents, adopted, old, new, around_only)
+        done.commit = _commit(site, change)
         done.notes.extend(site.notes)
     return done
+
+
+def _wiki_for(
+    site: Site, head: str, wiki: Wiki, near: Around | None, moves: Mapping[str, str]
+) -> tuple[Wiki, bool]:
+    """The wiki the plan reads: the pages around ``moves`` (and True) when ``near`` can
+    give them, else the whole wiki of ``head``."""
+    if near is None:
+        return wiki, False
+    try:
+        return near.wiki(moves), True
+    except ValueError:  # facts that cannot tell (a damaged part): read every page
+        return site.load_wiki(head), False
 
 
 def clean_path(path: str) -> str:
@@ -237,57 +275,45 @@ def _texts(wiki: Wiki, paths: list[str]) -> dict[str, str]:
     }
 
 
-def _commit(
-    site: Site,
-    ref: str,
-    head: str,
-    wiki: Wiki,
-    plan: RewritePlan,
-    modes: dict[str, tuple[str, str]],
-    contents: dict[str, str],
-    adopted: bool,
-    old: str,
-    new: str,
-) -> str:
-    files: dict[str, bytes | None] = {}
-    placed: dict[str, tuple[str, str]] = {}
-    texts = _texts(wiki, [f.path for f in plan.edited_files if f.path not in contents])
-    texts.update(contents)
-    for source, _target in plan.moves.items():
-        files[source] = None
-    for rewrite in plan.files.values():
-        mode = modes.get(rewrite.path)
-        if rewrite.edits or rewrite.path in contents:
-            files[rewrite.new_path] = encode(apply_edits(texts[rewrite.path], rewrite.edits))
-        elif mode is not None:
-            placed[rewrite.new_path] = mode
+@dataclass
+class _Change:
+    """A planned move, ready to commit (``partial``: ``wiki`` holds only the pages around it)."""
+
+    ref: str
+    head: str
+    wiki: Wiki
+    plan: RewritePlan
+    modes: dict[str, tuple[str, str]]
+    contents: dict[str, str]
+    adopted: bool
+    old: str
+    new: str
+    partial: bool
+
+
+def _commit(site: Site, change: _Change) -> str:
+    """Commit ``change`` (moves, rewritten pages, then the generated files) and move the branch."""
+    plan, head = change.plan, change.head
+    files, placed = _moved_files(change)
     pages = len(plan.edited_files)
     summary = (
         f"Moved {len(plan.moves)} file{'s' if len(plan.moves) != 1 else ''}; rewrote {plan.links} "
         f"link{'s' if plan.links != 1 else ''} in {pages} page{'s' if pages != 1 else ''}."
     )
-    message = f"llmwiki: mv {old} -> {new}\n\n{summary}\n"
-    entry = log_entry("mv", f"{old} → {new}", [summary])
+    message = f"llmwiki: mv {change.old} -> {change.new}\n\n{summary}\n"
+    entry = log_entry("mv", f"{change.old} → {change.new}", [summary])
     first = build_commit(site.git, head, files, message, placed=placed)
-    after = wiki_after(wiki, plan.moves)
+    after = wiki_after(change.wiki, plan.moves)
     said = len(site.notes)
-    generated, gen, index_text = generated_files(site, first, head, entry, wiki=after)
-    if (
-        gen.index_rel is None and gen.notes
-    ):  # "never rewrites it" is not what mv does to a user's index.md
-        site.notes[said:] = [
-            n for n in site.notes[said:] if not n.startswith(G.index_path(wiki.root_dir) + " ")
-        ]
-        own = G.index_path(wiki.root_dir)
-        did = (
-            "llmwiki rewrote only its links to moved files"
-            if own in files
-            else "llmwiki left it as it is (no link in it named a moved file)"
-        )
-        site.notes.append(
-            f"{own} is your own page: {did}; its generated table of contents goes to "
-            f"{site.state_dir.name}/{G.INDEX}"
-        )
+    generated, gen, index_text = generated_files(
+        site,
+        first,
+        head,
+        entry,
+        wiki=after,
+        render_index=partial(_index_after, site, change) if change.partial else None,
+    )
+    _note_own_index(site, change.wiki, gen, files, said)
     # A move creates no table of contents or journal the wiki did not have: those go to
     # llmwiki's own copies in the state folder, as where the user owns the files.
     for rel in [p for p in (gen.index_rel, gen.log_rel) if p is not None]:
@@ -301,18 +327,88 @@ def _commit(
         else first
     )
     force = [p for p in (gen.index_rel, gen.log_rel) if p is not None]
-    if adopted:
-        force.append(new)  # the user's renamed file, read above: its links may be rewritten
+    if change.adopted:
+        force.append(change.new)  # the user's renamed file, read above: its links may be rewritten
     move_branch(
         site.git,
         site.top,
-        ref,
+        change.ref,
         head,
         final,
         message,
         state_dir=site.state_dir,
         force=force,
-        what=f"mv of {old}",
+        what=f"mv of {change.old}",
     )
     finish_local(gen, index_text, entry)
     return final
+
+
+def _moved_files(change: _Change) -> tuple[dict[str, bytes | None], dict[str, tuple[str, str]]]:
+    """The files the move's first commit writes (None: deleted) and the moved files it places
+    as they are (new path -> mode and blob)."""
+    plan, contents = change.plan, change.contents
+    files: dict[str, bytes | None] = {}
+    placed: dict[str, tuple[str, str]] = {}
+    texts = _texts(change.wiki, [f.path for f in plan.edited_files if f.path not in contents])
+    texts.update(contents)
+    for source, _target in plan.moves.items():
+        files[source] = None
+    for rewrite in plan.files.values():
+        mode = change.modes.get(rewrite.path)
+        if rewrite.edits or rewrite.path in contents:
+            files[rewrite.new_path] = encode(apply_edits(texts[rewrite.path], rewrite.edits))
+        elif mode is not None:
+            placed[rewrite.new_path] = mode
+    return files, placed
+
+
+def _note_own_index(
+    site: Site, wiki: Wiki, gen: G.Generated, files: Mapping[str, object], said: int
+) -> None:
+    """Where the user owns ``index.md``: say what mv did to it ("never rewrites it", what
+    the generated files say, is not what mv does to a user's page)."""
+    if gen.index_rel is not None or not gen.notes:
+        return
+    own = G.index_path(wiki.root_dir)
+    site.notes[said:] = [n for n in site.notes[said:] if not n.startswith(own + " ")]
+    did = (
+        "llmwiki rewrote only its links to moved files"
+        if own in files
+        else "llmwiki left it as it is (no link in it named a moved file)"
+    )
+    site.notes.append(
+        f"{own} is your own page: {did}; its generated table of contents goes to "
+        f"{site.state_dir.name}/{G.INDEX}"
+    )
+
+
+def _index_after(site: Site, change: _Change, gen: G.Generated) -> str:
+    """The table of contents after a move planned on the pages around it: the one committed
+    (or llmwiki's own copy) with the moved pages' entries changed, when it is exactly what
+    llmwiki renders; else rendered from every page, as without the checker's facts."""
+    plan = change.plan
+    moved = change.wiki.with_pages(
+        [change.wiki.by_path[p] for p in plan.moves if p in change.wiki.by_path], []
+    )
+    now = now_iso(ms=False)
+    old: bytes | None = None
+    if gen.index_rel is not None:
+        blob = site.git.blob_at(change.head, gen.index_rel)
+        old = site.git.read_blob(blob) if blob is not None else None
+    else:
+        try:
+            old = gen.local_index.read_bytes()
+        except OSError:
+            old = None
+    if old is not None:
+        text = moved_entries(
+            old.decode("utf-8", "replace"),
+            entries_of(moved),
+            entries_of(wiki_after(moved, plan.moves)),
+            now,
+        )
+        if text is not None:
+            return text
+    whole = wiki_after(site.load_wiki(change.head), plan.moves)
+    return render(entries_of(whole), now)

@@ -95,12 +95,14 @@ def generated_files(
     entry: str,
     page: tuple[str, str] | None = None,
     wiki: Wiki | None = None,
+    render_index: Callable[[G.Generated], str] | None = None,
 ) -> tuple[dict[str, bytes], G.Generated, str]:
     """The generated files to commit on top of ``tree`` (with ``page`` = (path, document)
     written on it, when given): the table of contents rendered from that tree -- never the
     work tree -- and the journal with ``entry`` appended, each only where llmwiki owns it.
     Also returns the ownership decision and the rendered table of contents (for the local
-    copy when the user owns ``index.md``). ``wiki``: that tree's wiki, when the caller has it."""
+    copy when the user owns ``index.md``). ``wiki``: that tree's wiki, when the caller has it;
+    ``render_index``: the table of contents when the caller renders it (`llmwiki mv`)."""
     wiki = wiki if wiki is not None else site.load_wiki(tree or "HEAD")
     overrides = {}
     if page is not None:
@@ -115,7 +117,11 @@ def generated_files(
         project_prefix=site.project_prefix,
     )
     site.notes += gen.notes
-    text = render(entries_of(wiki, overrides), now_iso(ms=False))
+    text = (
+        render_index(gen)
+        if render_index is not None
+        else render(entries_of(wiki, overrides), now_iso(ms=False))
+    )
     files: dict[str, bytes] = {}
     if gen.index_rel is not None:
         old = _blob(site.git, tree, gen.index_rel)

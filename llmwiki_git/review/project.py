@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..config import Settings
 from ..publication.write import Project
+from ..wiki.model import Wiki
 
 if TYPE_CHECKING:
     from ..retrieval.service import Retrieval
@@ -21,3 +22,4 @@ class ReviewProject(Project, Protocol):
     @property
     def environ(self) -> Mapping[str, str]: ...
     def retrieval(self) -> Retrieval: ...
+    def cached_wiki(self, scope: str) -> Wiki: ...  # `wiki` through the checker's scan cache

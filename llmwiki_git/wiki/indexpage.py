@@ -105,3 +105,49 @@ def entries_of(
         summary = summary if isinstance(summary, str) else ""
         entries.append(Entry(page.stem, title, summary, page.kind))
     return entries
+
+
+_ENTRY = re.compile(r"- \*\*\[\[([^\[\]|]*)\|(.*)\]\]\*\*(?: — (.*))?")
+_SECTIONS = {"## Concepts": "concept", "## Saved Queries": "query"}
+_GENERATED = re.compile(r"_\d+ pages? \| Generated (.*)_")
+
+
+def parsed_entries(text: str) -> list[Entry] | None:
+    """The entries of a table of contents `render` wrote (summaries as it prints them), or
+    None when ``text`` is anything else: it must render back to itself byte for byte."""
+    entries: list[Entry] = []
+    kind = None
+    generated_at = None
+    for line in text.split("\n"):
+        if line in _SECTIONS:
+            kind = _SECTIONS[line]
+            continue
+        entry = _ENTRY.fullmatch(line)
+        if entry is not None and kind is not None:
+            slug, title, summary = entry.groups()
+            entries.append(Entry(slug, title, summary or "", kind))
+            continue
+        footer = _GENERATED.fullmatch(line)
+        if footer is not None:
+            generated_at = footer.group(1)
+    if generated_at is None or render(entries, generated_at) != text:
+        return None
+    return entries
+
+
+def moved_entries(
+    text: str, gone: Sequence[Entry], added: Sequence[Entry], generated_at: str
+) -> str | None:
+    """The table of contents ``text`` (as `render` wrote it) with the entries ``gone`` taken
+    out and ``added`` put in, rendered at ``generated_at``; None when ``text`` is not such a
+    table or lacks one of ``gone`` (it is then rendered from every page instead). A move
+    changes a few entries: rendering all of them reads every page (issue 39)."""
+    entries = parsed_entries(text)
+    if entries is None:
+        return None
+    for entry in gone:
+        shown = Entry(entry.slug, entry.title, _plain(entry.summary), entry.kind)
+        if shown not in entries:
+            return None
+        entries.remove(shown)
+    return render([*entries, *added], generated_at)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ..errors import FrontmatterRefused
 from .frontmatter import parse, raw_start, split, string_list
-from .model import Wiki
+from .model import Page, Wiki
 from .rewrite import RewritePlan, apply_edits, plan_links
 from .slug import slugify
 from .titles import opening_heading, page_title
@@ -224,27 +224,11 @@ def plan_merge(
     notes: list[str] = []
     missing = [p for p in (keep, fold) if p not in texts]
     if missing:
-        return MergePlan(
-            keep,
-            fold,
-            "",
-            [],
-            "",
-            "",
-            RewritePlan({}, {}),
-            texts,
-            [f"{p}: cannot read it as UTF-8 text" for p in missing],
-        )
+        return _unreadable(keep, fold, texts, missing)
     keep_text, fold_text = texts[keep], texts[fold]
     fold_meta = parse(fold_text)
     title = page_title(fold_meta.data, fold_text[fold_meta.body_offset :], b.stem)
-    taken = {slugify(a.stem), a.scan.title_slug, *a.scan.alias_slugs}
-    aliases: list[str] = []
-    for name in [title, *b.scan.aliases]:
-        slug = slugify(name)
-        if slug and slug not in taken:
-            taken.add(slug)
-            aliases.append(name)
+    aliases = _new_aliases(a, b, title)
     try:
         provisional = with_aliases(keep_text, aliases)
     except FrontmatterRefused as exc:
@@ -276,6 +260,34 @@ def plan_merge(
             apply_edits(fold_text, edits.get(fold, [])),
             title,
         )
+    notes.extend(_merge_notes(a, b, keep, fold, fold_meta.data))
+    return MergePlan(keep, fold, title, aliases, heading, document, links, texts, refusals, notes)
+
+
+def _unreadable(keep: str, fold: str, texts: dict[str, str], missing: list[str]) -> MergePlan:
+    """The plan of a merge refused because a page cannot be read as text."""
+    refusals = [f"{p}: cannot read it as UTF-8 text" for p in missing]
+    return MergePlan(keep, fold, "", [], "", "", RewritePlan({}, {}), texts, refusals)
+
+
+def _new_aliases(a: Page, b: Page, title: str) -> list[str]:
+    """The names page ``a`` gains from ``b`` (its title, then its aliases): those ``a`` does
+    not answer to already, each once."""
+    taken = {slugify(a.stem), a.scan.title_slug, *a.scan.alias_slugs}
+    aliases: list[str] = []
+    for name in [title, *b.scan.aliases]:
+        slug = slugify(name)
+        if slug and slug not in taken:
+            taken.add(slug)
+            aliases.append(name)
+    return aliases
+
+
+def _merge_notes(
+    a: Page, b: Page, keep: str, fold: str, fold_data: Mapping[str, object]
+) -> list[str]:
+    """What a merge tells its author: shared headings and block ids, frontmatter left behind."""
+    notes = []
     shared = sorted(set(a.scan.headings) & set(b.scan.headings))
     if shared:
         notes.append(
@@ -288,10 +300,10 @@ def plan_merge(
             f"both pages use the block id{'s' if len(blocks) > 1 else ''} "
             f"{', '.join('^' + x for x in blocks[:5])}: rename one after the merge"
         )
-    dropped = [k for k in fold_meta.data if k not in ("title", "aliases")]
+    dropped = [k for k in fold_data if k not in ("title", "aliases")]
     if dropped:
         notes.append(
             f"{fold}'s other frontmatter ({', '.join(map(str, dropped[:8]))}) is not carried over: "
             f"add to {keep} what it should keep after approving"
         )
-    return MergePlan(keep, fold, title, aliases, heading, document, links, texts, refusals, notes)
+    return notes

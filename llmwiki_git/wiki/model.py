@@ -379,6 +379,7 @@ class ScanTally:
     (one page read at 10,000 pages) scanning nothing."""
 
     pages = 0
+    listed = 0  # pages of every wiki `load_wiki` built, scanned or from the cache
 
 
 def load_wiki(
@@ -404,6 +405,7 @@ def load_wiki(
     issues: list[tuple[str, Issue]] = [(i.path, Issue(i.code, i.message)) for i in source_issues]
     issues += [(path, Issue("symlink-escape", why)) for path, why in escapes]
     scans = _scans(snapshot, page_files, cache, max_page_bytes, dialect)
+    ScanTally.listed += len(page_files)
     merged = (  # Hugo: a page shows the headings of the files it includes
         included_headings({path: scan for path, (_, scan) in scans.items()}, root)
         if flavour.raw_shortcodes and any(scan.includes for _, scan in scans.values())

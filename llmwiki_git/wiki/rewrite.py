@@ -330,38 +330,9 @@ def plan_links(
     ctx = _Plan(
         wiki, after, moves, refusals if refusals is not None else [], embed_anchor or {}, by_name
     )
-    candidates: list[str] = []
-    for page in wiki.pages:
-        wanted = page.path in moves and bool(page.scan.md_links)
-        for line, col, inner, text, _label, _embed in page.scan.raw_links:
-            target = parse_target(wiki.flavour.link_text(text))
-            if target.is_self_anchor or target.is_empty:
-                continue
-            found = ctx.before(text)
-            if (found.page is not None and found.page.path in moves) or (
-                found.file is not None and found.file in moves
-            ):
-                wanted = True
-            elif target.slug in new_slugs or (target.file_name or "").lower() in new_names:
-                now = ctx.later(text)
-                if found.resolved and not _same(
-                    now, _moved(found.page, moves, after), _moved_file(found.file, moves)
-                ):
-                    ctx.refusals.append(
-                        f"{page.path}:{line}:{col}: [[{inner}]] resolves to {found.ref} today "
-                        f"and would resolve to {now.ref or 'nothing'}"
-                        f"{' (ambiguous)' if now.alternatives else ''} after the move"
-                    )
-                elif not found.resolved and now.resolved:
-                    notes.append(
-                        f"{page.path}:{line}:{col}: [[{inner}]] was broken and will resolve to "
-                        f"{now.ref}"
-                    )
-        if not wanted and page.scan.md_links:
-            wanted = any(_md_target(page.path, url) in moves for _, _, _, url in page.scan.md_links)
-        if wanted:
-            candidates.append(page.path)
-
+    candidates = [
+        page.path for page in wiki.pages if _wanted(ctx, page, new_slugs, new_names, notes)
+    ]
     texts: dict[str, str] = dict(read([p for p in candidates if p not in contents]))
     texts.update({p: t for p, t in contents.items() if p in candidates})
     files: dict[str, FileRewrite] = {old: FileRewrite(old, new) for old, new in moves.items()}
@@ -374,6 +345,43 @@ def plan_links(
         if edits:
             files.setdefault(path, FileRewrite(path, moves.get(path, path))).edits = edits
     return RewritePlan(dict(moves), files, ctx.refusals, notes)
+
+
+def _wanted(
+    ctx: _Plan, page: Page, new_slugs: Collection[str], new_names: Collection[str], notes: list[str]
+) -> bool:
+    """Whether ``page`` has a link to rewrite (one reaching a moved file, or a moved page's
+    own relative link). A link naming a new name whose meaning would change refuses the
+    change; one that was broken and will resolve is noted."""
+    wiki, moves, after = ctx.wiki, ctx.moves, ctx.after
+    wanted = page.path in moves and bool(page.scan.md_links)
+    for line, col, inner, text, _label, _embed in page.scan.raw_links:
+        target = parse_target(wiki.flavour.link_text(text))
+        if target.is_self_anchor or target.is_empty:
+            continue
+        found = ctx.before(text)
+        if (found.page is not None and found.page.path in moves) or (
+            found.file is not None and found.file in moves
+        ):
+            wanted = True
+        elif target.slug in new_slugs or (target.file_name or "").lower() in new_names:
+            now = ctx.later(text)
+            if found.resolved and not _same(
+                now, _moved(found.page, moves, after), _moved_file(found.file, moves)
+            ):
+                ctx.refusals.append(
+                    f"{page.path}:{line}:{col}: [[{inner}]] resolves to {found.ref} today "
+                    f"and would resolve to {now.ref or 'nothing'}"
+                    f"{' (ambiguous)' if now.alternatives else ''} after the move"
+                )
+            elif not found.resolved and now.resolved:
+                notes.append(
+                    f"{page.path}:{line}:{col}: [[{inner}]] was broken and will resolve to "
+                    f"{now.ref}"
+                )
+    if not wanted and page.scan.md_links:
+        wanted = any(_md_target(page.path, url) in moves for _, _, _, url in page.scan.md_links)
+    return wanted
 
 
 def _moved(page: Page | None, moves: Mapping[str, str], after: Wiki) -> Page | None:
@@ -434,23 +442,7 @@ def _wikilink_edit(
     )
     if still and section is None:
         return None  # an alias, or a name the moved file keeps: still reaches it
-    # The name part of the inner text: before "|" (or a table's "\|") and before "#"; after
-    # the "|" where the flavour writes the label first (Dendron's [[label|target]]).
-    inner_start = starts[line - 1] + col - 1 + (3 if embed else 2)
-    head = inner.split("|", 1)[0]
-    if head.endswith("\\") and "|" in inner:
-        head = head[:-1]
-    placed = text[inner_start : inner_start + len(inner)] == inner
-    if ctx.wiki.flavour.label_first and "|" in inner:
-        pipe = inner.index("|") + 1
-        inner_start += pipe
-        head = inner[pipe:]
-    name = head.split("#", 1)[0]
-    stripped = name.strip()
-    lead = len(name) - len(name.lstrip())
-    vault = ctx.wiki.flavour.vault_prefix(stripped)  # kept as written: dendron://vault/
-    stripped = stripped[len(vault) :]
-    lead += len(vault)
+    inner_start, placed, stripped, lead, vault = _name_part(ctx, link, starts, text)
     if not placed:
         ctx.refusals.append(
             f"{path}:{line}:{col}: could not place [[{inner}]] in the text; not rewritten"
@@ -476,6 +468,31 @@ def _wikilink_edit(
     return Edit(
         line, start - starts[line - 1] + 1, start, start + len(stripped), stripped, new_name
     )
+
+
+def _name_part(
+    ctx: _Plan, link: RawLink, starts: list[int], text: str
+) -> tuple[int, bool, str, int, str]:
+    """Where a wikilink's name is in ``text``: the inner text's offset, whether the inner
+    text is found there, the name (stripped, without a vault prefix), the characters before
+    it in the inner text, and the vault prefix (``dendron://vault/``)."""
+    line, col, inner, _target_text, _label, embed = link
+    # The name part of the inner text: before "|" (or a table's "\|") and before "#"; after
+    # the "|" where the flavour writes the label first (Dendron's [[label|target]]).
+    inner_start = starts[line - 1] + col - 1 + (3 if embed else 2)
+    head = inner.split("|", 1)[0]
+    if head.endswith("\\") and "|" in inner:
+        head = head[:-1]
+    placed = text[inner_start : inner_start + len(inner)] == inner
+    if ctx.wiki.flavour.label_first and "|" in inner:
+        pipe = inner.index("|") + 1
+        inner_start += pipe
+        head = inner[pipe:]
+    name = head.split("#", 1)[0]
+    stripped = name.strip()
+    lead = len(name) - len(name.lstrip())
+    vault = ctx.wiki.flavour.vault_prefix(stripped)  # kept as written: dendron://vault/
+    return inner_start, placed, stripped[len(vault) :], lead + len(vault), vault
 
 
 def _new_wikilink_name(
