@@ -103,12 +103,17 @@ def test_index_json_with_nothing_to_embed_prints_no_progress(pages: Repo) -> Non
     assert progress_lines(proc.stderr) == []
 
 
-@pytest.mark.parametrize("layout", ["wiki", "vault"])
-def test_ingest_json_prints_a_progress_line_per_file_read(repo: Repo, layout: str) -> None:
+def three_notes_in_an_inbox(repo: Repo, layout: str) -> None:
+    """``layout``'s folders, and three notes committed in ``inbox/`` to ingest."""
     layout_prefix(repo, layout)
     for i in range(3):
         repo.write(f"inbox/note-{i}.md", f"# Note {i}\n\nSome text of note {i}.\n")
     repo.commit("inbox")
+
+
+@pytest.mark.parametrize("layout", ["wiki", "vault"])
+def test_ingest_json_prints_a_progress_line_per_file_read(repo: Repo, layout: str) -> None:
+    three_notes_in_an_inbox(repo, layout)
     proc = repo.llmwiki_process("ingest", "inbox", "--json", env=FAST)
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["sources"]) == 3
@@ -128,10 +133,7 @@ def test_ingest_json_prints_a_progress_line_per_file_read(repo: Repo, layout: st
 
 @pytest.mark.parametrize("layout", ["wiki", "vault"])
 def test_ingest_on_a_terminal_draws_a_bar(repo: Repo, layout: str) -> None:
-    layout_prefix(repo, layout)
-    for i in range(3):
-        repo.write(f"inbox/note-{i}.md", f"# Note {i}\n\nSome text of note {i}.\n")
-    repo.commit("inbox")
+    three_notes_in_an_inbox(repo, layout)
     code, shown = on_a_terminal(repo.root, ["ingest", "inbox"], FAST)
     assert code == 0, shown
     assert "Reading" in shown and "3/3" in shown, shown
