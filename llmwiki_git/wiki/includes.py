@@ -19,7 +19,7 @@ links to the pages including it. Only the Hugo flavour follows includes.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterable, Mapping
 
 from .pages import PageScan
 
@@ -46,9 +46,11 @@ def resolve_include(
     return None
 
 
-def included_headings(scans: Mapping[str, PageScan], root_dir: str) -> dict[str, tuple[str, ...]]:
-    """Path -> headings (sorted) of each page of ``scans`` (path -> scan) whose includes add
-    headings to its own."""
+def included_headings(
+    scans: Mapping[str, PageScan], root_dir: str, paths: Iterable[str] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """Path -> headings (sorted) of each page of ``scans`` (path -> scan), or of ``paths``
+    only, whose includes add headings to its own."""
     done: dict[str, frozenset[str]] = {}
 
     def headings(path: str, depth: int, seen: frozenset[str]) -> tuple[frozenset[str], bool]:
@@ -74,7 +76,8 @@ def included_headings(scans: Mapping[str, PageScan], root_dir: str) -> dict[str,
         return result, whole
 
     out = {}
-    for path, scan in scans.items():
+    for path in scans if paths is None else paths:
+        scan = scans[path]
         if scan.includes:
             merged = tuple(sorted(headings(path, 0, frozenset({path}))[0]))
             if merged != scan.headings:

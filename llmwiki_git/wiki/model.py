@@ -241,6 +241,11 @@ class Wiki:
         kind = page_kind(page_id)
         data = text.encode("utf-8")
         scan = scan_page(data, dialect=self.flavour.dialect)
+        if self.flavour.raw_shortcodes and scan.includes:
+            # Hugo: the page shows the headings of the files it includes, as load_wiki reads it
+            scans = {p.path: p.scan for p in self.pages if p.path != path} | {path: scan}
+            merged = included_headings(scans, self.root_dir, [path])
+            scan = scan._replace(headings=merged.get(path, scan.headings))
         page = Page(path, page_id, page_id.rsplit("/", 1)[-1], kind, blob_id(data), scan)
         pages = [p for p in self.pages if p.path != path] + [page]
         return Wiki(

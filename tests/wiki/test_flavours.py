@@ -432,3 +432,34 @@ def test_hugo_pages_have_the_headings_of_the_files_they_include(repo: Repo, layo
     _, found = problems(repo)
     said = " ".join(p["message"] for p in found)
     assert "[[ref#options]]" in said and "[…](functions/ref.md#options)" in said
+
+
+@pytest.mark.parametrize("layout", ["wiki", "vault"])
+def test_a_hugo_page_about_to_be_written_has_the_headings_it_includes(
+    repo: Repo, layout: str
+) -> None:
+    """The wiki as it will be after a write (what a save or an approval checks the new page's
+    links against) reads the new page as the checker will: with the headings it includes."""
+    prefix = layout_prefix(repo, layout)
+    repo.write("hugo.toml", "title = 'docs'\n")
+    repo.write(f"{prefix}_common/options.md", "## Options\n\nWhat each option does.\n")
+    repo.write(f"{prefix}ref.md", "# Ref\n")
+    repo.commit()
+    ws = Workspace.open(repo.root)
+    after = ws.wiki().with_page(
+        f"{prefix}ref.md", '# Ref\n\n{{% include "/_common/options.md" %}}\n'
+    )
+    ref = next(p for p in after.pages if p.path == f"{prefix}ref.md")
+    assert ref.scan.headings == ("options", "ref")
+    # what is not Hugo does not follow includes
+    repo.git("rm", "-q", "hugo.toml")
+    repo.commit()
+    plain = Workspace.open(repo.root).wiki()
+    ref = next(
+        p
+        for p in plain.with_page(
+            f"{prefix}ref.md", '# Ref\n\n{{% include "/_common/options.md" %}}\n'
+        ).pages
+        if p.path == f"{prefix}ref.md"
+    )
+    assert ref.scan.headings == ("ref",)
